@@ -1,0 +1,1 @@
+"""The command line (Typer + Rich): thin commands over the services."""

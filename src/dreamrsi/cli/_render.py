@@ -1,0 +1,150 @@
+"""Rich rendering of the CLI's outputs: progress, summaries, trees and tables."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from dreamrsi.core.model import Direction, Node
+from dreamrsi.engine import CheckReport, RunProgress
+
+
+def _fmt(score: float | None) -> str:
+    return "-" if score is None else f"{score:.10g}"
+
+
+class RunProgressBar:
+    """A live progress bar; also the engine's observer (call it with progress events)."""
+
+    def __init__(self, console: Console, budget: int | None) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("best {task.fields[best]}"), TextColumn("{task.fields[rate]}/s"),
+            TextColumn("{task.fields[bad]}"), TimeElapsedColumn(), console=console,
+            transient=False)
+        self._task = self._progress.add_task("starting", total=budget, best="-", rate="0.00",
+                                             bad="")
+
+    def __enter__(self) -> RunProgressBar:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def __call__(self, event: str, progress: RunProgress, node: Node | None) -> None:
+        best = "-"
+        if progress.best is not None:
+            best = f"{_fmt(progress.best.raw_score)} ({progress.best.node_id})"
+        rate = progress.attempts / progress.elapsed_s if progress.elapsed_s > 0 else 0.0
+        counts = progress.by_status
+        bad = " ".join(f"{k} {counts[k]}" for k in ("invalid", "error", "timeout", "lost")
+                       if counts.get(k))
+        self._progress.update(self._task, completed=progress.attempts,
+                              description=f"{progress.task_name} {progress.run_id}",
+                              best=best, rate=f"{rate:.2f}", bad=bad)
+
+
+def summary_table(console: Console, s: Mapping[str, Any]) -> None:
+    """The end-of-run summary."""
+    table = Table(title=f"run {s['run_id']} ({s['task']})", show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("status", f"{s['status']}: {s['stop_reason'] or ''}")
+    table.add_row("policy", s["policy"])
+    table.add_row("best score", f"{_fmt(s['best_score'])} ({s['direction']})")
+    table.add_row("best node", s["best_node"] or "-")
+    table.add_row("attempts", str(s["attempts"]))
+    table.add_row("by status", ", ".join(f"{k} {v}" for k, v in s["counts"].items()))
+    table.add_row("wall time", f"{s['elapsed_s']:.1f} s")
+    console.print(table)
+
+
+def runs_table(console: Console, runs: Sequence[Mapping[str, Any]]) -> None:
+    """``dreamrsi status``."""
+    if not runs:
+        console.print("no runs yet")
+        return
+    table = Table(title="runs")
+    for col in ("run", "task", "state", "policy", "attempts", "best", "by status", "stop reason"):
+        table.add_column(col)
+    for r in runs:
+        table.add_row(r["run_id"], r["task"], r["status"], r["policy"], str(r["attempts"]),
+                      _fmt(r["best_score"]), ", ".join(f"{k} {v}" for k, v in r["counts"].items()),
+                      r["stop_reason"] or "")
+    console.print(table)
+
+
+def tree_table(console: Console, summary: Mapping[str, Any],
+               rows: Sequence[Mapping[str, Any]]) -> None:
+    """``dreamrsi show``: one line per node, branch by branch."""
+    table = Table(title=f"run {summary['run_id']} ({summary['task']}): {len(rows)} nodes, "
+                  f"best {_fmt(summary['best_score'])}")
+    for col in ("node", "depth", "round", "score", "status", "plan"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        plan = r["plan"] or ""
+        if r["duplicate_of"]:
+            plan = f"[dim](duplicate of {r['duplicate_of']})[/] {plan}"
+        indent = "  " * min(r["depth"], 1) + ("└ " if r["depth"] else "")
+        table.add_row(f"{indent}{r['node_id']}", str(r["depth"]), str(r["round"]),
+                      _fmt(r["score"]), r["status"], plan)
+    console.print(table)
+
+
+def best_panel(console: Console, info: Mapping[str, Any]) -> None:
+    """``dreamrsi best``."""
+    lines = [f"node {info['node_id']} (depth {info['depth']}, round {info['round']})",
+             f"score {_fmt(info['score'])}", f"commit {info['commit']}",
+             f"plan {info['plan'] or '-'}", f"feedback {info['feedback']}"]
+    if info.get("exported_to"):
+        lines.append(f"exported to {info['exported_to']}")
+    console.print(Panel("\n".join(lines), title="best"), highlight=False)
+
+
+def tasks_table(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
+    """``dreamrsi tasks``."""
+    table = Table(title="built-in tasks")
+    for col in ("name", "direction", "objective"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["name"], r["direction"], r["objective"])
+    console.print(table)
+
+
+def check_dict(report: CheckReport) -> dict[str, Any]:
+    """``dreamrsi task check --json``."""
+    ev = report.evaluation
+    return {"task": report.task.name, "ok": report.ok, "status": ev.status.value,
+            "valid": ev.valid, "score": ev.raw_score, "feedback": ev.feedback,
+            "metrics": ev.metrics, "seconds": round(report.seconds, 3),
+            "isolated": report.result.isolated, "digest": report.task.digest,
+            "evaluator_digest": report.task.evaluator_digest}
+
+
+def check_panel(console: Console, report: CheckReport) -> None:
+    """``dreamrsi task check``."""
+    d = check_dict(report)
+    direction = Direction(report.task.direction)
+    head = ("[green]evaluator works[/]" if report.ok else "[red]evaluator failed[/]")
+    lines = [f"{head}: status {d['status']}, valid {d['valid']}, score {_fmt(d['score'])} "
+             f"({direction.value}), {d['seconds']:.2f} s, isolated {d['isolated']}",
+             f"feedback: {d['feedback']}", f"metrics: {d['metrics']}"]
+    console.print(Panel("\n".join(lines), title=f"task {d['task']}"), highlight=False)
+
+
+def ledger_table(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
+    """``dreamrsi ledger show``."""
+    table = Table(title="ledger")
+    for col in ("seq", "t", "actor", "cmd", "exit", "ms", "admissible", "node"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(str(r["seq"]), r["t"], r["actor"], r["cmd"][:80], str(r["exit"]),
+                      str(r["duration_ms"]), "yes" if r["admissible"] else "no",
+                      r["node_id"] or "")
+    console.print(table)

@@ -1,0 +1,324 @@
+"""The ``dreamrsi`` command line. Each command calls one service function and renders it.
+
+Exit codes: 0 success, 1 a user error (printed as one message; ``--debug`` shows the
+traceback), 2 a usage error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+
+from dreamrsi.cli import _render
+from dreamrsi.engine import RunConfig, check_task, default_policy, queries, resume_run, start_run
+from dreamrsi.errors import DreamError
+from dreamrsi.policies.registry import parse_spec
+from dreamrsi.store.sqlite import SqliteRunStore
+from dreamrsi.tasks import builtin_tasks, load_task, resolve_task
+
+app = typer.Typer(
+    name="dreamrsi",
+    help="Durable discovery runs around a frozen model or program, improved by dreaming.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+task_app = typer.Typer(help="Work with task definitions.", no_args_is_help=True)
+ledger_app = typer.Typer(help="Inspect and verify the evidence ledger.", no_args_is_help=True)
+store_app = typer.Typer(help="Maintain a store.", no_args_is_help=True)
+app.add_typer(task_app, name="task")
+app.add_typer(ledger_app, name="ledger")
+app.add_typer(store_app, name="store")
+
+console = Console()
+err_console = Console(stderr=True)
+T = TypeVar("T")
+_state = {"debug": False}
+
+StoreOpt = Annotated[Path, typer.Option(
+    "--store", envvar="DREAMRSI_STORE", help="Store directory (default ./.dreamrsi).",
+    show_default=False)]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+RunArg = Annotated[str, typer.Argument(help="Run id (or a unique prefix of it).")]
+DEFAULT_STORE = Path(".dreamrsi")
+
+
+@app.callback()
+def _main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True,
+                                         help="More log output (-vv for debug).")] = 0,
+) -> None:
+    _state["debug"] = debug
+    level = logging.WARNING - 10 * min(verbose, 2)
+    from rich.logging import RichHandler
+
+    logging.basicConfig(level=level, handlers=[RichHandler(console=err_console)],
+                        format="%(message)s")
+
+
+def _guard(fn: Callable[[], T]) -> T:
+    """Run a command body; turn a DreamError into a message and exit 1."""
+    try:
+        return fn()
+    except DreamError as exc:
+        if _state["debug"]:
+            raise
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/]; `dreamrsi resume RUN` continues the run")
+        raise typer.Exit(130) from None
+
+
+def _fail(message: str) -> NoReturn:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(1)
+
+
+def _print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+
+
+def _reader(store: Path) -> SqliteRunStore:
+    return SqliteRunStore.open(store, writer=False)
+
+
+def _sigterm_as_interrupt() -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+# -- running -------------------------------------------------------------------------------
+
+
+@app.command()
+def run(
+    task: Annotated[str, typer.Argument(help="A built-in task's name or a task directory.")],
+    budget: Annotated[int, typer.Option(min=1, help="Most attempts (root excluded).")] = 60,
+    workers: Annotated[int, typer.Option(min=1, help="Attempts in parallel (W).")] = 1,
+    rounds: Annotated[int | None, typer.Option(min=1, help="Most decision rounds (K1).")] = None,
+    wall_time: Annotated[float | None, typer.Option(help="Most wall time, seconds.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Most model tokens.")] = None,
+    max_cost: Annotated[float | None, typer.Option(help="Most money, USD.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the run.")] = 0,
+    policy: Annotated[str | None, typer.Option(
+        help="Policy as NAME[:key=value,...] (default: fixed refinement sized to the budget)."
+    )] = None,
+    isolation: Annotated[str | None, typer.Option(
+        help="auto | required | off (default: the task's setting).")] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a discovery: explore TASK under a policy until a budget ends or the policy stops."""
+
+    def body() -> None:
+        spec = parse_spec(policy) if policy else default_policy(budget, workers)
+        config = RunConfig(budget=budget, workers=workers, max_rounds=rounds,
+                           wall_time_s=wall_time, max_tokens=max_tokens, max_cost_usd=max_cost,
+                           seed=seed, policy=spec, isolation=isolation)
+        loaded = resolve_task(task)
+        with SqliteRunStore.open(store, writer=True, holder=f"run {loaded.name}") as handle:
+            _sigterm_as_interrupt()
+            summary = _drive(lambda obs: start_run(handle, loaded, config, obs), as_json,
+                             budget)
+            _finish(handle, summary.run_id, as_json)
+
+    _guard(body)
+
+
+@app.command()
+def resume(run_id: RunArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
+    """Continue a run that was killed or interrupted; in-flight attempts become `lost`."""
+
+    def body() -> None:
+        with SqliteRunStore.open(store, writer=True, holder=f"resume {run_id}") as handle:
+            _sigterm_as_interrupt()
+            record = handle.get_run(run_id)
+            summary = _drive(lambda obs: resume_run(handle, record.run_id, obs), as_json,
+                             record.config.get("budget"))
+            _finish(handle, summary.run_id, as_json)
+
+    _guard(body)
+
+
+def _drive(start: Callable[[Any], Any], as_json: bool, budget: int | None) -> Any:
+    if as_json or not console.is_terminal and os.environ.get("DREAMRSI_PROGRESS") != "1":
+        return start(None)
+    with _render.RunProgressBar(console, budget) as bar:
+        return start(bar)
+
+
+def _finish(handle: SqliteRunStore, run_id: str, as_json: bool) -> None:
+    summary = queries.run_summary(handle, handle.get_run(run_id))
+    if as_json:
+        _print_json(summary)
+    else:
+        _render.summary_table(console, summary)
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+@app.command()
+def status(store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
+    """List the runs of the store with their state, counts and best score."""
+
+    def body() -> None:
+        with _reader(store) as handle:
+            runs = queries.list_runs(handle)
+        if as_json:
+            _print_json({"store": str(store), "runs": runs})
+        else:
+            _render.runs_table(console, runs)
+
+    _guard(body)
+
+
+@app.command()
+def show(run_id: RunArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
+    """Show a run's tree: one line per node with depth, score, status and plan."""
+
+    def body() -> None:
+        with _reader(store) as handle:
+            summary = queries.run_summary(handle, handle.get_run(run_id))
+            rows = queries.tree_rows(handle, run_id)
+        if as_json:
+            _print_json({"run": summary, "nodes": rows})
+        else:
+            _render.tree_table(console, summary, rows)
+
+    _guard(body)
+
+
+@app.command()
+def best(
+    run_id: RunArg,
+    export: Annotated[Path | None, typer.Option(
+        help="Write the best workspace's files into this new or empty directory.")] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the best node of a run, and optionally export its workspace."""
+
+    def body() -> None:
+        with _reader(store) as handle:
+            info = (queries.export_best(handle, run_id, export) if export
+                    else queries.best(handle, run_id))
+        if as_json:
+            _print_json(info)
+        else:
+            _render.best_panel(console, info)
+
+    _guard(body)
+
+
+@app.command()
+def tasks(as_json: JsonOpt = False) -> None:
+    """List the built-in tasks."""
+
+    def body() -> None:
+        rows = []
+        for name, directory in builtin_tasks().items():
+            t = load_task(directory)
+            rows.append({"name": name, "direction": t.direction.value,
+                         "objective": t.objective, "directory": str(directory)})
+        if as_json:
+            _print_json(rows)
+        else:
+            _render.tasks_table(console, rows)
+
+    _guard(body)
+
+
+@task_app.command("check")
+def task_check(
+    directory: Annotated[str, typer.Argument(help="Task directory (or built-in task name).")],
+    isolation: Annotated[str | None, typer.Option(help="auto | required | off.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Load a task and evaluate its seed workspace once; print the result or the problem."""
+
+    def body() -> None:
+        report = check_task(resolve_task(directory), isolation)
+        if as_json:
+            _print_json(_render.check_dict(report))
+        else:
+            _render.check_panel(console, report)
+        if not report.ok:
+            raise typer.Exit(1)
+
+    _guard(body)
+
+
+@ledger_app.command("verify")
+def ledger_verify(run_id: RunArg, store: StoreOpt = DEFAULT_STORE,
+                  as_json: JsonOpt = False) -> None:
+    """Check a run's ledger hash chain; exit 1 naming the first bad row if it was altered."""
+
+    def body() -> None:
+        with _reader(store) as handle:
+            run = handle.get_run(run_id)
+            report = handle.verify_ledger(run.run_id)
+        data = {"run_id": run.run_id, "ok": report.ok, "rows": report.rows,
+                "bad_seq": report.bad_seq, "bad_id": report.bad_id, "problem": report.problem}
+        if as_json:
+            _print_json(data)
+        elif report.ok:
+            console.print(f"ledger of run {run.run_id}: {report.rows} rows, chain intact")
+        else:
+            err_console.print(f"[bold red]ledger of run {run.run_id} is broken[/] at row "
+                              f"{report.bad_seq} ({report.bad_id or 'unknown id'}): "
+                              f"{report.problem}", highlight=False)
+        if not report.ok:
+            raise typer.Exit(1)
+
+    _guard(body)
+
+
+@ledger_app.command("show")
+def ledger_show(run_id: RunArg, store: StoreOpt = DEFAULT_STORE,
+                as_json: JsonOpt = False) -> None:
+    """Print a run's ledger rows in order."""
+
+    def body() -> None:
+        with _reader(store) as handle:
+            run = handle.get_run(run_id)
+            rows = [r.as_dict() for r in handle.ledger(run.run_id)]
+        if as_json:
+            _print_json(rows)
+        else:
+            _render.ledger_table(console, rows)
+
+    _guard(body)
+
+
+@store_app.command("upgrade")
+def store_upgrade(store: StoreOpt = DEFAULT_STORE) -> None:
+    """Apply pending schema migrations to a store."""
+
+    def body() -> None:
+        with SqliteRunStore.open(store, writer=True, holder="store upgrade") as handle:
+            console.print(f"store {store} is at schema version {handle.schema_version}")
+
+    _guard(body)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except BrokenPipeError:  # e.g. `dreamrsi show RUN | head`
+        sys.stderr.close()
+        sys.exit(0)

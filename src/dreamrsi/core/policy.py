@@ -1,0 +1,151 @@
+"""The decision interface shared by online runs and replay.
+
+A policy sees a :class:`~dreamrsi.core.view.TreeView` and answers one question per round:
+which eligible nodes get a new child now. The eligible set is the root and the leaves; a batch
+holds at most ``W`` entries; an empty batch stops the episode. The root may appear several times
+in one batch (each entry opens one new branch); a leaf at most once. The same checks apply online
+and in replay (:func:`check_batch`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from dreamrsi.core.view import TreeView
+from dreamrsi.errors import PolicyError
+
+Mode = Literal["online", "replay"]
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """What a policy may still spend in this episode.
+
+    Attributes:
+        workers: W, the most nodes one batch may hold.
+        attempts_left: Attempts left under the attempt budget (``None``: unbounded).
+        rounds_left: Decision rounds left (K1 online, K2 in replay; ``None``: unbounded).
+    """
+
+    workers: int
+    attempts_left: int | None = None
+    rounds_left: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyContext:
+    """What a policy learns when an episode starts.
+
+    Attributes:
+        task_name: The task being explored.
+        workers: W for this episode.
+        mode: ``"online"`` for a live run, ``"replay"`` when dreaming.
+        rng: The episode's random source; a policy draws all randomness from it.
+        attempt_budget: The episode's attempt budget, if any.
+        round_budget: The episode's round budget (K1 or K2), if any.
+    """
+
+    task_name: str
+    workers: int
+    mode: Mode
+    rng: random.Random
+    attempt_budget: int | None = None
+    round_budget: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GridPlan:
+    """A plan made before a live run: how many branches, each refined how many times."""
+
+    branch_count: int
+    refine_count: int
+    reason: str
+
+    def __post_init__(self) -> None:
+        if self.branch_count < 0 or self.refine_count < 0:
+            raise ValueError("branch_count and refine_count must be non-negative")
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySpec:
+    """A policy named by its registry name and parameters; enough to rebuild it anywhere."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def label(self) -> str:
+        """``name`` or ``name:key=value,...`` (sorted keys)."""
+        if not self.params:
+            return self.name
+        inner = ",".join(f"{k}={self.params[k]}" for k in sorted(self.params))
+        return f"{self.name}:{inner}"
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """An exploration policy.
+
+    Call order: ``reset(context)`` once per episode (a fresh state for every policy–tree pair in
+    replay), then ``select(view, budget)`` once per round until it returns an empty batch or the
+    budget ends. ``select`` must not modify the view. A policy keeps no state that it could not
+    rebuild from the view and its context, so a resumed run continues it exactly.
+    """
+
+    name: str
+
+    def reset(self, context: PolicyContext) -> None:
+        """Start a new episode."""
+        ...
+
+    def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
+        """Return the node ids to extend this round (empty: stop)."""
+        ...
+
+
+def check_batch(
+    view: TreeView, batch: object, workers: int, *, policy_name: str, round_no: int
+) -> tuple[str, ...]:
+    """Validate a policy's batch against the decision interface.
+
+    Args:
+        view: The view the policy decided on.
+        batch: What ``select`` returned.
+        workers: W.
+        policy_name: Named in errors.
+        round_no: The round being decided (1-based), named in errors.
+
+    Returns:
+        The batch as a tuple of node ids.
+
+    Raises:
+        PolicyError: The batch is not a sequence of ids, holds a node outside the eligible set,
+            repeats a leaf, or is larger than W.
+    """
+    where = f"policy '{policy_name}', round {round_no}"
+    if isinstance(batch, str | bytes) or not isinstance(batch, Sequence):
+        raise PolicyError(f"{where}: select() must return a list of node ids, got {batch!r}")
+    if len(batch) > workers:
+        raise PolicyError(f"{where}: selected {len(batch)} nodes, more than W={workers}")
+    root_id = view.root_id
+    seen: set[str] = set()
+    for node_id in batch:
+        if not isinstance(node_id, str):
+            raise PolicyError(f"{where}: node ids are strings, got {node_id!r}")
+        if node_id == root_id:
+            continue
+        if not view.is_leaf(node_id):
+            state = "not revealed" if node_id not in view else "not a leaf"
+            raise PolicyError(
+                f"{where}: node {node_id} is outside the eligible set (root and leaves): {state}"
+            )
+        if node_id in seen:
+            raise PolicyError(f"{where}: leaf {node_id} selected twice")
+        seen.add(node_id)
+    return tuple(batch)

@@ -1,0 +1,55 @@
+"""``dreamrsi task check``: load a task and evaluate its seed workspace once."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from dreamrsi.core.model import NodeStatus
+from dreamrsi.engine.attempt import base_env
+from dreamrsi.engine.evaluation import Evaluation, parse_evaluation
+from dreamrsi.sandbox import CommandResult, Isolation, IsolationMode, Limits, run_command
+from dreamrsi.tasks.spec import Task
+
+
+@dataclass(frozen=True, slots=True)
+class CheckReport:
+    """The seed's evaluation: the parsed verdict and the raw command result."""
+
+    task: Task
+    evaluation: Evaluation
+    result: CommandResult
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        """True when the evaluator produced a usable verdict (valid or not)."""
+        return self.evaluation.status in (NodeStatus.OK, NodeStatus.INVALID)
+
+
+def check_task(task: Task, isolation: str | None = None) -> CheckReport:
+    """Evaluate a copy of the task's seed folder once, in the sandbox.
+
+    The user's seed folder is copied, never written.
+    """
+    mode = IsolationMode(isolation or task.constraints.isolation)
+    c = task.constraints
+    with tempfile.TemporaryDirectory(prefix="dreamrsi-check-") as tmp:
+        ws, io = Path(tmp) / "ws", Path(tmp) / "io"
+        shutil.copytree(task.seed_dir, ws, ignore=shutil.ignore_patterns(".git"))
+        io.mkdir()
+        result_file = io / "result.json"
+        started = time.monotonic()
+        result = run_command(
+            task.evaluator.command, ws,
+            env={**base_env(), "DREAM_RESULT": str(result_file)},
+            limits=Limits(timeout_s=task.evaluator.timeout_s, memory_mb=c.memory_mb,
+                          cpu_s=c.cpu_s, max_processes=c.max_processes,
+                          max_output_bytes=c.max_output_bytes),
+            isolation=Isolation(mode=mode, writable=(ws, io)))
+        evaluation = parse_evaluation(result, result_file, task.direction,
+                                      task.evaluator.timeout_s)
+        return CheckReport(task, evaluation, result, time.monotonic() - started)

@@ -1,0 +1,139 @@
+"""Read an evaluator's verdict from what it printed, never trusting it.
+
+The evaluator writes one JSON object to the file named by ``$DREAM_RESULT`` or as the last line
+of stdout: ``{"score": float, "valid": bool, "feedback": str, "metrics": {...}}`` with an optional
+``"candidate_hash": str``. Anything else (nothing at all, non-JSON, NaN, a missing key, a score of
+the wrong type, a crash, a timeout) becomes a recorded ``error`` or ``timeout`` with a diagnostic
+that says exactly what was wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dreamrsi.core.model import Direction, NodeStatus
+from dreamrsi.sandbox import CommandResult
+
+MAX_FEEDBACK_CHARS = 16_000
+MAX_RESULT_FILE_BYTES = 10_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """An evaluator's verdict as recorded on a node."""
+
+    status: NodeStatus
+    valid: bool = False
+    raw_score: float | None = None
+    score: float | None = None
+    feedback: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
+    candidate_hash: str | None = None
+
+    def parsed(self) -> dict[str, Any]:
+        """The verdict as the ledger's ``parsed`` field."""
+        return {"status": self.status.value, "valid": self.valid, "score": self.raw_score,
+                "metrics": self.metrics, "candidate_hash": self.candidate_hash}
+
+
+class _BadResult(ValueError):
+    """The evaluator's output breaks the contract; the message says how."""
+
+
+def parse_evaluation(result: CommandResult, result_file: Path, direction: Direction,
+                     timeout_s: float) -> Evaluation:
+    """Turn an evaluator run into a verdict.
+
+    Args:
+        result: The evaluator command's result.
+        result_file: The path given to the evaluator as ``$DREAM_RESULT``.
+        direction: The task's direction, to normalise the score.
+        timeout_s: The evaluator's time limit, named in the timeout diagnostic.
+    """
+    if result.timed_out:
+        return Evaluation(NodeStatus.TIMEOUT, feedback=_cap(
+            f"evaluator timed out after {timeout_s:g} s{_stderr_tail(result)}"))
+    if result.exit_code != 0:
+        ended = (f"was killed by signal {result.signal}" if result.signal
+                 else f"exited with status {result.exit_code}")
+        limit = f" ({result.limit_hit} limit)" if result.limit_hit else ""
+        return Evaluation(NodeStatus.ERROR,
+                          feedback=_cap(f"evaluator {ended}{limit}{_stderr_tail(result)}"))
+    try:
+        payload = _payload(result, result_file)
+        return _verdict(payload, direction)
+    except _BadResult as exc:
+        return Evaluation(NodeStatus.ERROR, feedback=_cap(f"evaluator result rejected: {exc}"))
+
+
+def _payload(result: CommandResult, result_file: Path) -> dict[str, Any]:
+    text = ""
+    if result_file.is_file() and result_file.stat().st_size > 0:
+        if result_file.stat().st_size > MAX_RESULT_FILE_BYTES:
+            raise _BadResult(f"$DREAM_RESULT file is larger than {MAX_RESULT_FILE_BYTES} bytes")
+        text = result_file.read_text(encoding="utf-8", errors="replace").strip()
+    else:
+        lines = [line for line in result.stdout.splitlines() if line.strip()]
+        if not lines:
+            raise _BadResult("it printed nothing (expected one JSON object on the last line "
+                             "of stdout or in $DREAM_RESULT)")
+        text = lines[-1].strip()
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise _BadResult(f"not valid JSON ({exc.msg} at column {exc.colno}): "
+                         f"{text[:200]!r}") from None
+    if not isinstance(data, dict):
+        raise _BadResult(f"expected a JSON object, got {type(data).__name__}: {text[:200]!r}")
+    return data
+
+
+def _reject_constant(name: str) -> Any:
+    raise _BadResult(f"{name} is not a number JSON allows (scores must be finite)")
+
+
+def _verdict(data: dict[str, Any], direction: Direction) -> Evaluation:
+    if "valid" not in data:
+        raise _BadResult("missing key 'valid' (a boolean)")
+    valid = data["valid"]
+    if not isinstance(valid, bool):
+        raise _BadResult(f"'valid' must be true or false, got {valid!r}")
+    if "score" not in data:
+        raise _BadResult("missing key 'score' (a number, or null when invalid)")
+    raw = data["score"]
+    if raw is None:
+        if valid:
+            raise _BadResult("'score' is null but 'valid' is true")
+    elif isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise _BadResult(f"'score' must be a number, got {type(raw).__name__} {raw!r}")
+    elif not math.isfinite(raw):
+        raise _BadResult(f"'score' must be finite, got {raw!r}")
+    feedback = data.get("feedback", "")
+    if not isinstance(feedback, str):
+        raise _BadResult(f"'feedback' must be a string, got {type(feedback).__name__}")
+    metrics = data.get("metrics", {})
+    if not isinstance(metrics, dict):
+        raise _BadResult(f"'metrics' must be an object, got {type(metrics).__name__}")
+    candidate_hash = data.get("candidate_hash")
+    if candidate_hash is not None and not isinstance(candidate_hash, str):
+        raise _BadResult("'candidate_hash' must be a string")
+    raw_score = None if raw is None else float(raw)
+    score = direction.normalise(raw_score) if valid and raw_score is not None else None
+    return Evaluation(NodeStatus.OK if valid else NodeStatus.INVALID, valid, raw_score, score,
+                      _cap(feedback), metrics, candidate_hash)
+
+
+def _stderr_tail(result: CommandResult) -> str:
+    tail = result.stderr.strip()[-1500:]
+    return f"; stderr: {tail}" if tail else ""
+
+
+def _cap(text: str) -> str:
+    if len(text) <= MAX_FEEDBACK_CHARS:
+        return text
+    half = MAX_FEEDBACK_CHARS // 2
+    return text[:half] + "\n[... truncated ...]\n" + text[-half:]

@@ -1,0 +1,399 @@
+"""The online engine: a policy chooses, workers attempt, the store records, round after round.
+
+The loop, in named steps: stop if a budget is spent; ask the policy for a batch; check it
+against the decision interface; mark the batch in flight; run the attempts on W worker threads;
+record each finished attempt in its own transaction as it arrives; reveal the round to the view
+in creation order; repeat. Killed runs resume: attempts still marked in flight become ``lost``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import random
+import shutil
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from dreamrsi.core.model import Node, NodeStatus, node_id_for
+from dreamrsi.core.policy import Budget, Policy, PolicyContext, check_batch
+from dreamrsi.core.view import TreeView
+from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, AttemptSpec
+from dreamrsi.engine.config import RunConfig
+from dreamrsi.errors import ConfigError, StoreError
+from dreamrsi.policies.registry import make_policy
+from dreamrsi.sandbox import IsolationMode
+from dreamrsi.store.base import InFlight, RunRecord, RunStatus, TaskRecord
+from dreamrsi.store.ledger import Actor, LedgerEvent
+from dreamrsi.store.sqlite import SqliteRunStore
+from dreamrsi.tasks.spec import Task, load_task
+from dreamrsi.workspace.git import GitCall, WorkspaceRepo
+
+logger = logging.getLogger(__name__)
+
+_CONTEXT_FEEDBACK_CHARS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class RunProgress:
+    """A snapshot of a run in progress, sent to observers after every recorded node."""
+
+    run_id: str
+    task_name: str
+    attempts: int
+    budget: int | None
+    by_status: Mapping[str, int]
+    best: Node | None
+    rounds: int
+    elapsed_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """How a run ended."""
+
+    run_id: str
+    task_name: str
+    status: RunStatus
+    stop_reason: str
+    best: Node | None
+    by_status: Mapping[str, int]
+    attempts: int
+    rounds: int
+    wall_s: float
+
+
+class RunObserver(Protocol):
+    """Receives progress; an observer that raises is logged and ignored."""
+
+    def __call__(self, event: str, progress: RunProgress, node: Node | None) -> None:
+        """``event`` is ``"start"``, ``"node"``, ``"round"`` or ``"finish"``."""
+        ...
+
+
+def new_run_id() -> str:
+    """A short random run id such as ``r3f9a1c2b``."""
+    return "r" + os.urandom(4).hex()
+
+
+def start_run(store: SqliteRunStore, task: Task, config: RunConfig,
+              observer: RunObserver | None = None) -> RunSummary:
+    """Start a new run of ``task`` and drive it until a budget ends or the policy stops.
+
+    Args:
+        store: A store opened for writing.
+        task: The task to explore.
+        config: Budgets and settings.
+        observer: Called with progress events.
+
+    Returns:
+        The run's summary (also when it was interrupted).
+    """
+    policy = make_policy(config.policy)
+    run_id = new_run_id()
+    now = time.time()
+    with store.atomic():
+        store.put_task(TaskRecord(task.digest, task.name, task.evaluator_digest, task.summary()))
+        store.create_run(RunRecord(run_id, task.digest, task.name, config.policy,
+                                   config.to_json(), config.seed, RunStatus.RUNNING, now,
+                                   heartbeat_at=now, pid=os.getpid()))
+    return _Session(store, task, config, policy, store.get_run(run_id), observer).execute()
+
+
+def resume_run(store: SqliteRunStore, run_id: str,
+               observer: RunObserver | None = None) -> RunSummary:
+    """Continue a run that stopped before its budget ended (killed, interrupted, failed).
+
+    Attempts still marked in flight are recorded as ``lost``; finished attempts are neither
+    lost nor run again.
+
+    Raises:
+        ConfigError: The run already finished, or its task changed since it started.
+    """
+    run = store.get_run(run_id)
+    if run.status is RunStatus.FINISHED:
+        raise ConfigError(f"run {run.run_id} already finished ({run.stop_reason}); "
+                          "start a new run instead")
+    recorded = store.get_task(run.task_digest)
+    task = load_task(recorded.spec["directory"])
+    if task.digest != run.task_digest:
+        raise ConfigError(f"the task at {task.directory} changed since run {run.run_id} "
+                          f"started (digest {run.task_digest[:19]} then, {task.digest[:19]} "
+                          "now); resume needs the same task")
+    config = RunConfig.from_json(run.config)
+    store.update_run(run.run_id, status=RunStatus.RUNNING, pid=os.getpid(),
+                     heartbeat_at=time.time(), stop_reason=None)
+    return _Session(store, task, config, make_policy(config.policy), run, observer).execute()
+
+
+class _Session:
+    """One process driving one run (a start or a resume)."""
+
+    def __init__(self, store: SqliteRunStore, task: Task, config: RunConfig, policy: Policy,
+                 run: RunRecord, observer: RunObserver | None) -> None:
+        self.store = store
+        self.task = task
+        self.config = config
+        self.policy = policy
+        self.run = run
+        self.observer = observer
+        self.repo = WorkspaceRepo.open(store.root / "repo.git")
+        self.cancel = threading.Event()
+        self.started = time.monotonic()
+        self.elapsed_before = run.elapsed_s
+        deadline = None
+        if config.wall_time_s is not None:
+            deadline = self.started + max(0.0, config.wall_time_s - self.elapsed_before)
+        isolation = IsolationMode(config.isolation or task.constraints.isolation)
+        self.runner = AttemptRunner(task, self.repo, store._blobs, store.root / "work",
+                                    isolation, deadline, self.cancel)
+        self.deadline = deadline
+        self.last_beat = 0.0
+        self.round_no = 0
+        self.next_seq = 1
+        self.finished = 0
+        self.tokens = 0
+        self.money = 0.0
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def execute(self) -> RunSummary:
+        status, reason = RunStatus.FAILED, "failed"
+        try:
+            self._clean_work_folder()
+            self._record_lost_attempts()
+            view = self._load_view()
+            self._notify("start")
+            with ThreadPoolExecutor(self.config.workers, thread_name_prefix="attempt") as pool:
+                reason = self._loop(view, pool)
+            status = RunStatus.FINISHED
+        except KeyboardInterrupt:
+            status, reason = RunStatus.INTERRUPTED, "interrupted"
+            raise
+        finally:
+            self._close(status, reason)
+        return self._summary()
+
+    def _loop(self, view: TreeView, pool: ThreadPoolExecutor) -> str:
+        self.policy.reset(PolicyContext(self.task.name, self.config.workers, "online",
+                                        random.Random(self.config.seed), self.config.budget,
+                                        self.config.max_rounds))
+        while True:
+            reason = self._spent()
+            if reason:
+                return reason
+            budget = self._budget()
+            batch = check_batch(view, self.policy.select(view, budget), self.config.workers,
+                                policy_name=self.config.policy.label(),
+                                round_no=self.round_no + 1)
+            if budget.attempts_left is not None:
+                batch = batch[: budget.attempts_left]
+            if not batch:
+                return "the policy stopped (empty batch)"
+            self.round_no += 1
+            specs = self._launch(view, batch, self.round_no)
+            outcomes = self._run_round(pool, specs)
+            for outcome in sorted(outcomes, key=lambda o: o.node.seq):
+                self._reveal(view, outcome.node)
+            view.complete_round()
+            self._notify("round")
+
+    def _spent(self) -> str | None:
+        """The reason to stop before deciding, if a budget is spent."""
+        c = self.config
+        if self.cancel.is_set():
+            return "stopped"
+        if c.budget is not None and self.finished >= c.budget:
+            return f"attempt budget reached ({c.budget})"
+        if c.max_rounds is not None and self.round_no >= c.max_rounds:
+            return f"round budget reached ({c.max_rounds})"
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return f"wall-time budget reached ({c.wall_time_s:g} s)"
+        if c.max_tokens is not None and self.tokens >= c.max_tokens:
+            return f"token budget reached ({c.max_tokens})"
+        if c.max_cost_usd is not None and self.money >= c.max_cost_usd:
+            return f"cost budget reached (${c.max_cost_usd:g})"
+        return None
+
+    def _budget(self) -> Budget:
+        c = self.config
+        attempts_left = None if c.budget is None else c.budget - self.finished
+        rounds_left = None if c.max_rounds is None else c.max_rounds - self.round_no
+        return Budget(c.workers, attempts_left, rounds_left)
+
+    def _reveal(self, view: TreeView, node: Node) -> None:
+        """Show a recorded node to the policy and count what it spent."""
+        view.reveal(node)
+        self.next_seq = max(self.next_seq, node.seq + 1)
+        self.round_no = max(self.round_no, node.round)
+        self.finished += node.status.is_finished()
+        self.tokens += node.cost.tokens
+        self.money += node.cost.money_usd
+
+    def _launch(self, view: TreeView, batch: tuple[str, ...], round_no: int) -> list[AttemptSpec]:
+        """Mark the batch in flight and record the decision, in one transaction."""
+        seq = self.next_seq
+        specs = []
+        for offset, parent_id in enumerate(batch):
+            parent = view.node(parent_id)
+            node_id = node_id_for(self.run.run_id, seq + offset)
+            specs.append(AttemptSpec(node_id, self.run.run_id, seq + offset, round_no, parent,
+                                     parent.commit or "", self._context(view, parent, node_id,
+                                                                        seq + offset, round_no)))
+        decision = LedgerEvent(
+            Actor.STRATEGIC, f"select {self.config.policy.label()}",
+            parsed={"round": round_no, "batch": list(batch), "eligible": len(view.eligible()),
+                    "attempts": [s.node_id for s in specs]})
+        now = time.time()
+        with self.store.atomic():
+            self.store.start_attempts([InFlight(s.node_id, s.run_id, s.parent.node_id,  # type: ignore[union-attr]
+                                                s.seq, s.round, s.commit, now) for s in specs])
+            self.store.append_ledger(self.run.run_id, [decision], run_id=self.run.run_id)
+        return specs
+
+    def _run_round(self, pool: ThreadPoolExecutor,
+                   specs: list[AttemptSpec]) -> list[AttemptOutcome]:
+        futures: set[Future[AttemptOutcome]] = {pool.submit(self.runner.run, s) for s in specs}
+        outcomes = []
+        try:
+            while futures:
+                done, futures = wait(futures, timeout=self.config.heartbeat_s,
+                                     return_when=FIRST_COMPLETED)
+                for future in done:
+                    outcome = future.result()
+                    self._record(outcome)
+                    outcomes.append(outcome)
+                    self._notify("node", outcome.node)
+                self._heartbeat()
+        except BaseException:
+            self.cancel.set()
+            for future in futures:
+                future.cancel()
+            raise
+        return outcomes
+
+    # -- recording -------------------------------------------------------------------------
+
+    def _record(self, outcome: AttemptOutcome) -> None:
+        """Node, its evidence and the end of its in-flight marker: one transaction."""
+        node = outcome.node
+        with self.store.atomic():
+            self.store.append_ledger(self.run.run_id, list(outcome.events),
+                                     run_id=self.run.run_id)
+            self.store.add_node(node)
+            self.store.finish_attempt(node.node_id)
+
+    def _record_lost_attempts(self) -> None:
+        for attempt in self.store.in_flight(self.run.run_id):
+            node = Node(attempt.node_id, attempt.run_id, attempt.parent_id, attempt.seq,
+                        attempt.round, attempt.parent_commit, NodeStatus.LOST,
+                        feedback="the run stopped while this attempt was in flight; "
+                        "it may be retried", created_at=time.time())
+            event = LedgerEvent(Actor.EXECUTION, "recover lost attempt", commit=node.commit,
+                                parsed={"status": "lost"}, node_id=node.node_id)
+            self._record(AttemptOutcome(node, (event,)))
+
+    def _load_view(self) -> TreeView:
+        nodes = self.store.nodes(self.run.run_id)
+        if not nodes:
+            nodes = [self._evaluate_root()]
+        view = TreeView(nodes[0])
+        self.tokens, self.money = nodes[0].cost.tokens, nodes[0].cost.money_usd
+        for node in nodes[1:]:
+            self._reveal(view, node)
+        return view
+
+    def _evaluate_root(self) -> Node:
+        calls: list[GitCall] = []
+        root_id = node_id_for(self.run.run_id, 0)
+        commit = self.repo.import_folder(self.task.seed_dir, f"seed of {self.task.name}",
+                                         f"refs/dreamrsi/nodes/{root_id}", calls)
+        imports = [LedgerEvent(Actor.EXECUTION, c.cmd, exit=c.exit, commit=commit,
+                               duration_ms=c.duration_ms, node_id=root_id) for c in calls]
+        outcome = self.runner.run(AttemptSpec(root_id, self.run.run_id, 0, 0, None, commit,
+                                              {"seed": self._seed_for(0)}))
+        node = outcome.node
+        outcome = AttemptOutcome(node, (*imports, *outcome.events))
+        self._record(outcome)
+        return node
+
+    def _close(self, status: RunStatus, reason: str) -> None:
+        try:
+            self.store.update_run(self.run.run_id, status=status, stop_reason=reason,
+                                  finished_at=time.time(), heartbeat_at=time.time(),
+                                  elapsed_s=self._elapsed())
+        except StoreError:
+            logger.exception("could not record the end of run %s", self.run.run_id)
+        if status is not RunStatus.RUNNING:
+            self._notify("finish")
+
+    def _heartbeat(self) -> None:
+        now = time.monotonic()
+        if now - self.last_beat >= self.config.heartbeat_s:
+            self.last_beat = now
+            self.store.update_run(self.run.run_id, heartbeat_at=time.time(),
+                                  elapsed_s=self._elapsed())
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _elapsed(self) -> float:
+        return self.elapsed_before + (time.monotonic() - self.started)
+
+    def _seed_for(self, seq: int) -> int:
+        digest = hashlib.sha256(f"{self.config.seed}:{seq}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+    def _context(self, view: TreeView, parent: Node, node_id: str, seq: int,
+                 round_no: int) -> dict[str, Any]:
+        chain = view.chain(parent.node_id)
+
+        def info(n: Node) -> dict[str, Any]:
+            return {"node_id": n.node_id, "score": n.raw_score, "valid": n.valid,
+                    "status": n.status.value, "feedback": n.feedback[:_CONTEXT_FEEDBACK_CHARS],
+                    "metrics": dict(n.metrics), "plan": n.plan, "depth": view.depth(n.node_id)}
+
+        c = self.config
+        return {
+            "task": {"name": self.task.name, "objective": self.task.objective,
+                     "direction": self.task.direction.value},
+            "run_id": self.run.run_id, "attempt_id": node_id, "round": round_no,
+            "seed": self._seed_for(seq), "parent": info(parent),
+            "ancestors": [info(n) for n in chain[:-1]], "lessons": [],
+            "budget": {"attempts_left": None if c.budget is None else c.budget - self.finished,
+                       "tokens_left": None if c.max_tokens is None else c.max_tokens - self.tokens,
+                       "cost_left_usd": None if c.max_cost_usd is None
+                       else c.max_cost_usd - self.money},
+        }
+
+    def _clean_work_folder(self) -> None:
+        work = self.store.root / "work"
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True, exist_ok=True)
+
+    def _notify(self, event: str, node: Node | None = None) -> None:
+        if self.observer is None:
+            return
+        try:
+            self.observer(event, self._progress(), node)
+        except Exception:  # an observer must never break the run
+            logger.exception("run observer failed on %s", event)
+
+    def _progress(self) -> RunProgress:
+        counts = self.store.counts(self.run.run_id)
+        best = self.store.get_node(counts.best_node) if counts.best_node else None
+        return RunProgress(self.run.run_id, self.task.name, counts.attempts, self.config.budget,
+                           dict(counts.by_status), best, self.round_no, self._elapsed())
+
+    def _summary(self) -> RunSummary:
+        run = self.store.get_run(self.run.run_id)
+        p = self._progress()
+        return RunSummary(run.run_id, run.task_name, run.status, run.stop_reason or "", p.best,
+                          p.by_status, p.attempts, p.rounds, run.elapsed_s)
+
+

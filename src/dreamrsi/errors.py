@@ -1,0 +1,95 @@
+"""Errors raised by dreamrsi.
+
+Every error the library raises on purpose derives from :class:`DreamError`, so a caller can catch
+one type. The leaves are grouped by what the caller can do about them::
+
+    DreamError
+    ├── ConfigError          a task file, setting or argument is wrong: fix the input
+    ├── NotFound             a run, node, task or policy does not exist (also a KeyError)
+    ├── AlreadyRecorded      a recorded fact would be written twice
+    ├── StoreError           the store cannot be read or written
+    │   ├── SchemaVersionError   the store's schema is not the one this version speaks
+    │   ├── StoreBusy            another process is writing this store
+    │   └── LedgerError          the evidence ledger's hash chain is broken
+    ├── PolicyError          a policy returned an illegal decision or crashed
+    └── SandboxError         a command could not be started as configured
+
+A failed attempt (a proposer that crashes, an evaluator that prints garbage) is *data*, recorded
+with a status and feedback; it is never one of these exceptions.
+"""
+
+from __future__ import annotations
+
+
+class DreamError(Exception):
+    """Root of every error dreamrsi raises on purpose."""
+
+
+class ConfigError(DreamError):
+    """An input is wrong: names the file, the key and what was expected.
+
+    Args:
+        message: What is wrong, in words a user can act on.
+        file: The file the value came from, if any.
+        key: The dotted key inside that file, if any.
+        expected: What a valid value looks like, if it helps.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        key: str | None = None,
+        expected: str | None = None,
+    ) -> None:
+        self.file = file
+        self.key = key
+        self.expected = expected
+        self.reason = message
+        parts = []
+        if file:
+            parts.append(file)
+        if key:
+            parts.append(f"key '{key}'")
+        where = ": ".join(parts)
+        text = f"{where}: {message}" if where else message
+        if expected:
+            text += f" (expected {expected})"
+        super().__init__(text)
+
+
+class NotFound(DreamError, KeyError):
+    """A named thing (run, node, task, policy) does not exist."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; we want plain text
+        return str(self.args[0]) if self.args else "not found"
+
+
+class AlreadyRecorded(DreamError):
+    """A recorded fact (node, ledger row) would be written a second time."""
+
+
+class StoreError(DreamError):
+    """The store cannot be opened, read or written."""
+
+
+class SchemaVersionError(StoreError):
+    """The store's schema version is not the one this version of dreamrsi uses."""
+
+
+class StoreBusy(StoreError):
+    """Another process holds this store's writer lock."""
+
+
+class LedgerError(StoreError):
+    """The evidence ledger failed verification; names the first bad row."""
+
+
+class PolicyError(DreamError):
+    """A policy made an illegal decision (outside the eligible set, too large) or crashed."""
+
+
+class SandboxError(DreamError):
+    """A command could not be started as configured (for example bubblewrap required but
+    missing). A command that starts and then fails is not this error: it is a result."""

@@ -1,0 +1,66 @@
+"""Fixed parallel refinement: the paper's initial policy and the baseline arm.
+
+Open ``branches`` independent branches from the root and refine each one ``refine`` times along
+its own chain. Unfinished chains are refined first; free slots open new branches. The policy keeps
+no state: every decision is a function of the view, so replay and resume reproduce it exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dreamrsi.core.model import NodeStatus
+from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
+from dreamrsi.core.view import TreeView
+
+
+class FixedRefinement:
+    """W independent branches from the root, each refined R times.
+
+    Args:
+        branches: How many branches to open in all.
+        refine: How many refinements each branch gets after its first attempt, so a finished
+            branch holds ``refine + 1`` finished attempts (``lost`` ones are retried).
+    """
+
+    name = "fixed"
+
+    def __init__(self, branches: int = 10, refine: int = 10) -> None:
+        if branches < 1:
+            raise ValueError(f"branches must be at least 1, got {branches}")
+        if refine < 0:
+            raise ValueError(f"refine must be non-negative, got {refine}")
+        self.branches = branches
+        self.refine = refine
+
+    def reset(self, context: PolicyContext) -> None:
+        """Nothing to reset: decisions depend on the view alone."""
+
+    def plan(self, context: PolicyContext) -> GridPlan:
+        """The grid this policy will explore."""
+        return GridPlan(self.branches, self.refine, "fixed parallel refinement")
+
+    def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
+        """Refine unfinished chains, then open new branches, up to W nodes."""
+        batch: list[str] = []
+        slots = budget.workers
+        if budget.attempts_left is not None:
+            slots = min(slots, budget.attempts_left)
+        if slots <= 0:
+            return batch
+        target = self.refine + 1
+        for leaf in view.leaves():
+            if len(batch) >= slots:
+                return batch
+            if _finished_depth(view, leaf) < target:
+                batch.append(leaf)
+        open_new = min(self.branches - len(view.branches()), slots - len(batch))
+        batch.extend([view.root_id] * max(0, open_new))
+        return batch
+
+
+def _finished_depth(view: TreeView, leaf: str) -> int:
+    """Finished attempts on the chain from the branch start down to ``leaf``."""
+    depth = view.depth(leaf)
+    lost = sum(1 for n in view.chain(leaf)[1:] if n.status is NodeStatus.LOST)
+    return depth - lost

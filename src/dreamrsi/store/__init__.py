@@ -1,0 +1,19 @@
+"""The durable record: runs, nodes, the evidence ledger and content-addressed blobs."""
+
+from dreamrsi.store.base import InFlight, RunCounts, RunRecord, RunStatus, RunStore, TaskRecord
+from dreamrsi.store.ledger import Actor, LedgerEvent, LedgerRow, VerifyReport
+from dreamrsi.store.sqlite import SqliteRunStore
+
+__all__ = [
+    "Actor",
+    "InFlight",
+    "LedgerEvent",
+    "LedgerRow",
+    "RunCounts",
+    "RunRecord",
+    "RunStatus",
+    "RunStore",
+    "SqliteRunStore",
+    "TaskRecord",
+    "VerifyReport",
+]

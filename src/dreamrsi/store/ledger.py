@@ -1,0 +1,202 @@
+"""The evidence ledger: one hash-chained row per command the system ran.
+
+Rows live in chains (one per run, one per dream). Each row's ``hash`` is the SHA-256 of its
+canonical JSON form, which includes the chain, its position and the previous row's hash, so
+editing, reordering or deleting a row breaks the chain at that row. The chain's length and head
+hash are kept beside it, so deleting the newest rows is detected too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any
+
+from dreamrsi.core.model import Artifact
+
+GENESIS = "0" * 64
+
+
+class Actor(str, Enum):
+    """Who ran a command: the workspace machinery, a proposer, an evaluator, a policy, a dream."""
+
+    EXECUTION = "execution"
+    TACTICAL = "tactical"
+    EVAL = "eval"
+    STRATEGIC = "strategic"
+    DREAMER = "dreamer"
+
+
+def new_event_id() -> str:
+    """A fresh, time-ordered event id such as ``evt_018f...``."""
+    return f"evt_{time.time_ns():x}{os.urandom(4).hex()}"
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO 8601 with milliseconds."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEvent:
+    """One executed action, before it is chained.
+
+    Attributes:
+        actor: Who ran it.
+        cmd: The command line (or the named operation, for in-process steps).
+        args: Extra arguments.
+        exit: Exit status (``None`` when killed or not applicable).
+        commit: The workspace commit the command ran on or produced.
+        artifacts: Files (path, sha256) the command read or produced; blobs hold the bytes.
+        parsed: Structured outcome (an evaluator's parsed result, a decision's batch).
+        env_digest: Digest of the environment the command saw.
+        duration_ms: Wall time.
+        admissible: False for narration and self-assessment, which decisions may not cite.
+        belief_updates: Hypotheses this record supports or eliminates.
+        node_id: The node it belongs to, if any.
+        event_id: Unique id.
+        t: When it happened (UTC, ISO 8601).
+    """
+
+    actor: Actor
+    cmd: str
+    args: tuple[str, ...] = ()
+    exit: int | None = None
+    commit: str | None = None
+    artifacts: tuple[Artifact, ...] = ()
+    parsed: Mapping[str, Any] | None = None
+    env_digest: str = ""
+    duration_ms: int = 0
+    admissible: bool = True
+    belief_updates: tuple[Mapping[str, Any], ...] = ()
+    node_id: str | None = None
+    event_id: str = field(default_factory=new_event_id)
+    t: str = field(default_factory=now_iso)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerRow:
+    """A chained ledger row, as stored."""
+
+    chain: str
+    seq: int
+    event: LedgerEvent
+    run_id: str | None
+    dream_id: str | None
+    prev_hash: str
+    hash: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as a JSON-ready dict (the fields of the evidence record)."""
+        return {**canonical_fields(self.chain, self.seq, self.event, self.run_id,
+                                   self.dream_id, self.prev_hash), "hash": self.hash}
+
+
+def canonical_fields(
+    chain: str,
+    seq: int,
+    event: LedgerEvent,
+    run_id: str | None,
+    dream_id: str | None,
+    prev_hash: str,
+) -> dict[str, Any]:
+    """Every hashed field of a row, keyed as in the evidence record."""
+    e = event
+    return {
+        "id": e.event_id,
+        "chain": chain,
+        "seq": seq,
+        "run_id": run_id,
+        "dream_id": dream_id,
+        "node_id": e.node_id,
+        "t": e.t,
+        "actor": e.actor.value,
+        "cmd": e.cmd,
+        "args": list(e.args),
+        "exit": e.exit,
+        "commit": e.commit,
+        "artifacts": [{"path": a.path, "sha256": a.sha256} for a in e.artifacts],
+        "parsed": None if e.parsed is None else dict(e.parsed),
+        "env_digest": e.env_digest,
+        "duration_ms": e.duration_ms,
+        "admissible": e.admissible,
+        "belief_updates": [dict(b) for b in e.belief_updates],
+        "prev_hash": prev_hash,
+    }
+
+
+def row_hash(fields: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of a row's hashed fields."""
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def chain_rows(
+    chain: str,
+    start_seq: int,
+    prev_hash: str,
+    events: Iterable[LedgerEvent],
+    run_id: str | None,
+    dream_id: str | None,
+) -> list[LedgerRow]:
+    """Chain ``events`` after the row with hash ``prev_hash`` at position ``start_seq - 1``."""
+    rows = []
+    seq, prev = start_seq, prev_hash
+    for event in events:
+        digest = row_hash(canonical_fields(chain, seq, event, run_id, dream_id, prev))
+        rows.append(LedgerRow(chain, seq, event, run_id, dream_id, prev, digest))
+        seq, prev = seq + 1, digest
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """Outcome of verifying one chain: ``ok``, rows checked, and the first problem if any."""
+
+    chain: str
+    ok: bool
+    rows: int
+    bad_seq: int | None = None
+    bad_id: str | None = None
+    problem: str | None = None
+
+
+def verify_chain(
+    chain: str, rows: Iterable[Mapping[str, Any]], length: int, head: str
+) -> VerifyReport:
+    """Check stored rows (as dicts of hashed fields plus ``hash``), in stored seq order.
+
+    Args:
+        chain: The chain's id.
+        rows: The rows as read back, ordered by ``seq``.
+        length: The chain length recorded beside the chain.
+        head: The head hash recorded beside the chain.
+    """
+    prev, expected_seq, count = GENESIS, 1, 0
+    for row in rows:
+        count += 1
+        fields = {k: v for k, v in row.items() if k != "hash"}
+        where = dict(chain=chain, rows=count, bad_seq=row.get("seq"), bad_id=row.get("id"))
+        if row.get("seq") != expected_seq:
+            problem = f"expected row {expected_seq} here, found row {row.get('seq')} "
+            return VerifyReport(ok=False, problem=problem + "(a row was deleted or moved)",
+                                **where)  # type: ignore[arg-type]
+        if row.get("prev_hash") != prev:
+            return VerifyReport(ok=False, problem="prev_hash does not match the previous row's "
+                                "hash (a row before it was edited, moved or deleted)",
+                                **where)  # type: ignore[arg-type]
+        if row_hash(fields) != row.get("hash"):
+            return VerifyReport(ok=False, problem="hash does not match the row's contents "
+                                "(the row was edited)", **where)  # type: ignore[arg-type]
+        prev, expected_seq = str(row["hash"]), expected_seq + 1
+    if count != length or prev != (head if length else GENESIS):
+        return VerifyReport(chain, False, count, count + 1 if count < length else count, None,
+                            f"the chain records {length} rows ending in {head[:12]}, the table "
+                            f"holds {count} ending in {prev[:12]} (rows were deleted or added)")
+    return VerifyReport(chain, True, count)

@@ -1,0 +1,490 @@
+"""The SQLite run store: one WAL database per store directory, plus blobs and a git repository.
+
+Layout of a store directory::
+
+    store.db        runs, nodes, in-flight attempts, ledger (SQLite, WAL)
+    blobs/          content-addressed files (command output, narration)
+    repo.git/       the git repository that holds every workspace (see dreamrsi.workspace)
+    work/           temporary worktrees of attempts in progress
+    writer.lock     held (flock) by the one process writing the store
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from dreamrsi.core.model import Artifact, Cost, Node, NodeStatus
+from dreamrsi.core.policy import PolicySpec
+from dreamrsi.errors import (
+    AlreadyRecorded,
+    ConfigError,
+    NotFound,
+    SchemaVersionError,
+    StoreBusy,
+    StoreError,
+)
+from dreamrsi.store.base import InFlight, RunCounts, RunRecord, RunStatus, RunStore, TaskRecord
+from dreamrsi.store.blobs import BlobStore
+from dreamrsi.store.ledger import (
+    GENESIS,
+    Actor,
+    LedgerEvent,
+    LedgerRow,
+    VerifyReport,
+    chain_rows,
+    verify_chain,
+)
+from dreamrsi.store.migrations import MIGRATIONS, SCHEMA_VERSION
+
+DB_FILE = "store.db"
+LOCK_FILE = "writer.lock"
+
+_NODE_COLUMNS = (
+    "node_id, run_id, parent_id, seq, round, commit_id, status, valid, score, raw_score, "
+    "feedback, metrics, plan, wall_ms, cpu_ms, tokens_in, tokens_out, money_usd, "
+    "candidate_hash, artifacts, evidence, created_at"
+)
+_LEDGER_COLUMNS = (
+    "chain, seq, id, run_id, dream_id, node_id, t, actor, cmd, args, exit, commit_id, "
+    "artifacts, parsed, env_digest, duration_ms, admissible, belief_updates, prev_hash, hash"
+)
+_RUN_MUTABLE = {"status", "stop_reason", "finished_at", "heartbeat_at", "pid", "elapsed_s"}
+
+
+class SqliteRunStore(RunStore):
+    """A run store in a directory (see the module docstring).
+
+    Open it with :meth:`open`. A writer holds an exclusive lock on the directory for as long as
+    the store is open; a second writer gets :class:`StoreBusy` at once. Readers never lock.
+
+    Args:
+        root: The store directory.
+        conn: An open connection to ``root/store.db``.
+        writer: Whether this handle may write.
+        lock_fd: The file descriptor holding the writer lock, if any.
+    """
+
+    def __init__(self, root: Path, conn: sqlite3.Connection, writer: bool,
+                 lock_fd: int | None) -> None:
+        self.root = root
+        self.writer = writer
+        self._conn = conn
+        self._lock_fd = lock_fd
+        self._depth = 0
+        self._blobs = BlobStore(root / "blobs")
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, root: str | Path, *, writer: bool = False, holder: str = "") -> SqliteRunStore:
+        """Open the store at ``root``; a writer creates it if needed.
+
+        Args:
+            root: The store directory.
+            writer: Take the writer lock and allow writes (creating the store if missing).
+            holder: A short description of the writer, shown to a second writer.
+
+        Raises:
+            StoreError: The store is missing (reader), unreadable, or read-only (writer).
+            StoreBusy: Another process holds the writer lock.
+            SchemaVersionError: The store's schema is older or newer than this version's.
+        """
+        root = Path(root).absolute()
+        if writer:
+            return cls._open_writer(root, holder)
+        db = root / DB_FILE
+        if not db.is_file():
+            raise StoreError(f"no dreamrsi store at {root} (nothing has run there yet; "
+                             "pass --store or set DREAMRSI_STORE)")
+        conn = _connect_reader(db)
+        store = cls(root, conn, False, None)
+        store._check_schema(migrate=False)
+        return store
+
+    @classmethod
+    def _open_writer(cls, root: Path, holder: str) -> SqliteRunStore:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            lock_fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot write the store at {root}: {exc.strerror} "
+                             "(is it read-only?)") from exc
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = os.pread(lock_fd, 512, 0).decode(errors="replace").strip()
+            os.close(lock_fd)
+            raise StoreBusy(f"the store at {root} is being written by another dreamrsi "
+                            f"process ({other or 'unknown'}); wait for it to finish or use "
+                            "another --store") from None
+        os.ftruncate(lock_fd, 0)
+        os.pwrite(lock_fd, f"pid {os.getpid()} {holder}".strip().encode(), 0)
+        try:
+            conn = sqlite3.connect(root / DB_FILE, isolation_level=None, timeout=30)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            store = cls(root, conn, True, lock_fd)
+            store._check_schema(migrate=True)
+        except sqlite3.Error as exc:
+            os.close(lock_fd)
+            raise _store_error(root, exc) from exc
+        except StoreError:
+            os.close(lock_fd)
+            raise
+        return store
+
+    def _check_schema(self, *, migrate: bool) -> None:
+        try:
+            version = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.root / DB_FILE} is not a dreamrsi store: {exc}") from exc
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"the store at {self.root} has schema version {version}, newer than this "
+                f"dreamrsi understands ({SCHEMA_VERSION}); upgrade dreamrsi to read it")
+        if version == SCHEMA_VERSION:
+            return
+        if version > 0 or not migrate:
+            raise SchemaVersionError(
+                f"the store at {self.root} has schema version {version}; this dreamrsi uses "
+                f"{SCHEMA_VERSION}: run `dreamrsi store upgrade --store {self.root}`")
+        self.migrate()
+
+    def migrate(self) -> list[int]:
+        """Apply every pending migration (writer only); return the versions applied."""
+        self._require_writer()
+        version = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+        applied = []
+        with self.atomic():
+            self._conn.execute("CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY "
+                               "KEY, description TEXT NOT NULL, applied_at REAL NOT NULL)")
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                description, script = MIGRATIONS[target]
+                for statement in filter(str.strip, script.split(";")):
+                    self._conn.execute(statement)
+                self._conn.execute("INSERT INTO migrations VALUES (?, ?, ?)",
+                                   (target, description, time.time()))
+                applied.append(target)
+            self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        return applied
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the open database."""
+        return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection and release the writer lock."""
+        with contextlib.suppress(sqlite3.Error):
+            self._conn.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> SqliteRunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """A transaction (``BEGIN IMMEDIATE``); nested calls are savepoints."""
+        self._require_writer()
+        depth = self._depth
+        try:
+            self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
+        except sqlite3.Error as exc:
+            raise _store_error(self.root, exc) from exc
+        self._depth += 1
+        try:
+            yield
+        except BaseException:
+            self._depth -= 1
+            if depth == 0:
+                self._conn.execute("ROLLBACK")
+            else:
+                self._conn.execute(f"ROLLBACK TO sp{depth}")
+                self._conn.execute(f"RELEASE sp{depth}")
+            raise
+        self._depth -= 1
+        try:
+            self._conn.execute("COMMIT" if depth == 0 else f"RELEASE sp{depth}")
+        except sqlite3.Error as exc:
+            raise _store_error(self.root, exc) from exc
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """Run one write in the open transaction, or in its own if none is open."""
+        self._require_writer()
+        try:
+            if self._depth:
+                yield self._conn
+            else:
+                with self.atomic():
+                    yield self._conn
+        except sqlite3.IntegrityError as exc:
+            raise AlreadyRecorded(str(exc)) from exc
+        except sqlite3.Error as exc:
+            raise _store_error(self.root, exc) from exc
+
+    def _require_writer(self) -> None:
+        if not self.writer:
+            raise StoreError(f"the store at {self.root} was opened read-only")
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        try:
+            cur = self._conn.execute(sql, params)
+            cur.row_factory = sqlite3.Row
+            return cur.fetchall()
+        except sqlite3.Error as exc:
+            raise _store_error(self.root, exc) from exc
+
+    # -- tasks and runs --------------------------------------------------------------------
+
+    def put_task(self, task: TaskRecord) -> None:
+        with self._write() as conn:
+            conn.execute("INSERT OR IGNORE INTO tasks VALUES (?, ?, ?, ?, ?)",
+                         (task.digest, task.name, task.evaluator_digest, _dump(task.spec),
+                          task.created_at or time.time()))
+
+    def get_task(self, digest: str) -> TaskRecord:
+        rows = self._query("SELECT * FROM tasks WHERE digest = ?", (digest,))
+        if not rows:
+            raise NotFound(f"no task with digest {digest}")
+        r = rows[0]
+        return TaskRecord(r["digest"], r["name"], r["evaluator_digest"], json.loads(r["spec"]),
+                          r["created_at"])
+
+    def create_run(self, run: RunRecord) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO runs (run_id, task_digest, task_name, policy, config, seed, status,"
+                " stop_reason, created_at, finished_at, heartbeat_at, pid, elapsed_s) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run.run_id, run.task_digest, run.task_name,
+                 _dump({"name": run.policy.name, "params": dict(run.policy.params)}),
+                 _dump(run.config), run.seed, run.status.value, run.stop_reason, run.created_at,
+                 run.finished_at, run.heartbeat_at, run.pid, run.elapsed_s))
+
+    def get_run(self, run_id: str) -> RunRecord:
+        rows = self._query("SELECT * FROM runs WHERE run_id = ?", (run_id,))
+        if not rows:
+            rows = self._query("SELECT * FROM runs WHERE substr(run_id, 1, ?) = ? LIMIT 2",
+                               (len(run_id), run_id))
+        if not rows:
+            raise NotFound(f"no run '{run_id}' in the store at {self.root}")
+        if len(rows) > 1:
+            raise ConfigError(f"run id prefix '{run_id}' is ambiguous", key="RUN",
+                              expected="more characters of the run id")
+        return _run_from_row(rows[0])
+
+    def list_runs(self) -> list[RunRecord]:
+        return [_run_from_row(r) for r in self._query("SELECT * FROM runs ORDER BY created_at")]
+
+    def update_run(self, run_id: str, **changes: Any) -> None:
+        unknown = set(changes) - _RUN_MUTABLE
+        if unknown:
+            raise ValueError(f"cannot change run fields {sorted(unknown)}")
+        values = [v.value if isinstance(v, RunStatus) else v for v in changes.values()]
+        sets = ", ".join(f"{k} = ?" for k in changes)
+        with self._write() as conn:
+            conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", (*values, run_id))
+
+    # -- nodes -----------------------------------------------------------------------------
+
+    def add_node(self, node: Node) -> None:
+        with self._write() as conn:
+            conn.execute(f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({_marks(22)})",
+                         _node_to_row(node))
+
+    def add_nodes(self, nodes: Sequence[Node]) -> None:
+        """Record many nodes in one statement batch (used by imports and benchmarks)."""
+        with self._write() as conn:
+            conn.executemany(f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({_marks(22)})",
+                             [_node_to_row(n) for n in nodes])
+
+    def nodes(self, run_id: str) -> list[Node]:
+        rows = self._query(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE run_id = ? ORDER BY seq",
+                           (run_id,))
+        return [_node_from_row(r) for r in rows]
+
+    def get_node(self, node_id: str) -> Node:
+        rows = self._query(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE node_id = ?", (node_id,))
+        if not rows:
+            raise NotFound(f"no node '{node_id}'")
+        return _node_from_row(rows[0])
+
+    def counts(self, run_id: str) -> RunCounts:
+        by_status = {r[0]: r[1] for r in self._query(
+            "SELECT status, count(*) FROM nodes WHERE run_id = ? GROUP BY status", (run_id,))}
+        best = self._query("SELECT node_id, score FROM nodes WHERE run_id = ? AND score IS NOT "
+                           "NULL ORDER BY score DESC, seq ASC LIMIT 1", (run_id,))
+        if best:
+            return RunCounts(by_status, best[0]["score"], best[0]["node_id"])
+        return RunCounts(by_status)
+
+    def start_attempts(self, attempts: Sequence[InFlight]) -> None:
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(a.node_id, a.run_id, a.parent_id, a.seq, a.round, a.parent_commit,
+                  a.started_at) for a in attempts])
+
+    def finish_attempt(self, node_id: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM attempts WHERE node_id = ?", (node_id,))
+
+    def in_flight(self, run_id: str) -> list[InFlight]:
+        rows = self._query("SELECT * FROM attempts WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [InFlight(r["node_id"], r["run_id"], r["parent_id"], r["seq"], r["round"],
+                         r["parent_commit"], r["started_at"]) for r in rows]
+
+    # -- ledger ----------------------------------------------------------------------------
+
+    def append_ledger(self, chain: str, events: Sequence[LedgerEvent], *,
+                      run_id: str | None = None, dream_id: str | None = None) -> list[LedgerRow]:
+        if not events:
+            return []
+        with self._write() as conn:
+            head = conn.execute("SELECT length, head FROM chains WHERE chain = ?",
+                                (chain,)).fetchone()
+            length, prev = (head[0], head[1]) if head else (0, GENESIS)
+            rows = chain_rows(chain, length + 1, prev, events, run_id, dream_id)
+            conn.executemany(f"INSERT INTO ledger ({_LEDGER_COLUMNS}) VALUES ({_marks(20)})",
+                             [_ledger_to_row(r) for r in rows])
+            conn.execute("INSERT INTO chains VALUES (?, ?, ?) ON CONFLICT(chain) DO UPDATE SET "
+                         "length = excluded.length, head = excluded.head",
+                         (chain, rows[-1].seq, rows[-1].hash))
+        return rows
+
+    def ledger(self, chain: str) -> Iterator[LedgerRow]:
+        rows = self._query(f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE chain = ? ORDER BY seq",
+                           (chain,))
+        return iter([_ledger_from_row(r) for r in rows])
+
+    def verify_ledger(self, chain: str) -> VerifyReport:
+        head = self._query("SELECT length, head FROM chains WHERE chain = ?", (chain,))
+        length, head_hash = (head[0][0], head[0][1]) if head else (0, GENESIS)
+        rows = self._query(f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE chain = ? ORDER BY seq",
+                           (chain,))
+        return verify_chain(chain, (_ledger_dict(r) for r in rows), length, head_hash)
+
+    # -- blobs -----------------------------------------------------------------------------
+
+    def put_blob(self, data: bytes) -> str:
+        return self._blobs.put(data)
+
+    def get_blob(self, digest: str) -> bytes:
+        return self._blobs.get(digest)
+
+
+def _connect_reader(db: Path) -> sqlite3.Connection:
+    """A read-only connection; falls back to ``immutable`` when the store's files are
+    read-only (WAL readers otherwise need to write the shared-memory file)."""
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.Error:
+        try:
+            conn = sqlite3.connect(f"file:{db}?immutable=1", uri=True, isolation_level=None)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the store {db}: {exc}") from exc
+
+
+def _store_error(root: Path, exc: sqlite3.Error) -> StoreError:
+    text = str(exc)
+    if "readonly" in text or "read-only" in text:
+        return StoreError(f"the store at {root} is read-only ({text}); use a writable --store")
+    return StoreError(f"store {root}: {text}")
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def _node_to_row(n: Node) -> tuple[Any, ...]:
+    c = n.cost
+    return (n.node_id, n.run_id, n.parent_id, n.seq, n.round, n.commit, n.status.value,
+            int(n.valid), n.score, n.raw_score, n.feedback, _dump(dict(n.metrics)), n.plan,
+            c.wall_ms, c.cpu_ms, c.tokens_in, c.tokens_out, c.money_usd, n.candidate_hash,
+            _dump([[a.path, a.sha256] for a in n.artifacts]), _dump(list(n.evidence)),
+            n.created_at)
+
+
+def _node_from_row(r: sqlite3.Row) -> Node:
+    return Node(
+        node_id=r["node_id"], run_id=r["run_id"], parent_id=r["parent_id"], seq=r["seq"],
+        round=r["round"], commit=r["commit_id"], status=NodeStatus(r["status"]),
+        valid=bool(r["valid"]), score=r["score"], raw_score=r["raw_score"],
+        feedback=r["feedback"], metrics=json.loads(r["metrics"]), plan=r["plan"],
+        cost=Cost(r["wall_ms"], r["cpu_ms"], r["tokens_in"], r["tokens_out"], r["money_usd"]),
+        candidate_hash=r["candidate_hash"],
+        artifacts=tuple(Artifact(p, d) for p, d in json.loads(r["artifacts"])),
+        evidence=tuple(json.loads(r["evidence"])), created_at=r["created_at"],
+    )
+
+
+def _run_from_row(r: sqlite3.Row) -> RunRecord:
+    policy = json.loads(r["policy"])
+    return RunRecord(
+        run_id=r["run_id"], task_digest=r["task_digest"], task_name=r["task_name"],
+        policy=PolicySpec(policy["name"], policy["params"]), config=json.loads(r["config"]),
+        seed=r["seed"], status=RunStatus(r["status"]), created_at=r["created_at"],
+        stop_reason=r["stop_reason"], finished_at=r["finished_at"],
+        heartbeat_at=r["heartbeat_at"], pid=r["pid"], elapsed_s=r["elapsed_s"],
+    )
+
+
+def _ledger_to_row(row: LedgerRow) -> tuple[Any, ...]:
+    e = row.event
+    return (row.chain, row.seq, e.event_id, row.run_id, row.dream_id, e.node_id, e.t,
+            e.actor.value, e.cmd, _dump(list(e.args)), e.exit, e.commit,
+            _dump([[a.path, a.sha256] for a in e.artifacts]),
+            None if e.parsed is None else _dump(dict(e.parsed)), e.env_digest, e.duration_ms,
+            int(e.admissible), _dump([dict(b) for b in e.belief_updates]), row.prev_hash,
+            row.hash)
+
+
+def _ledger_dict(r: sqlite3.Row) -> dict[str, Any]:
+    """A stored row as the dict of hashed fields plus ``hash``, read without trusting it: a
+    row that no longer parses becomes a dict that cannot match its hash."""
+    try:
+        return _ledger_from_row(r).as_dict()
+    except (ValueError, TypeError, KeyError):
+        return {"seq": r["seq"], "id": r["id"], "prev_hash": r["prev_hash"], "hash": r["hash"],
+                "unreadable": True}
+
+
+def _ledger_from_row(r: sqlite3.Row) -> LedgerRow:
+    event = LedgerEvent(
+        actor=Actor(r["actor"]), cmd=r["cmd"], args=tuple(json.loads(r["args"])),
+        exit=r["exit"], commit=r["commit_id"],
+        artifacts=tuple(Artifact(p, d) for p, d in json.loads(r["artifacts"])),
+        parsed=None if r["parsed"] is None else json.loads(r["parsed"]),
+        env_digest=r["env_digest"], duration_ms=r["duration_ms"],
+        admissible=bool(r["admissible"]),
+        belief_updates=tuple(json.loads(r["belief_updates"])), node_id=r["node_id"],
+        event_id=r["id"], t=r["t"],
+    )
+    return LedgerRow(r["chain"], r["seq"], event, r["run_id"], r["dream_id"], r["prev_hash"],
+                     r["hash"])

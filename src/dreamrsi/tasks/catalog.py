@@ -1,0 +1,38 @@
+"""Built-in tasks shipped inside the package, and resolving a task name or path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dreamrsi.errors import ConfigError
+from dreamrsi.tasks.spec import TASK_FILE, Task, load_task
+
+BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
+
+
+def builtin_tasks() -> dict[str, Path]:
+    """Name -> directory of every built-in task, sorted by name."""
+    found = {}
+    for task_file in sorted(BUILTIN_DIR.glob(f"*/{TASK_FILE}")):
+        found[task_file.parent.name] = task_file.parent
+    return found
+
+
+def resolve_task(name_or_path: str | Path) -> Task:
+    """Load a task given the path of its directory or the name of a built-in task.
+
+    A path that exists wins over a built-in name.
+
+    Raises:
+        ConfigError: Neither a task directory nor a built-in name (lists the built-ins).
+    """
+    path = Path(name_or_path)
+    if path.exists():
+        return load_task(path)
+    builtins = builtin_tasks()
+    if str(name_or_path) in builtins:
+        return load_task(builtins[str(name_or_path)])
+    raise ConfigError(
+        f"no task directory or built-in task named '{name_or_path}'",
+        expected="a directory with task.toml or one of " + ", ".join(builtins),
+    )

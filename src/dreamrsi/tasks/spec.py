@@ -1,0 +1,259 @@
+"""Load ``task.toml`` into a validated, frozen :class:`Task`.
+
+The file is checked with pydantic at the edge and converted at once into plain dataclasses.
+Unknown keys are errors; every error names the file, the key and what was expected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from dreamrsi.core.model import Direction
+from dreamrsi.errors import ConfigError
+
+TASK_FILE = "task.toml"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class _Workspace(_Strict):
+    seed: str = Field(min_length=1)
+
+
+class _Evaluator(_Strict):
+    command: str = Field(min_length=1)
+    timeout_s: float = Field(default=60.0, gt=0)
+
+
+class _Proposer(_Strict):
+    kind: Literal["command"] = "command"
+    command: str = Field(min_length=1)
+    timeout_s: float = Field(default=300.0, gt=0)
+
+
+class _Constraints(_Strict):
+    protected_paths: list[str] = Field(default_factory=list)
+    on_protected_change: Literal["invalid", "restore"] = "invalid"
+    memory_mb: int = Field(default=4096, gt=0)
+    cpu_s: int | None = Field(default=None, gt=0)
+    max_processes: int = Field(default=256, gt=0)
+    max_output_bytes: int = Field(default=1_000_000, gt=0)
+    isolation: Literal["auto", "required", "off"] = "auto"
+
+
+class _Survival(_Strict):
+    repeats: int = Field(default=3, ge=1)
+    commands: list[str] = Field(default_factory=list)
+
+
+class _TaskFile(_Strict):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    objective: str = Field(min_length=1)
+    direction: Literal["maximize", "minimize"]
+    workspace: _Workspace
+    evaluator: _Evaluator
+    proposer: _Proposer
+    constraints: _Constraints = Field(default_factory=_Constraints)
+    survival: _Survival = Field(default_factory=_Survival)
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSpec:
+    """A shell command run inside the workspace, with its time limit."""
+
+    command: str
+    timeout_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Constraints:
+    """Hard constraints and resource limits applied to every command of the task."""
+
+    protected_paths: tuple[str, ...] = ()
+    on_protected_change: str = "invalid"
+    memory_mb: int = 4096
+    cpu_s: int | None = None
+    max_processes: int = 256
+    max_output_bytes: int = 1_000_000
+    isolation: str = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class SurvivalSpec:
+    """How an independent survival pass re-checks a result."""
+
+    repeats: int = 3
+    commands: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A validated task.
+
+    Attributes:
+        name: Short name, used to find the task and in run listings.
+        objective: What the search is for, in words (shown to proposers).
+        direction: Whether raw scores are maximised or minimised.
+        directory: The task directory (holds ``task.toml``).
+        seed_dir: The folder the root workspace starts from.
+        evaluator: The evaluator command.
+        proposer: The proposer command (``kind = "command"``).
+        constraints: Protected paths and resource limits.
+        survival: Survival pass settings.
+        digest: Digest of ``task.toml`` and every seed file; changes when the task does.
+        evaluator_digest: Digest of the evaluator command and the protected files.
+    """
+
+    name: str
+    objective: str
+    direction: Direction
+    directory: Path
+    seed_dir: Path
+    evaluator: CommandSpec
+    proposer: CommandSpec
+    constraints: Constraints = field(default_factory=Constraints)
+    survival: SurvivalSpec = field(default_factory=SurvivalSpec)
+    digest: str = ""
+    evaluator_digest: str = ""
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready description (stored with each run)."""
+        return {
+            "name": self.name,
+            "objective": self.objective,
+            "direction": self.direction.value,
+            "directory": str(self.directory),
+            "evaluator": {"command": self.evaluator.command,
+                          "timeout_s": self.evaluator.timeout_s},
+            "proposer": {"kind": "command", "command": self.proposer.command,
+                         "timeout_s": self.proposer.timeout_s},
+            "protected_paths": list(self.constraints.protected_paths),
+            "digest": self.digest,
+            "evaluator_digest": self.evaluator_digest,
+        }
+
+
+def load_task(directory: str | Path) -> Task:
+    """Load and validate ``DIRECTORY/task.toml``.
+
+    Args:
+        directory: The task directory (or the path of its ``task.toml``).
+
+    Returns:
+        The validated task, with digests computed over its files.
+
+    Raises:
+        ConfigError: The file is missing, not TOML, or breaks the schema; or the seed folder
+            or a protected path does not exist.
+    """
+    path = Path(directory)
+    if path.name == TASK_FILE and path.is_file():
+        path = path.parent
+    file = path / TASK_FILE
+    if not path.is_dir():
+        raise ConfigError("task directory does not exist", file=str(path))
+    if not file.is_file():
+        raise ConfigError(f"no {TASK_FILE} in the task directory", file=str(file))
+    raw_bytes = file.read_bytes()
+    try:
+        data = tomllib.loads(raw_bytes.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"not valid TOML: {exc}", file=str(file)) from exc
+    try:
+        spec = _TaskFile.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(file, exc) from None
+    return _to_task(path.resolve(), file, spec, raw_bytes)
+
+
+def _config_error(file: Path, exc: ValidationError) -> ConfigError:
+    err = exc.errors()[0]
+    key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    kind = err["type"]
+    if kind == "missing":
+        return ConfigError("required key is missing", file=str(file), key=key)
+    if kind == "extra_forbidden":
+        return ConfigError("unknown key", file=str(file), key=key,
+                           expected=_allowed_keys(err["loc"]))
+    return ConfigError(f"invalid value {err.get('input')!r}", file=str(file), key=key,
+                       expected=err["msg"].lower())
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> str:
+    model: type[BaseModel] = _TaskFile
+    for part in loc[:-1]:
+        annotation = model.model_fields[str(part)].annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            break
+        model = annotation
+    return "one of " + ", ".join(model.model_fields)
+
+
+def _to_task(directory: Path, file: Path, spec: _TaskFile, raw_bytes: bytes) -> Task:
+    seed_dir = (directory / spec.workspace.seed).resolve()
+    if not seed_dir.is_dir():
+        raise ConfigError(f"seed folder '{spec.workspace.seed}' does not exist",
+                          file=str(file), key="workspace.seed", expected="a folder")
+    for rel in spec.constraints.protected_paths:
+        _check_relative(file, rel)
+        if not (seed_dir / rel).exists():
+            raise ConfigError(f"protected path '{rel}' is not in the seed folder",
+                              file=str(file), key="constraints.protected_paths")
+    c = spec.constraints
+    constraints = Constraints(tuple(c.protected_paths), c.on_protected_change, c.memory_mb,
+                              c.cpu_s, c.max_processes, c.max_output_bytes, c.isolation)
+    evaluator = CommandSpec(spec.evaluator.command, spec.evaluator.timeout_s)
+    seed_files = _file_digests(seed_dir)
+    protected = {p: d for p, d in seed_files.items() if _under_any(p, constraints.protected_paths)}
+    return Task(
+        name=spec.name,
+        objective=spec.objective,
+        direction=Direction(spec.direction),
+        directory=directory,
+        seed_dir=seed_dir,
+        evaluator=evaluator,
+        proposer=CommandSpec(spec.proposer.command, spec.proposer.timeout_s),
+        constraints=constraints,
+        survival=SurvivalSpec(spec.survival.repeats, tuple(spec.survival.commands)),
+        digest=_digest({"task.toml": hashlib.sha256(raw_bytes).hexdigest(), **seed_files}),
+        evaluator_digest=_digest({"command": evaluator.command, **protected}),
+    )
+
+
+def _check_relative(file: Path, rel: str) -> None:
+    p = Path(rel)
+    if p.is_absolute() or ".." in p.parts or not rel.strip():
+        raise ConfigError(f"protected path '{rel}' must be relative to the workspace",
+                          file=str(file), key="constraints.protected_paths",
+                          expected="a relative path without '..'")
+
+
+def _under_any(path: str, prefixes: tuple[str, ...]) -> bool:
+    return any(path == p.rstrip("/") or path.startswith(p.rstrip("/") + "/") for p in prefixes)
+
+
+def _file_digests(root: Path) -> dict[str, str]:
+    """sha256 of every file under ``root`` (skipping ``.git`` and caches), by relative path."""
+    out: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == ".git" or "__pycache__" in rel.parts or not path.is_file():
+            continue
+        out[rel.as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def _digest(parts: Mapping[str, str]) -> str:
+    h = hashlib.sha256()
+    for key in sorted(parts):
+        h.update(f"{key}\0{parts[key]}\n".encode())
+    return "sha256:" + h.hexdigest()
