@@ -309,7 +309,8 @@ def store_upgrade(store: StoreOpt = DEFAULT_STORE) -> None:
     """Apply pending schema migrations to a store."""
 
     def body() -> None:
-        with SqliteRunStore.open(store, writer=True, holder="store upgrade") as handle:
+        with SqliteRunStore.open(store, writer=True, holder="store upgrade",
+                                 upgrade=True) as handle:
             console.print(f"store {store} is at schema version {handle.schema_version}")
 
     _guard(body)

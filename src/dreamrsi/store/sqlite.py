@@ -85,13 +85,15 @@ class SqliteRunStore(RunStore):
     # -- opening ---------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, root: str | Path, *, writer: bool = False, holder: str = "") -> SqliteRunStore:
+    def open(cls, root: str | Path, *, writer: bool = False, holder: str = "",
+             upgrade: bool = False) -> SqliteRunStore:
         """Open the store at ``root``; a writer creates it if needed.
 
         Args:
             root: The store directory.
             writer: Take the writer lock and allow writes (creating the store if missing).
             holder: A short description of the writer, shown to a second writer.
+            upgrade: Apply pending migrations to an older store (writer only).
 
         Raises:
             StoreError: The store is missing (reader), unreadable, or read-only (writer).
@@ -100,7 +102,7 @@ class SqliteRunStore(RunStore):
         """
         root = Path(root).absolute()
         if writer:
-            return cls._open_writer(root, holder)
+            return cls._open_writer(root, holder, upgrade)
         db = root / DB_FILE
         if not db.is_file():
             raise StoreError(f"no dreamrsi store at {root} (nothing has run there yet; "
@@ -111,7 +113,7 @@ class SqliteRunStore(RunStore):
         return store
 
     @classmethod
-    def _open_writer(cls, root: Path, holder: str) -> SqliteRunStore:
+    def _open_writer(cls, root: Path, holder: str, upgrade: bool) -> SqliteRunStore:
         try:
             root.mkdir(parents=True, exist_ok=True)
             lock_fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
@@ -134,7 +136,7 @@ class SqliteRunStore(RunStore):
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             store = cls(root, conn, True, lock_fd)
-            store._check_schema(migrate=True)
+            store._check_schema(migrate=True, upgrade=upgrade)
         except sqlite3.Error as exc:
             os.close(lock_fd)
             raise _store_error(root, exc) from exc
@@ -143,7 +145,7 @@ class SqliteRunStore(RunStore):
             raise
         return store
 
-    def _check_schema(self, *, migrate: bool) -> None:
+    def _check_schema(self, *, migrate: bool, upgrade: bool = False) -> None:
         try:
             version = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
         except sqlite3.DatabaseError as exc:
@@ -154,7 +156,7 @@ class SqliteRunStore(RunStore):
                 f"dreamrsi understands ({SCHEMA_VERSION}); upgrade dreamrsi to read it")
         if version == SCHEMA_VERSION:
             return
-        if version > 0 or not migrate:
+        if not migrate or (version > 0 and not upgrade):
             raise SchemaVersionError(
                 f"the store at {self.root} has schema version {version}; this dreamrsi uses "
                 f"{SCHEMA_VERSION}: run `dreamrsi store upgrade --store {self.root}`")
@@ -227,14 +229,12 @@ class SqliteRunStore(RunStore):
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """Run one write in the open transaction, or in its own if none is open."""
+        """Run one write in its own transaction, or in a savepoint of the open one, so a write
+        that fails part-way (a batch ending in a duplicate) leaves nothing behind."""
         self._require_writer()
         try:
-            if self._depth:
+            with self.atomic():
                 yield self._conn
-            else:
-                with self.atomic():
-                    yield self._conn
         except sqlite3.IntegrityError as exc:
             raise AlreadyRecorded(str(exc)) from exc
         except sqlite3.Error as exc:

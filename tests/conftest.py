@@ -1,0 +1,105 @@
+"""Shared fixtures: small task directories written on the fly, and stores to run them in."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from dreamrsi.store.sqlite import SqliteRunStore
+
+# An evaluator that scores the number in value.txt; a proposer that adds a seeded step to it.
+EVALUATE_VALUE = """
+import json
+v = float(open("value.txt").read())
+print(json.dumps({"score": v, "valid": True, "feedback": f"value {v}", "metrics": {"v": v}}))
+"""
+PROPOSE_STEP = """
+import json, os, random
+ctx = json.load(open(os.environ["DREAM_CONTEXT"]))
+rng = random.Random(ctx["seed"])
+v = float(open("value.txt").read())
+step = rng.uniform(-1.0, 2.0)
+open("value.txt", "w").write(repr(v + step))
+print(f"PLAN: add {step:.3f}")
+"""
+
+
+def write_task(
+    root: Path,
+    *,
+    evaluate: str = EVALUATE_VALUE,
+    propose: str = PROPOSE_STEP,
+    name: str = "toy",
+    direction: str = "maximize",
+    evaluator_timeout: float = 20,
+    proposer_timeout: float = 20,
+    extra_toml: str = "",
+    constraints: str = 'protected_paths = ["evaluate.py"]',
+    files: dict[str, str] | None = None,
+) -> Path:
+    """Write a task directory with a seed holding value.txt, evaluate.py and propose.py."""
+    seed = root / "seed"
+    seed.mkdir(parents=True)
+    (seed / "evaluate.py").write_text(textwrap.dedent(evaluate))
+    (seed / "propose.py").write_text(textwrap.dedent(propose))
+    (seed / "value.txt").write_text("0")
+    for rel, text in (files or {}).items():
+        (seed / rel).parent.mkdir(parents=True, exist_ok=True)
+        (seed / rel).write_text(text)
+    (root / "task.toml").write_text(textwrap.dedent(f"""\
+        name = "{name}"
+        objective = "Make the number large."
+        direction = "{direction}"
+        [workspace]
+        seed = "seed"
+        [evaluator]
+        command = "python3 evaluate.py"
+        timeout_s = {evaluator_timeout}
+        [proposer]
+        kind = "command"
+        command = "python3 propose.py"
+        timeout_s = {proposer_timeout}
+        [constraints]
+        {constraints}
+        """) + textwrap.dedent(extra_toml))
+    return root
+
+
+TaskFactory = Callable[..., Path]
+
+
+@pytest.fixture
+def make_task(tmp_path: Path) -> TaskFactory:
+    """Factory: ``make_task(evaluate=..., propose=..., ...)`` returns a new task directory."""
+    counter = iter(range(1_000_000))
+
+    def factory(**kwargs: object) -> Path:
+        return write_task(tmp_path / f"task{next(counter)}", **kwargs)  # type: ignore[arg-type]
+
+    return factory
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path) -> Path:
+    """A fresh store directory path (not created yet)."""
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def store(store_dir: Path) -> Iterator[SqliteRunStore]:
+    """A store opened for writing."""
+    handle = SqliteRunStore.open(store_dir, writer=True, holder="tests")
+    yield handle
+    handle.close()
+
+
+@pytest.fixture(scope="session")
+def bwrap() -> str:
+    """Path of bubblewrap; tests that need it fail (not skip) where it is missing."""
+    path = shutil.which("bwrap")
+    assert path, "bubblewrap is required for these tests: apt-get install bubblewrap"
+    return path

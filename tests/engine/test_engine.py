@@ -1,0 +1,208 @@
+"""The online engine end to end on small real tasks: budgets, parallelism, evidence, seeds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from dreamrsi.core.model import NodeStatus
+from dreamrsi.engine import RunConfig, start_run
+from dreamrsi.engine.config import default_policy
+from dreamrsi.errors import ConfigError
+from dreamrsi.policies.registry import parse_spec
+from dreamrsi.store.base import RunStatus
+from dreamrsi.store.ledger import Actor
+from dreamrsi.store.sqlite import SqliteRunStore
+from dreamrsi.tasks import load_task
+from tests.conftest import TaskFactory
+from tests.engine.test_bad_input import attempts, run
+
+
+def test_run_spends_its_budget_and_records_everything(
+    store: SqliteRunStore, make_task: TaskFactory
+) -> None:
+    summary, nodes = run(store, make_task(), budget=6, workers=2,
+                         policy="fixed:branches=2,refine=9")
+    assert summary.status is RunStatus.FINISHED
+    assert summary.stop_reason == "attempt budget reached (6)"
+    assert summary.attempts == 6 and len(nodes) == 7
+    assert [n.seq for n in nodes] == list(range(7))
+    root = nodes[0]
+    assert root.is_root and root.round == 0 and root.raw_score == 0.0
+    # two branches from the root, then each refined along its own chain
+    assert sorted(n.parent_id for n in nodes if n.round == 1) == [root.node_id] * 2
+    children: dict[str | None, int] = {}
+    for n in attempts(nodes):
+        children[n.parent_id] = children.get(n.parent_id, 0) + 1
+        assert n.status is NodeStatus.OK and n.plan and n.plan.startswith("add ")
+        assert n.commit and n.commit != root.commit
+    assert all(v == 1 for k, v in children.items() if k != root.node_id)
+    best = max((n for n in nodes if n.score is not None), key=lambda n: n.score or 0)
+    assert summary.best is not None and summary.best.node_id == best.node_id
+
+
+def test_every_node_cites_admissible_ledger_rows(
+    store: SqliteRunStore, make_task: TaskFactory
+) -> None:
+    summary, nodes = run(store, make_task(), budget=3)
+    rows = {r.event.event_id: r for r in store.ledger(summary.run_id)}
+    assert store.verify_ledger(summary.run_id).ok
+    for node in attempts(nodes):
+        cited = [rows[e] for e in node.evidence]
+        assert all(r.event.admissible for r in cited)
+        actors = [r.event.actor for r in cited]
+        assert Actor.TACTICAL in actors and Actor.EVAL in actors and Actor.EXECUTION in actors
+        evals = [r for r in cited if r.event.actor is Actor.EVAL]
+        assert evals[0].event.parsed["score"] == node.raw_score  # type: ignore[index]
+        narration = [r for r in rows.values()
+                     if r.event.node_id == node.node_id and r.event.cmd == "narration"]
+        assert len(narration) == 1
+        assert not narration[0].event.admissible and narration[0].event.parsed is None
+        text = store.get_blob(narration[0].event.artifacts[0].sha256).decode()
+        assert "PLAN: add" in text
+    decisions = [r for r in rows.values() if r.event.actor is Actor.STRATEGIC]
+    assert len(decisions) == 3
+
+
+def test_same_seed_same_tree(tmp_path: Path, make_task: TaskFactory) -> None:
+    task = make_task()
+
+    def scores(store_name: str, seed: int) -> list[float | None]:
+        with SqliteRunStore.open(tmp_path / store_name, writer=True) as s:
+            _, nodes = run(s, task, budget=5, workers=2, policy="fixed:branches=2,refine=9",
+                           seed=seed)
+            return [n.raw_score for n in nodes]
+
+    first = scores("a", 7)
+    assert scores("b", 7) == first
+    assert scores("c", 8) != first
+
+
+def test_workers_run_attempts_in_parallel(store: SqliteRunStore,
+                                          make_task: TaskFactory) -> None:
+    propose = "import time; time.sleep(1.0); open('value.txt', 'w').write('1')"
+    started = time.monotonic()
+    summary, _ = run(store, make_task(propose=propose), budget=4, workers=4,
+                     policy="fixed:branches=4,refine=0")
+    took = time.monotonic() - started
+    assert summary.attempts == 4
+    assert took < 3.5, f"4 one-second attempts on 4 workers took {took:.1f} s"
+
+
+def test_round_budget(store: SqliteRunStore, make_task: TaskFactory) -> None:
+    summary, nodes = run(store, make_task(), budget=50, max_rounds=3)
+    assert summary.stop_reason == "round budget reached (3)"
+    assert max(n.round for n in nodes) == 3 and summary.attempts == 3
+
+
+def test_policy_stops_with_an_empty_batch(store: SqliteRunStore,
+                                          make_task: TaskFactory) -> None:
+    summary, _ = run(store, make_task(), budget=50, workers=2,
+                     policy="fixed:branches=2,refine=1")
+    assert summary.stop_reason == "the policy stopped (empty batch)"
+    assert summary.attempts == 4
+
+
+def test_wall_time_budget_cuts_attempts_in_flight(store: SqliteRunStore,
+                                                  make_task: TaskFactory) -> None:
+    propose = "import time; time.sleep(30)"
+    started = time.monotonic()
+    summary, nodes = run(store, make_task(propose=propose, proposer_timeout=60), budget=5,
+                         wall_time_s=2.0)
+    assert time.monotonic() - started < 15
+    assert summary.stop_reason == "wall-time budget reached (2 s)"
+    cut = attempts(nodes)
+    assert len(cut) == 1 and cut[0].status is NodeStatus.LOST
+    assert "wall-time budget" in cut[0].feedback
+    assert store.in_flight(summary.run_id) == []
+
+
+def test_token_budget_is_a_hard_ceiling(store: SqliteRunStore, make_task: TaskFactory) -> None:
+    propose = """
+    import json, os
+    open("value.txt", "w").write("1")
+    json.dump({"tokens_in": 60, "tokens_out": 40, "cost_usd": 0.01},
+              open(os.environ["DREAM_COST"], "w"))
+    """
+    summary, nodes = run(store, make_task(propose=propose), budget=50, max_tokens=250)
+    assert summary.stop_reason == "token budget reached (250)"
+    assert summary.attempts == 3
+    assert all(n.cost.tokens == 100 and n.cost.money_usd == 0.01 for n in attempts(nodes))
+    summary, _ = run(store, make_task(propose=propose), budget=50, max_cost_usd=0.025)
+    assert summary.stop_reason == "cost budget reached ($0.025)"
+
+
+def test_minimize_direction_normalises_scores(store: SqliteRunStore,
+                                              make_task: TaskFactory) -> None:
+    summary, nodes = run(store, make_task(direction="minimize"), budget=4)
+    for n in nodes:
+        assert n.score == -n.raw_score  # type: ignore[operator]
+    assert summary.best is not None
+    assert summary.best.raw_score == min(n.raw_score for n in nodes)  # type: ignore[type-var]
+
+
+def test_user_files_are_never_written(store: SqliteRunStore, make_task: TaskFactory) -> None:
+    task = make_task()
+
+    def digest() -> str:
+        h = hashlib.sha256()
+        for p in sorted(task.rglob("*")):
+            h.update(str(p).encode())
+            if p.is_file():
+                h.update(p.read_bytes())
+        return h.hexdigest()
+
+    before = digest()
+    run(store, task, budget=3, isolation="off")
+    assert digest() == before
+    assert not (task / "seed" / ".git").exists()
+
+
+def test_context_reaches_the_proposer(store: SqliteRunStore, make_task: TaskFactory) -> None:
+    propose = """
+    import json, os
+    ctx = json.load(open(os.environ["DREAM_CONTEXT"]))
+    open("value.txt", "w").write(str(ctx["parent"]["depth"] + 1))
+    open("seen.json", "w").write(json.dumps(ctx))
+    """
+    _, nodes = run(store, make_task(propose=propose), budget=3)
+    assert [n.raw_score for n in nodes] == [0.0, 1.0, 2.0, 3.0]
+    from dreamrsi.workspace.git import WorkspaceRepo
+
+    out = store.root / "exported"
+    WorkspaceRepo(store.root / "repo.git").export(nodes[3].commit or "", out, [])
+    ctx = json.loads((out / "seen.json").read_text())
+    assert ctx["task"]["objective"] == "Make the number large."
+    assert ctx["attempt_id"] == nodes[3].node_id and ctx["round"] == 3
+    assert ctx["parent"]["node_id"] == nodes[2].node_id
+    assert [a["node_id"] for a in ctx["ancestors"]] == [nodes[0].node_id, nodes[1].node_id]
+    assert ctx["parent"]["feedback"] == "value 2.0"
+    assert ctx["budget"]["attempts_left"] == 1
+
+
+def test_unknown_policy_is_a_config_error(store: SqliteRunStore,
+                                          make_task: TaskFactory) -> None:
+    with pytest.raises(ConfigError, match="unknown policy 'nope'.*fixed"):
+        start_run(store, load_task(make_task()),
+                  RunConfig(budget=1, policy=parse_spec("nope")))
+    with pytest.raises(ConfigError, match="no parameter 'depth'"):
+        parse_spec("fixed:depth=3")
+    with pytest.raises(ConfigError, match="expected int"):
+        parse_spec("fixed:branches=many")
+
+
+@pytest.mark.parametrize("bad", [{"budget": 0}, {"workers": 0}, {"wall_time_s": -1.0},
+                                 {"isolation": "sometimes"}, {"max_rounds": 0}])
+def test_bad_run_config_is_rejected(bad: dict[str, object]) -> None:
+    with pytest.raises(ConfigError):
+        RunConfig(**bad)  # type: ignore[arg-type]
+
+
+def test_default_policy_fills_the_budget() -> None:
+    assert default_policy(60, 2).params == {"branches": 3, "refine": 19}
+    assert default_policy(10, 4).params == {"branches": 4, "refine": 19}
+    assert default_policy(None, 3).params == {"branches": 3, "refine": 19}
