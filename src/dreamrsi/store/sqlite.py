@@ -156,6 +156,9 @@ class SqliteRunStore(RunStore):
                 f"dreamrsi understands ({SCHEMA_VERSION}); upgrade dreamrsi to read it")
         if version == SCHEMA_VERSION:
             return
+        if version == 0 and not migrate:
+            raise StoreError(f"the store at {self.root} is empty (it is being created, or its "
+                             "creation was interrupted); a `dreamrsi run` will initialise it")
         if not migrate or (version > 0 and not upgrade):
             raise SchemaVersionError(
                 f"the store at {self.root} has schema version {version}; this dreamrsi uses "

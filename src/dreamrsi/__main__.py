@@ -1,0 +1,5 @@
+"""``python -m dreamrsi`` runs the command line."""
+
+from dreamrsi.cli.main import main
+
+main()

@@ -1,0 +1,92 @@
+"""kill -9 in the middle of a run, then `dreamrsi resume`: nothing finished is lost or redone."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dreamrsi.core.model import NodeStatus
+from dreamrsi.errors import StoreError
+from dreamrsi.store.ledger import Actor
+from dreamrsi.store.sqlite import SqliteRunStore
+from tests.conftest import TaskFactory
+
+SLOW_PROPOSE = """
+import json, os, random, time
+ctx = json.load(open(os.environ["DREAM_CONTEXT"]))
+time.sleep(0.4)
+v = float(open("value.txt").read())
+open("value.txt", "w").write(repr(v + random.Random(ctx["seed"]).uniform(0, 1)))
+print("PLAN: slow step")
+"""
+
+
+def dreamrsi(*args: str, store: Path) -> list[str]:
+    return [sys.executable, "-m", "dreamrsi", *args, "--store", str(store)]
+
+
+def wait_for_nodes(store: Path, count: int, timeout: float = 60) -> str:
+    """Wait until the run recorded ``count`` nodes and has attempts in flight."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(StoreError), SqliteRunStore.open(store) as reader:
+            runs = reader.list_runs()
+            if (runs and len(reader.nodes(runs[0].run_id)) >= count
+                    and reader.in_flight(runs[0].run_id)):
+                return runs[0].run_id
+        time.sleep(0.1)
+    raise AssertionError(f"the run did not record {count} nodes in {timeout} s")
+
+
+@pytest.mark.slow
+def test_kill_dash_nine_then_resume(tmp_path: Path, make_task: TaskFactory) -> None:
+    task = make_task(propose=SLOW_PROPOSE)
+    store = tmp_path / "store"
+    proc = subprocess.Popen(dreamrsi("run", str(task), "--budget", "12", "--workers", "2",
+                                     "--policy", "fixed:branches=2,refine=20", store=store),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    run_id = wait_for_nodes(store, 6)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+    with SqliteRunStore.open(store) as reader:
+        before = {n.node_id: n for n in reader.nodes(run_id)}
+        in_flight = reader.in_flight(run_id)
+        assert reader.get_run(run_id).status.value == "running"  # it never got to say more
+    status = subprocess.run(dreamrsi("status", "--json", store=store), capture_output=True,
+                            text=True, check=True)
+    assert '"status": "stale"' in status.stdout
+
+    done = subprocess.run(dreamrsi("resume", run_id, "--json", store=store),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+    with SqliteRunStore.open(store) as reader:
+        nodes = reader.nodes(run_id)
+        after = {n.node_id: n for n in nodes}
+        # finished attempts survive unchanged
+        for node_id, node in before.items():
+            assert repr(after[node_id]) == repr(node)
+        lost = [n for n in nodes if n.status is NodeStatus.LOST]
+        assert lost
+        assert {n.node_id for n in lost} == {a.node_id for a in in_flight}
+        finished = [n for n in nodes if not n.is_root and n.status.is_finished()]
+        assert len(finished) == 12  # the budget, exactly: lost attempts were retried
+        assert reader.in_flight(run_id) == []
+        assert reader.get_run(run_id).status.value == "finished"
+        assert reader.verify_ledger(run_id).ok
+        # no finished attempt ran twice: one proposer command per finished non-root node
+        proposer_rows: dict[str, int] = {}
+        for row in reader.ledger(run_id):
+            if row.event.actor is Actor.TACTICAL and row.event.admissible:
+                key = row.event.node_id or ""
+                proposer_rows[key] = proposer_rows.get(key, 0) + 1
+        assert all(proposer_rows.get(n.node_id) == 1 for n in finished)
+        assert [n.seq for n in nodes] == list(range(len(nodes)))
