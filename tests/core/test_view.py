@@ -1,0 +1,149 @@
+"""The revealed view and the decision interface, checked on random trees."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dreamrsi.core.model import Node, NodeStatus, best_node, node_id_for
+from dreamrsi.core.policy import Budget, PolicyContext, check_batch
+from dreamrsi.core.view import TreeView
+from dreamrsi.errors import PolicyError
+from dreamrsi.policies import FixedRefinement, make_policy
+
+
+def node(seq: int, parent: int | None, score: float | None = 1.0,
+         status: NodeStatus = NodeStatus.OK) -> Node:
+    return Node(node_id_for("r", seq), "r", None if parent is None else node_id_for("r", parent),
+                seq, 0, "c", status, valid=score is not None, score=score, raw_score=score)
+
+
+@st.composite
+def chain_trees(draw: st.DrawFn) -> list[Node]:
+    """A root with random chains; nodes listed in creation order."""
+    nodes = [node(0, None, draw(st.floats(-5, 5)))]
+    tips: list[int] = []
+    for seq in range(1, draw(st.integers(0, 40)) + 1):
+        score = draw(st.one_of(st.none(), st.floats(-5, 5)))
+        if not tips or draw(st.booleans()):
+            nodes.append(node(seq, 0, score))
+            tips.append(seq)
+        else:
+            i = draw(st.integers(0, len(tips) - 1))
+            nodes.append(node(seq, tips[i], score))
+            tips[i] = seq
+    return nodes
+
+
+@settings(max_examples=200, deadline=None)
+@given(chain_trees())
+def test_view_queries_match_their_definitions(nodes: list[Node]) -> None:
+    view = TreeView(nodes[0])
+    for n in nodes[1:]:
+        view.reveal(n)
+        revealed = nodes[: n.seq + 1]
+        parents = {m.parent_id for m in revealed}
+        leaves = [m.node_id for m in revealed if not m.is_root and m.node_id not in parents]
+        assert list(view.leaves()) == leaves
+        assert view.eligible() == (nodes[0].node_id, *leaves)
+        assert view.size == len(revealed) - 1
+        top = best_node(revealed)
+        assert (view.best is None) == (top is None)
+        if top is not None and view.best is not None:
+            assert view.best.score == top.score
+    for n in nodes:
+        chain = view.chain(n.node_id)
+        assert chain[0].is_root and chain[-1] is n
+        assert view.depth(n.node_id) == len(chain) - 1
+        if not n.is_root:
+            assert view.branch(n.node_id) == chain[1].node_id
+
+
+def test_reveal_refuses_broken_trees() -> None:
+    view = TreeView(node(0, None))
+    with pytest.raises(ValueError, match="parent .* is not revealed"):
+        view.reveal(node(2, 1))
+    view.reveal(node(1, 0))
+    with pytest.raises(ValueError, match="already revealed"):
+        view.reveal(node(1, 0))
+    view.reveal(node(2, 1))
+    with pytest.raises(ValueError, match="already has child"):
+        view.reveal(node(3, 1))
+    with pytest.raises(ValueError, match="not a root"):
+        TreeView(node(5, 1))
+
+
+def test_check_batch_enforces_the_interface() -> None:
+    view = TreeView(node(0, None))
+    for seq, parent in ((1, 0), (2, 0), (3, 1)):
+        view.reveal(node(seq, parent))
+    root, leaf_a, leaf_b = "r-0", "r-3", "r-2"
+    assert check_batch(view, [root, root, leaf_a], 3, policy_name="p", round_no=1) == (
+        root, root, leaf_a)
+    assert check_batch(view, [], 3, policy_name="p", round_no=1) == ()
+    with pytest.raises(PolicyError, match="policy 'p', round 4: selected 3 nodes, more than W=2"):
+        check_batch(view, [root, leaf_a, leaf_b], 2, policy_name="p", round_no=4)
+    with pytest.raises(PolicyError, match="r-1 is outside the eligible set.*not a leaf"):
+        check_batch(view, ["r-1"], 2, policy_name="p", round_no=1)
+    with pytest.raises(PolicyError, match="r-9 is outside the eligible set.*not revealed"):
+        check_batch(view, ["r-9"], 2, policy_name="p", round_no=1)
+    with pytest.raises(PolicyError, match="selected twice"):
+        check_batch(view, [leaf_a, leaf_a], 2, policy_name="p", round_no=1)
+    with pytest.raises(PolicyError, match="must return a list"):
+        check_batch(view, "r-0", 2, policy_name="p", round_no=1)
+    with pytest.raises(PolicyError, match="node ids are strings"):
+        check_batch(view, [3], 2, policy_name="p", round_no=1)
+
+
+def _drive(policy: FixedRefinement, workers: int, budget: int | None) -> TreeView:
+    """Run a policy against a fake transition (every attempt scores its seq)."""
+    policy.reset(PolicyContext("t", workers, "online", random.Random(0)))
+    view = TreeView(node(0, None))
+    seq = 0
+    while True:
+        left = None if budget is None else budget - view.size
+        batch = check_batch(view, policy.select(view, Budget(workers, left)), workers,
+                            policy_name=policy.name, round_no=view.rounds + 1)
+        if not batch:
+            return view
+        for parent in batch:
+            seq += 1
+            view.reveal(node(seq, int(parent.split("-")[1]), float(seq)))
+        view.complete_round()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 6), st.integers(0, 6), st.integers(1, 4))
+def test_fixed_refinement_builds_its_grid(branches: int, refine: int, workers: int) -> None:
+    view = _drive(FixedRefinement(branches, refine), workers, None)
+    assert len(view.branches()) == branches
+    for leaf in view.leaves():
+        assert view.depth(leaf) == refine + 1
+    assert view.size == branches * (refine + 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 6), st.integers(0, 6), st.integers(1, 4), st.integers(1, 30))
+def test_fixed_refinement_respects_the_attempt_budget(branches: int, refine: int,
+                                                      workers: int, budget: int) -> None:
+    view = _drive(FixedRefinement(branches, refine), workers, budget)
+    assert view.size == min(budget, branches * (refine + 1))
+
+
+def test_fixed_refinement_retries_lost_attempts() -> None:
+    policy = FixedRefinement(1, 1)
+    view = TreeView(node(0, None))
+    view.reveal(node(1, 0))
+    view.reveal(node(2, 1, None, NodeStatus.LOST))
+    assert list(policy.select(view, Budget(1))) == ["r-2"]  # the lost one does not count
+    view.reveal(node(3, 2))
+    assert list(policy.select(view, Budget(1))) == []
+
+
+def test_registry_builds_policies() -> None:
+    policy = make_policy("fixed:branches=3,refine=2")
+    assert isinstance(policy, FixedRefinement) and policy.branches == 3 and policy.refine == 2
+    assert make_policy(policy) is policy

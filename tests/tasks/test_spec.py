@@ -1,0 +1,130 @@
+"""task.toml: every mistake names the file, the key and what was expected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dreamrsi.core.model import Direction
+from dreamrsi.errors import ConfigError
+from dreamrsi.tasks import builtin_tasks, load_task, resolve_task
+from tests.conftest import TaskFactory
+
+
+def edit(task: Path, old: str, new: str) -> Path:
+    text = (task / "task.toml").read_text()
+    assert old in text
+    (task / "task.toml").write_text(text.replace(old, new))
+    return task
+
+
+def test_valid_task_loads(make_task: TaskFactory) -> None:
+    task = load_task(make_task())
+    assert task.name == "toy" and task.direction is Direction.MAXIMIZE
+    assert task.evaluator.command == "python3 evaluate.py" and task.evaluator.timeout_s == 20
+    assert task.constraints.protected_paths == ("evaluate.py",)
+    assert task.digest.startswith("sha256:") and task.evaluator_digest.startswith("sha256:")
+
+
+def test_path_of_task_toml_also_works(make_task: TaskFactory) -> None:
+    assert load_task(make_task() / "task.toml").name == "toy"
+
+
+def test_digests_follow_content(make_task: TaskFactory) -> None:
+    path = make_task()
+    first = load_task(path)
+    (path / "seed" / "value.txt").write_text("1")
+    second = load_task(path)
+    assert second.digest != first.digest
+    assert second.evaluator_digest == first.evaluator_digest  # evaluator untouched
+    (path / "seed" / "evaluate.py").write_text("print('changed')")
+    assert load_task(path).evaluator_digest != first.evaluator_digest
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key", "message"),
+    [
+        ('name = "toy"\n', "", "name", "required key is missing"),
+        ('direction = "maximize"', 'direction = "up"', "direction", "invalid value 'up'"),
+        ("timeout_s = 20\n[proposer]", "timeout_s = -1\n[proposer]", "evaluator.timeout_s",
+         "invalid value -1"),
+        ("timeout_s = 20\n[proposer]", 'timeout_s = "soon"\n[proposer]', "evaluator.timeout_s",
+         "invalid value 'soon'"),
+        ('kind = "command"', 'kind = "telepathy"', "proposer.kind", "invalid value"),
+        ('command = "python3 evaluate.py"', "", "evaluator.command", "required key"),
+        ('[workspace]\nseed = "seed"', '[workspace]\nseed = "seed"\nsede = 1', "workspace.sede",
+         "unknown key"),
+        ('name = "toy"', 'name = "toy"\ncolour = "blue"', "colour", "unknown key"),
+        ('name = "toy"', 'name = "no spaces allowed"', "name", "invalid value"),
+        ('protected_paths = ["evaluate.py"]', 'protected_paths = "evaluate.py"',
+         "constraints.protected_paths", "invalid value"),
+    ],
+)
+def test_schema_errors_name_file_and_key(
+    make_task: TaskFactory, old: str, new: str, key: str, message: str
+) -> None:
+    task = edit(make_task(), old, new)
+    with pytest.raises(ConfigError) as info:
+        load_task(task)
+    err = info.value
+    assert err.file == str(task / "task.toml")
+    assert err.key == key
+    assert message in str(err)
+
+
+def test_unknown_key_lists_the_allowed_ones(make_task: TaskFactory) -> None:
+    task = edit(make_task(), "[evaluator]", "[evaluator]\ntimeout = 3")
+    with pytest.raises(ConfigError, match=r"expected one of command, timeout_s"):
+        load_task(task)
+
+
+def test_not_toml(make_task: TaskFactory) -> None:
+    task = make_task()
+    (task / "task.toml").write_text("name = [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_task(task)
+
+
+def test_not_utf8(make_task: TaskFactory) -> None:
+    task = make_task()
+    (task / "task.toml").write_bytes(b"name = \"\xff\xfe\"\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_task(task)
+
+
+def test_missing_task_file_and_folder(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no task.toml"):
+        load_task(tmp_path)
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_task(tmp_path / "nowhere")
+
+
+def test_missing_seed_folder(make_task: TaskFactory) -> None:
+    task = edit(make_task(), 'seed = "seed"', 'seed = "elsewhere"')
+    with pytest.raises(ConfigError) as info:
+        load_task(task)
+    assert info.value.key == "workspace.seed" and "does not exist" in str(info.value)
+
+
+@pytest.mark.parametrize("path", ["missing.py", "../outside.py", "/etc/passwd"])
+def test_bad_protected_paths(make_task: TaskFactory, path: str) -> None:
+    task = edit(make_task(), 'protected_paths = ["evaluate.py"]', f'protected_paths = ["{path}"]')
+    with pytest.raises(ConfigError) as info:
+        load_task(task)
+    assert info.value.key == "constraints.protected_paths"
+
+
+def test_resolve_task_by_name_and_path(make_task: TaskFactory) -> None:
+    path = make_task()
+    assert resolve_task(str(path)).name == "toy"
+    with pytest.raises(ConfigError, match="no task directory or built-in task named 'zzz'"):
+        resolve_task("zzz")
+
+
+def test_builtin_tasks_load() -> None:
+    found = builtin_tasks()
+    assert {"circle-packing-26", "circle-packing-32"} <= set(found)
+    for name, directory in found.items():
+        task = resolve_task(name)
+        assert task.name == name and task.directory == directory
