@@ -45,7 +45,8 @@ def attempts(nodes: list[Node]) -> list[Node]:
         ("print('{\"score\": 1.0, \"valid\": \"yes\"}')", "'valid' must be true or false"),
         ("print('[1, 2]')", "expected a JSON object"),
         ("print('{\"score\": null, \"valid\": true}')", "'score' is null but 'valid' is true"),
-        ("print('{\"score\": 1, \"valid\": true, \"metrics\": 3}')", "'metrics' must be an object"),
+        ("print('{\"score\": 1, \"valid\": true, \"metrics\": 3}')",
+         "'metrics' must be an object"),
         ("import sys; print('{\"score\": 1, \"valid\": true}'); sys.exit(3)",
          "exited with status 3"),
         ("raise RuntimeError('evaluator bug')", "RuntimeError: evaluator bug"),
@@ -125,7 +126,7 @@ def test_children_that_outlive_the_evaluator_are_killed(
                      start_new_session=True)
     print(json.dumps({{"score": 1.0, "valid": True}}))
     """
-    writable = f'protected_paths = ["evaluate.py"]\n'
+    writable = 'protected_paths = ["evaluate.py"]\n'
     _, nodes = run(store, make_task(evaluate=evaluate, constraints=writable), budget=1,
                    isolation=isolation)
     assert all(n.status is NodeStatus.OK for n in nodes)

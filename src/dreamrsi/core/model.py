@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class NodeStatus(str, Enum):
+class NodeStatus(StrEnum):
     """How an attempt ended.
 
     ``ok``: evaluated, valid or not as ``Node.valid`` says; ``invalid``: evaluated and declared
@@ -33,7 +33,7 @@ class NodeStatus(str, Enum):
         return self is not NodeStatus.LOST
 
 
-class Direction(str, Enum):
+class Direction(StrEnum):
     """Whether the evaluator's raw score is to be maximised or minimised."""
 
     MAXIMIZE = "maximize"
@@ -150,7 +150,7 @@ def node_id_for(run_id: str, seq: int) -> str:
 
 
 def best_node(nodes: Iterable[Node]) -> Node | None:
-    """The node with the highest score; ties go to the earliest created. ``None`` if none scored."""
+    """The node with the highest score (earliest on ties); ``None`` if none has a score."""
     best: Node | None = None
     for node in nodes:
         if node.score is None:

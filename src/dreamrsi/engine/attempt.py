@@ -25,7 +25,7 @@ from dreamrsi.engine.evaluation import Evaluation, parse_evaluation
 from dreamrsi.sandbox import CommandResult, Isolation, IsolationMode, Limits, run_command
 from dreamrsi.store.blobs import BlobStore
 from dreamrsi.store.ledger import Actor, LedgerEvent
-from dreamrsi.tasks.spec import Task
+from dreamrsi.tasks.spec import Constraints, Task
 from dreamrsi.workspace.git import GitCall, GitFailed, WorkspaceRepo, file_digests
 
 logger = logging.getLogger(__name__)
@@ -87,9 +87,7 @@ class AttemptRunner:
         self.isolation = isolation
         self.deadline = deadline
         self.cancel = cancel or threading.Event()
-        c = task.constraints
-        self._limits = dict(memory_mb=c.memory_mb, cpu_s=c.cpu_s, max_processes=c.max_processes,
-                            max_output_bytes=c.max_output_bytes)
+        self._constraints = task.constraints
 
     # -- public ----------------------------------------------------------------------------
 
@@ -184,7 +182,7 @@ class AttemptRunner:
         if result is None:
             return None
         evaluation = parse_evaluation(result, result_file, self.task.direction, ev.timeout_s)
-        extra = ()
+        extra: tuple[Artifact, ...] = ()
         if result_file.is_file():
             extra = (Artifact("result.json", self.blobs.put(result_file.read_bytes()[:10**7])),)
         rec.add_command(Actor.EVAL, result, commit, parsed=evaluation.parsed(), extra=extra)
@@ -203,8 +201,8 @@ class AttemptRunner:
         env = {**base_env(), **extra_env, "DREAM_ATTEMPT_ID": spec.node_id,
                "DREAM_RUN_ID": spec.run_id, "DREAM_SEED": str(spec.context.get("seed", 0))}
         result = run_command(
-            command, cwd, env=env, limits=Limits(timeout_s=limit, **self._limits),
-            isolation=Isolation(mode=self.isolation, writable=writable))
+            command, cwd, env=env, limits=command_limits(self._constraints, limit),
+            isolation=Isolation(mode=self.isolation, writable=writable), cancel=self.cancel)
         if result.timed_out and (limit < timeout_s or self.cancel.is_set()):
             return None
         return result
@@ -284,6 +282,12 @@ class _Recorder:
             cost=cost, candidate_hash=ev.candidate_hash, evidence=evidence,
             created_at=time.time())
         return AttemptOutcome(node, tuple(self.events))
+
+
+def command_limits(c: Constraints, timeout_s: float) -> Limits:
+    """The sandbox limits of a task's command with the given time limit."""
+    return Limits(timeout_s=timeout_s, memory_mb=c.memory_mb, cpu_s=c.cpu_s,
+                  max_processes=c.max_processes, max_output_bytes=c.max_output_bytes)
 
 
 def base_env() -> dict[str, str]:

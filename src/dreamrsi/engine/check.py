@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dreamrsi.core.model import NodeStatus
-from dreamrsi.engine.attempt import base_env
+from dreamrsi.engine.attempt import base_env, command_limits
 from dreamrsi.engine.evaluation import Evaluation, parse_evaluation
-from dreamrsi.sandbox import CommandResult, Isolation, IsolationMode, Limits, run_command
+from dreamrsi.sandbox import CommandResult, Isolation, IsolationMode, run_command
 from dreamrsi.tasks.spec import Task
 
 
@@ -36,7 +36,6 @@ def check_task(task: Task, isolation: str | None = None) -> CheckReport:
     The user's seed folder is copied, never written.
     """
     mode = IsolationMode(isolation or task.constraints.isolation)
-    c = task.constraints
     with tempfile.TemporaryDirectory(prefix="dreamrsi-check-") as tmp:
         ws, io = Path(tmp) / "ws", Path(tmp) / "io"
         shutil.copytree(task.seed_dir, ws, ignore=shutil.ignore_patterns(".git"))
@@ -46,9 +45,7 @@ def check_task(task: Task, isolation: str | None = None) -> CheckReport:
         result = run_command(
             task.evaluator.command, ws,
             env={**base_env(), "DREAM_RESULT": str(result_file)},
-            limits=Limits(timeout_s=task.evaluator.timeout_s, memory_mb=c.memory_mb,
-                          cpu_s=c.cpu_s, max_processes=c.max_processes,
-                          max_output_bytes=c.max_output_bytes),
+            limits=command_limits(task.constraints, task.evaluator.timeout_s),
             isolation=Isolation(mode=mode, writable=(ws, io)))
         evaluation = parse_evaluation(result, result_file, task.direction,
                                       task.evaluator.timeout_s)

@@ -14,7 +14,7 @@ import abc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from dreamrsi.core.model import Node
@@ -22,7 +22,7 @@ from dreamrsi.core.policy import PolicySpec
 from dreamrsi.store.ledger import LedgerEvent, LedgerRow, VerifyReport
 
 
-class RunStatus(str, Enum):
+class RunStatus(StrEnum):
     """Where a run stands. A ``running`` run whose process is gone is resumable."""
 
     RUNNING = "running"

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from dreamrsi.core.model import Artifact
@@ -23,7 +23,7 @@ from dreamrsi.core.model import Artifact
 GENESIS = "0" * 64
 
 
-class Actor(str, Enum):
+class Actor(StrEnum):
     """Who ran a command: the workspace machinery, a proposer, an evaluator, a policy, a dream."""
 
     EXECUTION = "execution"
@@ -131,10 +131,12 @@ def canonical_fields(
     }
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def row_hash(fields: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical JSON of a row's hashed fields."""
-    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(_CANONICAL.encode(fields).encode()).hexdigest()
 
 
 def chain_rows(

@@ -1,0 +1,459 @@
+"""Following and killing every process a command starts, through ``/proc``.
+
+A :class:`ProcessTree` walks from the command's pid down the ``children`` files of
+``/proc/<pid>/task/<tid>/`` (only the tree's own processes are read, so a poll costs tens of
+microseconds per member) and remembers every member it has seen, identified by pid *and* start
+time so that a reused pid is never mistaken for a member. A member whose parent exits is
+re-parented to init and falls out of the walk; it stays a member because it is remembered.
+Processes that escaped before any walk saw them (``setsid cmd &`` from a shell that exits at
+once) are found by a sweep of ``/proc`` for the run's RLIMIT_LOCKS tag.
+
+Signals are sent through pidfds after re-checking the start time, so a pid reused between the
+walk and the signal cannot be hit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["ProcStat", "ProcessTree", "killpg", "last_pid", "read_stat", "send_signal"]
+
+logger = logging.getLogger(__name__)
+
+_DEAD_STATES = frozenset("ZXx")
+_PF_EXITING = 0x4
+_NAMESPACE_PATIENCE_S = 0.5
+_KILL_PAUSE_S = 0.002
+_MS_PER_TICK = 1000 / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True, slots=True)
+class ProcStat:
+    """The fields of ``/proc/<pid>/stat`` the sandbox uses.
+
+    Attributes:
+        pid: Process id.
+        ppid: Parent's process id.
+        state: One-letter state (``Z`` for a zombie).
+        num_threads: Number of threads.
+        starttime: Start time in clock ticks after boot; with the pid, identifies a process.
+        cpu_ticks: User and system time of the process and of the children it has reaped, in
+            clock ticks.
+        flags: The kernel's per-process flags (PF_*).
+    """
+
+    pid: int
+    ppid: int
+    state: str
+    num_threads: int
+    starttime: int
+    cpu_ticks: int
+    flags: int
+
+    @property
+    def alive(self) -> bool:
+        """Whether the process has not exited (zombies have)."""
+        return self.state not in _DEAD_STATES
+
+    @property
+    def exiting(self) -> bool:
+        """Whether the process has exited or is on its way out (PF_EXITING)."""
+        return not self.alive or bool(self.flags & _PF_EXITING)
+
+
+def _read(path: str, size: int = 4096) -> bytes | None:
+    """Return up to ``size`` bytes of a /proc file, or None when it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, size)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_stat(pid: int) -> ProcStat | None:
+    """Return the parsed ``/proc/<pid>/stat``, or None when the process does not exist.
+
+    Args:
+        pid: Process id.
+
+    Returns:
+        The stat fields, or None.
+    """
+    data = _read(f"/proc/{pid}/stat")
+    if not data:
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()  # the command name may hold spaces and ')'
+    try:
+        return ProcStat(
+            pid=pid,
+            ppid=int(fields[1]),
+            state=fields[0].decode("ascii", "replace"),
+            num_threads=int(fields[17]),
+            starttime=int(fields[19]),
+            cpu_ticks=sum(int(ticks) for ticks in fields[11:15]),
+            flags=int(fields[6]),
+        )
+    except (IndexError, ValueError):
+        return None
+
+
+def _children_files_supported() -> bool:
+    """Say whether this kernel has ``/proc/<pid>/task/<tid>/children`` (CONFIG_PROC_CHILDREN)."""
+    pid = os.getpid()
+    return os.path.exists(f"/proc/{pid}/task/{pid}/children")
+
+
+_HAS_CHILDREN_FILES = _children_files_supported()
+
+
+def _children(stat: ProcStat) -> list[int]:
+    """Return the pids of the children of a process, from its per-thread children files."""
+    if stat.num_threads == 1:
+        tids = [str(stat.pid)]
+    else:
+        try:
+            tids = os.listdir(f"/proc/{stat.pid}/task")
+        except OSError:
+            return []
+    pids: list[int] = []
+    for tid in tids:
+        data = _read(f"/proc/{stat.pid}/task/{tid}/children", 1 << 16)
+        if data:
+            pids.extend(int(pid) for pid in data.split())
+    return pids
+
+
+def _all_stats(after: int = 0, upto: int | None = None) -> list[ProcStat]:
+    """Return the stat of every process visible in ``/proc``, or of those in a pid range.
+
+    Args:
+        after: Only pids above this one.
+        upto: Only pids up to this one; None for no upper bound.
+
+    Returns:
+        The stats, in no particular order.
+    """
+    stats: list[ProcStat] = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid > after and (upto is None or pid <= upto) and (stat := read_stat(pid)):
+            stats.append(stat)
+    return stats
+
+
+def last_pid() -> int | None:
+    """Return the most recently allocated pid of this pid namespace, from ``/proc/loadavg``."""
+    data = _read("/proc/loadavg", 256)
+    try:
+        return int(data.split()[4]) if data else None
+    except (IndexError, ValueError):
+        return None
+
+
+def _has_tag(pid: int, tag: int) -> bool:
+    """Say whether a process's soft RLIMIT_LOCKS equals ``tag``."""
+    data = _read(f"/proc/{pid}/limits")
+    if not data:
+        return False
+    for line in data.splitlines():
+        if line.startswith(b"Max file locks"):
+            fields = line[len(b"Max file locks") :].split()
+            return bool(fields) and fields[0] == str(tag).encode()
+    return False
+
+
+def send_signal(pid: int, starttime: int, sig: int) -> bool:
+    """Send ``sig`` to the process ``pid`` if it is still the one that started at ``starttime``.
+
+    Args:
+        pid: Process id.
+        starttime: Its start time, as read when it was found.
+        sig: Signal number.
+
+    Returns:
+        True when the signal was sent.
+    """
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return False
+    except OSError:  # no pidfds on this kernel: a tiny pid-reuse window remains
+        stat = read_stat(pid)
+        if stat is None or stat.starttime != starttime:
+            return False
+        return _ignore_gone(os.kill, pid, sig)
+    try:
+        stat = read_stat(pid)
+        if stat is None or stat.starttime != starttime:
+            return False
+        return _ignore_gone(signal.pidfd_send_signal, pidfd, sig)
+    finally:
+        os.close(pidfd)
+
+
+def _ignore_gone(send: Callable[[int, int], None], target: int, sig: int) -> bool:
+    """Call ``send(target, sig)``; return False if the process is gone or not ours to signal."""
+    try:
+        send(target, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        logger.debug("not allowed to signal %d", target)
+        return False
+    return True
+
+
+def killpg(pgid: int, sig: int) -> None:
+    """Send ``sig`` to a process group, ignoring a group that no longer exists.
+
+    Args:
+        pgid: Process group id.
+        sig: Signal number.
+    """
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Member:
+    starttime: int
+    depth: int
+    alive: bool
+
+
+class ProcessTree:
+    """The processes descended from one root process, followed over its lifetime.
+
+    Args:
+        root_pid: The command's pid (a child of this process).
+        wrapper_depth: Levels of wrapper processes (bubblewrap's) at the top of the tree; they
+            are neither counted nor sent SIGTERM.
+        tag: The run's RLIMIT_LOCKS tag, or None to skip the sweep for escaped processes.
+    """
+
+    __slots__ = (
+        "_cpu_ticks",
+        "_known",
+        "_last_pid",
+        "_pids_wrapped",
+        "_root",
+        "_root_start",
+        "_tag",
+        "_wrapper_depth",
+    )
+
+    def __init__(self, root_pid: int, *, wrapper_depth: int = 0, tag: int | None = None) -> None:
+        self._root = root_pid
+        self._wrapper_depth = wrapper_depth
+        self._tag = tag
+        root = read_stat(root_pid)
+        self._root_start = root.starttime if root is not None else 0
+        self._known: dict[int, _Member] = {}
+        self._cpu_ticks = 0
+        self._last_pid = last_pid()
+        self._pids_wrapped = self._last_pid is None or self._last_pid < root_pid
+        if root is not None:
+            self._known[root_pid] = _Member(root.starttime, 0, root.alive)
+
+    def poll(self, stop_above: int | None = None) -> int:
+        """Walk the tree, remember its members and return how many are alive (not wrappers).
+
+        Args:
+            stop_above: Stop walking once more than this many live processes were found (a
+                fork bomb's tree is not worth walking to its end).
+
+        Returns:
+            The number of live processes of the command (past ``stop_above``: a lower bound).
+        """
+        return self._walk(stop_above)
+
+    @property
+    def cpu_ms(self) -> int:
+        """The largest CPU time of the tree seen by a walk, in milliseconds.
+
+        Each walk sums, over every member including zombies, its own CPU time plus that of the
+        children it has reaped, which counts every process of the tree once as long as its
+        reaper is a member. It misses what was used after the last walk, and processes reaped
+        by a non-member (escapees re-parented to init).
+        """
+        return round(self._cpu_ticks * _MS_PER_TICK)
+
+    def _walk(self, stop_above: int | None = None) -> int:
+        """Refresh the member table from the root and from every remembered member.
+
+        Members are visited parents first (the table is kept in that order), so a child
+        reaped during the walk is missed rather than counted twice in the CPU sum.
+
+        Args:
+            stop_above: Stop once more than this many live non-wrapper members were found;
+                the table then keeps the members the walk did not reach.
+
+        Returns:
+            The number of live non-wrapper members found.
+        """
+        self._note_last_pid()
+        index = None if _HAS_CHILDREN_FILES else _children_index()
+        found: dict[int, _Member] = {}
+        ticks = count = 0
+        stack = [(pid, m.starttime, m.depth) for pid, m in reversed(self._known.items())]
+        while stack:
+            pid, expected_start, depth = stack.pop()
+            if pid in found:
+                continue
+            stat = read_stat(pid)
+            if stat is None or (expected_start >= 0 and stat.starttime != expected_start):
+                continue
+            found[pid] = _Member(stat.starttime, depth, stat.alive)
+            ticks += stat.cpu_ticks
+            if not stat.alive:
+                continue
+            count += depth >= self._wrapper_depth
+            if stop_above is not None and count > stop_above:
+                self._known.update(found)
+                return count
+            kids = _children(stat) if index is None else index.get(pid, [])
+            stack.extend((kid, -1, depth + 1) for kid in reversed(kids))
+        self._known = found
+        self._cpu_ticks = max(self._cpu_ticks, ticks)
+        return count
+
+    def _note_last_pid(self) -> None:
+        """Track the last allocated pid, noticing when pid numbers wrap around."""
+        latest = last_pid()
+        if latest is None or self._last_pid is None or latest < self._last_pid:
+            self._pids_wrapped = True
+        self._last_pid = latest
+
+    def _sweep(self) -> dict[int, _Member]:
+        """Return live processes carrying the run's tag that the walk does not know.
+
+        Pids are allocated in increasing order until they wrap around, so every process
+        created since the command started has a pid between the command's and the last one
+        allocated; only those are read, unless a wrap-around was seen (polls are far more
+        frequent than the many thousands of forks a wrap takes).
+        """
+        strays: dict[int, _Member] = {}
+        if self._tag is None:
+            return strays
+        own = os.getpid()
+        self._note_last_pid()
+        after, upto = (0, None) if self._pids_wrapped else (self._root, self._last_pid)
+        for stat in _all_stats(after, upto):
+            if stat.pid in self._known or stat.pid == own or not stat.alive:
+                continue
+            if stat.starttime >= self._root_start and _has_tag(stat.pid, self._tag):
+                strays[stat.pid] = _Member(stat.starttime, self._wrapper_depth, True)
+        return strays
+
+    def signal_command(self, sig: int) -> int:
+        """Send ``sig`` to every live process of the command, wrappers excepted.
+
+        Args:
+            sig: Signal number.
+
+        Returns:
+            How many processes were signalled.
+        """
+        self._walk()
+        sent = 0
+        for pid, member in self._known.items():
+            if member.alive and member.depth >= self._wrapper_depth:
+                sent += send_signal(pid, member.starttime, sig)
+        return sent
+
+    def kill_all(self, *, sweep: bool, patience_s: float = 2.0) -> bool:
+        """SIGKILL every process of the tree and wait (bounded) until none is left alive.
+
+        With wrappers (bubblewrap's pid namespace), killing the namespace's init makes the
+        kernel kill every process inside at once, forks in flight included. Otherwise the
+        process group is killed (atomically, as far as forks go) and then every member found
+        by walking and, if ``sweep``, by the tag sweep, until none is left.
+
+        Args:
+            sweep: Whether to search all of ``/proc`` for escaped, tagged processes too.
+            patience_s: How long to keep trying before giving up.
+
+        Returns:
+            True when no live member remains.
+        """
+        give_up = time.monotonic() + patience_s
+        if self._wrapper_depth:
+            return self._kill_namespace(give_up)
+        pause = _KILL_PAUSE_S
+        while True:
+            killpg(self._root, signal.SIGKILL)
+            self._walk()
+            victims = {pid: m for pid, m in self._known.items() if m.alive}
+            if sweep:
+                strays = self._sweep()
+                self._known.update(strays)
+                victims.update(strays)
+            if not victims:
+                return True
+            if time.monotonic() > give_up:
+                logger.warning(
+                    "%d processes survived SIGKILL, e.g. %s", len(victims), [*victims][:10]
+                )
+                return False
+            for pid, member in victims.items():
+                send_signal(pid, member.starttime, signal.SIGKILL)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+    def _kill_namespace(self, give_up: float) -> bool:
+        """SIGKILL bubblewrap's monitor and the namespace init; wait until the init is gone.
+
+        An exiting namespace init makes the kernel forbid new pids in the namespace, SIGKILL
+        everything in it and reap it all before the init itself is gone, so its end is the end
+        of every process of the command. After a fork bomb that reaping can take seconds; past
+        ``_NAMESPACE_PATIENCE_S`` an init that is exiting (PF_EXITING) is accepted as gone, since
+        everything left in its namespace is then already doomed.
+        """
+        doomed_enough = time.monotonic() + _NAMESPACE_PATIENCE_S
+        root = read_stat(self._root)
+        inits = {pid: m.starttime for pid, m in self._known.items() if m.depth == 1}
+        if root is not None and root.starttime == self._root_start and root.alive:
+            for pid in _children(root):
+                if (stat := read_stat(pid)) is not None:
+                    inits[pid] = stat.starttime
+        if not inits:  # the command ended before any walk saw the init: find it by its tag
+            inits = {pid: m.starttime for pid, m in self._sweep().items()}
+        for pid, starttime in inits.items():
+            send_signal(pid, starttime, signal.SIGKILL)
+        killpg(self._root, signal.SIGKILL)
+        while True:
+            left = [
+                stat
+                for pid, start in inits.items()
+                if (stat := read_stat(pid)) is not None and stat.starttime == start and stat.alive
+            ]
+            if not left:
+                return True
+            if time.monotonic() > doomed_enough and all(stat.exiting for stat in left):
+                return True
+            if time.monotonic() > give_up:
+                logger.warning("pid namespace init %s survived SIGKILL", [s.pid for s in left])
+                return False
+            time.sleep(_KILL_PAUSE_S)
+
+
+def _children_index() -> dict[int, list[int]]:
+    """Return parent pid -> child pids for all of ``/proc`` (when children files are missing)."""
+    index: dict[int, list[int]] = {}
+    for stat in _all_stats():
+        index.setdefault(stat.ppid, []).append(stat.pid)
+    return index
