@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dreamrsi.errors import StoreError
+from dreamrsi.workspace import _objects
 
 logger = logging.getLogger(__name__)
 
+_AUTHOR = "dreamrsi <dreamrsi@localhost>"
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "dreamrsi",
     "GIT_AUTHOR_EMAIL": "dreamrsi@localhost",
@@ -41,10 +43,13 @@ class GitCall:
     exit: int
     duration_ms: int
     stderr: str = ""
+    in_process: bool = False
 
     @property
     def cmd(self) -> str:
-        """The command line as text."""
+        """The command line as text (operations done in-process say so)."""
+        if self.in_process:
+            return "dreamrsi-git " + " ".join(self.args) + " (in-process)"
         return "git " + " ".join(self.args)
 
 
@@ -94,6 +99,10 @@ class WorkspaceRepo:
     def checkout(self, commit: str, dest: Path, index: Path, calls: list[GitCall]) -> None:
         """Write the files of ``commit`` into the new directory ``dest``; ``index`` is the
         index file to use for this worktree (kept outside ``dest``)."""
+        start = time.perf_counter()
+        if _objects.checkout(self.git_dir, commit, dest):
+            calls.append(_in_process(("checkout", commit), start))
+            return
         dest.mkdir(parents=True, exist_ok=False)
         self._git(["read-tree", "--reset", "-u", commit], calls, work_tree=dest, index=index)
 
@@ -138,13 +147,16 @@ class WorkspaceRepo:
 
     def _commit_tree(self, folder: Path, index: Path, parent: str | None, message: str,
                      ref: str, calls: list[GitCall]) -> str:
-        self._git(["add", "--all", "."], calls, work_tree=folder, index=index, cwd=folder)
-        tree = self._git(["write-tree"], calls, index=index).strip()
-        args = ["commit-tree", tree, "-m", message]
-        if parent:
-            args[2:2] = ["-p", parent]
-        commit = self._git(args, calls).strip()
-        self._git(["update-ref", ref, commit], calls)
+        start = time.perf_counter()
+        tree = _objects.snapshot_tree(self.git_dir, folder)
+        if tree is None:  # .gitignore rules or unusual files: let git decide what to add
+            self._git(["add", "--all", "."], calls, work_tree=folder, index=index, cwd=folder)
+            tree = self._git(["write-tree"], calls, index=index).strip()
+            start = time.perf_counter()
+        commit = _objects.write_commit(self.git_dir, tree, parent, message, _AUTHOR)
+        _objects.write_ref(self.git_dir, ref, commit)
+        calls.append(_in_process(("commit", tree, "-p", parent or "(none)", "->", commit,
+                                  "ref", ref), start))
         return commit
 
     def _scratch_index(self) -> Path:
@@ -173,6 +185,10 @@ class WorkspaceRepo:
             raise GitFailed(f"git {' '.join(args[:2])} failed ({proc.returncode}): "
                             f"{proc.stderr.strip()[-500:]}")
         return proc.stdout
+
+
+def _in_process(args: tuple[str, ...], start: float) -> GitCall:
+    return GitCall(args, 0, int((time.perf_counter() - start) * 1000), in_process=True)
 
 
 def file_digests(root: Path, paths: Iterable[str]) -> dict[str, str]:
