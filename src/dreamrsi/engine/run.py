@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from dreamrsi.core.model import Node, NodeStatus, node_id_for
@@ -37,6 +38,7 @@ from dreamrsi.workspace.git import GitCall, WorkspaceRepo
 logger = logging.getLogger(__name__)
 
 _CONTEXT_FEEDBACK_CHARS = 2000
+_SHM_MIN_FREE = 2 << 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,28 @@ class RunObserver(Protocol):
     def __call__(self, event: str, progress: RunProgress, node: Node | None) -> None:
         """``event`` is ``"start"``, ``"node"``, ``"round"`` or ``"finish"``."""
         ...
+
+
+def work_root(store_root: Path) -> Path:
+    """Where attempts' temporary folders go.
+
+    ``$DREAMRSI_WORK_DIR`` if set; else a folder in ``/dev/shm`` when that is a writable
+    tmpfs with at least 2 GiB free (attempt folders are created and removed many times a
+    second, which costs milliseconds per file on a journaling disk); else ``STORE/work``.
+    The folder is private to the store (named after its path) and emptied when a run starts.
+    """
+    override = os.environ.get("DREAMRSI_WORK_DIR")
+    if override:
+        return Path(override).absolute()
+    shm = Path("/dev/shm")
+    try:
+        usable = os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= _SHM_MIN_FREE
+    except OSError:
+        usable = False
+    if usable:
+        tag = hashlib.sha256(str(store_root).encode()).hexdigest()[:12]
+        return shm / f"dreamrsi-{tag}"
+    return store_root / "work"
 
 
 def new_run_id() -> str:
@@ -150,7 +174,8 @@ class _Session:
         if config.wall_time_s is not None:
             deadline = self.started + max(0.0, config.wall_time_s - self.elapsed_before)
         isolation = IsolationMode(config.isolation or task.constraints.isolation)
-        self.runner = AttemptRunner(task, self.repo, store._blobs, store.root / "work",
+        self.work_root = work_root(store.root)
+        self.runner = AttemptRunner(task, self.repo, store._blobs, self.work_root,
                                     isolation, deadline, self.cancel)
         self.deadline = deadline
         self.last_beat = 0.0
@@ -323,6 +348,7 @@ class _Session:
         return node
 
     def _close(self, status: RunStatus, reason: str) -> None:
+        shutil.rmtree(self.work_root, ignore_errors=True)
         try:
             self.store.update_run(self.run.run_id, status=status, stop_reason=reason,
                                   finished_at=time.time(), heartbeat_at=time.time(),
@@ -371,7 +397,7 @@ class _Session:
         }
 
     def _clean_work_folder(self) -> None:
-        work = self.store.root / "work"
+        work = self.work_root
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True, exist_ok=True)
