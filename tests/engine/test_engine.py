@@ -206,3 +206,19 @@ def test_default_policy_fills_the_budget() -> None:
     assert default_policy(60, 2).params == {"branches": 3, "refine": 19}
     assert default_policy(10, 4).params == {"branches": 4, "refine": 19}
     assert default_policy(None, 3).params == {"branches": 3, "refine": 19}
+
+
+@pytest.mark.slow
+def test_context_of_a_deep_chain_is_bounded(store: SqliteRunStore,
+                                            make_task: TaskFactory) -> None:
+    propose = """
+    import json, os
+    ctx = json.load(open(os.environ["DREAM_CONTEXT"]))
+    open("value.txt", "w").write(str(len(ctx["ancestors"]) + 1000 * ctx["ancestors_omitted"]))
+    """
+    _, nodes = run(store, make_task(propose=propose), budget=55,
+                   policy="fixed:branches=1,refine=60")
+    depths_seen = [int(n.raw_score or 0) for n in nodes[1:]]
+    assert depths_seen[:3] == [0, 1, 2]
+    assert depths_seen[51] == 51  # root + 50 nearest: nothing omitted yet
+    assert depths_seen[52] == 51 + 1000  # one omitted from here on

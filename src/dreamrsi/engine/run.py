@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 _CONTEXT_FEEDBACK_CHARS = 2000
 _SHM_MIN_FREE = 2 << 30
+_CONTEXT_ANCESTORS = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +77,13 @@ class RunObserver(Protocol):
     def __call__(self, event: str, progress: RunProgress, node: Node | None) -> None:
         """``event`` is ``"start"``, ``"node"``, ``"round"`` or ``"finish"``."""
         ...
+
+
+def _recent(ancestors: list[Node]) -> list[Node]:
+    """The root and the nearest ancestors, so a deep chain's context stays bounded."""
+    if len(ancestors) <= _CONTEXT_ANCESTORS + 1:
+        return ancestors
+    return [ancestors[0], *ancestors[-_CONTEXT_ANCESTORS:]]
 
 
 def work_root(store_root: Path) -> Path:
@@ -389,7 +397,9 @@ class _Session:
                      "direction": self.task.direction.value},
             "run_id": self.run.run_id, "attempt_id": node_id, "round": round_no,
             "seed": self._seed_for(seq), "parent": info(parent),
-            "ancestors": [info(n) for n in chain[:-1]], "lessons": [],
+            "ancestors": [info(n) for n in _recent(chain[:-1])],
+            "ancestors_omitted": max(0, len(chain) - 1 - _CONTEXT_ANCESTORS - 1),
+            "lessons": [],
             "budget": {"attempts_left": None if c.budget is None else c.budget - self.finished,
                        "tokens_left": None if c.max_tokens is None else c.max_tokens - self.tokens,
                        "cost_left_usd": None if c.max_cost_usd is None
