@@ -222,3 +222,19 @@ def test_context_of_a_deep_chain_is_bounded(store: SqliteRunStore,
     assert depths_seen[:3] == [0, 1, 2]
     assert depths_seen[51] == 51  # root + 50 nearest: nothing omitted yet
     assert depths_seen[52] == 51 + 1000  # one omitted from here on
+
+
+def test_replay_of_the_behaviour_policy_reproduces_an_online_run(
+    store: SqliteRunStore, make_task: TaskFactory
+) -> None:
+    from dreamrsi.core.replay import RecordedTree, replay
+    from dreamrsi.policies import make_policy
+
+    summary, nodes = run(store, make_task(), budget=7, workers=3,
+                         policy="fixed:branches=2,refine=4")
+    tree = RecordedTree.from_nodes(summary.run_id, nodes)
+    result = replay(make_policy("fixed:branches=2,refine=4"), tree, workers=3,
+                    max_rounds=100, attempt_budget=7)
+    assert list(result.order) == [n.node_id for n in nodes[1:]]
+    assert [tree.nodes[i].round for i in result.order] == [n.round for n in nodes[1:]]
+    assert result.rounds == summary.rounds

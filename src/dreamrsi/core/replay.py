@@ -1,0 +1,223 @@
+"""Exact replay of a recorded tree: the offline half of the decision interface.
+
+A candidate policy makes the same decisions it would make online, on a :class:`TreeView` that
+starts at the recorded root. Instead of running a proposer and an evaluator, the ``Child``
+operator reveals what was recorded: a non-root node's unique child, or, for the root, the
+earliest-created root child not yet revealed. Replay never generates an outcome, never runs a
+command, and ends on an empty batch, after ``K2`` rounds, or when the whole tree is revealed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from dreamrsi.core.model import Node, NodeStatus
+from dreamrsi.core.policy import Budget, Policy, PolicyContext, check_batch
+from dreamrsi.core.view import TreeView
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedTree:
+    """A recorded tree, indexed for replay.
+
+    Build it with :meth:`from_nodes`. Every non-root node has at most one child (the tree is a
+    root with chains), which is what the online engine records.
+
+    Attributes:
+        tree_id: The id of the run that recorded it.
+        root: The root node.
+        nodes: Every node by id.
+        root_children: The root's children in creation order.
+        child: Each non-root node's recorded child, if it has one.
+        size: Number of non-root nodes.
+        rounds: Rounds of the recording run.
+        best: Highest score recorded anywhere in the tree, if any.
+        floor: Lowest valid score recorded (the quality of a replay that revealed no valid
+            score); ``None`` when the tree holds no valid score at all.
+        task_digest: Digest of the task that recorded it.
+        evaluator_digest: Digest of the evaluator that scored it.
+    """
+
+    tree_id: str
+    root: Node
+    nodes: Mapping[str, Node]
+    root_children: tuple[str, ...]
+    child: Mapping[str, str]
+    size: int
+    rounds: int
+    best: float | None
+    floor: float | None
+    task_digest: str = ""
+    evaluator_digest: str = ""
+
+    @classmethod
+    def from_nodes(cls, tree_id: str, nodes: Iterable[Node], *, task_digest: str = "",
+                   evaluator_digest: str = "") -> RecordedTree:
+        """Index a run's nodes.
+
+        Raises:
+            ValueError: There is not exactly one root, a parent is missing, or a non-root node
+                has more than one child.
+        """
+        ordered = sorted(nodes, key=lambda n: n.seq)
+        roots = [n for n in ordered if n.parent_id is None]
+        if len(roots) != 1:
+            raise ValueError(f"tree {tree_id}: expected one root, found {len(roots)}")
+        root = roots[0]
+        by_id = {n.node_id: n for n in ordered}
+        root_children: list[str] = []
+        child: dict[str, str] = {}
+        for n in ordered:
+            if n.parent_id is None:
+                continue
+            if n.parent_id not in by_id:
+                raise ValueError(f"tree {tree_id}: node {n.node_id} has unknown parent "
+                                 f"{n.parent_id}")
+            if n.parent_id == root.node_id:
+                root_children.append(n.node_id)
+            elif n.parent_id in child:
+                raise ValueError(f"tree {tree_id}: node {n.parent_id} has two children "
+                                 f"({child[n.parent_id]}, {n.node_id})")
+            else:
+                child[n.parent_id] = n.node_id
+        scores = [n.score for n in ordered if n.score is not None]
+        return cls(tree_id, root, by_id, tuple(root_children), child, len(ordered) - 1,
+                   max((n.round for n in ordered), default=0),
+                   max(scores) if scores else None, min(scores) if scores else None,
+                   task_digest, evaluator_digest)
+
+    @property
+    def branch_count(self) -> int:
+        """Branches recorded (children of the root)."""
+        return len(self.root_children)
+
+    @property
+    def refine_count(self) -> int:
+        """Longest recorded chain below a branch's first node (refinements of a branch)."""
+        longest = 0
+        for start in self.root_children:
+            length, node = 0, start
+            while node in self.child:
+                node = self.child[node]
+                length += 1
+            longest = max(longest, length)
+        return longest
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """What one policy revealed on one tree. The parts of the replay score stay separate.
+
+    Attributes:
+        tree_id: The tree replayed.
+        quality: Best score among the revealed nodes (the tree's floor if none is valid).
+        revealed: N, the revealed non-root nodes.
+        rounds: k*, the completed decision rounds.
+        out_of_support: Selections that revealed nothing (no recorded continuation).
+        selections: Every selection made, revealing or not.
+        stop: ``"empty batch"``, ``"K2"``, ``"budget"`` (the attempt budget is spent) or
+            ``"exhausted"`` (the whole tree is revealed).
+        order: Revealed node ids in reveal order (root excluded).
+        batch_sizes: Nodes revealed in each round.
+    """
+
+    tree_id: str
+    quality: float
+    revealed: int
+    rounds: int
+    out_of_support: int
+    selections: int
+    stop: str
+    order: tuple[str, ...]
+    batch_sizes: tuple[int, ...]
+
+    @property
+    def parallelism(self) -> float:
+        """N / max(1, k*): attempts revealed per decision round."""
+        return self.revealed / max(1, self.rounds)
+
+    @property
+    def out_of_support_share(self) -> float:
+        """Share of selections that fell outside the recorded support."""
+        return self.out_of_support / self.selections if self.selections else 0.0
+
+
+def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
+           seed: int = 0, attempt_budget: int | None = None, task_name: str = "",
+           keep_order: bool = True) -> ReplayResult:
+    """Replay ``policy`` on ``tree`` from its root with a fresh policy state.
+
+    Args:
+        policy: The candidate policy (reset here).
+        tree: The recorded tree.
+        workers: W, the largest batch.
+        max_rounds: K2, the most decision rounds.
+        seed: Seed of the policy's random source for this episode.
+        attempt_budget: Cut every batch to the attempts left, as the online engine does.
+        task_name: Passed to the policy's context.
+        keep_order: Record the reveal order (turn off for throughput).
+
+    Raises:
+        PolicyError: A batch breaks the decision interface (names the policy and the round).
+    """
+    root = tree.root
+    nodes, child, root_children = tree.nodes, tree.child, tree.root_children
+    view = TreeView(root)
+    policy.reset(PolicyContext(task_name, workers, "replay", random.Random(seed),
+                               attempt_budget, max_rounds))
+    name = getattr(policy, "name", type(policy).__name__)
+    root_id = root.node_id
+    next_root = rounds = misses = selections = revealed = spent = 0
+    sizes: list[int] = []
+    order: list[str] = []
+    stop = "exhausted"
+    while revealed < tree.size:
+        if rounds >= max_rounds:
+            stop = "K2"
+            break
+        left = None if attempt_budget is None else attempt_budget - spent
+        if left is not None and left <= 0:
+            stop = "budget"
+            break
+        batch = check_batch(view, policy.select(view, Budget(workers, left, max_rounds - rounds)),
+                            workers, policy_name=name, round_no=rounds + 1)
+        if left is not None:
+            batch = batch[:left]
+        if not batch:
+            stop = "empty batch"
+            break
+        found: list[Node] = []
+        for node_id in batch:
+            if node_id == root_id:
+                if next_root < len(root_children):
+                    found.append(nodes[root_children[next_root]])
+                    next_root += 1
+                    continue
+            else:
+                next_id = child.get(node_id)
+                if next_id is not None:
+                    found.append(nodes[next_id])
+                    continue
+            misses += 1
+        selections += len(batch)
+        if len(found) > 1:
+            found.sort(key=_seq)
+        for node in found:
+            view.reveal(node)
+        if keep_order:
+            order.extend(n.node_id for n in found)
+        revealed += len(found)
+        spent += sum(1 for n in found if n.status is not NodeStatus.LOST)
+        sizes.append(len(found))
+        rounds += 1
+        view.complete_round()
+    best = view.best
+    quality = best.score if best is not None and best.score is not None else tree.floor
+    return ReplayResult(tree.tree_id, 0.0 if quality is None else quality, revealed, rounds,
+                        misses, selections, stop, tuple(order), tuple(sizes))
+
+
+def _seq(node: Node) -> int:
+    return node.seq

@@ -1,0 +1,179 @@
+"""Replay: exact, bounded, and true to the decision interface."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dreamrsi.core.model import Node
+from dreamrsi.core.objective import Objective
+from dreamrsi.core.policy import Budget, PolicyContext
+from dreamrsi.core.replay import RecordedTree, replay
+from dreamrsi.core.view import TreeView
+from dreamrsi.errors import PolicyError
+from dreamrsi.policies import FixedRefinement
+from tests.core.test_view import chain_trees, node
+
+
+class RandomPolicy:
+    """Selects a random eligible batch (root possibly repeated), sometimes stops."""
+
+    name = "random"
+
+    def reset(self, context: PolicyContext) -> None:
+        self.rng = context.rng
+
+    def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
+        if self.rng.random() < 0.05:
+            return []
+        size = self.rng.randint(1, budget.workers)
+        leaves = list(view.leaves())
+        self.rng.shuffle(leaves)
+        batch = leaves[: self.rng.randint(0, size)]
+        batch += [view.root_id] * (size - len(batch))
+        return batch
+
+
+class Nothing:
+    name = "nothing"
+
+    def reset(self, context: PolicyContext) -> None:
+        pass
+
+    def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
+        return []
+
+
+class Cheater:
+    name = "cheater"
+
+    def reset(self, context: PolicyContext) -> None:
+        pass
+
+    def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
+        return ["r-999"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(chain_trees(), st.integers(1, 4), st.integers(1, 30), st.integers(0, 10**6))
+def test_revealed_set_is_a_subtree_with_the_root(nodes: list[Node], workers: int,
+                                                 k2: int, seed: int) -> None:
+    tree = RecordedTree.from_nodes("r", nodes)
+    result = replay(RandomPolicy(), tree, workers=workers, max_rounds=k2, seed=seed)
+    revealed = {tree.root.node_id, *result.order}
+    for node_id in result.order:
+        assert tree.nodes[node_id].parent_id in revealed
+    assert len(result.order) == len(set(result.order)) == result.revealed
+    assert result.rounds <= k2 and result.rounds == len(result.batch_sizes)
+    assert sum(result.batch_sizes) == result.revealed
+    assert all(size <= workers for size in result.batch_sizes)
+    # root children revealed earliest-created first
+    root_kids = [n for n in result.order if tree.nodes[n].parent_id == tree.root.node_id]
+    assert root_kids == list(tree.root_children[: len(root_kids)])
+    if result.stop == "exhausted":
+        assert result.revealed == tree.size
+    scores = [tree.nodes[n].score for n in revealed if tree.nodes[n].score is not None]
+    assert result.quality == (max(scores) if scores else (tree.floor or 0.0))
+
+
+@settings(max_examples=100, deadline=None)
+@given(chain_trees(), st.floats(0, 1), st.floats(0, 1))
+def test_objective_matches_its_formula(nodes: list[Node], b1: float, b2: float) -> None:
+    tree = RecordedTree.from_nodes("r", nodes)
+    result = replay(RandomPolicy(), tree, workers=3, max_rounds=50, seed=1)
+    v = Objective(b1, b2).value(result)
+    n, k = result.revealed, result.rounds
+    assert v == pytest.approx(result.quality - b1 * n + b2 * n / max(1, k))
+    assert result.parallelism == n / max(1, k)
+
+
+@settings(max_examples=50, deadline=None)
+@given(chain_trees())
+def test_a_policy_that_selects_nothing_scores_the_root(nodes: list[Node]) -> None:
+    tree = RecordedTree.from_nodes("r", nodes)
+    result = replay(Nothing(), tree, workers=2, max_rounds=10)
+    assert result.revealed == 0 and result.rounds == 0
+    expected = nodes[0].score if nodes[0].score is not None else tree.floor
+    assert result.quality == expected or (expected is None and result.quality == 0.0)
+    assert Objective(0.5, 0.5).value(result) == result.quality
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 5), st.integers(0, 5), st.integers(1, 4), st.integers(1, 40))
+def test_replaying_the_behaviour_policy_reproduces_the_tree(
+    branches: int, refine: int, workers: int, budget: int
+) -> None:
+    """Record a tree online with a fake transition, then replay the same policy on it."""
+    policy = FixedRefinement(branches, refine)
+    recorded, rounds = _record(policy, workers, budget)
+    tree = RecordedTree.from_nodes("r", recorded)
+    result = replay(FixedRefinement(branches, refine), tree, workers=workers,
+                    max_rounds=10_000, attempt_budget=budget)
+    assert list(result.order) == [n.node_id for n in recorded[1:]]
+    assert [tree.nodes[n].round for n in result.order] == [n.round for n in recorded[1:]]
+    assert result.rounds == rounds
+
+
+def _record(policy: FixedRefinement, workers: int, budget: int) -> tuple[list[Node], int]:
+    rng = random.Random(0)
+    policy.reset(PolicyContext("t", workers, "online", rng))
+    root = node(0, None, 0.0)
+    view, nodes, seq, rounds = TreeView(root), [root], 0, 0
+    while True:
+        left = budget - view.size
+        if left <= 0:
+            return nodes, rounds
+        batch = list(policy.select(view, Budget(workers, left)))[:left]
+        if not batch:
+            return nodes, rounds
+        rounds += 1
+        for parent in batch:
+            seq += 1
+            n = Node(f"r-{seq}", "r", parent, seq, rounds, "c", nodes[0].status, valid=True,
+                     score=rng.random(), raw_score=0.0)
+            nodes.append(n)
+        for n in nodes[-len(batch):]:
+            view.reveal(n)
+        view.complete_round()
+
+
+def test_out_of_support_selections_earn_nothing() -> None:
+    nodes = [node(0, None, 0.0), node(1, 0, 1.0), node(2, 1, 2.0)]
+    tree = RecordedTree.from_nodes("r", nodes)
+
+    class Greedy:
+        name = "greedy-roots"
+
+        def reset(self, context: PolicyContext) -> None:
+            pass
+
+        def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
+            return [view.root_id] * budget.workers  # asks for 3 branches; 1 was recorded
+
+    result = replay(Greedy(), tree, workers=3, max_rounds=2)
+    assert result.revealed == 1 and result.out_of_support == 5 and result.selections == 6
+    assert result.out_of_support_share == pytest.approx(5 / 6)
+    assert result.stop == "K2" and result.quality == 1.0
+
+
+def test_illegal_selection_names_policy_and_round() -> None:
+    tree = RecordedTree.from_nodes("r", [node(0, None), node(1, 0)])
+    with pytest.raises(PolicyError, match="policy 'cheater', round 1: node r-999"):
+        replay(Cheater(), tree, workers=2, max_rounds=5)
+
+
+def test_recorded_tree_rejects_non_chains() -> None:
+    with pytest.raises(ValueError, match="has two children"):
+        RecordedTree.from_nodes("r", [node(0, None), node(1, 0), node(2, 1), node(3, 1)])
+    with pytest.raises(ValueError, match="expected one root"):
+        RecordedTree.from_nodes("r", [node(1, 0)])
+
+
+def test_support_counts() -> None:
+    nodes = [node(0, None), node(1, 0), node(2, 1), node(3, 0), node(4, 2), node(5, 3)]
+    tree = RecordedTree.from_nodes("r", nodes)
+    assert tree.branch_count == 2 and tree.refine_count == 2 and tree.size == 5
