@@ -231,13 +231,18 @@ class SqliteRunStore(RunStore):
             raise _store_error(self.root, exc) from exc
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """Run one write in its own transaction, or in a savepoint of the open one, so a write
-        that fails part-way (a batch ending in a duplicate) leaves nothing behind."""
+    def _write(self, *, several: bool = False) -> Iterator[sqlite3.Connection]:
+        """Run a write in its own transaction or, when one is open, as it is (one statement:
+        SQLite undoes a failed statement by itself) or in a savepoint (``several`` statements
+        or rows, so a write that fails part-way, a batch ending in a duplicate, leaves nothing
+        behind)."""
         self._require_writer()
         try:
-            with self.atomic():
+            if self._depth and not several:
                 yield self._conn
+            else:
+                with self.atomic():
+                    yield self._conn
         except sqlite3.IntegrityError as exc:
             raise AlreadyRecorded(str(exc)) from exc
         except sqlite3.Error as exc:
@@ -252,6 +257,12 @@ class SqliteRunStore(RunStore):
             cur = self._conn.execute(sql, params)
             cur.row_factory = sqlite3.Row
             return cur.fetchall()
+        except sqlite3.Error as exc:
+            raise _store_error(self.root, exc) from exc
+
+    def _tuples(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return self._conn.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
             raise _store_error(self.root, exc) from exc
 
@@ -315,17 +326,17 @@ class SqliteRunStore(RunStore):
 
     def add_nodes(self, nodes: Sequence[Node]) -> None:
         """Record many nodes in one statement batch (used by imports and benchmarks)."""
-        with self._write() as conn:
+        with self._write(several=len(nodes) > 1) as conn:
             conn.executemany(f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({_marks(22)})",
                              [_node_to_row(n) for n in nodes])
 
     def nodes(self, run_id: str) -> list[Node]:
-        rows = self._query(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE run_id = ? ORDER BY seq",
-                           (run_id,))
+        rows = self._tuples(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE run_id = ? ORDER BY seq",
+                            (run_id,))
         return [_node_from_row(r) for r in rows]
 
     def get_node(self, node_id: str) -> Node:
-        rows = self._query(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE node_id = ?", (node_id,))
+        rows = self._tuples(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE node_id = ?", (node_id,))
         if not rows:
             raise NotFound(f"no node '{node_id}'")
         return _node_from_row(rows[0])
@@ -340,7 +351,7 @@ class SqliteRunStore(RunStore):
         return RunCounts(by_status)
 
     def start_attempts(self, attempts: Sequence[InFlight]) -> None:
-        with self._write() as conn:
+        with self._write(several=len(attempts) > 1) as conn:
             conn.executemany(
                 "INSERT INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(a.node_id, a.run_id, a.parent_id, a.seq, a.round, a.parent_commit,
@@ -361,7 +372,7 @@ class SqliteRunStore(RunStore):
                       run_id: str | None = None, dream_id: str | None = None) -> list[LedgerRow]:
         if not events:
             return []
-        with self._write() as conn:
+        with self._write(several=True) as conn:
             head = conn.execute("SELECT length, head FROM chains WHERE chain = ?",
                                 (chain,)).fetchone()
             length, prev = (head[0], head[1]) if head else (0, GENESIS)
@@ -421,30 +432,50 @@ def _marks(n: int) -> str:
     return ", ".join("?" * n)
 
 
+# One encoder and one scanner for every row: ``json.dumps`` with options builds an encoder on
+# each call, and ``json.loads`` adds checks that cost more than decoding a short column.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner
+_NODE_STATUS = {s.value: s for s in NodeStatus}
+
+
 def _dump(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(value)
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` without its per-call overhead, for the compact JSON this module writes;
+    anything else (whitespace, garbage) goes through ``json.loads`` and its usual errors."""
+    try:
+        value, end = _SCAN(text, 0)
+    except (StopIteration, TypeError):
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
 
 
 def _node_to_row(n: Node) -> tuple[Any, ...]:
     c = n.cost
     return (n.node_id, n.run_id, n.parent_id, n.seq, n.round, n.commit, n.status.value,
-            int(n.valid), n.score, n.raw_score, n.feedback, _dump(dict(n.metrics)), n.plan,
+            int(n.valid), n.score, n.raw_score, n.feedback,
+            _dump(dict(n.metrics)) if n.metrics else "{}", n.plan,
             c.wall_ms, c.cpu_ms, c.tokens_in, c.tokens_out, c.money_usd, n.candidate_hash,
-            _dump([[a.path, a.sha256] for a in n.artifacts]), _dump(list(n.evidence)),
-            n.created_at)
+            _dump([[a.path, a.sha256] for a in n.artifacts]) if n.artifacts else "[]",
+            _dump(list(n.evidence)) if n.evidence else "[]", n.created_at)
 
 
-def _node_from_row(r: sqlite3.Row) -> Node:
+def _node_from_row(r: Sequence[Any]) -> Node:
+    """A node from a plain row in ``_NODE_COLUMNS`` order. Loading a large tree is dominated by
+    this function, so it unpacks a tuple and calls ``Node`` positionally (in field order)."""
+    (node_id, run_id, parent_id, seq, round_, commit, status, valid, score, raw_score, feedback,
+     metrics, plan, wall_ms, cpu_ms, tokens_in, tokens_out, money_usd, candidate_hash, artifacts,
+     evidence, created_at) = r
     return Node(
-        node_id=r["node_id"], run_id=r["run_id"], parent_id=r["parent_id"], seq=r["seq"],
-        round=r["round"], commit=r["commit_id"], status=NodeStatus(r["status"]),
-        valid=bool(r["valid"]), score=r["score"], raw_score=r["raw_score"],
-        feedback=r["feedback"], metrics=json.loads(r["metrics"]), plan=r["plan"],
-        cost=Cost(r["wall_ms"], r["cpu_ms"], r["tokens_in"], r["tokens_out"], r["money_usd"]),
-        candidate_hash=r["candidate_hash"],
-        artifacts=tuple(Artifact(p, d) for p, d in json.loads(r["artifacts"])),
-        evidence=tuple(json.loads(r["evidence"])), created_at=r["created_at"],
-    )
+        node_id, run_id, parent_id, seq, round_, commit,
+        _NODE_STATUS.get(status) or NodeStatus(status), bool(valid), score, raw_score, feedback,
+        _loads(metrics) if metrics != "{}" else {}, plan,
+        Cost(wall_ms, cpu_ms, tokens_in, tokens_out, money_usd), candidate_hash,
+        tuple(Artifact(p, d) for p, d in _loads(artifacts)) if artifacts != "[]" else (),
+        tuple(_loads(evidence)) if evidence != "[]" else (), created_at)
 
 
 def _run_from_row(r: sqlite3.Row) -> RunRecord:
@@ -461,11 +492,12 @@ def _run_from_row(r: sqlite3.Row) -> RunRecord:
 def _ledger_to_row(row: LedgerRow) -> tuple[Any, ...]:
     e = row.event
     return (row.chain, row.seq, e.event_id, row.run_id, row.dream_id, e.node_id, e.t,
-            e.actor.value, e.cmd, _dump(list(e.args)), e.exit, e.commit,
-            _dump([[a.path, a.sha256] for a in e.artifacts]),
+            e.actor.value, e.cmd, _dump(list(e.args)) if e.args else "[]", e.exit, e.commit,
+            _dump([[a.path, a.sha256] for a in e.artifacts]) if e.artifacts else "[]",
             None if e.parsed is None else _dump(dict(e.parsed)), e.env_digest, e.duration_ms,
-            int(e.admissible), _dump([dict(b) for b in e.belief_updates]), row.prev_hash,
-            row.hash)
+            int(e.admissible),
+            _dump([dict(b) for b in e.belief_updates]) if e.belief_updates else "[]",
+            row.prev_hash, row.hash)
 
 
 def _ledger_dict(r: sqlite3.Row) -> dict[str, Any]:
@@ -480,13 +512,13 @@ def _ledger_dict(r: sqlite3.Row) -> dict[str, Any]:
 
 def _ledger_from_row(r: sqlite3.Row) -> LedgerRow:
     event = LedgerEvent(
-        actor=Actor(r["actor"]), cmd=r["cmd"], args=tuple(json.loads(r["args"])),
+        actor=Actor(r["actor"]), cmd=r["cmd"], args=tuple(_loads(r["args"])),
         exit=r["exit"], commit=r["commit_id"],
-        artifacts=tuple(Artifact(p, d) for p, d in json.loads(r["artifacts"])),
-        parsed=None if r["parsed"] is None else json.loads(r["parsed"]),
+        artifacts=tuple(Artifact(p, d) for p, d in _loads(r["artifacts"])),
+        parsed=None if r["parsed"] is None else _loads(r["parsed"]),
         env_digest=r["env_digest"], duration_ms=r["duration_ms"],
         admissible=bool(r["admissible"]),
-        belief_updates=tuple(json.loads(r["belief_updates"])), node_id=r["node_id"],
+        belief_updates=tuple(_loads(r["belief_updates"])), node_id=r["node_id"],
         event_id=r["id"], t=r["t"],
     )
     return LedgerRow(r["chain"], r["seq"], event, r["run_id"], r["dream_id"], r["prev_hash"],
