@@ -28,12 +28,13 @@ def chain_trees(draw: st.DrawFn) -> list[Node]:
     tips: list[int] = []
     for seq in range(1, draw(st.integers(0, 40)) + 1):
         score = draw(st.one_of(st.none(), st.floats(-5, 5)))
+        status = NodeStatus.LOST if score is None and draw(st.booleans()) else NodeStatus.OK
         if not tips or draw(st.booleans()):
-            nodes.append(node(seq, 0, score))
+            nodes.append(node(seq, 0, score, status))
             tips.append(seq)
         else:
             i = draw(st.integers(0, len(tips) - 1))
-            nodes.append(node(seq, tips[i], score))
+            nodes.append(node(seq, tips[i], score, status))
             tips[i] = seq
     return nodes
 
@@ -54,6 +55,21 @@ def test_view_queries_match_their_definitions(nodes: list[Node]) -> None:
         assert (view.best is None) == (top is None)
         if top is not None and view.best is not None:
             assert view.best.score == top.score
+    for branch in view.branch_stats():
+        members = [m for m in nodes
+                   if not m.is_root and view.branch(m.node_id) == branch.branch_id]
+        scores = [m.score for m in members if m.score is not None]
+        assert branch.tip == members[-1].node_id and branch.length == len(members)
+        assert branch.valid == len(scores)
+        assert branch.best == (max(scores) if scores else None)
+        assert branch.finished == sum(m.status is not NodeStatus.LOST for m in members)
+        if scores:
+            best_at = next(i for i, m in enumerate(members) if m.score == max(scores))
+            assert branch.since_best == len(members) - 1 - best_at
+            assert branch.best_node == members[best_at].node_id
+        else:
+            assert branch.since_best == len(members)
+    assert view.branch_count() == len(view.branches())
     for n in nodes:
         chain = view.chain(n.node_id)
         assert chain[0].is_root and chain[-1] is n
@@ -64,13 +80,13 @@ def test_view_queries_match_their_definitions(nodes: list[Node]) -> None:
 
 def test_reveal_refuses_broken_trees() -> None:
     view = TreeView(node(0, None))
-    with pytest.raises(ValueError, match="parent .* is not revealed"):
+    with pytest.raises(ValueError, match="parent r-1 is not revealed"):
         view.reveal(node(2, 1))
     view.reveal(node(1, 0))
     with pytest.raises(ValueError, match="already revealed"):
         view.reveal(node(1, 0))
     view.reveal(node(2, 1))
-    with pytest.raises(ValueError, match="already has child"):
+    with pytest.raises(ValueError, match="parent r-1 already has a child"):
         view.reveal(node(3, 1))
     with pytest.raises(ValueError, match="not a root"):
         TreeView(node(5, 1))

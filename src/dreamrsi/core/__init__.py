@@ -2,10 +2,11 @@
 
 from dreamrsi.core.model import Artifact, Cost, Direction, Node, NodeStatus, best_node, node_id_for
 from dreamrsi.core.policy import Budget, GridPlan, Policy, PolicyContext, PolicySpec, check_batch
-from dreamrsi.core.view import TreeView
+from dreamrsi.core.view import Branch, TreeView
 
 __all__ = [
     "Artifact",
+    "Branch",
     "Budget",
     "Cost",
     "Direction",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 from dreamrsi.core.view import TreeView
 from dreamrsi.errors import PolicyError
@@ -20,8 +20,7 @@ from dreamrsi.errors import PolicyError
 Mode = Literal["online", "replay"]
 
 
-@dataclass(frozen=True, slots=True)
-class Budget:
+class Budget(NamedTuple):
     """What a policy may still spend in this episode.
 
     Attributes:
@@ -33,10 +32,6 @@ class Budget:
     workers: int
     attempts_left: int | None = None
     rounds_left: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.workers < 1:
-            raise ValueError(f"workers must be at least 1, got {self.workers}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,24 +123,36 @@ def check_batch(
         PolicyError: The batch is not a sequence of ids, holds a node outside the eligible set,
             repeats a leaf, or is larger than W.
     """
-    where = f"policy '{policy_name}', round {round_no}"
-    if isinstance(batch, str | bytes) or not isinstance(batch, Sequence):
-        raise PolicyError(f"{where}: select() must return a list of node ids, got {batch!r}")
+    if type(batch) is not list and type(batch) is not tuple:
+        if isinstance(batch, str | bytes) or not isinstance(batch, Sequence):
+            raise PolicyError(f"policy '{policy_name}', round {round_no}: select() must return "
+                              f"a list of node ids, got {batch!r}")
     if len(batch) > workers:
-        raise PolicyError(f"{where}: selected {len(batch)} nodes, more than W={workers}")
+        raise PolicyError(f"policy '{policy_name}', round {round_no}: selected {len(batch)} "
+                          f"nodes, more than W={workers}")
     root_id = view.root_id
-    seen: set[str] = set()
+    leaf = view.is_leaf
+    seen: set[str] | None = None
     for node_id in batch:
-        if not isinstance(node_id, str):
-            raise PolicyError(f"{where}: node ids are strings, got {node_id!r}")
         if node_id == root_id:
             continue
-        if not view.is_leaf(node_id):
-            state = "not revealed" if node_id not in view else "not a leaf"
-            raise PolicyError(
-                f"{where}: node {node_id} is outside the eligible set (root and leaves): {state}"
-            )
-        if node_id in seen:
-            raise PolicyError(f"{where}: leaf {node_id} selected twice")
-        seen.add(node_id)
+        if not leaf(node_id):
+            raise _not_eligible(view, node_id, policy_name, round_no)
+        if seen is None:
+            seen = {node_id}
+        elif node_id in seen:
+            raise PolicyError(f"policy '{policy_name}', round {round_no}: leaf {node_id} "
+                              "selected twice")
+        else:
+            seen.add(node_id)
     return tuple(batch)
+
+
+def _not_eligible(view: TreeView, node_id: object, policy_name: str,
+                  round_no: int) -> PolicyError:
+    where = f"policy '{policy_name}', round {round_no}"
+    if not isinstance(node_id, str):
+        return PolicyError(f"{where}: node ids are strings, got {node_id!r}")
+    state = "not revealed" if node_id not in view else "not a leaf"
+    return PolicyError(f"{where}: node {node_id} is outside the eligible set (root and "
+                       f"leaves): {state}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 
 from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.core.policy import Budget, Policy, PolicyContext, check_batch
@@ -164,24 +165,31 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
     """
     root = tree.root
     nodes, child, root_children = tree.nodes, tree.child, tree.root_children
+    n_root_children = len(root_children)
     view = TreeView(root)
+    reveal = view.reveal
     policy.reset(PolicyContext(task_name, workers, "replay", random.Random(seed),
                                attempt_budget, max_rounds))
+    select = policy.select
     name = getattr(policy, "name", type(policy).__name__)
     root_id = root.node_id
+    lost = NodeStatus.LOST
     next_root = rounds = misses = selections = revealed = spent = 0
     sizes: list[int] = []
     order: list[str] = []
     stop = "exhausted"
-    while revealed < tree.size:
+    size = tree.size
+    while revealed < size:
         if rounds >= max_rounds:
             stop = "K2"
             break
-        left = None if attempt_budget is None else attempt_budget - spent
-        if left is not None and left <= 0:
-            stop = "budget"
-            break
-        batch = check_batch(view, policy.select(view, Budget(workers, left, max_rounds - rounds)),
+        left = None
+        if attempt_budget is not None:
+            left = attempt_budget - spent
+            if left <= 0:
+                stop = "budget"
+                break
+        batch = check_batch(view, select(view, Budget(workers, left, max_rounds - rounds)),
                             workers, policy_name=name, round_no=rounds + 1)
         if left is not None:
             batch = batch[:left]
@@ -191,7 +199,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
         found: list[Node] = []
         for node_id in batch:
             if node_id == root_id:
-                if next_root < len(root_children):
+                if next_root < n_root_children:
                     found.append(nodes[root_children[next_root]])
                     next_root += 1
                     continue
@@ -203,13 +211,14 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
             misses += 1
         selections += len(batch)
         if len(found) > 1:
-            found.sort(key=_seq)
+            found.sort(key=_SEQ)
         for node in found:
-            view.reveal(node)
+            reveal(node)
+            if node.status is not lost:
+                spent += 1
         if keep_order:
             order.extend(n.node_id for n in found)
         revealed += len(found)
-        spent += sum(1 for n in found if n.status is not NodeStatus.LOST)
         sizes.append(len(found))
         rounds += 1
         view.complete_round()
@@ -219,5 +228,4 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
                         misses, selections, stop, tuple(order), tuple(sizes))
 
 
-def _seq(node: Node) -> int:
-    return node.seq
+_SEQ = attrgetter("seq")

@@ -10,7 +10,59 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dreamrsi.core.model import Node
+from dreamrsi.core.model import Node, NodeStatus
+
+_LOST = NodeStatus.LOST
+
+
+class Branch:
+    """Running statistics of one branch (a root child and its chain), kept up to date on reveal.
+
+    Read them; never change them (the view owns them).
+
+    Attributes:
+        branch_id: The id of the branch's first node (a child of the root).
+        tip: The branch's deepest revealed node (its leaf).
+        length: Revealed nodes in the branch.
+        finished: Of those, the ones whose attempt finished (``lost`` ones excluded).
+        valid: Of those, the ones with a score.
+        best: The branch's best score, or ``None``.
+        best_node: The node holding it.
+        since_best: Attempts revealed after the best one (stagnation).
+        first_score: Score of the branch's first node, or ``None``.
+        wall_ms: Wall time its attempts cost.
+    """
+
+    __slots__ = ("branch_id", "tip", "length", "finished", "valid", "best", "best_node",
+                 "since_best", "first_score", "wall_ms")
+
+    def __init__(self, node: Node) -> None:
+        self.branch_id = node.node_id
+        self.tip = node.node_id
+        self.length = 1
+        self.finished = int(node.status is not _LOST)
+        self.valid = int(node.score is not None)
+        self.best = node.score
+        self.best_node = node.node_id if node.score is not None else None
+        self.since_best = 0 if node.score is not None else 1
+        self.first_score = node.score
+        self.wall_ms = node.cost.wall_ms
+
+    def _extend(self, node: Node) -> None:
+        self.tip = node.node_id
+        self.length += 1
+        if node.status is not _LOST:
+            self.finished += 1
+        self.wall_ms += node.cost.wall_ms
+        score = node.score
+        if score is not None:
+            self.valid += 1
+            if self.best is None or score > self.best:
+                self.best = score
+                self.best_node = node.node_id
+                self.since_best = 0
+                return
+        self.since_best += 1
 
 
 class TreeView:
@@ -18,24 +70,26 @@ class TreeView:
 
     Policies read it; only the engine and the replay simulator call :meth:`reveal` and
     :meth:`complete_round`. With the eligible set ``{root} ∪ leaves`` every non-root node has at
-    most one child, so the tree is a root with chains ("branches").
+    most one child, so the tree is a root with chains ("branches"), each ending in one leaf.
+
+    A reveal costs a few dictionary operations whatever the tree's size; queries a policy asks
+    every round (eligible set, leaves, branch statistics, best node) are kept up to date. Queries
+    about arbitrary inner nodes (:meth:`depth`, :meth:`chain`, :meth:`branch`) walk up the chain.
 
     Args:
         root: The root node (the evaluated seed workspace).
     """
 
-    __slots__ = ("_root", "_nodes", "_children", "_leaves", "_depth", "_branch", "_best",
-                 "_rounds", "_order")
+    __slots__ = ("_root", "_root_id", "_nodes", "_tips", "_stats", "_best", "_rounds", "_order")
 
     def __init__(self, root: Node) -> None:
         if root.parent_id is not None:
             raise ValueError(f"node {root.node_id} is not a root (parent {root.parent_id})")
         self._root = root
+        self._root_id = root.node_id
         self._nodes: dict[str, Node] = {root.node_id: root}
-        self._children: dict[str, list[str]] = {root.node_id: []}
-        self._leaves: dict[str, None] = {}
-        self._depth: dict[str, int] = {root.node_id: 0}
-        self._branch: dict[str, str] = {}
+        self._tips: dict[str, Branch] = {}
+        self._stats: dict[str, Branch] = {}
         self._best: Node | None = root if root.score is not None else None
         self._rounds = 0
         self._order: list[str] = [root.node_id]
@@ -50,7 +104,7 @@ class TreeView:
     @property
     def root_id(self) -> str:
         """Id of the root node."""
-        return self._root.node_id
+        return self._root_id
 
     @property
     def size(self) -> int:
@@ -82,40 +136,66 @@ class TreeView:
         nodes = self._nodes
         return (nodes[i] for i in self._order)
 
-    def children(self, node_id: str) -> tuple[str, ...]:
-        """Ids of the revealed children of ``node_id``, in reveal order."""
-        return tuple(self._children[node_id])
-
     def leaves(self) -> tuple[str, ...]:
-        """Revealed non-root nodes without a revealed child, in reveal order."""
-        return tuple(self._leaves)
+        """Revealed non-root nodes without a revealed child, in the order they became leaves."""
+        return tuple(self._tips)
 
     def is_leaf(self, node_id: str) -> bool:
         """True when ``node_id`` is a revealed non-root node without a revealed child."""
-        return node_id in self._leaves
+        return node_id in self._tips
 
     def eligible(self) -> tuple[str, ...]:
         """The eligible set ``{root} ∪ leaves``, root first."""
-        return (self._root.node_id, *self._leaves)
-
-    def depth(self, node_id: str) -> int:
-        """Distance from the root (the root is 0, its children 1)."""
-        return self._depth[node_id]
-
-    def branch(self, node_id: str) -> str:
-        """Id of the root child whose chain holds ``node_id``."""
-        return self._branch[node_id]
+        return (self._root_id, *self._tips)
 
     def branches(self) -> tuple[str, ...]:
         """Ids of the revealed root children (one per branch), in reveal order."""
-        return tuple(self._children[self._root.node_id])
+        return tuple(self._stats)
+
+    def branch_count(self) -> int:
+        """Number of revealed branches."""
+        return len(self._stats)
+
+    def branch_stats(self) -> Iterator[Branch]:
+        """Statistics of every revealed branch, in the order the branches were opened."""
+        return iter(self._stats.values())
+
+    def leaf_stats(self) -> Iterator[Branch]:
+        """The same statistics, in the order of :meth:`leaves` (each branch has one leaf)."""
+        return iter(self._tips.values())
+
+    def stats_of(self, node_id: str) -> Branch:
+        """Statistics of the branch holding ``node_id`` (a non-root node)."""
+        tip = self._tips.get(node_id)
+        return tip if tip is not None else self._stats[self.branch(node_id)]
+
+    def children(self, node_id: str) -> tuple[str, ...]:
+        """Ids of the revealed children of ``node_id``, in reveal order."""
+        if node_id == self._root_id:
+            return tuple(self._stats)
+        return tuple(n.node_id for n in self.nodes() if n.parent_id == node_id)
+
+    def depth(self, node_id: str) -> int:
+        """Distance from the root (the root is 0, its children 1)."""
+        tip = self._tips.get(node_id)
+        if tip is not None:
+            return tip.length
+        return len(self.chain(node_id)) - 1
+
+    def branch(self, node_id: str) -> str:
+        """Id of the root child whose chain holds ``node_id``."""
+        chain = self.chain(node_id)
+        if len(chain) < 2:
+            raise ValueError("the root belongs to no branch")
+        return chain[1].node_id
 
     def chain(self, node_id: str) -> list[Node]:
         """Nodes from the root down to ``node_id`` (both included)."""
+        nodes = self._nodes
         out: list[Node] = []
         current: str | None = node_id
         while current is not None:
-            node = self._nodes[current]
+            node = nodes[current]
             out.append(node)
             current = node.parent_id
         out.reverse()
@@ -124,32 +204,29 @@ class TreeView:
     # -- updates (engine and replay only) ------------------------------------------------------
 
     def reveal(self, node: Node) -> None:
-        """Add a recorded node whose parent is already revealed.
+        """Add a recorded node whose parent is the root or a leaf.
 
         Raises:
-            ValueError: The node is already revealed, its parent is not, or its parent is a
-                non-root node that already has a child (the tree would stop being chains).
+            ValueError: The node is already revealed, its parent is not revealed, or its parent
+                is a non-root node that already has a child (the tree would stop being chains).
         """
         node_id = node.node_id
         parent_id = node.parent_id
-        if node_id in self._nodes:
+        nodes = self._nodes
+        if node_id in nodes:
             raise ValueError(f"node {node_id} is already revealed")
-        if parent_id is None or parent_id not in self._nodes:
-            raise ValueError(f"node {node_id}: parent {parent_id} is not revealed")
-        siblings = self._children[parent_id]
-        root_id = self._root.node_id
-        if parent_id != root_id:
-            if siblings:
-                raise ValueError(f"node {parent_id} already has child {siblings[0]}")
-            del self._leaves[parent_id]
-            self._branch[node_id] = self._branch[parent_id]
+        tips = self._tips
+        if parent_id == self._root_id:
+            branch = Branch(node)
+            self._stats[node_id] = branch
         else:
-            self._branch[node_id] = node_id
-        siblings.append(node_id)
-        self._nodes[node_id] = node
-        self._children[node_id] = []
-        self._leaves[node_id] = None
-        self._depth[node_id] = self._depth[parent_id] + 1
+            branch = tips.pop(parent_id, None)  # type: ignore[arg-type]
+            if branch is None:
+                problem = "already has a child" if parent_id in nodes else "is not revealed"
+                raise ValueError(f"node {node_id}: parent {parent_id} {problem}")
+            branch._extend(node)
+        tips[node_id] = branch
+        nodes[node_id] = node
         self._order.append(node_id)
         score = node.score
         if score is not None:

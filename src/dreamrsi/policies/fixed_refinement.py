@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dreamrsi.core.model import NodeStatus
 from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import TreeView
 
@@ -49,18 +48,11 @@ class FixedRefinement:
         if slots <= 0:
             return batch
         target = self.refine + 1
-        for leaf in view.leaves():
-            if len(batch) >= slots:
-                return batch
-            if _finished_depth(view, leaf) < target:
-                batch.append(leaf)
-        open_new = min(self.branches - len(view.branches()), slots - len(batch))
+        for branch in view.branch_stats():
+            if branch.finished < target:
+                batch.append(branch.tip)
+                if len(batch) >= slots:
+                    return batch
+        open_new = min(self.branches - view.branch_count(), slots - len(batch))
         batch.extend([view.root_id] * max(0, open_new))
         return batch
-
-
-def _finished_depth(view: TreeView, leaf: str) -> int:
-    """Finished attempts on the chain from the branch start down to ``leaf``."""
-    depth = view.depth(leaf)
-    lost = sum(1 for n in view.chain(leaf)[1:] if n.status is NodeStatus.LOST)
-    return depth - lost
