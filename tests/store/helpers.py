@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +38,8 @@ def make_node(run_id: str, seq: int, parent: int | None = 0, **changes: Any) -> 
 
 
 def node_fields(node: Node) -> dict[str, Any]:
-    """Every field of a node (``Node`` compares by identity, so tests compare these)."""
-    return {f.name: getattr(node, f.name) for f in fields(Node)}
+    """Every field of a node, by name (so a failing comparison names the field)."""
+    return node._asdict()
 
 
 def table_rows(db: Path, table: str) -> list[tuple[Any, ...]]:

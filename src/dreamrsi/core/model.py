@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 
 class NodeStatus(StrEnum):
@@ -52,8 +52,7 @@ class Direction(StrEnum):
         return score if self is Direction.MAXIMIZE else -score
 
 
-@dataclass(frozen=True, slots=True)
-class Cost:
+class Cost(NamedTuple):
     """What one attempt cost. Tokens and money are reported by model-driven proposers."""
 
     wall_ms: int = 0
@@ -62,7 +61,9 @@ class Cost:
     tokens_out: int = 0
     money_usd: float = 0.0
 
-    def __add__(self, other: Cost) -> Cost:
+    def __add__(self, other: object) -> Cost:
+        if not isinstance(other, Cost):
+            return NotImplemented
         return Cost(
             self.wall_ms + other.wall_ms,
             self.cpu_ms + other.cpu_ms,
@@ -77,17 +78,22 @@ class Cost:
         return self.tokens_in + self.tokens_out
 
 
-@dataclass(frozen=True, slots=True)
-class Artifact:
+class Artifact(NamedTuple):
     """A file an attempt produced or read, named by path and content digest."""
 
     path: str
     sha256: str
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Node:
+_NO_METRICS: Mapping[str, Any] = MappingProxyType({})
+_NO_COST = Cost()
+
+
+class Node(NamedTuple):
     """One attempt: a child of ``parent_id`` (``None`` for the root) with its outcome.
+
+    Immutable. A named tuple rather than a frozen dataclass: large trees are loaded and replayed
+    node by node, and a tuple is built several times faster.
 
     Attributes:
         node_id: Unique id, ``<run_id>-<seq>``.
@@ -121,9 +127,9 @@ class Node:
     score: float | None = None
     raw_score: float | None = None
     feedback: str = ""
-    metrics: Mapping[str, Any] = field(default_factory=dict)
+    metrics: Mapping[str, Any] = _NO_METRICS
     plan: str | None = None
-    cost: Cost = field(default_factory=Cost)
+    cost: Cost = _NO_COST
     candidate_hash: str | None = None
     artifacts: tuple[Artifact, ...] = ()
     evidence: tuple[str, ...] = ()
