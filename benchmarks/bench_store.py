@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
 from dreamrsi.core.model import Artifact, Cost, Node, NodeStatus  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
+from dreamrsi.core.replay import RecordedTree  # noqa: E402
 from dreamrsi.core.view import TreeView  # noqa: E402
 from dreamrsi.store import (  # noqa: E402
     Actor,
@@ -227,30 +228,46 @@ def bench_writes(work: Path) -> list[tuple[str, str, str, str]]:
 
 
 def bench_load(work: Path) -> list[tuple[str, str, str, str]]:
-    """Load the bulk run's tree from ``work/store`` as the engine does when it resumes."""
-    bulk_run = BULK_RUN
+    """Load the bulk run's tree from ``work/store-0`` two ways: every field (what a resumed run
+    reads) and the replay fields (what dreaming reads, many trees at a time)."""
     rows: list[tuple[str, str, str, str]] = []
     with SqliteRunStore.open(work / "store-0") as reader:
-        best: tuple[float, float, float, float] | None = None
-        for _ in range(LOAD_REPEATS):
-            cpu = time.process_time()
-            started = time.perf_counter()
-            nodes = reader.nodes(bulk_run)
-            queried = time.perf_counter()
-            view = TreeView(nodes[0])
-            for node in nodes[1:]:
-                view.reveal(node)
-            done = time.perf_counter()
-            trial = (done - started, queried - started, done - queried, time.process_time() - cpu)
-            assert len(view) == BULK_NODES
-            best = trial if best is None or trial < best else best
-            del nodes, view
-    assert best is not None
-    total, query, reveal, cpu = best
-    rows.append((f"load a {BULK_NODES:,}-node tree (best of {LOAD_REPEATS})",
-                 f"store.nodes {query:.3f} s + TreeView {reveal:.3f} s (CPU {cpu:.3f} s)",
-                 f"{total:.3f} s", verdict(total <= TARGET_LOAD_S, f"<= {TARGET_LOAD_S:g} s")))
+        full = _best_of(lambda: _load_full(reader))
+        rows.append((f"load a {BULK_NODES:,}-node tree, every field (resume; best of "
+                     f"{LOAD_REPEATS})", f"store.nodes + TreeView (CPU {full[1]:.3f} s)",
+                     f"{full[0]:.3f} s", "(no target)"))
+        lean = _best_of(lambda: _load_replay(reader))
+        rows.append((f"load a {BULK_NODES:,}-node tree for replay (best of {LOAD_REPEATS})",
+                     f"store.replay_nodes + RecordedTree (CPU {lean[1]:.3f} s)",
+                     f"{lean[0]:.3f} s",
+                     verdict(lean[0] <= TARGET_LOAD_S, f"<= {TARGET_LOAD_S:g} s")))
     return rows
+
+
+def _best_of(load: Callable[[], int]) -> tuple[float, float]:
+    best: tuple[float, float] | None = None
+    for _ in range(LOAD_REPEATS):
+        gc.collect()
+        cpu = time.process_time()
+        started = time.perf_counter()
+        assert load() == BULK_NODES
+        trial = (time.perf_counter() - started, time.process_time() - cpu)
+        best = trial if best is None or trial < best else best
+    assert best is not None
+    return best
+
+
+def _load_full(reader: SqliteRunStore) -> int:
+    nodes = reader.nodes(BULK_RUN)
+    view = TreeView(nodes[0])
+    for node in nodes[1:]:
+        view.reveal(node)
+    return len(view)
+
+
+def _load_replay(reader: SqliteRunStore) -> int:
+    tree = RecordedTree.from_nodes(BULK_RUN, reader.replay_nodes(BULK_RUN))
+    return tree.size + 1
 
 
 def reference_loop() -> float:

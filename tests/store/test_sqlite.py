@@ -699,3 +699,16 @@ def test_loads_accepts_and_refuses_what_json_loads_does(text: str) -> None:
     else:
         got = _loads(text)
         assert got == expected or (got != got and expected != expected)  # NaN
+
+
+
+def test_replay_nodes_carry_the_decision_fields(store: SqliteRunStore) -> None:
+    store.add_node(make_node(RUN, 0, None, metrics={"m": 1}, plan="try x",
+                             candidate_hash="h"))
+    store.add_node(make_node(RUN, 1, 0, status=NodeStatus.LOST, valid=False, score=None))
+    for lean, full in zip(store.replay_nodes(RUN), store.nodes(RUN), strict=True):
+        for field in ("node_id", "run_id", "parent_id", "seq", "round", "status", "valid",
+                      "score", "raw_score", "plan", "cost", "candidate_hash"):
+            assert getattr(lean, field) == getattr(full, field), field
+        assert lean.feedback == "" and dict(lean.metrics) == {} and lean.evidence == ()
+        assert lean.commit is None and lean.artifacts == ()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import json
 import os
 import sqlite3
@@ -20,6 +21,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from dreamrsi.core.model import Artifact, Cost, Node, NodeStatus
@@ -57,6 +59,11 @@ _LEDGER_COLUMNS = (
     "chain, seq, id, run_id, dream_id, node_id, t, actor, cmd, args, exit, commit_id, "
     "artifacts, parsed, env_digest, duration_ms, admissible, belief_updates, prev_hash, hash"
 )
+_REPLAY_COLUMNS = (
+    "node_id, run_id, parent_id, seq, round, status, valid, score, raw_score, plan, wall_ms, "
+    "cpu_ms, tokens_in, tokens_out, money_usd, candidate_hash"
+)
+_EMPTY: Any = MappingProxyType({})
 _RUN_MUTABLE = {"status", "stop_reason", "finished_at", "heartbeat_at", "pid", "elapsed_s"}
 
 
@@ -331,9 +338,22 @@ class SqliteRunStore(RunStore):
                              [_node_to_row(n) for n in nodes])
 
     def nodes(self, run_id: str) -> list[Node]:
-        rows = self._tuples(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE run_id = ? ORDER BY seq",
-                            (run_id,))
-        return [_node_from_row(r) for r in rows]
+        with _gc_paused():
+            rows = self._tuples(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE run_id = ? "
+                                "ORDER BY seq", (run_id,))
+            return [_node_from_row(r) for r in rows]
+
+    def replay_nodes(self, run_id: str) -> list[Node]:
+        """The nodes of a run with the fields a policy decides on, by seq: ids, parent, round,
+        status, validity, scores, plan, cost and candidate hash. Feedback, metrics, artifacts,
+        evidence and commits are left empty (``nodes`` has them): replay loads many trees."""
+        with _gc_paused():
+            rows = self._tuples(f"SELECT {_REPLAY_COLUMNS} FROM nodes WHERE run_id = ? "
+                                "ORDER BY seq", (run_id,))
+            status = _NODE_STATUS
+            return [Node(i, r, p, s, k, None, status[st], bool(v), sc, raw, "", _EMPTY, plan,
+                         Cost(w, c, ti, to, m), h)
+                    for i, r, p, s, k, st, v, sc, raw, plan, w, c, ti, to, m, h in rows]
 
     def get_node(self, node_id: str) -> Node:
         rows = self._tuples(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE node_id = ?", (node_id,))
@@ -403,6 +423,19 @@ class SqliteRunStore(RunStore):
 
     def get_blob(self, digest: str) -> bytes:
         return self._blobs.get(digest)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a large list of new objects is built: the
+    collections it would trigger there find nothing to free and cost more than the build."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _connect_reader(db: Path) -> sqlite3.Connection:
