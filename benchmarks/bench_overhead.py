@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
+from dreamrsi.engine.run import work_root  # noqa: E402
 
 PROPOSE = "python3 -c \"open('out.txt', 'w').write('x')\""
 EVALUATE = "python3 -c \"print('{\\\"score\\\": 1.0, \\\"valid\\\": true}')\""
@@ -93,16 +94,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="dreamrsi-bench-") as tmp:
         root = Path(tmp)
         task = make_task(root)
-        for block in range(args.repeats):
-            order = list(totals)
-            if block % 2:
-                order.reverse()
-            for name in order:
-                if name == "shell":
-                    totals[name] += shell_loop(task, root, per_block)
-                else:
-                    store = root / f"store-{block}-{modes[name]}"
-                    totals[name] += dreamrsi_run(task, store, per_block, modes[name])
+        # the shell loop copies its folder where dreamrsi puts attempt folders (a tmpfs when
+        # there is one), so both pay the same for creating and removing files
+        shell_work = work_root(root / "store-probe") / "shell"
+        shell_work.mkdir(parents=True, exist_ok=True)
+        try:
+            for block in range(args.repeats):
+                order = list(totals)
+                if block % 2:
+                    order.reverse()
+                for name in order:
+                    if name == "shell":
+                        totals[name] += shell_loop(task, shell_work, per_block)
+                    else:
+                        store = root / f"store-{block}-{modes[name]}"
+                        totals[name] += dreamrsi_run(task, store, per_block, modes[name])
+        finally:
+            shutil.rmtree(shell_work.parent, ignore_errors=True)
     n = per_block * args.repeats
     base = totals["shell"]
     lines = ["| loop | attempts | wall s | ms per attempt | ratio to shell |",
@@ -116,8 +124,9 @@ def main() -> None:
     lines.append(f"Target: ratio <= 1.3 for every dreamrsi row. Worst ratio {worst:.2f}: "
                  f"{verdict}. Each dreamrsi row is {args.repeats} runs of {per_block} attempts "
                  "(W=1, one chain), start-up included: the store, workspace commits, the "
-                 "ledger and the sandbox. The shell loop copies the seed folder and runs the "
-                 "same two commands with no isolation.")
+                 "ledger and the sandbox. The shell loop copies the seed folder (into the "
+                 f"folder kind dreamrsi uses for attempts: {shell_work.parent.parent}) and runs "
+                 "the same two commands, with the same python3, with no isolation.")
     table = "\n".join(lines)
     print(table)
     write_section("overhead", "Orchestration overhead", table,
