@@ -443,3 +443,20 @@ def test_row_hash_is_sha256_of_the_canonical_json(event: LedgerEvent, seq: int) 
     fields = canonical_fields("c", seq, event, None, "d", GENESIS)
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert row_hash(fields) == hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_reading_an_unreadable_row_is_a_store_error(tmp_path: Path) -> None:
+    import sqlite3
+
+    from dreamrsi.errors import StoreError
+    from dreamrsi.store.ledger import Actor, LedgerEvent
+    from dreamrsi.store.sqlite import SqliteRunStore
+
+    with SqliteRunStore.open(tmp_path / "s", writer=True) as store:
+        store.append_ledger("c", [LedgerEvent(Actor.EVAL, "x"), LedgerEvent(Actor.EVAL, "y")])
+    with sqlite3.connect(tmp_path / "s" / "store.db") as conn:
+        conn.execute("UPDATE ledger SET args = '[not json' WHERE seq = 2")
+    with SqliteRunStore.open(tmp_path / "s") as reader:
+        with pytest.raises(StoreError, match="unreadable row.*ledger verify c"):
+            list(reader.ledger("c"))
+        assert reader.verify_ledger("c").bad_seq == 2

@@ -712,3 +712,8 @@ def test_replay_nodes_carry_the_decision_fields(store: SqliteRunStore) -> None:
             assert getattr(lean, field) == getattr(full, field), field
         assert lean.feedback == "" and dict(lean.metrics) == {} and lean.evidence == ()
         assert lean.commit is None and lean.artifacts == ()
+
+
+def test_update_of_an_unknown_run_is_not_found(store: SqliteRunStore) -> None:
+    with pytest.raises(NotFound, match="no run 'rnope'"):
+        store.update_run("rnope", status=RunStatus.FINISHED)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+import time
 from pathlib import Path
 
 from dreamrsi.errors import NotFound, StoreError
@@ -27,7 +29,8 @@ class BlobStore:
             return digest
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(data):x}.tmp")
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}."
+                                 f"{time.monotonic_ns()}.tmp")
             tmp.write_bytes(data)
             os.replace(tmp, path)
         except OSError as exc:

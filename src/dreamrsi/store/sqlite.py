@@ -322,7 +322,9 @@ class SqliteRunStore(RunStore):
         values = [v.value if isinstance(v, RunStatus) else v for v in changes.values()]
         sets = ", ".join(f"{k} = ?" for k in changes)
         with self._write() as conn:
-            conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", (*values, run_id))
+            cur = conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", (*values, run_id))
+            if cur.rowcount == 0:
+                raise NotFound(f"no run '{run_id}' in the store at {self.root}")
 
     # -- nodes -----------------------------------------------------------------------------
 
@@ -407,7 +409,11 @@ class SqliteRunStore(RunStore):
     def ledger(self, chain: str) -> Iterator[LedgerRow]:
         rows = self._query(f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE chain = ? ORDER BY seq",
                            (chain,))
-        return iter([_ledger_from_row(r) for r in rows])
+        try:
+            return iter([_ledger_from_row(r) for r in rows])
+        except (ValueError, TypeError, KeyError) as exc:
+            raise StoreError(f"the ledger of {chain} has an unreadable row ({exc}); run "
+                             f"`dreamrsi ledger verify {chain}` to locate it") from exc
 
     def verify_ledger(self, chain: str) -> VerifyReport:
         head = self._query("SELECT length, head FROM chains WHERE chain = ?", (chain,))
