@@ -136,6 +136,12 @@ class TreeView:
         nodes = self._nodes
         return (nodes[i] for i in self._order)
 
+    def revealed_since(self, count: int) -> list[Node]:
+        """Nodes revealed after the first ``count`` (root included in the count), in reveal
+        order: lets a policy update its own summaries incrementally."""
+        nodes = self._nodes
+        return [nodes[i] for i in self._order[count:]]
+
     def leaves(self) -> tuple[str, ...]:
         """Revealed non-root nodes without a revealed child, in the order they became leaves."""
         return tuple(self._tips)

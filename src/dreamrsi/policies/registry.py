@@ -19,6 +19,11 @@ from dreamrsi.errors import ConfigError
 
 BUILTIN: dict[str, str] = {
     "fixed": "dreamrsi.policies.fixed_refinement:FixedRefinement",
+    "greedy": "dreamrsi.policies.greedy:GreedyBestFirst",
+    "ucb": "dreamrsi.policies.ucb:UCBBranches",
+    "halving": "dreamrsi.policies.halving:SuccessiveHalving",
+    "stagnation": "dreamrsi.policies.stagnation:Stagnation",
+    "allocation": "dreamrsi.policies.allocation:AllocationScore",
 }
 
 

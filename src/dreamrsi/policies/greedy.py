@@ -1,0 +1,40 @@
+"""Greedy best-first: open a few branches, then always extend the best ones."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dreamrsi.core.policy import Budget, PolicyContext
+from dreamrsi.core.view import TreeView
+from dreamrsi.policies._common import by_best, slots
+
+
+class GreedyBestFirst:
+    """Open ``branches`` branches, then each round extend the ``top`` best branches.
+
+    Args:
+        branches: Branches to open before exploiting (opened as workers allow).
+        top: Branches extended per round, best first (0: as many as there are workers).
+    """
+
+    name = "greedy"
+    SPACE = {"branches": ("int", 1, 32), "top": ("int", 0, 8)}
+
+    def __init__(self, branches: int = 4, top: int = 0) -> None:
+        if branches < 1 or top < 0:
+            raise ValueError("branches must be >= 1 and top >= 0")
+        self.branches = branches
+        self.top = top
+
+    def reset(self, context: PolicyContext) -> None:
+        """Nothing to reset: decisions depend on the view alone."""
+
+    def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
+        """Open missing branches first, then extend the best tips."""
+        n = slots(budget)
+        opened = view.branch_count()
+        batch = [view.root_id] * max(0, min(self.branches - opened, n))
+        width = min(self.top or budget.workers, n - len(batch))
+        for branch in by_best(view)[:width]:
+            batch.append(branch.tip)
+        return batch

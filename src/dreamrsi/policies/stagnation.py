@@ -1,0 +1,84 @@
+"""Stagnation-aware exploration: leave stalled branches, open new ones, stop when gains dry up."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dreamrsi.core.policy import Budget, PolicyContext
+from dreamrsi.core.view import Branch, TreeView
+from dreamrsi.policies._common import by_best, scale, slots
+
+
+class Stagnation:
+    """Extend branches that still improve; open new ones when all have stalled; stop when the
+    expected gain per attempt falls below a threshold.
+
+    A branch stalls after ``patience`` attempts without improving its best score, or when its
+    newest attempt repeats the plan line of the one before. The expected gain per attempt is
+    the improvement of the best score over the last ``window`` attempts divided by ``window``,
+    on the view's scale (the best score so far minus the root's is 1).
+
+    Args:
+        patience: Attempts without improvement before a branch is left.
+        initial: Branches to open at the start (0: as many as there are workers).
+        max_branches: Most branches to open in all.
+        window: Attempts over which the expected gain is measured.
+        min_gain: Stop when the expected gain per attempt is below this (0: never stop).
+    """
+
+    name = "stagnation"
+    SPACE = {"patience": ("int", 1, 20), "initial": ("int", 0, 16),
+             "max_branches": ("int", 1, 64), "window": ("int", 5, 60),
+             "min_gain": ("float", 0.0, 0.02)}
+
+    def __init__(self, patience: int = 5, initial: int = 0, max_branches: int = 32,
+                 window: int = 20, min_gain: float = 0.0) -> None:
+        if patience < 1 or initial < 0 or max_branches < 1 or window < 1 or min_gain < 0:
+            raise ValueError("patience, max_branches and window must be >= 1; initial and "
+                             "min_gain >= 0")
+        self.patience, self.initial, self.max_branches = patience, initial, max_branches
+        self.window, self.min_gain = window, min_gain
+        self._seen = 0
+        self._trace: list[float] = []
+
+    def reset(self, context: PolicyContext) -> None:
+        """Forget the best-score trace (rebuilt from the view on the next call)."""
+        self._seen = 0
+        self._trace = []
+
+    def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
+        """Extend improving branches; open new ones when all stall; maybe stop."""
+        n = slots(budget)
+        if n == 0 or self._dried_up(view):
+            return []
+        active = [b for b in by_best(view) if not self._stalled(view, b)]
+        batch = [b.tip for b in active[:n]]
+        opened = view.branch_count()
+        want = self.initial or budget.workers
+        if len(batch) < n and opened < self.max_branches and (not active or opened < want):
+            batch += [view.root_id] * min(n - len(batch), self.max_branches - opened)
+        return batch
+
+    def _stalled(self, view: TreeView, branch: Branch) -> bool:
+        if branch.since_best >= self.patience:
+            return True
+        tip = view.node(branch.tip)
+        if tip.plan and tip.parent_id != view.root_id:
+            return view.node(tip.parent_id).plan == tip.plan  # type: ignore[arg-type]
+        return False
+
+    def _dried_up(self, view: TreeView) -> bool:
+        """Update the best-score trace with new nodes; True when gains fell below min_gain."""
+        trace = self._trace
+        if not trace:
+            trace.append(-1e300 if view.root.score is None else view.root.score)
+        best: float | None = trace[-1]
+        for node in view.revealed_since(self._seen + 1):
+            if node.score is not None and (best is None or node.score > best):
+                best = node.score
+            trace.append(-1e300 if best is None else best)
+        self._seen = view.size
+        if self.min_gain <= 0 or len(trace) <= self.window:
+            return False
+        _, span = scale(view)
+        return (trace[-1] - trace[-1 - self.window]) / self.window / span < self.min_gain

@@ -1,0 +1,177 @@
+"""Every built-in policy family obeys the decision interface and replays exactly."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dreamrsi.core.model import Cost, Node, NodeStatus
+from dreamrsi.core.policy import Budget, PolicyContext, check_batch
+from dreamrsi.core.replay import RecordedTree, replay
+from dreamrsi.core.view import TreeView
+from dreamrsi.policies import make_policy
+from dreamrsi.policies.registry import BUILTIN, policy_class
+from tests.core.test_view import chain_trees, node
+
+FAMILIES = sorted(BUILTIN)
+
+
+def sample_params(name: str, rng: random.Random) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for key, spec in policy_class(name).SPACE.items():
+        if spec[0] == "int":
+            params[key] = rng.randint(spec[1], spec[2])
+        elif spec[0] == "float":
+            params[key] = rng.uniform(spec[1], spec[2])
+        else:
+            params[key] = rng.random() < 0.5
+    return params
+
+
+def build(name: str, params: dict[str, Any]) -> Any:
+    return policy_class(name)(**params)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@settings(max_examples=40, deadline=None)
+@given(nodes=chain_trees(), workers=st.integers(1, 4), seed=st.integers(0, 10**6))
+def test_replay_never_breaks_the_interface(family: str, nodes: list[Node], workers: int,
+                                           seed: int) -> None:
+    rng = random.Random(seed)
+    params = sample_params(family, rng)
+    tree = RecordedTree.from_nodes("r", nodes)
+    first = replay(build(family, params), tree, workers=workers, max_rounds=60, seed=seed)
+    again = replay(build(family, params), tree, workers=workers, max_rounds=60, seed=seed)
+    assert first == again  # deterministic
+    policy = build(family, params)
+    replay(policy, tree, workers=workers, max_rounds=60, seed=seed)
+    assert replay(policy, tree, workers=workers, max_rounds=60, seed=seed) == first  # reset
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@settings(max_examples=25, deadline=None)
+@given(workers=st.integers(1, 4), budget=st.integers(1, 40), seed=st.integers(0, 10**6))
+def test_replaying_the_behaviour_policy_reproduces_its_tree(family: str, workers: int,
+                                                            budget: int, seed: int) -> None:
+    rng = random.Random(seed)
+    params = sample_params(family, rng)
+    recorded, rounds = record(build(family, params), workers, budget, rng)
+    tree = RecordedTree.from_nodes("r", recorded)
+    result = replay(build(family, params), tree, workers=workers, max_rounds=10_000,
+                    attempt_budget=budget)
+    assert list(result.order) == [n.node_id for n in recorded[1:]]
+    assert [tree.nodes[n].round for n in result.order] == [n.round for n in recorded[1:]]
+    assert result.rounds == rounds
+
+
+def record(policy: Any, workers: int, budget: int,
+           rng: random.Random) -> tuple[list[Node], int]:
+    """Run a policy online against a fake transition (random scores, plans, failures)."""
+    policy.reset(PolicyContext("t", workers, "online", random.Random(0), budget))
+    root = node(0, None, 0.0)
+    view, nodes, rounds = TreeView(root), [root], 0
+    while view.size < budget and rounds < 500:
+        batch = check_batch(view, policy.select(view, Budget(workers, budget - view.size)),
+                            workers, policy_name=policy.name, round_no=rounds + 1)
+        batch = batch[: budget - view.size]
+        if not batch:
+            break
+        rounds += 1
+        fresh = []
+        for parent in batch:
+            seq = len(nodes) + len(fresh)
+            ok = rng.random() < 0.85
+            fresh.append(Node(f"r-{seq}", "r", parent, seq, rounds, "c",
+                              NodeStatus.OK if ok else NodeStatus.INVALID, valid=ok,
+                              score=rng.random() if ok else None, plan=rng.choice("ab"),
+                              cost=Cost(rng.randint(1, 100))))
+        for n in fresh:
+            view.reveal(n)
+        nodes += fresh
+        view.complete_round()
+    return nodes, rounds
+
+
+def grow(view: TreeView, parent: str, score: float | None, plan: str | None = None) -> str:
+    seq = len(view)
+    view.reveal(Node(f"r-{seq}", "r", parent, seq, 1, "c", NodeStatus.OK,
+                     valid=score is not None, score=score, plan=plan))
+    return f"r-{seq}"
+
+
+def test_greedy_extends_the_best_branches() -> None:
+    view = TreeView(node(0, None, 0.0))
+    a = grow(view, "r-0", 0.1)
+    b = grow(view, "r-0", 0.9)
+    c = grow(view, "r-0", 0.5)
+    policy = make_policy("greedy:branches=3,top=2")
+    assert list(policy.select(view, Budget(2))) == [b, c]
+    assert a not in policy.select(view, Budget(2))
+
+
+def test_halving_keeps_the_better_half() -> None:
+    policy = make_policy("halving:n0=4,r0=1,eta=2,finish=false")
+    view = TreeView(node(0, None, 0.0))
+    assert list(policy.select(view, Budget(4))) == ["r-0"] * 4
+    tips = [grow(view, "r-0", s) for s in (0.1, 0.9, 0.4, 0.7)]
+    survivors = policy.select(view, Budget(4))
+    assert sorted(survivors) == sorted([tips[1], tips[3]])  # best half, one more attempt
+    t1 = grow(view, tips[1], 0.95)
+    t3 = grow(view, tips[3], 0.6)
+    assert list(policy.select(view, Budget(4))) == [t1]  # the winner: up to 4 attempts
+    t1 = grow(view, t1, 0.96)
+    t1 = grow(view, t1, 0.97)
+    assert list(policy.select(view, Budget(4))) == []  # done, no finish
+    assert t3
+
+
+def test_stagnation_leaves_stalled_branches_and_stops() -> None:
+    policy = make_policy("stagnation:patience=2,initial=1,window=2,min_gain=0.05")
+    policy.reset(PolicyContext("t", 1, "online", random.Random(0)))
+    view = TreeView(node(0, None, 0.0))
+    tip = grow(view, "r-0", 1.0)
+    assert list(policy.select(view, Budget(1))) == [tip]
+    tip = grow(view, tip, 0.5)
+    tip = grow(view, tip, 0.5)  # two attempts without improvement: stalled
+    assert list(policy.select(view, Budget(1))) == []  # no gain over the last 2: stop
+    policy = make_policy("stagnation:patience=2,initial=1")
+    policy.reset(PolicyContext("t", 1, "online", random.Random(0)))
+    assert list(policy.select(view, Budget(1))) == ["r-0"]  # stalled: open a new branch
+
+
+def test_stagnation_leaves_a_branch_repeating_its_plan() -> None:
+    policy = make_policy("stagnation:patience=10,initial=1")
+    policy.reset(PolicyContext("t", 1, "online", random.Random(0)))
+    view = TreeView(node(0, None, 0.0))
+    tip = grow(view, "r-0", 0.1, "same idea")
+    tip = grow(view, tip, 0.2, "same idea")
+    assert list(policy.select(view, Budget(1))) == ["r-0"]
+
+
+def test_ucb_and_allocation_open_branches_first() -> None:
+    for spec in ("ucb", "allocation"):
+        view = TreeView(node(0, None, 0.0))
+        assert list(make_policy(spec).select(view, Budget(3))) == ["r-0"] * 3
+
+
+def test_allocation_prefers_a_progressing_branch() -> None:
+    view = TreeView(node(0, None, 0.0))
+    flat = grow(view, "r-0", 0.5)
+    flat = grow(view, flat, 0.5)
+    moving = grow(view, "r-0", 0.2)
+    moving = grow(view, moving, 0.8)
+    policy = make_policy("allocation:lam=0,max_branches=2")
+    assert list(policy.select(view, Budget(1))) == [moving]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_bad_parameters_are_config_errors(family: str) -> None:
+    from dreamrsi.errors import ConfigError
+
+    first = next(iter(policy_class(family).SPACE))
+    with pytest.raises(ConfigError):
+        make_policy(f"{family}:{first}=-5")
