@@ -1,11 +1,23 @@
 """The durable record: runs, nodes, the evidence ledger and content-addressed blobs."""
 
 from dreamrsi.store.base import InFlight, RunCounts, RunRecord, RunStatus, RunStore, TaskRecord
+from dreamrsi.store.dreams import (
+    DreamRecord,
+    LoopRecord,
+    LoopRound,
+    PolicyScore,
+    PolicyVersion,
+)
 from dreamrsi.store.ledger import Actor, LedgerEvent, LedgerRow, VerifyReport
 from dreamrsi.store.sqlite import SqliteRunStore
 
 __all__ = [
     "Actor",
+    "DreamRecord",
+    "LoopRecord",
+    "LoopRound",
+    "PolicyScore",
+    "PolicyVersion",
     "InFlight",
     "LedgerEvent",
     "LedgerRow",

@@ -118,8 +118,8 @@ class RunStore(abc.ABC):
         """The run with this id or unique id prefix (``NotFound`` otherwise)."""
 
     @abc.abstractmethod
-    def list_runs(self) -> list[RunRecord]:
-        """Every run, oldest first."""
+    def list_runs(self, task_digest: str | None = None) -> list[RunRecord]:
+        """Every run (or every run of one task), oldest first."""
 
     @abc.abstractmethod
     def update_run(self, run_id: str, **changes: Any) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MIGRATIONS: dict[int, tuple[str, str]] = {
     1: (
@@ -93,6 +93,65 @@ MIGRATIONS: dict[int, tuple[str, str]] = {
             head TEXT NOT NULL
         );
         CREATE INDEX ledger_node ON ledger(node_id);
+        """,
+    ),
+    2: (
+        "dreaming: policy versions, their replay scores, dreams, loops",
+        """
+        CREATE TABLE policies (
+            version_id TEXT PRIMARY KEY,
+            family TEXT NOT NULL,
+            params TEXT NOT NULL,
+            code_digest TEXT,
+            task_digest TEXT NOT NULL,
+            parent_id TEXT,
+            dream_id TEXT,
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE dreams (
+            dream_id TEXT PRIMARY KEY,
+            task_digest TEXT NOT NULL,
+            evaluator_digest TEXT NOT NULL,
+            objective TEXT NOT NULL,
+            config TEXT NOT NULL,
+            incumbent TEXT NOT NULL,
+            selected TEXT,
+            promoted INTEGER,
+            report TEXT,
+            created_at REAL NOT NULL,
+            finished_at REAL
+        );
+        CREATE TABLE policy_scores (
+            dream_id TEXT NOT NULL REFERENCES dreams(dream_id),
+            version_id TEXT NOT NULL REFERENCES policies(version_id),
+            tree_id TEXT NOT NULL,
+            split TEXT NOT NULL,
+            value REAL NOT NULL,
+            quality REAL NOT NULL,
+            revealed INTEGER NOT NULL,
+            rounds INTEGER NOT NULL,
+            out_of_support INTEGER NOT NULL,
+            selections INTEGER NOT NULL,
+            PRIMARY KEY (dream_id, version_id, tree_id)
+        );
+        CREATE TABLE loops (
+            loop_id TEXT PRIMARY KEY,
+            task_digest TEXT NOT NULL,
+            arm TEXT NOT NULL,
+            config TEXT NOT NULL,
+            status TEXT NOT NULL,
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE loop_rounds (
+            loop_id TEXT NOT NULL REFERENCES loops(loop_id),
+            round INTEGER NOT NULL,
+            run_id TEXT NOT NULL,
+            version_id TEXT NOT NULL,
+            dream_id TEXT,
+            PRIMARY KEY (loop_id, round)
+        );
+        CREATE INDEX policy_scores_version ON policy_scores(version_id);
+        CREATE INDEX runs_task ON runs(task_digest)
         """,
     ),
 }

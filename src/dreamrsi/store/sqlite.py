@@ -36,6 +36,7 @@ from dreamrsi.errors import (
 )
 from dreamrsi.store.base import InFlight, RunCounts, RunRecord, RunStatus, RunStore, TaskRecord
 from dreamrsi.store.blobs import BlobStore
+from dreamrsi.store.dreams import DreamTables
 from dreamrsi.store.ledger import (
     GENESIS,
     Actor,
@@ -67,7 +68,7 @@ _EMPTY: Any = MappingProxyType({})
 _RUN_MUTABLE = {"status", "stop_reason", "finished_at", "heartbeat_at", "pid", "elapsed_s"}
 
 
-class SqliteRunStore(RunStore):
+class SqliteRunStore(DreamTables, RunStore):
     """A run store in a directory (see the module docstring).
 
     Open it with :meth:`open`. A writer holds an exclusive lock on the directory for as long as
@@ -312,8 +313,13 @@ class SqliteRunStore(RunStore):
                               expected="more characters of the run id")
         return _run_from_row(rows[0])
 
-    def list_runs(self) -> list[RunRecord]:
-        return [_run_from_row(r) for r in self._query("SELECT * FROM runs ORDER BY created_at")]
+    def list_runs(self, task_digest: str | None = None) -> list[RunRecord]:
+        if task_digest is None:
+            rows = self._query("SELECT * FROM runs ORDER BY created_at")
+        else:
+            rows = self._query("SELECT * FROM runs WHERE task_digest = ? ORDER BY created_at",
+                               (task_digest,))
+        return [_run_from_row(r) for r in rows]
 
     def update_run(self, run_id: str, **changes: Any) -> None:
         unknown = set(changes) - _RUN_MUTABLE
