@@ -20,6 +20,7 @@ LAYERS = {
     "sandbox": 3,
     "tasks": 3,
     "engine": 4,
+    "dreaming": 4,
     "cli": 5,
     "__init__": 6,
     "__main__": 6,

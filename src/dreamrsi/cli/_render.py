@@ -148,3 +148,86 @@ def ledger_table(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
                       str(r["duration_ms"]), "yes" if r["admissible"] else "no",
                       r["node_id"] or "")
     console.print(table)
+
+
+def _num(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def dream_table(console: Console, report: Mapping[str, Any]) -> None:
+    """``dreamrsi dream``: the candidates, best first, and the decision."""
+    table = Table(title=f"dream {report['dream_id']}: {len(report['train_trees'])} training "
+                  f"trees, {len(report['holdout_trees'])} holdout, {report['trials']} trials, "
+                  f"{report['seconds']:.1f} s")
+    for col in ("policy", "version", "V train", "V holdout", "vs incumbent (95% CI)",
+                "attempts", "rounds", "out of support"):
+        table.add_column(col, overflow="fold")
+    rows = sorted(report["candidates"], key=lambda c: -c["train"]["value"])
+    for c in rows:
+        low, high = c["interval"]
+        table.add_row(c["policy"], c["version_id"], _num(c["train"]["value"]),
+                      _num(c["holdout"]["value"]),
+                      f"{c['difference']:+.4f} [{low:+.4f}, {high:+.4f}]",
+                      f"{c['train']['attempts']:.1f}", f"{c['train']['rounds']:.1f}",
+                      f"{100 * c['train']['out_of_support_share']:.0f}%")
+    console.print(table)
+    verdict = "promoted" if report["promoted"] else "kept the incumbent"
+    note = " (one tree: holdout equals training)" if report["holdout_is_train"] else ""
+    console.print(f"{verdict}: {report['selected']} — {report['reason']}{note}",
+                  highlight=False)
+
+
+def loop_round(console: Console, r: Any) -> None:
+    """One line block per loop round."""
+    console.print(f"[bold]round {r.round}[/] run {r.run_id}: policy {r.policy} — {r.why}",
+                  highlight=False)
+    console.print(f"  attempts {r.attempts} (cumulative {r.cumulative_attempts}), round best "
+                  f"{_fmt(r.round_best)}, best so far {_fmt(r.best_so_far)}", highlight=False)
+    if r.dream:
+        d = r.dream
+        console.print(f"  dream {d['dream_id']}: {d['trials']} trials in {d['seconds']} s -> "
+                      f"{'promote' if d['promoted'] else 'keep'} {d['selected']}",
+                      highlight=False)
+
+
+def loop_summary(console: Console, report: Any) -> None:
+    """The end of a loop."""
+    table = Table(title=f"loop {report.loop_id} ({report.task}, arm {report.arm})")
+    for col in ("round", "run", "policy", "attempts", "round best", "best so far"):
+        table.add_column(col, overflow="fold")
+    for r in report.rounds:
+        table.add_row(str(r.round), r.run_id, r.policy, str(r.attempts), _fmt(r.round_best),
+                      _fmt(r.best_so_far))
+    console.print(table)
+    console.print(f"best {_fmt(report.best)} in {report.seconds:.0f} s", highlight=False)
+
+
+def policies_table(console: Console, task: str, rows: Sequence[Mapping[str, Any]],
+                   deployed: str, source: str) -> None:
+    """``dreamrsi policies``."""
+    table = Table(title=f"policy versions of {task} (deployed: {deployed}, from {source})")
+    for col in ("version", "policy", "parent", "dream", "mean V by dream (train / holdout)"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        scores = "; ".join(f"{d}: {_num(v.get('train'))} / {_num(v.get('holdout'))}"
+                           for d, v in r["scores"].items())
+        table.add_row(r["version_id"], r["policy"], r["parent_id"] or "-",
+                      r["dream_id"] or "-", scores or "-")
+    console.print(table)
+
+
+def replay_table(console: Console, data: Mapping[str, Any]) -> None:
+    """``dreamrsi replay``."""
+    table = Table(title=f"replay of {data['policy']}")
+    for col in ("tree", "size", "V", "quality", "attempts", "rounds", "parallelism",
+                "out of support", "stop"):
+        table.add_column(col)
+    for t in data["trees"]:
+        table.add_row(t["tree_id"], str(t["tree_size"]), _num(t["value"]), _num(t["quality"]),
+                      str(t["attempts"]), str(t["rounds"]), f"{t['parallelism']:.2f}",
+                      str(t["out_of_support"]), t["stop"])
+    m = data["mean"]
+    table.add_row("mean", "", _num(m["value"]), _num(m["quality"]), f"{m['attempts']:.1f}",
+                  f"{m['rounds']:.1f}", f"{m['parallelism']:.2f}",
+                  f"{100 * m['out_of_support_share']:.0f}%", "")
+    console.print(table)

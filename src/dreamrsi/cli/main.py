@@ -20,9 +20,12 @@ import typer
 from rich.console import Console
 
 from dreamrsi.cli import _render
+from dreamrsi.dreaming import DreamConfig, LoopConfig, ReplaySettings, run_loop
+from dreamrsi.dreaming import dream as run_dream
+from dreamrsi.dreaming import queries as dq
 from dreamrsi.engine import RunConfig, check_task, default_policy, queries, resume_run, start_run
 from dreamrsi.errors import DreamError
-from dreamrsi.policies.registry import parse_spec
+from dreamrsi.policies.registry import BUILTIN, parse_spec
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks import builtin_tasks, load_task, resolve_task
 
@@ -166,6 +169,153 @@ def _finish(handle: SqliteRunStore, run_id: str, as_json: bool) -> None:
         _print_json(summary)
     else:
         _render.summary_table(console, summary)
+
+
+# -- dreaming ------------------------------------------------------------------------------
+
+Beta1Opt = Annotated[float, typer.Option("--beta1", help="Cost per attempt in V.")]
+Beta2Opt = Annotated[float, typer.Option("--beta2", help="Bonus per unit of parallelism in V.")]
+QualityOpt = Annotated[str, typer.Option(help="relative (per tree, 0..1) | raw.")]
+K2Opt = Annotated[int | None, typer.Option("--k2", min=1, help="Most replay rounds (K2).")]
+TrialsOpt = Annotated[int, typer.Option(min=1, help="Optuna trials, shared by the families.")]
+FamiliesOpt = Annotated[str | None, typer.Option(
+    help="Comma-separated policy families to search (default: all built-in).")]
+
+
+def _dream_config(trials: int, families: str | None, holdout: float, require_gain: bool,
+                  seed: int, settings: ReplaySettings) -> DreamConfig:
+    names = tuple(sorted(BUILTIN)) if not families else tuple(
+        f.strip() for f in families.split(",") if f.strip())
+    return DreamConfig(families=names, trials=trials, holdout_share=holdout,
+                       require_gain=require_gain, seed=seed, replay=settings)
+
+
+@app.command("dream")
+def dream_cmd(
+    task: Annotated[str, typer.Argument(help="A built-in task's name or a task directory.")],
+    trials: TrialsOpt = 600,
+    families: FamiliesOpt = None,
+    holdout: Annotated[float, typer.Option(help="Share of trees held out.")] = 0.25,
+    require_gain: Annotated[bool, typer.Option(
+        help="Promote only when the bootstrap interval is above zero.")] = False,
+    workers: Annotated[int | None, typer.Option(min=1, help="W in replay.")] = None,
+    budget: Annotated[int | None, typer.Option(min=1, help="Attempt ceiling in replay.")] = None,
+    k2: K2Opt = None,
+    beta1: Beta1Opt = 0.002,
+    beta2: Beta2Opt = 0.002,
+    quality: QualityOpt = "relative",
+    seed: Annotated[int, typer.Option(help="Seed of the samplers.")] = 0,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Dream over TASK's recorded trees: search policies by replay and select the next one."""
+
+    def body() -> None:
+        loaded = resolve_task(task)
+        with SqliteRunStore.open(store, writer=True, holder=f"dream {loaded.name}") as handle:
+            incumbent, _ = dq.deployed_policy(handle, loaded)
+            settings = ReplaySettings(workers or dq.default_workers(handle, loaded), k2, budget,
+                                      beta1, beta2, quality)
+            config = _dream_config(trials, families, holdout, require_gain, seed, settings)
+            report = run_dream(handle, loaded, incumbent, config)
+        if as_json:
+            _print_json(report.as_dict())
+        else:
+            _render.dream_table(console, report.as_dict())
+
+    _guard(body)
+
+
+@app.command("loop")
+def loop_cmd(
+    task: Annotated[str, typer.Argument(help="A built-in task's name or a task directory.")],
+    rounds: Annotated[int, typer.Option(min=1, help="Online rounds.")] = 5,
+    per_round_budget: Annotated[int, typer.Option(min=1, help="Attempt ceiling per round.")] = 40,
+    workers: Annotated[int, typer.Option(min=1, help="Attempts in parallel (W).")] = 2,
+    arm: Annotated[str, typer.Option(help="dream | fixed (keep the initial policy).")] = "dream",
+    trials: TrialsOpt = 600,
+    families: FamiliesOpt = None,
+    require_gain: Annotated[bool, typer.Option(
+        help="Promote only when the bootstrap interval is above zero.")] = False,
+    beta1: Beta1Opt = 0.002,
+    beta2: Beta2Opt = 0.002,
+    quality: QualityOpt = "relative",
+    seed: Annotated[int, typer.Option(help="Seed of the loop.")] = 0,
+    isolation: Annotated[str | None, typer.Option(help="auto | required | off.")] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the recursive loop: explore online, dream over the history, redeploy, repeat."""
+
+    def body() -> None:
+        loaded = resolve_task(task)
+        settings = ReplaySettings(workers, None, per_round_budget, beta1, beta2, quality)
+        config = LoopConfig(rounds, per_round_budget, workers, arm, seed, None, isolation,
+                            _dream_config(trials, families, 0.25, require_gain, seed,
+                                          settings))
+        with SqliteRunStore.open(store, writer=True, holder=f"loop {loaded.name}") as handle:
+            _sigterm_as_interrupt()
+            observer = None if as_json else (lambda r: _render.loop_round(console, r))
+            report = run_loop(handle, loaded, config, observer)
+        if as_json:
+            _print_json(report.as_dict())
+        else:
+            _render.loop_summary(console, report)
+
+    _guard(body)
+
+
+@app.command("policies")
+def policies_cmd(
+    task: Annotated[str, typer.Argument(help="A built-in task's name or a task directory.")],
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """List every policy version of TASK: lineage, parameters, replay scores per dream."""
+
+    def body() -> None:
+        loaded = resolve_task(task)
+        with _reader(store) as handle:
+            rows = dq.policy_rows(handle, loaded)
+            deployed, source = dq.deployed_policy(handle, loaded)
+        if as_json:
+            _print_json({"task": loaded.name, "deployed": deployed.label(),
+                         "deployed_from": source, "versions": rows})
+        else:
+            _render.policies_table(console, loaded.name, rows, deployed.label(), source)
+
+    _guard(body)
+
+
+@app.command("replay")
+def replay_cmd(
+    task: Annotated[str, typer.Argument(help="A built-in task's name or a task directory.")],
+    policy: Annotated[str | None, typer.Option(
+        help="NAME[:key=value,...] (default: the deployed policy).")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="W in replay.")] = None,
+    budget: Annotated[int | None, typer.Option(min=1, help="Attempt ceiling in replay.")] = None,
+    k2: K2Opt = None,
+    beta1: Beta1Opt = 0.002,
+    beta2: Beta2Opt = 0.002,
+    quality: QualityOpt = "relative",
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replay one policy over TASK's recorded trees and print its table."""
+
+    def body() -> None:
+        loaded = resolve_task(task)
+        with _reader(store) as handle:
+            spec = parse_spec(policy) if policy else dq.deployed_policy(handle, loaded)[0]
+            settings = ReplaySettings(workers or dq.default_workers(handle, loaded), k2, budget,
+                                      beta1, beta2, quality)
+            table = dq.replay_rows(handle, loaded, spec, settings)
+        if as_json:
+            _print_json(table)
+        else:
+            _render.replay_table(console, table)
+
+    _guard(body)
 
 
 # -- reading -------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ and in replay (:func:`check_batch`).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,6 +76,17 @@ class PolicySpec:
 
     name: str
     params: Mapping[str, Any] = field(default_factory=dict)
+
+    def version_id(self, code_digest: str | None = None) -> str:
+        """A stable id for this policy (and code, if given): ``p`` + 12 hex digits.
+
+        >>> PolicySpec("fixed", {"branches": 2}).version_id() == PolicySpec(
+        ...     "fixed", {"branches": 2}).version_id()
+        True
+        """
+        text = json.dumps({"name": self.name, "params": dict(self.params),
+                           "code": code_digest}, sort_keys=True, separators=(",", ":"))
+        return "p" + hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def label(self) -> str:
         """``name`` or ``name:key=value,...`` (sorted keys)."""

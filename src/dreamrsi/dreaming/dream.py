@@ -1,0 +1,219 @@
+"""One dream: search policy families by replay over a task's history, then select and record.
+
+Steps: load the comparable trees and split them; run a study per family on the training trees
+(the incumbent's parameters are tried first in its family); replay the best specs of every
+family and the incumbent on every tree; select with the incumbent among the candidates; store
+the versions, their per-tree scores and the ledger events (one per study, one for the
+candidates, one for the promotion or the decision to keep the incumbent).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dreamrsi.core.policy import PolicySpec
+from dreamrsi.core.replay import RecordedTree
+from dreamrsi.dreaming.evaluate import ReplaySettings, TreeScore, score_policy, summary
+from dreamrsi.dreaming.history import History, load_history
+from dreamrsi.dreaming.search import search_family
+from dreamrsi.dreaming.select import Selection, select
+from dreamrsi.errors import ConfigError
+from dreamrsi.policies.registry import BUILTIN, policy_class
+from dreamrsi.store.dreams import DreamRecord, PolicyScore, PolicyVersion
+from dreamrsi.store.ledger import Actor, LedgerEvent
+from dreamrsi.store.sqlite import SqliteRunStore
+from dreamrsi.tasks.spec import Task
+
+
+@dataclass(frozen=True, slots=True)
+class DreamConfig:
+    """Settings of one dream.
+
+    Attributes:
+        families: Policy families to search.
+        trials: Optuna trials in all, shared evenly by the families.
+        keep: Best specs per family replayed on every tree as candidates.
+        holdout_share: Share of trees held out to report generalisation (at least one).
+        require_gain: Promote only when the bootstrap interval is above zero.
+        seed: Seed of the samplers and the bootstrap.
+        replay: How candidates are replayed and scored.
+    """
+
+    families: tuple[str, ...] = tuple(sorted(BUILTIN))
+    trials: int = 600
+    keep: int = 3
+    holdout_share: float = 0.25
+    require_gain: bool = False
+    seed: int = 0
+    replay: ReplaySettings = field(default_factory=ReplaySettings)
+
+    def __post_init__(self) -> None:
+        if self.trials < len(self.families):
+            raise ConfigError(f"trials must be at least one per family ({len(self.families)})",
+                              key="trials")
+        if not 0 < self.holdout_share < 1:
+            raise ConfigError("holdout_share must be between 0 and 1", key="holdout_share")
+        for family in self.families:
+            policy_class(family)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A candidate's scores in a dream."""
+
+    version_id: str
+    spec: PolicySpec
+    train: tuple[TreeScore, ...]
+    holdout: tuple[TreeScore, ...]
+
+    def row(self, selection: Selection) -> dict[str, Any]:
+        """The candidate as a report row."""
+        comparison = next(c for c in selection.comparisons if c.version_id == self.version_id)
+        return {"version_id": self.version_id, "policy": self.spec.label(),
+                "train": summary(self.train), "holdout": summary(self.holdout),
+                "difference": comparison.difference,
+                "interval": [comparison.low, comparison.high]}
+
+
+@dataclass(frozen=True, slots=True)
+class DreamReport:
+    """What a dream decided, and on what evidence."""
+
+    dream_id: str
+    incumbent: PolicySpec
+    selected: PolicySpec
+    promoted: bool
+    reason: str
+    candidates: tuple[dict[str, Any], ...]
+    train_trees: tuple[str, ...]
+    holdout_trees: tuple[str, ...]
+    holdout_is_train: bool
+    trials: int
+    seconds: float
+    excluded_runs: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        data = asdict(self)
+        data["incumbent"] = self.incumbent.label()
+        data["selected"] = self.selected.label()
+        return data
+
+    def row_of(self, spec: PolicySpec) -> dict[str, Any]:
+        """The report row of a candidate."""
+        vid = spec.version_id()
+        return next(c for c in self.candidates if c["version_id"] == vid)
+
+
+def dream(store: SqliteRunStore, task: Task, incumbent: PolicySpec,
+          config: DreamConfig) -> DreamReport:
+    """Dream over every recorded tree of ``task`` and select the next policy.
+
+    Raises:
+        ConfigError: The task has no recorded tree yet.
+    """
+    started = time.monotonic()
+    history = load_history(store, task.name, task.digest, task.evaluator_digest)
+    if not history.trees:
+        raise ConfigError(f"no recorded trees of task {task.name} (digest {task.digest[:19]}) "
+                          "to dream over; run it first")
+    train, holdout = history.split(config.holdout_share)
+    dream_id = "d" + os.urandom(4).hex()
+    inc_id = incumbent.version_id()
+    with store.atomic():
+        store.put_policy(PolicyVersion(inc_id, incumbent, task.digest, created_at=time.time()))
+        store.create_dream(DreamRecord(
+            dream_id, task.digest, task.evaluator_digest,
+            {"settings": asdict(config.replay), "digest": config.replay.digest()},
+            _config_json(config, history), inc_id, time.time()))
+    events, specs, trials = _studies(train, incumbent, config)
+    candidates = [_candidate(spec, train, holdout, config.replay)
+                  for spec in _unique([incumbent, *specs])]
+    selection = select({c.version_id: [s.value for s in c.train] for c in candidates}, inc_id,
+                       require_gain=config.require_gain, seed=config.seed)
+    report = DreamReport(
+        dream_id, incumbent, next(c.spec for c in candidates
+                                  if c.version_id == selection.selected),
+        selection.promoted, selection.reason, tuple(c.row(selection) for c in candidates),
+        tuple(t.tree_id for t in train), tuple(t.tree_id for t in holdout),
+        holdout is train or len(history.trees) < 2, trials, time.monotonic() - started,
+        tuple(r for r, _, _ in history.excluded))
+    _record(store, task, dream_id, candidates, selection, report, events, history)
+    return report
+
+
+def _studies(train: list[RecordedTree], incumbent: PolicySpec,
+             config: DreamConfig) -> tuple[list[LedgerEvent], list[PolicySpec], int]:
+    per_family = max(1, config.trials // len(config.families))
+    events, specs, total = [], [], 0
+    for i, family in enumerate(config.families):
+        started = time.monotonic()
+        start_from = [dict(incumbent.params)] if family == incumbent.name else []
+        found = search_family(family, train, config.replay, trials=per_family,
+                              seed=config.seed + i, keep=config.keep, start_from=start_from)
+        total += found.trials
+        specs += [spec for spec, _ in found.best]
+        events.append(LedgerEvent(
+            Actor.DREAMER, f"optuna study {family}", args=(f"trials={found.trials}",), exit=0,
+            parsed={"family": family, "trials": found.trials, "train_trees": len(train),
+                    "best": [{"policy": s.label(), "train_mean": v} for s, v in found.best]},
+            duration_ms=int((time.monotonic() - started) * 1000)))
+    return events, specs, total
+
+
+def _candidate(spec: PolicySpec, train: list[RecordedTree], holdout: list[RecordedTree],
+               settings: ReplaySettings) -> Candidate:
+    return Candidate(spec.version_id(), spec, tuple(score_policy(spec, train, settings)),
+                     tuple(score_policy(spec, holdout, settings)))
+
+
+def _record(store: SqliteRunStore, task: Task, dream_id: str, candidates: list[Candidate],
+            selection: Selection, report: DreamReport, events: list[LedgerEvent],
+            history: History) -> None:
+    now = time.time()
+    scores = []
+    for c in candidates:
+        for split, items in (("train", c.train), ("holdout", c.holdout)):
+            for s in items:
+                scores.append(PolicyScore(dream_id, c.version_id, s.result.tree_id, split,
+                                          s.value, s.result.quality, s.result.revealed,
+                                          s.result.rounds, s.result.out_of_support,
+                                          s.result.selections))
+    replay_event = LedgerEvent(
+        Actor.DREAMER, "replay candidates", exit=0,
+        parsed={"history": history.digest(), "candidates": list(report.candidates),
+                "train_trees": list(report.train_trees),
+                "holdout_trees": list(report.holdout_trees)})
+    decision = LedgerEvent(
+        Actor.DREAMER, f"{'promote' if selection.promoted else 'keep'} {selection.selected}",
+        exit=0, parsed={"incumbent": selection.incumbent, "selected": selection.selected,
+                        "promoted": selection.promoted, "reason": selection.reason,
+                        "evidence": [e.event_id for e in (*events, replay_event)],
+                        "scores": f"policy_scores where dream_id = {dream_id}"})
+    with store.atomic():
+        for c in candidates:
+            parent = None if c.version_id == selection.incumbent else selection.incumbent
+            store.put_policy(PolicyVersion(c.version_id, c.spec, task.digest, parent, dream_id,
+                                           created_at=now))
+        store.add_scores(scores)
+        store.append_ledger(dream_id, [*events, replay_event, decision], dream_id=dream_id)
+        store.finish_dream(dream_id, selected=selection.selected, promoted=selection.promoted,
+                           report=report.as_dict(), finished_at=now)
+
+
+def _unique(specs: list[PolicySpec]) -> list[PolicySpec]:
+    seen: dict[str, PolicySpec] = {}
+    for spec in specs:
+        seen.setdefault(spec.version_id(), spec)
+    return list(seen.values())
+
+
+def _config_json(config: DreamConfig, history: History) -> dict[str, Any]:
+    data = asdict(config)
+    data["families"] = list(config.families)
+    data["history"] = history.digest()
+    data["trees"] = [t.tree_id for t in history.trees]
+    return data

@@ -1,0 +1,126 @@
+"""Score a policy over recorded trees: replay each tree, keep every part of V.
+
+Quality is taken either raw (the normalised score itself, as in the paper's formula) or
+relative to each tree (0 at the tree's weakest valid score, 1 at its best), so that trees and
+tasks with different score scales weigh the same; ``beta1`` and ``beta2`` are in those units.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from dreamrsi.core.objective import Objective
+from dreamrsi.core.policy import Policy, PolicySpec
+from dreamrsi.core.replay import RecordedTree, ReplayResult, replay
+from dreamrsi.errors import ConfigError
+from dreamrsi.policies.registry import make_policy
+
+QUALITY_MODES = ("relative", "raw")
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaySettings:
+    """How candidates are replayed and scored.
+
+    Attributes:
+        workers: W in replay (the online run's worker count).
+        max_rounds: K2; ``None`` lets each tree allow as many rounds as it has nodes.
+        attempt_budget: Cut replays at this many attempts, as the online budget would.
+        beta1: Cost per attempt, in quality units.
+        beta2: Bonus per unit of parallelism (attempts per round).
+        quality: ``relative`` (per tree, 0 at its floor, 1 at its best) or ``raw``.
+    """
+
+    workers: int = 2
+    max_rounds: int | None = None
+    attempt_budget: int | None = None
+    beta1: float = 0.002
+    beta2: float = 0.002
+    quality: str = "relative"
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ConfigError("replay workers must be at least 1", key="workers")
+        if self.max_rounds is not None and self.max_rounds < 1:
+            raise ConfigError("K2 must be at least 1", key="max_rounds")
+        if self.beta1 < 0 or self.beta2 < 0:
+            raise ConfigError("beta1 and beta2 must be non-negative", key="beta")
+        if self.quality not in QUALITY_MODES:
+            raise ConfigError(f"unknown quality mode '{self.quality}'", key="quality",
+                              expected=" | ".join(QUALITY_MODES))
+
+    def objective(self) -> Objective:
+        """The weights of V."""
+        return Objective(self.beta1, self.beta2)
+
+    def digest(self) -> str:
+        """Digest of the settings (stored with every dream)."""
+        text = json.dumps(asdict(self), sort_keys=True)
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class TreeScore:
+    """One policy on one tree: the replay and its value."""
+
+    result: ReplayResult
+    value: float
+
+
+def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings) -> TreeScore:
+    """Replay one tree and score it under ``settings``."""
+    k2 = settings.max_rounds if settings.max_rounds is not None else max(1, tree.size)
+    result = replay(policy, tree, workers=settings.workers, max_rounds=k2,
+                    seed=_seed(tree.tree_id), attempt_budget=settings.attempt_budget,
+                    keep_order=False)
+    if settings.quality == "relative":
+        result = _relative(result, tree)
+    return TreeScore(result, settings.objective().value(result))
+
+
+def score_policy(spec: PolicySpec | Policy, trees: Sequence[RecordedTree],
+                 settings: ReplaySettings) -> list[TreeScore]:
+    """Replay every tree with a fresh policy state; one score per tree, in order."""
+    policy = make_policy(spec)
+    return [replay_tree(policy, tree, settings) for tree in trees]
+
+
+def mean_value(scores: Sequence[TreeScore]) -> float:
+    """The policy score: mean V over the trees."""
+    if not scores:
+        raise ValueError("no trees to score")
+    return sum(s.value for s in scores) / len(scores)
+
+
+def summary(scores: Sequence[TreeScore]) -> dict[str, Any]:
+    """Means of every part of V, and the out-of-support share."""
+    n = max(1, len(scores))
+    selections = sum(s.result.selections for s in scores)
+    return {
+        "value": sum(s.value for s in scores) / n,
+        "quality": sum(s.result.quality for s in scores) / n,
+        "attempts": sum(s.result.revealed for s in scores) / n,
+        "rounds": sum(s.result.rounds for s in scores) / n,
+        "parallelism": sum(s.result.parallelism for s in scores) / n,
+        "out_of_support_share": (sum(s.result.out_of_support for s in scores) / selections
+                                 if selections else 0.0),
+    }
+
+
+def _relative(result: ReplayResult, tree: RecordedTree) -> ReplayResult:
+    floor, best = tree.floor, tree.best
+    if floor is None or best is None or best <= floor:
+        quality = 1.0 if best is not None else 0.0
+    else:
+        quality = (result.quality - floor) / (best - floor)
+    return ReplayResult(result.tree_id, quality, result.revealed, result.rounds,
+                        result.out_of_support, result.selections, result.stop, result.order,
+                        result.batch_sizes)
+
+
+def _seed(tree_id: str) -> int:
+    return int.from_bytes(hashlib.sha256(tree_id.encode()).digest()[:4], "big")

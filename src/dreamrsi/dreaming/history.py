@@ -1,0 +1,109 @@
+"""A task's history: its recorded trees, checked to be comparable, split into train and holdout.
+
+Replay only mixes trees recorded with the same task and evaluator (equal digests); asked to mix
+others, it refuses and names them. The holdout split is a fixed share of the trees (at least
+one), taken in the order of a hash of their run ids, so the choice does not depend on when a
+tree was recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dreamrsi.core.replay import RecordedTree
+from dreamrsi.errors import ConfigError
+from dreamrsi.store.base import RunRecord
+from dreamrsi.store.sqlite import SqliteRunStore
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """Comparable recorded trees of one task.
+
+    Attributes:
+        task_digest: The task digest every tree shares.
+        evaluator_digest: The evaluator digest every tree shares.
+        trees: The trees, oldest run first.
+        excluded: Runs of the same task name left out because their digests differ, as
+            ``(run_id, task_digest, evaluator_digest)``.
+    """
+
+    task_digest: str
+    evaluator_digest: str
+    trees: tuple[RecordedTree, ...]
+    excluded: tuple[tuple[str, str, str], ...] = ()
+
+    def split(self, holdout_share: float) -> tuple[list[RecordedTree], list[RecordedTree]]:
+        """``(train, holdout)``: ``holdout_share`` of the trees (at least one, and at least one
+        left to train on). With a single tree it is both (there is no true holdout)."""
+        trees = list(self.trees)
+        if len(trees) < 2:
+            return trees, trees
+        count = min(len(trees) - 1, max(1, int(holdout_share * len(trees))))
+        ranked = sorted(trees, key=lambda t: _unit(t.tree_id))
+        holdout_ids = {t.tree_id for t in ranked[:count]}
+        return ([t for t in trees if t.tree_id not in holdout_ids],
+                [t for t in trees if t.tree_id in holdout_ids])
+
+    def digest(self) -> str:
+        """Digest of the history: the trees it holds and their contents."""
+        h = hashlib.sha256(f"{self.task_digest}|{self.evaluator_digest}".encode())
+        for tree in self.trees:
+            h.update(tree_digest(tree).encode())
+        return "sha256:" + h.hexdigest()
+
+
+def load_history(store: SqliteRunStore, task_name: str, task_digest: str,
+                 evaluator_digest: str, *, run_ids: Sequence[str] | None = None) -> History:
+    """The trees of ``task_name`` recorded with the given digests.
+
+    Args:
+        store: The store.
+        task_name: The task's name (runs of other tasks are never considered).
+        task_digest: The task digest the trees must carry.
+        evaluator_digest: The evaluator digest they must carry.
+        run_ids: Use exactly these runs; mixing digests is then an error, not a filter.
+
+    Raises:
+        ConfigError: ``run_ids`` name runs of another task or with other digests.
+    """
+    if run_ids is not None:
+        runs = [store.get_run(r) for r in run_ids]
+    else:
+        runs = [r for r in store.list_runs() if r.task_name == task_name]
+    keep: list[RunRecord] = []
+    excluded: list[tuple[str, str, str]] = []
+    for run in runs:
+        digests = (run.task_digest, store.get_task(run.task_digest).evaluator_digest)
+        if digests == (task_digest, evaluator_digest):
+            keep.append(run)
+        else:
+            excluded.append((run.run_id, *digests))
+    if run_ids is not None and excluded:
+        listed = "; ".join(f"{r} (task {t[:19]}, evaluator {e[:19]})" for r, t, e in excluded)
+        raise ConfigError(f"cannot replay these runs together: their task or evaluator "
+                          f"differs from task {task_digest[:19]}, evaluator "
+                          f"{evaluator_digest[:19]}: {listed}")
+    trees = []
+    for run in keep:
+        nodes = store.replay_nodes(run.run_id)
+        if nodes:
+            trees.append(RecordedTree.from_nodes(run.run_id, nodes, task_digest=task_digest,
+                                                 evaluator_digest=evaluator_digest))
+    return History(task_digest, evaluator_digest, tuple(trees), tuple(excluded))
+
+
+def tree_digest(tree: RecordedTree) -> str:
+    """Digest of a recorded tree: every node's place, status and score."""
+    h = hashlib.sha256(tree.tree_id.encode())
+    for node in sorted(tree.nodes.values(), key=lambda n: n.seq):
+        h.update(f"{node.node_id}|{node.parent_id}|{node.round}|{node.status.value}|"
+                 f"{node.score!r}\n".encode())
+    return h.hexdigest()
+
+
+def _unit(text: str) -> float:
+    """A stable number in [0, 1) from a string."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2**64

@@ -1,0 +1,179 @@
+"""The recursive loop: explore online with π_t, append the tree, dream, deploy π_{t+1}.
+
+Round t is one run of the task with the deployed policy and the per-round budget (a ceiling: a
+policy may stop early, and unspent attempts are not carried over). In the ``dream`` arm a dream
+over every recorded tree of the task follows each round but the last; in the ``fixed`` arm the
+initial policy stays deployed, so both arms compare on equal terms.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from dreamrsi.core.policy import PolicySpec
+from dreamrsi.dreaming.dream import DreamConfig, DreamReport, dream
+from dreamrsi.engine.config import RunConfig, default_policy
+from dreamrsi.engine.run import start_run
+from dreamrsi.errors import ConfigError
+from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
+from dreamrsi.store.sqlite import SqliteRunStore
+from dreamrsi.tasks.spec import Task
+
+ARMS = ("dream", "fixed")
+
+
+@dataclass(frozen=True, slots=True)
+class LoopConfig:
+    """Settings of a loop.
+
+    Attributes:
+        rounds: Online rounds.
+        per_round_budget: Attempt ceiling of each round.
+        workers: W of every round (and of replay).
+        arm: ``dream`` (dream after each round) or ``fixed`` (keep the initial policy).
+        seed: Seed of the loop; round t runs with seed ``seed * 1000 + t``.
+        initial: π_1; default: fixed refinement sized to the per-round budget.
+        isolation: Sandbox isolation of the runs (``None``: the task's setting).
+        dream: Settings of each dream (replay workers and budget follow the loop's).
+    """
+
+    rounds: int = 5
+    per_round_budget: int = 40
+    workers: int = 2
+    arm: str = "dream"
+    seed: int = 0
+    initial: PolicySpec | None = None
+    isolation: str | None = None
+    dream: DreamConfig = field(default_factory=DreamConfig)
+
+    def __post_init__(self) -> None:
+        if self.rounds < 1 or self.per_round_budget < 1 or self.workers < 1:
+            raise ConfigError("rounds, per_round_budget and workers must be positive")
+        if self.arm not in ARMS:
+            raise ConfigError(f"unknown arm '{self.arm}'", key="arm", expected=" | ".join(ARMS))
+
+    def initial_policy(self) -> PolicySpec:
+        """π_1."""
+        return self.initial or default_policy(self.per_round_budget, self.workers)
+
+    def dream_config(self) -> DreamConfig:
+        """The dream settings, with replay matched to the online rounds."""
+        settings = replace(self.dream.replay, workers=self.workers,
+                           attempt_budget=self.per_round_budget)
+        return replace(self.dream, replay=settings)
+
+
+@dataclass(frozen=True, slots=True)
+class RoundReport:
+    """One round of a loop."""
+
+    round: int
+    run_id: str
+    policy: str
+    version_id: str
+    why: str
+    attempts: int
+    round_best: float | None
+    best_so_far: float | None
+    cumulative_attempts: int
+    dream: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoopReport:
+    """A finished loop."""
+
+    loop_id: str
+    task: str
+    arm: str
+    rounds: tuple[RoundReport, ...]
+    best: float | None
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return asdict(self)
+
+
+RoundObserver = Callable[[RoundReport], None]
+
+
+def run_loop(store: SqliteRunStore, task: Task, config: LoopConfig,
+             observer: RoundObserver | None = None) -> LoopReport:
+    """Run the loop to the end and return its report."""
+    started = time.monotonic()
+    loop_id = "l" + os.urandom(4).hex()
+    store.create_loop(LoopRecord(loop_id, task.digest, config.arm, _config_json(config),
+                                 "running", time.time()))
+    policy = config.initial_policy()
+    why = "the initial policy (π_1)"
+    reports: list[RoundReport] = []
+    best: float | None = None
+    spent = 0
+    status = "failed"
+    try:
+        for t in range(1, config.rounds + 1):
+            summary = start_run(store, task, RunConfig(
+                budget=config.per_round_budget, workers=config.workers,
+                seed=config.seed * 1000 + t, policy=policy, isolation=config.isolation))
+            round_best = None if summary.best is None else summary.best.raw_score
+            if round_best is not None and (best is None or _better(task, round_best, best)):
+                best = round_best
+            spent += summary.attempts
+            version_id = policy.version_id()
+            store.put_policy(PolicyVersion(version_id, policy, task.digest,
+                                           created_at=time.time()))
+            report = None
+            if config.arm == "dream" and t < config.rounds:
+                report = dream(store, task, policy, config.dream_config())
+            store.add_loop_round(LoopRound(loop_id, t, summary.run_id, version_id,
+                                           report.dream_id if report else None))
+            entry = RoundReport(t, summary.run_id, policy.label(), version_id, why,
+                                summary.attempts, round_best, best, spent,
+                                _dream_summary(report))
+            reports.append(entry)
+            if observer is not None:
+                observer(entry)
+            if report is not None:
+                policy, why = report.selected, _why(report)
+        status = "finished"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        store.set_loop_status(loop_id, status)
+    return LoopReport(loop_id, task.name, config.arm, tuple(reports), best,
+                      time.monotonic() - started)
+
+
+def _better(task: Task, a: float, b: float) -> bool:
+    return task.direction.normalise(a) > task.direction.normalise(b)
+
+
+def _why(report: DreamReport) -> str:
+    row = report.row_of(report.selected)
+    low, high = row["interval"]
+    mean = row["train"]["value"]
+    inc = report.row_of(report.incumbent)["train"]["value"]
+    verdict = "promoted" if report.promoted else "kept"
+    return (f"{verdict} by dream {report.dream_id}: replay score {mean:.4f} vs incumbent "
+            f"{inc:.4f} (difference 95% interval [{low:+.4f}, {high:+.4f}]) over "
+            f"{len(report.train_trees)} trees")
+
+
+def _dream_summary(report: DreamReport | None) -> dict[str, Any] | None:
+    if report is None:
+        return None
+    return {"dream_id": report.dream_id, "selected": report.selected.label(),
+            "promoted": report.promoted, "reason": report.reason, "trials": report.trials,
+            "seconds": round(report.seconds, 2)}
+
+
+def _config_json(config: LoopConfig) -> dict[str, Any]:
+    data = asdict(config)
+    data["initial"] = config.initial_policy().label()
+    return data

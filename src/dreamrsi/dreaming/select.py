@@ -1,0 +1,94 @@
+"""Pick the next policy: the argmax over every evaluated version, the incumbent included.
+
+Each candidate's difference to the incumbent gets a paired bootstrap interval over trees (both
+replayed on the same trees, so the pairing removes the trees' own spread). With ``require_gain``
+a candidate replaces the incumbent only when that interval lies above zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """A candidate against the incumbent on the same trees."""
+
+    version_id: str
+    mean: float
+    incumbent_mean: float
+    low: float
+    high: float
+
+    @property
+    def difference(self) -> float:
+        """Mean V of the candidate minus the incumbent's."""
+        return self.mean - self.incumbent_mean
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The outcome of a selection."""
+
+    selected: str
+    incumbent: str
+    promoted: bool
+    reason: str
+    comparisons: tuple[Comparison, ...]
+
+
+def paired_interval(candidate: Sequence[float], incumbent: Sequence[float], *,
+                    resamples: int = 2000, level: float = 0.95,
+                    seed: int = 0) -> tuple[float, float]:
+    """Bootstrap interval of ``mean(candidate - incumbent)``, resampling trees in pairs."""
+    diff = np.asarray(candidate, dtype=float) - np.asarray(incumbent, dtype=float)
+    if diff.size == 0:
+        raise ValueError("no trees to compare on")
+    if diff.size == 1:
+        return float(diff[0]), float(diff[0])
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, diff.size, size=(resamples, diff.size))
+    means = diff[picks].mean(axis=1)
+    tail = (1.0 - level) / 2
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def select(values: Mapping[str, Sequence[float]], incumbent: str, *,
+           require_gain: bool = False, seed: int = 0) -> Selection:
+    """Choose among versions scored on the same trees.
+
+    Args:
+        values: Version id -> V per tree (the same trees, in the same order, for all).
+        incumbent: The deployed version; it must be among ``values``.
+        require_gain: Promote only when the winner's interval against the incumbent is above 0.
+        seed: Seed of the bootstrap.
+
+    Returns:
+        The selection; ties keep the incumbent.
+    """
+    if incumbent not in values:
+        raise ValueError(f"the incumbent {incumbent} was not evaluated")
+    base = list(values[incumbent])
+    base_mean = float(np.mean(base))
+    comparisons = []
+    for version_id, vs in values.items():
+        if len(vs) != len(base):
+            raise ValueError(f"{version_id} was scored on {len(vs)} trees, not {len(base)}")
+        low, high = paired_interval(vs, base, seed=seed)
+        comparisons.append(Comparison(version_id, float(np.mean(vs)), base_mean, low, high))
+    comparisons.sort(key=lambda c: (-c.mean, c.version_id != incumbent, c.version_id))
+    best = comparisons[0]
+    if best.version_id == incumbent or best.mean <= base_mean:
+        return Selection(incumbent, incumbent, False, "no candidate beats the incumbent's mean "
+                         "replay score", tuple(comparisons))
+    if require_gain and best.low <= 0:
+        return Selection(incumbent, incumbent, False, f"best candidate {best.version_id} is "
+                         f"ahead by {best.difference:+.4g} but its interval [{best.low:+.4g}, "
+                         f"{best.high:+.4g}] does not exclude zero", tuple(comparisons))
+    return Selection(best.version_id, incumbent, True, f"{best.version_id} beats the "
+                     f"incumbent by {best.difference:+.4g} (95% interval [{best.low:+.4g}, "
+                     f"{best.high:+.4g}])", tuple(comparisons))
