@@ -1,0 +1,221 @@
+"""Dreaming end to end on small real histories, and the selection's guarantees."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from dreamrsi.cli.main import app
+from dreamrsi.core.policy import PolicySpec
+from dreamrsi.dreaming import DreamConfig, LoopConfig, ReplaySettings, dream, run_loop
+from dreamrsi.dreaming.evaluate import score_policy
+from dreamrsi.dreaming.history import load_history
+from dreamrsi.dreaming.select import paired_interval, select
+from dreamrsi.engine import RunConfig, start_run
+from dreamrsi.errors import ConfigError
+from dreamrsi.policies.registry import parse_spec
+from dreamrsi.store.ledger import Actor
+from dreamrsi.store.sqlite import SqliteRunStore
+from dreamrsi.tasks import load_task
+from tests.conftest import TaskFactory
+
+FAST = DreamConfig(trials=36, keep=2, replay=ReplaySettings(workers=2, attempt_budget=8))
+
+
+def record_runs(store: SqliteRunStore, task_dir: Path, seeds: range,
+                policy: str = "fixed:branches=2,refine=3") -> None:
+    task = load_task(task_dir)
+    for seed in seeds:
+        start_run(store, task, RunConfig(budget=8, workers=2, seed=seed,
+                                         policy=parse_spec(policy), isolation="off"))
+
+
+@pytest.fixture
+def history_store(store: SqliteRunStore, make_task: TaskFactory) -> tuple[SqliteRunStore, Path]:
+    task_dir = make_task()
+    record_runs(store, task_dir, range(4))
+    return store, task_dir
+
+
+def test_dream_records_versions_scores_and_evidence(
+    history_store: tuple[SqliteRunStore, Path]
+) -> None:
+    store, task_dir = history_store
+    task = load_task(task_dir)
+    incumbent = PolicySpec("fixed", {"branches": 2, "refine": 3})
+    report = dream(store, task, incumbent, FAST)
+    assert len(report.train_trees) + len(report.holdout_trees) == 4
+    assert len(report.holdout_trees) >= 1 and not report.holdout_is_train
+    assert set(report.train_trees).isdisjoint(report.holdout_trees)
+    families = {c["policy"].split(":")[0] for c in report.candidates}
+    assert families == set(FAST.families)
+    # the incumbent is a candidate, and nothing selected has a lower mean than it
+    inc = report.row_of(incumbent)
+    chosen = report.row_of(report.selected)
+    assert chosen["train"]["value"] >= inc["train"]["value"]
+    # every candidate is stored as a version of the task with lineage and per-tree scores
+    versions = {v.version_id: v for v in store.list_policies(task.digest)}
+    for c in report.candidates:
+        version = versions[c["version_id"]]
+        assert version.spec.label() == c["policy"]
+        if c["version_id"] != incumbent.version_id():
+            assert version.parent_id == incumbent.version_id()
+            assert version.dream_id == report.dream_id
+        rows = store.scores(version_id=c["version_id"], dream_id=report.dream_id)
+        assert len(rows) == 4
+    # the decision is a ledger event citing the studies and the replay
+    assert store.verify_ledger(report.dream_id).ok
+    rows = list(store.ledger(report.dream_id))
+    assert all(r.event.actor is Actor.DREAMER and r.event.admissible for r in rows)
+    decision = rows[-1].event
+    assert decision.cmd.split()[0] in ("promote", "keep")
+    cited = set(decision.parsed["evidence"])  # type: ignore[index]
+    assert cited == {r.event.event_id for r in rows[:-1]}
+    stored = store.get_dream(report.dream_id)
+    assert stored.selected == report.selected.version_id()
+    assert stored.promoted == report.promoted
+
+
+def test_versions_are_reproducible_from_the_store_alone(
+    history_store: tuple[SqliteRunStore, Path]
+) -> None:
+    store, task_dir = history_store
+    task = load_task(task_dir)
+    report = dream(store, task, PolicySpec("fixed", {"branches": 2, "refine": 3}), FAST)
+    history = load_history(store, task.name, task.digest, task.evaluator_digest)
+    trees = {t.tree_id: t for t in history.trees}
+    for version in store.list_policies(task.digest):
+        stored = store.scores(version_id=version.version_id, dream_id=report.dream_id)
+        again = score_policy(version.spec, [trees[s.tree_id] for s in stored], FAST.replay)
+        assert [s.value for s in stored] == [a.value for a in again]
+        assert [s.revealed for s in stored] == [a.result.revealed for a in again]
+
+
+def test_dream_without_history_is_a_clear_error(store: SqliteRunStore,
+                                                make_task: TaskFactory) -> None:
+    with pytest.raises(ConfigError, match="no recorded trees of task toy"):
+        dream(store, load_task(make_task()), PolicySpec("fixed"), FAST)
+
+
+def test_history_refuses_to_mix_digests(store: SqliteRunStore, make_task: TaskFactory) -> None:
+    first = make_task()
+    record_runs(store, first, range(1))
+    (first / "seed" / "evaluate.py").write_text(
+        (first / "seed" / "evaluate.py").read_text() + "\n# changed\n")
+    record_runs(store, first, range(1))
+    runs = store.list_runs()
+    task = load_task(first)
+    history = load_history(store, task.name, task.digest, task.evaluator_digest)
+    assert [t.tree_id for t in history.trees] == [runs[1].run_id]
+    assert [r for r, _, _ in history.excluded] == [runs[0].run_id]
+    with pytest.raises(ConfigError, match=f"cannot replay these runs together.*{runs[0].run_id}"):
+        load_history(store, task.name, task.digest, task.evaluator_digest,
+                     run_ids=[r.run_id for r in runs])
+
+
+def test_split_is_stable_and_keeps_both_sides(history_store: tuple[SqliteRunStore, Path]) -> None:
+    store, task_dir = history_store
+    task = load_task(task_dir)
+    history = load_history(store, task.name, task.digest, task.evaluator_digest)
+    train, holdout = history.split(0.25)
+    assert len(holdout) == 1 and len(train) == 3
+    assert history.split(0.25) == (train, holdout)
+    train2, holdout2 = history.split(0.5)
+    assert len(holdout2) == 2 and {t.tree_id for t in holdout} <= {t.tree_id for t in holdout2}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.floats(-10, 10), min_size=3, max_size=3), min_size=1, max_size=6),
+       st.booleans())
+def test_the_incumbent_is_never_replaced_by_a_lower_mean(table: list[list[float]],
+                                                         require_gain: bool) -> None:
+    values = {f"v{i}": row for i, row in enumerate(table)}
+    selection = select(values, "v0", require_gain=require_gain)
+    mean = {k: sum(v) / len(v) for k, v in values.items()}
+    assert mean[selection.selected] >= mean["v0"]
+    assert mean[selection.selected] == max(mean.values()) or not selection.promoted
+    if selection.promoted:
+        assert selection.selected != "v0"
+        if require_gain:
+            assert next(c for c in selection.comparisons
+                        if c.version_id == selection.selected).low > 0
+
+
+def test_paired_interval_brackets_the_mean_difference() -> None:
+    cand = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    inc = [0.5, 1.8, 2.1, 3.9, 4.0, 5.5]
+    low, high = paired_interval(cand, inc, seed=3)
+    mean = sum(c - i for c, i in zip(cand, inc, strict=True)) / len(cand)
+    assert low <= mean <= high and low > 0
+    assert paired_interval(cand, inc, seed=3) == (low, high)
+
+
+def test_require_gain_keeps_an_uncertain_winner_out() -> None:
+    values = {"inc": [1.0, 1.0, 1.0, 1.0], "new": [3.0, 0.0, 2.9, 0.0]}
+    assert select(values, "inc").selected == "new"
+    kept = select(values, "inc", require_gain=True)
+    assert kept.selected == "inc" and not kept.promoted and "does not exclude zero" in kept.reason
+
+
+def test_loop_runs_rounds_and_dreams_between_them(store: SqliteRunStore,
+                                                  make_task: TaskFactory) -> None:
+    task = load_task(make_task())
+    seen = []
+    report = run_loop(store, task, LoopConfig(rounds=3, per_round_budget=6, workers=2,
+                                              isolation="off", dream=DreamConfig(trials=24)),
+                      observer=seen.append)
+    assert [r.round for r in report.rounds] == [1, 2, 3] == [r.round for r in seen]
+    assert all(r.attempts <= 6 for r in report.rounds)
+    assert report.rounds[-1].cumulative_attempts == sum(r.attempts for r in report.rounds)
+    assert [r.dream is not None for r in report.rounds] == [True, True, False]
+    assert report.rounds[0].why == "the initial policy (π_1)"
+    assert report.rounds[1].why.startswith(("promoted by dream", "kept by dream"))
+    assert report.rounds[1].policy == report.rounds[0].dream["selected"]  # type: ignore[index]
+    stored = store.loop_rounds(report.loop_id)
+    assert [r.run_id for r in stored] == [r.run_id for r in report.rounds]
+    assert store.get_loop(report.loop_id).status == "finished"
+    bests = [r.best_so_far for r in report.rounds]
+    assert bests == sorted(bests)  # best so far never decreases (maximize)
+
+
+def test_fixed_arm_keeps_the_initial_policy(store: SqliteRunStore,
+                                            make_task: TaskFactory) -> None:
+    task = load_task(make_task())
+    report = run_loop(store, task, LoopConfig(rounds=2, per_round_budget=4, workers=2,
+                                              arm="fixed", isolation="off"))
+    assert len({r.policy for r in report.rounds}) == 1
+    assert all(r.dream is None for r in report.rounds)
+    assert store.list_dreams(task.digest) == []
+
+
+def test_cli_dream_policies_replay_and_loop(tmp_path: Path, make_task: TaskFactory) -> None:
+    runner = CliRunner()
+    task_dir = str(make_task())
+    store = str(tmp_path / "s")
+
+    def cli(*args: str, code: int = 0) -> str:
+        result = runner.invoke(app, [*args, "--store", store])
+        assert result.exit_code == code, result.output
+        return result.output
+
+    cli("replay", task_dir, code=1)  # nothing recorded yet: a clear error
+    out = json.loads(cli("loop", task_dir, "--rounds", "2", "--per-round-budget", "4",
+                         "--trials", "12", "--isolation", "off", "--json"))
+    assert [r["round"] for r in out["rounds"]] == [1, 2]
+    dreamed = json.loads(cli("dream", task_dir, "--trials", "12", "--json"))
+    assert dreamed["selected"] and dreamed["candidates"]
+    listed = json.loads(cli("policies", task_dir, "--json"))
+    assert listed["deployed"] == dreamed["selected"]
+    assert any(v["scores"] for v in listed["versions"])
+    table = json.loads(cli("replay", task_dir, "--policy", "greedy:branches=1", "--json"))
+    assert len(table["trees"]) == 2 and table["policy"] == "greedy:branches=1"
+    assert {"value", "quality", "attempts", "rounds", "out_of_support"} <= set(table["trees"][0])
+    text = cli("loop", task_dir, "--rounds", "1", "--per-round-budget", "2", "--trials", "6",
+               "--isolation", "off")
+    assert "round 1" in text and "best so far" in text
+    cli("loop", task_dir, "--arm", "sideways", code=1)
