@@ -238,3 +238,19 @@ def test_replay_of_the_behaviour_policy_reproduces_an_online_run(
     assert list(result.order) == [n.node_id for n in nodes[1:]]
     assert [tree.nodes[i].round for i in result.order] == [n.round for n in nodes[1:]]
     assert result.rounds == summary.rounds
+
+
+def test_a_planning_policy_plans_from_earlier_runs_only(
+    store: SqliteRunStore, make_task: TaskFactory
+) -> None:
+    task = make_task()
+    first, nodes = run(store, task, budget=6, workers=2, policy="planned")
+    config = store.get_run(first.run_id).config
+    assert config["plan"]["branch_count"] == 2 and config["plan"]["refine_count"] == 2
+    assert "no history" in config["plan"]["reason"]
+    assert len([n for n in nodes if n.parent_id == nodes[0].node_id]) == 2
+    plan_rows = [r for r in store.ledger(first.run_id) if r.event.cmd.startswith("plan ")]
+    assert len(plan_rows) == 1 and plan_rows[0].event.parsed["refine_count"] == 2  # type: ignore[index]
+    second, _ = run(store, task, budget=6, workers=2, policy="planned")
+    later = store.get_run(second.run_id).config["plan"]
+    assert "past branches peaked" in later["reason"]

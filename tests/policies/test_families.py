@@ -175,3 +175,35 @@ def test_bad_parameters_are_config_errors(family: str) -> None:
     first = next(iter(policy_class(family).SPACE))
     with pytest.raises(ConfigError):
         make_policy(f"{family}:{first}=-5")
+
+
+def test_planned_grid_bootstraps_then_learns_from_history() -> None:
+    from dreamrsi.core.policy import PlanContext, TreeSummary
+
+    policy = make_policy("planned:quantile=0.5,stretch=1.0")
+    empty = policy.plan(PlanContext("t", 2, 40, ()))
+    assert (empty.branch_count, empty.refine_count) == (2, 19)
+    assert "no history" in empty.reason
+    past = TreeSummary("r", 40, 2, 19, (20, 20), (6, 8), (1.0, 2.0), 0.0)
+    grid = policy.plan(PlanContext("t", 2, 40, (past,)))
+    assert grid.refine_count == 7 and grid.branch_count == 5  # depth 8 -> 8-long chains
+    policy.reset(PolicyContext("t", 2, "online", random.Random(0), 40, None, grid))
+    view = TreeView(node(0, None, 0.0))
+    assert list(policy.select(view, Budget(2, 40))) == ["r-0", "r-0"]
+
+
+def test_a_plan_beyond_the_recorded_support_earns_nothing() -> None:
+    from dreamrsi.core.policy import GridPlan
+
+    nodes = [node(0, None, 0.5), node(1, 0, 0.9), node(2, 1, 1.0), node(3, 0, 0.2)]
+    tree = RecordedTree.from_nodes("r", nodes)
+    inside = replay(make_policy("planned"), tree, workers=2, max_rounds=10,
+                    plan=GridPlan(2, 1, "fits"))
+    assert inside.revealed == 3 and inside.quality == 1.0
+    outside = replay(make_policy("planned"), tree, workers=2, max_rounds=10,
+                     plan=GridPlan(3, 1, "too wide"))
+    assert outside.revealed == 0 and outside.stop == "plan out of support"
+    assert outside.quality == tree.floor and outside.out_of_support_share == 1.0
+    deeper = replay(make_policy("planned"), tree, workers=2, max_rounds=10,
+                    plan=GridPlan(1, 2, "too deep"))
+    assert deeper.stop == "plan out of support"

@@ -37,27 +37,6 @@ class Budget(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class PolicyContext:
-    """What a policy learns when an episode starts.
-
-    Attributes:
-        task_name: The task being explored.
-        workers: W for this episode.
-        mode: ``"online"`` for a live run, ``"replay"`` when dreaming.
-        rng: The episode's random source; a policy draws all randomness from it.
-        attempt_budget: The episode's attempt budget, if any.
-        round_budget: The episode's round budget (K1 or K2), if any.
-    """
-
-    task_name: str
-    workers: int
-    mode: Mode
-    rng: random.Random
-    attempt_budget: int | None = None
-    round_budget: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class GridPlan:
     """A plan made before a live run: how many branches, each refined how many times."""
 
@@ -68,6 +47,77 @@ class GridPlan:
     def __post_init__(self) -> None:
         if self.branch_count < 0 or self.refine_count < 0:
             raise ValueError("branch_count and refine_count must be non-negative")
+
+
+@dataclass(frozen=True, slots=True)
+class TreeSummary:
+    """What a plan may know of one past tree: its shape and where its best results were.
+
+    Attributes:
+        tree_id: The run that recorded it.
+        size: Non-root nodes.
+        branch_count: Branches (root children).
+        refine_count: Longest chain below a branch's first node.
+        branch_lengths: Nodes per branch, in opening order.
+        best_depths: Per branch, the depth (1 = first node) of its best score; 0 if none.
+        branch_bests: Per branch, its best score, if any.
+        root_score: The root's score.
+    """
+
+    tree_id: str
+    size: int
+    branch_count: int
+    refine_count: int
+    branch_lengths: tuple[int, ...]
+    best_depths: tuple[int, ...]
+    branch_bests: tuple[float | None, ...]
+    root_score: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanContext:
+    """What a ``plan`` hook sees: past trees only, never the episode it plans for.
+
+    Attributes:
+        task_name: The task.
+        workers: W of the coming episode.
+        attempt_budget: Its attempt budget, if any.
+        history: Summaries of earlier trees of the task (possibly none).
+        hard_max_refine_count: The largest refine count a plan may ask for.
+        trace_branch_count: In replay, the branches the replayed tree recorded.
+        trace_refine_count: In replay, its longest recorded refinement.
+    """
+
+    task_name: str
+    workers: int
+    attempt_budget: int | None
+    history: tuple[TreeSummary, ...]
+    hard_max_refine_count: int = 1000
+    trace_branch_count: int | None = None
+    trace_refine_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyContext:
+    """What a policy learns when an episode starts.
+
+    Attributes:
+        task_name: The task being explored.
+        workers: W for this episode.
+        mode: ``"online"`` for a live run, ``"replay"`` when dreaming.
+        rng: The episode's random source; a policy draws all randomness from it.
+        attempt_budget: The episode's attempt budget, if any.
+        round_budget: The episode's round budget (K1 or K2), if any.
+        plan: The grid the policy's ``plan`` hook chose before the episode, if it has one.
+    """
+
+    task_name: str
+    workers: int
+    mode: Mode
+    rng: random.Random
+    attempt_budget: int | None = None
+    round_budget: int | None = None
+    plan: GridPlan | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +149,12 @@ class PolicySpec:
 @runtime_checkable
 class Policy(Protocol):
     """An exploration policy.
+
+    A policy may also define ``plan(context: PlanContext) -> GridPlan``: it runs before a live
+    episode (and before each replay), sees only earlier trees, and must return a plan even with
+    no history. The plan reaches the policy again in ``reset(context)`` as ``context.plan``.
+    In replay, a plan asking for more branches or refinements than the tree recorded is out of
+    support and earns nothing.
 
     Call order: ``reset(context)`` once per episode (a fresh state for every policy–tree pair in
     replay), then ``select(view, budget)`` once per round until it returns an empty batch or the

@@ -12,14 +12,22 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from operator import attrgetter
 
 from dreamrsi.core.model import Node, NodeStatus
-from dreamrsi.core.policy import Budget, Policy, PolicyContext, check_batch
+from dreamrsi.core.policy import (
+    Budget,
+    GridPlan,
+    Policy,
+    PolicyContext,
+    TreeSummary,
+    check_batch,
+)
 from dreamrsi.core.view import TreeView
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class RecordedTree:
     """A recorded tree, indexed for replay.
 
@@ -118,8 +126,8 @@ class ReplayResult:
         rounds: k*, the completed decision rounds.
         out_of_support: Selections that revealed nothing (no recorded continuation).
         selections: Every selection made, revealing or not.
-        stop: ``"empty batch"``, ``"K2"``, ``"budget"`` (the attempt budget is spent) or
-            ``"exhausted"`` (the whole tree is revealed).
+        stop: ``"empty batch"``, ``"K2"``, ``"budget"`` (the attempt budget is spent),
+            ``"exhausted"`` (the whole tree is revealed) or ``"plan out of support"``.
         order: Revealed node ids in reveal order (root excluded).
         batch_sizes: Nodes revealed in each round.
     """
@@ -145,9 +153,30 @@ class ReplayResult:
         return self.out_of_support / self.selections if self.selections else 0.0
 
 
+@lru_cache(maxsize=4096)
+def summarize(tree: RecordedTree) -> TreeSummary:
+    """A tree's shape and where its best results were, for ``plan`` hooks (cached per tree)."""
+    lengths, depths, bests = [], [], []
+    for start in tree.root_children:
+        node_id: str | None = start
+        length, best, best_depth = 0, None, 0
+        while node_id is not None:
+            length += 1
+            score = tree.nodes[node_id].score
+            if score is not None and (best is None or score > best):
+                best, best_depth = score, length
+            node_id = tree.child.get(node_id)
+        lengths.append(length)
+        depths.append(best_depth)
+        bests.append(best)
+    return TreeSummary(tree.tree_id, tree.size, tree.branch_count,
+                       max(lengths, default=1) - 1, tuple(lengths), tuple(depths), tuple(bests),
+                       tree.root.score)
+
+
 def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
            seed: int = 0, attempt_budget: int | None = None, task_name: str = "",
-           keep_order: bool = True) -> ReplayResult:
+           keep_order: bool = True, plan: GridPlan | None = None) -> ReplayResult:
     """Replay ``policy`` on ``tree`` from its root with a fresh policy state.
 
     Args:
@@ -159,17 +188,24 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
         attempt_budget: Cut every batch to the attempts left, as the online engine does.
         task_name: Passed to the policy's context.
         keep_order: Record the reveal order (turn off for throughput).
+        plan: The policy's grid plan for this tree, if it plans. A plan beyond the tree's
+            recorded branch or refine count is out of support: the replay reveals nothing and
+            its quality is the tree's floor.
 
     Raises:
         PolicyError: A batch breaks the decision interface (names the policy and the round).
     """
+    if plan is not None and (plan.branch_count > tree.branch_count
+                             or plan.refine_count > tree.refine_count):
+        floor = tree.floor if tree.floor is not None else 0.0
+        return ReplayResult(tree.tree_id, floor, 0, 0, 1, 1, "plan out of support", (), ())
     root = tree.root
     nodes, child, root_children = tree.nodes, tree.child, tree.root_children
     n_root_children = len(root_children)
     view = TreeView(root)
     reveal = view.reveal
     policy.reset(PolicyContext(task_name, workers, "replay", random.Random(seed),
-                               attempt_budget, max_rounds))
+                               attempt_budget, max_rounds, plan))
     select = policy.select
     name = getattr(policy, "name", type(policy).__name__)
     root_id = root.node_id

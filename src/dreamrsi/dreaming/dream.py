@@ -167,7 +167,7 @@ def _studies(train: list[RecordedTree], incumbent: PolicySpec,
 def _candidate(spec: PolicySpec, train: list[RecordedTree], holdout: list[RecordedTree],
                settings: ReplaySettings) -> Candidate:
     return Candidate(spec.version_id(), spec, tuple(score_policy(spec, train, settings)),
-                     tuple(score_policy(spec, holdout, settings)))
+                     tuple(score_policy(spec, holdout, settings, history=train)))
 
 
 def _record(store: SqliteRunStore, task: Task, dream_id: str, candidates: list[Candidate],

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from dreamrsi.core.objective import Objective
-from dreamrsi.core.policy import Policy, PolicySpec
-from dreamrsi.core.replay import RecordedTree, ReplayResult, replay
+from dreamrsi.core.policy import PlanContext, Policy, PolicySpec
+from dreamrsi.core.replay import RecordedTree, ReplayResult, replay, summarize
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import make_policy
 
@@ -71,22 +71,39 @@ class TreeScore:
     value: float
 
 
-def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings) -> TreeScore:
-    """Replay one tree and score it under ``settings``."""
+def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
+                history: Sequence[RecordedTree] = ()) -> TreeScore:
+    """Replay one tree and score it under ``settings``.
+
+    A policy with a ``plan`` hook plans first, seeing the other trees of ``history`` (never
+    the replayed one) and the replayed tree's recorded branch and refine counts.
+    """
     k2 = settings.max_rounds if settings.max_rounds is not None else max(1, tree.size)
+    plan = None
+    planner = getattr(policy, "plan", None)
+    if planner is not None:
+        plan = planner(PlanContext(
+            "", settings.workers, settings.attempt_budget,
+            tuple(summarize(t) for t in history if t is not tree),
+            trace_branch_count=tree.branch_count, trace_refine_count=tree.refine_count))
     result = replay(policy, tree, workers=settings.workers, max_rounds=k2,
                     seed=_seed(tree.tree_id), attempt_budget=settings.attempt_budget,
-                    keep_order=False)
+                    keep_order=False, plan=plan)
     if settings.quality == "relative":
         result = _relative(result, tree)
     return TreeScore(result, settings.objective().value(result))
 
 
 def score_policy(spec: PolicySpec | Policy, trees: Sequence[RecordedTree],
-                 settings: ReplaySettings) -> list[TreeScore]:
-    """Replay every tree with a fresh policy state; one score per tree, in order."""
+                 settings: ReplaySettings,
+                 history: Sequence[RecordedTree] | None = None) -> list[TreeScore]:
+    """Replay every tree with a fresh policy state; one score per tree, in order.
+
+    ``history`` (default: ``trees``) is what a planning policy may learn from.
+    """
     policy = make_policy(spec)
-    return [replay_tree(policy, tree, settings) for tree in trees]
+    past = trees if history is None else history
+    return [replay_tree(policy, tree, settings, past) for tree in trees]
 
 
 def mean_value(scores: Sequence[TreeScore]) -> float:

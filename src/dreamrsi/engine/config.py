@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from dreamrsi.core.policy import PolicySpec
+from dreamrsi.core.policy import GridPlan, PolicySpec
 from dreamrsi.errors import ConfigError
 
 ISOLATION_MODES = ("auto", "required", "off")
@@ -28,6 +28,7 @@ class RunConfig:
         policy: The exploration policy.
         isolation: ``auto``, ``required`` or ``off``; ``None`` takes the task's setting.
         heartbeat_s: How often a running run records that it is alive.
+        plan: The grid a planning policy chose before the run (set by the engine).
     """
 
     budget: int | None = 60
@@ -40,6 +41,7 @@ class RunConfig:
     policy: PolicySpec = field(default_factory=lambda: PolicySpec("fixed"))
     isolation: str | None = None
     heartbeat_s: float = 2.0
+    plan: GridPlan | None = None
 
     def __post_init__(self) -> None:
         for name in ("budget", "max_rounds", "max_tokens"):
@@ -70,7 +72,9 @@ class RunConfig:
         """Rebuild a config stored by :meth:`to_json`."""
         values = dict(data)
         policy = values.pop("policy")
-        return cls(policy=PolicySpec(policy["name"], policy.get("params", {})), **values)
+        plan = values.pop("plan", None)
+        return cls(policy=PolicySpec(policy["name"], policy.get("params", {})),
+                   plan=None if plan is None else GridPlan(**plan), **values)
 
 
 DEFAULT_REFINE = 19

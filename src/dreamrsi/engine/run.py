@@ -17,16 +17,17 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from dreamrsi.core.model import Node, NodeStatus, node_id_for
-from dreamrsi.core.policy import Budget, Policy, PolicyContext, check_batch
+from dreamrsi.core.policy import Budget, GridPlan, PlanContext, Policy, PolicyContext, check_batch
+from dreamrsi.core.replay import RecordedTree, summarize
 from dreamrsi.core.view import TreeView
 from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, AttemptSpec
 from dreamrsi.engine.config import RunConfig
-from dreamrsi.errors import ConfigError, StoreError
+from dreamrsi.errors import ConfigError, PolicyError, StoreError
 from dreamrsi.policies.registry import make_policy
 from dreamrsi.sandbox import IsolationMode
 from dreamrsi.store.base import InFlight, RunRecord, RunStatus, TaskRecord
@@ -127,6 +128,9 @@ def start_run(store: SqliteRunStore, task: Task, config: RunConfig,
         The run's summary (also when it was interrupted).
     """
     policy = make_policy(config.policy)
+    plan = _plan(store, task, policy, config)
+    if plan is not None:
+        config = replace(config, plan=plan)
     run_id = new_run_id()
     now = time.time()
     with store.atomic():
@@ -134,7 +138,30 @@ def start_run(store: SqliteRunStore, task: Task, config: RunConfig,
         store.create_run(RunRecord(run_id, task.digest, task.name, config.policy,
                                    config.to_json(), config.seed, RunStatus.RUNNING, now,
                                    heartbeat_at=now, pid=os.getpid()))
+        if plan is not None:
+            store.append_ledger(run_id, [LedgerEvent(
+                Actor.STRATEGIC, f"plan {config.policy.label()}",
+                parsed={"branch_count": plan.branch_count, "refine_count": plan.refine_count,
+                        "reason": plan.reason})], run_id=run_id)
     return _Session(store, task, config, policy, store.get_run(run_id), observer).execute()
+
+
+def _plan(store: SqliteRunStore, task: Task, policy: Policy,
+          config: RunConfig) -> GridPlan | None:
+    """Ask a planning policy for its grid, from the task's earlier trees only."""
+    planner = getattr(policy, "plan", None)
+    if planner is None:
+        return None
+    history = []
+    for run in store.list_runs(task.digest):
+        nodes = store.replay_nodes(run.run_id)
+        if nodes:
+            history.append(summarize(RecordedTree.from_nodes(run.run_id, nodes)))
+    plan = planner(PlanContext(task.name, config.workers, config.budget, tuple(history)))
+    if not isinstance(plan, GridPlan):
+        raise PolicyError(f"policy '{config.policy.label()}': plan() must return a GridPlan, "
+                          f"got {plan!r}")
+    return plan
 
 
 def resume_run(store: SqliteRunStore, run_id: str,
@@ -215,7 +242,7 @@ class _Session:
     def _loop(self, view: TreeView, pool: ThreadPoolExecutor) -> str:
         self.policy.reset(PolicyContext(self.task.name, self.config.workers, "online",
                                         random.Random(self.config.seed), self.config.budget,
-                                        self.config.max_rounds))
+                                        self.config.max_rounds, self.config.plan))
         while True:
             reason = self._spent()
             if reason:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
+from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import TreeView
 
 
@@ -35,10 +35,6 @@ class FixedRefinement:
 
     def reset(self, context: PolicyContext) -> None:
         """Nothing to reset: decisions depend on the view alone."""
-
-    def plan(self, context: PolicyContext) -> GridPlan:
-        """The grid this policy will explore."""
-        return GridPlan(self.branches, self.refine, "fixed parallel refinement")
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Refine unfinished chains, then open new branches, up to W nodes."""

@@ -24,6 +24,7 @@ BUILTIN: dict[str, str] = {
     "halving": "dreamrsi.policies.halving:SuccessiveHalving",
     "stagnation": "dreamrsi.policies.stagnation:Stagnation",
     "allocation": "dreamrsi.policies.allocation:AllocationScore",
+    "planned": "dreamrsi.policies.planned:PlannedGrid",
 }
 
 

@@ -1,0 +1,73 @@
+"""A grid planned from history: how deep past branches found their best, and how many fit."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from dreamrsi.core.policy import Budget, GridPlan, PlanContext, PolicyContext
+from dreamrsi.core.view import TreeView
+from dreamrsi.policies._common import slots
+
+
+class PlannedGrid:
+    """Plan ``branches × (refine + 1)`` before the episode, then run it as fixed refinement.
+
+    The plan reads only earlier trees: the refine count is the ``quantile`` of the depths at
+    which past branches reached their best score (a branch that peaked at depth d needed d - 1
+    refinements), times ``stretch``; the branch count is as many such chains as the attempt
+    budget holds, at least ``min_branches``. With no history it falls back to a conservative
+    bootstrap plan: one branch per worker, sharing the budget.
+
+    Args:
+        quantile: Which depth-of-best quantile sets the chain length (0..1).
+        stretch: Multiplier on that depth (room to improve beyond what was seen).
+        min_branches: Fewest branches to plan.
+    """
+
+    name = "planned"
+    SPACE = {"quantile": ("float", 0.0, 1.0), "stretch": ("float", 0.5, 2.0),
+             "min_branches": ("int", 1, 16)}
+
+    def __init__(self, quantile: float = 0.75, stretch: float = 1.0,
+                 min_branches: int = 1) -> None:
+        if not 0 <= quantile <= 1 or stretch <= 0 or min_branches < 1:
+            raise ValueError("need 0 <= quantile <= 1, stretch > 0, min_branches >= 1")
+        self.quantile, self.stretch, self.min_branches = quantile, stretch, min_branches
+        self._grid = GridPlan(1, 0, "not planned")
+
+    def plan(self, context: PlanContext) -> GridPlan:
+        """The grid for the coming episode, from earlier trees only."""
+        budget = context.attempt_budget
+        depths = sorted(d for t in context.history for d in t.best_depths if d > 0)
+        if not depths:
+            branches = max(self.min_branches, context.workers)
+            refine = 0 if budget is None else max(0, budget // branches - 1)
+            return GridPlan(branches, min(refine, context.hard_max_refine_count),
+                            "no history yet: one branch per worker sharing the budget")
+        depth = depths[min(len(depths) - 1, int(self.quantile * len(depths)))]
+        refine = min(context.hard_max_refine_count,
+                     max(0, math.ceil(depth * self.stretch) - 1))
+        branches = self.min_branches if budget is None else max(
+            self.min_branches, budget // (refine + 1))
+        return GridPlan(branches, refine, f"past branches peaked by depth {depth} "
+                        f"(quantile {self.quantile:g} of {len(depths)} branches)")
+
+    def reset(self, context: PolicyContext) -> None:
+        """Take the plan made for this episode."""
+        if context.plan is not None:
+            self._grid = context.plan
+
+    def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
+        """Refine unfinished chains of the plan, then open its missing branches."""
+        n = slots(budget)
+        batch: list[str] = []
+        target = self._grid.refine_count + 1
+        for branch in view.branch_stats():
+            if len(batch) >= n:
+                return batch
+            if branch.finished < target:
+                batch.append(branch.tip)
+        batch += [view.root_id] * max(0, min(self._grid.branch_count - view.branch_count(),
+                                             n - len(batch)))
+        return batch
