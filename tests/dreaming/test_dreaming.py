@@ -215,7 +215,7 @@ def test_cli_dream_policies_replay_and_loop(tmp_path: Path, make_task: TaskFacto
     table = json.loads(cli("replay", task_dir, "--policy", "greedy:branches=1", "--json"))
     assert len(table["trees"]) == 2 and table["policy"] == "greedy:branches=1"
     assert {"value", "quality", "attempts", "rounds", "out_of_support"} <= set(table["trees"][0])
-    text = cli("loop", task_dir, "--rounds", "1", "--per-round-budget", "2", "--trials", "6",
+    text = cli("loop", task_dir, "--rounds", "1", "--per-round-budget", "2", "--trials", "8",
                "--isolation", "off")
     assert "round 1" in text and "best so far" in text
     cli("loop", task_dir, "--arm", "sideways", code=1)
