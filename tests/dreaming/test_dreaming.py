@@ -219,3 +219,31 @@ def test_cli_dream_policies_replay_and_loop(tmp_path: Path, make_task: TaskFacto
                "--isolation", "off")
     assert "round 1" in text and "best so far" in text
     cli("loop", task_dir, "--arm", "sideways", code=1)
+
+
+def test_frontier_area_and_knob_sweep() -> None:
+    from dreamrsi.dreaming.pareto import _frontier_area, knob_values
+
+    assert _frontier_area([], 0.25) == 0.25
+    assert _frontier_area([(0.5, 1.0)], 0.0) == pytest.approx(0.5)
+    # a dominated point adds nothing; the frontier is a running maximum
+    assert _frontier_area([(0.2, 0.5), (0.4, 0.3), (0.6, 1.0)], 0.0) == pytest.approx(
+        0.2 * 0.0 + 0.4 * 0.5 + 0.4 * 1.0)
+    knob, values = knob_values("fixed")
+    assert knob == "refine" and values[0] == 0 and values[-1] == 40 and len(values) == 6
+    assert knob_values("ucb")[0] == "c"
+
+
+def test_dream_with_the_pareto_objective(history_store: tuple[SqliteRunStore, Path]) -> None:
+    store, task_dir = history_store
+    task = load_task(task_dir)
+    config = DreamConfig(trials=14, keep=1, objective="pareto", pareto_lam=0.05,
+                         families=("fixed", "greedy"),
+                         replay=ReplaySettings(workers=2, attempt_budget=8))
+    incumbent = PolicySpec("fixed", {"branches": 2, "refine": 3})
+    report = dream(store, task, incumbent, config)
+    values = {c["version_id"]: c["train"]["value"] for c in report.candidates}
+    assert values[report.selected.version_id()] >= values[incumbent.version_id()]
+    for c in report.candidates:  # AUC in [0, 1] minus a penalty in [0, 1]
+        assert -0.05 <= c["train"]["value"] <= 1.0
+    assert store.verify_ledger(report.dream_id).ok

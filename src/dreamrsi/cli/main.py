@@ -182,12 +182,19 @@ FamiliesOpt = Annotated[str | None, typer.Option(
     help="Comma-separated policy families to search (default: all built-in).")]
 
 
+ObjectiveOpt = Annotated[str, typer.Option(
+    help="value (mean V) | pareto (Pareto-AUC over each family's knob).")]
+ParetoLamOpt = Annotated[float, typer.Option(help="λ of the Pareto-AUC parallel penalty.")]
+
+
 def _dream_config(trials: int, families: str | None, holdout: float, require_gain: bool,
-                  seed: int, settings: ReplaySettings) -> DreamConfig:
+                  seed: int, settings: ReplaySettings, objective: str,
+                  pareto_lam: float) -> DreamConfig:
     names = tuple(sorted(BUILTIN)) if not families else tuple(
         f.strip() for f in families.split(",") if f.strip())
     return DreamConfig(families=names, trials=trials, holdout_share=holdout,
-                       require_gain=require_gain, seed=seed, replay=settings)
+                       require_gain=require_gain, seed=seed, replay=settings,
+                       objective=objective, pareto_lam=pareto_lam)
 
 
 @app.command("dream")
@@ -204,6 +211,8 @@ def dream_cmd(
     beta1: Beta1Opt = 0.002,
     beta2: Beta2Opt = 0.002,
     quality: QualityOpt = "relative",
+    objective: ObjectiveOpt = "value",
+    pareto_lam: ParetoLamOpt = 0.1,
     seed: Annotated[int, typer.Option(help="Seed of the samplers.")] = 0,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
@@ -216,7 +225,8 @@ def dream_cmd(
             incumbent, _ = dq.deployed_policy(handle, loaded)
             settings = ReplaySettings(workers or dq.default_workers(handle, loaded), k2, budget,
                                       beta1, beta2, quality)
-            config = _dream_config(trials, families, holdout, require_gain, seed, settings)
+            config = _dream_config(trials, families, holdout, require_gain, seed, settings,
+                                   objective, pareto_lam)
             report = run_dream(handle, loaded, incumbent, config)
         if as_json:
             _print_json(report.as_dict())
@@ -240,6 +250,8 @@ def loop_cmd(
     beta1: Beta1Opt = 0.002,
     beta2: Beta2Opt = 0.002,
     quality: QualityOpt = "relative",
+    objective: ObjectiveOpt = "value",
+    pareto_lam: ParetoLamOpt = 0.1,
     seed: Annotated[int, typer.Option(help="Seed of the loop.")] = 0,
     isolation: Annotated[str | None, typer.Option(help="auto | required | off.")] = None,
     store: StoreOpt = DEFAULT_STORE,
@@ -252,7 +264,7 @@ def loop_cmd(
         settings = ReplaySettings(workers, None, per_round_budget, beta1, beta2, quality)
         config = LoopConfig(rounds, per_round_budget, workers, arm, seed, None, isolation,
                             _dream_config(trials, families, 0.25, require_gain, seed,
-                                          settings))
+                                          settings, objective, pareto_lam))
         with SqliteRunStore.open(store, writer=True, holder=f"loop {loaded.name}") as handle:
             _sigterm_as_interrupt()
             observer = None if as_json else (lambda r: _render.loop_round(console, r))

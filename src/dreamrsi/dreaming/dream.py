@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming.evaluate import ReplaySettings, TreeScore, score_policy, summary
 from dreamrsi.dreaming.history import History, load_history
+from dreamrsi.dreaming.pareto import knob_values, pareto_score
 from dreamrsi.dreaming.search import search_family
 from dreamrsi.dreaming.select import Selection, select
 from dreamrsi.errors import ConfigError
@@ -40,6 +42,10 @@ class DreamConfig:
         require_gain: Promote only when the bootstrap interval is above zero.
         seed: Seed of the samplers and the bootstrap.
         replay: How candidates are replayed and scored.
+        objective: ``value`` (mean V) or ``pareto`` (the Pareto-AUC form: each family's knob
+            is swept and the area under the attainment-per-probe frontier, minus
+            ``pareto_lam`` times the parallel penalty, is the score).
+        pareto_lam: λ of the Pareto-AUC form.
     """
 
     families: tuple[str, ...] = tuple(sorted(BUILTIN))
@@ -49,8 +55,13 @@ class DreamConfig:
     require_gain: bool = False
     seed: int = 0
     replay: ReplaySettings = field(default_factory=ReplaySettings)
+    objective: str = "value"
+    pareto_lam: float = 0.1
 
     def __post_init__(self) -> None:
+        if self.objective not in ("value", "pareto"):
+            raise ConfigError(f"unknown objective '{self.objective}'", key="objective",
+                              expected="value | pareto")
         if self.trials < len(self.families):
             raise ConfigError(f"trials must be at least one per family ({len(self.families)})",
                               key="trials")
@@ -130,7 +141,7 @@ def dream(store: SqliteRunStore, task: Task, incumbent: PolicySpec,
             {"settings": asdict(config.replay), "digest": config.replay.digest()},
             _config_json(config, history), inc_id, time.time()))
     events, specs, trials = _studies(train, incumbent, config)
-    candidates = [_candidate(spec, train, holdout, config.replay)
+    candidates = [_candidate(spec, train, holdout, config, spec == incumbent)
                   for spec in _unique([incumbent, *specs])]
     selection = select({c.version_id: [s.value for s in c.train] for c in candidates}, inc_id,
                        require_gain=config.require_gain, seed=config.seed)
@@ -152,8 +163,18 @@ def _studies(train: list[RecordedTree], incumbent: PolicySpec,
     for i, family in enumerate(config.families):
         started = time.monotonic()
         start_from = [dict(incumbent.params)] if family == incumbent.name else []
+        scorer: Callable[[PolicySpec], float] | None = None
+        fixed: tuple[str, ...] = ()
+        if config.objective == "pareto":
+            fixed = (knob_values(family)[0],)
+
+            def scorer(spec: PolicySpec) -> float:
+                values = pareto_score(spec, train, config.replay, config.pareto_lam).values
+                return sum(values) / len(values)
+
         found = search_family(family, train, config.replay, trials=per_family,
-                              seed=config.seed + i, keep=config.keep, start_from=start_from)
+                              seed=config.seed + i, keep=config.keep, start_from=start_from,
+                              scorer=scorer, fixed=fixed)
         total += found.trials
         specs += [spec for spec, _ in found.best]
         events.append(LedgerEvent(
@@ -165,9 +186,25 @@ def _studies(train: list[RecordedTree], incumbent: PolicySpec,
 
 
 def _candidate(spec: PolicySpec, train: list[RecordedTree], holdout: list[RecordedTree],
-               settings: ReplaySettings) -> Candidate:
-    return Candidate(spec.version_id(), spec, tuple(score_policy(spec, train, settings)),
-                     tuple(score_policy(spec, holdout, settings, history=train)))
+               config: DreamConfig, is_incumbent: bool) -> Candidate:
+    settings = config.replay
+    if config.objective == "value":
+        return Candidate(spec.version_id(), spec, tuple(score_policy(spec, train, settings)),
+                         tuple(score_policy(spec, holdout, settings, history=train)))
+    on_train = pareto_score(spec, train, settings, config.pareto_lam)
+    on_holdout = pareto_score(spec, holdout, settings, config.pareto_lam, history=train)
+    if not is_incumbent:  # deploy the knob value with the best mean V on the sweep
+        knob = knob_values(spec.name)[0]
+        spec = PolicySpec(spec.name, {**spec.params, knob: on_train.best_knob})
+    return Candidate(
+        spec.version_id(), spec,
+        _with_values(score_policy(spec, train, settings), on_train.values),
+        _with_values(score_policy(spec, holdout, settings, history=train), on_holdout.values))
+
+
+def _with_values(scores: list[TreeScore], values: tuple[float, ...]) -> tuple[TreeScore, ...]:
+    """The deployed spec's replays, valued by the Pareto-AUC rewards of their trees."""
+    return tuple(TreeScore(s.result, v) for s, v in zip(scores, values, strict=True))
 
 
 def _record(store: SqliteRunStore, task: Task, dream_id: str, candidates: list[Candidate],

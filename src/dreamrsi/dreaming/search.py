@@ -7,7 +7,7 @@ the mean V. No proposer or evaluator runs, so a study of hundreds of trials take
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +31,13 @@ class FamilyResult:
     best: tuple[tuple[PolicySpec, float], ...]
 
 
+Scorer = Callable[[PolicySpec], float]
+
+
 def search_family(family: str, trees: Sequence[RecordedTree], settings: ReplaySettings, *,
                   trials: int, seed: int = 0, keep: int = 3,
-                  start_from: Sequence[Mapping[str, Any]] = ()) -> FamilyResult:
+                  start_from: Sequence[Mapping[str, Any]] = (), scorer: Scorer | None = None,
+                  fixed: Sequence[str] = ()) -> FamilyResult:
     """Run one study over ``family``'s parameter space.
 
     Args:
@@ -44,8 +48,15 @@ def search_family(family: str, trees: Sequence[RecordedTree], settings: ReplaySe
         seed: Sampler seed.
         keep: How many of the best distinct specs to return.
         start_from: Parameter sets to try first (the family's defaults, the incumbent's).
+        scorer: Mean score of a spec over the training trees (default: mean V).
+        fixed: Parameters left out of the search (a swept knob).
     """
-    space = policy_class(family).SPACE
+    space = {k: v for k, v in policy_class(family).SPACE.items() if k not in fixed}
+
+    def mean_v(spec: PolicySpec) -> float:
+        return mean_value(score_policy(spec, trees, settings))
+
+    score = scorer or mean_v
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(10, max(1, trials)))
     study = optuna.create_study(direction="maximize", sampler=sampler)
@@ -58,7 +69,7 @@ def search_family(family: str, trees: Sequence[RecordedTree], settings: ReplaySe
         params = {key: _suggest(trial, key, spec) for key, spec in space.items()}
         spec = PolicySpec(family, params)
         try:
-            value = mean_value(score_policy(spec, trees, settings))
+            value = score(spec)
         except (ValueError, ConfigError):  # a combination the family rejects
             raise optuna.TrialPruned() from None
         scored.setdefault(spec.label(), (spec, value))

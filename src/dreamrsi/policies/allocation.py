@@ -30,6 +30,7 @@ class AllocationScore:
     name = "allocation"
     SPACE = {"lam": ("float", 0.0, 2.0), "fresh": ("float", 0.0, 1.0),
              "max_branches": ("int", 1, 64)}
+    KNOB = "lam"
 
     def __init__(self, lam: float = 0.3, fresh: float = 0.5, max_branches: int = 16) -> None:
         if lam < 0 or max_branches < 1:

@@ -24,6 +24,7 @@ class FixedRefinement:
 
     name = "fixed"
     SPACE = {"branches": ("int", 1, 32), "refine": ("int", 0, 40)}
+    KNOB = "refine"
 
     def __init__(self, branches: int = 10, refine: int = 10) -> None:
         if branches < 1:

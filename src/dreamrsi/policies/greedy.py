@@ -19,6 +19,7 @@ class GreedyBestFirst:
 
     name = "greedy"
     SPACE = {"branches": ("int", 1, 32), "top": ("int", 0, 8)}
+    KNOB = "branches"
 
     def __init__(self, branches: int = 4, top: int = 0) -> None:
         if branches < 1 or top < 0:

@@ -30,6 +30,7 @@ class SuccessiveHalving:
     name = "halving"
     SPACE = {"n0": ("int", 2, 32), "r0": ("int", 1, 10), "eta": ("int", 2, 4),
              "brackets": ("int", 1, 3), "finish": ("bool",)}
+    KNOB = "r0"
 
     def __init__(self, n0: int = 8, r0: int = 2, eta: int = 2, brackets: int = 1,
                  finish: bool = True) -> None:

@@ -28,6 +28,7 @@ class PlannedGrid:
     name = "planned"
     SPACE = {"quantile": ("float", 0.0, 1.0), "stretch": ("float", 0.5, 2.0),
              "min_branches": ("int", 1, 16)}
+    KNOB = "stretch"
 
     def __init__(self, quantile: float = 0.75, stretch: float = 1.0,
                  min_branches: int = 1) -> None:

@@ -30,6 +30,7 @@ class Stagnation:
     SPACE = {"patience": ("int", 1, 20), "initial": ("int", 0, 16),
              "max_branches": ("int", 1, 64), "window": ("int", 5, 60),
              "min_gain": ("float", 0.0, 0.02)}
+    KNOB = "patience"
 
     def __init__(self, patience: int = 5, initial: int = 0, max_branches: int = 32,
                  window: int = 20, min_gain: float = 0.0) -> None:

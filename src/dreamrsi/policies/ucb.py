@@ -28,6 +28,7 @@ class UCBBranches:
     name = "ucb"
     SPACE = {"c": ("float", 0.0, 3.0), "fresh": ("float", 0.0, 1.0),
              "max_branches": ("int", 1, 64)}
+    KNOB = "c"
 
     def __init__(self, c: float = 0.5, fresh: float = 0.5, max_branches: int = 16) -> None:
         if c < 0 or max_branches < 1:
