@@ -200,12 +200,12 @@ def check_batch(
         raise PolicyError(f"policy '{policy_name}', round {round_no}: selected {len(batch)} "
                           f"nodes, more than W={workers}")
     root_id = view.root_id
-    leaf = view.is_leaf
+    tips = view._tips  # the leaves; read directly, this runs every round of every replay
     seen: set[str] | None = None
     for node_id in batch:
         if node_id == root_id:
             continue
-        if not leaf(node_id):
+        if node_id not in tips:
             raise _not_eligible(view, node_id, policy_name, round_no)
         if seen is None:
             seen = {node_id}

@@ -9,11 +9,11 @@ command, and ends on an empty batch, after ``K2`` rounds, or when the whole tree
 
 from __future__ import annotations
 
+import gc
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from operator import attrgetter
 
 from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.core.policy import (
@@ -199,11 +199,24 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
                              or plan.refine_count > tree.refine_count):
         floor = tree.floor if tree.floor is not None else 0.0
         return ReplayResult(tree.tree_id, floor, 0, 0, 1, 1, "plan out of support", (), ())
+    collecting = gc.isenabled()
+    gc.disable()  # a replay makes no reference cycles; collections here only cost time
+    try:
+        return _replay(policy, tree, workers, max_rounds, seed, attempt_budget, task_name,
+                       keep_order, plan)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _replay(policy: Policy, tree: RecordedTree, workers: int, max_rounds: int, seed: int,
+            attempt_budget: int | None, task_name: str, keep_order: bool,
+            plan: GridPlan | None) -> ReplayResult:
     root = tree.root
     nodes, child, root_children = tree.nodes, tree.child, tree.root_children
     n_root_children = len(root_children)
     view = TreeView(root)
-    reveal = view.reveal
+    reveal_all = view.reveal_all
     policy.reset(PolicyContext(task_name, workers, "replay", random.Random(seed),
                                attempt_budget, max_rounds, plan))
     select = policy.select
@@ -246,11 +259,9 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
                     continue
             misses += 1
         selections += len(batch)
-        if len(found) > 1:
-            found.sort(key=_SEQ)
+        reveal_all(found)  # in batch order: online, launch order is batch order
         for node in found:
-            reveal(node)
-            if node.status is not lost:
+            if node[6] is not lost:
                 spent += 1
         if keep_order:
             order.extend(n.node_id for n in found)
@@ -264,4 +275,3 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
                         misses, selections, stop, tuple(order), tuple(sizes))
 
 
-_SEQ = attrgetter("seq")

@@ -8,7 +8,7 @@ replay never rebuilds the visible set.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from dreamrsi.core.model import Node, NodeStatus
 
@@ -47,22 +47,6 @@ class Branch:
         self.since_best = 0 if node.score is not None else 1
         self.first_score = node.score
         self.wall_ms = node.cost.wall_ms
-
-    def _extend(self, node: Node) -> None:
-        self.tip = node.node_id
-        self.length += 1
-        if node.status is not _LOST:
-            self.finished += 1
-        self.wall_ms += node.cost.wall_ms
-        score = node.score
-        if score is not None:
-            self.valid += 1
-            if self.best is None or score > self.best:
-                self.best = score
-                self.best_node = node.node_id
-                self.since_best = 0
-                return
-        self.since_best += 1
 
 
 class TreeView:
@@ -216,29 +200,53 @@ class TreeView:
             ValueError: The node is already revealed, its parent is not revealed, or its parent
                 is a non-root node that already has a child (the tree would stop being chains).
         """
-        node_id = node.node_id
-        parent_id = node.parent_id
-        nodes = self._nodes
-        if node_id in nodes:
-            raise ValueError(f"node {node_id} is already revealed")
-        tips = self._tips
-        if parent_id == self._root_id:
-            branch = Branch(node)
-            self._stats[node_id] = branch
-        else:
-            branch = tips.pop(parent_id, None)  # type: ignore[arg-type]
-            if branch is None:
-                problem = "already has a child" if parent_id in nodes else "is not revealed"
-                raise ValueError(f"node {node_id}: parent {parent_id} {problem}")
-            branch._extend(node)
-        tips[node_id] = branch
-        nodes[node_id] = node
-        self._order.append(node_id)
-        score = node.score
-        if score is not None:
-            best = self._best
-            if best is None or score > best.score:  # type: ignore[operator]
-                self._best = node
+        self.reveal_all((node,))
+
+    def reveal_all(self, batch: Iterable[Node]) -> None:
+        """:meth:`reveal` each node of ``batch`` in order (the fast path of replay).
+
+        Raises:
+            ValueError: As :meth:`reveal`; nodes before the offending one stay revealed.
+        """
+        nodes, tips, order = self._nodes, self._tips, self._order
+        root_id = self._root_id
+        best = self._best
+        best_score = None if best is None else best.score
+        try:
+            for node in batch:
+                # Node is a named tuple; plain indexing is the cheapest field access
+                node_id, parent_id, score = node[0], node[2], node[8]
+                if node_id in nodes:
+                    raise ValueError(f"node {node_id} is already revealed")
+                if parent_id == root_id:
+                    branch = Branch(node)
+                    self._stats[node_id] = branch
+                else:
+                    branch = tips.pop(parent_id, None)  # type: ignore[arg-type]
+                    if branch is None:
+                        problem = ("already has a child" if parent_id in nodes
+                                   else "is not revealed")
+                        raise ValueError(f"node {node_id}: parent {parent_id} {problem}")
+                    branch.tip = node_id
+                    branch.length += 1
+                    if node[6] is not _LOST:
+                        branch.finished += 1
+                    branch.wall_ms += node[13][0]
+                    if score is None:
+                        branch.since_best += 1
+                    else:
+                        branch.valid += 1
+                        if branch.best is None or score > branch.best:
+                            branch.best, branch.best_node, branch.since_best = score, node_id, 0
+                        else:
+                            branch.since_best += 1
+                tips[node_id] = branch
+                nodes[node_id] = node
+                order.append(node_id)
+                if score is not None and (best_score is None or score > best_score):
+                    best, best_score = node, score
+        finally:
+            self._best = best
 
     def complete_round(self) -> None:
         """Count one completed decision round."""
