@@ -260,13 +260,13 @@ def _replay(policy: Policy, tree: RecordedTree, workers: int, max_rounds: int, s
             misses += 1
         selections += len(batch)
         reveal_all(found)  # in batch order: online, launch order is batch order
-        for node in found:
-            if node[6] is not lost:
-                spent += 1
+        if attempt_budget is not None:
+            spent += sum(1 for node in found if node[6] is not lost)
         if keep_order:
             order.extend(n.node_id for n in found)
-        revealed += len(found)
-        sizes.append(len(found))
+        count = len(found)
+        revealed += count
+        sizes.append(count)
         rounds += 1
         view.complete_round()
     best = view.best

@@ -158,9 +158,10 @@ def dream(store: SqliteRunStore, task: Task, incumbent: PolicySpec,
 
 def _studies(train: list[RecordedTree], incumbent: PolicySpec,
              config: DreamConfig) -> tuple[list[LedgerEvent], list[PolicySpec], int]:
-    per_family = max(1, config.trials // len(config.families))
+    share, extra = divmod(config.trials, len(config.families))
     events, specs, total = [], [], 0
     for i, family in enumerate(config.families):
+        per_family = share + (1 if i < extra else 0)
         started = time.monotonic()
         start_from = [dict(incumbent.params)] if family == incumbent.name else []
         scorer: Callable[[PolicySpec], float] | None = None
