@@ -21,7 +21,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
-
 from dreamrsi.core.model import Cost, Node, NodeStatus  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.dreaming import DreamConfig, ReplaySettings, dream  # noqa: E402

@@ -19,7 +19,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
-
 from dreamrsi.core.model import Cost, Node, NodeStatus  # noqa: E402
 from dreamrsi.core.policy import GridPlan  # noqa: E402
 from dreamrsi.core.replay import RecordedTree, replay  # noqa: E402
