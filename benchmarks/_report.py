@@ -6,6 +6,7 @@ figures in BENCHMARKS.md always come from the last run of the script that wrote 
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import subprocess
@@ -22,13 +23,15 @@ HEADER = (
 
 def machine() -> str:
     """One line describing where the figures were measured."""
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, check=False,
-                                cwd=BENCHMARKS_MD.parent).stdout.strip() or "unknown"
-    except OSError:
-        commit = "unknown"
-    cpus = len(__import__("os").sched_getaffinity(0))
+    commit = os.environ.get("DREAMRSI_BENCH_COMMIT", "")  # set when measuring a snapshot
+    if not commit:
+        try:
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                    capture_output=True, text=True, check=False,
+                                    cwd=BENCHMARKS_MD.parent).stdout.strip() or "unknown"
+        except OSError:
+            commit = "unknown"
+    cpus = len(os.sched_getaffinity(0))
     return (f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {commit}, Python "
             f"{platform.python_version()}, {cpus} CPUs, {platform.machine()}")
 

@@ -1,0 +1,164 @@
+"""Does dreaming pay? The recursive loop against the frozen initial policy, seed by seed.
+
+For each task and seed, `dreamrsi loop TASK --arm dream` and `--arm fixed` run with equal
+per-round budgets in separate stores (round 1 is identical in both arms by construction). From
+the recorded nodes the script rebuilds each seed's best-so-far curve over cumulative attempts
+and reports, per task:
+
+(a) attempts needed to reach the fixed arm's median final best, fixed over dream, as a ratio
+    with a bootstrap 95% interval over seeds (a seed that never reaches it counts its whole
+    budget, so the ratio is then a lower bound for that seed);
+(b) the best score at equal budget (median, min, max per arm);
+(c) the share of seeds reaching the best known value (circle packing: within 1e-9 and strictly
+    valid) within the budget.
+
+Usage: python benchmarks/bench_dreaming_pays.py --task circle-packing-26 --seeds 10
+       [--rounds 5] [--per-round-budget 40] [--workers 2] [--trials 600]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import write_section  # noqa: E402
+from dreamrsi.core.model import Direction  # noqa: E402
+from dreamrsi.store import SqliteRunStore  # noqa: E402
+
+BEST_KNOWN = {"circle-packing-26": 2.6359830849, "circle-packing-32": 2.9395727712,
+              "autocorrelation-c3": 1.4536754656, "autocorrelation-c1": 1.50287,
+              "sum-difference": 1.1448869}
+
+
+def run_arm(task: str, arm: str, seed: int, args: argparse.Namespace,
+            store: Path) -> dict[str, object]:
+    cmd = [sys.executable, "-m", "dreamrsi", "loop", task, "--arm", arm, "--seed", str(seed),
+           "--rounds", str(args.rounds), "--per-round-budget", str(args.per_round_budget),
+           "--workers", str(args.workers), "--trials", str(args.trials), "--store", str(store),
+           "--json"]
+    started = time.perf_counter()
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    report = json.loads(out.stdout)
+    curve = best_curve(store, [r["run_id"] for r in report["rounds"]])
+    return {"arm": arm, "seed": seed, "curve": curve, "rounds": report["rounds"],
+            "wall_s": time.perf_counter() - started}
+
+
+def best_curve(store: Path, run_ids: list[str]) -> list[tuple[float, bool]]:
+    """Best raw score (normalised to maximise) after each attempt, across the rounds in order,
+    with whether that best node is strictly valid."""
+    curve: list[tuple[float, bool]] = []
+    best, strict = -float("inf"), False
+    with SqliteRunStore.open(store) as reader:
+        for run_id in run_ids:
+            run = reader.get_run(run_id)
+            direction = Direction(reader.get_task(run.task_digest).spec["direction"])
+            for node in reader.nodes(run_id):
+                if node.is_root or not node.status.is_finished():
+                    continue
+                if node.score is not None and node.score > best:
+                    best = node.score
+                    strict = bool(node.metrics.get("strict_valid", True))
+                curve.append((direction.denormalise(best) if best > -float("inf")
+                              else float("nan"), strict))
+    return curve
+
+
+def attempts_to_reach(curve: list[tuple[float, bool]], target: float, maximize: bool) -> int:
+    for i, (value, _) in enumerate(curve):
+        if (value >= target) if maximize else (value <= target):
+            return i + 1
+    return len(curve)
+
+
+def ratio_interval(fixed: list[int], dream: list[int], seed: int = 0) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    f, d = np.asarray(fixed, float), np.asarray(dream, float)
+    ratios = []
+    for _ in range(4000):
+        fs = f[rng.integers(0, f.size, f.size)]
+        ds = d[rng.integers(0, d.size, d.size)]
+        ratios.append(np.median(fs) / max(1.0, float(np.median(ds))))
+    low, high = np.quantile(ratios, [0.025, 0.975])
+    return float(low), float(high)
+
+
+def summarise(task: str, results: list[dict[str, object]], args: argparse.Namespace) -> str:
+    maximize = task not in ("autocorrelation-c3", "autocorrelation-c1")
+    by_arm = {arm: [r for r in results if r["arm"] == arm] for arm in ("dream", "fixed")}
+    finals = {arm: [r["curve"][-1][0] for r in rs] for arm, rs in by_arm.items()}  # type: ignore[index]
+    target = statistics.median(finals["fixed"])
+    reach = {arm: [attempts_to_reach(r["curve"], target, maximize) for r in rs]  # type: ignore[arg-type]
+             for arm, rs in by_arm.items()}
+    ratio = statistics.median(reach["fixed"]) / max(1, statistics.median(reach["dream"]))
+    low, high = ratio_interval(reach["fixed"], reach["dream"])
+    known = BEST_KNOWN.get(task)
+    lines = [f"Seeds per arm: {len(by_arm['dream'])}; {args.rounds} rounds x "
+             f"{args.per_round_budget} attempts (ceiling), W={args.workers}, {args.trials} "
+             f"trials per dream. Fixed arm's median final best: {target:.10g}.", "",
+             "| measure | dream arm | fixed arm |", "|---|---:|---:|"]
+    lines.append(f"| attempts to reach {target:.10g} (median) | "
+                 f"{statistics.median(reach['dream'])} | {statistics.median(reach['fixed'])} |")
+    lines.append("| best at equal budget: median (min, max) | " + " | ".join(
+        f"{statistics.median(finals[a]):.10g} ({min(finals[a]):.10g}, {max(finals[a]):.10g})"
+        for a in ("dream", "fixed")) + " |")
+    spent = {a: statistics.median(len(r["curve"]) for r in by_arm[a]) for a in by_arm}  # type: ignore[arg-type]
+    lines.append(f"| attempts spent (median; rounds may stop early) | {spent['dream']} | "
+                 f"{spent['fixed']} |")
+    if known is not None:
+        share = {}
+        for a, rs in by_arm.items():
+            hit = 0
+            for r in rs:
+                value, strict = r["curve"][-1]  # type: ignore[index]
+                close = abs(value - known) <= 1e-9 or (value >= known if maximize
+                                                      else value <= known)
+                hit += int(close and strict)
+            share[a] = f"{hit}/{len(rs)}"
+        lines.append(f"| seeds reaching the best known {known} | {share['dream']} | "
+                     f"{share['fixed']} |")
+    lines += ["", f"(a) Ratio of attempts, fixed over dream: **{ratio:.2f}** (bootstrap 95% "
+              f"interval over seeds [{low:.2f}, {high:.2f}]). Target: >= 2 with the lower "
+              "bound above 1."]
+    policies = [r["rounds"][-1]["policy"] for r in by_arm["dream"]]  # type: ignore[index]
+    lines += ["", "Policies the dream arm deployed in its last round: " +
+              ", ".join(f"`{p}`" for p in policies)]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="circle-packing-26")
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--per-round-budget", type=int, default=40)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--trials", type=int, default=600)
+    args = parser.parse_args()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="dreamrsi-pays-") as tmp:
+        for seed in range(args.seeds):
+            for arm in ("dream", "fixed") if seed % 2 == 0 else ("fixed", "dream"):
+                result = run_arm(args.task, arm, seed, args, Path(tmp) / f"{arm}-{seed}")
+                print(json.dumps({k: v for k, v in result.items() if k != "curve"} |
+                                 {"final": result["curve"][-1]}), flush=True)  # type: ignore[index]
+                results.append(result)
+    text = summarise(args.task, results, args)
+    print(text)
+    write_section(f"pays-{args.task}", f"Dreaming pays? ({args.task})", text,
+                  f"python benchmarks/bench_dreaming_pays.py --task {args.task} --seeds "
+                  f"{args.seeds} --rounds {args.rounds} --per-round-budget "
+                  f"{args.per_round_budget} --workers {args.workers} --trials {args.trials}")
+
+
+if __name__ == "__main__":
+    main()
