@@ -221,3 +221,23 @@ def test_every_command_has_help() -> None:
                  ["store", "upgrade"]):
         out = cli(*args, "--help")
         assert "Usage" in out and len(out.splitlines()) > 4
+
+
+def test_every_command_is_documented() -> None:
+    import typer.main
+
+    root = Path(__file__).resolve().parents[2]
+    docs = "\n".join(p.read_text() for p in (root / "docs").glob("*.md")) + (
+        root / "README.md").read_text()
+    group = typer.main.get_group(app)
+    names = []
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            names += [f"{name} {sub}" for sub in command.commands]  # type: ignore[attr-defined]
+        else:
+            names.append(name)
+    assert len(names) >= 14
+    for name in names:
+        assert f"dreamrsi {name}" in docs, f"`dreamrsi {name}` is not documented"
+        out = cli(*name.split(), "--help")
+        assert "Usage" in out

@@ -16,7 +16,7 @@ import optuna
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming.evaluate import ReplaySettings, mean_value, score_policy
-from dreamrsi.errors import ConfigError
+from dreamrsi.errors import ConfigError, PolicyError
 from dreamrsi.policies.registry import policy_class
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,9 @@ def search_family(family: str, trees: Sequence[RecordedTree], settings: ReplaySe
         spec = PolicySpec(family, params)
         try:
             value = score(spec)
-        except (ValueError, ConfigError):  # a combination the family rejects
+        except (ValueError, ConfigError, PolicyError) as exc:
+            # a combination the family rejects, or one that breaks the decision interface
+            logger.info("trial %s of %s pruned: %s", trial.number, family, exc)
             raise optuna.TrialPruned() from None
         scored.setdefault(spec.label(), (spec, value))
         return value
