@@ -212,6 +212,8 @@ def test_cli_dream_policies_replay_and_loop(tmp_path: Path, make_task: TaskFacto
     listed = json.loads(cli("policies", task_dir, "--json"))
     assert listed["deployed"] == dreamed["selected"]
     assert any(v["scores"] for v in listed["versions"])
+    verified = json.loads(cli("ledger", "verify", dreamed["dream_id"], "--json"))
+    assert verified["ok"] and verified["rows"] == len(FAST.families) + 2
     table = json.loads(cli("replay", task_dir, "--policy", "greedy:branches=1", "--json"))
     assert len(table["trees"]) == 2 and table["policy"] == "greedy:branches=1"
     assert {"value", "quality", "attempts", "rounds", "out_of_support"} <= set(table["trees"][0])

@@ -424,23 +424,26 @@ def task_check(
     _guard(body)
 
 
+ChainArg = Annotated[str, typer.Argument(help="Run id (or unique prefix), or a dream id.")]
+
+
 @ledger_app.command("verify")
-def ledger_verify(run_id: RunArg, store: StoreOpt = DEFAULT_STORE,
+def ledger_verify(run_id: ChainArg, store: StoreOpt = DEFAULT_STORE,
                   as_json: JsonOpt = False) -> None:
-    """Check a run's ledger hash chain; exit 1 naming the first bad row if it was altered."""
+    """Check a run's (or dream's) ledger hash chain; exit 1 naming the first bad row."""
 
     def body() -> None:
         with _reader(store) as handle:
-            run = handle.get_run(run_id)
-            report = handle.verify_ledger(run.run_id)
-        data = {"run_id": run.run_id, "ok": report.ok, "rows": report.rows,
+            chain = queries.ledger_chain(handle, run_id)
+            report = handle.verify_ledger(chain)
+        data = {"run_id": chain, "ok": report.ok, "rows": report.rows,
                 "bad_seq": report.bad_seq, "bad_id": report.bad_id, "problem": report.problem}
         if as_json:
             _print_json(data)
         elif report.ok:
-            console.print(f"ledger of run {run.run_id}: {report.rows} rows, chain intact")
+            console.print(f"ledger of {chain}: {report.rows} rows, chain intact")
         else:
-            err_console.print(f"[bold red]ledger of run {run.run_id} is broken[/] at row "
+            err_console.print(f"[bold red]ledger of {chain} is broken[/] at row "
                               f"{report.bad_seq} ({report.bad_id or 'unknown id'}): "
                               f"{report.problem}", highlight=False)
         if not report.ok:
@@ -450,14 +453,14 @@ def ledger_verify(run_id: RunArg, store: StoreOpt = DEFAULT_STORE,
 
 
 @ledger_app.command("show")
-def ledger_show(run_id: RunArg, store: StoreOpt = DEFAULT_STORE,
+def ledger_show(run_id: ChainArg, store: StoreOpt = DEFAULT_STORE,
                 as_json: JsonOpt = False) -> None:
-    """Print a run's ledger rows in order."""
+    """Print a run's (or dream's) ledger rows in order."""
 
     def body() -> None:
         with _reader(store) as handle:
-            run = handle.get_run(run_id)
-            rows = [r.as_dict() for r in handle.ledger(run.run_id)]
+            chain = queries.ledger_chain(handle, run_id)
+            rows = [r.as_dict() for r in handle.ledger(chain)]
         if as_json:
             _print_json(rows)
         else:

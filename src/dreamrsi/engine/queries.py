@@ -103,6 +103,21 @@ def export_best(store: SqliteRunStore, run_id: str, dest: Path) -> dict[str, Any
     return {**info, "exported_to": str(dest)}
 
 
+def ledger_chain(store: SqliteRunStore, name: str) -> str:
+    """The ledger chain of a run (id or unique prefix) or of a dream (its id).
+
+    Raises:
+        NotFound: Neither a run nor a dream has that id.
+    """
+    try:
+        return store.get_run(name).run_id
+    except NotFound:
+        try:
+            return store.get_dream(name).dream_id
+        except NotFound:
+            raise NotFound(f"no run or dream '{name}' in the store at {store.root}") from None
+
+
 def _node_row(node: Node, depth: int, duplicate_of: str | None) -> dict[str, Any]:
     return {
         "node_id": node.node_id,
