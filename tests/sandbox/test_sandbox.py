@@ -469,3 +469,24 @@ def test_cancel_stops_a_running_command(tmp_path: Path) -> None:
                          limits=Limits(timeout_s=60), cancel=cancel)
     assert time.monotonic() - started < 5
     assert result.timed_out and not result.ok()
+
+
+def test_an_interpreter_under_tmp_stays_reachable(tmp_path: Path, bwrap: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Python environment under /tmp (a venv made there) is bound back under bubblewrap."""
+    from dreamrsi.sandbox import _bwrap
+
+    env = tmp_path / "venv"
+    (env / "bin").mkdir(parents=True)
+    (tmp_path / "ws").mkdir()
+    monkeypatch.setattr(sys, "prefix", str(env))
+    _bwrap._interpreter_dirs.cache_clear()
+    try:
+        argv = _bwrap.bwrap_argv(bwrap, tmp_path, Isolation(writable=(tmp_path / "ws",)))
+    finally:
+        _bwrap._interpreter_dirs.cache_clear()
+    if str(env.resolve()).startswith("/tmp/"):
+        at = argv.index(str(env.resolve()))
+        assert argv[at - 1] == "--ro-bind" and argv[at + 1] == str(env.resolve())
+    else:  # tmp_path is not under /tmp on this machine: nothing to bind back
+        assert str(env.resolve()) not in argv

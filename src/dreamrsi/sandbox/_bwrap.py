@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from dreamrsi.errors import SandboxError
@@ -165,12 +166,28 @@ def bwrap_argv(bwrap: str, cwd: Path, isolation: Isolation) -> list[str]:
     """
     argv = _base_argv(bwrap, network=isolation.network)
     writable = _writable_dirs(isolation.writable)
+    for directory in _interpreter_dirs():  # a Python (or venv) under /tmp stays reachable
+        if not any(Path(directory).is_relative_to(w) for w in writable):
+            argv += ["--ro-bind", directory, directory]
     for directory in writable:
         argv += ["--bind", directory, directory]
     if _hidden_by_tmpfs(cwd, writable):
         argv += ["--ro-bind", os.fspath(cwd), os.fspath(cwd)]
     argv += ["--chdir", os.fspath(cwd), "--"]
     return argv
+
+
+@functools.cache
+def _interpreter_dirs() -> tuple[str, ...]:
+    """Folders of the running Python (its environment and base installation) that lie under
+    ``/tmp`` and would vanish behind the sandbox's fresh ``/tmp``: commands run ``python3``
+    from them, so they are bound back read-only."""
+    found: list[str] = []
+    for path in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))):
+        real = os.path.realpath(path)
+        if Path(real).is_relative_to("/tmp") and real not in found and os.path.isdir(real):
+            found.append(real)
+    return tuple(found)
 
 
 def _hidden_by_tmpfs(cwd: Path, writable: list[str]) -> bool:
