@@ -27,7 +27,7 @@ from dreamrsi.core.replay import RecordedTree, summarize
 from dreamrsi.core.view import TreeView
 from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, AttemptSpec
 from dreamrsi.engine.config import RunConfig
-from dreamrsi.errors import ConfigError, PolicyError, StoreError
+from dreamrsi.errors import ConfigError, DreamError, PolicyError, StoreError
 from dreamrsi.policies.registry import make_policy
 from dreamrsi.sandbox import IsolationMode
 from dreamrsi.store.base import InFlight, RunRecord, RunStatus, TaskRecord
@@ -210,7 +210,7 @@ class _Session:
             deadline = self.started + max(0.0, config.wall_time_s - self.elapsed_before)
         isolation = IsolationMode(config.isolation or task.constraints.isolation)
         self.work_root = work_root(store.root)
-        self.runner = AttemptRunner(task, self.repo, store._blobs, self.work_root,
+        self.runner = AttemptRunner(task, self.repo, store.blobs, self.work_root,
                                     isolation, deadline, self.cancel)
         self.deadline = deadline
         self.last_beat = 0.0
@@ -234,6 +234,9 @@ class _Session:
             status = RunStatus.FINISHED
         except KeyboardInterrupt:
             status, reason = RunStatus.INTERRUPTED, "interrupted"
+            raise
+        except DreamError as exc:
+            reason = f"failed: {exc}"
             raise
         finally:
             self._close(status, reason)

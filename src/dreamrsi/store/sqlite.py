@@ -192,6 +192,11 @@ class SqliteRunStore(DreamTables, RunStore):
         return applied
 
     @property
+    def blobs(self) -> BlobStore:
+        """The store's content-addressed files (safe to use from worker threads)."""
+        return self._blobs
+
+    @property
     def schema_version(self) -> int:
         """The schema version of the open database."""
         return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
