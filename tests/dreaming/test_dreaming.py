@@ -249,3 +249,27 @@ def test_dream_with_the_pareto_objective(history_store: tuple[SqliteRunStore, Pa
     for c in report.candidates:  # AUC in [0, 1] minus a penalty in [0, 1]
         assert -0.05 <= c["train"]["value"] <= 1.0
     assert store.verify_ledger(report.dream_id).ok
+
+
+def test_rank_quality_uses_one_yardstick_for_every_tree() -> None:
+    from dreamrsi.core.model import Node, NodeStatus
+    from dreamrsi.core.replay import RecordedTree
+    from dreamrsi.dreaming.evaluate import QualityScale
+
+    def tree(run: str, scores: list[float]) -> RecordedTree:
+        nodes = [Node(f"{run}-0", run, None, 0, 0, "c", NodeStatus.OK, True, 0.0, 0.0)]
+        for i, s in enumerate(scores, 1):
+            nodes.append(Node(f"{run}-{i}", run, nodes[-1].node_id, i, i, "c",
+                              NodeStatus.OK, True, s, s))
+        return RecordedTree.from_nodes(run, nodes)
+
+    small, large = tree("a", [0.2]), tree("b", [0.1, 0.5, 0.9])
+    scale = QualityScale.of([small, large])
+    settings = ReplaySettings(workers=1, beta1=0.0, beta2=0.0)
+    fixed = PolicySpec("fixed", {"branches": 1, "refine": 5})
+    on_small, on_large = score_policy(fixed, [small, large], settings, scale=scale)
+    assert on_large.value == 1.0  # reached the history's best
+    assert on_small.value == scale.rank(0.2) == 0.5  # 2 of the 4 attempts recorded
+    relative = score_policy(fixed, [small], ReplaySettings(1, None, None, 0, 0, "relative"))
+    assert relative[0].value == 1.0  # per tree, a one-node tree looks perfect: rank does not
+    assert scale.rank(-1.0) == 0.0 and scale.rank(0.9) == 1.0

@@ -175,7 +175,8 @@ def _finish(handle: SqliteRunStore, run_id: str, as_json: bool) -> None:
 
 Beta1Opt = Annotated[float, typer.Option("--beta1", help="Cost per attempt in V.")]
 Beta2Opt = Annotated[float, typer.Option("--beta2", help="Bonus per unit of parallelism in V.")]
-QualityOpt = Annotated[str, typer.Option(help="relative (per tree, 0..1) | raw.")]
+QualityOpt = Annotated[str, typer.Option(
+    help="rank (share of the history's scores reached) | relative (per tree) | raw.")]
 K2Opt = Annotated[int | None, typer.Option("--k2", min=1, help="Most replay rounds (K2).")]
 TrialsOpt = Annotated[int, typer.Option(min=1, help="Optuna trials, shared by the families.")]
 FamiliesOpt = Annotated[str | None, typer.Option(
@@ -210,7 +211,7 @@ def dream_cmd(
     k2: K2Opt = None,
     beta1: Beta1Opt = 0.002,
     beta2: Beta2Opt = 0.002,
-    quality: QualityOpt = "relative",
+    quality: QualityOpt = "rank",
     objective: ObjectiveOpt = "value",
     pareto_lam: ParetoLamOpt = 0.1,
     seed: Annotated[int, typer.Option(help="Seed of the samplers.")] = 0,
@@ -249,7 +250,7 @@ def loop_cmd(
         help="Promote only when the bootstrap interval is above zero.")] = False,
     beta1: Beta1Opt = 0.002,
     beta2: Beta2Opt = 0.002,
-    quality: QualityOpt = "relative",
+    quality: QualityOpt = "rank",
     objective: ObjectiveOpt = "value",
     pareto_lam: ParetoLamOpt = 0.1,
     seed: Annotated[int, typer.Option(help="Seed of the loop.")] = 0,
@@ -309,7 +310,7 @@ def replay_cmd(
     k2: K2Opt = None,
     beta1: Beta1Opt = 0.002,
     beta2: Beta2Opt = 0.002,
-    quality: QualityOpt = "relative",
+    quality: QualityOpt = "rank",
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:

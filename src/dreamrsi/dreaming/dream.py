@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
-from dreamrsi.dreaming.evaluate import ReplaySettings, TreeScore, score_policy, summary
+from dreamrsi.dreaming.evaluate import (
+    QualityScale,
+    ReplaySettings,
+    TreeScore,
+    mean_value,
+    score_policy,
+    summary,
+)
 from dreamrsi.dreaming.history import History, load_history
 from dreamrsi.dreaming.pareto import knob_values, pareto_score
 from dreamrsi.dreaming.search import search_family
@@ -140,8 +146,9 @@ def dream(store: SqliteRunStore, task: Task, incumbent: PolicySpec,
             dream_id, task.digest, task.evaluator_digest,
             {"settings": asdict(config.replay), "digest": config.replay.digest()},
             _config_json(config, history), inc_id, time.time()))
-    events, specs, trials = _studies(train, incumbent, config)
-    candidates = [_candidate(spec, train, holdout, config, spec == incumbent)
+    scale = QualityScale.of(history.trees)
+    events, specs, trials = _studies(train, incumbent, config, scale)
+    candidates = [_candidate(spec, train, holdout, config, spec == incumbent, scale)
                   for spec in _unique([incumbent, *specs])]
     selection = select({c.version_id: [s.value for s in c.train] for c in candidates}, inc_id,
                        require_gain=config.require_gain, seed=config.seed)
@@ -156,22 +163,23 @@ def dream(store: SqliteRunStore, task: Task, incumbent: PolicySpec,
     return report
 
 
-def _studies(train: list[RecordedTree], incumbent: PolicySpec,
-             config: DreamConfig) -> tuple[list[LedgerEvent], list[PolicySpec], int]:
+def _studies(train: list[RecordedTree], incumbent: PolicySpec, config: DreamConfig,
+             scale: QualityScale) -> tuple[list[LedgerEvent], list[PolicySpec], int]:
     share, extra = divmod(config.trials, len(config.families))
     events, specs, total = [], [], 0
     for i, family in enumerate(config.families):
         per_family = share + (1 if i < extra else 0)
         started = time.monotonic()
         start_from = [dict(incumbent.params)] if family == incumbent.name else []
-        scorer: Callable[[PolicySpec], float] | None = None
         fixed: tuple[str, ...] = ()
         if config.objective == "pareto":
             fixed = (knob_values(family)[0],)
 
-            def scorer(spec: PolicySpec) -> float:
+        def scorer(spec: PolicySpec) -> float:
+            if config.objective == "pareto":
                 values = pareto_score(spec, train, config.replay, config.pareto_lam).values
                 return sum(values) / len(values)
+            return mean_value(score_policy(spec, train, config.replay, scale=scale))
 
         found = search_family(family, train, config.replay, trials=per_family,
                               seed=config.seed + i, keep=config.keep, start_from=start_from,
@@ -187,11 +195,12 @@ def _studies(train: list[RecordedTree], incumbent: PolicySpec,
 
 
 def _candidate(spec: PolicySpec, train: list[RecordedTree], holdout: list[RecordedTree],
-               config: DreamConfig, is_incumbent: bool) -> Candidate:
+               config: DreamConfig, is_incumbent: bool, scale: QualityScale) -> Candidate:
     settings = config.replay
     if config.objective == "value":
-        return Candidate(spec.version_id(), spec, tuple(score_policy(spec, train, settings)),
-                         tuple(score_policy(spec, holdout, settings, history=train)))
+        return Candidate(
+            spec.version_id(), spec, tuple(score_policy(spec, train, settings, scale=scale)),
+            tuple(score_policy(spec, holdout, settings, history=train, scale=scale)))
     on_train = pareto_score(spec, train, settings, config.pareto_lam)
     on_holdout = pareto_score(spec, holdout, settings, config.pareto_lam, history=train)
     if not is_incumbent:  # deploy the knob value with the best mean V on the sweep
@@ -199,8 +208,9 @@ def _candidate(spec: PolicySpec, train: list[RecordedTree], holdout: list[Record
         spec = PolicySpec(spec.name, {**spec.params, knob: on_train.best_knob})
     return Candidate(
         spec.version_id(), spec,
-        _with_values(score_policy(spec, train, settings), on_train.values),
-        _with_values(score_policy(spec, holdout, settings, history=train), on_holdout.values))
+        _with_values(score_policy(spec, train, settings, scale=scale), on_train.values),
+        _with_values(score_policy(spec, holdout, settings, history=train, scale=scale),
+                     on_holdout.values))
 
 
 def _with_values(scores: list[TreeScore], values: tuple[float, ...]) -> tuple[TreeScore, ...]:

@@ -1,14 +1,22 @@
 """Score a policy over recorded trees: replay each tree, keep every part of V.
 
-Quality is taken either raw (the normalised score itself, as in the paper's formula) or
-relative to each tree (0 at the tree's weakest valid score, 1 at its best), so that trees and
-tasks with different score scales weigh the same; ``beta1`` and ``beta2`` are in those units.
+The quality term of V is one of three:
+
+- ``rank`` (default): the share of all valid scores recorded in the history that the best
+  revealed score reaches (1 for the history's best). Scale-free across tasks, robust to
+  outliers such as a poor seed, and the same yardstick for every tree, so a small tree cannot
+  look perfect just because little was recorded in it;
+- ``relative``: per tree, 0 at its weakest valid score and 1 at its best;
+- ``raw``: the normalised score itself, as in the paper's formula.
+
+``beta1`` and ``beta2`` are in the units of the chosen quality.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -19,7 +27,7 @@ from dreamrsi.core.replay import RecordedTree, ReplayResult, replay, summarize
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import make_policy
 
-QUALITY_MODES = ("relative", "raw")
+QUALITY_MODES = ("rank", "relative", "raw")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +40,8 @@ class ReplaySettings:
         attempt_budget: Cut replays at this many attempts, as the online budget would.
         beta1: Cost per attempt, in quality units.
         beta2: Bonus per unit of parallelism (attempts per round).
-        quality: ``relative`` (per tree, 0 at its floor, 1 at its best) or ``raw``.
+        quality: ``rank`` (share of the history's valid scores reached), ``relative`` (per
+            tree, 0 at its floor, 1 at its best) or ``raw``.
     """
 
     workers: int = 2
@@ -40,7 +49,7 @@ class ReplaySettings:
     attempt_budget: int | None = None
     beta1: float = 0.002
     beta2: float = 0.002
-    quality: str = "relative"
+    quality: str = "rank"
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -63,6 +72,25 @@ class ReplaySettings:
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class QualityScale:
+    """Every valid score of a history, sorted: the yardstick of ``rank`` quality."""
+
+    scores: tuple[float, ...]
+
+    @classmethod
+    def of(cls, trees: Sequence[RecordedTree]) -> QualityScale:
+        """The scale of these trees' attempts (roots, the seed evaluated again, left out)."""
+        return cls(tuple(sorted(n.score for t in trees for n in t.nodes.values()
+                                if n.score is not None and n.parent_id is not None)))
+
+    def rank(self, score: float) -> float:
+        """Share of the recorded scores at or below ``score`` (0 with none recorded)."""
+        if not self.scores:
+            return 0.0
+        return bisect_right(self.scores, score) / len(self.scores)
+
+
 @dataclass(frozen=True, slots=True)
 class TreeScore:
     """One policy on one tree: the replay and its value."""
@@ -72,11 +100,13 @@ class TreeScore:
 
 
 def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
-                history: Sequence[RecordedTree] = ()) -> TreeScore:
+                history: Sequence[RecordedTree] = (),
+                scale: QualityScale | None = None) -> TreeScore:
     """Replay one tree and score it under ``settings``.
 
     A policy with a ``plan`` hook plans first, seeing the other trees of ``history`` (never
-    the replayed one) and the replayed tree's recorded branch and refine counts.
+    the replayed one) and the replayed tree's recorded branch and refine counts. ``scale`` is
+    the yardstick of ``rank`` quality (default: the history's, else the tree's own scores).
     """
     k2 = settings.max_rounds if settings.max_rounds is not None else max(1, tree.size)
     plan = None
@@ -91,19 +121,25 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
                     keep_order=False, plan=plan)
     if settings.quality == "relative":
         result = _relative(result, tree)
+    elif settings.quality == "rank":
+        yardstick = scale or QualityScale.of(history or (tree,))
+        result = _with_quality(result, yardstick.rank(result.quality) if result.revealed
+                               or tree.root.score is not None else 0.0)
     return TreeScore(result, settings.objective().value(result))
 
 
 def score_policy(spec: PolicySpec | Policy, trees: Sequence[RecordedTree],
-                 settings: ReplaySettings,
-                 history: Sequence[RecordedTree] | None = None) -> list[TreeScore]:
+                 settings: ReplaySettings, history: Sequence[RecordedTree] | None = None,
+                 scale: QualityScale | None = None) -> list[TreeScore]:
     """Replay every tree with a fresh policy state; one score per tree, in order.
 
-    ``history`` (default: ``trees``) is what a planning policy may learn from.
+    ``history`` (default: ``trees``) is what a planning policy may learn from; ``scale``
+    (default: the scores of ``history``) is the yardstick of ``rank`` quality.
     """
     policy = make_policy(spec)
     past = trees if history is None else history
-    return [replay_tree(policy, tree, settings, past) for tree in trees]
+    yardstick = scale or (QualityScale.of(past) if settings.quality == "rank" else None)
+    return [replay_tree(policy, tree, settings, past, yardstick) for tree in trees]
 
 
 def mean_value(scores: Sequence[TreeScore]) -> float:
@@ -134,6 +170,10 @@ def _relative(result: ReplayResult, tree: RecordedTree) -> ReplayResult:
         quality = 1.0 if best is not None else 0.0
     else:
         quality = (result.quality - floor) / (best - floor)
+    return _with_quality(result, quality)
+
+
+def _with_quality(result: ReplayResult, quality: float) -> ReplayResult:
     return ReplayResult(result.tree_id, quality, result.revealed, result.rounds,
                         result.out_of_support, result.selections, result.stop, result.order,
                         result.batch_sizes)
