@@ -47,8 +47,8 @@ class ReplaySettings:
     workers: int = 2
     max_rounds: int | None = None
     attempt_budget: int | None = None
-    beta1: float = 0.002
-    beta2: float = 0.002
+    beta1: float = 0.0005
+    beta2: float = 0.001
     quality: str = "rank"
 
     def __post_init__(self) -> None:
