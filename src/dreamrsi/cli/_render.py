@@ -71,8 +71,10 @@ def runs_table(console: Console, runs: Sequence[Mapping[str, Any]]) -> None:
         console.print("no runs yet")
         return
     table = Table(title="runs")
-    for col in ("run", "task", "state", "policy", "attempts", "best", "by status", "stop reason"):
-        table.add_column(col)
+    for col in ("run", "task", "state"):
+        table.add_column(col, no_wrap=True)
+    for col in ("policy", "attempts", "best", "by status", "stop reason"):
+        table.add_column(col, overflow="fold")
     for r in runs:
         table.add_row(r["run_id"], r["task"], r["status"], r["policy"], str(r["attempts"]),
                       _fmt(r["best_score"]), ", ".join(f"{k} {v}" for k, v in r["counts"].items()),
@@ -85,7 +87,8 @@ def tree_table(console: Console, summary: Mapping[str, Any],
     """``dreamrsi show``: one line per node, branch by branch."""
     table = Table(title=f"run {summary['run_id']} ({summary['task']}): {len(rows)} nodes, "
                   f"best {_fmt(summary['best_score'])}")
-    for col in ("node", "depth", "round", "score", "status", "plan"):
+    table.add_column("node", no_wrap=True)
+    for col in ("depth", "round", "score", "status", "plan"):
         table.add_column(col, overflow="fold")
     for r in rows:
         plan = r["plan"] or ""
