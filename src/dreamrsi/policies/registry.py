@@ -8,6 +8,7 @@ parameter's default in the class's constructor.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 from collections.abc import Mapping
@@ -30,6 +31,13 @@ BUILTIN: dict[str, str] = {
 
 def available() -> dict[str, str]:
     """Every known policy name with its ``module:Class`` target."""
+    return dict(_available())
+
+
+@functools.cache
+def _available() -> dict[str, str]:
+    # scanning installed distributions for entry points costs milliseconds; policies are
+    # looked up for every trial of a dream, so the scan is done once per process
     found = dict(BUILTIN)
     for ep in entry_points(group="dreamrsi.policies"):
         found.setdefault(ep.name, ep.value)
@@ -42,7 +50,7 @@ def policy_class(name: str) -> type[Any]:
     Raises:
         ConfigError: No policy has that name (the message lists the known ones).
     """
-    known = available()
+    known = _available()
     if name not in known:
         raise ConfigError(
             f"unknown policy '{name}'", key="policy", expected=f"one of {', '.join(sorted(known))}"
