@@ -221,6 +221,10 @@ def test_cli_dream_policies_replay_and_loop(tmp_path: Path, make_task: TaskFacto
                "--isolation", "off")
     assert "round 1" in text and "best so far" in text
     cli("loop", task_dir, "--arm", "sideways", code=1)
+    wide = json.loads(cli("loop", task_dir, "--rounds", "1", "--per-round-budget", "4",
+                          "--initial", "fixed:branches=4,refine=0", "--trials", "8",
+                          "--isolation", "off", "--json"))
+    assert wide["rounds"][0]["policy"] == "fixed:branches=4,refine=0"
 
 
 def test_frontier_area_and_knob_sweep() -> None:

@@ -244,6 +244,9 @@ def loop_cmd(
     per_round_budget: Annotated[int, typer.Option(min=1, help="Attempt ceiling per round.")] = 40,
     workers: Annotated[int, typer.Option(min=1, help="Attempts in parallel (W).")] = 2,
     arm: Annotated[str, typer.Option(help="dream | fixed (keep the initial policy).")] = "dream",
+    initial: Annotated[str | None, typer.Option(
+        help="π_1 as NAME[:key=value,...] (default: fixed refinement sized to the budget)."
+    )] = None,
     trials: TrialsOpt = 600,
     families: FamiliesOpt = None,
     require_gain: Annotated[bool, typer.Option(
@@ -263,7 +266,8 @@ def loop_cmd(
     def body() -> None:
         loaded = resolve_task(task)
         settings = ReplaySettings(workers, None, per_round_budget, beta1, beta2, quality)
-        config = LoopConfig(rounds, per_round_budget, workers, arm, seed, None, isolation,
+        config = LoopConfig(rounds, per_round_budget, workers, arm, seed,
+                            parse_spec(initial) if initial else None, isolation,
                             _dream_config(trials, families, 0.25, require_gain, seed,
                                           settings, objective, pareto_lam))
         with SqliteRunStore.open(store, writer=True, holder=f"loop {loaded.name}") as handle:
