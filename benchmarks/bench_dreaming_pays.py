@@ -44,7 +44,7 @@ def run_arm(task: str, arm: str, seed: int, args: argparse.Namespace,
     cmd = [sys.executable, "-m", "dreamrsi", "loop", task, "--arm", arm, "--seed", str(seed),
            "--rounds", str(args.rounds), "--per-round-budget", str(args.per_round_budget),
            "--workers", str(args.workers), "--trials", str(args.trials), "--store", str(store),
-           "--json"]
+           "--json"] + (["--initial", args.initial] if args.initial else [])
     started = time.perf_counter()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     report = json.loads(out.stdout)
@@ -149,6 +149,7 @@ def main() -> None:
     parser.add_argument("--per-round-budget", type=int, default=40)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--trials", type=int, default=600)
+    parser.add_argument("--initial", default=None, help="π_1 (default: the loop's)")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="dreamrsi-pays-") as tmp:
@@ -159,10 +160,15 @@ def main() -> None:
                 results.append(result)
     text = summarise(args.task, results, args)
     print(text)
-    write_section(f"pays-{args.task}", f"Dreaming pays? ({args.task})", text,
+    initial = f" --initial {args.initial}" if args.initial else ""
+    name = f"pays-{args.task}" + (f"-{args.initial}" if args.initial else "")
+    title = f"Dreaming pays? ({args.task}" + (f", π_1 = {args.initial})" if args.initial
+                                              else ")")
+    write_section(name, title, text,
                   f"python benchmarks/bench_dreaming_pays.py --task {args.task} --seeds "
                   f"{args.seeds} --rounds {args.rounds} --per-round-budget "
-                  f"{args.per_round_budget} --workers {args.workers} --trials {args.trials}")
+                  f"{args.per_round_budget} --workers {args.workers} --trials {args.trials}"
+                  f"{initial}")
 
 
 if __name__ == "__main__":
