@@ -44,7 +44,8 @@ def run_arm(task: str, arm: str, seed: int, args: argparse.Namespace,
     cmd = [sys.executable, "-m", "dreamrsi", "loop", task, "--arm", arm, "--seed", str(seed),
            "--rounds", str(args.rounds), "--per-round-budget", str(args.per_round_budget),
            "--workers", str(args.workers), "--trials", str(args.trials), "--store", str(store),
-           "--json"] + (["--initial", args.initial] if args.initial else [])
+           "--json", "--beta1", str(args.beta1)] + (
+               ["--initial", args.initial] if args.initial else [])
     started = time.perf_counter()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     report = json.loads(out.stdout)
@@ -150,6 +151,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--trials", type=int, default=600)
     parser.add_argument("--initial", default=None, help="π_1 (default: the loop's)")
+    parser.add_argument("--beta1", type=float, default=0.0005, help="cost per attempt in V")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="dreamrsi-pays-") as tmp:
@@ -161,14 +163,15 @@ def main() -> None:
     text = summarise(args.task, results, args)
     print(text)
     initial = f" --initial {args.initial}" if args.initial else ""
-    name = f"pays-{args.task}" + (f"-{args.initial}" if args.initial else "")
-    title = f"Dreaming pays? ({args.task}" + (f", π_1 = {args.initial})" if args.initial
-                                              else ")")
+    variant = (f", π_1 = {args.initial}" if args.initial else "") + (
+        f", β1 = {args.beta1:g}" if args.beta1 != 0.0005 else "")
+    name = f"pays-{args.task}" + "".join(c if c.isalnum() else "-" for c in variant)
+    title = f"Dreaming pays? ({args.task}{variant})"
     write_section(name, title, text,
                   f"python benchmarks/bench_dreaming_pays.py --task {args.task} --seeds "
                   f"{args.seeds} --rounds {args.rounds} --per-round-budget "
                   f"{args.per_round_budget} --workers {args.workers} --trials {args.trials}"
-                  f"{initial}")
+                  f" --beta1 {args.beta1:g}{initial}")
 
 
 if __name__ == "__main__":
