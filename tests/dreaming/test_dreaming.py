@@ -277,3 +277,32 @@ def test_rank_quality_uses_one_yardstick_for_every_tree() -> None:
     relative = score_policy(fixed, [small], ReplaySettings(1, None, None, 0, 0, "relative"))
     assert relative[0].value == 1.0  # per tree, a one-node tree looks perfect: rank does not
     assert scale.rank(-1.0) == 0.0 and scale.rank(0.9) == 1.0
+
+
+def test_warm_start_rounds_begin_at_the_best_so_far(store: SqliteRunStore,
+                                                    make_task: TaskFactory) -> None:
+    task = load_task(make_task())
+    report = run_loop(store, task, LoopConfig(rounds=3, per_round_budget=4, workers=2,
+                                              arm="fixed", isolation="off", warm_start=True))
+    previous_best = None
+    for entry in report.rounds:
+        root = store.nodes(entry.run_id)[0]
+        if previous_best is not None:
+            assert root.commit == previous_best.commit
+            assert root.raw_score == previous_best.raw_score
+        run_best = max((n for n in store.nodes(entry.run_id) if n.score is not None),
+                       key=lambda n: n.score or 0.0)
+        if previous_best is None or run_best.raw_score > previous_best.raw_score:  # type: ignore[operator]
+            previous_best = run_best
+    rows = [r for r in store.ledger(report.rounds[1].run_id) if r.event.cmd.startswith("start")]
+    assert len(rows) == 1
+
+
+def test_start_from_a_node_of_another_task_is_refused(store: SqliteRunStore,
+                                                       make_task: TaskFactory) -> None:
+    first = load_task(make_task())
+    summary = start_run(store, first, RunConfig(budget=1, isolation="off"))
+    other = load_task(make_task(name="other"))
+    with pytest.raises(ConfigError, match="cannot start from node"):
+        start_run(store, other, RunConfig(budget=1, isolation="off",
+                                          start_from=f"{summary.run_id}-1"))

@@ -247,6 +247,9 @@ def loop_cmd(
     initial: Annotated[str | None, typer.Option(
         help="π_1 as NAME[:key=value,...] (default: fixed refinement sized to the budget)."
     )] = None,
+    warm_start: Annotated[bool, typer.Option(
+        help="Start each round from the best workspace so far (default: from the seed).")
+    ] = False,
     trials: TrialsOpt = 600,
     families: FamiliesOpt = None,
     require_gain: Annotated[bool, typer.Option(
@@ -269,7 +272,7 @@ def loop_cmd(
         config = LoopConfig(rounds, per_round_budget, workers, arm, seed,
                             parse_spec(initial) if initial else None, isolation,
                             _dream_config(trials, families, 0.25, require_gain, seed,
-                                          settings, objective, pareto_lam))
+                                          settings, objective, pareto_lam), warm_start)
         with SqliteRunStore.open(store, writer=True, holder=f"loop {loaded.name}") as handle:
             _sigterm_as_interrupt()
             observer = None if as_json else (lambda r: _render.loop_round(console, r))

@@ -39,6 +39,8 @@ class LoopConfig:
         initial: π_1; default: fixed refinement sized to the per-round budget.
         isolation: Sandbox isolation of the runs (``None``: the task's setting).
         dream: Settings of each dream (replay workers and budget follow the loop's).
+        warm_start: Start each round from the best workspace found so far (default: every
+            round starts from the seed, as in the paper's protocol).
     """
 
     rounds: int = 5
@@ -49,6 +51,7 @@ class LoopConfig:
     initial: PolicySpec | None = None
     isolation: str | None = None
     dream: DreamConfig = field(default_factory=DreamConfig)
+    warm_start: bool = False
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.per_round_budget < 1 or self.workers < 1:
@@ -113,16 +116,19 @@ def run_loop(store: SqliteRunStore, task: Task, config: LoopConfig,
     why = "the initial policy (π_1)"
     reports: list[RoundReport] = []
     best: float | None = None
+    best_node: str | None = None
     spent = 0
     status = "failed"
     try:
         for t in range(1, config.rounds + 1):
             summary = start_run(store, task, RunConfig(
                 budget=config.per_round_budget, workers=config.workers,
-                seed=config.seed * 1000 + t, policy=policy, isolation=config.isolation))
+                seed=config.seed * 1000 + t, policy=policy, isolation=config.isolation,
+                start_from=best_node if config.warm_start else None))
             round_best = None if summary.best is None else summary.best.raw_score
             if round_best is not None and (best is None or _better(task, round_best, best)):
                 best = round_best
+                best_node = summary.best.node_id if summary.best else None
             spent += summary.attempts
             version_id = policy.version_id()
             store.put_policy(PolicyVersion(version_id, policy, task.digest,

@@ -29,6 +29,8 @@ class RunConfig:
         isolation: ``auto``, ``required`` or ``off``; ``None`` takes the task's setting.
         heartbeat_s: How often a running run records that it is alive.
         plan: The grid a planning policy chose before the run (set by the engine).
+        start_from: A node of an earlier run of the same task whose workspace is this run's
+            root (a warm start) instead of the seed folder.
     """
 
     budget: int | None = 60
@@ -42,6 +44,7 @@ class RunConfig:
     isolation: str | None = None
     heartbeat_s: float = 2.0
     plan: GridPlan | None = None
+    start_from: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("budget", "max_rounds", "max_tokens"):

@@ -374,16 +374,29 @@ class _Session:
     def _evaluate_root(self) -> Node:
         calls: list[GitCall] = []
         root_id = node_id_for(self.run.run_id, 0)
-        commit = self.repo.import_folder(self.task.seed_dir, f"seed of {self.task.name}",
-                                         f"refs/dreamrsi/nodes/{root_id}", calls)
-        imports = [LedgerEvent(Actor.EXECUTION, c.cmd, exit=c.exit, commit=commit,
-                               duration_ms=c.duration_ms, node_id=root_id) for c in calls]
+        if self.config.start_from:
+            commit = self._warm_commit(self.config.start_from)
+            imports = [LedgerEvent(Actor.EXECUTION, f"start from {self.config.start_from}",
+                                   exit=0, commit=commit, node_id=root_id)]
+        else:
+            commit = self.repo.import_folder(self.task.seed_dir, f"seed of {self.task.name}",
+                                             f"refs/dreamrsi/nodes/{root_id}", calls)
+            imports = [LedgerEvent(Actor.EXECUTION, c.cmd, exit=c.exit, commit=commit,
+                                   duration_ms=c.duration_ms, node_id=root_id) for c in calls]
         outcome = self.runner.run(AttemptSpec(root_id, self.run.run_id, 0, 0, None, commit,
                                               {"seed": self._seed_for(0)}))
         node = outcome.node
         outcome = AttemptOutcome(node, (*imports, *outcome.events))
         self._record(outcome)
         return node
+
+    def _warm_commit(self, node_id: str) -> str:
+        """The workspace of an earlier node of the same task, to start this run from."""
+        node = self.store.get_node(node_id)
+        if self.store.get_run(node.run_id).task_digest != self.task.digest or not node.commit:
+            raise ConfigError(f"cannot start from node {node_id}: it belongs to another task "
+                              "(or version of it), or has no workspace")
+        return node.commit
 
     def _close(self, status: RunStatus, reason: str) -> None:
         shutil.rmtree(self.work_root, ignore_errors=True)
