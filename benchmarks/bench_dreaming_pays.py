@@ -13,7 +13,12 @@ and reports, per task:
     valid) within the budget.
 
 Usage: python benchmarks/bench_dreaming_pays.py --task circle-packing-26 --seeds 10
-       [--rounds 5] [--per-round-budget 40] [--workers 2] [--trials 600]
+       [--rounds 5] [--per-round-budget 40] [--workers 2] [--trials 600] [--warm-start]
+       [--resume LOG]
+
+Every finished loop is printed as one JSON line as soon as it ends; ``--resume LOG`` reuses the
+loops such a log already holds (same arm and seed) and runs only the missing ones, so a run
+killed after an hour loses at most one loop.
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ def run_arm(task: str, arm: str, seed: int, args: argparse.Namespace,
            "--rounds", str(args.rounds), "--per-round-budget", str(args.per_round_budget),
            "--workers", str(args.workers), "--trials", str(args.trials), "--store", str(store),
            "--json", "--beta1", str(args.beta1)] + (
-               ["--initial", args.initial] if args.initial else [])
+               ["--initial", args.initial] if args.initial else []) + (
+               ["--warm-start"] if args.warm_start else [])
     started = time.perf_counter()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     report = json.loads(out.stdout)
@@ -82,6 +88,16 @@ def attempts_to_reach(curve: list[tuple[float, bool]], target: float, maximize: 
         if (value >= target) if maximize else (value <= target):
             return i + 1
     return budget + 1
+
+
+def finished_loops(log: Path) -> dict[tuple[str, int], dict[str, object]]:
+    """The loops an earlier run of this script printed, by (arm, seed)."""
+    loops: dict[tuple[str, int], dict[str, object]] = {}
+    for line in log.read_text().splitlines():
+        if line.startswith('{"arm"'):
+            loop = json.loads(line)
+            loops[(loop["arm"], loop["seed"])] = loop
+    return loops
 
 
 def ratio_interval(fixed: list[int], dream: list[int], seed: int = 0) -> tuple[float, float]:
@@ -152,26 +168,37 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=600)
     parser.add_argument("--initial", default=None, help="π_1 (default: the loop's)")
     parser.add_argument("--beta1", type=float, default=0.0005, help="cost per attempt in V")
+    parser.add_argument("--warm-start", action="store_true",
+                        help="each round starts from the best workspace so far (both arms)")
+    parser.add_argument("--resume", type=Path, default=None,
+                        help="a log of an earlier run with the same settings: reuse its loops")
     args = parser.parse_args()
+    done = finished_loops(args.resume) if args.resume else {}
     results = []
     with tempfile.TemporaryDirectory(prefix="dreamrsi-pays-") as tmp:
         for seed in range(args.seeds):
             for arm in ("dream", "fixed") if seed % 2 == 0 else ("fixed", "dream"):
-                result = run_arm(args.task, arm, seed, args, Path(tmp) / f"{arm}-{seed}")
+                result = done.get((arm, seed)) or run_arm(args.task, arm, seed, args,
+                                                          Path(tmp) / f"{arm}-{seed}")
                 print(json.dumps(result), flush=True)
                 results.append(result)
     text = summarise(args.task, results, args)
     print(text)
     initial = f" --initial {args.initial}" if args.initial else ""
     variant = (f", π_1 = {args.initial}" if args.initial else "") + (
-        f", β1 = {args.beta1:g}" if args.beta1 != 0.0005 else "")
+        f", β1 = {args.beta1:g}" if args.beta1 != 0.0005 else "") + (
+        ", warm start" if args.warm_start else "")
+    if args.per_round_budget != 40 or args.rounds != 5:
+        variant += f", {args.rounds}x{args.per_round_budget}"
+
     name = f"pays-{args.task}" + "".join(c if c.isalnum() else "-" for c in variant)
     title = f"Dreaming pays? ({args.task}{variant})"
     write_section(name, title, text,
                   f"python benchmarks/bench_dreaming_pays.py --task {args.task} --seeds "
                   f"{args.seeds} --rounds {args.rounds} --per-round-budget "
                   f"{args.per_round_budget} --workers {args.workers} --trials {args.trials}"
-                  f" --beta1 {args.beta1:g}{initial}")
+                  f" --beta1 {args.beta1:g}{initial}"
+                  + (" --warm-start" if args.warm_start else ""))
 
 
 if __name__ == "__main__":
