@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 import random
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from dreamrsi.core.model import Node, NodeStatus
@@ -47,6 +47,9 @@ class RecordedTree:
             score); ``None`` when the tree holds no valid score at all.
         task_digest: Digest of the task that recorded it.
         evaluator_digest: Digest of the evaluator that scored it.
+        next_child: Each non-root node's recorded child node (``child`` resolved, for the
+            replay loop).
+        root_nodes: The root's children as nodes, in creation order.
     """
 
     tree_id: str
@@ -60,6 +63,8 @@ class RecordedTree:
     floor: float | None
     task_digest: str = ""
     evaluator_digest: str = ""
+    next_child: Mapping[str, Node] = field(default_factory=dict)
+    root_nodes: tuple[Node, ...] = ()
 
     @classmethod
     def from_nodes(cls, tree_id: str, nodes: Iterable[Node], *, task_digest: str = "",
@@ -95,7 +100,9 @@ class RecordedTree:
         return cls(tree_id, root, by_id, tuple(root_children), child, len(ordered) - 1,
                    max((n.round for n in ordered), default=0),
                    max(scores) if scores else None, min(scores) if scores else None,
-                   task_digest, evaluator_digest)
+                   task_digest, evaluator_digest,
+                   {parent: by_id[kid] for parent, kid in child.items()},
+                   tuple(by_id[i] for i in root_children))
 
     @property
     def branch_count(self) -> int:
@@ -213,15 +220,13 @@ def _replay(policy: Policy, tree: RecordedTree, workers: int, max_rounds: int, s
             attempt_budget: int | None, task_name: str, keep_order: bool,
             plan: GridPlan | None) -> ReplayResult:
     root = tree.root
-    nodes, child, root_children = tree.nodes, tree.child, tree.root_children
-    n_root_children = len(root_children)
+    next_child, root_nodes = tree.next_child, tree.root_nodes
     view = TreeView(root)
-    reveal_all = view.reveal_all
+    reveal_recorded = view.reveal_recorded
     policy.reset(PolicyContext(task_name, workers, "replay", random.Random(seed),
                                attempt_budget, max_rounds, plan))
     select = policy.select
     name = getattr(policy, "name", type(policy).__name__)
-    root_id = root.node_id
     lost = NodeStatus.LOST
     next_root = rounds = misses = selections = revealed = spent = 0
     sizes: list[int] = []
@@ -245,21 +250,10 @@ def _replay(policy: Policy, tree: RecordedTree, workers: int, max_rounds: int, s
         if not batch:
             stop = "empty batch"
             break
-        found: list[Node] = []
-        for node_id in batch:
-            if node_id == root_id:
-                if next_root < n_root_children:
-                    found.append(nodes[root_children[next_root]])
-                    next_root += 1
-                    continue
-            else:
-                next_id = child.get(node_id)
-                if next_id is not None:
-                    found.append(nodes[next_id])
-                    continue
-            misses += 1
+        # revealed in batch order: online, launch order is batch order
+        found, next_root = reveal_recorded(batch, next_child, root_nodes, next_root)
+        misses += len(batch) - len(found)
         selections += len(batch)
-        reveal_all(found)  # in batch order: online, launch order is batch order
         if attempt_budget is not None:
             spent += sum(1 for node in found if node[6] is not lost)
         if keep_order:

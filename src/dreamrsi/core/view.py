@@ -8,7 +8,7 @@ replay never rebuilds the visible set.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from dreamrsi.core.model import Node, NodeStatus
 
@@ -247,6 +247,61 @@ class TreeView:
                     best, best_score = node, score
         finally:
             self._best = best
+
+    def reveal_recorded(self, batch: Iterable[str], next_child: Mapping[str, Node],
+                        root_children: Sequence[Node], opened: int) -> tuple[list[Node], int]:
+        """Reveal the recorded continuation of each id in a checked batch (replay's hot path).
+
+        For a leaf, its recorded child (``next_child``); for the root, the next unrevealed
+        root child (``root_children[opened]``, then the one after). Ids without a recorded
+        continuation reveal nothing. The batch must have passed :func:`check_batch` (every
+        id is the root or a distinct leaf), so the checks of :meth:`reveal_all` are skipped.
+
+        Returns:
+            The nodes revealed, in batch order, and the number of root children now opened.
+        """
+        nodes, tips, order, stats = self._nodes, self._tips, self._order, self._stats
+        root_id = self._root_id
+        best = self._best
+        best_score = None if best is None else best.score
+        found: list[Node] = []
+        n_roots = len(root_children)
+        for parent_id in batch:
+            if parent_id == root_id:
+                if opened >= n_roots:
+                    continue
+                node = root_children[opened]
+                opened += 1
+                node_id, score = node[0], node[8]
+                branch = Branch(node)
+                stats[node_id] = branch
+            else:
+                node = next_child.get(parent_id)  # type: ignore[assignment]
+                if node is None:
+                    continue
+                node_id, score = node[0], node[8]
+                branch = tips.pop(parent_id)
+                branch.tip = node_id
+                branch.length += 1
+                if node[6] is not _LOST:
+                    branch.finished += 1
+                branch.wall_ms += node[13][0]
+                if score is None:
+                    branch.since_best += 1
+                else:
+                    branch.valid += 1
+                    if branch.best is None or score > branch.best:
+                        branch.best, branch.best_node, branch.since_best = score, node_id, 0
+                    else:
+                        branch.since_best += 1
+            tips[node_id] = branch
+            nodes[node_id] = node
+            order.append(node_id)
+            found.append(node)
+            if score is not None and (best_score is None or score > best_score):
+                best, best_score = node, score
+        self._best = best
+        return found, opened
 
     def complete_round(self) -> None:
         """Count one completed decision round."""
