@@ -207,3 +207,56 @@ def test_a_plan_beyond_the_recorded_support_earns_nothing() -> None:
     deeper = replay(make_policy("planned"), tree, workers=2, max_rounds=10,
                     plan=GridPlan(1, 2, "too deep"))
     assert deeper.stop == "plan out of support"
+
+
+class StatelessHalving:
+    """Successive halving recomputed from the view on every call: the reference that the
+    built-in policy's rung bookkeeping must agree with."""
+
+    name = "halving-reference"
+
+    def __init__(self, n0: int, r0: int, eta: int, brackets: int, finish: bool) -> None:
+        self.n0, self.r0, self.eta, self.brackets, self.finish = n0, r0, eta, brackets, finish
+
+    def reset(self, context: PolicyContext) -> None:
+        pass
+
+    def select(self, view: TreeView, budget: Budget) -> list[str]:
+        n = budget.workers if budget.attempts_left is None else min(budget.workers,
+                                                                     budget.attempts_left)
+        if n <= 0:
+            return []
+        branches = list(view.branch_stats())
+        start = 0
+        for b in range(self.brackets):
+            size = max(1, self.n0 // self.eta**b)
+            own = branches[start:start + size]
+            start += size
+            if len(own) < size:
+                return [view.root_id] * min(size - len(own), n)
+            survivors, target = own, self.r0 * self.eta**b
+            while True:
+                pending = [br for br in survivors if br.finished < target]
+                if pending:
+                    return [br.tip for br in pending[:n]]
+                if len(survivors) <= 1:
+                    break
+                keep = -(-len(survivors) // self.eta)
+                survivors = sorted(survivors, key=lambda br: (br.best is None,
+                                                              -(br.best or 0.0)))[:keep]
+                target *= self.eta
+        if not self.finish or not branches:
+            return []
+        return [max(branches, key=lambda br: -1e300 if br.best is None else br.best).tip]
+
+
+@settings(max_examples=80, deadline=None)
+@given(nodes=chain_trees(), workers=st.integers(1, 4), seed=st.integers(0, 10**6))
+def test_halving_bookkeeping_matches_recomputing_every_round(nodes: list[Node], workers: int,
+                                                             seed: int) -> None:
+    params = sample_params("halving", random.Random(seed))
+    tree = RecordedTree.from_nodes("r", nodes)
+    ours = replay(build("halving", params), tree, workers=workers, max_rounds=80)
+    reference = replay(StatelessHalving(**params), tree, workers=workers, max_rounds=80)
+    assert (ours.order, ours.batch_sizes, ours.stop) == (reference.order,
+                                                        reference.batch_sizes, reference.stop)

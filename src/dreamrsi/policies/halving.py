@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import islice
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
@@ -17,7 +18,9 @@ class SuccessiveHalving:
     Bracket ``b`` (of ``brackets``) opens ``n0 // eta**b`` branches with ``r0 * eta**b``
     attempts each: later brackets trade breadth for depth, as in Hyperband. When every bracket
     is done the best branch is refined further if ``finish`` is set, else the policy stops.
-    Everything is derived from the view (branches belong to brackets in opening order).
+    Branches belong to brackets in opening order. Which rung and which survivors are current is
+    kept between calls (a rung's survivors only ever improve, so it never has to be recomputed)
+    and rebuilt from the view when the policy meets a view it has not seen.
 
     Args:
         n0: Branches in the first bracket.
@@ -37,42 +40,49 @@ class SuccessiveHalving:
         if n0 < 1 or r0 < 1 or eta < 2 or brackets < 1:
             raise ValueError("need n0 >= 1, r0 >= 1, eta >= 2, brackets >= 1")
         self.n0, self.r0, self.eta, self.brackets, self.finish = n0, r0, eta, brackets, finish
+        self._forget(None)
 
     def reset(self, context: PolicyContext) -> None:
-        """Nothing to reset: decisions depend on the view alone."""
+        """Forget the rung bookkeeping (it is rebuilt from the view)."""
+        self._forget(None)
+
+    def _forget(self, view: TreeView | None) -> None:
+        self._view = view
+        self._bracket = 0
+        self._start = 0
+        self._survivors: list[Branch] | None = None
+        self._target = 0
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Work on the first unfinished rung of the first unfinished bracket."""
         n = slots(budget)
         if n == 0:
             return []
-        branches = list(view.branch_stats())
-        start = 0
-        for b in range(self.brackets):
-            size = max(1, self.n0 // self.eta**b)
-            own = branches[start:start + size]
-            start += size
-            if len(own) < size:
-                return [view.root_id] * min(size - len(own), n)
-            pending = self._rung_work(own, self.r0 * self.eta**b)
+        if self._view is not view:  # a view it has not seen: start from bracket 0
+            self._forget(view)
+        while self._bracket < self.brackets:
+            size = max(1, self.n0 // self.eta**self._bracket)
+            if self._survivors is None:
+                opened = view.branch_count()
+                if opened < self._start + size:
+                    return [view.root_id] * min(self._start + size - opened, n)
+                self._survivors = list(islice(view.branch_stats(), self._start,
+                                              self._start + size))
+                self._target = self.r0 * self.eta**self._bracket
+            pending = [br for br in self._survivors if br.finished < self._target]
             if pending:
                 return [branch.tip for branch in pending[:n]]
-        if not self.finish or not branches:
+            if len(self._survivors) > 1:  # rung done: keep the best 1/eta, eta times deeper
+                keep = max(1, math.ceil(len(self._survivors) / self.eta))
+                ranked = sorted(self._survivors, key=lambda br: (br.best is None,
+                                                                 -(br.best or 0.0)))
+                self._survivors = ranked[:keep]
+                self._target *= self.eta
+                continue
+            self._start += size  # bracket done
+            self._bracket += 1
+            self._survivors = None
+        if not self.finish or not view.branch_count():
             return []
-        best = max(branches, key=lambda br: -math.inf if br.best is None else br.best)
+        best = max(view.branch_stats(), key=lambda br: -math.inf if br.best is None else br.best)
         return [best.tip]
-
-    def _rung_work(self, own: list[Branch], r: int) -> list[Branch]:
-        """Branches of the first rung not yet given their attempts; empty when done."""
-        survivors = own
-        target = r
-        while True:
-            pending = [br for br in survivors if br.finished < target]
-            if pending:
-                return pending
-            if len(survivors) <= 1:
-                return []
-            keep = max(1, math.ceil(len(survivors) / self.eta))
-            survivors = sorted(survivors, key=lambda br: (br.best is None, -(br.best or 0.0)))
-            survivors = survivors[:keep]
-            target *= self.eta
