@@ -250,13 +250,35 @@ class StatelessHalving:
         return [max(branches, key=lambda br: -1e300 if br.best is None else br.best).tip]
 
 
-@settings(max_examples=80, deadline=None)
-@given(nodes=chain_trees(), workers=st.integers(1, 4), seed=st.integers(0, 10**6))
-def test_halving_bookkeeping_matches_recomputing_every_round(nodes: list[Node], workers: int,
-                                                             seed: int) -> None:
-    params = sample_params("halving", random.Random(seed))
+@st.composite
+def deep_trees(draw: st.DrawFn) -> list[Node]:
+    """A few long chains whose scores tie often (so rungs complete and rankings matter)."""
+    nodes = [node(0, None, 0.0)]
+    tips: list[int] = []
+    branches = draw(st.integers(1, 8))
+    for seq in range(1, draw(st.integers(1, 120)) + 1):
+        score = draw(st.one_of(st.none(), st.sampled_from([0.1, 0.2, 0.3, 0.5, 0.8])))
+        status = NodeStatus.LOST if score is None and draw(st.booleans()) else NodeStatus.OK
+        if len(tips) < branches:
+            nodes.append(node(seq, 0, score, status))
+            tips.append(seq)
+        else:
+            i = draw(st.integers(0, len(tips) - 1))
+            nodes.append(node(seq, tips[i], score, status))
+            tips[i] = seq
+    return nodes
+
+
+@settings(max_examples=150, deadline=None)
+@given(nodes=deep_trees(), workers=st.integers(1, 4), n0=st.integers(2, 8),
+       r0=st.integers(1, 4), eta=st.integers(2, 3), brackets=st.integers(1, 3),
+       finish=st.booleans())
+def test_halving_bookkeeping_matches_recomputing_every_round(
+        nodes: list[Node], workers: int, n0: int, r0: int, eta: int, brackets: int,
+        finish: bool) -> None:
+    params = {"n0": n0, "r0": r0, "eta": eta, "brackets": brackets, "finish": finish}
     tree = RecordedTree.from_nodes("r", nodes)
-    ours = replay(build("halving", params), tree, workers=workers, max_rounds=80)
-    reference = replay(StatelessHalving(**params), tree, workers=workers, max_rounds=80)
+    ours = replay(build("halving", params), tree, workers=workers, max_rounds=200)
+    reference = replay(StatelessHalving(**params), tree, workers=workers, max_rounds=200)
     assert (ours.order, ours.batch_sizes, ours.stop) == (reference.order,
                                                         reference.batch_sizes, reference.stop)

@@ -11,6 +11,11 @@ from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import slots
 
 
+def _rank(branch: Branch) -> tuple[bool, float]:
+    """Sort key: best score first, branches without a score last (ties keep their order)."""
+    return branch.best is None, -(branch.best or 0.0)
+
+
 class SuccessiveHalving:
     """Open ``n0`` branches, give each ``r0`` attempts, keep the best ``1/eta``, give the
     survivors ``eta`` times more attempts, and so on until one branch is left.
@@ -69,14 +74,16 @@ class SuccessiveHalving:
                 self._survivors = list(islice(view.branch_stats(), self._start,
                                               self._start + size))
                 self._target = self.r0 * self.eta**self._bracket
-            pending = [br for br in self._survivors if br.finished < self._target]
+            survivors = self._survivors  # in opening order
+            if self._target > self.r0 * self.eta**self._bracket and len(survivors) > 1:
+                survivors = sorted(survivors, key=_rank)  # past the first rung: best first
+            pending = [br for br in survivors if br.finished < self._target]
             if pending:
                 return [branch.tip for branch in pending[:n]]
-            if len(self._survivors) > 1:  # rung done: keep the best 1/eta, eta times deeper
-                keep = max(1, math.ceil(len(self._survivors) / self.eta))
-                ranked = sorted(self._survivors, key=lambda br: (br.best is None,
-                                                                 -(br.best or 0.0)))
-                self._survivors = ranked[:keep]
+            if len(survivors) > 1:  # rung done: keep the best 1/eta, eta times deeper
+                keep = max(1, math.ceil(len(survivors) / self.eta))
+                kept = {id(br) for br in sorted(survivors, key=_rank)[:keep]}
+                self._survivors = [br for br in self._survivors if id(br) in kept]
                 self._target *= self.eta
                 continue
             self._start += size  # bracket done
