@@ -101,12 +101,13 @@ class TreeScore:
 
 def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
                 history: Sequence[RecordedTree] = (),
-                scale: QualityScale | None = None) -> TreeScore:
+                scale: QualityScale | None = None, keep_order: bool = False) -> TreeScore:
     """Replay one tree and score it under ``settings``.
 
     A policy with a ``plan`` hook plans first, seeing the other trees of ``history`` (never
     the replayed one) and the replayed tree's recorded branch and refine counts. ``scale`` is
     the yardstick of ``rank`` quality (default: the history's, else the tree's own scores).
+    ``keep_order`` records the reveal order in the result (off: faster).
     """
     k2 = settings.max_rounds if settings.max_rounds is not None else max(1, tree.size)
     plan = None
@@ -118,7 +119,7 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
             trace_branch_count=tree.branch_count, trace_refine_count=tree.refine_count))
     result = replay(policy, tree, workers=settings.workers, max_rounds=k2,
                     seed=_seed(tree.tree_id), attempt_budget=settings.attempt_budget,
-                    keep_order=False, plan=plan)
+                    keep_order=keep_order, plan=plan)
     if settings.quality == "relative":
         result = _relative(result, tree)
     elif settings.quality == "rank":
@@ -130,16 +131,17 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
 
 def score_policy(spec: PolicySpec | Policy, trees: Sequence[RecordedTree],
                  settings: ReplaySettings, history: Sequence[RecordedTree] | None = None,
-                 scale: QualityScale | None = None) -> list[TreeScore]:
+                 scale: QualityScale | None = None, keep_order: bool = False) -> list[TreeScore]:
     """Replay every tree with a fresh policy state; one score per tree, in order.
 
     ``history`` (default: ``trees``) is what a planning policy may learn from; ``scale``
-    (default: the scores of ``history``) is the yardstick of ``rank`` quality.
+    (default: the scores of ``history``) is the yardstick of ``rank`` quality; ``keep_order``
+    keeps each replay's reveal order.
     """
     policy = make_policy(spec)
     past = trees if history is None else history
     yardstick = scale or (QualityScale.of(past) if settings.quality == "rank" else None)
-    return [replay_tree(policy, tree, settings, past, yardstick) for tree in trees]
+    return [replay_tree(policy, tree, settings, past, yardstick, keep_order) for tree in trees]
 
 
 def mean_value(scores: Sequence[TreeScore]) -> float:
