@@ -203,50 +203,20 @@ class TreeView:
         self.reveal_all((node,))
 
     def reveal_all(self, batch: Iterable[Node]) -> None:
-        """:meth:`reveal` each node of ``batch`` in order (the fast path of replay).
+        """:meth:`reveal` each node of ``batch`` in order.
 
         Raises:
             ValueError: As :meth:`reveal`; nodes before the offending one stay revealed.
         """
-        nodes, tips, order = self._nodes, self._tips, self._order
-        root_id = self._root_id
-        best = self._best
-        best_score = None if best is None else best.score
-        try:
-            for node in batch:
-                # Node is a named tuple; plain indexing is the cheapest field access
-                node_id, parent_id, score = node[0], node[2], node[8]
-                if node_id in nodes:
-                    raise ValueError(f"node {node_id} is already revealed")
-                if parent_id == root_id:
-                    branch = Branch(node)
-                    self._stats[node_id] = branch
-                else:
-                    branch = tips.pop(parent_id, None)  # type: ignore[arg-type]
-                    if branch is None:
-                        problem = ("already has a child" if parent_id in nodes
-                                   else "is not revealed")
-                        raise ValueError(f"node {node_id}: parent {parent_id} {problem}")
-                    branch.tip = node_id
-                    branch.length += 1
-                    if node[6] is not _LOST:
-                        branch.finished += 1
-                    branch.wall_ms += node[13][0]
-                    if score is None:
-                        branch.since_best += 1
-                    else:
-                        branch.valid += 1
-                        if branch.best is None or score > branch.best:
-                            branch.best, branch.best_node, branch.since_best = score, node_id, 0
-                        else:
-                            branch.since_best += 1
-                tips[node_id] = branch
-                nodes[node_id] = node
-                order.append(node_id)
-                if score is not None and (best_score is None or score > best_score):
-                    best, best_score = node, score
-        finally:
-            self._best = best
+        nodes, tips = self._nodes, self._tips
+        for node in batch:
+            node_id, parent_id = node.node_id, node.parent_id
+            if node_id in nodes:
+                raise ValueError(f"node {node_id} is already revealed")
+            if parent_id != self._root_id and parent_id not in tips:
+                problem = "already has a child" if parent_id in nodes else "is not revealed"
+                raise ValueError(f"node {node_id}: parent {parent_id} {problem}")
+            self._extend((node,))
 
     def reveal_recorded(self, batch: Iterable[str], next_child: Mapping[str, Node],
                         root_children: Sequence[Node], opened: int) -> tuple[list[Node], int]:
@@ -254,33 +224,39 @@ class TreeView:
 
         For a leaf, its recorded child (``next_child``); for the root, the next unrevealed
         root child (``root_children[opened]``, then the one after). Ids without a recorded
-        continuation reveal nothing. The batch must have passed :func:`check_batch` (every
-        id is the root or a distinct leaf), so the checks of :meth:`reveal_all` are skipped.
+        continuation reveal nothing. The batch must have passed :func:`check_batch` (the root
+        or distinct leaves), so the checks of :meth:`reveal_all` hold by construction.
 
         Returns:
             The nodes revealed, in batch order, and the number of root children now opened.
         """
+        root_id = self._root_id
+        found: list[Node] = []
+        for parent_id in batch:
+            if parent_id != root_id:
+                node = next_child.get(parent_id)
+                if node is not None:
+                    found.append(node)
+            elif opened < len(root_children):
+                found.append(root_children[opened])
+                opened += 1
+        self._extend(found)
+        return found, opened
+
+    def _extend(self, batch: Iterable[Node]) -> None:
+        """Reveal nodes known to extend the root or a leaf, updating every running statistic."""
         nodes, tips, order, stats = self._nodes, self._tips, self._order, self._stats
         root_id = self._root_id
         best = self._best
         best_score = None if best is None else best.score
-        found: list[Node] = []
-        n_roots = len(root_children)
-        for parent_id in batch:
+        for node in batch:
+            # Node is a named tuple; plain indexing is the cheapest field access
+            node_id, parent_id, score = node[0], node[2], node[8]
             if parent_id == root_id:
-                if opened >= n_roots:
-                    continue
-                node = root_children[opened]
-                opened += 1
-                node_id, score = node[0], node[8]
                 branch = Branch(node)
                 stats[node_id] = branch
             else:
-                node = next_child.get(parent_id)  # type: ignore[assignment]
-                if node is None:
-                    continue
-                node_id, score = node[0], node[8]
-                branch = tips.pop(parent_id)
+                branch = tips.pop(parent_id)  # type: ignore[arg-type]
                 branch.tip = node_id
                 branch.length += 1
                 if node[6] is not _LOST:
@@ -297,11 +273,9 @@ class TreeView:
             tips[node_id] = branch
             nodes[node_id] = node
             order.append(node_id)
-            found.append(node)
             if score is not None and (best_score is None or score > best_score):
                 best, best_score = node, score
         self._best = best
-        return found, opened
 
     def complete_round(self) -> None:
         """Count one completed decision round."""
