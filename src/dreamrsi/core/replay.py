@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 import random
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from dreamrsi.core.model import Node, NodeStatus
@@ -47,8 +47,8 @@ class RecordedTree:
             score); ``None`` when the tree holds no valid score at all.
         task_digest: Digest of the task that recorded it.
         evaluator_digest: Digest of the evaluator that scored it.
-        next_child: Each non-root node's recorded child node (``child`` resolved, for the
-            replay loop).
+        child_by_seq: Each non-root node's recorded child node, indexed by the parent's
+            ``seq`` (``None`` where there is none): the replay loop's lookup.
         root_nodes: The root's children as nodes, in creation order.
     """
 
@@ -63,7 +63,7 @@ class RecordedTree:
     floor: float | None
     task_digest: str = ""
     evaluator_digest: str = ""
-    next_child: Mapping[str, Node] = field(default_factory=dict)
+    child_by_seq: tuple[Node | None, ...] = ()
     root_nodes: tuple[Node, ...] = ()
 
     @classmethod
@@ -101,7 +101,7 @@ class RecordedTree:
                    max((n.round for n in ordered), default=0),
                    max(scores) if scores else None, min(scores) if scores else None,
                    task_digest, evaluator_digest,
-                   {parent: by_id[kid] for parent, kid in child.items()},
+                   _by_seq(by_id, child, max((n.seq for n in ordered), default=0)),
                    tuple(by_id[i] for i in root_children))
 
     @property
@@ -120,6 +120,14 @@ class RecordedTree:
                 length += 1
             longest = max(longest, length)
         return longest
+
+
+def _by_seq(by_id: Mapping[str, Node], child: Mapping[str, str],
+            last_seq: int) -> tuple[Node | None, ...]:
+    slots: list[Node | None] = [None] * (last_seq + 1)
+    for parent, kid in child.items():
+        slots[by_id[parent].seq] = by_id[kid]
+    return tuple(slots)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +228,7 @@ def _replay(policy: Policy, tree: RecordedTree, workers: int, max_rounds: int, s
             attempt_budget: int | None, task_name: str, keep_order: bool,
             plan: GridPlan | None) -> ReplayResult:
     root = tree.root
-    next_child, root_nodes = tree.next_child, tree.root_nodes
+    child_by_seq, root_nodes = tree.child_by_seq, tree.root_nodes
     view = TreeView(root)
     reveal_recorded = view.reveal_recorded
     policy.reset(PolicyContext(task_name, workers, "replay", random.Random(seed),
@@ -251,7 +259,7 @@ def _replay(policy: Policy, tree: RecordedTree, workers: int, max_rounds: int, s
             stop = "empty batch"
             break
         # revealed in batch order: online, launch order is batch order
-        found, next_root = reveal_recorded(batch, next_child, root_nodes, next_root)
+        found, next_root = reveal_recorded(batch, child_by_seq, root_nodes, next_root)
         misses += len(batch) - len(found)
         selections += len(batch)
         if attempt_budget is not None:

@@ -8,7 +8,7 @@ replay never rebuilds the visible set.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from dreamrsi.core.model import Node, NodeStatus
 
@@ -22,7 +22,9 @@ class Branch:
 
     Attributes:
         branch_id: The id of the branch's first node (a child of the root).
-        tip: The branch's deepest revealed node (its leaf).
+        tip: Id of the branch's deepest revealed node (its leaf).
+        tip_node: That node.
+        prev_node: The node before it in the chain (``None`` while the branch has one node).
         length: Revealed nodes in the branch.
         finished: Of those, the ones whose attempt finished (``lost`` ones excluded).
         valid: Of those, the ones with a score.
@@ -33,12 +35,14 @@ class Branch:
         wall_ms: Wall time its attempts cost.
     """
 
-    __slots__ = ("branch_id", "tip", "length", "finished", "valid", "best", "best_node",
-                 "since_best", "first_score", "wall_ms")
+    __slots__ = ("branch_id", "tip", "tip_node", "prev_node", "length", "finished", "valid",
+                 "best", "best_node", "since_best", "first_score", "wall_ms")
 
     def __init__(self, node: Node) -> None:
         self.branch_id = node.node_id
         self.tip = node.node_id
+        self.tip_node = node
+        self.prev_node: Node | None = None
         self.length = 1
         self.finished = int(node.status is not _LOST)
         self.valid = int(node.score is not None)
@@ -64,19 +68,19 @@ class TreeView:
         root: The root node (the evaluated seed workspace).
     """
 
-    __slots__ = ("_root", "_root_id", "_nodes", "_tips", "_stats", "_best", "_rounds", "_order")
+    __slots__ = ("_root", "_root_id", "_index", "_tips", "_stats", "_best", "_rounds", "_order")
 
     def __init__(self, root: Node) -> None:
         if root.parent_id is not None:
             raise ValueError(f"node {root.node_id} is not a root (parent {root.parent_id})")
         self._root = root
         self._root_id = root.node_id
-        self._nodes: dict[str, Node] = {root.node_id: root}
+        self._index: dict[str, Node] | None = None  # id -> node, built when first asked
         self._tips: dict[str, Branch] = {}
         self._stats: dict[str, Branch] = {}
         self._best: Node | None = root if root.score is not None else None
         self._rounds = 0
-        self._order: list[str] = [root.node_id]
+        self._order: list[Node] = [root]
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -109,22 +113,27 @@ class TreeView:
         return len(self._order)
 
     def __contains__(self, node_id: object) -> bool:
-        return node_id in self._nodes
+        return node_id in self._by_id()
 
     def node(self, node_id: str) -> Node:
         """The revealed node with this id (``KeyError`` if it is not revealed)."""
-        return self._nodes[node_id]
+        return self._by_id()[node_id]
 
     def nodes(self) -> Iterator[Node]:
         """Revealed nodes in reveal order, root first."""
-        nodes = self._nodes
-        return (nodes[i] for i in self._order)
+        return iter(self._order)
 
     def revealed_since(self, count: int) -> list[Node]:
         """Nodes revealed after the first ``count`` (root included in the count), in reveal
         order: lets a policy update its own summaries incrementally."""
-        nodes = self._nodes
-        return [nodes[i] for i in self._order[count:]]
+        return self._order[count:]
+
+    def _by_id(self) -> dict[str, Node]:
+        """Revealed nodes by id. Built on the first lookup, then kept up to date: a replay
+        whose policy never looks a node up by id never pays for the index."""
+        if self._index is None:
+            self._index = {n.node_id: n for n in self._order}
+        return self._index
 
     def leaves(self) -> tuple[str, ...]:
         """Revealed non-root nodes without a revealed child, in the order they became leaves."""
@@ -181,7 +190,7 @@ class TreeView:
 
     def chain(self, node_id: str) -> list[Node]:
         """Nodes from the root down to ``node_id`` (both included)."""
-        nodes = self._nodes
+        nodes = self._by_id()
         out: list[Node] = []
         current: str | None = node_id
         while current is not None:
@@ -208,7 +217,7 @@ class TreeView:
         Raises:
             ValueError: As :meth:`reveal`; nodes before the offending one stay revealed.
         """
-        nodes, tips = self._nodes, self._tips
+        nodes, tips = self._by_id(), self._tips
         for node in batch:
             node_id, parent_id = node.node_id, node.parent_id
             if node_id in nodes:
@@ -218,23 +227,24 @@ class TreeView:
                 raise ValueError(f"node {node_id}: parent {parent_id} {problem}")
             self._extend((node,))
 
-    def reveal_recorded(self, batch: Iterable[str], next_child: Mapping[str, Node],
+    def reveal_recorded(self, batch: Iterable[str], child_by_seq: Sequence[Node | None],
                         root_children: Sequence[Node], opened: int) -> tuple[list[Node], int]:
         """Reveal the recorded continuation of each id in a checked batch (replay's hot path).
 
-        For a leaf, its recorded child (``next_child``); for the root, the next unrevealed
-        root child (``root_children[opened]``, then the one after). Ids without a recorded
+        For a leaf, its recorded child (``child_by_seq[leaf.seq]``: a list, not a dictionary,
+        so large trees cost no cache misses here); for the root, the next unrevealed root
+        child (``root_children[opened]``, then the one after). Ids without a recorded
         continuation reveal nothing. The batch must have passed :func:`check_batch` (the root
         or distinct leaves), so the checks of :meth:`reveal_all` hold by construction.
 
         Returns:
             The nodes revealed, in batch order, and the number of root children now opened.
         """
-        root_id = self._root_id
+        root_id, tips = self._root_id, self._tips
         found: list[Node] = []
         for parent_id in batch:
             if parent_id != root_id:
-                node = next_child.get(parent_id)
+                node = child_by_seq[tips[parent_id].tip_node[3]]
                 if node is not None:
                     found.append(node)
             elif opened < len(root_children):
@@ -245,7 +255,7 @@ class TreeView:
 
     def _extend(self, batch: Iterable[Node]) -> None:
         """Reveal nodes known to extend the root or a leaf, updating every running statistic."""
-        nodes, tips, order, stats = self._nodes, self._tips, self._order, self._stats
+        index, tips, order, stats = self._index, self._tips, self._order, self._stats
         root_id = self._root_id
         best = self._best
         best_score = None if best is None else best.score
@@ -258,6 +268,8 @@ class TreeView:
             else:
                 branch = tips.pop(parent_id)  # type: ignore[arg-type]
                 branch.tip = node_id
+                branch.prev_node = branch.tip_node
+                branch.tip_node = node
                 branch.length += 1
                 if node[6] is not _LOST:
                     branch.finished += 1
@@ -271,8 +283,9 @@ class TreeView:
                     else:
                         branch.since_best += 1
             tips[node_id] = branch
-            nodes[node_id] = node
-            order.append(node_id)
+            order.append(node)
+            if index is not None:
+                index[node_id] = node
             if score is not None and (best_score is None or score > best_score):
                 best, best_score = node, score
         self._best = best

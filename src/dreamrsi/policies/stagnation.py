@@ -52,7 +52,7 @@ class Stagnation:
         n = slots(budget)
         if n == 0 or self._dried_up(view):
             return []
-        active = [b for b in by_best(view) if not self._stalled(view, b)]
+        active = [b for b in by_best(view) if not self._stalled(b)]
         batch = [b.tip for b in active[:n]]
         opened = view.branch_count()
         want = self.initial or budget.workers
@@ -60,13 +60,11 @@ class Stagnation:
             batch += [view.root_id] * min(n - len(batch), self.max_branches - opened)
         return batch
 
-    def _stalled(self, view: TreeView, branch: Branch) -> bool:
+    def _stalled(self, branch: Branch) -> bool:
         if branch.since_best >= self.patience:
             return True
-        tip = view.node(branch.tip)
-        if tip.plan and tip.parent_id != view.root_id:
-            return view.node(tip.parent_id).plan == tip.plan  # type: ignore[arg-type]
-        return False
+        plan, before = branch.tip_node.plan, branch.prev_node
+        return bool(plan) and before is not None and before.plan == plan
 
     def _dried_up(self, view: TreeView) -> bool:
         """Update the best-score trace with new nodes; True when gains fell below min_gain."""
