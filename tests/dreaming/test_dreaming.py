@@ -155,6 +155,17 @@ def test_paired_interval_brackets_the_mean_difference() -> None:
     assert paired_interval(cand, inc, seed=3) == (low, high)
 
 
+def test_one_tree_gives_no_interval_and_require_gain_keeps_the_incumbent() -> None:
+    assert paired_interval([0.9], [0.5]) == (None, None)
+    free = select({"inc": [0.5], "cand": [0.9]}, "inc")
+    assert free.promoted and "no interval: one tree" in free.reason
+    strict = select({"inc": [0.5], "cand": [0.9]}, "inc", require_gain=True)
+    assert not strict.promoted and strict.selected == "inc"
+    assert "one tree gives no interval" in strict.reason
+    two = select({"inc": [0.5, 0.6], "cand": [0.9, 0.8]}, "inc", require_gain=True)
+    assert two.promoted and "95% interval [" in two.reason
+
+
 def test_require_gain_keeps_an_uncertain_winner_out() -> None:
     values = {"inc": [1.0, 1.0, 1.0, 1.0], "new": [3.0, 0.0, 2.9, 0.0]}
     assert select(values, "inc").selected == "new"

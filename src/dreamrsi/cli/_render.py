@@ -168,9 +168,9 @@ def dream_table(console: Console, report: Mapping[str, Any]) -> None:
     rows = sorted(report["candidates"], key=lambda c: -c["train"]["value"])
     for c in rows:
         low, high = c["interval"]
+        interval = "[one tree]" if low is None else f"[{low:+.4f}, {high:+.4f}]"
         table.add_row(c["policy"], c["version_id"], _num(c["train"]["value"]),
-                      _num(c["holdout"]["value"]),
-                      f"{c['difference']:+.4f} [{low:+.4f}, {high:+.4f}]",
+                      _num(c["holdout"]["value"]), f"{c['difference']:+.4f} {interval}",
                       f"{c['train']['attempts']:.1f}", f"{c['train']['rounds']:.1f}",
                       f"{100 * c['train']['out_of_support_share']:.0f}%")
     console.print(table)

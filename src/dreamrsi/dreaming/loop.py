@@ -16,6 +16,7 @@ from typing import Any
 
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.dreaming.dream import DreamConfig, DreamReport, dream
+from dreamrsi.dreaming.select import interval_text
 from dreamrsi.engine.config import RunConfig, default_policy
 from dreamrsi.engine.run import start_run
 from dreamrsi.errors import ConfigError
@@ -167,7 +168,7 @@ def _why(report: DreamReport) -> str:
     inc = report.row_of(report.incumbent)["train"]["value"]
     verdict = "promoted" if report.promoted else "kept"
     return (f"{verdict} by dream {report.dream_id}: replay score {mean:.4f} vs incumbent "
-            f"{inc:.4f} (difference 95% interval [{low:+.4f}, {high:+.4f}]) over "
+            f"{inc:.4f} (difference {interval_text(low, high)}) over "
             f"{len(report.train_trees)} trees")
 
 

@@ -1,8 +1,9 @@
 """Pick the next policy: the argmax over every evaluated version, the incumbent included.
 
 Each candidate's difference to the incumbent gets a paired bootstrap interval over trees (both
-replayed on the same trees, so the pairing removes the trees' own spread). With ``require_gain``
-a candidate replaces the incumbent only when that interval lies above zero.
+replayed on the same trees, so the pairing removes the trees' own spread). One tree says
+nothing about the spread, so it gives no interval. With ``require_gain`` a candidate replaces
+the incumbent only when its interval exists and lies above zero.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ class Comparison:
     version_id: str
     mean: float
     incumbent_mean: float
-    low: float
-    high: float
+    low: float | None
+    high: float | None
 
     @property
     def difference(self) -> float:
@@ -42,13 +43,14 @@ class Selection:
 
 def paired_interval(candidate: Sequence[float], incumbent: Sequence[float], *,
                     resamples: int = 2000, level: float = 0.95,
-                    seed: int = 0) -> tuple[float, float]:
-    """Bootstrap interval of ``mean(candidate - incumbent)``, resampling trees in pairs."""
+                    seed: int = 0) -> tuple[float, float] | tuple[None, None]:
+    """Bootstrap interval of ``mean(candidate - incumbent)``, resampling trees in pairs;
+    ``(None, None)`` for a single tree."""
     diff = np.asarray(candidate, dtype=float) - np.asarray(incumbent, dtype=float)
     if diff.size == 0:
         raise ValueError("no trees to compare on")
     if diff.size == 1:
-        return float(diff[0]), float(diff[0])
+        return None, None
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, diff.size, size=(resamples, diff.size))
     means = diff[picks].mean(axis=1)
@@ -85,10 +87,18 @@ def select(values: Mapping[str, Sequence[float]], incumbent: str, *,
     if best.version_id == incumbent or best.mean <= base_mean:
         return Selection(incumbent, incumbent, False, "no candidate beats the incumbent's mean "
                          "replay score", tuple(comparisons))
-    if require_gain and best.low <= 0:
+    if require_gain and (best.low is None or best.low <= 0):
+        why = ("one tree gives no interval" if best.low is None else
+               f"its {interval_text(best.low, best.high)} does not exclude zero")
         return Selection(incumbent, incumbent, False, f"best candidate {best.version_id} is "
-                         f"ahead by {best.difference:+.4g} but its interval [{best.low:+.4g}, "
-                         f"{best.high:+.4g}] does not exclude zero", tuple(comparisons))
+                         f"ahead by {best.difference:+.4g} but {why}", tuple(comparisons))
     return Selection(best.version_id, incumbent, True, f"{best.version_id} beats the "
-                     f"incumbent by {best.difference:+.4g} (95% interval [{best.low:+.4g}, "
-                     f"{best.high:+.4g}])", tuple(comparisons))
+                     f"incumbent by {best.difference:+.4g} "
+                     f"({interval_text(best.low, best.high)})", tuple(comparisons))
+
+
+def interval_text(low: float | None, high: float | None, digits: int = 4) -> str:
+    """``95% interval [+a, +b]``, or a note that one tree gives none."""
+    if low is None or high is None:
+        return "no interval: one tree"
+    return f"95% interval [{low:+.{digits}g}, {high:+.{digits}g}]"
