@@ -112,6 +112,33 @@ def ratio_interval(fixed: list[int], dream: list[int], seed: int = 0) -> tuple[f
     return float(low), float(high)
 
 
+def reaches_known(task: str, value: float, strict: bool) -> bool:
+    """Whether a final best counts as the best known value (within 1e-9, strictly valid)."""
+    known = BEST_KNOWN[task]
+    maximize = task not in ("autocorrelation-c3", "autocorrelation-c1")
+    return strict and (abs(value - known) <= 1e-9 or (value >= known if maximize
+                                                      else value <= known))
+
+
+def summarise_one(task: str, results: list[dict[str, object]], args: argparse.Namespace) -> str:
+    """One arm alone (``--arms dream``): its finals and the share reaching the best known."""
+    arm = args.arms[0]
+    finals = [r["curve"][-1] for r in results]  # type: ignore[index]
+    values = [v for v, _ in finals]
+    hits = [reaches_known(task, v, s) for v, s in finals] if task in BEST_KNOWN else []
+    lines = [f"Arm `{arm}` alone, {len(results)} seeds; {args.rounds} rounds x "
+             f"{args.per_round_budget} attempts (ceiling), W={args.workers}, {args.trials} "
+             "trials per dream.", "", "| measure | value |", "|---|---:|",
+             f"| final best: median (min, max) | {statistics.median(values):.10g} "
+             f"({min(values):.10g}, {max(values):.10g}) |",
+             "| attempts spent (median) | "
+             f"{statistics.median(len(r['curve']) for r in results)} |"]  # type: ignore[arg-type]
+    if hits:
+        lines.append(f"| seeds reaching the best known {BEST_KNOWN[task]} | "
+                     f"{sum(hits)}/{len(hits)} |")
+    return "\n".join(lines)
+
+
 def summarise(task: str, results: list[dict[str, object]], args: argparse.Namespace) -> str:
     maximize = task not in ("autocorrelation-c3", "autocorrelation-c1")
     by_arm = {arm: [r for r in results if r["arm"] == arm] for arm in ("dream", "fixed")}
@@ -138,15 +165,8 @@ def summarise(task: str, results: list[dict[str, object]], args: argparse.Namesp
     lines.append(f"| attempts spent (median; rounds may stop early) | {spent['dream']} | "
                  f"{spent['fixed']} |")
     if known is not None:
-        share = {}
-        for a, rs in by_arm.items():
-            hit = 0
-            for r in rs:
-                value, strict = r["curve"][-1]  # type: ignore[index]
-                close = abs(value - known) <= 1e-9 or (value >= known if maximize
-                                                      else value <= known)
-                hit += int(close and strict)
-            share[a] = f"{hit}/{len(rs)}"
+        share = {a: f"{sum(reaches_known(task, *r['curve'][-1]) for r in rs)}/{len(rs)}"  # type: ignore[index]
+                 for a, rs in by_arm.items()}
         lines.append(f"| seeds reaching the best known {known} | {share['dream']} | "
                      f"{share['fixed']} |")
     lines += ["", f"(a) Ratio of attempts, fixed over dream: **{ratio:.2f}** (bootstrap 95% "
@@ -170,6 +190,8 @@ def main() -> None:
     parser.add_argument("--beta1", type=float, default=0.0005, help="cost per attempt in V")
     parser.add_argument("--warm-start", action="store_true",
                         help="each round starts from the best workspace so far (both arms)")
+    parser.add_argument("--arms", nargs="+", choices=("dream", "fixed"),
+                        default=["dream", "fixed"], help="run one arm alone (no ratio)")
     parser.add_argument("--resume", type=Path, default=None,
                         help="a log of an earlier run with the same settings: reuse its loops")
     args = parser.parse_args()
@@ -177,17 +199,21 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory(prefix="dreamrsi-pays-") as tmp:
         for seed in range(args.seeds):
-            for arm in ("dream", "fixed") if seed % 2 == 0 else ("fixed", "dream"):
+            order = ("dream", "fixed") if seed % 2 == 0 else ("fixed", "dream")
+            for arm in (a for a in order if a in args.arms):
                 result = done.get((arm, seed)) or run_arm(args.task, arm, seed, args,
                                                           Path(tmp) / f"{arm}-{seed}")
                 print(json.dumps(result), flush=True)
                 results.append(result)
-    text = summarise(args.task, results, args)
+    both = len(set(args.arms)) == 2
+    text = summarise(args.task, results, args) if both else summarise_one(args.task, results,
+                                                                         args)
     print(text)
     initial = f" --initial {args.initial}" if args.initial else ""
     variant = (f", π_1 = {args.initial}" if args.initial else "") + (
         f", β1 = {args.beta1:g}" if args.beta1 != 0.0005 else "") + (
-        ", warm start" if args.warm_start else "")
+        ", warm start" if args.warm_start else "") + (
+        "" if both else f", {args.arms[0]} arm only")
     if args.per_round_budget != 40 or args.rounds != 5:
         variant += f", {args.rounds}x{args.per_round_budget}"
 
@@ -198,7 +224,8 @@ def main() -> None:
                   f"{args.seeds} --rounds {args.rounds} --per-round-budget "
                   f"{args.per_round_budget} --workers {args.workers} --trials {args.trials}"
                   f" --beta1 {args.beta1:g}{initial}"
-                  + (" --warm-start" if args.warm_start else ""))
+                  + (" --warm-start" if args.warm_start else "")
+                  + ("" if both else f" --arms {args.arms[0]}"))
 
 
 if __name__ == "__main__":
