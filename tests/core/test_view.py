@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from dreamrsi.core.model import Node, NodeStatus, best_node, node_id_for
 from dreamrsi.core.policy import Budget, PolicyContext, check_batch
-from dreamrsi.core.view import TreeView
+from dreamrsi.core.replay import RecordedTree
+from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.errors import PolicyError
 from dreamrsi.policies import FixedRefinement, make_policy
 
@@ -163,3 +164,32 @@ def test_registry_builds_policies() -> None:
     policy = make_policy("fixed:branches=3,refine=2")
     assert isinstance(policy, FixedRefinement) and policy.branches == 3 and policy.refine == 2
     assert make_policy(policy) is policy
+
+
+@settings(max_examples=150, deadline=None)
+@given(chain_trees(), st.integers(1, 4))
+def test_replay_reveals_build_the_same_view_as_one_by_one_reveals(nodes: list[Node],
+                                                                   width: int) -> None:
+    tree = RecordedTree.from_nodes("r", nodes)
+    fast, slow = TreeView(nodes[0]), TreeView(nodes[0])
+    opened = 0
+    while True:  # every leaf and `width` root entries each round, as a greedy replay would
+        batch = [*fast.leaves(), *[fast.root_id] * width]
+        found, opened = fast.reveal_recorded(batch, tree.child_by_seq, tree.root_nodes, opened)
+        if not found:
+            break
+        slow.reveal_all(found)
+    assert fast.size == slow.size == tree.size
+    assert list(fast.nodes()) == list(slow.nodes())
+    assert fast.leaves() == slow.leaves() and fast.best == slow.best
+    for a, b in zip(fast.branch_stats(), slow.branch_stats(), strict=True):
+        fields = Branch.__slots__
+        assert [getattr(a, f) for f in fields] == [getattr(b, f) for f in fields]
+        assert a.tip_node.node_id == a.tip
+        assert (a.prev_node is None) == (a.length == 1)
+        if a.prev_node is not None:
+            assert a.tip_node.parent_id == a.prev_node.node_id
+    for n in nodes:  # the id index, built only now, holds every node revealed before
+        assert n.node_id in fast and fast.node(n.node_id) is n
+        assert fast.chain(n.node_id) == slow.chain(n.node_id)
+    assert "r-missing" not in fast
