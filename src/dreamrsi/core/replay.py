@@ -81,28 +81,31 @@ class RecordedTree:
             raise ValueError(f"tree {tree_id}: expected one root, found {len(roots)}")
         root = roots[0]
         by_id = {n.node_id: n for n in ordered}
-        root_children: list[str] = []
+        root_id = root.node_id
+        root_nodes: list[Node] = []
         child: dict[str, str] = {}
+        by_seq: list[Node | None] = [None] * (ordered[-1].seq + 1)
         for n in ordered:
-            if n.parent_id is None:
+            parent_id = n.parent_id
+            if parent_id is None:
                 continue
-            if n.parent_id not in by_id:
+            parent = by_id.get(parent_id)
+            if parent is None:
                 raise ValueError(f"tree {tree_id}: node {n.node_id} has unknown parent "
-                                 f"{n.parent_id}")
-            if n.parent_id == root.node_id:
-                root_children.append(n.node_id)
-            elif n.parent_id in child:
-                raise ValueError(f"tree {tree_id}: node {n.parent_id} has two children "
-                                 f"({child[n.parent_id]}, {n.node_id})")
+                                 f"{parent_id}")
+            if parent_id == root_id:
+                root_nodes.append(n)
+            elif parent_id in child:
+                raise ValueError(f"tree {tree_id}: node {parent_id} has two children "
+                                 f"({child[parent_id]}, {n.node_id})")
             else:
-                child[n.parent_id] = n.node_id
+                child[parent_id] = n.node_id
+                by_seq[parent.seq] = n
         scores = [n.score for n in ordered if n.score is not None]
-        return cls(tree_id, root, by_id, tuple(root_children), child, len(ordered) - 1,
-                   max((n.round for n in ordered), default=0),
+        return cls(tree_id, root, by_id, tuple(n.node_id for n in root_nodes), child,
+                   len(ordered) - 1, max((n.round for n in ordered), default=0),
                    max(scores) if scores else None, min(scores) if scores else None,
-                   task_digest, evaluator_digest,
-                   _by_seq(by_id, child, max((n.seq for n in ordered), default=0)),
-                   tuple(by_id[i] for i in root_children))
+                   task_digest, evaluator_digest, tuple(by_seq), tuple(root_nodes))
 
     @property
     def branch_count(self) -> int:
@@ -120,14 +123,6 @@ class RecordedTree:
                 length += 1
             longest = max(longest, length)
         return longest
-
-
-def _by_seq(by_id: Mapping[str, Node], child: Mapping[str, str],
-            last_seq: int) -> tuple[Node | None, ...]:
-    slots: list[Node | None] = [None] * (last_seq + 1)
-    for parent, kid in child.items():
-        slots[by_id[parent].seq] = by_id[kid]
-    return tuple(slots)
 
 
 @dataclass(frozen=True, slots=True)
