@@ -217,15 +217,8 @@ class TreeView:
         Raises:
             ValueError: As :meth:`reveal`; nodes before the offending one stay revealed.
         """
-        nodes, tips = self._by_id(), self._tips
-        for node in batch:
-            node_id, parent_id = node.node_id, node.parent_id
-            if node_id in nodes:
-                raise ValueError(f"node {node_id} is already revealed")
-            if parent_id != self._root_id and parent_id not in tips:
-                problem = "already has a child" if parent_id in nodes else "is not revealed"
-                raise ValueError(f"node {node_id}: parent {parent_id} {problem}")
-            self._extend((node,))
+        self._by_id()  # the checks need the id index
+        self._extend(batch, check=True)
 
     def reveal_recorded(self, batch: Iterable[str], child_by_seq: Sequence[Node | None],
                         root_children: Sequence[Node], opened: int) -> tuple[list[Node], int]:
@@ -253,42 +246,56 @@ class TreeView:
         self._extend(found)
         return found, opened
 
-    def _extend(self, batch: Iterable[Node]) -> None:
-        """Reveal nodes known to extend the root or a leaf, updating every running statistic."""
+    def _extend(self, batch: Iterable[Node], check: bool = False) -> None:
+        """Reveal nodes that extend the root or a leaf, updating every running statistic.
+
+        With ``check`` (the id index must exist) each node is first checked as :meth:`reveal`
+        says; replay passes nodes that hold by construction and skips the checks.
+        """
         index, tips, order, stats = self._index, self._tips, self._order, self._stats
         root_id = self._root_id
         best = self._best
         best_score = None if best is None else best.score
-        for node in batch:
-            # Node is a named tuple; plain indexing is the cheapest field access
-            node_id, parent_id, score = node[0], node[2], node[8]
-            if parent_id == root_id:
-                branch = Branch(node)
-                stats[node_id] = branch
-            else:
-                branch = tips.pop(parent_id)  # type: ignore[arg-type]
-                branch.tip = node_id
-                branch.prev_node = branch.tip_node
-                branch.tip_node = node
-                branch.length += 1
-                if node[6] is not _LOST:
-                    branch.finished += 1
-                branch.wall_ms += node[13][0]
-                if score is None:
-                    branch.since_best += 1
+        try:
+            for node in batch:
+                # Node is a named tuple; plain indexing is the cheapest field access
+                node_id, parent_id, score = node[0], node[2], node[8]
+                if check:
+                    assert index is not None
+                    if node_id in index:
+                        raise ValueError(f"node {node_id} is already revealed")
+                    if parent_id != root_id and parent_id not in tips:
+                        problem = ("already has a child" if parent_id in index
+                                   else "is not revealed")
+                        raise ValueError(f"node {node_id}: parent {parent_id} {problem}")
+                if parent_id == root_id:
+                    branch = Branch(node)
+                    stats[node_id] = branch
                 else:
-                    branch.valid += 1
-                    if branch.best is None or score > branch.best:
-                        branch.best, branch.best_node, branch.since_best = score, node_id, 0
-                    else:
+                    branch = tips.pop(parent_id)  # type: ignore[arg-type]
+                    branch.tip = node_id
+                    branch.prev_node = branch.tip_node
+                    branch.tip_node = node
+                    branch.length += 1
+                    if node[6] is not _LOST:
+                        branch.finished += 1
+                    branch.wall_ms += node[13][0]
+                    if score is None:
                         branch.since_best += 1
-            tips[node_id] = branch
-            order.append(node)
-            if index is not None:
-                index[node_id] = node
-            if score is not None and (best_score is None or score > best_score):
-                best, best_score = node, score
-        self._best = best
+                    else:
+                        branch.valid += 1
+                        if branch.best is None or score > branch.best:
+                            branch.best, branch.best_node, branch.since_best = score, node_id, 0
+                        else:
+                            branch.since_best += 1
+                tips[node_id] = branch
+                order.append(node)
+                if index is not None:
+                    index[node_id] = node
+                if score is not None and (best_score is None or score > best_score):
+                    best, best_score = node, score
+        finally:
+            self._best = best
 
     def complete_round(self) -> None:
         """Count one completed decision round."""
