@@ -40,8 +40,8 @@ def shape(tree: RecordedTree, result: ReplayResult) -> tuple[int, int]:
             continue
         branches += 1
         depth, node = 1, start
-        while node in tree.child and tree.child[node] in revealed:
-            node = tree.child[node]
+        while (below := tree.child_of(node)) is not None and below in revealed:
+            node = below
             depth += 1
         deepest = max(deepest, depth)
     return branches, deepest

@@ -93,7 +93,8 @@ def measure(spec: str, tree: RecordedTree, workers: int, seconds: float,
 
 def bare_loop(tree: RecordedTree, seconds: float, repeats: int = 3) -> float:
     """Reveals per CPU second of a plain loop walking the chains with dictionary lookups."""
-    child, roots = tree.child, tree.root_children
+    child = {n.parent_id: n.node_id for n in tree.child_by_seq if n is not None}
+    roots = tree.root_children
     best = 0.0
     for _ in range(repeats):
         reveals = 0

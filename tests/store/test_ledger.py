@@ -20,6 +20,7 @@ from dreamrsi.store import Actor, LedgerEvent, LedgerRow, SqliteRunStore
 from dreamrsi.store.ledger import (
     GENESIS,
     canonical_fields,
+    chain_encoded,
     chain_rows,
     row_hash,
     verify_chain,
@@ -443,6 +444,41 @@ def test_row_hash_is_sha256_of_the_canonical_json(event: LedgerEvent, seq: int) 
     fields = canonical_fields("c", seq, event, None, "d", GENESIS)
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert row_hash(fields) == hashlib.sha256(text.encode()).hexdigest()
+
+
+class _Label(str):
+    """A text subclass (as a StrEnum member is), which JSON writes as its text."""
+
+
+# Values of the types an event's fields declare, and of types a caller might pass instead.
+_odd_int = st.integers(0, 10**6) | st.booleans() | st.just(2.5)
+_odd_text = _text | _text.map(_Label) | st.integers(0, 9)
+
+
+@settings(max_examples=150, deadline=None)
+@given(event=_event, seq=st.integers(1, 10**6) | st.booleans(), run_id=st.none() | _odd_text,
+       duration=_odd_int, admissible=st.booleans() | st.integers(0, 1),
+       exit_=st.none() | _odd_int, cmd=_odd_text, args=st.lists(_odd_text, max_size=3))
+def test_encoded_rows_hash_and_store_exactly_what_the_reference_encoders_write(
+        event: LedgerEvent, seq: int, run_id: Any, duration: Any, admissible: Any, exit_: Any,
+        cmd: Any, args: list[Any]) -> None:
+    """Rows are encoded once, from pieces; the hash and the stored columns must equal, byte for
+    byte, what the plain encoders make of the whole row, whatever types the fields hold."""
+    event = dataclasses.replace(event, duration_ms=duration, admissible=admissible, exit=exit_,
+                                cmd=cmd, args=tuple(args))
+    ((row, columns),) = chain_encoded("c", seq, GENESIS, [event], run_id, None)
+    assert row.hash == row_hash(canonical_fields("c", seq, event, run_id, None, GENESIS))
+    column = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+    assert columns.args == column(list(event.args))
+    assert columns.artifacts == column([[a.path, a.sha256] for a in event.artifacts])
+    assert columns.parsed == (None if event.parsed is None else column(dict(event.parsed)))
+    assert columns.belief_updates == column([dict(b) for b in event.belief_updates])
+
+
+def test_an_event_holding_nan_cannot_be_chained() -> None:
+    event = LedgerEvent(Actor.EVAL, "x", parsed={"score": float("nan")})
+    with pytest.raises(ValueError, match="JSON compliant"):
+        chain_rows("c", 1, GENESIS, [event], None, None)
 
 
 def test_reading_an_unreadable_row_is_a_store_error(tmp_path: Path) -> None:

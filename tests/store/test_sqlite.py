@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dreamrsi.core.model import Artifact, Cost, NodeStatus
+from dreamrsi.core.model import Artifact, Cost, Node, NodeStatus
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.errors import (
     AlreadyRecorded,
@@ -705,8 +705,13 @@ def test_loads_accepts_and_refuses_what_json_loads_does(text: str) -> None:
 def test_replay_nodes_carry_the_decision_fields(store: SqliteRunStore) -> None:
     store.add_node(make_node(RUN, 0, None, metrics={"m": 1}, plan="try x",
                              candidate_hash="h"))
-    store.add_node(make_node(RUN, 1, 0, status=NodeStatus.LOST, valid=False, score=None))
+    store.add_node(make_node(RUN, 1, 0, status=NodeStatus.LOST, valid=False, score=None,
+                             raw_score=-2.5, cost=Cost(11, 7, 5, 3, 0.25)))
     for lean, full in zip(store.replay_nodes(RUN), store.nodes(RUN), strict=True):
+        assert type(lean) is Node and type(lean.cost) is Cost
+        assert lean == full._replace(commit=None, feedback="", metrics=lean.metrics,
+                                     artifacts=(), evidence=(), created_at=0.0)
+        assert lean.cost.tokens_out == full.cost.tokens_out and lean.plan == full.plan
         for field in ("node_id", "run_id", "parent_id", "seq", "round", "status", "valid",
                       "score", "raw_score", "plan", "cost", "candidate_hash"):
             assert getattr(lean, field) == getattr(full, field), field

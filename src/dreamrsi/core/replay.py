@@ -14,6 +14,7 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import attrgetter
 
 from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.core.policy import (
@@ -25,6 +26,8 @@ from dreamrsi.core.policy import (
     check_batch,
 )
 from dreamrsi.core.view import TreeView
+
+_SEQ, _SCORE, _ROUND = attrgetter("seq"), attrgetter("score"), attrgetter("round")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -39,7 +42,6 @@ class RecordedTree:
         root: The root node.
         nodes: Every node by id.
         root_children: The root's children in creation order.
-        child: Each non-root node's recorded child, if it has one.
         size: Number of non-root nodes.
         rounds: Rounds of the recording run.
         best: Highest score recorded anywhere in the tree, if any.
@@ -56,7 +58,6 @@ class RecordedTree:
     root: Node
     nodes: Mapping[str, Node]
     root_children: tuple[str, ...]
-    child: Mapping[str, str]
     size: int
     rounds: int
     best: float | None
@@ -75,15 +76,13 @@ class RecordedTree:
             ValueError: There is not exactly one root, a parent is missing, or a non-root node
                 has more than one child.
         """
-        ordered = sorted(nodes, key=lambda n: n.seq)
+        ordered = sorted(nodes, key=_SEQ)
         roots = [n for n in ordered if n.parent_id is None]
         if len(roots) != 1:
             raise ValueError(f"tree {tree_id}: expected one root, found {len(roots)}")
         root = roots[0]
         by_id = {n.node_id: n for n in ordered}
-        root_id = root.node_id
         root_nodes: list[Node] = []
-        child: dict[str, str] = {}
         by_seq: list[Node | None] = [None] * (ordered[-1].seq + 1)
         for n in ordered:
             parent_id = n.parent_id
@@ -93,17 +92,16 @@ class RecordedTree:
             if parent is None:
                 raise ValueError(f"tree {tree_id}: node {n.node_id} has unknown parent "
                                  f"{parent_id}")
-            if parent_id == root_id:
+            if parent.parent_id is None:
                 root_nodes.append(n)
-            elif parent_id in child:
+            elif (other := by_seq[parent.seq]) is not None:
                 raise ValueError(f"tree {tree_id}: node {parent_id} has two children "
-                                 f"({child[parent_id]}, {n.node_id})")
+                                 f"({other.node_id}, {n.node_id})")
             else:
-                child[parent_id] = n.node_id
                 by_seq[parent.seq] = n
-        scores = [n.score for n in ordered if n.score is not None]
-        return cls(tree_id, root, by_id, tuple(n.node_id for n in root_nodes), child,
-                   len(ordered) - 1, max((n.round for n in ordered), default=0),
+        scores = [s for s in map(_SCORE, ordered) if s is not None]
+        return cls(tree_id, root, by_id, tuple(n.node_id for n in root_nodes),
+                   len(ordered) - 1, max(map(_ROUND, ordered)),
                    max(scores) if scores else None, min(scores) if scores else None,
                    task_digest, evaluator_digest, tuple(by_seq), tuple(root_nodes))
 
@@ -115,14 +113,27 @@ class RecordedTree:
     @property
     def refine_count(self) -> int:
         """Longest recorded chain below a branch's first node (refinements of a branch)."""
-        longest = 0
-        for start in self.root_children:
-            length, node = 0, start
-            while node in self.child:
-                node = self.child[node]
-                length += 1
-            longest = max(longest, length)
-        return longest
+        return _refine_count(self)
+
+    def child_of(self, node_id: str) -> str | None:
+        """The recorded child of a non-root node, if it has one (``KeyError`` for an unknown
+        id; the root's children are ``root_children``)."""
+        node = self.nodes[node_id]
+        if node.parent_id is None:
+            return None
+        below = self.child_by_seq[node.seq]
+        return None if below is None else below.node_id
+
+
+@lru_cache(maxsize=4096)
+def _refine_count(tree: RecordedTree) -> int:
+    longest, by_seq = 0, tree.child_by_seq
+    for start in tree.root_nodes:
+        length, below = 0, by_seq[start.seq]
+        while below is not None:
+            length, below = length + 1, by_seq[below.seq]
+        longest = max(longest, length)
+    return longest
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +186,7 @@ def summarize(tree: RecordedTree) -> TreeSummary:
             score = tree.nodes[node_id].score
             if score is not None and (best is None or score > best):
                 best, best_depth = score, length
-            node_id = tree.child.get(node_id)
+            node_id = tree.child_of(node_id)
         lengths.append(length)
         depths.append(best_depth)
         bests.append(best)

@@ -16,7 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from json.encoder import encode_basestring as _quote
+from json.encoder import encode_basestring_ascii as _quote_ascii
+from typing import Any, NamedTuple
 
 from dreamrsi.core.model import Artifact
 
@@ -148,13 +150,96 @@ def chain_rows(
     dream_id: str | None,
 ) -> list[LedgerRow]:
     """Chain ``events`` after the row with hash ``prev_hash`` at position ``start_seq - 1``."""
-    rows = []
+    return [row for row, _ in chain_encoded(chain, start_seq, prev_hash, events, run_id,
+                                            dream_id)]
+
+
+# The stored JSON columns: compact, sorted, ASCII, and no NaN (which is not JSON).
+_COLUMN = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+class EventJson(NamedTuple):
+    """An event's JSON columns as the store writes them (``parsed`` is ``None`` when absent)."""
+
+    args: str
+    artifacts: str
+    parsed: str | None
+    belief_updates: str
+
+
+def event_json(event: LedgerEvent) -> EventJson:
+    """The stored JSON columns of ``event``; ``ValueError`` if it holds NaN or infinity."""
+    e = event
+    try:  # the common shapes directly: strings, and (path, digest) string pairs
+        args = "[" + ",".join(map(_quote_ascii, e.args)) + "]"
+        artifacts = "[" + ",".join(f"[{_quote_ascii(a.path)},{_quote_ascii(a.sha256)}]"
+                                   for a in e.artifacts) + "]"
+    except TypeError:
+        args = _COLUMN.encode(list(e.args))
+        artifacts = _COLUMN.encode([[a.path, a.sha256] for a in e.artifacts])
+    return EventJson(
+        args, artifacts, None if e.parsed is None else _COLUMN.encode(dict(e.parsed)),
+        _COLUMN.encode([dict(b) for b in e.belief_updates]) if e.belief_updates else "[]",
+    )
+
+
+def chain_encoded(
+    chain: str,
+    start_seq: int,
+    prev_hash: str,
+    events: Iterable[LedgerEvent],
+    run_id: str | None,
+    dream_id: str | None,
+) -> list[tuple[LedgerRow, EventJson]]:
+    """Like :func:`chain_rows`, with each row's stored JSON columns. Every field is encoded
+    once: the hashed text is assembled from the same pieces (byte for byte what
+    ``row_hash(canonical_fields(...))`` hashes, which the tests check)."""
+    out = []
     seq, prev = start_seq, prev_hash
     for event in events:
-        digest = row_hash(canonical_fields(chain, seq, event, run_id, dream_id, prev))
-        rows.append(LedgerRow(chain, seq, event, run_id, dream_id, prev, digest))
+        columns = event_json(event)
+        text = _canonical_text(chain, seq, event, run_id, dream_id, prev, columns)
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        out.append((LedgerRow(chain, seq, event, run_id, dream_id, prev, digest), columns))
         seq, prev = seq + 1, digest
-    return rows
+    return out
+
+
+def _canonical_text(chain: str, seq: int, e: LedgerEvent, run_id: str | None,
+                    dream_id: str | None, prev: str, columns: EventJson) -> str:
+    """The canonical JSON of a row's hashed fields, keys in sorted order, built from pieces.
+
+    An ASCII column is also the canonical form of its value unless it holds a ``\\u`` escape
+    (non-ASCII text, which the canonical form keeps as is); those, and any field of an
+    unexpected type, go through the canonical encoder instead."""
+    if not (type(seq) is int and type(e.duration_ms) is int and type(e.admissible) is bool
+            and (e.exit is None or type(e.exit) is int)):
+        return _CANONICAL.encode(canonical_fields(chain, seq, e, run_id, dream_id, prev))
+    try:  # encode_basestring raises TypeError for anything but text
+        args = columns.args if "\\u" not in columns.args else _CANONICAL.encode(list(e.args))
+        parsed = ("null" if columns.parsed is None else columns.parsed
+                  if "\\u" not in columns.parsed else _CANONICAL.encode(dict(e.parsed or {})))
+        beliefs = (columns.belief_updates if "\\u" not in columns.belief_updates
+                   else _CANONICAL.encode([dict(b) for b in e.belief_updates]))
+        artifacts = "[" + ",".join(f'{{"path":{_quote(a.path)},"sha256":{_quote(a.sha256)}}}'
+                                   for a in e.artifacts) + "]"
+        return (
+            f'{{"actor":{_quote(e.actor.value)},'
+            f'"admissible":{"true" if e.admissible else "false"},"args":{args},'
+            f'"artifacts":{artifacts},"belief_updates":{beliefs},"chain":{_quote(chain)},'
+            f'"cmd":{_quote(e.cmd)},"commit":{_optional(e.commit)},'
+            f'"dream_id":{_optional(dream_id)},"duration_ms":{int.__repr__(e.duration_ms)},'
+            f'"env_digest":{_quote(e.env_digest)},'
+            f'"exit":{"null" if e.exit is None else int.__repr__(e.exit)},'
+            f'"id":{_quote(e.event_id)},"node_id":{_optional(e.node_id)},"parsed":{parsed},'
+            f'"prev_hash":{_quote(prev)},"run_id":{_optional(run_id)},'
+            f'"seq":{int.__repr__(seq)},"t":{_quote(e.t)}}}')
+    except TypeError:
+        return _CANONICAL.encode(canonical_fields(chain, seq, e, run_id, dream_id, prev))
+
+
+def _optional(text: str | None) -> str:
+    return "null" if text is None else _quote(text)
 
 
 @dataclass(frozen=True, slots=True)

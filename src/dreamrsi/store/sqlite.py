@@ -40,10 +40,11 @@ from dreamrsi.store.dreams import DreamTables
 from dreamrsi.store.ledger import (
     GENESIS,
     Actor,
+    EventJson,
     LedgerEvent,
     LedgerRow,
     VerifyReport,
-    chain_rows,
+    chain_encoded,
     verify_chain,
 )
 from dreamrsi.store.migrations import MIGRATIONS, SCHEMA_VERSION
@@ -61,7 +62,7 @@ _LEDGER_COLUMNS = (
     "artifacts, parsed, env_digest, duration_ms, admissible, belief_updates, prev_hash, hash"
 )
 _REPLAY_COLUMNS = (
-    "node_id, run_id, parent_id, seq, round, status, valid, score, raw_score, plan, wall_ms, "
+    "node_id, parent_id, seq, round, status, valid, score, raw_score, plan, wall_ms, "
     "cpu_ms, tokens_in, tokens_out, money_usd, candidate_hash"
 )
 _EMPTY: Any = MappingProxyType({})
@@ -360,13 +361,19 @@ class SqliteRunStore(DreamTables, RunStore):
         """The nodes of a run with the fields a policy decides on, by seq: ids, parent, round,
         status, validity, scores, plan, cost and candidate hash. Feedback, metrics, artifacts,
         evidence and commits are left empty (``nodes`` has them): replay loads many trees."""
+        # The rows are consumed as they arrive and every tuple is built with ``tuple.__new__``
+        # (what ``Node(...)`` does after a Python-level call): loading is most of dreaming's
+        # start-up on a large history.
+        new, status = tuple.__new__, _NODE_STATUS
         with _gc_paused():
-            rows = self._tuples(f"SELECT {_REPLAY_COLUMNS} FROM nodes WHERE run_id = ? "
-                                "ORDER BY seq", (run_id,))
-            status = _NODE_STATUS
-            return [Node(i, r, p, s, k, None, status[st], bool(v), sc, raw, "", _EMPTY, plan,
-                         Cost(w, c, ti, to, m), h)
-                    for i, r, p, s, k, st, v, sc, raw, plan, w, c, ti, to, m, h in rows]
+            try:
+                rows = self._conn.execute(f"SELECT {_REPLAY_COLUMNS} FROM nodes WHERE run_id = ? "
+                                          "ORDER BY seq", (run_id,))
+                return [new(Node, (i, run_id, p, s, k, None, status[st], bool(v), sc, raw, "",
+                                   _EMPTY, plan, new(Cost, (w, c, ti, to, m)), h, (), (), 0.0))
+                        for i, p, s, k, st, v, sc, raw, plan, w, c, ti, to, m, h in rows]
+            except sqlite3.Error as exc:
+                raise _store_error(self.root, exc) from exc
 
     def get_node(self, node_id: str) -> Node:
         rows = self._tuples(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE node_id = ?", (node_id,))
@@ -409,9 +416,10 @@ class SqliteRunStore(DreamTables, RunStore):
             head = conn.execute("SELECT length, head FROM chains WHERE chain = ?",
                                 (chain,)).fetchone()
             length, prev = (head[0], head[1]) if head else (0, GENESIS)
-            rows = chain_rows(chain, length + 1, prev, events, run_id, dream_id)
+            encoded = chain_encoded(chain, length + 1, prev, events, run_id, dream_id)
             conn.executemany(f"INSERT INTO ledger ({_LEDGER_COLUMNS}) VALUES ({_marks(20)})",
-                             [_ledger_to_row(r) for r in rows])
+                             [_ledger_to_row(r, j) for r, j in encoded])
+            rows = [r for r, _ in encoded]
             conn.execute("INSERT INTO chains VALUES (?, ?, ?) ON CONFLICT(chain) DO UPDATE SET "
                          "length = excluded.length, head = excluded.head",
                          (chain, rows[-1].seq, rows[-1].hash))
@@ -539,15 +547,12 @@ def _run_from_row(r: sqlite3.Row) -> RunRecord:
     )
 
 
-def _ledger_to_row(row: LedgerRow) -> tuple[Any, ...]:
+def _ledger_to_row(row: LedgerRow, columns: EventJson) -> tuple[Any, ...]:
     e = row.event
     return (row.chain, row.seq, e.event_id, row.run_id, row.dream_id, e.node_id, e.t,
-            e.actor.value, e.cmd, _dump(list(e.args)) if e.args else "[]", e.exit, e.commit,
-            _dump([[a.path, a.sha256] for a in e.artifacts]) if e.artifacts else "[]",
-            None if e.parsed is None else _dump(dict(e.parsed)), e.env_digest, e.duration_ms,
-            int(e.admissible),
-            _dump([dict(b) for b in e.belief_updates]) if e.belief_updates else "[]",
-            row.prev_hash, row.hash)
+            e.actor.value, e.cmd, columns.args, e.exit, e.commit, columns.artifacts,
+            columns.parsed, e.env_digest, e.duration_ms, int(e.admissible),
+            columns.belief_updates, row.prev_hash, row.hash)
 
 
 def _ledger_dict(r: sqlite3.Row) -> dict[str, Any]:
