@@ -82,9 +82,8 @@ class LedgerEvent:
     t: str = field(default_factory=now_iso)
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerRow:
-    """A chained ledger row, as stored."""
+class LedgerRow(NamedTuple):
+    """A chained ledger row, as stored (a named tuple: the engine makes one per command)."""
 
     chain: str
     seq: int
@@ -171,9 +170,9 @@ def event_json(event: LedgerEvent) -> EventJson:
     """The stored JSON columns of ``event``; ``ValueError`` if it holds NaN or infinity."""
     e = event
     try:  # the common shapes directly: strings, and (path, digest) string pairs
-        args = "[" + ",".join(map(_quote_ascii, e.args)) + "]"
-        artifacts = "[" + ",".join(f"[{_quote_ascii(a.path)},{_quote_ascii(a.sha256)}]"
-                                   for a in e.artifacts) + "]"
+        args = "[" + ",".join(map(_quote_ascii, e.args)) + "]" if e.args else "[]"
+        artifacts = ("[" + ",".join([f"[{_quote_ascii(a.path)},{_quote_ascii(a.sha256)}]"
+                                     for a in e.artifacts]) + "]" if e.artifacts else "[]")
     except TypeError:
         args = _COLUMN.encode(list(e.args))
         artifacts = _COLUMN.encode([[a.path, a.sha256] for a in e.artifacts])
@@ -194,52 +193,64 @@ def chain_encoded(
     """Like :func:`chain_rows`, with each row's stored JSON columns. Every field is encoded
     once: the hashed text is assembled from the same pieces (byte for byte what
     ``row_hash(canonical_fields(...))`` hashes, which the tests check)."""
+    try:  # the fields every row of the batch shares, quoted once
+        shared = (_quote(chain), "null" if dream_id is None else _quote(dream_id),
+                  "null" if run_id is None else _quote(run_id))
+    except TypeError:
+        shared = None
     out = []
     seq, prev = start_seq, prev_hash
     for event in events:
         columns = event_json(event)
-        text = _canonical_text(chain, seq, event, run_id, dream_id, prev, columns)
+        text = (_canonical_text(seq, event, prev, columns, shared) if shared is not None
+                else None) or _CANONICAL.encode(canonical_fields(chain, seq, event, run_id,
+                                                                 dream_id, prev))
         digest = hashlib.sha256(text.encode()).hexdigest()
         out.append((LedgerRow(chain, seq, event, run_id, dream_id, prev, digest), columns))
         seq, prev = seq + 1, digest
     return out
 
 
-def _canonical_text(chain: str, seq: int, e: LedgerEvent, run_id: str | None,
-                    dream_id: str | None, prev: str, columns: EventJson) -> str:
-    """The canonical JSON of a row's hashed fields, keys in sorted order, built from pieces.
+def _canonical_text(seq: int, e: LedgerEvent, prev: str, columns: EventJson,
+                    shared: tuple[str, str, str]) -> str | None:
+    """The canonical JSON of a row's hashed fields, keys in sorted order, built from pieces
+    (``shared``: the quoted chain, dream id and run id); ``None`` when a field has a type the
+    pieces do not cover, for the canonical encoder to handle.
 
     An ASCII column is also the canonical form of its value unless it holds a ``\\u`` escape
-    (non-ASCII text, which the canonical form keeps as is); those, and any field of an
-    unexpected type, go through the canonical encoder instead."""
+    (non-ASCII text, which the canonical form keeps as is); those go through the canonical
+    encoder."""
     if not (type(seq) is int and type(e.duration_ms) is int and type(e.admissible) is bool
             and (e.exit is None or type(e.exit) is int)):
-        return _CANONICAL.encode(canonical_fields(chain, seq, e, run_id, dream_id, prev))
+        return None
+    chain_q, dream_q, run_q = shared
+    args, parsed, beliefs = columns.args, columns.parsed, columns.belief_updates
     try:  # encode_basestring raises TypeError for anything but text
-        args = columns.args if "\\u" not in columns.args else _CANONICAL.encode(list(e.args))
-        parsed = ("null" if columns.parsed is None else columns.parsed
-                  if "\\u" not in columns.parsed else _CANONICAL.encode(dict(e.parsed or {})))
-        beliefs = (columns.belief_updates if "\\u" not in columns.belief_updates
-                   else _CANONICAL.encode([dict(b) for b in e.belief_updates]))
-        artifacts = "[" + ",".join(f'{{"path":{_quote(a.path)},"sha256":{_quote(a.sha256)}}}'
-                                   for a in e.artifacts) + "]"
+        if "\\u" in args:
+            args = _CANONICAL.encode(list(e.args))
+        if parsed is None:
+            parsed = "null"
+        elif "\\u" in parsed:
+            parsed = _CANONICAL.encode(dict(e.parsed or {}))
+        if "\\u" in beliefs:
+            beliefs = _CANONICAL.encode([dict(b) for b in e.belief_updates])
+        artifacts = ("[" + ",".join([f'{{"path":{_quote(a.path)},"sha256":{_quote(a.sha256)}}}'
+                                     for a in e.artifacts]) + "]" if e.artifacts else "[]")
+        node_id, commit, exit_ = e.node_id, e.commit, e.exit
         return (
-            f'{{"actor":{_quote(e.actor.value)},'
+            f'{{"actor":{_quote(str(e.actor))},'
             f'"admissible":{"true" if e.admissible else "false"},"args":{args},'
-            f'"artifacts":{artifacts},"belief_updates":{beliefs},"chain":{_quote(chain)},'
-            f'"cmd":{_quote(e.cmd)},"commit":{_optional(e.commit)},'
-            f'"dream_id":{_optional(dream_id)},"duration_ms":{int.__repr__(e.duration_ms)},'
+            f'"artifacts":{artifacts},"belief_updates":{beliefs},"chain":{chain_q},'
+            f'"cmd":{_quote(e.cmd)},"commit":{"null" if commit is None else _quote(commit)},'
+            f'"dream_id":{dream_q},"duration_ms":{int.__repr__(e.duration_ms)},'
             f'"env_digest":{_quote(e.env_digest)},'
-            f'"exit":{"null" if e.exit is None else int.__repr__(e.exit)},'
-            f'"id":{_quote(e.event_id)},"node_id":{_optional(e.node_id)},"parsed":{parsed},'
-            f'"prev_hash":{_quote(prev)},"run_id":{_optional(run_id)},'
+            f'"exit":{"null" if exit_ is None else int.__repr__(exit_)},'
+            f'"id":{_quote(e.event_id)},'
+            f'"node_id":{"null" if node_id is None else _quote(node_id)},"parsed":{parsed},'
+            f'"prev_hash":{_quote(prev)},"run_id":{run_q},'
             f'"seq":{int.__repr__(seq)},"t":{_quote(e.t)}}}')
     except TypeError:
-        return _CANONICAL.encode(canonical_fields(chain, seq, e, run_id, dream_id, prev))
-
-
-def _optional(text: str | None) -> str:
-    return "null" if text is None else _quote(text)
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -513,7 +513,7 @@ def _loads(text: str) -> Any:
 
 def _node_to_row(n: Node) -> tuple[Any, ...]:
     c = n.cost
-    return (n.node_id, n.run_id, n.parent_id, n.seq, n.round, n.commit, n.status.value,
+    return (n.node_id, n.run_id, n.parent_id, n.seq, n.round, n.commit, str(n.status),
             int(n.valid), n.score, n.raw_score, n.feedback,
             _dump(dict(n.metrics)) if n.metrics else "{}", n.plan,
             c.wall_ms, c.cpu_ms, c.tokens_in, c.tokens_out, c.money_usd, n.candidate_hash,
@@ -550,7 +550,7 @@ def _run_from_row(r: sqlite3.Row) -> RunRecord:
 def _ledger_to_row(row: LedgerRow, columns: EventJson) -> tuple[Any, ...]:
     e = row.event
     return (row.chain, row.seq, e.event_id, row.run_id, row.dream_id, e.node_id, e.t,
-            e.actor.value, e.cmd, columns.args, e.exit, e.commit, columns.artifacts,
+            str(e.actor), e.cmd, columns.args, e.exit, e.commit, columns.artifacts,
             columns.parsed, e.env_digest, e.duration_ms, int(e.admissible),
             columns.belief_updates, row.prev_hash, row.hash)
 
