@@ -37,7 +37,8 @@ from dreamrsi.store import (
     TaskRecord,
 )
 from dreamrsi.store.migrations import MIGRATIONS, SCHEMA_VERSION
-from dreamrsi.store.sqlite import DB_FILE, LOCK_FILE, _dump, _loads
+from dreamrsi.store.jsontext import dumps, dumps_pairs, dumps_strings
+from dreamrsi.store.sqlite import DB_FILE, LOCK_FILE, _loads
 
 from .helpers import TASK, make_node, make_run, node_fields, table_rows
 
@@ -682,9 +683,33 @@ _json = st.recursive(
 @settings(max_examples=150, deadline=None)
 @given(value=_json)
 def test_dump_and_loads_match_the_json_module(value: object) -> None:
-    text = _dump(value)
+    text = dumps(value)
     assert text == json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
     assert _loads(text) == json.loads(text)
+
+
+_item = st.text() | st.integers() | st.none() | st.floats(allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(items=st.lists(_item, max_size=4), pairs=st.lists(st.tuples(_item, _item), max_size=3))
+def test_string_lists_and_pairs_are_written_as_the_json_module_writes_them(
+        items: list[object], pairs: list[tuple[object, object]]) -> None:
+    def reference(value: object) -> str:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+    assert dumps_strings(items) == reference(items)
+    assert dumps_strings(tuple(items)) == reference(items)
+    assert dumps_pairs(pairs) == reference([list(p) for p in pairs])
+
+
+def test_dumps_refuses_what_is_not_json() -> None:
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        dumps({"score": float("nan")})
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        dumps_strings(["x", float("inf")])
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        dumps({"when": object()})
 
 
 @settings(max_examples=150, deadline=None)

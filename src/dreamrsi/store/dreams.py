@@ -17,6 +17,7 @@ from typing import Any
 
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.errors import ConfigError, NotFound
+from dreamrsi.store.jsontext import dumps
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +89,6 @@ class LoopRound:
     dream_id: str | None = None
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
 class DreamTables:
     """Mixin: the dreaming tables. Needs ``_write`` and ``_query`` from the store."""
 
@@ -108,7 +105,7 @@ class DreamTables:
         with self._write() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO policies VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (version.version_id, version.spec.name, _dump(dict(version.spec.params)),
+                (version.version_id, version.spec.name, dumps(dict(version.spec.params)),
                  version.code_digest, version.task_digest, version.parent_id,
                  version.dream_id, version.created_at))
 
@@ -138,9 +135,9 @@ class DreamTables:
             conn.execute(
                 "INSERT INTO dreams VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (dream.dream_id, dream.task_digest, dream.evaluator_digest,
-                 _dump(dict(dream.objective)), _dump(dict(dream.config)), dream.incumbent,
+                 dumps(dict(dream.objective)), dumps(dict(dream.config)), dream.incumbent,
                  dream.selected, None if dream.promoted is None else int(dream.promoted),
-                 None if dream.report is None else _dump(dict(dream.report)),
+                 None if dream.report is None else dumps(dict(dream.report)),
                  dream.created_at, dream.finished_at))
 
     def finish_dream(self, dream_id: str, *, selected: str, promoted: bool,
@@ -149,7 +146,7 @@ class DreamTables:
         with self._write() as conn:
             conn.execute("UPDATE dreams SET selected = ?, promoted = ?, report = ?, "
                          "finished_at = ? WHERE dream_id = ?",
-                         (selected, int(promoted), _dump(dict(report)), finished_at,
+                         (selected, int(promoted), dumps(dict(report)), finished_at,
                           dream_id))
 
     def get_dream(self, dream_id: str) -> DreamRecord:
@@ -194,7 +191,7 @@ class DreamTables:
         """Record a new loop."""
         with self._write() as conn:
             conn.execute("INSERT INTO loops VALUES (?, ?, ?, ?, ?, ?)",
-                         (loop.loop_id, loop.task_digest, loop.arm, _dump(dict(loop.config)),
+                         (loop.loop_id, loop.task_digest, loop.arm, dumps(dict(loop.config)),
                           loop.status, loop.created_at))
 
     def set_loop_status(self, loop_id: str, status: str) -> None:

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from json.encoder import encode_basestring as _quote
-from json.encoder import encode_basestring_ascii as _quote_ascii
 from typing import Any, NamedTuple
 
 from dreamrsi.core.model import Artifact
+from dreamrsi.store.jsontext import dumps, dumps_pairs, dumps_strings
 
 GENESIS = "0" * 64
 
@@ -153,10 +153,6 @@ def chain_rows(
                                             dream_id)]
 
 
-# The stored JSON columns: compact, sorted, ASCII, and no NaN (which is not JSON).
-_COLUMN = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
 class EventJson(NamedTuple):
     """An event's JSON columns as the store writes them (``parsed`` is ``None`` when absent)."""
 
@@ -169,16 +165,11 @@ class EventJson(NamedTuple):
 def event_json(event: LedgerEvent) -> EventJson:
     """The stored JSON columns of ``event``; ``ValueError`` if it holds NaN or infinity."""
     e = event
-    try:  # the common shapes directly: strings, and (path, digest) string pairs
-        args = "[" + ",".join(map(_quote_ascii, e.args)) + "]" if e.args else "[]"
-        artifacts = ("[" + ",".join([f"[{_quote_ascii(a.path)},{_quote_ascii(a.sha256)}]"
-                                     for a in e.artifacts]) + "]" if e.artifacts else "[]")
-    except TypeError:
-        args = _COLUMN.encode(list(e.args))
-        artifacts = _COLUMN.encode([[a.path, a.sha256] for a in e.artifacts])
     return EventJson(
-        args, artifacts, None if e.parsed is None else _COLUMN.encode(dict(e.parsed)),
-        _COLUMN.encode([dict(b) for b in e.belief_updates]) if e.belief_updates else "[]",
+        dumps_strings(e.args) if e.args else "[]",
+        dumps_pairs(e.artifacts) if e.artifacts else "[]",
+        None if e.parsed is None else dumps(dict(e.parsed)),
+        dumps([dict(b) for b in e.belief_updates]) if e.belief_updates else "[]",
     )
 
 

@@ -37,6 +37,7 @@ from dreamrsi.errors import (
 from dreamrsi.store.base import InFlight, RunCounts, RunRecord, RunStatus, RunStore, TaskRecord
 from dreamrsi.store.blobs import BlobStore
 from dreamrsi.store.dreams import DreamTables
+from dreamrsi.store.jsontext import dumps, dumps_pairs, dumps_strings
 from dreamrsi.store.ledger import (
     GENESIS,
     Actor,
@@ -285,7 +286,7 @@ class SqliteRunStore(DreamTables, RunStore):
     def put_task(self, task: TaskRecord) -> None:
         with self._write() as conn:
             conn.execute("INSERT OR IGNORE INTO tasks VALUES (?, ?, ?, ?, ?)",
-                         (task.digest, task.name, task.evaluator_digest, _dump(task.spec),
+                         (task.digest, task.name, task.evaluator_digest, dumps(task.spec),
                           task.created_at or time.time()))
 
     def get_task(self, digest: str) -> TaskRecord:
@@ -303,8 +304,8 @@ class SqliteRunStore(DreamTables, RunStore):
                 " stop_reason, created_at, finished_at, heartbeat_at, pid, elapsed_s) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (run.run_id, run.task_digest, run.task_name,
-                 _dump({"name": run.policy.name, "params": dict(run.policy.params)}),
-                 _dump(run.config), run.seed, run.status.value, run.stop_reason, run.created_at,
+                 dumps({"name": run.policy.name, "params": dict(run.policy.params)}),
+                 dumps(run.config), run.seed, run.status.value, run.stop_reason, run.created_at,
                  run.finished_at, run.heartbeat_at, run.pid, run.elapsed_s))
 
     def get_run(self, run_id: str) -> RunRecord:
@@ -490,15 +491,10 @@ def _marks(n: int) -> str:
     return ", ".join("?" * n)
 
 
-# One encoder and one scanner for every row: ``json.dumps`` with options builds an encoder on
-# each call, and ``json.loads`` adds checks that cost more than decoding a short column.
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
+# One scanner for every row: ``json.loads`` adds checks that cost more than decoding a short
+# column.
 _SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner
 _NODE_STATUS = {s.value: s for s in NodeStatus}
-
-
-def _dump(value: Any) -> str:
-    return _ENCODER.encode(value)
 
 
 def _loads(text: str) -> Any:
@@ -515,10 +511,10 @@ def _node_to_row(n: Node) -> tuple[Any, ...]:
     c = n.cost
     return (n.node_id, n.run_id, n.parent_id, n.seq, n.round, n.commit, str(n.status),
             int(n.valid), n.score, n.raw_score, n.feedback,
-            _dump(dict(n.metrics)) if n.metrics else "{}", n.plan,
+            dumps(dict(n.metrics)) if n.metrics else "{}", n.plan,
             c.wall_ms, c.cpu_ms, c.tokens_in, c.tokens_out, c.money_usd, n.candidate_hash,
-            _dump([[a.path, a.sha256] for a in n.artifacts]) if n.artifacts else "[]",
-            _dump(list(n.evidence)) if n.evidence else "[]", n.created_at)
+            dumps_pairs(n.artifacts) if n.artifacts else "[]",
+            dumps_strings(n.evidence) if n.evidence else "[]", n.created_at)
 
 
 def _node_from_row(r: Sequence[Any]) -> Node:
