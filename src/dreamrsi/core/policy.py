@@ -201,20 +201,22 @@ def check_batch(
                           f"nodes, more than W={workers}")
     root_id = view.root_id
     tips = view._tips  # the leaves; read directly, this runs every round of every replay
-    seen: set[str] | None = None
+    leaves = set(batch)
+    leaves.discard(root_id)
+    if tips.keys() >= leaves and len(leaves) + batch.count(root_id) == len(batch):
+        return tuple(batch)  # the common case, checked with set operations
+    seen: set[str] = set()
     for node_id in batch:
         if node_id == root_id:
             continue
         if node_id not in tips:
             raise _not_eligible(view, node_id, policy_name, round_no)
-        if seen is None:
-            seen = {node_id}
-        elif node_id in seen:
+        if node_id in seen:
             raise PolicyError(f"policy '{policy_name}', round {round_no}: leaf {node_id} "
                               "selected twice")
-        else:
-            seen.add(node_id)
-    return tuple(batch)
+        seen.add(node_id)
+    raise PolicyError(f"policy '{policy_name}', round {round_no}: the batch {list(batch)!r} "
+                      "is not the root and distinct leaves")  # ids with odd equality
 
 
 def _not_eligible(view: TreeView, node_id: object, policy_name: str,

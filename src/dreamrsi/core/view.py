@@ -52,6 +52,25 @@ class Branch:
         self.first_score = node.score
         self.wall_ms = node.cost.wall_ms
 
+    def grow(self, node: Node) -> None:
+        """Extend the branch by ``node``, a child of its tip (the view calls this)."""
+        self.tip = node[0]  # Node is a named tuple; plain indexing is the cheapest access
+        self.prev_node = self.tip_node
+        self.tip_node = node
+        self.length += 1
+        if node[6] is not _LOST:
+            self.finished += 1
+        self.wall_ms += node[13][0]
+        score = node[8]
+        if score is None:
+            self.since_best += 1
+        else:
+            self.valid += 1
+            if self.best is None or score > self.best:
+                self.best, self.best_node, self.since_best = score, node[0], 0
+            else:
+                self.since_best += 1
+
 
 class TreeView:
     """The nodes revealed so far, rooted at the run's root.
@@ -233,17 +252,33 @@ class TreeView:
         Returns:
             The nodes revealed, in batch order, and the number of root children now opened.
         """
-        root_id, tips = self._root_id, self._tips
+        root_id, tips, stats, order = self._root_id, self._tips, self._stats, self._order
+        best = self._best
+        best_score = None if best is None else best.score
         found: list[Node] = []
         for parent_id in batch:
             if parent_id != root_id:
-                node = child_by_seq[tips[parent_id].tip_node[3]]
-                if node is not None:
-                    found.append(node)
+                branch = tips[parent_id]
+                node = child_by_seq[branch.tip_node[3]]
+                if node is None:
+                    continue
+                del tips[parent_id]
+                branch.grow(node)
             elif opened < len(root_children):
-                found.append(root_children[opened])
+                node = root_children[opened]
                 opened += 1
-        self._extend(found)
+                branch = stats[node[0]] = Branch(node)
+            else:
+                continue
+            tips[node[0]] = branch
+            order.append(node)
+            found.append(node)
+            score = node[8]
+            if score is not None and (best_score is None or score > best_score):
+                best, best_score = node, score
+        self._best = best
+        if self._index is not None:
+            self._index.update((n[0], n) for n in found)
         return found, opened
 
     def _extend(self, batch: Iterable[Node], check: bool = False) -> None:
@@ -273,21 +308,7 @@ class TreeView:
                     stats[node_id] = branch
                 else:
                     branch = tips.pop(parent_id)  # type: ignore[arg-type]
-                    branch.tip = node_id
-                    branch.prev_node = branch.tip_node
-                    branch.tip_node = node
-                    branch.length += 1
-                    if node[6] is not _LOST:
-                        branch.finished += 1
-                    branch.wall_ms += node[13][0]
-                    if score is None:
-                        branch.since_best += 1
-                    else:
-                        branch.valid += 1
-                        if branch.best is None or score > branch.best:
-                            branch.best, branch.best_node, branch.since_best = score, node_id, 0
-                        else:
-                            branch.since_best += 1
+                    branch.grow(node)
                 tips[node_id] = branch
                 order.append(node)
                 if index is not None:
