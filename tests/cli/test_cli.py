@@ -98,7 +98,17 @@ def test_usage_errors_exit_two(tmp_path: Path) -> None:
     cli("run", code=2)
     cli("run", "x", "--budget", "zero", code=2)
     cli("run", "x", "--budget", "0", code=2)
+    cli("run", "x", "--target", "high", code=2)
     cli("no-such-command", code=2)
+
+
+def test_run_stops_at_its_target(tmp_path: Path, make_task: TaskFactory) -> None:
+    store = str(tmp_path / "store")
+    out = json.loads(cli("run", str(make_task()), "--budget", "40", "--policy",
+                         "fixed:branches=1,refine=39", "--target", "2", "--store", store,
+                         "--json"))
+    assert out["stop_reason"].startswith("target reached (2 by ") and out["attempts"] < 40
+    assert "nan" in cli("run", str(make_task()), "--target", "nan", "--store", store, code=1)
 
 
 def test_unknown_run_is_a_clear_error(finished_run: tuple[Path, str]) -> None:

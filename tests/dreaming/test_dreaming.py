@@ -194,6 +194,21 @@ def test_loop_runs_rounds_and_dreams_between_them(store: SqliteRunStore,
     assert bests == sorted(bests)  # best so far never decreases (maximize)
 
 
+def test_loop_stops_in_the_round_that_reaches_its_target(store: SqliteRunStore,
+                                                          make_task: TaskFactory) -> None:
+    task = load_task(make_task())
+    report = run_loop(store, task, LoopConfig(rounds=3, per_round_budget=40, workers=1,
+                                              isolation="off", dream=DreamConfig(trials=8),
+                                              initial=parse_spec("fixed:branches=1,refine=39"),
+                                              target=2.0))
+    assert len(report.rounds) == 1 and report.rounds[0].dream is None
+    assert report.stop == "target reached in round 1 (2)"
+    assert report.best is not None and report.best >= 2.0
+    assert report.rounds[0].attempts < 40  # the round itself stopped at the target
+    assert store.list_dreams(task.digest) == []
+    assert store.get_loop(report.loop_id).status == "finished"
+
+
 def test_fixed_arm_keeps_the_initial_policy(store: SqliteRunStore,
                                             make_task: TaskFactory) -> None:
     task = load_task(make_task())
@@ -236,6 +251,11 @@ def test_cli_dream_policies_replay_and_loop(tmp_path: Path, make_task: TaskFacto
                           "--initial", "fixed:branches=4,refine=0", "--trials", "8",
                           "--isolation", "off", "--json"))
     assert wide["rounds"][0]["policy"] == "fixed:branches=4,refine=0"
+    aimed = json.loads(cli("loop", task_dir, "--rounds", "3", "--per-round-budget", "40",
+                           "--initial", "fixed:branches=1,refine=39", "--target", "2",
+                           "--trials", "8", "--isolation", "off", "--json"))
+    assert aimed["stop"] == "target reached in round 1 (2)" and len(aimed["rounds"]) == 1
+    cli("loop", task_dir, "--target", "high", code=2)
 
 
 def test_frontier_area_and_knob_sweep() -> None:

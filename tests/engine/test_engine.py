@@ -195,8 +195,35 @@ def test_unknown_policy_is_a_config_error(store: SqliteRunStore,
         parse_spec("fixed:branches=many")
 
 
+def test_a_run_stops_when_its_target_is_reached(store: SqliteRunStore,
+                                               make_task: TaskFactory) -> None:
+    summary, nodes = run(store, make_task(), budget=40, policy="fixed:branches=1,refine=39",
+                         target=2.0)
+    reached = [n for n in attempts(nodes) if (n.raw_score or 0.0) >= 2.0]
+    assert reached, "the toy task climbs past 2 within 40 attempts"
+    assert summary.stop_reason == f"target reached (2 by {reached[0].node_id})"
+    assert nodes[-1].node_id == reached[0].node_id  # nothing was launched after it (W = 1)
+    assert summary.attempts < 40
+    again, _ = run(store, make_task(), budget=40, policy="fixed:branches=1,refine=39")
+    assert again.attempts == 40 and again.stop_reason == "attempt budget reached (40)"
+
+
+def test_a_target_follows_the_task_direction(store: SqliteRunStore,
+                                             make_task: TaskFactory) -> None:
+    # the seed scores 0: a minimising task has reached 0.5 before any attempt, a maximising
+    # one has not
+    low, nodes = run(store, make_task(direction="minimize"), budget=5, target=0.5)
+    assert low.attempts == 0 and len(nodes) == 1
+    assert low.stop_reason.startswith("target reached (0.5 by ")
+    high, _ = run(store, make_task(), budget=2, target=0.5, policy="fixed:branches=2,refine=0")
+    assert high.attempts >= 1 and high.best is not None and high.best.raw_score is not None
+    assert high.stop_reason.startswith("target reached") == (high.best.raw_score >= 0.5)
+
+
 @pytest.mark.parametrize("bad", [{"budget": 0}, {"workers": 0}, {"wall_time_s": -1.0},
-                                 {"isolation": "sometimes"}, {"max_rounds": 0}])
+                                 {"isolation": "sometimes"}, {"max_rounds": 0},
+                                 {"target": float("nan")}, {"target": float("inf")},
+                                 {"target": "high"}, {"target": True}])
 def test_bad_run_config_is_rejected(bad: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
         RunConfig(**bad)  # type: ignore[arg-type]

@@ -202,7 +202,8 @@ def loop_summary(console: Console, report: Any) -> None:
         table.add_row(str(r.round), r.run_id, r.policy, str(r.attempts), _fmt(r.round_best),
                       _fmt(r.best_so_far))
     console.print(table)
-    console.print(f"best {_fmt(report.best)} in {report.seconds:.0f} s", highlight=False)
+    console.print(f"best {_fmt(report.best)} in {report.seconds:.0f} s ({report.stop})",
+                  highlight=False)
 
 
 def policies_table(console: Console, task: str, rows: Sequence[Mapping[str, Any]],

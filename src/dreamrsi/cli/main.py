@@ -52,6 +52,9 @@ StoreOpt = Annotated[Path, typer.Option(
     "--store", envvar="DREAMRSI_STORE", help="Store directory (default ./.dreamrsi).",
     show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+TargetOpt = Annotated[float | None, typer.Option(
+    help="Stop once a raw score reaches this value (at or above it when the task maximises, "
+         "at or below when it minimises).")]
 RunArg = Annotated[str, typer.Argument(help="Run id (or a unique prefix of it).")]
 DEFAULT_STORE = Path(".dreamrsi")
 
@@ -121,16 +124,18 @@ def run(
     )] = None,
     isolation: Annotated[str | None, typer.Option(
         help="auto | required | off (default: the task's setting).")] = None,
+    target: TargetOpt = None,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run a discovery: explore TASK under a policy until a budget ends or the policy stops."""
+    """Run a discovery: explore TASK under a policy until a budget ends, the target is reached
+    or the policy stops."""
 
     def body() -> None:
         spec = parse_spec(policy) if policy else default_policy(budget, workers)
         config = RunConfig(budget=budget, workers=workers, max_rounds=rounds,
                            wall_time_s=wall_time, max_tokens=max_tokens, max_cost_usd=max_cost,
-                           seed=seed, policy=spec, isolation=isolation)
+                           seed=seed, policy=spec, isolation=isolation, target=target)
         loaded = resolve_task(task)
         with SqliteRunStore.open(store, writer=True, holder=f"run {loaded.name}") as handle:
             _sigterm_as_interrupt()
@@ -261,10 +266,12 @@ def loop_cmd(
     pareto_lam: ParetoLamOpt = 0.1,
     seed: Annotated[int, typer.Option(help="Seed of the loop.")] = 0,
     isolation: Annotated[str | None, typer.Option(help="auto | required | off.")] = None,
+    target: TargetOpt = None,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run the recursive loop: explore online, dream over the history, redeploy, repeat."""
+    """Run the recursive loop: explore online, dream over the history, redeploy, repeat (until
+    the rounds are done or the target is reached)."""
 
     def body() -> None:
         loaded = resolve_task(task)
@@ -272,7 +279,8 @@ def loop_cmd(
         config = LoopConfig(rounds, per_round_budget, workers, arm, seed,
                             parse_spec(initial) if initial else None, isolation,
                             _dream_config(trials, families, 0.25, require_gain, seed,
-                                          settings, objective, pareto_lam), warm_start)
+                                          settings, objective, pareto_lam), warm_start,
+                            target)
         with SqliteRunStore.open(store, writer=True, holder=f"loop {loaded.name}") as handle:
             _sigterm_as_interrupt()
             observer = None if as_json else (lambda r: _render.loop_round(console, r))

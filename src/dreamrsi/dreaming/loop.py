@@ -42,6 +42,8 @@ class LoopConfig:
         dream: Settings of each dream (replay workers and budget follow the loop's).
         warm_start: Start each round from the best workspace found so far (default: every
             round starts from the seed, as in the paper's protocol).
+        target: Stop the loop once a raw score reaches this value (the round that reaches it
+            stops there too); ``None``: run every round.
     """
 
     rounds: int = 5
@@ -53,6 +55,7 @@ class LoopConfig:
     isolation: str | None = None
     dream: DreamConfig = field(default_factory=DreamConfig)
     warm_start: bool = False
+    target: float | None = None
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.per_round_budget < 1 or self.workers < 1:
@@ -97,6 +100,7 @@ class LoopReport:
     rounds: tuple[RoundReport, ...]
     best: float | None
     seconds: float
+    stop: str = "every round ran"
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -119,13 +123,13 @@ def run_loop(store: SqliteRunStore, task: Task, config: LoopConfig,
     best: float | None = None
     best_node: str | None = None
     spent = 0
-    status = "failed"
+    status, stop = "failed", "every round ran"
     try:
         for t in range(1, config.rounds + 1):
             summary = start_run(store, task, RunConfig(
                 budget=config.per_round_budget, workers=config.workers,
                 seed=config.seed * 1000 + t, policy=policy, isolation=config.isolation,
-                start_from=best_node if config.warm_start else None))
+                start_from=best_node if config.warm_start else None, target=config.target))
             round_best = None if summary.best is None else summary.best.raw_score
             if round_best is not None and (best is None or _better(task, round_best, best)):
                 best = round_best
@@ -134,8 +138,10 @@ def run_loop(store: SqliteRunStore, task: Task, config: LoopConfig,
             version_id = policy.version_id()
             store.put_policy(PolicyVersion(version_id, policy, task.digest,
                                            created_at=time.time()))
+            reached = (config.target is not None and best is not None
+                       and not _better(task, config.target, best))
             report = None
-            if config.arm == "dream" and t < config.rounds:
+            if config.arm == "dream" and t < config.rounds and not reached:
                 report = dream(store, task, policy, config.dream_config())
             store.add_loop_round(LoopRound(loop_id, t, summary.run_id, version_id,
                                            report.dream_id if report else None))
@@ -145,6 +151,9 @@ def run_loop(store: SqliteRunStore, task: Task, config: LoopConfig,
             reports.append(entry)
             if observer is not None:
                 observer(entry)
+            if reached:
+                stop = f"target reached in round {t} ({config.target:g})"
+                break
             if report is not None:
                 policy, why = report.selected, _why(report)
         status = "finished"
@@ -154,7 +163,7 @@ def run_loop(store: SqliteRunStore, task: Task, config: LoopConfig,
     finally:
         store.set_loop_status(loop_id, status)
     return LoopReport(loop_id, task.name, config.arm, tuple(reports), best,
-                      time.monotonic() - started)
+                      time.monotonic() - started, stop)
 
 
 def _better(task: Task, a: float, b: float) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -31,6 +32,8 @@ class RunConfig:
         plan: The grid a planning policy chose before the run (set by the engine).
         start_from: A node of an earlier run of the same task whose workspace is this run's
             root (a warm start) instead of the seed folder.
+        target: Stop as soon as a recorded raw score reaches this value (at or above it when
+            the task maximises, at or below when it minimises); ``None``: no target.
     """
 
     budget: int | None = 60
@@ -45,6 +48,7 @@ class RunConfig:
     heartbeat_s: float = 2.0
     plan: GridPlan | None = None
     start_from: str | None = None
+    target: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("budget", "max_rounds", "max_tokens"):
@@ -58,6 +62,11 @@ class RunConfig:
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ConfigError(f"{name} must be positive, got {value!r}", key=name)
+        if self.target is not None and (isinstance(self.target, bool)
+                                        or not isinstance(self.target, int | float)
+                                        or not math.isfinite(self.target)):
+            raise ConfigError(f"target must be a finite number, got {self.target!r}",
+                              key="target")
         if self.isolation is not None and self.isolation not in ISOLATION_MODES:
             raise ConfigError(f"unknown isolation '{self.isolation}'", key="isolation",
                               expected=" | ".join(ISOLATION_MODES))

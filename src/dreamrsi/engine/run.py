@@ -247,7 +247,7 @@ class _Session:
                                         random.Random(self.config.seed), self.config.budget,
                                         self.config.max_rounds, self.config.plan))
         while True:
-            reason = self._spent()
+            reason = self._spent() or self._reached(view)
             if reason:
                 return reason
             budget = self._budget()
@@ -281,6 +281,15 @@ class _Session:
             return f"token budget reached ({c.max_tokens})"
         if c.max_cost_usd is not None and self.money >= c.max_cost_usd:
             return f"cost budget reached (${c.max_cost_usd:g})"
+        return None
+
+    def _reached(self, view: TreeView) -> str | None:
+        """The reason to stop before deciding, if the run's target score is reached."""
+        target, best = self.config.target, view.best
+        if target is None or best is None or best.score is None:
+            return None
+        if best.score >= self.task.direction.normalise(target):
+            return f"target reached ({target:g} by {best.node_id})"
         return None
 
     def _budget(self) -> Budget:
