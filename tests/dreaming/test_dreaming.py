@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -308,6 +309,26 @@ def test_rank_quality_uses_one_yardstick_for_every_tree() -> None:
     relative = score_policy(fixed, [small], ReplaySettings(1, None, None, 0, 0, "relative"))
     assert relative[0].value == 1.0  # per tree, a one-node tree looks perfect: rank does not
     assert scale.rank(-1.0) == 0.0 and scale.rank(0.9) == 1.0
+    rare = score_policy(fixed, [small, large], ReplaySettings(1, None, None, 0, 0, "rarity"),
+                        scale=scale)
+    assert rare[1].value == pytest.approx(math.log10(5))  # the best of 4: log10(n + 1)
+    assert rare[0].value == pytest.approx(math.log10(5 / 3))  # 2 of the 4 scores above it
+
+
+def test_rarity_gives_each_tenfold_rarer_score_the_same_step() -> None:
+    from dreamrsi.dreaming.evaluate import QualityScale
+
+    scale = QualityScale(tuple(float(i) for i in range(9999)))  # scores 0 .. 9998
+    assert scale.rarity(-1.0) == 0.0
+    assert scale.rarity(8999.0) == pytest.approx(1.0)  # 999 above: better than ~90%
+    assert scale.rarity(9899.0) == pytest.approx(2.0)  # 99 above
+    assert scale.rarity(9989.0) == pytest.approx(3.0)  # 9 above
+    assert scale.rarity(1e9) == pytest.approx(4.0)  # above all: log10(n + 1)
+    # rank barely separates the same top scores
+    assert scale.rank(9989.0) - scale.rank(9899.0) < 0.01
+    assert QualityScale(()).rarity(1.0) == 0.0
+    with pytest.raises(ConfigError, match="unknown quality mode 'rarest'.*rarity"):
+        ReplaySettings(quality="rarest")
 
 
 def test_warm_start_rounds_begin_at_the_best_so_far(store: SqliteRunStore,

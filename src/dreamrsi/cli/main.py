@@ -181,7 +181,8 @@ def _finish(handle: SqliteRunStore, run_id: str, as_json: bool) -> None:
 Beta1Opt = Annotated[float, typer.Option("--beta1", help="Cost per attempt in V.")]
 Beta2Opt = Annotated[float, typer.Option("--beta2", help="Bonus per unit of parallelism in V.")]
 QualityOpt = Annotated[str, typer.Option(
-    help="rank (share of the history's scores reached) | relative (per tree) | raw.")]
+    help="rank (share of the history's scores reached) | rarity (decades of rarity in the "
+         "history) | relative (per tree) | raw.")]
 K2Opt = Annotated[int | None, typer.Option("--k2", min=1, help="Most replay rounds (K2).")]
 TrialsOpt = Annotated[int, typer.Option(min=1, help="Optuna trials, shared by the families.")]
 FamiliesOpt = Annotated[str | None, typer.Option(

@@ -1,11 +1,17 @@
 """Score a policy over recorded trees: replay each tree, keep every part of V.
 
-The quality term of V is one of three:
+The quality term of V is one of four:
 
 - ``rank`` (default): the share of all valid scores recorded in the history that the best
   revealed score reaches (1 for the history's best). Scale-free across tasks, robust to
   outliers such as a poor seed, and the same yardstick for every tree, so a small tree cannot
   look perfect just because little was recorded in it;
+- ``rarity``: how rare the best revealed score is in the history, in decades:
+  ``log10((n + 1) / (above + 1))`` with ``n`` valid scores recorded and ``above`` of them
+  better. A score better than 90% of the history is worth 1, better than 99% is worth 2, the
+  history's best ``log10(n + 1)``. Rank compresses the top (99% and 99.9% differ by 0.009);
+  rarity gives each tenfold rarer result the same step, for searches where the top is the
+  point;
 - ``relative``: per tree, 0 at its weakest valid score and 1 at its best;
 - ``raw``: the normalised score itself, as in the paper's formula.
 
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -27,7 +34,8 @@ from dreamrsi.core.replay import RecordedTree, ReplayResult, replay, summarize
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import make_policy
 
-QUALITY_MODES = ("rank", "relative", "raw")
+QUALITY_MODES = ("rank", "rarity", "relative", "raw")
+_SCALED = ("rank", "rarity")  # the modes measured against the history's scores
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +48,9 @@ class ReplaySettings:
         attempt_budget: Cut replays at this many attempts, as the online budget would.
         beta1: Cost per attempt, in quality units.
         beta2: Bonus per unit of parallelism (attempts per round).
-        quality: ``rank`` (share of the history's valid scores reached), ``relative`` (per
-            tree, 0 at its floor, 1 at its best) or ``raw``.
+        quality: ``rank`` (share of the history's valid scores reached), ``rarity`` (decades
+            of rarity in the history), ``relative`` (per tree, 0 at its floor, 1 at its best)
+            or ``raw``.
     """
 
     workers: int = 2
@@ -74,7 +83,7 @@ class ReplaySettings:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class QualityScale:
-    """Every valid score of a history, sorted: the yardstick of ``rank`` quality."""
+    """Every valid score of a history, sorted: the yardstick of ``rank`` and ``rarity``."""
 
     scores: tuple[float, ...]
 
@@ -89,6 +98,13 @@ class QualityScale:
         if not self.scores:
             return 0.0
         return bisect_right(self.scores, score) / len(self.scores)
+
+    def rarity(self, score: float) -> float:
+        """``log10((n + 1) / (above + 1))``: 0 below every recorded score, 1 above 90% of them
+        (for large n), ``log10(n + 1)`` at or above the best."""
+        n = len(self.scores)
+        above = n - bisect_right(self.scores, score)
+        return math.log10((n + 1) / (above + 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +138,10 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
                     keep_order=keep_order, plan=plan)
     if settings.quality == "relative":
         result = _relative(result, tree)
-    elif settings.quality == "rank":
+    elif settings.quality in _SCALED:
         yardstick = scale or QualityScale.of(history or (tree,))
-        result = _with_quality(result, yardstick.rank(result.quality) if result.revealed
+        measure = yardstick.rank if settings.quality == "rank" else yardstick.rarity
+        result = _with_quality(result, measure(result.quality) if result.revealed
                                or tree.root.score is not None else 0.0)
     return TreeScore(result, settings.objective().value(result))
 
@@ -140,7 +157,7 @@ def score_policy(spec: PolicySpec | Policy, trees: Sequence[RecordedTree],
     """
     policy = make_policy(spec)
     past = trees if history is None else history
-    yardstick = scale or (QualityScale.of(past) if settings.quality == "rank" else None)
+    yardstick = scale or (QualityScale.of(past) if settings.quality in _SCALED else None)
     return [replay_tree(policy, tree, settings, past, yardstick, keep_order) for tree in trees]
 
 
