@@ -10,6 +10,7 @@ import os
 import platform
 import re
 import subprocess
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,6 +35,17 @@ def machine() -> str:
     cpus = len(os.sched_getaffinity(0))
     return (f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {commit}, Python "
             f"{platform.python_version()}, {cpus} CPUs, {platform.machine()}")
+
+
+def reference_loop() -> float:
+    """Seconds of a fixed pure-Python loop: how fast (or busy) the machine was, to compare
+    runs on different machines or under different load."""
+    started = time.perf_counter()
+    total = 0
+    for i in range(2_000_000):
+        total += i & 7
+    assert total > 0
+    return time.perf_counter() - started
 
 
 def write_section(name: str, title: str, body: str, command: str) -> None:

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import write_section  # noqa: E402
+from _report import reference_loop, write_section  # noqa: E402
 from dreamrsi.core.model import Cost, Node, NodeStatus  # noqa: E402
 from dreamrsi.core.policy import GridPlan  # noqa: E402
 from dreamrsi.core.replay import RecordedTree, replay  # noqa: E402
@@ -120,6 +120,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    before = reference_loop()
     trees = {size: make_tree(size) for size in SIZES}
     header = "| family | " + " | ".join(f"{s:,} nodes: reveals/s (replays/s)" for s in SIZES)
     lines = [header + " | target |", "|---|" + "---:|" * len(SIZES) + "---|"]
@@ -143,7 +144,10 @@ def main() -> None:
               f"{args.repeats} windows), every policy replays the "
               f"whole tree where its decisions allow (a {BRANCHES}-branch tree; parameters in "
               "`specs()`). A reveal is one recorded node shown to the policy; selections that "
-              "reveal nothing (out of support) cost time but count zero."]
+              "reveal nothing (out of support) cost time but count zero.",
+              "", f"Reference loop (2M iterations of pure Python, as in the store benchmark): "
+              f"{before:.3f} s before, {reference_loop():.3f} s after (the machine's speed "
+              "varies from hour to hour: compare figures within one run)."]
     table = "\n".join(lines)
     print(table)
     write_section(f"replay-w{args.workers}", f"Replay throughput (W={args.workers})", table,

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _report import write_section  # noqa: E402
+from _report import reference_loop, write_section  # noqa: E402
 from dreamrsi.core.model import Artifact, Cost, Node, NodeStatus  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
@@ -268,17 +268,6 @@ def _load_full(reader: SqliteRunStore) -> int:
 def _load_replay(reader: SqliteRunStore) -> int:
     tree = RecordedTree.from_nodes(BULK_RUN, reader.replay_nodes(BULK_RUN))
     return tree.size + 1
-
-
-def reference_loop() -> float:
-    """Seconds of a fixed pure-Python loop: how fast (or busy) the machine was, to compare
-    runs on different machines or under different load."""
-    started = time.perf_counter()
-    total = 0
-    for i in range(2_000_000):
-        total += i & 7
-    assert total > 0
-    return time.perf_counter() - started
 
 
 def verdict(ok: bool, target: str) -> str:
