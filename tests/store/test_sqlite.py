@@ -36,8 +36,8 @@ from dreamrsi.store import (
     SqliteRunStore,
     TaskRecord,
 )
-from dreamrsi.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from dreamrsi.store.jsontext import dumps, dumps_pairs, dumps_strings
+from dreamrsi.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from dreamrsi.store.sqlite import DB_FILE, LOCK_FILE, _loads
 
 from .helpers import TASK, make_node, make_run, node_fields, table_rows
