@@ -14,7 +14,8 @@ and reports, per task:
 
 Usage: python benchmarks/bench_dreaming_pays.py --task circle-packing-26 --seeds 10
        [--rounds 5] [--per-round-budget 40] [--workers 2] [--trials 600] [--warm-start]
-       [--quality rank|rarity|relative|raw] [--stop-at-best-known] [--resume LOG]
+       [--quality rank|rarity|relative|raw] [--select-on train|holdout]
+       [--stop-at-best-known] [--resume LOG]
 
 Every finished loop is printed as one JSON line as soon as it ends; ``--resume LOG`` reuses the
 loops such a log already holds (same arm and seed) and runs only the missing ones, so a run
@@ -49,7 +50,8 @@ def run_arm(task: str, arm: str, seed: int, args: argparse.Namespace,
     cmd = [sys.executable, "-m", "dreamrsi", "loop", task, "--arm", arm, "--seed", str(seed),
            "--rounds", str(args.rounds), "--per-round-budget", str(args.per_round_budget),
            "--workers", str(args.workers), "--trials", str(args.trials), "--store", str(store),
-           "--json", "--beta1", str(args.beta1), "--quality", args.quality] + (
+           "--json", "--beta1", str(args.beta1), "--quality", args.quality,
+           "--select-on", args.select_on] + (
                ["--initial", args.initial] if args.initial else []) + (
                ["--warm-start"] if args.warm_start else []) + (
                ["--target", repr(known_target(task))] if args.stop_at_best_known else [])
@@ -197,6 +199,8 @@ def main() -> None:
     parser.add_argument("--initial", default=None, help="π_1 (default: the loop's)")
     parser.add_argument("--beta1", type=float, default=0.0005, help="cost per attempt in V")
     parser.add_argument("--quality", default="rank", help="quality term of V in the dreams")
+    parser.add_argument("--select-on", default="train", choices=("train", "holdout"),
+                        help="the trees each dream selects on")
     parser.add_argument("--warm-start", action="store_true",
                         help="each round starts from the best workspace so far (both arms)")
     parser.add_argument("--stop-at-best-known", action="store_true",
@@ -230,6 +234,7 @@ def main() -> None:
     variant = (f", π_1 = {args.initial}" if args.initial else "") + (
         f", β1 = {args.beta1:g}" if args.beta1 != 0.0005 else "") + (
         f", quality {args.quality}" if args.quality != "rank" else "") + (
+        f", select on {args.select_on}" if args.select_on != "train" else "") + (
         ", warm start" if args.warm_start else "") + (
         ", stop at best known" if args.stop_at_best_known else "") + (
         "" if both else f", {args.arms[0]} arm only")
@@ -244,6 +249,7 @@ def main() -> None:
                   f"{args.per_round_budget} --workers {args.workers} --trials {args.trials}"
                   f" --beta1 {args.beta1:g}{initial}"
                   + (f" --quality {args.quality}" if args.quality != "rank" else "")
+                  + (f" --select-on {args.select_on}" if args.select_on != "train" else "")
                   + (" --warm-start" if args.warm_start else "")
                   + (" --stop-at-best-known" if args.stop_at_best_known else "")
                   + ("" if both else f" --arms {args.arms[0]}"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -80,6 +81,28 @@ def test_dream_records_versions_scores_and_evidence(
     stored = store.get_dream(report.dream_id)
     assert stored.selected == report.selected.version_id()
     assert stored.promoted == report.promoted
+
+
+def test_selection_on_holdout_trees_compares_candidates_there(
+    history_store: tuple[SqliteRunStore, Path]
+) -> None:
+    store, task_dir = history_store
+    task = load_task(task_dir)
+    incumbent = PolicySpec("fixed", {"branches": 2, "refine": 3})
+    config = dataclasses.replace(FAST, select_on="holdout", holdout_share=0.5)
+    report = dream(store, task, incumbent, config)
+    assert report.select_on == "holdout" and report.selection_trees == report.holdout_trees
+    assert len(report.holdout_trees) == 2 and not report.holdout_is_train
+    inc, chosen = report.row_of(incumbent), report.row_of(report.selected)
+    # the selected candidate is the best on the holdout trees (incumbent included) ...
+    best = max(c["holdout"]["value"] for c in report.candidates)
+    assert chosen["holdout"]["value"] == best >= inc["holdout"]["value"]
+    # ... and its stated difference to the incumbent is measured there
+    assert chosen["difference"] == pytest.approx(
+        chosen["holdout"]["value"] - inc["holdout"]["value"])
+    assert store.verify_ledger(report.dream_id).ok
+    with pytest.raises(ConfigError, match="unknown selection split 'all'"):
+        DreamConfig(select_on="all")
 
 
 def test_versions_are_reproducible_from_the_store_alone(

@@ -183,6 +183,8 @@ Beta2Opt = Annotated[float, typer.Option("--beta2", help="Bonus per unit of para
 QualityOpt = Annotated[str, typer.Option(
     help="rank (share of the history's scores reached) | rarity (decades of rarity in the "
          "history) | relative (per tree) | raw.")]
+SelectOnOpt = Annotated[str, typer.Option(
+    help="Select on train trees (the ones the studies tuned on) or holdout trees.")]
 K2Opt = Annotated[int | None, typer.Option("--k2", min=1, help="Most replay rounds (K2).")]
 TrialsOpt = Annotated[int, typer.Option(min=1, help="Optuna trials, shared by the families.")]
 FamiliesOpt = Annotated[str | None, typer.Option(
@@ -196,12 +198,12 @@ ParetoLamOpt = Annotated[float, typer.Option(help="λ of the Pareto-AUC parallel
 
 def _dream_config(trials: int, families: str | None, holdout: float, require_gain: bool,
                   seed: int, settings: ReplaySettings, objective: str,
-                  pareto_lam: float) -> DreamConfig:
+                  pareto_lam: float, select_on: str = "train") -> DreamConfig:
     names = tuple(sorted(BUILTIN)) if not families else tuple(
         f.strip() for f in families.split(",") if f.strip())
     return DreamConfig(families=names, trials=trials, holdout_share=holdout,
                        require_gain=require_gain, seed=seed, replay=settings,
-                       objective=objective, pareto_lam=pareto_lam)
+                       objective=objective, pareto_lam=pareto_lam, select_on=select_on)
 
 
 @app.command("dream")
@@ -220,6 +222,7 @@ def dream_cmd(
     quality: QualityOpt = "rank",
     objective: ObjectiveOpt = "value",
     pareto_lam: ParetoLamOpt = 0.1,
+    select_on: SelectOnOpt = "train",
     seed: Annotated[int, typer.Option(help="Seed of the samplers.")] = 0,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
@@ -233,7 +236,7 @@ def dream_cmd(
             settings = ReplaySettings(workers or dq.default_workers(handle, loaded), k2, budget,
                                       beta1, beta2, quality)
             config = _dream_config(trials, families, holdout, require_gain, seed, settings,
-                                   objective, pareto_lam)
+                                   objective, pareto_lam, select_on)
             report = run_dream(handle, loaded, incumbent, config)
         if as_json:
             _print_json(report.as_dict())
@@ -265,6 +268,7 @@ def loop_cmd(
     quality: QualityOpt = "rank",
     objective: ObjectiveOpt = "value",
     pareto_lam: ParetoLamOpt = 0.1,
+    select_on: SelectOnOpt = "train",
     seed: Annotated[int, typer.Option(help="Seed of the loop.")] = 0,
     isolation: Annotated[str | None, typer.Option(help="auto | required | off.")] = None,
     target: TargetOpt = None,
@@ -280,8 +284,8 @@ def loop_cmd(
         config = LoopConfig(rounds, per_round_budget, workers, arm, seed,
                             parse_spec(initial) if initial else None, isolation,
                             _dream_config(trials, families, 0.25, require_gain, seed,
-                                          settings, objective, pareto_lam), warm_start,
-                            target)
+                                          settings, objective, pareto_lam, select_on),
+                            warm_start, target)
         with SqliteRunStore.open(store, writer=True, holder=f"loop {loaded.name}") as handle:
             _sigterm_as_interrupt()
             observer = None if as_json else (lambda r: _render.loop_round(console, r))

@@ -35,6 +35,8 @@ from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks.spec import Task
 
+SELECT_ON = ("train", "holdout")
+
 
 @dataclass(frozen=True, slots=True)
 class DreamConfig:
@@ -52,6 +54,10 @@ class DreamConfig:
             is swept and the area under the attainment-per-probe frontier, minus
             ``pareto_lam`` times the parallel penalty, is the score).
         pareto_lam: λ of the Pareto-AUC form.
+        select_on: The trees the selection compares candidates on: ``train`` (the trees the
+            studies tuned them on) or ``holdout`` (trees no study saw, so a candidate fitted to
+            where the training trees happened to hold their best gains nothing there; with a
+            single tree both are that tree).
     """
 
     families: tuple[str, ...] = tuple(sorted(BUILTIN))
@@ -63,8 +69,12 @@ class DreamConfig:
     replay: ReplaySettings = field(default_factory=ReplaySettings)
     objective: str = "value"
     pareto_lam: float = 0.1
+    select_on: str = "train"
 
     def __post_init__(self) -> None:
+        if self.select_on not in SELECT_ON:
+            raise ConfigError(f"unknown selection split '{self.select_on}'", key="select_on",
+                              expected=" | ".join(SELECT_ON))
         if self.objective not in ("value", "pareto"):
             raise ConfigError(f"unknown objective '{self.objective}'", key="objective",
                               expected="value | pareto")
@@ -111,6 +121,12 @@ class DreamReport:
     trials: int
     seconds: float
     excluded_runs: tuple[str, ...] = ()
+    select_on: str = "train"
+
+    @property
+    def selection_trees(self) -> tuple[str, ...]:
+        """The trees the selection compared candidates on."""
+        return self.holdout_trees if self.select_on == "holdout" else self.train_trees
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -150,7 +166,9 @@ def dream(store: SqliteRunStore, task: Task, incumbent: PolicySpec,
     events, specs, trials = _studies(train, incumbent, config, scale)
     candidates = [_candidate(spec, train, holdout, config, spec == incumbent, scale)
                   for spec in _unique([incumbent, *specs])]
-    selection = select({c.version_id: [s.value for s in c.train] for c in candidates}, inc_id,
+    on_holdout = config.select_on == "holdout"
+    selection = select({c.version_id: [s.value for s in (c.holdout if on_holdout else c.train)]
+                        for c in candidates}, inc_id,
                        require_gain=config.require_gain, seed=config.seed)
     report = DreamReport(
         dream_id, incumbent, next(c.spec for c in candidates
@@ -158,7 +176,7 @@ def dream(store: SqliteRunStore, task: Task, incumbent: PolicySpec,
         selection.promoted, selection.reason, tuple(c.row(selection) for c in candidates),
         tuple(t.tree_id for t in train), tuple(t.tree_id for t in holdout),
         holdout is train or len(history.trees) < 2, trials, time.monotonic() - started,
-        tuple(r for r, _, _ in history.excluded))
+        tuple(r for r, _, _ in history.excluded), config.select_on)
     _record(store, task, dream_id, candidates, selection, report, events, history)
     return report
 

@@ -173,12 +173,13 @@ def _better(task: Task, a: float, b: float) -> bool:
 def _why(report: DreamReport) -> str:
     row = report.row_of(report.selected)
     low, high = row["interval"]
-    mean = row["train"]["value"]
-    inc = report.row_of(report.incumbent)["train"]["value"]
+    split = report.select_on
+    mean = row[split]["value"]
+    inc = report.row_of(report.incumbent)[split]["value"]
     verdict = "promoted" if report.promoted else "kept"
     return (f"{verdict} by dream {report.dream_id}: replay score {mean:.4f} vs incumbent "
             f"{inc:.4f} (difference {interval_text(low, high)}) over "
-            f"{len(report.train_trees)} trees")
+            f"{len(report.selection_trees)} {split} trees")
 
 
 def _dream_summary(report: DreamReport | None) -> dict[str, Any] | None:
