@@ -162,10 +162,11 @@ def dream_table(console: Console, report: Mapping[str, Any]) -> None:
     table = Table(title=f"dream {report['dream_id']}: {len(report['train_trees'])} training "
                   f"trees, {len(report['holdout_trees'])} holdout, {report['trials']} trials, "
                   f"{report['seconds']:.1f} s")
-    for col in ("policy", "version", "V train", "V holdout", "vs incumbent (95% CI)",
+    split = report.get("select_on", "train")
+    for col in ("policy", "version", "V train", "V holdout", f"vs incumbent on {split} (95% CI)",
                 "attempts", "rounds", "out of support"):
         table.add_column(col, overflow="fold")
-    rows = sorted(report["candidates"], key=lambda c: -c["train"]["value"])
+    rows = sorted(report["candidates"], key=lambda c: -c[split]["value"])
     for c in rows:
         low, high = c["interval"]
         interval = "[one tree]" if low is None else f"[{low:+.4f}, {high:+.4f}]"
