@@ -258,6 +258,14 @@ def test_cli_dream_policies_replay_and_loop(tmp_path: Path, make_task: TaskFacto
                          "--trials", "12", "--isolation", "off", "--json"))
     assert [r["round"] for r in out["rounds"]] == [1, 2]
     dreamed = json.loads(cli("dream", task_dir, "--trials", "12", "--json"))
+    shown = cli("dream", task_dir, "--trials", "12", "--select-on", "holdout")
+    letters = "".join(ch for ch in shown if ch.isalnum())  # the table folds narrow columns
+    assert "vsincumbentonholdout" in letters
+    held = json.loads(cli("dream", task_dir, "--trials", "12", "--select-on", "holdout",
+                          "--json"))
+    assert held["select_on"] == "holdout"
+    assert "unknown selection split 'sideways'" in cli("dream", task_dir, "--select-on",
+                                                       "sideways", code=1)
     assert dreamed["selected"] and dreamed["candidates"]
     listed = json.loads(cli("policies", task_dir, "--json"))
     assert listed["deployed"] == dreamed["selected"]
