@@ -252,6 +252,8 @@ class TreeView:
         Returns:
             The nodes revealed, in batch order, and the number of root children now opened.
         """
+        # The bookkeeping of _extend, fused into the lookup loop (one pass per reveal on
+        # replay's hot path); _extend stays the checked path for online reveals.
         root_id, tips, stats, order = self._root_id, self._tips, self._stats, self._order
         best = self._best
         best_score = None if best is None else best.score
