@@ -329,3 +329,67 @@ def test_good_packing_passes_independent_check(chain) -> None:
     assert result["score"] >= 2.6
     assert strictly_valid(rows)
     assert math.fsum(r for *_, r in rows) == result["score"]
+
+
+def _chain_workspace(tmp_path: Path, parent: object, chain_best: object) -> Path:
+    """A workspace whose packing.json is ``parent`` and chain_best.json is ``chain_best``."""
+    ws = workspace(tmp_path)
+    write(ws, parent)
+    if isinstance(chain_best, str):
+        (ws / "chain_best.json").write_text(chain_best)
+    else:
+        (ws / "chain_best.json").write_text(json.dumps({"n": 26, "circles": chain_best}))
+    return ws
+
+
+def _chain_best(cwd: Path) -> list[list[float]]:
+    return json.loads((cwd / "chain_best.json").read_text())["circles"]
+
+
+def _plan(proc: subprocess.CompletedProcess[str]) -> str:
+    return next(line for line in proc.stdout.splitlines() if line.startswith("PLAN: "))
+
+
+@pytest.mark.slow
+def test_chain_goes_on_from_its_best_when_the_parent_scored_lower(tmp_path: Path, chain) -> None:
+    _, good = max(chain, key=lambda step: step[0]["score"])
+    grid = circles(seed_dir(26))
+    good_sum = math.fsum(r for *_, r in good)
+    ws = _chain_workspace(tmp_path, grid, good)
+    plan = _plan(propose(ws, tmp_path, seed=5, depth=3))
+    assert f"from the chain's best packing ({good_sum:.10f})" in plan
+    kept = _chain_best(ws)
+    assert strictly_valid(kept) and strictly_valid(circles(ws))
+    assert math.fsum(r for *_, r in kept) >= good_sum  # the chain's best never drops
+    assert math.fsum(r for *_, r in kept) == max(good_sum, evaluate(ws)["score"])
+
+
+@pytest.mark.slow
+def test_a_better_parent_becomes_the_chains_best(tmp_path: Path, chain) -> None:
+    _, good = max(chain, key=lambda step: step[0]["score"])
+    grid = circles(seed_dir(26))
+    ws = _chain_workspace(tmp_path, good, grid)
+    plan = _plan(propose(ws, tmp_path, seed=5, depth=3))
+    assert "chain's best" not in plan
+    good_sum = math.fsum(r for *_, r in good)
+    assert math.fsum(r for *_, r in _chain_best(ws)) >= good_sum
+
+
+@pytest.mark.parametrize("text", ["", "{not json", '{"n": 26, "circles": [[0.5, 0.5]]}',
+                                  '{"n": 26, "circles": "none"}'])
+def test_unreadable_chain_best_is_ignored_and_rewritten(tmp_path: Path, text: str) -> None:
+    ws = _chain_workspace(tmp_path, circles(seed_dir(26)), text)
+    plan = _plan(propose(ws, tmp_path, seed=2, depth=1))
+    assert "chain's best" not in plan and "unreadable" not in plan
+    assert evaluate(ws)["metrics"]["strict_valid"] is True
+    assert strictly_valid(_chain_best(ws))
+    assert math.fsum(r for *_, r in _chain_best(ws)) >= 26 * 0.08
+
+
+@pytest.mark.slow
+def test_a_fresh_branch_starts_its_own_chain_best(tmp_path: Path, chain) -> None:
+    _, stale = max(chain, key=lambda step: step[0]["score"])  # a better packing left behind
+    ws = _chain_workspace(tmp_path, circles(seed_dir(26)), stale)
+    propose(ws, tmp_path, seed=3, depth=0)
+    assert _chain_best(ws) == circles(ws)
+    assert math.fsum(r for *_, r in circles(ws)) < math.fsum(r for *_, r in stale)

@@ -1,8 +1,11 @@
-"""Propose a new ``packing.json``: perturb the parent's packing, re-solve it, repair it.
+"""Propose a new ``packing.json``: perturb the chain's best packing, re-solve it, repair it.
 
 Reads the attempt context from the JSON file named by ``$DREAM_CONTEXT`` (defaults when absent:
 seed 0, improve the packing in place). A child of the root starts a fresh branch from a random
-layout; any deeper attempt applies one random operator to the parent's packing:
+layout. Each chain carries its best packing so far in ``chain_best.json``; any deeper attempt
+applies one random operator to the better of that and the parent's packing, so a step that
+scores lower is recorded but the chain goes on from its best (basin hopping with greedy
+acceptance). The operators:
 
 * jitter: move every centre by gaussian noise;
 * relocate: move the 1, or 2-3, smallest circles to random spots with radius 0;
@@ -29,6 +32,7 @@ from scipy.optimize import minimize  # noqa: E402
 
 N = 26
 PACKING_FILE = "packing.json"
+CHAIN_BEST_FILE = "chain_best.json"
 
 _I, _J = np.triu_indices(N, 1)
 _PAIRS = np.arange(_I.size)
@@ -213,9 +217,10 @@ def propose(
 ) -> tuple[np.ndarray, str]:
     """The new strictly feasible packing and a one-line description of how it was made.
 
-    A fresh branch (also the fallback when the parent's packing is unreadable) draws up to four
-    random layouts until SLSQP converges on one. An operator whose result solves back to the
-    parent (same sum of radii within 1e-9: a wasted attempt) is followed by another, up to three.
+    A fresh branch (also the fallback when no packing to start from is readable) draws up to
+    four random layouts until SLSQP converges on one. An operator whose result solves back to
+    ``circles`` (same sum of radii within 1e-9: a wasted attempt) is followed by another, up to
+    three.
     """
     if circles is None or fresh:
         best = None
@@ -251,19 +256,30 @@ def read_context() -> dict:
         return json.load(fh)
 
 
+def better(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    """The packing with the larger sum of radii (``a`` on a tie); None only when both are."""
+    if a is None or (b is not None and b[:, 2].sum() > a[:, 2].sum()):
+        return b
+    return a
+
+
 def main() -> int:
     ctx = read_context()
     rng = np.random.default_rng(abs(int(ctx.get("seed") or 0)))
     parent = ctx.get("parent") or {}
     circles = load_packing()
-    new, idea = propose(circles, parent.get("depth") == 0, rng)
+    fresh = parent.get("depth") == 0
+    base = circles if fresh else better(circles, load_packing(CHAIN_BEST_FILE))
+    new, idea = propose(base, fresh, rng)
+    if base is not None and base is not circles:
+        idea = f"from the chain's best packing ({base[:, 2].sum():.10f}): {idea}"
     print(f"PLAN: {idea}, re-solve with SLSQP, shrink radii to strict feasibility")
     save_packing(new)
+    save_packing(new if fresh else better(base, new), CHAIN_BEST_FILE)
     before = "unreadable" if circles is None else f"{math.fsum(circles[:, 2].tolist()):.10f}"
     total = math.fsum(new[:, 2].tolist())
     print(f"sum of radii {total:.10f} (parent packing {before}); smallest r={new[:, 2].min():.4g}")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
