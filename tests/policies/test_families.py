@@ -282,3 +282,50 @@ def test_halving_bookkeeping_matches_recomputing_every_round(
     reference = replay(StatelessHalving(**params), tree, workers=workers, max_rounds=200)
     assert (ours.order, ours.batch_sizes, ours.stop) == (reference.order,
                                                         reference.batch_sizes, reference.stop)
+
+
+def _branch_lengths(nodes: list[Node]) -> list[int]:
+    """Attempts per branch of a recorded tree, in the order the branches were opened."""
+    top = {n.node_id: n.node_id for n in nodes if n.parent_id == nodes[0].node_id}
+    lengths = dict.fromkeys(top.values(), 0)
+    for n in nodes[1:]:
+        if n.node_id not in top:
+            top[n.node_id] = top[n.parent_id]
+        lengths[top[n.node_id]] += 1
+    return list(lengths.values())
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_a_ladder_records_every_rung_longest_first(workers: int) -> None:
+    from dreamrsi.policies.ladder import Ladder, chain_lengths
+
+    assert chain_lengths(8, 3) == (8, 4, 4, 2, 2, 2, 2)
+    assert chain_lengths(5, 2) == (5, 3, 3)
+    nodes, _ = record(Ladder(longest=8, levels=3), workers, 1000, random.Random(1))
+    assert _branch_lengths(nodes) == [8, 4, 4, 2, 2, 2, 2]  # and then it stops by itself
+    nodes, _ = record(Ladder(longest=8, levels=3), workers, 15, random.Random(1))
+    lengths = _branch_lengths(nodes)  # a budget cut short still favours the long chain
+    assert len(nodes) == 16 and lengths[0] == max(lengths) >= 5
+    if workers == 1:
+        assert lengths == [8, 4, 3]
+
+
+def test_a_ladder_tree_supports_deep_and_broad_shapes() -> None:
+    from dreamrsi.policies.ladder import Ladder
+
+    nodes, _ = record(Ladder(longest=8, levels=3), 2, 1000, random.Random(2))
+    tree = RecordedTree.from_nodes("r", nodes)
+    deep = replay(make_policy("fixed:branches=1,refine=7"), tree, workers=1, max_rounds=100)
+    broad = replay(make_policy("fixed:branches=7,refine=1"), tree, workers=2, max_rounds=100)
+    assert (deep.revealed, deep.out_of_support) == (8, 0)
+    assert (broad.revealed, broad.out_of_support) == (14, 0)
+    too_deep = replay(make_policy("fixed:branches=2,refine=5"), tree, workers=2, max_rounds=100)
+    assert too_deep.revealed == 6 + 4 and too_deep.out_of_support > 0  # rung 2 holds only 4
+
+
+def test_bad_ladders_are_config_errors() -> None:
+    from dreamrsi.errors import ConfigError
+
+    for text in ("ladder:longest=0", "ladder:levels=0", "ladder:levels=11", "ladder:width=2"):
+        with pytest.raises(ConfigError):
+            make_policy(text)

@@ -26,6 +26,7 @@ BUILTIN: dict[str, str] = {
     "stagnation": "dreamrsi.policies.stagnation:Stagnation",
     "allocation": "dreamrsi.policies.allocation:AllocationScore",
     "planned": "dreamrsi.policies.planned:PlannedGrid",
+    "ladder": "dreamrsi.policies.ladder:Ladder",
 }
 
 
