@@ -252,9 +252,8 @@ class TreeView:
         Returns:
             The nodes revealed, in batch order, and the number of root children now opened.
         """
-        # The bookkeeping of _extend and Branch.grow, fused into the lookup loop (one pass and
-        # no call per reveal on replay's hot path); _extend stays the checked path for online
-        # reveals, and a property test checks both build the same view.
+        # The bookkeeping of _extend, fused into the lookup loop (one pass per reveal on
+        # replay's hot path); _extend stays the checked path for online reveals.
         root_id, tips, stats, order = self._root_id, self._tips, self._stats, self._order
         best = self._best
         best_score = None if best is None else best.score
@@ -266,28 +265,8 @@ class TreeView:
                 if node is None:
                     continue
                 del tips[parent_id]
-                # Branch.grow, inlined
-                branch.tip, branch.prev_node, branch.tip_node = node[0], branch.tip_node, node
-                branch.length += 1
-                if node[6] is not _LOST:
-                    branch.finished += 1
-                branch.wall_ms += node[13][0]
-                score = node[8]
-                if score is None:
-                    branch.since_best += 1
-                else:
-                    branch.valid += 1
-                    if branch.best is None or score > branch.best:
-                        branch.best, branch.best_node, branch.since_best = score, node[0], 0
-                        if best_score is None or score > best_score:  # never above a branch's
-                            best, best_score = node, score
-                    else:
-                        branch.since_best += 1
-                tips[node[0]] = branch
-                order.append(node)
-                found.append(node)
-                continue
-            if opened < len(root_children):
+                branch.grow(node)
+            elif opened < len(root_children):
                 node = root_children[opened]
                 opened += 1
                 branch = stats[node[0]] = Branch(node)
