@@ -66,9 +66,9 @@ def specs(size: int) -> dict[str, str]:
                       f"max_branches={BRANCHES}",
         "allocation": f"allocation:lam=0.3,max_branches={BRANCHES}",
         "planned": "planned",
-        # one chain as long as a recorded one, two of half, ...: the rungs past the tree's ten
-        # branches are out of support, so a ladder reveals about a third of the tree
-        "ladder": f"ladder:longest={per_branch},levels=4",
+        # one chain as long as a recorded one, two of half, four of a quarter: seven of the
+        # ten branches, about three tenths of the tree (more rungs would be out of support)
+        "ladder": f"ladder:longest={per_branch},levels=3",
     }
 
 
