@@ -281,5 +281,6 @@ def main() -> int:
     print(f"sum of radii {total:.10f} (parent packing {before}); smallest r={new[:, 2].min():.4g}")
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main())
