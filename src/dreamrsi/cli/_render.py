@@ -157,6 +157,11 @@ def _num(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _count(value: float) -> str:
+    """A count, or a mean of counts over root orders (one decimal when it is not whole)."""
+    return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
+
+
 def dream_table(console: Console, report: Mapping[str, Any]) -> None:
     """``dreamrsi dream``: the candidates, best first, and the decision."""
     table = Table(title=f"dream {report['dream_id']}: {len(report['train_trees'])} training "
@@ -223,14 +228,18 @@ def policies_table(console: Console, task: str, rows: Sequence[Mapping[str, Any]
 
 def replay_table(console: Console, data: Mapping[str, Any]) -> None:
     """``dreamrsi replay``."""
-    table = Table(title=f"replay of {data['policy']}")
+    orders = max((t["orders"] for t in data["trees"]), default=1)
+    title = f"replay of {data['policy']}"
+    if orders > 1:
+        title += f" (means over up to {orders} root orders; stop: the recorded order's)"
+    table = Table(title=title)
     for col in ("tree", "size", "V", "quality", "attempts", "rounds", "parallelism",
                 "out of support", "stop"):
         table.add_column(col)
     for t in data["trees"]:
         table.add_row(t["tree_id"], str(t["tree_size"]), _num(t["value"]), _num(t["quality"]),
-                      str(t["attempts"]), str(t["rounds"]), f"{t['parallelism']:.2f}",
-                      str(t["out_of_support"]), t["stop"])
+                      _count(t["attempts"]), _count(t["rounds"]), f"{t['parallelism']:.2f}",
+                      _count(t["out_of_support"]), t["stop"])
     m = data["mean"]
     table.add_row("mean", "", _num(m["value"]), _num(m["quality"]), f"{m['attempts']:.1f}",
                   f"{m['rounds']:.1f}", f"{m['parallelism']:.2f}",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 import random
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from operator import attrgetter
 
@@ -123,6 +123,19 @@ class RecordedTree:
             return None
         below = self.child_by_seq[node.seq]
         return None if below is None else below.node_id
+
+
+@lru_cache(maxsize=4096)
+def rotated(tree: RecordedTree, shift: int) -> RecordedTree:
+    """The same tree with its root children rotated: the ``shift``-th recorded branch comes
+    first, the ones before it last (``shift`` 0 is the tree itself). Chains are untouched; only
+    the order in which replay opens branches changes. Cached per tree and shift."""
+    count = len(tree.root_nodes)
+    shift = shift % count if count else 0
+    if shift == 0:
+        return tree
+    return replace(tree, root_children=tree.root_children[shift:] + tree.root_children[:shift],
+                   root_nodes=tree.root_nodes[shift:] + tree.root_nodes[:shift])
 
 
 @lru_cache(maxsize=4096)

@@ -233,7 +233,7 @@ def _candidate(spec: PolicySpec, train: list[RecordedTree], holdout: list[Record
 
 def _with_values(scores: list[TreeScore], values: tuple[float, ...]) -> tuple[TreeScore, ...]:
     """The deployed spec's replays, valued by the Pareto-AUC rewards of their trees."""
-    return tuple(TreeScore(s.result, v) for s, v in zip(scores, values, strict=True))
+    return tuple(TreeScore(s.result, v, s.others) for s, v in zip(scores, values, strict=True))
 
 
 def _record(store: SqliteRunStore, task: Task, dream_id: str, candidates: list[Candidate],
@@ -245,9 +245,9 @@ def _record(store: SqliteRunStore, task: Task, dream_id: str, candidates: list[C
         for split, items in (("train", c.train), ("holdout", c.holdout)):
             for s in items:
                 scores.append(PolicyScore(dream_id, c.version_id, s.result.tree_id, split,
-                                          s.value, s.result.quality, s.result.revealed,
-                                          s.result.rounds, s.result.out_of_support,
-                                          s.result.selections))
+                                          s.value, s.mean("quality"), s.mean("revealed"),
+                                          s.mean("rounds"), s.mean("out_of_support"),
+                                          s.mean("selections")))
     replay_event = LedgerEvent(
         Actor.DREAMER, "replay candidates", exit=0,
         parsed={"history": history.digest(), "candidates": list(report.candidates),

@@ -16,6 +16,12 @@ The quality term of V is one of four:
 - ``raw``: the normalised score itself, as in the paper's formula.
 
 ``beta1`` and ``beta2`` are in the units of the chosen quality.
+
+With ``root_orders`` above 1 each tree is replayed under that many rotations of its root's
+children and V is the mean over them. Fresh branches are independent draws from the seed (a
+proposer starting a branch sees no sibling), so which one was recorded first is chance; in the
+recorded order alone a candidate that opens one branch is judged on that branch only, and a
+dream over a few trees rewards whatever happened to fit it. Chains are never reordered.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from typing import Any
 
 from dreamrsi.core.objective import Objective
 from dreamrsi.core.policy import PlanContext, Policy, PolicySpec
-from dreamrsi.core.replay import RecordedTree, ReplayResult, replay, summarize
+from dreamrsi.core.replay import RecordedTree, ReplayResult, replay, rotated, summarize
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import make_policy
 
@@ -51,6 +57,8 @@ class ReplaySettings:
         quality: ``rank`` (share of the history's valid scores reached), ``rarity`` (decades
             of rarity in the history), ``relative`` (per tree, 0 at its floor, 1 at its best)
             or ``raw``.
+        root_orders: Rotations of each tree's root children to replay and average over (at
+            most one per branch); 1 replays the recorded order only.
     """
 
     workers: int = 2
@@ -59,6 +67,7 @@ class ReplaySettings:
     beta1: float = 0.0005
     beta2: float = 0.001
     quality: str = "rank"
+    root_orders: int = 1
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -70,14 +79,20 @@ class ReplaySettings:
         if self.quality not in QUALITY_MODES:
             raise ConfigError(f"unknown quality mode '{self.quality}'", key="quality",
                               expected=" | ".join(QUALITY_MODES))
+        if self.root_orders < 1:
+            raise ConfigError("root_orders must be at least 1", key="root_orders")
 
     def objective(self) -> Objective:
         """The weights of V."""
         return Objective(self.beta1, self.beta2)
 
     def digest(self) -> str:
-        """Digest of the settings (stored with every dream)."""
-        text = json.dumps(asdict(self), sort_keys=True)
+        """Digest of the settings (stored with every dream). ``root_orders`` enters it only
+        when it is not 1, so settings from before it existed keep their digest."""
+        fields = asdict(self)
+        if fields["root_orders"] == 1:
+            del fields["root_orders"]
+        text = json.dumps(fields, sort_keys=True)
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -109,10 +124,28 @@ class QualityScale:
 
 @dataclass(frozen=True, slots=True)
 class TreeScore:
-    """One policy on one tree: the replay and its value."""
+    """One policy on one tree: its replays and V.
+
+    Attributes:
+        result: The replay in the recorded order of the root's children.
+        value: V; with several root orders, the mean of each replay's V.
+        others: The replays under the other root orders (none by default).
+    """
 
     result: ReplayResult
     value: float
+    others: tuple[ReplayResult, ...] = ()
+
+    @property
+    def replays(self) -> tuple[ReplayResult, ...]:
+        """Every replay of the tree, the recorded order first."""
+        return (self.result, *self.others)
+
+    def mean(self, part: str) -> float:
+        """A part of V (``quality``, ``revealed``, ``rounds``, ``parallelism``,
+        ``out_of_support``, ``selections``) averaged over the replays."""
+        replays = self.replays
+        return float(sum(getattr(r, part) for r in replays)) / len(replays)
 
 
 def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
@@ -123,7 +156,9 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
     A policy with a ``plan`` hook plans first, seeing the other trees of ``history`` (never
     the replayed one) and the replayed tree's recorded branch and refine counts. ``scale`` is
     the yardstick of ``rank`` quality (default: the history's, else the tree's own scores).
-    ``keep_order`` records the reveal order in the result (off: faster).
+    ``keep_order`` records the reveal order in the result (off: faster). With
+    ``settings.root_orders`` above 1 the tree is replayed under evenly spaced rotations of its
+    root children (a fresh policy state each) and V is their mean.
     """
     k2 = settings.max_rounds if settings.max_rounds is not None else max(1, tree.size)
     plan = None
@@ -133,17 +168,41 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
             "", settings.workers, settings.attempt_budget,
             tuple(summarize(t) for t in history if t is not tree),
             trace_branch_count=tree.branch_count, trace_refine_count=tree.refine_count))
-    result = replay(policy, tree, workers=settings.workers, max_rounds=k2,
-                    seed=_seed(tree.tree_id), attempt_budget=settings.attempt_budget,
-                    keep_order=keep_order, plan=plan)
-    if settings.quality == "relative":
-        result = _relative(result, tree)
-    elif settings.quality in _SCALED:
-        yardstick = scale or QualityScale.of(history or (tree,))
-        measure = yardstick.rank if settings.quality == "rank" else yardstick.rarity
-        result = _with_quality(result, measure(result.quality) if result.revealed
-                               or tree.root.score is not None else 0.0)
-    return TreeScore(result, settings.objective().value(result))
+    if settings.quality in _SCALED and scale is None:
+        scale = QualityScale.of(history or (tree,))
+    objective = settings.objective()
+    results = []
+    for shift in _shifts(tree.branch_count, settings.root_orders):
+        result = replay(policy, rotated(tree, shift), workers=settings.workers, max_rounds=k2,
+                        seed=_seed(tree.tree_id), attempt_budget=settings.attempt_budget,
+                        keep_order=keep_order, plan=plan)
+        results.append(_scored_quality(result, tree, settings.quality, scale))
+    value = sum(map(objective.value, results)) / len(results)
+    return TreeScore(results[0], value, tuple(results[1:]))
+
+
+def _shifts(branches: int, orders: int) -> list[int]:
+    """Rotations to replay: ``orders`` of them (at most one per branch), evenly spaced, the
+    recorded order (0) first.
+
+    >>> _shifts(10, 4), _shifts(2, 4), _shifts(0, 3)
+    ([0, 2, 5, 7], [0, 1], [0])
+    """
+    count = max(1, min(orders, branches))
+    return [i * branches // count for i in range(count)]
+
+
+def _scored_quality(result: ReplayResult, tree: RecordedTree, quality: str,
+                    scale: QualityScale | None) -> ReplayResult:
+    """The result with its quality in the chosen mode."""
+    if quality == "relative":
+        return _relative(result, tree)
+    if quality in _SCALED:
+        assert scale is not None
+        measure = scale.rank if quality == "rank" else scale.rarity
+        return _with_quality(result, measure(result.quality) if result.revealed
+                             or tree.root.score is not None else 0.0)
+    return result
 
 
 def score_policy(spec: PolicySpec | Policy, trees: Sequence[RecordedTree],
@@ -169,16 +228,17 @@ def mean_value(scores: Sequence[TreeScore]) -> float:
 
 
 def summary(scores: Sequence[TreeScore]) -> dict[str, Any]:
-    """Means of every part of V, and the out-of-support share."""
+    """Means of every part of V over the trees (each tree's own over its root orders), and the
+    out-of-support share."""
     n = max(1, len(scores))
-    selections = sum(s.result.selections for s in scores)
+    selections = sum(s.mean("selections") for s in scores)
     return {
         "value": sum(s.value for s in scores) / n,
-        "quality": sum(s.result.quality for s in scores) / n,
-        "attempts": sum(s.result.revealed for s in scores) / n,
-        "rounds": sum(s.result.rounds for s in scores) / n,
-        "parallelism": sum(s.result.parallelism for s in scores) / n,
-        "out_of_support_share": (sum(s.result.out_of_support for s in scores) / selections
+        "quality": sum(s.mean("quality") for s in scores) / n,
+        "attempts": sum(s.mean("revealed") for s in scores) / n,
+        "rounds": sum(s.mean("rounds") for s in scores) / n,
+        "parallelism": sum(s.mean("parallelism") for s in scores) / n,
+        "out_of_support_share": (sum(s.mean("out_of_support") for s in scores) / selections
                                  if selections else 0.0),
     }
 

@@ -7,7 +7,7 @@ area under the Pareto frontier of those points over probes in [0, 1] (the best a
 reachable with at most that share of probes; the root's attainment before any point) minus
 ``lam`` times the parallel penalty: the mean over the sweep of rounds per probe (1 when every
 attempt is its own round). The policy's score is the mean over trees, so the usual paired
-bootstrap applies.
+bootstrap applies. The sweep replays each tree in its recorded root order only.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def pareto_score(spec: PolicySpec, trees: Sequence[RecordedTree], settings: Repl
     """Sweep ``spec``'s knob over every tree and score the frontiers."""
     knob, values = knob_values(spec.name)
     relative = ReplaySettings(settings.workers, settings.max_rounds, settings.attempt_budget,
-                              0.0, 0.0, "relative")
+                              0.0, 0.0, "relative")  # the recorded root order only
     sweeps = []
     for value in values:
         params = {**spec.params, knob: value}

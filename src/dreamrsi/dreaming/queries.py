@@ -69,11 +69,11 @@ def replay_rows(store: SqliteRunStore, task: Task, spec: PolicySpec,
     if not history.trees:
         raise ConfigError(f"no recorded trees of task {task.name} to replay; run it first")
     scores = score_policy(spec, history.trees, settings)
-    trees = [{"tree_id": s.result.tree_id, "value": s.value, "quality": s.result.quality,
-              "attempts": s.result.revealed, "rounds": s.result.rounds,
-              "parallelism": s.result.parallelism,
-              "out_of_support": s.result.out_of_support, "stop": s.result.stop,
-              "tree_size": history.trees[i].size}
+    trees = [{"tree_id": s.result.tree_id, "value": s.value, "quality": s.mean("quality"),
+              "attempts": s.mean("revealed"), "rounds": s.mean("rounds"),
+              "parallelism": s.mean("parallelism"),
+              "out_of_support": s.mean("out_of_support"), "stop": s.result.stop,
+              "orders": len(s.replays), "tree_size": history.trees[i].size}
              for i, s in enumerate(scores)]
     return {"policy": spec.label(), "settings": settings.digest(), "trees": trees,
             "mean": summary(scores), "excluded_runs": [r for r, _, _ in history.excluded]}

@@ -35,7 +35,11 @@ class PolicyVersion:
 
 @dataclass(frozen=True, slots=True)
 class PolicyScore:
-    """One version's replay of one tree in one dream; the parts of V stay separate."""
+    """One version's replay of one tree in one dream; the parts of V stay separate.
+
+    When the dream replayed each tree under several orders of its root's children, ``value``
+    and the parts are means over those replays (whole numbers otherwise).
+    """
 
     dream_id: str
     version_id: str
@@ -43,10 +47,10 @@ class PolicyScore:
     split: str
     value: float
     quality: float
-    revealed: int
-    rounds: int
-    out_of_support: int
-    selections: int
+    revealed: float
+    rounds: float
+    out_of_support: float
+    selections: float
 
 
 @dataclass(frozen=True, slots=True)
