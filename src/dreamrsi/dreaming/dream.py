@@ -162,23 +162,54 @@ def dream(store: SqliteRunStore, task: Task, incumbent: PolicySpec,
             dream_id, task.digest, task.evaluator_digest,
             {"settings": asdict(config.replay), "digest": config.replay.digest()},
             _config_json(config, history), inc_id, time.time()))
-    scale = QualityScale.of(history.trees)
+    choice = choose(train, holdout, incumbent, config, QualityScale.of(history.trees))
+    candidates, selection, events = choice.candidates, choice.selection, choice.events
+    report = DreamReport(
+        dream_id, incumbent, choice.selected, selection.promoted, selection.reason,
+        tuple(c.row(selection) for c in candidates),
+        tuple(t.tree_id for t in train), tuple(t.tree_id for t in holdout),
+        holdout is train or len(history.trees) < 2, choice.trials, time.monotonic() - started,
+        tuple(r for r, _, _ in history.excluded), config.select_on)
+    _record(store, task, dream_id, candidates, selection, report, events, history)
+    return report
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What a dream decided over given trees, before anything is recorded.
+
+    Attributes:
+        candidates: The incumbent and the best specs of every study, scored on every tree.
+        selection: The selection among them.
+        events: One ledger event per study.
+        trials: Optuna trials run in all.
+    """
+
+    candidates: tuple[Candidate, ...]
+    selection: Selection
+    events: tuple[LedgerEvent, ...]
+    trials: int
+
+    @property
+    def selected(self) -> PolicySpec:
+        """The spec selected (the incumbent when it is kept)."""
+        return next(c.spec for c in self.candidates
+                    if c.version_id == self.selection.selected)
+
+
+def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: PolicySpec,
+           config: DreamConfig, scale: QualityScale) -> Choice:
+    """Search every family on ``train``, score the incumbent and the studies' best specs on
+    both splits, and select on the split ``config.select_on`` names. Reads and writes nothing:
+    :func:`dream` loads the trees and records the outcome; benchmarks call this directly."""
     events, specs, trials = _studies(train, incumbent, config, scale)
     candidates = [_candidate(spec, train, holdout, config, spec == incumbent, scale)
                   for spec in _unique([incumbent, *specs])]
     on_holdout = config.select_on == "holdout"
     selection = select({c.version_id: [s.value for s in (c.holdout if on_holdout else c.train)]
-                        for c in candidates}, inc_id,
+                        for c in candidates}, incumbent.version_id(),
                        require_gain=config.require_gain, seed=config.seed)
-    report = DreamReport(
-        dream_id, incumbent, next(c.spec for c in candidates
-                                  if c.version_id == selection.selected),
-        selection.promoted, selection.reason, tuple(c.row(selection) for c in candidates),
-        tuple(t.tree_id for t in train), tuple(t.tree_id for t in holdout),
-        holdout is train or len(history.trees) < 2, trials, time.monotonic() - started,
-        tuple(r for r, _, _ in history.excluded), config.select_on)
-    _record(store, task, dream_id, candidates, selection, report, events, history)
-    return report
+    return Choice(tuple(candidates), selection, tuple(events), trials)
 
 
 def _studies(train: list[RecordedTree], incumbent: PolicySpec, config: DreamConfig,
@@ -236,8 +267,9 @@ def _with_values(scores: list[TreeScore], values: tuple[float, ...]) -> tuple[Tr
     return tuple(TreeScore(s.result, v, s.others) for s, v in zip(scores, values, strict=True))
 
 
-def _record(store: SqliteRunStore, task: Task, dream_id: str, candidates: list[Candidate],
-            selection: Selection, report: DreamReport, events: list[LedgerEvent],
+def _record(store: SqliteRunStore, task: Task, dream_id: str,
+            candidates: tuple[Candidate, ...], selection: Selection, report: DreamReport,
+            events: tuple[LedgerEvent, ...],
             history: History) -> None:
     now = time.time()
     scores = []
