@@ -15,6 +15,7 @@ and reports, per task:
 Usage: python benchmarks/bench_dreaming_pays.py --task circle-packing-26 --seeds 10
        [--rounds 5] [--per-round-budget 40] [--workers 2] [--trials 600] [--warm-start]
        [--quality rank|rarity|relative|raw] [--select-on train|holdout]
+       [--root-orders R] [--crossval F]
        [--stop-at-best-known] [--resume LOG]
 
 Every finished loop is printed as one JSON line as soon as it ends; ``--resume LOG`` reuses the
@@ -51,7 +52,8 @@ def run_arm(task: str, arm: str, seed: int, args: argparse.Namespace,
            "--rounds", str(args.rounds), "--per-round-budget", str(args.per_round_budget),
            "--workers", str(args.workers), "--trials", str(args.trials), "--store", str(store),
            "--json", "--beta1", str(args.beta1), "--quality", args.quality,
-           "--select-on", args.select_on] + (
+           "--select-on", args.select_on, "--root-orders", str(args.root_orders),
+           "--crossval", str(args.crossval)] + (
                ["--initial", args.initial] if args.initial else []) + (
                ["--warm-start"] if args.warm_start else []) + (
                ["--target", repr(known_target(task))] if args.stop_at_best_known else [])
@@ -201,6 +203,10 @@ def main() -> None:
     parser.add_argument("--quality", default="rank", help="quality term of V in the dreams")
     parser.add_argument("--select-on", default="train", choices=("train", "holdout"),
                         help="the trees each dream selects on")
+    parser.add_argument("--root-orders", type=int, default=1,
+                        help="root orders each dream replays every tree under")
+    parser.add_argument("--crossval", type=int, default=0,
+                        help="folds of the cross-validated promotion gate (0: off)")
     parser.add_argument("--warm-start", action="store_true",
                         help="each round starts from the best workspace so far (both arms)")
     parser.add_argument("--stop-at-best-known", action="store_true",
@@ -235,6 +241,8 @@ def main() -> None:
         f", β1 = {args.beta1:g}" if args.beta1 != 0.0005 else "") + (
         f", quality {args.quality}" if args.quality != "rank" else "") + (
         f", select on {args.select_on}" if args.select_on != "train" else "") + (
+        f", {args.root_orders} root orders" if args.root_orders != 1 else "") + (
+        f", crossval {args.crossval}" if args.crossval else "") + (
         ", warm start" if args.warm_start else "") + (
         ", stop at best known" if args.stop_at_best_known else "") + (
         "" if both else f", {args.arms[0]} arm only")
@@ -250,6 +258,8 @@ def main() -> None:
                   f" --beta1 {args.beta1:g}{initial}"
                   + (f" --quality {args.quality}" if args.quality != "rank" else "")
                   + (f" --select-on {args.select_on}" if args.select_on != "train" else "")
+                  + (f" --root-orders {args.root_orders}" if args.root_orders != 1 else "")
+                  + (f" --crossval {args.crossval}" if args.crossval else "")
                   + (" --warm-start" if args.warm_start else "")
                   + (" --stop-at-best-known" if args.stop_at_best_known else "")
                   + ("" if both else f" --arms {args.arms[0]}"))

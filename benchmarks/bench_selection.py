@@ -10,12 +10,13 @@ test tree under every rotation of its root's branches (the recorded order of fre
 chance) and measures quality on the whole history's scale.
 
 Variants of the dream: the recorded root order only (``exact``), several root orders
-(``orders``), that plus ``require_gain`` (``orders+gain``), and selection on the holdout share
-with ``require_gain`` (``orders+holdout+gain``).
+(``orders``), that plus ``require_gain`` (``orders+gain``), selection on the holdout share
+with ``require_gain`` (``orders+holdout+gain``), and several root orders with the
+cross-validated promotion gate (``orders+crossval``, ``--crossval`` folds).
 
 Usage: python benchmarks/bench_selection.py [--task autocorrelation-c3] [--trees 24]
        [--per-tree 40] [--workers 2] [--sizes 1,2,4,8] [--repeats 8] [--trials 600]
-       [--root-orders 4] [--store DIR]
+       [--root-orders 4] [--crossval 5] [--store DIR]
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from dreamrsi.engine import RunConfig, default_policy, start_run  # noqa: E402
 from dreamrsi.store import SqliteRunStore  # noqa: E402
 from dreamrsi.tasks import resolve_task  # noqa: E402
 
-VARIANTS = ("exact", "orders", "orders+gain", "orders+holdout+gain")
+VARIANTS = ("exact", "orders", "orders+gain", "orders+holdout+gain", "orders+crossval")
 ALL_ORDERS = 1000  # capped at each tree's branch count
 
 
@@ -64,10 +65,12 @@ def record(store_dir: Path, task_name: str, trees: int, budget: int, workers: in
     return list(history.trees[:trees])
 
 
-def config_for(variant: str, base: ReplaySettings, orders: int, trials: int) -> DreamConfig:
+def config_for(variant: str, base: ReplaySettings, orders: int, trials: int,
+               folds: int) -> DreamConfig:
     settings = base if variant == "exact" else replace(base, root_orders=orders)
     return DreamConfig(trials=trials, replay=settings, require_gain=variant.endswith("gain"),
-                       select_on="holdout" if "holdout" in variant else "train")
+                       select_on="holdout" if "holdout" in variant else "train",
+                       crossval=folds if variant.endswith("crossval") else 0)
 
 
 def test_value(spec: PolicySpec, trees: list[RecordedTree], settings: ReplaySettings,
@@ -97,6 +100,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=8)
     parser.add_argument("--trials", type=int, default=600)
     parser.add_argument("--root-orders", type=int, default=4)
+    parser.add_argument("--crossval", type=int, default=5, help="folds of orders+crossval")
     parser.add_argument("--beta1", type=float, default=0.0005)
     parser.add_argument("--store", type=Path, default=None,
                         help="read (and fill up) this store instead of a temporary one")
@@ -122,7 +126,8 @@ def main() -> None:
             inc_value, _ = test_value(incumbent, test, base, scale)
             line = [f"k={k} #{rep}"]
             for variant in VARIANTS:
-                config = config_for(variant, base, args.root_orders, args.trials)
+                config = config_for(variant, base, args.root_orders, args.trials,
+                                    args.crossval)
                 train, holdout = history.split(config.holdout_share)
                 choice = choose(train, holdout, incumbent, config, scale)
                 value, attempts = test_value(choice.selected, test, base, scale)
@@ -155,7 +160,9 @@ def main() -> None:
     lines += ["", f"`orders` replays each tree under up to {args.root_orders} rotations of its "
               "root's branches; `gain` promotes only when the paired bootstrap interval over "
               "the selection trees is above zero; `holdout` selects on the 25% of the k trees "
-              "the studies did not see."]
+              "the studies did not see; `crossval` promotes only when the dream, rerun "
+              f"without each of {args.crossval} folds of the k trees (one tree each when k is "
+              "smaller), gains on average on the trees it left out (never with k = 1)."]
     table = "\n".join(lines)
     print(table)
     write_section(f"selection-{args.task}", f"Does the dream's choice hold out of sample? "
@@ -163,7 +170,8 @@ def main() -> None:
                   f"python benchmarks/bench_selection.py --task {args.task} --trees "
                   f"{args.trees} --per-tree {args.per_tree} --workers {args.workers} --sizes "
                   f"{args.sizes} --repeats {args.repeats} --trials {args.trials} "
-                  f"--root-orders {args.root_orders} --beta1 {args.beta1:g}")
+                  f"--root-orders {args.root_orders} --crossval {args.crossval} "
+                  f"--beta1 {args.beta1:g}")
 
 
 if __name__ == "__main__":

@@ -184,6 +184,9 @@ def dream_table(console: Console, report: Mapping[str, Any]) -> None:
     note = " (one tree: holdout equals training)" if report["holdout_is_train"] else ""
     console.print(f"{verdict}: {report['selected']} — {report['reason']}{note}",
                   highlight=False)
+    if report.get("crossval"):
+        picks = ", ".join(report["crossval"]["picks"]) or "none (one tree)"
+        console.print(f"cross-validation reruns selected: {picks}", highlight=False)
 
 
 def loop_round(console: Console, r: Any) -> None:

@@ -197,16 +197,21 @@ FamiliesOpt = Annotated[str | None, typer.Option(
 ObjectiveOpt = Annotated[str, typer.Option(
     help="value (mean V) | pareto (Pareto-AUC over each family's knob).")]
 ParetoLamOpt = Annotated[float, typer.Option(help="λ of the Pareto-AUC parallel penalty.")]
+CrossvalOpt = Annotated[int, typer.Option(
+    min=0, help="Promote only when the dream, rerun without each of this many folds of the "
+    "trees, gains on the trees it left out (0: off; at least 2).")]
 
 
 def _dream_config(trials: int, families: str | None, holdout: float, require_gain: bool,
                   seed: int, settings: ReplaySettings, objective: str,
-                  pareto_lam: float, select_on: str = "train") -> DreamConfig:
+                  pareto_lam: float, select_on: str = "train",
+                  crossval: int = 0) -> DreamConfig:
     names = tuple(sorted(BUILTIN)) if not families else tuple(
         f.strip() for f in families.split(",") if f.strip())
     return DreamConfig(families=names, trials=trials, holdout_share=holdout,
                        require_gain=require_gain, seed=seed, replay=settings,
-                       objective=objective, pareto_lam=pareto_lam, select_on=select_on)
+                       objective=objective, pareto_lam=pareto_lam, select_on=select_on,
+                       crossval=crossval)
 
 
 @app.command("dream")
@@ -227,6 +232,7 @@ def dream_cmd(
     objective: ObjectiveOpt = "value",
     pareto_lam: ParetoLamOpt = 0.1,
     select_on: SelectOnOpt = "train",
+    crossval: CrossvalOpt = 0,
     seed: Annotated[int, typer.Option(help="Seed of the samplers.")] = 0,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
@@ -240,7 +246,7 @@ def dream_cmd(
             settings = ReplaySettings(workers or dq.default_workers(handle, loaded), k2, budget,
                                       beta1, beta2, quality, root_orders)
             config = _dream_config(trials, families, holdout, require_gain, seed, settings,
-                                   objective, pareto_lam, select_on)
+                                   objective, pareto_lam, select_on, crossval)
             report = run_dream(handle, loaded, incumbent, config)
         if as_json:
             _print_json(report.as_dict())
@@ -274,6 +280,7 @@ def loop_cmd(
     objective: ObjectiveOpt = "value",
     pareto_lam: ParetoLamOpt = 0.1,
     select_on: SelectOnOpt = "train",
+    crossval: CrossvalOpt = 0,
     seed: Annotated[int, typer.Option(help="Seed of the loop.")] = 0,
     isolation: Annotated[str | None, typer.Option(help="auto | required | off.")] = None,
     target: TargetOpt = None,
@@ -290,7 +297,8 @@ def loop_cmd(
         config = LoopConfig(rounds, per_round_budget, workers, arm, seed,
                             parse_spec(initial) if initial else None, isolation,
                             _dream_config(trials, families, 0.25, require_gain, seed,
-                                          settings, objective, pareto_lam, select_on),
+                                          settings, objective, pareto_lam, select_on,
+                                          crossval),
                             warm_start, target)
         with SqliteRunStore.open(store, writer=True, holder=f"loop {loaded.name}") as handle:
             _sigterm_as_interrupt()

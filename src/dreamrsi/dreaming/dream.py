@@ -2,20 +2,23 @@
 
 Steps: load the comparable trees and split them; run a study per family on the training trees
 (the incumbent's parameters are tried first in its family); replay the best specs of every
-family and the incumbent on every tree; select with the incumbent among the candidates; store
-the versions, their per-tree scores and the ledger events (one per study, one for the
-candidates, one for the promotion or the decision to keep the incumbent).
+family and the incumbent on every tree; select with the incumbent among the candidates; with
+the cross-validation gate on, rerun all that without each fold of the trees before a promotion
+stands; store the versions, their per-tree scores and the ledger events (one per study, one for
+the cross-validation, one for the candidates, one for the promotion or the decision to keep
+the incumbent).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
+from dreamrsi.dreaming.crossval import CrossValidation, fold_trees
 from dreamrsi.dreaming.evaluate import (
     QualityScale,
     ReplaySettings,
@@ -24,7 +27,7 @@ from dreamrsi.dreaming.evaluate import (
     score_policy,
     summary,
 )
-from dreamrsi.dreaming.history import History, load_history
+from dreamrsi.dreaming.history import History, load_history, split_trees
 from dreamrsi.dreaming.pareto import knob_values, pareto_score
 from dreamrsi.dreaming.search import search_family
 from dreamrsi.dreaming.select import Selection, select
@@ -58,6 +61,11 @@ class DreamConfig:
             studies tuned them on) or ``holdout`` (trees no study saw, so a candidate fitted to
             where the training trees happened to hold their best gains nothing there; with a
             single tree both are that tree).
+        crossval: Folds of the cross-validated promotion gate (0: off). Before promoting,
+            the dream reruns itself once per fold without that fold's trees and replays each
+            rerun's choice and the incumbent on the trees left out; the promotion stands only
+            when the mean gain there is above zero (with ``require_gain``, its interval). With
+            more folds than trees each tree is a fold; with one tree nothing is promoted.
     """
 
     families: tuple[str, ...] = tuple(sorted(BUILTIN))
@@ -70,8 +78,11 @@ class DreamConfig:
     objective: str = "value"
     pareto_lam: float = 0.1
     select_on: str = "train"
+    crossval: int = 0
 
     def __post_init__(self) -> None:
+        if self.crossval < 0 or self.crossval == 1:
+            raise ConfigError("crossval must be 0 (off) or at least 2 folds", key="crossval")
         if self.select_on not in SELECT_ON:
             raise ConfigError(f"unknown selection split '{self.select_on}'", key="select_on",
                               expected=" | ".join(SELECT_ON))
@@ -122,6 +133,7 @@ class DreamReport:
     seconds: float
     excluded_runs: tuple[str, ...] = ()
     select_on: str = "train"
+    crossval: dict[str, Any] | None = None
 
     @property
     def selection_trees(self) -> tuple[str, ...]:
@@ -169,7 +181,8 @@ def dream(store: SqliteRunStore, task: Task, incumbent: PolicySpec,
         tuple(c.row(selection) for c in candidates),
         tuple(t.tree_id for t in train), tuple(t.tree_id for t in holdout),
         holdout is train or len(history.trees) < 2, choice.trials, time.monotonic() - started,
-        tuple(r for r, _, _ in history.excluded), config.select_on)
+        tuple(r for r, _, _ in history.excluded), config.select_on,
+        choice.crossval.as_dict() if choice.crossval else None)
     _record(store, task, dream_id, candidates, selection, report, events, history)
     return report
 
@@ -181,14 +194,17 @@ class Choice:
     Attributes:
         candidates: The incumbent and the best specs of every study, scored on every tree.
         selection: The selection among them.
-        events: One ledger event per study.
-        trials: Optuna trials run in all.
+        events: One ledger event per study, and one for the cross-validation if it ran.
+        trials: Optuna trials run in all (the cross-validation's reruns included).
+        crossval: The cross-validation of the promotion, when the gate is on and the
+            selection would promote.
     """
 
     candidates: tuple[Candidate, ...]
     selection: Selection
     events: tuple[LedgerEvent, ...]
     trials: int
+    crossval: CrossValidation | None = None
 
     @property
     def selected(self) -> PolicySpec:
@@ -200,7 +216,8 @@ class Choice:
 def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: PolicySpec,
            config: DreamConfig, scale: QualityScale) -> Choice:
     """Search every family on ``train``, score the incumbent and the studies' best specs on
-    both splits, and select on the split ``config.select_on`` names. Reads and writes nothing:
+    both splits, and select on the split ``config.select_on`` names; a promotion then faces
+    the cross-validation gate when ``config.crossval`` is set. Reads and writes nothing:
     :func:`dream` loads the trees and records the outcome; benchmarks call this directly."""
     events, specs, trials = _studies(train, incumbent, config, scale)
     candidates = [_candidate(spec, train, holdout, config, spec == incumbent, scale)
@@ -209,7 +226,67 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
     selection = select({c.version_id: [s.value for s in (c.holdout if on_holdout else c.train)]
                         for c in candidates}, incumbent.version_id(),
                        require_gain=config.require_gain, seed=config.seed)
-    return Choice(tuple(candidates), selection, tuple(events), trials)
+    if not (config.crossval and selection.promoted):
+        return Choice(tuple(candidates), selection, tuple(events), trials)
+    started = time.monotonic()
+    check = crossvalidate(_distinct(train, holdout), incumbent, config, scale)
+    events.append(LedgerEvent(
+        Actor.DREAMER, "cross-validate promotion", args=(f"folds={check.folds}",), exit=0,
+        parsed={"candidate": selection.selected, **check.as_dict()},
+        duration_ms=int((time.monotonic() - started) * 1000)))
+    if check.passed:
+        selection = replace(selection, reason=f"{selection.reason}; {check.summary()}")
+    else:
+        selection = replace(selection, selected=selection.incumbent, promoted=False,
+                            reason=f"{selection.reason}, but {check.summary()}: keep the "
+                                   "incumbent")
+    return Choice(tuple(candidates), selection, tuple(events), trials + check.trials, check)
+
+
+def crossvalidate(trees: list[RecordedTree], incumbent: PolicySpec, config: DreamConfig,
+                  scale: QualityScale) -> CrossValidation:
+    """Rerun the dream without each fold of ``trees`` and measure, on the trees left out, its
+    selection's V minus the incumbent's (see :mod:`dreamrsi.dreaming.crossval`). Each rerun
+    measures quality on the scale of the trees it sees, as a dream without those trees would;
+    the left-out trees are judged on ``scale``."""
+    inner = replace(config, crossval=0)
+    if len(trees) < 2:
+        return CrossValidation(0, (), (), (), 0, config.require_gain, config.seed)
+    ids, gains, picks, trials = [], [], [], 0
+    for fold in fold_trees(trees, config.crossval):
+        left_out = {t.tree_id for t in fold}
+        rest = [t for t in trees if t.tree_id not in left_out]
+        choice = choose(*split_trees(rest, config.holdout_share), incumbent, inner,
+                        QualityScale.of(rest))
+        trials += choice.trials
+        picks.append(choice.selected.label())
+        ids += [t.tree_id for t in fold]
+        if not choice.selection.promoted:
+            gains += [0.0] * len(fold)
+            continue
+        new = _values(choice.selected, fold, rest, config, scale)
+        old = _values(incumbent, fold, rest, config, scale)
+        gains += [a - b for a, b in zip(new, old, strict=True)]
+    return CrossValidation(len(picks), tuple(ids), tuple(gains), tuple(picks), trials,
+                           config.require_gain, config.seed)
+
+
+def _values(spec: PolicySpec, trees: list[RecordedTree], history: list[RecordedTree],
+            config: DreamConfig, scale: QualityScale) -> list[float]:
+    """The policy's reward per tree under the dream's objective."""
+    if config.objective == "pareto":
+        return list(pareto_score(spec, trees, config.replay, config.pareto_lam,
+                                 history=history).values)
+    return [s.value for s in score_policy(spec, trees, config.replay, history=history,
+                                          scale=scale)]
+
+
+def _distinct(train: list[RecordedTree], holdout: list[RecordedTree]) -> list[RecordedTree]:
+    """Every tree of both splits once (with one tree they are the same list)."""
+    seen: dict[str, RecordedTree] = {}
+    for tree in (*train, *holdout):
+        seen.setdefault(tree.tree_id, tree)
+    return list(seen.values())
 
 
 def _studies(train: list[RecordedTree], incumbent: PolicySpec, config: DreamConfig,

@@ -36,16 +36,8 @@ class History:
     excluded: tuple[tuple[str, str, str], ...] = ()
 
     def split(self, holdout_share: float) -> tuple[list[RecordedTree], list[RecordedTree]]:
-        """``(train, holdout)``: ``holdout_share`` of the trees (at least one, and at least one
-        left to train on). With a single tree it is both (there is no true holdout)."""
-        trees = list(self.trees)
-        if len(trees) < 2:
-            return trees, trees
-        count = min(len(trees) - 1, max(1, int(holdout_share * len(trees))))
-        ranked = sorted(trees, key=lambda t: _unit(t.tree_id))
-        holdout_ids = {t.tree_id for t in ranked[:count]}
-        return ([t for t in trees if t.tree_id not in holdout_ids],
-                [t for t in trees if t.tree_id in holdout_ids])
+        """``(train, holdout)`` of the history's trees (see :func:`split_trees`)."""
+        return split_trees(self.trees, holdout_share)
 
     def digest(self) -> str:
         """Digest of the history: the trees it holds and their contents."""
@@ -93,6 +85,25 @@ def load_history(store: SqliteRunStore, task_name: str, task_digest: str,
             trees.append(RecordedTree.from_nodes(run.run_id, nodes, task_digest=task_digest,
                                                  evaluator_digest=evaluator_digest))
     return History(task_digest, evaluator_digest, tuple(trees), tuple(excluded))
+
+
+def split_trees(trees: Sequence[RecordedTree],
+                holdout_share: float) -> tuple[list[RecordedTree], list[RecordedTree]]:
+    """``(train, holdout)``: ``holdout_share`` of the trees (at least one, and at least one
+    left to train on), taken in the order of a hash of their ids. With a single tree it is
+    both (there is no true holdout)."""
+    trees = list(trees)
+    if len(trees) < 2:
+        return trees, trees
+    count = min(len(trees) - 1, max(1, int(holdout_share * len(trees))))
+    holdout_ids = {t.tree_id for t in hash_order(trees)[:count]}
+    return ([t for t in trees if t.tree_id not in holdout_ids],
+            [t for t in trees if t.tree_id in holdout_ids])
+
+
+def hash_order(trees: Sequence[RecordedTree]) -> list[RecordedTree]:
+    """The trees in the order of a hash of their ids: stable, and blind to recording time."""
+    return sorted(trees, key=lambda t: _unit(t.tree_id))
 
 
 def tree_digest(tree: RecordedTree) -> str:

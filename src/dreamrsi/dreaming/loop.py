@@ -177,9 +177,13 @@ def _why(report: DreamReport) -> str:
     mean = row[split]["value"]
     inc = report.row_of(report.incumbent)[split]["value"]
     verdict = "promoted" if report.promoted else "kept"
-    return (f"{verdict} by dream {report.dream_id}: replay score {mean:.4f} vs incumbent "
-            f"{inc:.4f} (difference {interval_text(low, high)}) over "
-            f"{len(report.selection_trees)} {split} trees")
+    why = (f"{verdict} by dream {report.dream_id}: replay score {mean:.4f} vs incumbent "
+           f"{inc:.4f} (difference {interval_text(low, high)}) over "
+           f"{len(report.selection_trees)} {split} trees")
+    if report.crossval is not None:
+        gate = "" if report.promoted else "a promotion was refused: "
+        why += f"; {gate}{report.crossval['summary']}"
+    return why
 
 
 def _dream_summary(report: DreamReport | None) -> dict[str, Any] | None:
