@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from dreamrsi.cli.main import app
@@ -76,6 +78,18 @@ def test_verdict_needs_a_positive_mean_and_with_an_interval_a_positive_bound() -
     assert not empty.passed and empty.mean is None and "two trees" in empty.summary()
     data = json.loads(json.dumps(mixed.as_dict()))
     assert data["gains"] == {"a": 0.9, "b": 0.5, "c": -0.5} and data["passed"] is True
+
+
+@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=2, max_size=12), st.booleans())
+def test_verdict_follows_the_mean_gain_and_the_bound_when_asked(gains: list[float],
+                                                                strict: bool) -> None:
+    ids = tuple(f"t{i}" for i in range(len(gains)))
+    check = CrossValidation(2, ids, tuple(gains), ("x", "y"), 4, require_interval=strict)
+    mean = sum(gains) / len(gains)
+    low, high = check.interval
+    assert low is not None and high is not None
+    assert min(gains) - 1e-9 <= low <= high <= max(gains) + 1e-9
+    assert check.passed == (mean > 0 and (low > 0 if strict else True))
 
 
 def test_gate_refuses_a_stopping_point_fitted_to_where_the_trees_held_their_best() -> None:
