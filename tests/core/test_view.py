@@ -175,7 +175,7 @@ def test_replay_reveals_build_the_same_view_as_one_by_one_reveals(nodes: list[No
     opened = 0
     while True:  # every leaf and `width` root entries each round, as a greedy replay would
         batch = [*fast.leaves(), *[fast.root_id] * width]
-        found, opened = fast.reveal_recorded(batch, tree.child_by_seq, tree.root_nodes, opened)
+        found, opened = fast.reveal_recorded(batch, tree.branch_starts, opened)
         if not found:
             break
         slow.reveal_all(found)

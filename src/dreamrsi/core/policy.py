@@ -199,12 +199,12 @@ def check_batch(
     if len(batch) > workers:
         raise PolicyError(f"policy '{policy_name}', round {round_no}: selected {len(batch)} "
                           f"nodes, more than W={workers}")
-    root_id = view.root_id
-    tips = view._tips  # the leaves; read directly, this runs every round of every replay
-    leaves = set(batch)
-    leaves.discard(root_id)
-    if tips.keys() >= leaves and len(leaves) + batch.count(root_id) == len(batch):
-        return tuple(batch)  # the common case, checked with set operations
+    root_id = view._root_id  # read directly, with the leaves: this runs every round of
+    tips = view._tips  # every replay
+    # the common case, checked with one set operation: the distinct leaves in the batch and
+    # the root entries make up the whole batch
+    if len(tips.keys() & batch) + batch.count(root_id) == len(batch):
+        return tuple(batch)
     seen: set[str] = set()
     for node_id in batch:
         if node_id == root_id:

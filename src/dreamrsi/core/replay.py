@@ -14,6 +14,7 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import islice
 from operator import attrgetter
 
 from dreamrsi.core.model import Node, NodeStatus
@@ -25,7 +26,7 @@ from dreamrsi.core.policy import (
     TreeSummary,
     check_batch,
 )
-from dreamrsi.core.view import TreeView
+from dreamrsi.core.view import RecordedBranch, TreeView, recorded_branches
 
 _SEQ, _SCORE, _ROUND = attrgetter("seq"), attrgetter("score"), attrgetter("round")
 
@@ -52,6 +53,8 @@ class RecordedTree:
         child_by_seq: Each non-root node's recorded child node, indexed by the parent's
             ``seq`` (``None`` where there is none): the replay loop's lookup.
         root_nodes: The root's children as nodes, in creation order.
+        branch_starts: The statistics of each root child's branch as replay first reveals
+            it, linked to every later state of the branch (built once, shared by replays).
     """
 
     tree_id: str
@@ -66,6 +69,7 @@ class RecordedTree:
     evaluator_digest: str = ""
     child_by_seq: tuple[Node | None, ...] = ()
     root_nodes: tuple[Node, ...] = ()
+    branch_starts: tuple[RecordedBranch, ...] = ()
 
     @classmethod
     def from_nodes(cls, tree_id: str, nodes: Iterable[Node], *, task_digest: str = "",
@@ -100,10 +104,12 @@ class RecordedTree:
             else:
                 by_seq[parent.seq] = n
         scores = [s for s in map(_SCORE, ordered) if s is not None]
+        starts = recorded_branches((n for n in ordered if n.parent_id is not None),
+                                   root.node_id)
         return cls(tree_id, root, by_id, tuple(n.node_id for n in root_nodes),
                    len(ordered) - 1, max(map(_ROUND, ordered)),
                    max(scores) if scores else None, min(scores) if scores else None,
-                   task_digest, evaluator_digest, tuple(by_seq), tuple(root_nodes))
+                   task_digest, evaluator_digest, tuple(by_seq), tuple(root_nodes), starts)
 
     @property
     def branch_count(self) -> int:
@@ -135,7 +141,8 @@ def rotated(tree: RecordedTree, shift: int) -> RecordedTree:
     if shift == 0:
         return tree
     return replace(tree, root_children=tree.root_children[shift:] + tree.root_children[:shift],
-                   root_nodes=tree.root_nodes[shift:] + tree.root_nodes[:shift])
+                   root_nodes=tree.root_nodes[shift:] + tree.root_nodes[:shift],
+                   branch_starts=tree.branch_starts[shift:] + tree.branch_starts[:shift])
 
 
 @lru_cache(maxsize=4096)
@@ -246,18 +253,16 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
 def _replay(policy: Policy, tree: RecordedTree, workers: int, max_rounds: int, seed: int,
             attempt_budget: int | None, task_name: str, keep_order: bool,
             plan: GridPlan | None) -> ReplayResult:
-    root = tree.root
-    child_by_seq, root_nodes = tree.child_by_seq, tree.root_nodes
-    view = TreeView(root)
+    starts = tree.branch_starts
+    view = TreeView(tree.root)
     reveal_recorded = view.reveal_recorded
     policy.reset(PolicyContext(task_name, workers, "replay", random.Random(seed),
                                attempt_budget, max_rounds, plan))
     select = policy.select
     name = getattr(policy, "name", type(policy).__name__)
     lost = NodeStatus.LOST
-    next_root = rounds = misses = selections = revealed = spent = 0
+    next_root = rounds = selections = revealed = spent = 0
     sizes: list[int] = []
-    order: list[str] = []
     stop = "exhausted"
     size = tree.size
     while revealed < size:
@@ -278,13 +283,10 @@ def _replay(policy: Policy, tree: RecordedTree, workers: int, max_rounds: int, s
             stop = "empty batch"
             break
         # revealed in batch order: online, launch order is batch order
-        found, next_root = reveal_recorded(batch, child_by_seq, root_nodes, next_root)
-        misses += len(batch) - len(found)
+        found, next_root = reveal_recorded(batch, starts, next_root)
         selections += len(batch)
         if attempt_budget is not None:
             spent += sum(1 for node in found if node[6] is not lost)
-        if keep_order:
-            order.extend(n.node_id for n in found)
         count = len(found)
         revealed += count
         sizes.append(count)
@@ -292,7 +294,6 @@ def _replay(policy: Policy, tree: RecordedTree, workers: int, max_rounds: int, s
         view.complete_round()
     best = view.best
     quality = best.score if best is not None and best.score is not None else tree.floor
+    order = tuple(n.node_id for n in islice(view.nodes(), 1, None)) if keep_order else ()
     return ReplayResult(tree.tree_id, 0.0 if quality is None else quality, revealed, rounds,
-                        misses, selections, stop, tuple(order), tuple(sizes))
-
-
+                        selections - revealed, selections, stop, order, tuple(sizes))

@@ -9,6 +9,7 @@ replay never rebuilds the visible set.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Self
 
 from dreamrsi.core.model import Node, NodeStatus
 
@@ -16,9 +17,11 @@ _LOST = NodeStatus.LOST
 
 
 class Branch:
-    """Running statistics of one branch (a root child and its chain), kept up to date on reveal.
+    """Running statistics of one branch (a root child and its chain) at one tip.
 
-    Read them; never change them (the view owns them).
+    A snapshot: the view never changes one, it replaces a branch's statistics with new ones
+    (:meth:`grown`) when the branch grows. Read them; keep branch ids, not these objects,
+    between rounds.
 
     Attributes:
         branch_id: The id of the branch's first node (a child of the root).
@@ -52,24 +55,74 @@ class Branch:
         self.first_score = node.score
         self.wall_ms = node.cost.wall_ms
 
-    def grow(self, node: Node) -> None:
-        """Extend the branch by ``node``, a child of its tip (the view calls this)."""
-        self.tip = node[0]  # Node is a named tuple; plain indexing is the cheapest access
-        self.prev_node = self.tip_node
-        self.tip_node = node
-        self.length += 1
-        if node[6] is not _LOST:
-            self.finished += 1
-        self.wall_ms += node[13][0]
-        score = node[8]
+    def grown(self, node: Node) -> Self:
+        """The statistics once ``node``, a child of the tip, extends the branch (a new
+        object of the same class; this one is left as it was)."""
+        new = object.__new__(type(self))
+        new.branch_id = self.branch_id
+        new.tip = node.node_id
+        new.tip_node = node
+        new.prev_node = self.tip_node
+        new.length = self.length + 1
+        new.finished = self.finished + (node.status is not _LOST)
+        new.wall_ms = self.wall_ms + node.cost.wall_ms
+        new.first_score = self.first_score
+        score, best = node.score, self.best
         if score is None:
-            self.since_best += 1
+            new.valid, new.best, new.best_node = self.valid, best, self.best_node
+            new.since_best = self.since_best + 1
+        elif best is None or score > best:
+            new.valid, new.best, new.best_node, new.since_best = (
+                self.valid + 1, score, node.node_id, 0)
         else:
-            self.valid += 1
-            if self.best is None or score > self.best:
-                self.best, self.best_node, self.since_best = score, node[0], 0
-            else:
-                self.since_best += 1
+            new.valid, new.best, new.best_node = self.valid + 1, best, self.best_node
+            new.since_best = self.since_best + 1
+        return new
+
+
+class RecordedBranch(Branch):
+    """A branch's statistics in a recorded tree, linked to those after its recorded next node.
+
+    Replay walks these links instead of growing statistics: every state of every recorded
+    chain is built once per tree (:func:`recorded_branches`) and shared by all its replays.
+
+    Attributes:
+        next: The statistics once the tip's recorded child is revealed (``None``: no child).
+    """
+
+    __slots__ = ("next",)
+
+    next: RecordedBranch | None
+
+
+def recorded_branches(nodes: Iterable[Node], root_id: str) -> tuple[RecordedBranch, ...]:
+    """The first state of each recorded branch, linked through :attr:`RecordedBranch.next` to
+    every later state of the branch.
+
+    Args:
+        nodes: A recorded tree's non-root nodes in creation order (a root with chains).
+        root_id: Its root's id.
+    """
+    # States are built in creation order, and equal counts share one int object: a replay
+    # then reads its states, and the counts of branches that grow together, from memory laid
+    # out in the order it asks for them.
+    counts: dict[int, int] = {}
+    starts: list[RecordedBranch] = []
+    tips: dict[str, RecordedBranch] = {}
+    for node in nodes:
+        if node.parent_id == root_id:
+            state = RecordedBranch(node)
+            starts.append(state)
+        else:
+            before = tips.pop(node.parent_id)  # type: ignore[arg-type]
+            state = before.next = before.grown(node)
+            state.length = counts.setdefault(state.length, state.length)
+            state.finished = counts.setdefault(state.finished, state.finished)
+            state.valid = counts.setdefault(state.valid, state.valid)
+            state.since_best = counts.setdefault(state.since_best, state.since_best)
+        state.next = None
+        tips[node.node_id] = state
+    return tuple(starts)
 
 
 class TreeView:
@@ -239,46 +292,42 @@ class TreeView:
         self._by_id()  # the checks need the id index
         self._extend(batch, check=True)
 
-    def reveal_recorded(self, batch: Iterable[str], child_by_seq: Sequence[Node | None],
-                        root_children: Sequence[Node], opened: int) -> tuple[list[Node], int]:
+    def reveal_recorded(self, batch: Sequence[str], starts: Sequence[RecordedBranch],
+                        opened: int) -> tuple[list[Node], int]:
         """Reveal the recorded continuation of each id in a checked batch (replay's hot path).
 
-        For a leaf, its recorded child (``child_by_seq[leaf.seq]``: a list, not a dictionary,
-        so large trees cost no cache misses here); for the root, the next unrevealed root
-        child (``root_children[opened]``, then the one after). Ids without a recorded
-        continuation reveal nothing. The batch must have passed :func:`check_batch` (the root
-        or distinct leaves), so the checks of :meth:`reveal_all` hold by construction.
+        For a leaf, its recorded child (the state its :class:`RecordedBranch` links to); for
+        the root, the next unopened branch (``starts[opened]``, then the one after). Ids
+        without a recorded continuation reveal nothing. The view must have been revealed only
+        through this method, and the batch must have passed :func:`check_batch` (the root or
+        distinct leaves), so the checks of :meth:`reveal_all` hold by construction.
 
         Returns:
-            The nodes revealed, in batch order, and the number of root children now opened.
+            The nodes revealed, in batch order, and the number of branches now opened.
         """
-        # The bookkeeping of _extend, fused into the lookup loop (one pass per reveal on
-        # replay's hot path); _extend stays the checked path for online reveals.
+        # The bookkeeping of _extend, with every branch state built in advance
         root_id, tips, stats, order = self._root_id, self._tips, self._stats, self._order
+        before = len(order)
         best = self._best
-        best_score = None if best is None else best.score
-        found: list[Node] = []
+        best_score = None if best is None else best[8]  # Node is a named tuple: [8] is score
         for parent_id in batch:
             if parent_id != root_id:
-                branch = tips[parent_id]
-                node = child_by_seq[branch.tip_node[3]]
-                if node is None:
+                state = tips[parent_id].next  # type: ignore[attr-defined]
+                if state is None:
                     continue
                 del tips[parent_id]
-                branch.grow(node)
-            elif opened < len(root_children):
-                node = root_children[opened]
+            elif opened < len(starts):
+                state = starts[opened]
                 opened += 1
-                branch = stats[node[0]] = Branch(node)
             else:
                 continue
-            tips[node[0]] = branch
-            order.append(node)
-            found.append(node)
-            score = node[8]
-            if score is not None and (best_score is None or score > best_score):
-                best, best_score = node, score
+            tips[state.tip] = stats[state.branch_id] = state
+            order.append(state.tip_node)
+            # only a branch's new best can be a new best of the view (scores are finite)
+            if state.since_best == 0 and (best_score is None or state.best > best_score):
+                best, best_score = state.tip_node, state.best
         self._best = best
+        found = order[before:]
         if self._index is not None:
             self._index.update((n[0], n) for n in found)
         return found, opened
@@ -307,11 +356,9 @@ class TreeView:
                         raise ValueError(f"node {node_id}: parent {parent_id} {problem}")
                 if parent_id == root_id:
                     branch = Branch(node)
-                    stats[node_id] = branch
                 else:
-                    branch = tips.pop(parent_id)  # type: ignore[arg-type]
-                    branch.grow(node)
-                tips[node_id] = branch
+                    branch = tips.pop(parent_id).grown(node)  # type: ignore[arg-type]
+                stats[branch.branch_id] = tips[node_id] = branch
                 order.append(node)
                 if index is not None:
                     index[node_id] = node

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import islice
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
@@ -23,9 +22,10 @@ class SuccessiveHalving:
     Bracket ``b`` (of ``brackets``) opens ``n0 // eta**b`` branches with ``r0 * eta**b``
     attempts each: later brackets trade breadth for depth, as in Hyperband. When every bracket
     is done the best branch is refined further if ``finish`` is set, else the policy stops.
-    Branches belong to brackets in opening order. Which rung and which survivors are current is
-    kept between calls (a rung's survivors only ever improve, so it never has to be recomputed)
-    and rebuilt from the view when the policy meets a view it has not seen.
+    Branches belong to brackets in opening order. Which rung and which survivors (by opening
+    position) are current is kept between calls (a rung's survivors only ever improve, so it
+    never has to be recomputed) and rebuilt from the view when the policy meets a view it has
+    not seen.
 
     Args:
         n0: Branches in the first bracket.
@@ -55,8 +55,9 @@ class SuccessiveHalving:
         self._view = view
         self._bracket = 0
         self._start = 0
-        self._survivors: list[Branch] | None = None
+        self._survivors: list[int] | None = None  # positions in opening order
         self._target = 0
+        self._first = 0  # the target of the bracket's first rung
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Work on the first unfinished rung of the first unfinished bracket."""
@@ -66,27 +67,28 @@ class SuccessiveHalving:
         if self._view is not view:  # a view it has not seen: start from bracket 0
             self._forget(view)
         while self._bracket < self.brackets:
-            size = max(1, self.n0 // self.eta**self._bracket)
             if self._survivors is None:
+                size = max(1, self.n0 // self.eta**self._bracket)
                 opened = view.branch_count()
                 if opened < self._start + size:
                     return [view.root_id] * min(self._start + size - opened, n)
-                self._survivors = list(islice(view.branch_stats(), self._start,
-                                              self._start + size))
-                self._target = self.r0 * self.eta**self._bracket
-            survivors = self._survivors  # in opening order
-            if self._target > self.r0 * self.eta**self._bracket and len(survivors) > 1:
-                survivors = sorted(survivors, key=_rank)  # past the first rung: best first
-            pending = [br for br in survivors if br.finished < self._target]
+                self._survivors = list(range(self._start, self._start + size))
+                self._target = self._first = self.r0 * self.eta**self._bracket
+            positions, target = self._survivors, self._target
+            branches = list(view.branch_stats())
+            survivors = [branches[i] for i in positions]  # in opening order
+            if target > self._first and len(survivors) > 1:
+                survivors.sort(key=_rank)  # past the first rung: best first
+            pending = [br.tip for br in survivors if br.finished < target]
             if pending:
-                return [branch.tip for branch in pending[:n]]
-            if len(survivors) > 1:  # rung done: keep the best 1/eta, eta times deeper
-                keep = max(1, math.ceil(len(survivors) / self.eta))
-                kept = {id(br) for br in sorted(survivors, key=_rank)[:keep]}
-                self._survivors = [br for br in self._survivors if id(br) in kept]
+                return pending[:n]
+            if len(positions) > 1:  # rung done: keep the best 1/eta, eta times deeper
+                keep = max(1, math.ceil(len(positions) / self.eta))
+                self._survivors = sorted(sorted(positions, key=lambda i: _rank(branches[i]))
+                                         [:keep])
                 self._target *= self.eta
                 continue
-            self._start += size  # bracket done
+            self._start += max(1, self.n0 // self.eta**self._bracket)  # bracket done
             self._bracket += 1
             self._survivors = None
         if not self.finish or not view.branch_count():
