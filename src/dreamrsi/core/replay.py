@@ -210,7 +210,8 @@ def summarize(tree: RecordedTree) -> TreeSummary:
 
 def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
            seed: int = 0, attempt_budget: int | None = None, task_name: str = "",
-           keep_order: bool = True, plan: GridPlan | None = None) -> ReplayResult:
+           keep_order: bool = True, plan: GridPlan | None = None,
+           charge_misses: bool = False) -> ReplayResult:
     """Replay ``policy`` on ``tree`` from its root with a fresh policy state.
 
     Args:
@@ -225,6 +226,8 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
         plan: The policy's grid plan for this tree, if it plans. A plan beyond the tree's
             recorded branch or refine count is out of support: the replay reveals nothing and
             its quality is the tree's floor.
+        charge_misses: Count selections that reveal nothing (out of support) against
+            ``attempt_budget``: online each would have been an attempt.
 
     Raises:
         PolicyError: A batch breaks the decision interface (names the policy and the round).
@@ -237,7 +240,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
     gc.disable()  # a replay makes no reference cycles; collections here only cost time
     try:
         return _replay(policy, tree, workers, max_rounds, seed, attempt_budget, task_name,
-                       keep_order, plan)
+                       keep_order, plan, charge_misses)
     finally:
         if collecting:
             gc.enable()
@@ -245,7 +248,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
 
 def _replay(policy: Policy, tree: RecordedTree, workers: int, max_rounds: int, seed: int,
             attempt_budget: int | None, task_name: str, keep_order: bool,
-            plan: GridPlan | None) -> ReplayResult:
+            plan: GridPlan | None, charge_misses: bool) -> ReplayResult:
     root = tree.root
     child_by_seq, root_nodes = tree.child_by_seq, tree.root_nodes
     view = TreeView(root)
@@ -279,10 +282,13 @@ def _replay(policy: Policy, tree: RecordedTree, workers: int, max_rounds: int, s
             break
         # revealed in batch order: online, launch order is batch order
         found, next_root = reveal_recorded(batch, child_by_seq, root_nodes, next_root)
-        misses += len(batch) - len(found)
+        missed = len(batch) - len(found)
+        misses += missed
         selections += len(batch)
         if attempt_budget is not None:
             spent += sum(1 for node in found if node[6] is not lost)
+            if charge_misses:
+                spent += missed
         if keep_order:
             order.extend(n.node_id for n in found)
         count = len(found)
