@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dreamrsi.core.model import Node
+from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.core.objective import Objective
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.replay import RecordedTree, replay
@@ -177,3 +177,53 @@ def test_support_counts() -> None:
     nodes = [node(0, None), node(1, 0), node(2, 1), node(3, 0), node(4, 2), node(5, 3)]
     tree = RecordedTree.from_nodes("r", nodes)
     assert tree.branch_count == 2 and tree.refine_count == 2 and tree.size == 5
+
+
+class DeepFirst:
+    """Extends the deepest leaf forever, like a policy that wants longer chains than recorded."""
+
+    name = "deep-first"
+
+    def reset(self, context: PolicyContext) -> None:
+        pass
+
+    def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
+        leaves = list(view.leaves())
+        if not leaves:
+            return [view.root_id]
+        return [max(leaves, key=lambda leaf: view.node(leaf).seq)]
+
+
+def test_charged_misses_spend_the_budget_and_cost_what_attempts_cost() -> None:
+    # A chain of three attempts and a second branch the policy never opens: from the fourth
+    # selection on, nothing is recorded below the leaf it extends.
+    tree = RecordedTree.from_nodes("r", [node(0, None, 0.0), node(1, 0, 1.0), node(2, 1, 2.0),
+                                         node(3, 2, 3.0), node(4, 0, 0.5)])
+    free = replay(DeepFirst(), tree, workers=1, max_rounds=20, attempt_budget=10)
+    assert free.revealed == 3 and free.out_of_support == 17 and free.stop == "K2"
+    paid = replay(DeepFirst(), tree, workers=1, max_rounds=20, attempt_budget=10,
+                  charge_misses=True)
+    assert paid.revealed == 3 and paid.out_of_support == 7 and paid.stop == "budget"
+    assert paid.quality == free.quality == 3.0
+    charged = Objective(0.1, 0.0, charge_misses=True)
+    assert charged.value(paid) == pytest.approx(3.0 - 0.1 * 10)  # ten attempts paid online
+    assert Objective(0.1, 0.0).value(paid) == pytest.approx(3.0 - 0.1 * 3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(chain_trees(), st.integers(1, 30))
+def test_charging_misses_changes_nothing_for_a_policy_that_stays_in_support(
+    nodes: list[Node], budget: int
+) -> None:
+    tree = RecordedTree.from_nodes("r", nodes)
+    free = replay(FixedRefinement(2, 3), tree, workers=2, max_rounds=60, attempt_budget=budget)
+    paid = replay(FixedRefinement(2, 3), tree, workers=2, max_rounds=60, attempt_budget=budget,
+                  charge_misses=True)
+    assert paid.quality <= free.quality or free.out_of_support == 0
+    if free.out_of_support == 0:
+        assert paid == free
+        assert Objective(0.1, 0.1, True).value(paid) == Objective(0.1, 0.1).value(free)
+    else:  # misses now eat the budget: never more revealed, never more spent than it
+        assert paid.revealed <= free.revealed
+        spent = sum(1 for n in paid.order if tree.nodes[n].status is not NodeStatus.LOST)
+        assert spent + paid.out_of_support <= budget

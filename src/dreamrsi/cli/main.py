@@ -186,6 +186,8 @@ QualityOpt = Annotated[str, typer.Option(
 SelectOnOpt = Annotated[str, typer.Option(
     help="Select on train trees (the ones the studies tuned on) or holdout trees.")]
 K2Opt = Annotated[int | None, typer.Option("--k2", min=1, help="Most replay rounds (K2).")]
+ChargeMissesOpt = Annotated[bool, typer.Option(
+    help="Count selections with no recorded continuation as attempts spent (budget and cost).")]
 RootOrdersOpt = Annotated[int, typer.Option(
     min=1, help="Replay each tree under this many rotations of its root's branches and average "
                 "V (1: the recorded order only).")]
@@ -229,6 +231,7 @@ def dream_cmd(
     beta2: Beta2Opt = 0.001,
     quality: QualityOpt = "rank",
     root_orders: RootOrdersOpt = 1,
+    charge_misses: ChargeMissesOpt = False,
     objective: ObjectiveOpt = "value",
     pareto_lam: ParetoLamOpt = 0.1,
     select_on: SelectOnOpt = "train",
@@ -244,7 +247,7 @@ def dream_cmd(
         with SqliteRunStore.open(store, writer=True, holder=f"dream {loaded.name}") as handle:
             incumbent, _ = dq.deployed_policy(handle, loaded)
             settings = ReplaySettings(workers or dq.default_workers(handle, loaded), k2, budget,
-                                      beta1, beta2, quality, root_orders)
+                                      beta1, beta2, quality, root_orders, charge_misses)
             config = _dream_config(trials, families, holdout, require_gain, seed, settings,
                                    objective, pareto_lam, select_on, crossval)
             report = run_dream(handle, loaded, incumbent, config)
@@ -277,6 +280,7 @@ def loop_cmd(
     beta2: Beta2Opt = 0.001,
     quality: QualityOpt = "rank",
     root_orders: RootOrdersOpt = 1,
+    charge_misses: ChargeMissesOpt = False,
     objective: ObjectiveOpt = "value",
     pareto_lam: ParetoLamOpt = 0.1,
     select_on: SelectOnOpt = "train",
@@ -293,7 +297,7 @@ def loop_cmd(
     def body() -> None:
         loaded = resolve_task(task)
         settings = ReplaySettings(workers, None, per_round_budget, beta1, beta2, quality,
-                                  root_orders)
+                                  root_orders, charge_misses)
         config = LoopConfig(rounds, per_round_budget, workers, arm, seed,
                             parse_spec(initial) if initial else None, isolation,
                             _dream_config(trials, families, 0.25, require_gain, seed,
@@ -346,6 +350,7 @@ def replay_cmd(
     beta2: Beta2Opt = 0.001,
     quality: QualityOpt = "rank",
     root_orders: RootOrdersOpt = 1,
+    charge_misses: ChargeMissesOpt = False,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -356,7 +361,7 @@ def replay_cmd(
         with _reader(store) as handle:
             spec = parse_spec(policy) if policy else dq.deployed_policy(handle, loaded)[0]
             settings = ReplaySettings(workers or dq.default_workers(handle, loaded), k2, budget,
-                                      beta1, beta2, quality, root_orders)
+                                      beta1, beta2, quality, root_orders, charge_misses)
             table = dq.replay_rows(handle, loaded, spec, settings)
         if as_json:
             _print_json(table)

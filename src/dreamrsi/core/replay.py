@@ -217,7 +217,8 @@ def summarize(tree: RecordedTree) -> TreeSummary:
 
 def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
            seed: int = 0, attempt_budget: int | None = None, task_name: str = "",
-           keep_order: bool = True, plan: GridPlan | None = None) -> ReplayResult:
+           keep_order: bool = True, plan: GridPlan | None = None,
+           charge_misses: bool = False) -> ReplayResult:
     """Replay ``policy`` on ``tree`` from its root with a fresh policy state.
 
     Args:
@@ -232,6 +233,8 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
         plan: The policy's grid plan for this tree, if it plans. A plan beyond the tree's
             recorded branch or refine count is out of support: the replay reveals nothing and
             its quality is the tree's floor.
+        charge_misses: Count selections that reveal nothing (out of support) against
+            ``attempt_budget``: online each would have been an attempt.
 
     Raises:
         PolicyError: A batch breaks the decision interface (names the policy and the round).
@@ -244,7 +247,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
     gc.disable()  # a replay makes no reference cycles; collections here only cost time
     try:
         return _replay(policy, tree, workers, max_rounds, seed, attempt_budget, task_name,
-                       keep_order, plan)
+                       keep_order, plan, charge_misses)
     finally:
         if collecting:
             gc.enable()
@@ -252,7 +255,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
 
 def _replay(policy: Policy, tree: RecordedTree, workers: int, max_rounds: int, seed: int,
             attempt_budget: int | None, task_name: str, keep_order: bool,
-            plan: GridPlan | None) -> ReplayResult:
+            plan: GridPlan | None, charge_misses: bool) -> ReplayResult:
     starts = tree.branch_starts
     view = TreeView(tree.root)
     reveal_recorded = view.reveal_recorded
@@ -287,6 +290,8 @@ def _replay(policy: Policy, tree: RecordedTree, workers: int, max_rounds: int, s
         selections += len(batch)
         if attempt_budget is not None:
             spent += sum(1 for node in found if node[6] is not lost)
+            if charge_misses:
+                spent += len(batch) - len(found)
         count = len(found)
         revealed += count
         sizes.append(count)

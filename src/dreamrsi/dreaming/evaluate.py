@@ -59,6 +59,10 @@ class ReplaySettings:
             or ``raw``.
         root_orders: Rotations of each tree's root children to replay and average over (at
             most one per branch); 1 replays the recorded order only.
+        charge_misses: Count each selection that reveals nothing (no recorded continuation)
+            as an attempt spent: against ``attempt_budget`` and in V's cost term. Off, such
+            selections are free, and a policy that goes beyond what was recorded looks
+            cheaper in replay than it is online.
     """
 
     workers: int = 2
@@ -68,6 +72,7 @@ class ReplaySettings:
     beta2: float = 0.001
     quality: str = "rank"
     root_orders: int = 1
+    charge_misses: bool = False
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -84,14 +89,17 @@ class ReplaySettings:
 
     def objective(self) -> Objective:
         """The weights of V."""
-        return Objective(self.beta1, self.beta2)
+        return Objective(self.beta1, self.beta2, self.charge_misses)
 
     def digest(self) -> str:
-        """Digest of the settings (stored with every dream). ``root_orders`` enters it only
-        when it is not 1, so settings from before it existed keep their digest."""
+        """Digest of the settings (stored with every dream). ``root_orders`` and
+        ``charge_misses`` enter it only when they are not at their defaults, so settings from
+        before they existed keep their digest."""
         fields = asdict(self)
         if fields["root_orders"] == 1:
             del fields["root_orders"]
+        if not fields["charge_misses"]:
+            del fields["charge_misses"]
         text = json.dumps(fields, sort_keys=True)
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
@@ -175,7 +183,8 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
     for shift in _shifts(tree.branch_count, settings.root_orders):
         result = replay(policy, rotated(tree, shift), workers=settings.workers, max_rounds=k2,
                         seed=_seed(tree.tree_id), attempt_budget=settings.attempt_budget,
-                        keep_order=keep_order, plan=plan)
+                        keep_order=keep_order, plan=plan,
+                        charge_misses=settings.charge_misses)
         results.append(_scored_quality(result, tree, settings.quality, scale))
     value = sum(map(objective.value, results)) / len(results)
     return TreeScore(results[0], value, tuple(results[1:]))

@@ -1,0 +1,72 @@
+"""Charging out-of-support selections: a policy that goes where nothing was recorded pays for
+the attempts it would have made online."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dreamrsi.cli.main import app
+from dreamrsi.core.replay import RecordedTree
+from dreamrsi.dreaming import ReplaySettings
+from dreamrsi.dreaming.evaluate import score_policy
+from dreamrsi.policies.registry import parse_spec
+from tests.conftest import TaskFactory
+from tests.core.test_view import node
+
+DEEP = parse_spec("fixed:branches=1,refine=9")  # wants a chain of ten
+
+
+def short_chain_tree() -> RecordedTree:
+    """A chain of three attempts and an unopened second branch of one."""
+    return RecordedTree.from_nodes("r", [node(0, None, 0.0), node(1, 0, 1.0), node(2, 1, 2.0),
+                                         node(3, 2, 3.0), node(4, 0, 0.5)])
+
+
+def test_a_policy_beyond_the_recorded_chain_pays_for_the_budget_when_charged() -> None:
+    tree = short_chain_tree()
+    base = ReplaySettings(workers=1, max_rounds=20, attempt_budget=10, beta1=0.1, beta2=0.0,
+                          quality="raw")
+    [free] = score_policy(DEEP, [tree], base)
+    [paid] = score_policy(DEEP, [tree], ReplaySettings(**{**asdict(base),
+                                                          "charge_misses": True}))
+    assert free.result.revealed == paid.result.revealed == 3
+    assert free.value == pytest.approx(3.0 - 0.1 * 3)  # the misses were free
+    assert paid.result.stop == "budget" and paid.result.out_of_support == 7
+    assert paid.value == pytest.approx(3.0 - 0.1 * 10)  # the budget it would spend online
+
+
+def test_the_setting_enters_the_digest_only_when_on() -> None:
+    plain = ReplaySettings()
+    assert "charge_misses" not in json.dumps(plain.digest())
+    assert ReplaySettings(charge_misses=True).digest() != plain.digest()
+    assert ReplaySettings(charge_misses=False).digest() == plain.digest()
+
+
+def test_cli_replay_dream_and_loop_take_the_flag(tmp_path: Path,
+                                                 make_task: TaskFactory) -> None:
+    runner = CliRunner()
+    task_dir = str(make_task())
+    store = str(tmp_path / "s")
+
+    def cli(*args: str) -> str:
+        result = runner.invoke(app, [*args, "--store", store])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    cli("loop", task_dir, "--rounds", "2", "--per-round-budget", "4", "--trials", "8",
+        "--initial", "fixed:branches=2,refine=1", "--charge-misses", "--isolation", "off",
+        "--json")
+    deep = ("replay", task_dir, "--policy", "fixed:branches=1,refine=9", "--budget", "8",
+            "--beta1", "0.1", "--json")
+    free, paid = json.loads(cli(*deep)), json.loads(cli(*deep, "--charge-misses"))
+    assert free["settings"] != paid["settings"]
+    for f, p in zip(free["trees"], paid["trees"], strict=True):
+        assert f["attempts"] == p["attempts"] == 2  # a chain of two was recorded
+        assert p["value"] < f["value"]  # the six attempts it would have made are paid
+    dreamed = json.loads(cli("dream", task_dir, "--trials", "8", "--charge-misses", "--json"))
+    assert dreamed["candidates"]
