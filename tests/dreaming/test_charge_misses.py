@@ -70,3 +70,18 @@ def test_cli_replay_dream_and_loop_take_the_flag(tmp_path: Path,
         assert p["value"] < f["value"]  # the six attempts it would have made are paid
     dreamed = json.loads(cli("dream", task_dir, "--trials", "8", "--charge-misses", "--json"))
     assert dreamed["candidates"]
+
+
+def test_the_pareto_sweep_counts_charged_misses_as_probes() -> None:
+    from dreamrsi.dreaming.pareto import pareto_score
+
+    tree = short_chain_tree()  # four attempts; relative quality 0 at the root, 1 at 3.0
+    base = ReplaySettings(workers=1, max_rounds=20, attempt_budget=10, quality="raw")
+    free = pareto_score(DEEP, [tree], base, lam=0.0)
+    paid = pareto_score(DEEP, [tree], ReplaySettings(**{**asdict(base),
+                                                        "charge_misses": True}), lam=0.0)
+    # knob refine = 0 reveals one attempt (quality 1/3, a quarter of the tree); refine >= 8
+    # reveals the chain of three (quality 1, three quarters) and, charged, spends the other
+    # seven attempts of the budget on misses: past the whole tree, so it adds no area.
+    assert free.auc == pytest.approx(0.5 / 3 + 0.25 * 1.0)
+    assert paid.auc == pytest.approx(0.75 / 3)

@@ -184,3 +184,19 @@ def test_cli_root_orders(tmp_path: Path, make_task: TaskFactory) -> None:
     dreamed = json.loads(cli("dream", task_dir, "--trials", "8", "--root-orders", "2",
                              "--json"))
     assert dreamed["candidates"]
+
+
+def test_the_pareto_sweep_averages_over_root_orders() -> None:
+    from dreamrsi.dreaming.pareto import pareto_score
+
+    tree = branches([0.1, 0.2, 0.3], [0.9, 1.0])
+    spec = parse_spec("fixed:branches=1,refine=2")
+    one = ReplaySettings(workers=1, attempt_budget=5, quality="raw")
+    both = ReplaySettings(workers=1, attempt_budget=5, quality="raw", root_orders=2)
+    alone = [pareto_score(spec, [t], one, lam=0.1, history=[tree])
+             for t in (tree, rotated(tree, 1))]
+    mean = pareto_score(spec, [tree], both, lam=0.1)
+    assert alone[0].auc != alone[1].auc  # the first branch decides what one branch reveals
+    assert mean.auc == pytest.approx((alone[0].auc + alone[1].auc) / 2)
+    assert mean.penalty == pytest.approx((alone[0].penalty + alone[1].penalty) / 2)
+    assert mean.values[0] == pytest.approx((alone[0].values[0] + alone[1].values[0]) / 2)

@@ -7,7 +7,8 @@ area under the Pareto frontier of those points over probes in [0, 1] (the best a
 reachable with at most that share of probes; the root's attainment before any point) minus
 ``lam`` times the parallel penalty: the mean over the sweep of rounds per probe (1 when every
 attempt is its own round). The policy's score is the mean over trees, so the usual paired
-bootstrap applies. The sweep replays each tree in its recorded root order only.
+bootstrap applies. With ``root_orders`` above 1 a tree's reward is the mean over its root orders;
+with ``charge_misses`` a selection that revealed nothing counts as a probe, as it would online.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dreamrsi.core.policy import PolicySpec
-from dreamrsi.core.replay import RecordedTree
+from dreamrsi.core.replay import RecordedTree, ReplayResult
 from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy
 from dreamrsi.policies.registry import policy_class
 
@@ -52,19 +53,21 @@ def pareto_score(spec: PolicySpec, trees: Sequence[RecordedTree], settings: Repl
     """Sweep ``spec``'s knob over every tree and score the frontiers."""
     knob, values = knob_values(spec.name)
     relative = ReplaySettings(settings.workers, settings.max_rounds, settings.attempt_budget,
-                              0.0, 0.0, "relative")  # the recorded root order only
+                              0.0, 0.0, "relative", settings.root_orders,
+                              settings.charge_misses)
     sweeps = []
     for value in values:
         params = {**spec.params, knob: value}
         sweeps.append(score_policy(PolicySpec(spec.name, params), trees, relative, history))
     per_tree, aucs, penalties = [], [], []
     for i, tree in enumerate(trees):
-        points = [(s[i].result.revealed / max(1, tree.size), s[i].result.quality)
-                  for s in sweeps]
         start = _root_attainment(tree)
-        auc = _frontier_area(points, start)
-        penalty = sum(s[i].result.rounds / max(1, s[i].result.revealed) for s in sweeps
-                      ) / len(sweeps)
+        orders = len(sweeps[0][i].replays)
+        auc = sum(_frontier_area([(_probes(s[i].replays[j], settings.charge_misses)
+                                   / max(1, tree.size), s[i].replays[j].quality)
+                                  for s in sweeps], start) for j in range(orders)) / orders
+        penalty = sum(r.rounds / max(1, _probes(r, settings.charge_misses))
+                      for s in sweeps for r in s[i].replays) / (len(sweeps) * orders)
         per_tree.append(auc - lam * penalty)
         aucs.append(auc)
         penalties.append(penalty)
@@ -73,6 +76,12 @@ def pareto_score(spec: PolicySpec, trees: Sequence[RecordedTree], settings: Repl
     best_knob = values[max(range(len(values)), key=lambda j: means[j])]
     n = max(1, len(trees))
     return ParetoScore(tuple(per_tree), best_knob, sum(aucs) / n, sum(penalties) / n)
+
+
+def _probes(result: ReplayResult, charge_misses: bool) -> int:
+    """Probes one replay spent: the revealed nodes, and with ``charge_misses`` the selections
+    that revealed nothing too."""
+    return result.revealed + (result.out_of_support if charge_misses else 0)
 
 
 def _root_attainment(tree: RecordedTree) -> float:
