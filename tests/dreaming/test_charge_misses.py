@@ -68,6 +68,12 @@ def test_cli_replay_dream_and_loop_take_the_flag(tmp_path: Path,
     for f, p in zip(free["trees"], paid["trees"], strict=True):
         assert f["attempts"] == p["attempts"] == 2  # a chain of two was recorded
         assert p["value"] < f["value"]  # the six attempts it would have made are paid
+        # K2 defaults to the tree's size (four nodes): two rounds reveal, two miss
+        assert p["out_of_support"] == 2 and p["stop"] == "K2"
+    assert paid["charge_misses"] and not free["charge_misses"]
+    table = cli(*deep[:-1], "--charge-misses")
+    assert "attempts online" in table and "misses charged" in table
+    assert "attempts online" not in cli(*deep[:-1])
     dreamed = json.loads(cli("dream", task_dir, "--trials", "8", "--charge-misses", "--json"))
     assert dreamed["candidates"]
 

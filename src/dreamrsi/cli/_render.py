@@ -235,16 +235,24 @@ def replay_table(console: Console, data: Mapping[str, Any]) -> None:
     title = f"replay of {data['policy']}"
     if orders > 1:
         title += f" (means over up to {orders} root orders; stop: the recorded order's)"
+    charged = bool(data.get("charge_misses"))
+    if charged:
+        title += "; misses charged: attempts online = revealed + out of support"
     table = Table(title=title)
-    for col in ("tree", "size", "V", "quality", "attempts", "rounds", "parallelism",
+    for col in ("tree", "size", "V", "quality", "revealed" if charged else "attempts",
+                *(("attempts online",) if charged else ()), "rounds", "parallelism",
                 "out of support", "stop"):
         table.add_column(col)
     for t in data["trees"]:
+        online = (_count(t["attempts"] + t["out_of_support"]),) if charged else ()
         table.add_row(t["tree_id"], str(t["tree_size"]), _num(t["value"]), _num(t["quality"]),
-                      _count(t["attempts"]), _count(t["rounds"]), f"{t['parallelism']:.2f}",
-                      _count(t["out_of_support"]), t["stop"])
+                      _count(t["attempts"]), *online, _count(t["rounds"]),
+                      f"{t['parallelism']:.2f}", _count(t["out_of_support"]), t["stop"])
     m = data["mean"]
+    trees = data["trees"]
+    online_mean = ((f"{sum(t['attempts'] + t['out_of_support'] for t in trees) / len(trees):.1f}",)
+                   if charged and trees else ("",) if charged else ())
     table.add_row("mean", "", _num(m["value"]), _num(m["quality"]), f"{m['attempts']:.1f}",
-                  f"{m['rounds']:.1f}", f"{m['parallelism']:.2f}",
+                  *online_mean, f"{m['rounds']:.1f}", f"{m['parallelism']:.2f}",
                   f"{100 * m['out_of_support_share']:.0f}%", "")
     console.print(table)

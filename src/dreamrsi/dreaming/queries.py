@@ -75,5 +75,6 @@ def replay_rows(store: SqliteRunStore, task: Task, spec: PolicySpec,
               "out_of_support": s.mean("out_of_support"), "stop": s.result.stop,
               "orders": len(s.replays), "tree_size": history.trees[i].size}
              for i, s in enumerate(scores)]
-    return {"policy": spec.label(), "settings": settings.digest(), "trees": trees,
+    return {"policy": spec.label(), "settings": settings.digest(),
+            "charge_misses": settings.charge_misses, "trees": trees,
             "mean": summary(scores), "excluded_runs": [r for r, _, _ in history.excluded]}
