@@ -15,7 +15,7 @@ and reports, per task:
 Usage: python benchmarks/bench_dreaming_pays.py --task circle-packing-26 --seeds 10
        [--rounds 5] [--per-round-budget 40] [--workers 2] [--trials 600] [--warm-start]
        [--quality rank|rarity|relative|raw] [--select-on train|holdout]
-       [--root-orders R] [--crossval F] [--charge-misses]
+       [--root-orders R] [--crossval F] [--charge-misses] [--pool-branches]
        [--stop-at-best-known] [--resume LOG]
 
 Every finished loop is printed as one JSON line as soon as it ends; ``--resume LOG`` reuses the
@@ -55,6 +55,7 @@ def run_arm(task: str, arm: str, seed: int, args: argparse.Namespace,
            "--select-on", args.select_on, "--root-orders", str(args.root_orders),
            "--crossval", str(args.crossval)] + (
                ["--charge-misses"] if args.charge_misses else []) + (
+               ["--pool-branches"] if args.pool_branches else []) + (
                ["--initial", args.initial] if args.initial else []) + (
                ["--warm-start"] if args.warm_start else []) + (
                ["--target", repr(known_target(task))] if args.stop_at_best_known else [])
@@ -210,6 +211,8 @@ def main() -> None:
                         help="folds of the cross-validated promotion gate (0: off)")
     parser.add_argument("--charge-misses", action="store_true",
                         help="dreams count out-of-support selections as attempts spent")
+    parser.add_argument("--pool-branches", action="store_true",
+                        help="dreams lend each tree the branches of trees with the same start")
     parser.add_argument("--warm-start", action="store_true",
                         help="each round starts from the best workspace so far (both arms)")
     parser.add_argument("--stop-at-best-known", action="store_true",
@@ -247,6 +250,7 @@ def main() -> None:
         f", {args.root_orders} root orders" if args.root_orders != 1 else "") + (
         f", crossval {args.crossval}" if args.crossval else "") + (
         ", misses charged" if args.charge_misses else "") + (
+        ", branches pooled" if args.pool_branches else "") + (
         ", warm start" if args.warm_start else "") + (
         ", stop at best known" if args.stop_at_best_known else "") + (
         "" if both else f", {args.arms[0]} arm only")
@@ -265,6 +269,7 @@ def main() -> None:
                   + (f" --root-orders {args.root_orders}" if args.root_orders != 1 else "")
                   + (f" --crossval {args.crossval}" if args.crossval else "")
                   + (" --charge-misses" if args.charge_misses else "")
+                  + (" --pool-branches" if args.pool_branches else "")
                   + (" --warm-start" if args.warm_start else "")
                   + (" --stop-at-best-known" if args.stop_at_best_known else "")
                   + ("" if both else f" --arms {args.arms[0]}"))

@@ -42,7 +42,7 @@ from dreamrsi.core.model import Direction  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
 from dreamrsi.dreaming.evaluate import ReplaySettings, replay_tree  # noqa: E402
-from dreamrsi.dreaming.history import load_history  # noqa: E402
+from dreamrsi.dreaming.history import load_history, pool_branches  # noqa: E402
 from dreamrsi.dreaming.search import search_family  # noqa: E402
 from dreamrsi.engine.config import default_policy  # noqa: E402
 from dreamrsi.policies.registry import BUILTIN, make_policy, parse_spec  # noqa: E402
@@ -88,34 +88,12 @@ def load_seed(seed: int, folder: Path, report: dict[str, object]) -> Seed:
     return Seed(seed, history.trees, fixed, Direction(task.spec["direction"]))
 
 
-def pooled(tree: RecordedTree, others: Sequence[RecordedTree]) -> RecordedTree:
-    """``tree`` with the branches of ``others`` (same start) appended as further root
-    children, in the order given: the fresh branches a policy opening more roots than π_1
-    would have drawn online. Valid when every round starts from the same seed and a branch's
-    proposer sees no sibling, as with the built-in proposers."""
-    nodes = list(tree.nodes.values())
-    offset = max(n.seq for n in nodes) + 1
-    for other in others:
-        moved = [n._replace(seq=n.seq + offset,
-                            parent_id=tree.root.node_id if n.parent_id == other.root.node_id
-                            else n.parent_id)
-                 for n in other.nodes.values() if n.parent_id is not None]
-        nodes += moved
-        offset = max(n.seq for n in nodes) + 1
-    return RecordedTree.from_nodes(tree.tree_id, nodes, task_digest=tree.task_digest,
-                                   evaluator_digest=tree.evaluator_digest)
-
-
 def pool_seeds(seeds: list[Seed]) -> list[Seed]:
     """Each seed's rounds with the same round of every other seed pooled in (next seed
-    first), so a policy may open up to all of their branches."""
-    out = []
-    for i, seed in enumerate(seeds):
-        others = [seeds[(i + k) % len(seeds)] for k in range(1, len(seeds))]
-        trees = tuple(pooled(tree, [o.trees[t] for o in others if t < len(o.trees)])
-                      for t, tree in enumerate(seed.trees))
-        out.append(Seed(seed.seed, trees, seed.fixed, seed.direction))
-    return out
+    first; ``dreaming.history.pool_branches``), so a policy may open all of their branches."""
+    rounds = [pool_branches([s.trees[t] for s in seeds]) for t in range(len(seeds[0].trees))]
+    return [Seed(seed.seed, tuple(r[i] for r in rounds), seed.fixed, seed.direction)
+            for i, seed in enumerate(seeds)]
 
 
 def candidate_rounds(spec: PolicySpec, seed: Seed, settings: ReplaySettings) -> list[

@@ -202,18 +202,22 @@ ParetoLamOpt = Annotated[float, typer.Option(help="λ of the Pareto-AUC parallel
 CrossvalOpt = Annotated[int, typer.Option(
     min=0, help="Promote only when the dream, rerun without each of this many folds of the "
     "trees, gains on the trees it left out (0: off; at least 2).")]
+PoolOpt = Annotated[bool, typer.Option(
+    help="Lend each tree the branches of the other trees with the same start, so opening more "
+    "branches than a tree holds draws recorded fresh starts (valid when a branch's proposer "
+    "sees no sibling).")]
 
 
 def _dream_config(trials: int, families: str | None, holdout: float, require_gain: bool,
                   seed: int, settings: ReplaySettings, objective: str,
                   pareto_lam: float, select_on: str = "train",
-                  crossval: int = 0) -> DreamConfig:
+                  crossval: int = 0, pool_branches: bool = False) -> DreamConfig:
     names = tuple(sorted(BUILTIN)) if not families else tuple(
         f.strip() for f in families.split(",") if f.strip())
     return DreamConfig(families=names, trials=trials, holdout_share=holdout,
                        require_gain=require_gain, seed=seed, replay=settings,
                        objective=objective, pareto_lam=pareto_lam, select_on=select_on,
-                       crossval=crossval)
+                       crossval=crossval, pool_branches=pool_branches)
 
 
 @app.command("dream")
@@ -236,6 +240,7 @@ def dream_cmd(
     pareto_lam: ParetoLamOpt = 0.1,
     select_on: SelectOnOpt = "train",
     crossval: CrossvalOpt = 0,
+    pool_branches: PoolOpt = False,
     seed: Annotated[int, typer.Option(help="Seed of the samplers.")] = 0,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
@@ -249,7 +254,8 @@ def dream_cmd(
             settings = ReplaySettings(workers or dq.default_workers(handle, loaded), k2, budget,
                                       beta1, beta2, quality, root_orders, charge_misses)
             config = _dream_config(trials, families, holdout, require_gain, seed, settings,
-                                   objective, pareto_lam, select_on, crossval)
+                                   objective, pareto_lam, select_on, crossval,
+                                   pool_branches)
             report = run_dream(handle, loaded, incumbent, config)
         if as_json:
             _print_json(report.as_dict())
@@ -285,6 +291,7 @@ def loop_cmd(
     pareto_lam: ParetoLamOpt = 0.1,
     select_on: SelectOnOpt = "train",
     crossval: CrossvalOpt = 0,
+    pool_branches: PoolOpt = False,
     seed: Annotated[int, typer.Option(help="Seed of the loop.")] = 0,
     isolation: Annotated[str | None, typer.Option(help="auto | required | off.")] = None,
     target: TargetOpt = None,
@@ -302,7 +309,7 @@ def loop_cmd(
                             parse_spec(initial) if initial else None, isolation,
                             _dream_config(trials, families, 0.25, require_gain, seed,
                                           settings, objective, pareto_lam, select_on,
-                                          crossval),
+                                          crossval, pool_branches),
                             warm_start, target)
         with SqliteRunStore.open(store, writer=True, holder=f"loop {loaded.name}") as handle:
             _sigterm_as_interrupt()

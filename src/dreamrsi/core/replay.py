@@ -55,6 +55,9 @@ class RecordedTree:
         root_nodes: The root's children as nodes, in creation order.
         branch_starts: The statistics of each root child's branch as replay first reveals
             it, linked to every later state of the branch (built once, shared by replays).
+        start: Where the recording run started: ``"seed"`` (the task's seed) or the node it
+            started from. Trees with the same start may lend each other fresh branches
+            (``dreaming.history.pool_branches``).
     """
 
     tree_id: str
@@ -70,10 +73,11 @@ class RecordedTree:
     child_by_seq: tuple[Node | None, ...] = ()
     root_nodes: tuple[Node, ...] = ()
     branch_starts: tuple[RecordedBranch, ...] = ()
+    start: str = "seed"
 
     @classmethod
     def from_nodes(cls, tree_id: str, nodes: Iterable[Node], *, task_digest: str = "",
-                   evaluator_digest: str = "") -> RecordedTree:
+                   evaluator_digest: str = "", start: str = "seed") -> RecordedTree:
         """Index a run's nodes.
 
         Raises:
@@ -109,7 +113,8 @@ class RecordedTree:
         return cls(tree_id, root, by_id, tuple(n.node_id for n in root_nodes),
                    len(ordered) - 1, max(map(_ROUND, ordered)),
                    max(scores) if scores else None, min(scores) if scores else None,
-                   task_digest, evaluator_digest, tuple(by_seq), tuple(root_nodes), starts)
+                   task_digest, evaluator_digest, tuple(by_seq), tuple(root_nodes), starts,
+                   start)
 
     @property
     def branch_count(self) -> int:

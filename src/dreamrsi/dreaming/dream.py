@@ -27,7 +27,7 @@ from dreamrsi.dreaming.evaluate import (
     score_policy,
     summary,
 )
-from dreamrsi.dreaming.history import History, load_history, split_trees
+from dreamrsi.dreaming.history import History, load_history, pool_branches, split_trees
 from dreamrsi.dreaming.pareto import knob_values, pareto_score
 from dreamrsi.dreaming.search import search_family
 from dreamrsi.dreaming.select import Selection, select
@@ -66,6 +66,10 @@ class DreamConfig:
             rerun's choice and the incumbent on the trees left out; the promotion stands only
             when the mean gain there is above zero (with ``require_gain``, its interval). With
             more folds than trees each tree is a fold; with one tree nothing is promoted.
+        pool_branches: Replay each tree with the branches of the other trees of its split
+            that share its start appended (``dreaming.history.pool_branches``), so a policy
+            that opens more branches than a tree holds is scored on recorded fresh starts
+            instead of revealing nothing. Valid when a branch's proposer sees no sibling.
     """
 
     families: tuple[str, ...] = tuple(sorted(BUILTIN))
@@ -79,6 +83,7 @@ class DreamConfig:
     pareto_lam: float = 0.1
     select_on: str = "train"
     crossval: int = 0
+    pool_branches: bool = False
 
     def __post_init__(self) -> None:
         if self.crossval < 0 or self.crossval == 1:
@@ -218,7 +223,12 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
     """Search every family on ``train``, score the incumbent and the studies' best specs on
     both splits, and select on the split ``config.select_on`` names; a promotion then faces
     the cross-validation gate when ``config.crossval`` is set. Reads and writes nothing:
-    :func:`dream` loads the trees and records the outcome; benchmarks call this directly."""
+    :func:`dream` loads the trees and records the outcome; benchmarks call this directly.
+    With ``config.pool_branches`` each split is pooled on its own, so no branch of a holdout
+    tree reaches a training tree."""
+    everything = _distinct(train, holdout)
+    if config.pool_branches:
+        train, holdout = _pooled(train, holdout)
     events, specs, trials = _studies(train, incumbent, config, scale)
     candidates = [_candidate(spec, train, holdout, config, spec == incumbent, scale)
                   for spec in _unique([incumbent, *specs])]
@@ -229,7 +239,7 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
     if not (config.crossval and selection.promoted):
         return Choice(tuple(candidates), selection, tuple(events), trials)
     started = time.monotonic()
-    check = crossvalidate(_distinct(train, holdout), incumbent, config, scale)
+    check = crossvalidate(everything, incumbent, config, scale)
     events.append(LedgerEvent(
         Actor.DREAMER, "cross-validate promotion", args=(f"folds={check.folds}",), exit=0,
         parsed={"candidate": selection.selected, **check.as_dict()},
@@ -264,8 +274,9 @@ def crossvalidate(trees: list[RecordedTree], incumbent: PolicySpec, config: Drea
         if not choice.selection.promoted:
             gains += [0.0] * len(fold)
             continue
-        new = _values(choice.selected, fold, rest, config, scale)
-        old = _values(incumbent, fold, rest, config, scale)
+        judged = pool_branches(fold) if config.pool_branches else fold
+        new = _values(choice.selected, judged, rest, config, scale)
+        old = _values(incumbent, judged, rest, config, scale)
         gains += [a - b for a, b in zip(new, old, strict=True)]
     return CrossValidation(len(picks), tuple(ids), tuple(gains), tuple(picks), trials,
                            config.require_gain, config.seed)
@@ -279,6 +290,13 @@ def _values(spec: PolicySpec, trees: list[RecordedTree], history: list[RecordedT
                                  history=history).values)
     return [s.value for s in score_policy(spec, trees, config.replay, history=history,
                                           scale=scale)]
+
+
+def _pooled(train: list[RecordedTree],
+            holdout: list[RecordedTree]) -> tuple[list[RecordedTree], list[RecordedTree]]:
+    """Both splits pooled (with one tree, both are the same list and stay so)."""
+    pooled = pool_branches(train)
+    return pooled, pooled if holdout is train else pool_branches(holdout)
 
 
 def _distinct(train: list[RecordedTree], holdout: list[RecordedTree]) -> list[RecordedTree]:

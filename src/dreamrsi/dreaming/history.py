@@ -83,7 +83,8 @@ def load_history(store: SqliteRunStore, task_name: str, task_digest: str,
         nodes = store.replay_nodes(run.run_id)
         if nodes:
             trees.append(RecordedTree.from_nodes(run.run_id, nodes, task_digest=task_digest,
-                                                 evaluator_digest=evaluator_digest))
+                                                 evaluator_digest=evaluator_digest,
+                                                 start=run.config.get("start_from") or "seed"))
     return History(task_digest, evaluator_digest, tuple(trees), tuple(excluded))
 
 
@@ -99,6 +100,46 @@ def split_trees(trees: Sequence[RecordedTree],
     holdout_ids = {t.tree_id for t in hash_order(trees)[:count]}
     return ([t for t in trees if t.tree_id not in holdout_ids],
             [t for t in trees if t.tree_id in holdout_ids])
+
+
+def pool_branches(trees: Sequence[RecordedTree]) -> list[RecordedTree]:
+    """Each tree with the branches of every other tree of the same start appended to its own,
+    as further children of its root (the next trees first, in the given order, wrapping
+    round).
+
+    Replay opens the root's children in order, so a policy that opens no more branches than a
+    tree holds sees that tree exactly; one that opens more draws the other trees' branches:
+    recorded outcomes of fresh starts from the same workspace, which is what opening them
+    online would have drawn, as long as a branch's proposer sees no sibling (true of the
+    built-in proposers; not of a proposer that reads the whole history). Chains stay as long
+    as they were recorded. The pooled trees keep their ids. One difference for a policy that
+    opens no more branches than the tree holds: a pooled tree is rarely revealed whole, so if
+    it asks for more than the chains hold it goes on missing (until K2, or the budget when
+    misses are charged) where the tree alone would have ended the replay.
+    """
+    trees = list(trees)
+    pooled = []
+    for i, tree in enumerate(trees):
+        lenders = [trees[(i + k) % len(trees)] for k in range(1, len(trees))]
+        lenders = [t for t in lenders if t.start == tree.start and t.root_children]
+        pooled.append(_with_branches(tree, lenders) if lenders else tree)
+    return pooled
+
+
+def _with_branches(tree: RecordedTree, lenders: Sequence[RecordedTree]) -> RecordedTree:
+    root_id = tree.root.node_id
+    nodes = list(tree.nodes.values())
+    offset = max(n.seq for n in nodes) + 1
+    for lender in lenders:
+        lent = lender.nodes.values()
+        moved = [n._replace(seq=n.seq + offset,
+                            parent_id=root_id if n.parent_id == lender.root.node_id
+                            else n.parent_id)
+                 for n in lent if n.parent_id is not None]
+        nodes += moved
+        offset += max(n.seq for n in lent) + 1
+    return RecordedTree.from_nodes(tree.tree_id, nodes, task_digest=tree.task_digest,
+                                   evaluator_digest=tree.evaluator_digest, start=tree.start)
 
 
 def hash_order(trees: Sequence[RecordedTree]) -> list[RecordedTree]:

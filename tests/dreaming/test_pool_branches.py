@@ -1,0 +1,145 @@
+"""Pooled branches: trees that started from the same workspace lend each other fresh branches,
+so a policy opening more branches than a tree holds is scored on recorded outcomes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from dreamrsi.cli.main import app
+from dreamrsi.core.model import Node, NodeStatus, node_id_for
+from dreamrsi.core.replay import RecordedTree, replay
+from dreamrsi.dreaming import DreamConfig, ReplaySettings
+from dreamrsi.dreaming.dream import choose
+from dreamrsi.dreaming.evaluate import QualityScale, score_policy
+from dreamrsi.dreaming.history import load_history, pool_branches
+from dreamrsi.policies.registry import make_policy, parse_spec
+from dreamrsi.store.sqlite import SqliteRunStore
+from dreamrsi.tasks import load_task
+from tests.conftest import TaskFactory
+
+
+def chains(tree_id: str, *branches: list[float], start: str = "seed") -> RecordedTree:
+    """A root (score 0) with one chain per argument, created one branch after the other."""
+    def made(seq: int, parent: int | None, score: float) -> Node:
+        return Node(node_id_for(tree_id, seq), tree_id,
+                    None if parent is None else node_id_for(tree_id, parent), seq, 0, "c",
+                    NodeStatus.OK, valid=True, score=score, raw_score=score)
+
+    nodes, seq = [made(0, None, 0.0)], 0
+    for scores in branches:
+        parent: int = 0
+        for score in scores:
+            seq += 1
+            nodes.append(made(seq, parent, score))
+            parent = seq
+    return RecordedTree.from_nodes(tree_id, nodes, start=start)
+
+
+def test_each_tree_keeps_its_own_branches_first_then_borrows_the_next_trees() -> None:
+    a, b = chains("a", [1.0, 1.5], [2.0]), chains("b", [3.0, 3.1, 3.2])
+    c = chains("c", [4.0])
+    warm = chains("w", [9.0], start="a-2")  # started elsewhere: lends and borrows nothing
+    pa, pb, pc, pw = pool_branches([a, b, c, warm])
+    assert [t.tree_id for t in (pa, pb, pc, pw)] == ["a", "b", "c", "w"]
+    assert pa.root_children == ("a-1", "a-3", "b-1", "c-1")
+    assert pb.root_children == ("b-1", "c-1", "a-1", "a-3")
+    assert pc.root_children == ("c-1", "a-1", "a-3", "b-1")
+    assert pw is warm
+    assert pa.size == a.size + b.size + c.size == 7
+    assert pa.child_of("b-1") == "b-2" and pa.child_of("b-2") == "b-3"  # chains intact
+    assert pa.best == 4.0 and pa.root is a.root
+    assert pool_branches([a]) == [a]
+
+
+def test_a_policy_opening_no_more_branches_than_the_tree_holds_sees_it_exactly() -> None:
+    a, b = chains("a", [1.0, 1.5, 1.7], [2.0, 2.2]), chains("b", [3.0, 3.1], [5.0])
+    pooled = pool_branches([a, b])[0]
+    for text in ("fixed:branches=2,refine=4", "fixed:branches=1,refine=1", "greedy:branches=2"):
+        alone = replay(make_policy(text), a, workers=2, max_rounds=50, attempt_budget=8)
+        lent = replay(make_policy(text), pooled, workers=2, max_rounds=50, attempt_budget=8)
+        assert (lent.order, lent.quality, lent.revealed) == (alone.order, alone.quality,
+                                                             alone.revealed)
+        # one difference: the pooled tree is never revealed whole, so a policy that asks
+        # for more than the chains hold goes on (missing) until K2 instead of stopping
+        assert lent.stop in ("empty batch", "K2") and alone.stop in ("empty batch",
+                                                                     "exhausted")
+
+
+@given(st.lists(st.lists(st.floats(0, 10), min_size=1, max_size=4), min_size=1, max_size=5),
+       st.integers(1, 12))
+def test_opening_k_branches_reveals_the_first_k_starts_of_the_pool(
+        trees: list[list[float]], k: int) -> None:
+    recorded = [chains(f"t{i}", scores) for i, scores in enumerate(trees)]
+    pooled = pool_branches(recorded)
+    broad = make_policy(f"fixed:branches={k},refine=0")
+    for i, tree in enumerate(pooled):
+        result = replay(broad, tree, workers=k, max_rounds=5)
+        order = [recorded[(i + j) % len(recorded)] for j in range(len(recorded))]
+        expected = [t.root_children[0] for t in order][:k]
+        assert list(result.order) == expected  # one fresh start per tree, own first
+        assert result.quality == max(tree.nodes[n].score or 0.0 for n in expected)
+
+
+def test_with_pooling_a_dream_can_choose_breadth_the_trees_alone_cannot_show() -> None:
+    # every branch is a single draw; refining it gains nothing, so breadth is the only way up
+    trees = [chains(f"t{i}", [s, s, s]) for i, s in enumerate([0.1, 0.4, 0.2, 0.3, 0.5])]
+    settings = ReplaySettings(workers=4, attempt_budget=6, beta1=0.01, beta2=0.0,
+                              quality="raw")
+    incumbent = parse_spec("fixed:branches=1,refine=2")
+    plain = DreamConfig(families=("fixed",), trials=80, replay=settings, holdout_share=0.4)
+    pooled = DreamConfig(families=("fixed",), trials=80, replay=settings, holdout_share=0.4,
+                         pool_branches=True)
+    scale = QualityScale.of(trees)
+    alone = choose(*_split(trees), incumbent, plain, scale)
+    lent = choose(*_split(trees), incumbent, pooled, scale)
+    train, _ = _split(trees)
+    best_train = max(t.best or 0.0 for t in train)
+    # alone, each tree holds one branch: no choice can reach more than the incumbent does
+    assert _quality(alone.selected, train, settings) == _quality(incumbent, train, settings)
+    assert lent.selection.promoted
+    assert lent.selected.params["branches"] >= len(train)
+    assert _quality(lent.selected, pool_branches(train), settings) == best_train
+
+
+def _split(trees: list[RecordedTree]) -> tuple[list[RecordedTree], list[RecordedTree]]:
+    from dreamrsi.dreaming.history import split_trees
+
+    return split_trees(trees, 0.4)
+
+
+def _quality(spec: object, trees: list[RecordedTree], settings: ReplaySettings) -> float:
+    scores = score_policy(spec, trees, settings)  # type: ignore[arg-type]
+    return sum(s.result.quality for s in scores) / len(scores)
+
+
+def test_history_knows_where_each_run_started_and_the_cli_takes_the_flag(
+        tmp_path: Path, make_task: TaskFactory) -> None:
+    runner = CliRunner()
+    task_dir = make_task()
+    store = str(tmp_path / "s")
+
+    def cli(*args: str) -> str:
+        result = runner.invoke(app, [*args, "--store", store])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    loop = json.loads(cli("loop", str(task_dir), "--rounds", "2", "--per-round-budget", "3",
+                          "--trials", "8", "--initial", "fixed:branches=1,refine=2",
+                          "--warm-start", "--pool-branches", "--isolation", "off", "--json"))
+    task = load_task(task_dir)
+    with SqliteRunStore.open(store) as reader:
+        history = load_history(reader, task.name, task.digest, task.evaluator_digest)
+        first, second = (reader.get_run(r["run_id"]) for r in loop["rounds"])
+        dream_id = loop["rounds"][0]["dream"]["dream_id"]
+        assert reader.get_dream(dream_id).config["pool_branches"] is True
+    starts = {t.tree_id: t.start for t in history.trees}
+    assert starts[first.run_id] == "seed"
+    assert starts[second.run_id] == second.config["start_from"] != "seed"
+    dreamed = json.loads(cli("dream", str(task_dir), "--trials", "8", "--pool-branches",
+                             "--json"))
+    assert dreamed["candidates"]
