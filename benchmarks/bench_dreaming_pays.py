@@ -107,6 +107,18 @@ def finished_loops(log: Path) -> dict[tuple[str, int], dict[str, object]]:
     return loops
 
 
+def recorded_fixed_arm(folder: Path, seeds: int) -> dict[tuple[str, int], dict[str, object]]:
+    """The fixed arm's loops as ``bench_pays_ceiling.py --stores`` keeps them, by seed."""
+    loops: dict[tuple[str, int], dict[str, object]] = {}
+    for seed in range(seeds):
+        report = json.loads((folder / f"seed-{seed}" / "loop.json").read_text())
+        curve = best_curve(folder / f"seed-{seed}" / "store",
+                           [r["run_id"] for r in report["rounds"]])
+        loops[("fixed", seed)] = {"arm": "fixed", "seed": seed, "curve": curve,
+                                  "rounds": report["rounds"], "wall_s": report["seconds"]}
+    return loops
+
+
 def ratio_interval(fixed: list[int], dream: list[int], seed: int = 0) -> tuple[float, float]:
     rng = np.random.default_rng(seed)
     f, d = np.asarray(fixed, float), np.asarray(dream, float)
@@ -221,10 +233,15 @@ def main() -> None:
                              "strictly valid hits)")
     parser.add_argument("--arms", nargs="+", choices=("dream", "fixed"),
                         default=["dream", "fixed"], help="run one arm alone (no ratio)")
+    parser.add_argument("--fixed-from", type=Path, default=None,
+                        help="take the fixed arm's loops from the --stores folder of "
+                             "bench_pays_ceiling.py (same loops, recorded once)")
     parser.add_argument("--resume", type=Path, default=None,
                         help="a log of an earlier run with the same settings: reuse its loops")
     args = parser.parse_args()
     done = finished_loops(args.resume) if args.resume else {}
+    if args.fixed_from:
+        done.update(recorded_fixed_arm(args.fixed_from / args.task, args.seeds))
     results = []
     with tempfile.TemporaryDirectory(prefix="dreamrsi-pays-") as tmp:
         for seed in range(args.seeds):
@@ -238,7 +255,10 @@ def main() -> None:
     text = summarise(args.task, results, args) if both else summarise_one(args.task, results,
                                                                          args)
     reused = sum(1 for r in results if (r["arm"], r["seed"]) in done)
-    if reused:
+    if args.fixed_from:
+        text += ("\n\nThe fixed arm's loops are those `bench_pays_ceiling.py --stores STORES` "
+                 "recorded with the same settings (`--fixed-from STORES`), not run again.")
+    elif reused:
         text += (f"\n\n{reused} of these {len(results)} loops were reused from the log of an "
                  "earlier run with the same settings for them (`--resume`), not run again.")
     print(text)
@@ -270,6 +290,7 @@ def main() -> None:
                   + (f" --crossval {args.crossval}" if args.crossval else "")
                   + (" --charge-misses" if args.charge_misses else "")
                   + (" --pool-branches" if args.pool_branches else "")
+                  + (" --fixed-from STORES" if args.fixed_from else "")
                   + (" --warm-start" if args.warm_start else "")
                   + (" --stop-at-best-known" if args.stop_at_best_known else "")
                   + ("" if both else f" --arms {args.arms[0]}"))
