@@ -201,7 +201,10 @@ def analyse(args: argparse.Namespace, seeds: list[Seed], pooled_rounds: bool = F
                  f"branches of round t of the {len(seeds) - 1} other seeds (every round starts "
                  "from the task's seed and a branch's proposer sees no sibling, so these are "
                  "draws a policy opening more roots would have made; chains stay as long as "
-                 "π_1 made them). Seeds now share branches, so the intervals are optimistic.",
+                 "π_1 made them). Every seed now draws on the same pool of branches per "
+                 "round, so seeds are not independent: the intervals do not hold, and one "
+                 "lucky branch in a pool counts for every seed. Read it as what a policy "
+                 "opening that many branches could reach, not how reliably.",
                  ""]
     else:
         lines = [f"Task `{args.task}`: fixed arm (π_1 frozen) recorded for {len(seeds)} "
