@@ -110,8 +110,8 @@ def pool_branches(trees: Sequence[RecordedTree]) -> list[RecordedTree]:
     Replay opens the root's children in order, so a policy that opens no more branches than a
     tree holds sees that tree exactly; one that opens more draws the other trees' branches:
     recorded outcomes of fresh starts from the same workspace, which is what opening them
-    online would have drawn, as long as a branch's proposer sees no sibling (true of the
-    built-in proposers; not of a proposer that reads the whole history). Chains stay as long
+    online would have drawn, as long as a branch's proposer sees no sibling and nothing of
+    other runs (true while an attempt's context is its chain alone). Chains stay as long
     as they were recorded. The pooled trees keep their ids. One difference for a policy that
     opens no more branches than the tree holds: a pooled tree is rarely revealed whole, so if
     it asks for more than the chains hold it goes on missing (until K2, or the budget when
