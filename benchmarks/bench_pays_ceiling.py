@@ -16,7 +16,11 @@ part of a dreamed policy replay cannot see.
 
 Usage: python benchmarks/bench_pays_ceiling.py --task circle-packing-26 --seeds 10
        [--rounds 5] [--per-round-budget 40] [--workers 2] [--initial NAME:params]
-       [--trials 300] [--stores DIR]
+       [--trials 300] [--stores DIR] [--online POLICY ...]
+
+``--online POLICY ...`` checks shapes for real instead: for every seed, a loop deploys the
+policy (its round 1 replaced by π_1's recorded round 1, as in the loop), and its attempts to
+reach the target are compared with the fixed arm's.
 
 ``--stores DIR`` keeps each seed's recorded loop under DIR/TASK/seed-S and reuses those already
 there (a loop is recorded once; the analysis can be rerun on it in seconds).
@@ -59,8 +63,11 @@ class Seed:
     direction: Direction
 
 
-def record(task: str, seed: int, args: argparse.Namespace, folder: Path) -> dict[str, object]:
-    """The fixed arm's loop for ``seed``, recorded in ``folder`` (reused if already there)."""
+def record(task: str, seed: int, args: argparse.Namespace, folder: Path,
+           initial: str | None = None) -> dict[str, object]:
+    """The fixed arm's loop for ``seed`` (π_1, or ``initial`` deployed from round 1), recorded
+    in ``folder`` (reused if already there)."""
+    initial = initial or args.initial
     done = folder / "loop.json"
     if not done.exists():
         folder.mkdir(parents=True, exist_ok=True)
@@ -68,7 +75,7 @@ def record(task: str, seed: int, args: argparse.Namespace, folder: Path) -> dict
                str(seed), "--rounds", str(args.rounds), "--per-round-budget",
                str(args.per_round_budget), "--workers", str(args.workers), "--store",
                str(folder / "store"), "--json"] + (
-                   ["--initial", args.initial] if args.initial else [])
+                   ["--initial", initial] if initial else [])
         out = subprocess.run(cmd, check=True, capture_output=True, text=True)
         done.write_text(out.stdout)
     return json.loads(done.read_text())  # type: ignore[no-any-return]
@@ -136,6 +143,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=300, help="Optuna trials per family")
     parser.add_argument("--stores", type=Path, default=None,
                         help="keep (and reuse) the recorded loops here")
+    parser.add_argument("--online", nargs="+", default=None, metavar="POLICY",
+                        help="instead of the studies: deploy these policies online from "
+                             "round 2 and compare them with the fixed arm")
     args = parser.parse_args()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dreamrsi-ceiling-") as tmp:
@@ -145,23 +155,70 @@ def main() -> None:
             report = record(args.task, s, args, root / f"seed-{s}")
             seeds.append(load_seed(s, root / f"seed-{s}", report))
             print(f"seed {s}: {sum(map(len, seeds[-1].fixed))} attempts recorded", flush=True)
+        if args.online:
+            text = online_check(args, seeds, root)
     recorded_s = time.perf_counter() - started
-    text = analyse(args, seeds)
-    pool = analyse(args, pool_seeds(seeds), pooled_rounds=True)
-    text += "\n\n" + pool
-    text += f"\n\nRecording the fixed arm and searching took {time.perf_counter() - started:.0f} s"
-    text += f" ({recorded_s:.0f} s of it loading or recording the loops)."
+    if not args.online:
+        text = analyse(args, seeds)
+        pool = analyse(args, pool_seeds(seeds), pooled_rounds=True)
+        text += "\n\n" + pool
+        text += (f"\n\nRecording the fixed arm and searching took "
+                 f"{time.perf_counter() - started:.0f} s ({recorded_s:.0f} s of it loading or "
+                 "recording the loops).")
     print(text)
     initial = f" --initial {args.initial}" if args.initial else ""
     variant = (f", π_1 = {args.initial}" if args.initial else "")
     if args.per_round_budget != 40 or args.rounds != 5:
         variant += f", {args.rounds}x{args.per_round_budget}"
-    name = f"ceiling-{args.task}" + "".join(c if c.isalnum() else "-" for c in variant)
-    write_section(name, f"How much can exact replay pay at most? ({args.task}{variant})", text,
+    name = (f"ceiling-{args.task}" + ("--online" if args.online else "")
+            + "".join(c if c.isalnum() else "-" for c in variant))
+    title = ("Do the shapes beyond π_1 pay online?" if args.online
+             else "How much can exact replay pay at most?")
+    write_section(name, f"{title} ({args.task}{variant})", text,
                   f"python benchmarks/bench_pays_ceiling.py --task {args.task} --seeds "
                   f"{args.seeds} --rounds {args.rounds} --per-round-budget "
-                  f"{args.per_round_budget} --workers {args.workers} --trials {args.trials}"
-                  + initial)
+                  f"{args.per_round_budget} --workers {args.workers}"
+                  + (" --online " + " ".join(args.online) if args.online
+                     else f" --trials {args.trials}") + initial)
+
+
+def online_check(args: argparse.Namespace, seeds: list[Seed], root: Path) -> str:
+    """Each policy of ``--online`` deployed for real from round 2, against the fixed arm."""
+    budget = args.rounds * args.per_round_budget
+    direction = seeds[0].direction
+    target = statistics.median(final(s.fixed) for s in seeds)
+    fixed_reach = [reach(s.fixed, target, budget) for s in seeds]
+    lines = [f"Task `{args.task}`: the fixed arm (π_1 frozen, {len(seeds)} seeds, "
+             f"{args.rounds} rounds x {args.per_round_budget} attempts, W={args.workers}) "
+             "against loops that deploy each policy below from round 2, run online: each is "
+             "a loop with the same seeds that deploys the policy from round 1, whose round 1 "
+             "is replaced by π_1's recorded round 1 (as in the loop, where round 1 is π_1's). "
+             f"Target: the fixed arm's median final best {direction.denormalise(target):.10g}.",
+             "", "| policy from round 2 | ratio, fixed over it [95% interval] | attempts to "
+             "reach (median) | seeds never reaching | attempts spent (median) | final best "
+             "(median) |", "|---|---:|---:|---:|---:|---:|",
+             f"| π_1 (the fixed arm) | 1.00 | {statistics.median(fixed_reach)} | "
+             f"{sum(r > budget for r in fixed_reach)} | "
+             f"{statistics.median(sum(map(len, s.fixed)) for s in seeds)} | "
+             f"{direction.denormalise(target):.10g} |"]
+    for text in args.online:
+        spec = parse_spec(text)
+        slug = "".join(c if c.isalnum() else "-" for c in spec.label())
+        runs = []
+        for s in seeds:
+            folder = root / f"online-{slug}" / f"seed-{s.seed}"
+            loop = load_seed(s.seed, folder, record(args.task, s.seed, args, folder,
+                                                    spec.label()))
+            runs.append([s.fixed[0], *loop.fixed[1:]])
+            print(f"{spec.label()} seed {s.seed} done", flush=True)
+        reaches = [reach(r, target, budget) for r in runs]
+        ratio = statistics.median(fixed_reach) / max(1, statistics.median(reaches))
+        low, high = ratio_interval(fixed_reach, reaches)
+        lines.append(f"| `{spec.label()}` | {ratio:.2f} [{low:.2f}, {high:.2f}] | "
+                     f"{statistics.median(reaches)} | {sum(r > budget for r in reaches)} | "
+                     f"{statistics.median(sum(map(len, r)) for r in runs)} | "
+                     f"{direction.denormalise(statistics.median(map(final, runs))):.10g} |")
+    return "\n".join(lines)
 
 
 def analyse(args: argparse.Namespace, seeds: list[Seed], pooled_rounds: bool = False) -> str:
