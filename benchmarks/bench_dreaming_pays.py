@@ -204,15 +204,20 @@ def summarise(task: str, results: list[dict[str, object]], args: argparse.Namesp
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_loop_arguments(parser: argparse.ArgumentParser) -> None:
+    """The settings every pays benchmark shares: task, seeds, the loop's shape and π_1."""
     parser.add_argument("--task", default="circle-packing-26")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--per-round-budget", type=int, default=40)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--trials", type=int, default=600)
     parser.add_argument("--initial", default=None, help="π_1 (default: the loop's)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_loop_arguments(parser)
+    parser.add_argument("--trials", type=int, default=600)
     parser.add_argument("--beta1", type=float, default=0.0005, help="cost per attempt in V")
     parser.add_argument("--quality", default="rank", help="quality term of V in the dreams")
     parser.add_argument("--select-on", default="train", choices=("train", "holdout"),

@@ -41,7 +41,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
-from bench_dreaming_pays import ratio_interval  # noqa: E402
+from bench_dreaming_pays import (  # noqa: E402
+    add_loop_arguments,
+    attempts_to_reach,
+    ratio_interval,
+)
 from dreamrsi.core.model import Direction  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
@@ -118,14 +122,10 @@ def candidate_rounds(spec: PolicySpec, seed: Seed, settings: ReplaySettings) -> 
 
 
 def reach(rounds: Sequence[Sequence[float]], target: float, budget: int) -> int:
-    """Attempts until the best so far reaches ``target`` (normalised); ``budget + 1`` if never."""
-    spent = 0
-    for scores in rounds:
-        for score in scores:
-            spent += 1
-            if score >= target:
-                return spent
-    return budget + 1
+    """Attempts until the best so far reaches ``target`` (normalised); ``budget + 1`` if never
+    (``bench_dreaming_pays.attempts_to_reach`` over the rounds' attempts in order)."""
+    return attempts_to_reach([(score, True) for scores in rounds for score in scores], target,
+                             True, budget)
 
 
 def final(rounds: Sequence[Sequence[float]]) -> float:
@@ -134,12 +134,7 @@ def final(rounds: Sequence[Sequence[float]]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", default="circle-packing-26")
-    parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--per-round-budget", type=int, default=40)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--initial", default=None, help="π_1 (default: the loop's)")
+    add_loop_arguments(parser)
     parser.add_argument("--trials", type=int, default=300, help="Optuna trials per family")
     parser.add_argument("--stores", type=Path, default=None,
                         help="keep (and reuse) the recorded loops here")
@@ -212,13 +207,21 @@ def online_check(args: argparse.Namespace, seeds: list[Seed], root: Path) -> str
             runs.append([s.fixed[0], *loop.fixed[1:]])
             print(f"{spec.label()} seed {s.seed} done", flush=True)
         reaches = [reach(r, target, budget) for r in runs]
-        ratio = statistics.median(fixed_reach) / max(1, statistics.median(reaches))
-        low, high = ratio_interval(fixed_reach, reaches)
-        lines.append(f"| `{spec.label()}` | {ratio:.2f} [{low:.2f}, {high:.2f}] | "
-                     f"{statistics.median(reaches)} | {sum(r > budget for r in reaches)} | "
-                     f"{statistics.median(sum(map(len, r)) for r in runs)} | "
-                     f"{direction.denormalise(statistics.median(map(final, runs))):.10g} |")
+        lines.append(f"| `{spec.label()}` | " + compared(
+            fixed_reach, reaches, [sum(map(len, r)) for r in runs], [final(r) for r in runs],
+            budget, direction))
     return "\n".join(lines)
+
+
+def compared(fixed_reach: Sequence[int], reaches: Sequence[int], spent: Sequence[int],
+             finals: Sequence[float], budget: int, direction: Direction) -> str:
+    """A candidate's table cells against the fixed arm: ratio with its interval, attempts to
+    reach (median), seeds never reaching, attempts spent (median), final best (median)."""
+    ratio = statistics.median(fixed_reach) / max(1, statistics.median(reaches))
+    low, high = ratio_interval(list(fixed_reach), list(reaches))
+    return (f"{ratio:.2f} [{low:.2f}, {high:.2f}] | {statistics.median(reaches)} | "
+            f"{sum(r > budget for r in reaches)} | {statistics.median(spent)} | "
+            f"{direction.denormalise(statistics.median(finals)):.10g} |")
 
 
 def analyse(args: argparse.Namespace, seeds: list[Seed], pooled_rounds: bool = False) -> str:
@@ -283,12 +286,8 @@ def analyse(args: argparse.Namespace, seeds: list[Seed], pooled_rounds: bool = F
     for family, spec, reaches, spent, finals in [
             ("π_1 replayed (a check: matches the row above)", pi1, pi1_reach, pi1_spent,
              pi1_finals), *sorted(rows, key=lambda r: statistics.median(r[2]))]:
-        ratio = statistics.median(fixed_reach) / max(1, statistics.median(reaches))
-        low, high = ratio_interval(fixed_reach, reaches)
-        lines.append(f"| {family} | `{spec.label()}` | {ratio:.2f} [{low:.2f}, {high:.2f}] | "
-                     f"{statistics.median(reaches)} | {sum(r > budget for r in reaches)} | "
-                     f"{statistics.median(spent)} | "
-                     f"{direction.denormalise(statistics.median(finals)):.10g} |")
+        lines.append(f"| {family} | `{spec.label()}` | "
+                     + compared(fixed_reach, reaches, spent, finals, budget, direction))
     oracle = [min(r[i] for r in tried.values()) for i in range(len(seeds))]
     ratio = statistics.median(fixed_reach) / max(1, statistics.median(oracle))
     low, high = ratio_interval(fixed_reach, oracle)
