@@ -16,7 +16,11 @@ Usage: python benchmarks/bench_dreaming_pays.py --task circle-packing-26 --seeds
        [--rounds 5] [--per-round-budget 40] [--workers 2] [--trials 600] [--warm-start]
        [--quality rank|rarity|relative|raw] [--select-on train|holdout]
        [--root-orders R] [--crossval F] [--charge-misses] [--pool-branches]
-       [--stop-at-best-known] [--resume LOG]
+       [--prior N] [--stop-at-best-known] [--resume LOG]
+
+``--prior N`` asks whether learning carries across runs: each dream-arm store first holds N
+earlier loops of π_1 (other seeds), and the dream arm dreams over them before its round 1. The
+attempts of those earlier loops are not counted; the fixed arm is unchanged.
 
 Every finished loop is printed as one JSON line as soon as it ends; ``--resume LOG`` reuses the
 loops such a log already holds (same arm and seed) and runs only the missing ones, so a run
@@ -44,26 +48,41 @@ from dreamrsi.store import SqliteRunStore  # noqa: E402
 BEST_KNOWN = {"circle-packing-26": 2.6359830849, "circle-packing-32": 2.9395727712,
               "autocorrelation-c3": 1.4536754656, "autocorrelation-c1": 1.50287,
               "sum-difference": 1.1448869}
+PRIOR_SEED = 100  # first seed of the earlier loops ``--prior`` records (the arms use 0, 1, ...)
+
+
+def loop_command(task: str, arm: str, seed: int, args: argparse.Namespace,
+                 store: Path) -> list[str]:
+    """``dreamrsi loop`` for one arm and seed, with this run's settings."""
+    return [sys.executable, "-m", "dreamrsi", "loop", task, "--arm", arm, "--seed", str(seed),
+            "--rounds", str(args.rounds), "--per-round-budget", str(args.per_round_budget),
+            "--workers", str(args.workers), "--trials", str(args.trials), "--store", str(store),
+            "--json", "--beta1", str(args.beta1), "--quality", args.quality,
+            "--select-on", args.select_on, "--root-orders", str(args.root_orders),
+            "--crossval", str(args.crossval)] + (
+                ["--charge-misses"] if args.charge_misses else []) + (
+                ["--pool-branches"] if args.pool_branches else []) + (
+                ["--initial", args.initial] if args.initial else []) + (
+                ["--warm-start"] if args.warm_start else []) + (
+                ["--target", repr(known_target(task))] if args.stop_at_best_known else [])
 
 
 def run_arm(task: str, arm: str, seed: int, args: argparse.Namespace,
             store: Path) -> dict[str, object]:
-    cmd = [sys.executable, "-m", "dreamrsi", "loop", task, "--arm", arm, "--seed", str(seed),
-           "--rounds", str(args.rounds), "--per-round-budget", str(args.per_round_budget),
-           "--workers", str(args.workers), "--trials", str(args.trials), "--store", str(store),
-           "--json", "--beta1", str(args.beta1), "--quality", args.quality,
-           "--select-on", args.select_on, "--root-orders", str(args.root_orders),
-           "--crossval", str(args.crossval)] + (
-               ["--charge-misses"] if args.charge_misses else []) + (
-               ["--pool-branches"] if args.pool_branches else []) + (
-               ["--initial", args.initial] if args.initial else []) + (
-               ["--warm-start"] if args.warm_start else []) + (
-               ["--target", repr(known_target(task))] if args.stop_at_best_known else [])
+    """One arm's loop for one seed. With ``--prior N`` the dream arm's store first records N
+    fixed-arm loops of other seeds (``PRIOR_SEED + N * seed + i``), which its loop dreams over
+    before round 1 (``--dream-first``); their attempts are not on the curve."""
     started = time.perf_counter()
+    prior = args.prior if arm == "dream" else 0
+    for i in range(prior):
+        subprocess.run(loop_command(task, "fixed", PRIOR_SEED + prior * seed + i, args, store),
+                       check=True, capture_output=True, text=True)
+    cmd = loop_command(task, arm, seed, args, store) + (["--dream-first"] if prior else [])
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     report = json.loads(out.stdout)
     curve = best_curve(store, [r["run_id"] for r in report["rounds"]])
     return {"arm": arm, "seed": seed, "curve": curve, "rounds": report["rounds"],
+            "first_dream": report.get("first_dream"), "prior_loops": prior,
             "wall_s": time.perf_counter() - started}
 
 
@@ -198,6 +217,12 @@ def summarise(task: str, results: list[dict[str, object]], args: argparse.Namesp
     lines += ["", f"(a) Ratio of attempts, fixed over dream: **{ratio:.2f}** (bootstrap 95% "
               f"interval over seeds [{low:.2f}, {high:.2f}]). Target: >= 2 with the lower "
               "bound above 1."]
+    if args.prior:
+        first = [r["rounds"][0]["policy"] for r in by_arm["dream"]]  # type: ignore[index]
+        lines += ["", f"Each dream-arm store first held {args.prior} loop(s) of π_1 with other "
+                  f"seeds ({args.prior * args.rounds} trees, attempts not counted above); the "
+                  "dream arm dreamed over them before round 1 and deployed, in round 1: " +
+                  ", ".join(f"`{p}`" for p in first)]
     policies = [r["rounds"][-1]["policy"] for r in by_arm["dream"]]  # type: ignore[index]
     lines += ["", "Policies the dream arm deployed in its last round: " +
               ", ".join(f"`{p}`" for p in policies)]
@@ -230,6 +255,9 @@ def main() -> None:
                         help="dreams count out-of-support selections as attempts spent")
     parser.add_argument("--pool-branches", action="store_true",
                         help="dreams lend each tree the branches of trees with the same start")
+    parser.add_argument("--prior", type=int, default=0,
+                        help="fixed-arm loops of other seeds recorded in each dream-arm store "
+                             "before its loop, which dreams over them first (--dream-first)")
     parser.add_argument("--warm-start", action="store_true",
                         help="each round starts from the best workspace so far (both arms)")
     parser.add_argument("--stop-at-best-known", action="store_true",
@@ -276,6 +304,7 @@ def main() -> None:
         f", crossval {args.crossval}" if args.crossval else "") + (
         ", misses charged" if args.charge_misses else "") + (
         ", branches pooled" if args.pool_branches else "") + (
+        f", {args.prior} prior loops" if args.prior else "") + (
         ", warm start" if args.warm_start else "") + (
         ", stop at best known" if args.stop_at_best_known else "") + (
         "" if both else f", {args.arms[0]} arm only")
@@ -295,6 +324,7 @@ def main() -> None:
                   + (f" --crossval {args.crossval}" if args.crossval else "")
                   + (" --charge-misses" if args.charge_misses else "")
                   + (" --pool-branches" if args.pool_branches else "")
+                  + (f" --prior {args.prior}" if args.prior else "")
                   + (" --fixed-from STORES" if args.fixed_from else "")
                   + (" --warm-start" if args.warm_start else "")
                   + (" --stop-at-best-known" if args.stop_at_best_known else "")

@@ -278,6 +278,9 @@ def loop_cmd(
     warm_start: Annotated[bool, typer.Option(
         help="Start each round from the best workspace so far (default: from the seed).")
     ] = False,
+    dream_first: Annotated[bool, typer.Option(
+        help="Dream over the task's earlier trees in the store before round 1 and deploy "
+             "that choice (default: round 1 runs π_1).")] = False,
     trials: TrialsOpt = 600,
     families: FamiliesOpt = None,
     require_gain: Annotated[bool, typer.Option(
@@ -310,7 +313,7 @@ def loop_cmd(
                             _dream_config(trials, families, 0.25, require_gain, seed,
                                           settings, objective, pareto_lam, select_on,
                                           crossval, pool_branches),
-                            warm_start, target)
+                            warm_start, target, dream_first)
         with SqliteRunStore.open(store, writer=True, holder=f"loop {loaded.name}") as handle:
             _sigterm_as_interrupt()
             observer = None if as_json else (lambda r: _render.loop_round(console, r))

@@ -4,6 +4,10 @@ Round t is one run of the task with the deployed policy and the per-round budget
 policy may stop early, and unspent attempts are not carried over). In the ``dream`` arm a dream
 over every recorded tree of the task follows each round but the last; in the ``fixed`` arm the
 initial policy stays deployed, so both arms compare on equal terms.
+
+With ``dream_first`` a dream-arm loop on a store that already holds trees of the task (earlier
+runs or loops) dreams over them before round 1, π_1 the incumbent, so the loop starts from what
+those runs taught instead of from π_1 again.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.dreaming.dream import DreamConfig, DreamReport, dream
+from dreamrsi.dreaming.history import load_history
 from dreamrsi.dreaming.select import interval_text
 from dreamrsi.engine.config import RunConfig, default_policy
 from dreamrsi.engine.run import start_run
@@ -44,6 +49,8 @@ class LoopConfig:
             round starts from the seed, as in the paper's protocol).
         target: Stop the loop once a raw score reaches this value (the round that reaches it
             stops there too); ``None``: run every round.
+        dream_first: In the ``dream`` arm, dream over the task's earlier trees before round 1
+            (when the store holds any) and deploy that dream's choice in round 1.
     """
 
     rounds: int = 5
@@ -56,6 +63,7 @@ class LoopConfig:
     dream: DreamConfig = field(default_factory=DreamConfig)
     warm_start: bool = False
     target: float | None = None
+    dream_first: bool = False
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.per_round_budget < 1 or self.workers < 1:
@@ -101,6 +109,7 @@ class LoopReport:
     best: float | None
     seconds: float
     stop: str = "every round ran"
+    first_dream: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -115,10 +124,14 @@ def run_loop(store: SqliteRunStore, task: Task, config: LoopConfig,
     """Run the loop to the end and return its report."""
     started = time.monotonic()
     loop_id = "l" + os.urandom(4).hex()
-    store.create_loop(LoopRecord(loop_id, task.digest, config.arm, _config_json(config),
-                                 "running", time.time()))
     policy = config.initial_policy()
     why = "the initial policy (π_1)"
+    first = _first_dream(store, task, policy, config)
+    if first is not None:
+        policy, why = first.selected, "before round 1, " + _why(first)
+    loop_json = _config_json(config) | {"first_dream": first.dream_id if first else None}
+    store.create_loop(LoopRecord(loop_id, task.digest, config.arm, loop_json, "running",
+                                 time.time()))
     reports: list[RoundReport] = []
     best: float | None = None
     best_node: str | None = None
@@ -163,7 +176,17 @@ def run_loop(store: SqliteRunStore, task: Task, config: LoopConfig,
     finally:
         store.set_loop_status(loop_id, status)
     return LoopReport(loop_id, task.name, config.arm, tuple(reports), best,
-                      time.monotonic() - started, stop)
+                      time.monotonic() - started, stop, _dream_summary(first))
+
+
+def _first_dream(store: SqliteRunStore, task: Task, initial: PolicySpec,
+                 config: LoopConfig) -> DreamReport | None:
+    """The dream before round 1 (``dream_first``), or ``None`` without earlier trees."""
+    if config.arm != "dream" or not config.dream_first:
+        return None
+    if not load_history(store, task.name, task.digest, task.evaluator_digest).trees:
+        return None
+    return dream(store, task, initial, config.dream_config())
 
 
 def _better(task: Task, a: float, b: float) -> bool:
