@@ -243,6 +243,44 @@ def test_fixed_arm_keeps_the_initial_policy(store: SqliteRunStore,
     assert store.list_dreams(task.digest) == []
 
 
+def test_dream_first_starts_the_loop_from_the_earlier_trees(
+    history_store: tuple[SqliteRunStore, Path]
+) -> None:
+    store, task_dir = history_store
+    task = load_task(task_dir)
+    report = run_loop(store, task, LoopConfig(rounds=2, per_round_budget=6, workers=2,
+                                              isolation="off", dream=DreamConfig(trials=24),
+                                              dream_first=True))
+    first = report.first_dream
+    assert first is not None
+    dreams = store.list_dreams(task.digest)
+    assert [d.dream_id for d in dreams] == [first["dream_id"],
+                                            report.rounds[0].dream["dream_id"]]  # type: ignore[index]
+    before = next(d for d in dreams if d.dream_id == first["dream_id"])
+    assert before.incumbent == LoopConfig(per_round_budget=6).initial_policy().version_id()
+    # round 1 deploys the first dream's choice and says why
+    assert report.rounds[0].policy == first["selected"]
+    assert report.rounds[0].why.startswith(("before round 1, promoted by dream",
+                                            "before round 1, kept by dream"))
+    assert store.get_loop(report.loop_id).config["first_dream"] == first["dream_id"]
+    # the first dream saw only the four earlier trees; the one after round 1 sees five
+    assert [len(d.config["trees"]) for d in dreams] == [4, 5]
+
+
+def test_dream_first_without_history_or_in_the_fixed_arm_runs_pi_1(
+    store: SqliteRunStore, make_task: TaskFactory
+) -> None:
+    task = load_task(make_task())
+    fresh = run_loop(store, task, LoopConfig(rounds=1, per_round_budget=4, workers=2,
+                                             isolation="off", dream_first=True))
+    assert fresh.first_dream is None and fresh.rounds[0].why == "the initial policy (π_1)"
+    assert store.get_loop(fresh.loop_id).config["first_dream"] is None
+    fixed = run_loop(store, task, LoopConfig(rounds=2, per_round_budget=4, workers=2,
+                                             arm="fixed", isolation="off", dream_first=True))
+    assert fixed.first_dream is None and store.list_dreams(task.digest) == []
+    assert {r.why for r in fixed.rounds} == {"the initial policy (π_1)"}
+
+
 def test_cli_dream_policies_replay_and_loop(tmp_path: Path, make_task: TaskFactory) -> None:
     runner = CliRunner()
     task_dir = str(make_task())
@@ -288,6 +326,10 @@ def test_cli_dream_policies_replay_and_loop(tmp_path: Path, make_task: TaskFacto
                            "--trials", "8", "--isolation", "off", "--json"))
     assert aimed["stop"] == "target reached in round 1 (2)" and len(aimed["rounds"]) == 1
     cli("loop", task_dir, "--target", "high", code=2)
+    carried = json.loads(cli("loop", task_dir, "--rounds", "1", "--per-round-budget", "4",
+                             "--trials", "8", "--isolation", "off", "--dream-first", "--json"))
+    assert carried["first_dream"]["dream_id"]
+    assert carried["rounds"][0]["policy"] == carried["first_dream"]["selected"]
 
 
 def test_frontier_area_and_knob_sweep() -> None:
