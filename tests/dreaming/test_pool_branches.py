@@ -143,3 +143,28 @@ def test_history_knows_where_each_run_started_and_the_cli_takes_the_flag(
     dreamed = json.loads(cli("dream", str(task_dir), "--trials", "8", "--pool-branches",
                              "--json"))
     assert dreamed["candidates"]
+
+
+def test_replay_pools_as_the_dream_does(tmp_path: Path, make_task: TaskFactory) -> None:
+    runner = CliRunner()
+    task_dir = str(make_task())
+    store = str(tmp_path / "s")
+
+    def replay(*args: str) -> dict[str, object]:
+        result = runner.invoke(app, ["replay", task_dir, "--policy", "fixed:branches=3,refine=1",
+                                     "--workers", "1", "--json", "--store", store, *args])
+        assert result.exit_code == 0, result.output
+        return dict(json.loads(result.output))
+
+    for seed in (1, 2):  # two runs from the seed, one branch of two attempts each
+        result = runner.invoke(app, ["run", task_dir, "--budget", "2", "--workers", "1",
+                                     "--policy", "fixed:branches=1,refine=1", "--seed",
+                                     str(seed), "--isolation", "off", "--store", store])
+        assert result.exit_code == 0, result.output
+    alone, pooled = replay(), replay("--pool-branches")
+    assert alone["pool_branches"] is False and pooled["pool_branches"] is True
+    # alone, each tree holds one branch; pooled, it borrows the other's: two branches of two
+    assert [t["attempts"] for t in alone["trees"]] == [2, 2]  # type: ignore[union-attr]
+    assert [t["attempts"] for t in pooled["trees"]] == [4, 4]  # type: ignore[union-attr]
+    assert [t["tree_size"] for t in alone["trees"]] == [2, 2]  # type: ignore[union-attr]
+    assert [t["tree_size"] for t in pooled["trees"]] == [4, 4]  # type: ignore[union-attr]

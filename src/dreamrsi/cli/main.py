@@ -361,6 +361,7 @@ def replay_cmd(
     quality: QualityOpt = "rank",
     root_orders: RootOrdersOpt = 1,
     charge_misses: ChargeMissesOpt = False,
+    pool_branches: PoolOpt = False,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -372,7 +373,7 @@ def replay_cmd(
             spec = parse_spec(policy) if policy else dq.deployed_policy(handle, loaded)[0]
             settings = ReplaySettings(workers or dq.default_workers(handle, loaded), k2, budget,
                                       beta1, beta2, quality, root_orders, charge_misses)
-            table = dq.replay_rows(handle, loaded, spec, settings)
+            table = dq.replay_rows(handle, loaded, spec, settings, pool_branches)
         if as_json:
             _print_json(table)
         else:

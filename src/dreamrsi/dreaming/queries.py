@@ -7,7 +7,7 @@ from typing import Any
 
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy, summary
-from dreamrsi.dreaming.history import load_history
+from dreamrsi.dreaming.history import load_history, pool_branches
 from dreamrsi.engine.config import default_policy
 from dreamrsi.errors import ConfigError
 from dreamrsi.store.sqlite import SqliteRunStore
@@ -63,18 +63,21 @@ def policy_rows(store: SqliteRunStore, task: Task) -> list[dict[str, Any]]:
 
 
 def replay_rows(store: SqliteRunStore, task: Task, spec: PolicySpec,
-                settings: ReplaySettings) -> dict[str, Any]:
-    """One policy's replay of every comparable tree of the task."""
+                settings: ReplaySettings, pool: bool = False) -> dict[str, Any]:
+    """One policy's replay of every comparable tree of the task (with ``pool``, each tree with
+    the branches of the others of the same start appended, as a dream with
+    ``pool_branches`` replays them)."""
     history = load_history(store, task.name, task.digest, task.evaluator_digest)
     if not history.trees:
         raise ConfigError(f"no recorded trees of task {task.name} to replay; run it first")
-    scores = score_policy(spec, history.trees, settings)
-    trees = [{"tree_id": s.result.tree_id, "value": s.value, "quality": s.mean("quality"),
-              "attempts": s.mean("revealed"), "rounds": s.mean("rounds"),
-              "parallelism": s.mean("parallelism"),
-              "out_of_support": s.mean("out_of_support"), "stop": s.result.stop,
-              "orders": len(s.replays), "tree_size": history.trees[i].size}
-             for i, s in enumerate(scores)]
+    trees = pool_branches(history.trees) if pool else history.trees
+    scores = score_policy(spec, trees, settings)
+    rows = [{"tree_id": s.result.tree_id, "value": s.value, "quality": s.mean("quality"),
+             "attempts": s.mean("revealed"), "rounds": s.mean("rounds"),
+             "parallelism": s.mean("parallelism"),
+             "out_of_support": s.mean("out_of_support"), "stop": s.result.stop,
+             "orders": len(s.replays), "tree_size": trees[i].size}
+            for i, s in enumerate(scores)]
     return {"policy": spec.label(), "settings": settings.digest(),
-            "charge_misses": settings.charge_misses, "trees": trees,
+            "charge_misses": settings.charge_misses, "pool_branches": pool, "trees": rows,
             "mean": summary(scores), "excluded_runs": [r for r, _, _ in history.excluded]}
