@@ -165,6 +165,11 @@ def reaches_known(task: str, value: float, strict: bool) -> bool:
                                                       else value <= known))
 
 
+def spread(values: list[float]) -> str:
+    """Median (min, max)."""
+    return f"{statistics.median(values):.10g} ({min(values):.10g}, {max(values):.10g})"
+
+
 def summarise_one(task: str, results: list[dict[str, object]], args: argparse.Namespace) -> str:
     """One arm alone (``--arms dream``): its finals and the share reaching the best known."""
     arm = args.arms[0]
@@ -174,8 +179,7 @@ def summarise_one(task: str, results: list[dict[str, object]], args: argparse.Na
     lines = [f"Arm `{arm}` alone, {len(results)} seeds; {args.rounds} rounds x "
              f"{args.per_round_budget} attempts (ceiling), W={args.workers}, {args.trials} "
              "trials per dream.", "", "| measure | value |", "|---|---:|",
-             f"| final best: median (min, max) | {statistics.median(values):.10g} "
-             f"({min(values):.10g}, {max(values):.10g}) |",
+             f"| final best: median (min, max) | {spread(values)} |",
              "| attempts spent (median) | "
              f"{statistics.median(len(r['curve']) for r in results)} |"]  # type: ignore[arg-type]
     if hits:
@@ -203,12 +207,16 @@ def summarise(task: str, results: list[dict[str, object]], args: argparse.Namesp
     lines.append(f"| attempts to reach {target:.10g} (median; {budget + 1} = never) | "
                  f"{statistics.median(reach['dream'])} | {statistics.median(reach['fixed'])} |")
     lines.append(f"| seeds that never reach it | {missed['dream']} | {missed['fixed']} |")
-    lines.append("| best at equal budget: median (min, max) | " + " | ".join(
-        f"{statistics.median(finals[a]):.10g} ({min(finals[a]):.10g}, {max(finals[a]):.10g})"
-        for a in ("dream", "fixed")) + " |")
+    lines.append("| best at equal budget: median (min, max) | "
+                 f"{spread(finals['dream'])} | {spread(finals['fixed'])} |")
     spent = {a: statistics.median(len(r["curve"]) for r in by_arm[a]) for a in by_arm}  # type: ignore[arg-type]
     lines.append(f"| attempts spent (median; rounds may stop early) | {spent['dream']} | "
                  f"{spent['fixed']} |")
+    if args.prior:  # round 1 is where the earlier runs show first (it is π_1's in both arms)
+        first = {a: [r["curve"][r["rounds"][0]["attempts"] - 1][0] for r in rs]  # type: ignore[index]
+                 for a, rs in by_arm.items()}
+        lines.append("| best after round 1: median (min, max) | "
+                     f"{spread(first['dream'])} | {spread(first['fixed'])} |")
     if known is not None:
         share = {a: f"{sum(reaches_known(task, *r['curve'][-1]) for r in rs)}/{len(rs)}"  # type: ignore[index]
                  for a, rs in by_arm.items()}
