@@ -295,11 +295,12 @@ def main() -> None:
     both = len(set(args.arms)) == 2
     text = summarise(args.task, results, args) if both else summarise_one(args.task, results,
                                                                          args)
-    reused = sum(1 for r in results if (r["arm"], r["seed"]) in done)
+    reused = sum(1 for r in results if (r["arm"], r["seed"]) in done
+                 and not (args.fixed_from and r["arm"] == "fixed"))
     if args.fixed_from:
         text += ("\n\nThe fixed arm's loops are those `bench_pays_ceiling.py --stores STORES` "
                  "recorded with the same settings (`--fixed-from STORES`), not run again.")
-    elif reused:
+    if reused:
         text += (f"\n\n{reused} of these {len(results)} loops were reused from the log of an "
                  "earlier run with the same settings for them (`--resume`), not run again.")
     print(text)
