@@ -280,6 +280,8 @@ def main() -> None:
     parser.add_argument("--resume", type=Path, default=None,
                         help="a log of an earlier run with the same settings: reuse its loops")
     args = parser.parse_args()
+    if args.prior < 0:
+        parser.error(f"--prior must be 0 or more, not {args.prior}")
     done = finished_loops(args.resume) if args.resume else {}
     if args.fixed_from:
         done.update(recorded_fixed_arm(args.fixed_from / args.task, args.seeds))

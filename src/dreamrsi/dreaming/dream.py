@@ -159,14 +159,16 @@ class DreamReport:
 
 
 def dream(store: SqliteRunStore, task: Task, incumbent: PolicySpec,
-          config: DreamConfig) -> DreamReport:
-    """Dream over every recorded tree of ``task`` and select the next policy.
+          config: DreamConfig, history: History | None = None) -> DreamReport:
+    """Dream over every recorded tree of ``task`` and select the next policy (``history``:
+    those trees, when the caller has just loaded them).
 
     Raises:
         ConfigError: The task has no recorded tree yet.
     """
     started = time.monotonic()
-    history = load_history(store, task.name, task.digest, task.evaluator_digest)
+    if history is None:
+        history = load_history(store, task.name, task.digest, task.evaluator_digest)
     if not history.trees:
         raise ConfigError(f"no recorded trees of task {task.name} (digest {task.digest[:19]}) "
                           "to dream over; run it first")

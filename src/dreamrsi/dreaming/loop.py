@@ -184,9 +184,10 @@ def _first_dream(store: SqliteRunStore, task: Task, initial: PolicySpec,
     """The dream before round 1 (``dream_first``), or ``None`` without earlier trees."""
     if config.arm != "dream" or not config.dream_first:
         return None
-    if not load_history(store, task.name, task.digest, task.evaluator_digest).trees:
+    history = load_history(store, task.name, task.digest, task.evaluator_digest)
+    if not history.trees:
         return None
-    return dream(store, task, initial, config.dream_config())
+    return dream(store, task, initial, config.dream_config(), history)
 
 
 def _better(task: Task, a: float, b: float) -> bool:
