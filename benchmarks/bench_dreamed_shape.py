@@ -76,8 +76,8 @@ def one_task(name: str, args: argparse.Namespace, tmp: Path) -> str:
             lines.append(f"| {width} | " + " | ".join(cells) + " |")
         lines += ["", "(attempts per tree in brackets)"]
         settings = ReplaySettings(workers=args.workers, attempt_budget=budget)
-        report = dream(store, task, behaviour, DreamConfig(trials=args.trials,
-                                                           replay=settings))
+        report = dream(store, task, behaviour, DreamConfig(  # each tree alone, as measured
+            trials=args.trials, replay=settings, pool_branches=False))
         chosen = report.selected
         scores = score_policy(chosen, trees, settings, scale=scale, keep_order=True)
         shapes = [shape(t, s.result) for t, s in zip(trees, scores, strict=True)]

@@ -22,6 +22,10 @@ Usage: python benchmarks/bench_dreaming_pays.py --task circle-packing-26 --seeds
 earlier loops of π_1 (other seeds), and the dream arm dreams over them before its round 1. The
 attempts of those earlier loops are not counted; the fixed arm is unchanged.
 
+Settings the flags leave off are passed to the loop as off (``--no-pool-branches``, and
+``--no-dream-first`` without ``--prior``), so a section's command means what it meant when it
+was measured, whatever the loop's defaults are.
+
 Every finished loop is printed as one JSON line as soon as it ends; ``--resume LOG`` reuses the
 loops such a log already holds (same arm and seed) and runs only the missing ones, so a run
 killed after an hour loses at most one loop.
@@ -61,7 +65,7 @@ def loop_command(task: str, arm: str, seed: int, args: argparse.Namespace,
             "--select-on", args.select_on, "--root-orders", str(args.root_orders),
             "--crossval", str(args.crossval)] + (
                 ["--charge-misses"] if args.charge_misses else []) + (
-                ["--pool-branches"] if args.pool_branches else []) + (
+                ["--pool-branches" if args.pool_branches else "--no-pool-branches"]) + (
                 ["--initial", args.initial] if args.initial else []) + (
                 ["--warm-start"] if args.warm_start else []) + (
                 ["--target", repr(known_target(task))] if args.stop_at_best_known else [])
@@ -77,7 +81,8 @@ def run_arm(task: str, arm: str, seed: int, args: argparse.Namespace,
     for i in range(prior):
         subprocess.run(loop_command(task, "fixed", PRIOR_SEED + prior * seed + i, args, store),
                        check=True, capture_output=True, text=True)
-    cmd = loop_command(task, arm, seed, args, store) + (["--dream-first"] if prior else [])
+    cmd = loop_command(task, arm, seed, args, store) + (
+        ["--dream-first"] if prior else ["--no-dream-first"])
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     report = json.loads(out.stdout)
     curve = best_curve(store, [r["run_id"] for r in report["rounds"]])

@@ -70,7 +70,8 @@ def config_for(variant: str, base: ReplaySettings, orders: int, trials: int,
     settings = base if variant == "exact" else replace(base, root_orders=orders)
     return DreamConfig(trials=trials, replay=settings, require_gain=variant.endswith("gain"),
                        select_on="holdout" if "holdout" in variant else "train",
-                       crossval=folds if variant.endswith("crossval") else 0)
+                       crossval=folds if variant.endswith("crossval") else 0,
+                       pool_branches=False)  # each tree alone, as measured
 
 
 def test_value(spec: PolicySpec, trees: list[RecordedTree], settings: ReplaySettings,

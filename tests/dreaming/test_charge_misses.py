@@ -62,7 +62,7 @@ def test_cli_replay_dream_and_loop_take_the_flag(tmp_path: Path,
         "--initial", "fixed:branches=2,refine=1", "--charge-misses", "--isolation", "off",
         "--json")
     deep = ("replay", task_dir, "--policy", "fixed:branches=1,refine=9", "--budget", "8",
-            "--beta1", "0.1", "--json")
+            "--beta1", "0.1", "--no-pool-branches", "--json")  # each tree as recorded
     free, paid = json.loads(cli(*deep)), json.loads(cli(*deep, "--charge-misses"))
     assert free["settings"] != paid["settings"]
     for f, p in zip(free["trees"], paid["trees"], strict=True):

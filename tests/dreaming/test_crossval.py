@@ -46,7 +46,7 @@ def jump_chain(tree_id: str, depth: int, jump: float = 5.0) -> RecordedTree:
 
 def config(folds: int, *, require_gain: bool = False) -> DreamConfig:
     return DreamConfig(families=("fixed",), trials=60, replay=SETTINGS, crossval=folds,
-                       require_gain=require_gain)
+                       require_gain=require_gain, pool_branches=False)  # each chain alone
 
 
 def test_folds_are_disjoint_cover_every_tree_and_leave_one_out_at_most() -> None:

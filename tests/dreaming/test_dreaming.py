@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from dreamrsi.cli.main import app
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.dreaming import DreamConfig, LoopConfig, ReplaySettings, dream, run_loop
-from dreamrsi.dreaming.evaluate import score_policy
-from dreamrsi.dreaming.history import load_history
+from dreamrsi.dreaming.evaluate import QualityScale, score_policy
+from dreamrsi.dreaming.history import load_history, pool_branches
 from dreamrsi.dreaming.select import paired_interval, select
 from dreamrsi.engine import RunConfig, start_run
 from dreamrsi.errors import ConfigError
@@ -105,19 +105,32 @@ def test_selection_on_holdout_trees_compares_candidates_there(
         DreamConfig(select_on="all")
 
 
+@pytest.mark.parametrize("pool", [True, False])
 def test_versions_are_reproducible_from_the_store_alone(
-    history_store: tuple[SqliteRunStore, Path]
+    history_store: tuple[SqliteRunStore, Path], pool: bool
 ) -> None:
     store, task_dir = history_store
     task = load_task(task_dir)
-    report = dream(store, task, PolicySpec("fixed", {"branches": 2, "refine": 3}), FAST)
+    report = dream(store, task, PolicySpec("fixed", {"branches": 2, "refine": 3}),
+                   dataclasses.replace(FAST, pool_branches=pool))
+    # everything needed is in the store: the dream's settings and its splits, in order
+    record = store.get_dream(report.dream_id)
+    assert record.config["pool_branches"] is pool and record.report is not None
     history = load_history(store, task.name, task.digest, task.evaluator_digest)
     trees = {t.tree_id: t for t in history.trees}
-    for version in store.list_policies(task.digest):
-        stored = store.scores(version_id=version.version_id, dream_id=report.dream_id)
-        again = score_policy(version.spec, [trees[s.tree_id] for s in stored], FAST.replay)
-        assert [s.value for s in stored] == [a.value for a in again]
-        assert [s.revealed for s in stored] == [a.result.revealed for a in again]
+    compared = 0
+    for split in ("train", "holdout"):
+        members = [trees[i] for i in record.report[f"{split}_trees"]]
+        judged = {t.tree_id: t for t in (pool_branches(members) if pool else members)}
+        for version in store.list_policies(task.digest):
+            stored = [s for s in store.scores(version_id=version.version_id,
+                                              dream_id=report.dream_id) if s.split == split]
+            again = score_policy(version.spec, [judged[s.tree_id] for s in stored],
+                                 FAST.replay, scale=QualityScale.of(history.trees))
+            assert [s.value for s in stored] == [a.value for a in again]
+            assert [s.revealed for s in stored] == [a.result.revealed for a in again]
+            compared += len(stored)
+    assert compared >= 2 * len(history.trees)
 
 
 def test_dream_without_history_is_a_clear_error(store: SqliteRunStore,
@@ -319,17 +332,20 @@ def test_cli_dream_policies_replay_and_loop(tmp_path: Path, make_task: TaskFacto
     cli("loop", task_dir, "--arm", "sideways", code=1)
     wide = json.loads(cli("loop", task_dir, "--rounds", "1", "--per-round-budget", "4",
                           "--initial", "fixed:branches=4,refine=0", "--trials", "8",
-                          "--isolation", "off", "--json"))
+                          "--isolation", "off", "--no-dream-first", "--json"))
     assert wide["rounds"][0]["policy"] == "fixed:branches=4,refine=0"
     aimed = json.loads(cli("loop", task_dir, "--rounds", "3", "--per-round-budget", "40",
                            "--initial", "fixed:branches=1,refine=39", "--target", "2",
-                           "--trials", "8", "--isolation", "off", "--json"))
+                           "--trials", "8", "--isolation", "off", "--no-dream-first",
+                           "--json"))
     assert aimed["stop"] == "target reached in round 1 (2)" and len(aimed["rounds"]) == 1
     cli("loop", task_dir, "--target", "high", code=2)
+    # on a store with trees of the task, a loop dreams before round 1 unless told not to
     carried = json.loads(cli("loop", task_dir, "--rounds", "1", "--per-round-budget", "4",
-                             "--trials", "8", "--isolation", "off", "--dream-first", "--json"))
+                             "--trials", "8", "--isolation", "off", "--json"))
     assert carried["first_dream"]["dream_id"]
     assert carried["rounds"][0]["policy"] == carried["first_dream"]["selected"]
+    assert wide["first_dream"] is None and aimed["first_dream"] is None
 
 
 def test_frontier_area_and_knob_sweep() -> None:

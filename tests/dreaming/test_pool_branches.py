@@ -143,6 +143,17 @@ def test_history_knows_where_each_run_started_and_the_cli_takes_the_flag(
     dreamed = json.loads(cli("dream", str(task_dir), "--trials", "8", "--pool-branches",
                              "--json"))
     assert dreamed["candidates"]
+    # pooling is the default of every command; --no-pool-branches turns it off
+    alone = json.loads(cli("dream", str(task_dir), "--trials", "8", "--no-pool-branches",
+                           "--json"))
+    default = json.loads(cli("loop", str(task_dir), "--rounds", "2", "--per-round-budget", "3",
+                             "--trials", "8", "--isolation", "off", "--json"))
+    with SqliteRunStore.open(store) as reader:
+        assert reader.get_dream(dreamed["dream_id"]).config["pool_branches"] is True
+        assert reader.get_dream(alone["dream_id"]).config["pool_branches"] is False
+        for dream_id in (default["first_dream"]["dream_id"],
+                         default["rounds"][0]["dream"]["dream_id"]):
+            assert reader.get_dream(dream_id).config["pool_branches"] is True
 
 
 def test_replay_pools_as_the_dream_does(tmp_path: Path, make_task: TaskFactory) -> None:
@@ -161,8 +172,9 @@ def test_replay_pools_as_the_dream_does(tmp_path: Path, make_task: TaskFactory) 
                                      "--policy", "fixed:branches=1,refine=1", "--seed",
                                      str(seed), "--isolation", "off", "--store", store])
         assert result.exit_code == 0, result.output
-    alone, pooled = replay(), replay("--pool-branches")
+    alone, pooled = replay("--no-pool-branches"), replay()  # pooled by default
     assert alone["pool_branches"] is False and pooled["pool_branches"] is True
+    assert replay("--pool-branches") == pooled
     # alone, each tree holds one branch; pooled, it borrows the other's: two branches of two
     assert [t["attempts"] for t in alone["trees"]] == [2, 2]  # type: ignore[union-attr]
     assert [t["attempts"] for t in pooled["trees"]] == [4, 4]  # type: ignore[union-attr]

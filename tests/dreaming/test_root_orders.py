@@ -140,7 +140,7 @@ def test_dream_stores_the_mean_parts(store: SqliteRunStore, make_task: TaskFacto
     record_runs(store, task_dir, range(3))
     task = load_task(task_dir)
     incumbent = PolicySpec("fixed", {"branches": 2, "refine": 3})
-    config = DreamConfig(trials=24, keep=1, replay=ReplaySettings(
+    config = DreamConfig(trials=24, keep=1, pool_branches=False, replay=ReplaySettings(
         workers=2, attempt_budget=8, root_orders=2))
     report = dream(store, task, incumbent, config)
     assert report.row_of(incumbent)["train"]["attempts"] == 8

@@ -211,7 +211,7 @@ PoolOpt = Annotated[bool, typer.Option(
 def _dream_config(trials: int, families: str | None, holdout: float, require_gain: bool,
                   seed: int, settings: ReplaySettings, objective: str,
                   pareto_lam: float, select_on: str = "train",
-                  crossval: int = 0, pool_branches: bool = False) -> DreamConfig:
+                  crossval: int = 0, pool_branches: bool = True) -> DreamConfig:
     names = tuple(sorted(BUILTIN)) if not families else tuple(
         f.strip() for f in families.split(",") if f.strip())
     return DreamConfig(families=names, trials=trials, holdout_share=holdout,
@@ -240,7 +240,7 @@ def dream_cmd(
     pareto_lam: ParetoLamOpt = 0.1,
     select_on: SelectOnOpt = "train",
     crossval: CrossvalOpt = 0,
-    pool_branches: PoolOpt = False,
+    pool_branches: PoolOpt = True,
     seed: Annotated[int, typer.Option(help="Seed of the samplers.")] = 0,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
@@ -280,7 +280,7 @@ def loop_cmd(
     ] = False,
     dream_first: Annotated[bool, typer.Option(
         help="Dream over the task's earlier trees in the store before round 1 and deploy "
-             "that choice (default: round 1 runs π_1).")] = False,
+             "that choice (--no-dream-first: round 1 runs π_1).")] = True,
     trials: TrialsOpt = 600,
     families: FamiliesOpt = None,
     require_gain: Annotated[bool, typer.Option(
@@ -294,7 +294,7 @@ def loop_cmd(
     pareto_lam: ParetoLamOpt = 0.1,
     select_on: SelectOnOpt = "train",
     crossval: CrossvalOpt = 0,
-    pool_branches: PoolOpt = False,
+    pool_branches: PoolOpt = True,
     seed: Annotated[int, typer.Option(help="Seed of the loop.")] = 0,
     isolation: Annotated[str | None, typer.Option(help="auto | required | off.")] = None,
     target: TargetOpt = None,
@@ -361,7 +361,7 @@ def replay_cmd(
     quality: QualityOpt = "rank",
     root_orders: RootOrdersOpt = 1,
     charge_misses: ChargeMissesOpt = False,
-    pool_branches: PoolOpt = False,
+    pool_branches: PoolOpt = True,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:

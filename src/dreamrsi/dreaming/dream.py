@@ -83,7 +83,7 @@ class DreamConfig:
     pareto_lam: float = 0.1
     select_on: str = "train"
     crossval: int = 0
-    pool_branches: bool = False
+    pool_branches: bool = True
 
     def __post_init__(self) -> None:
         if self.crossval < 0 or self.crossval == 1:

@@ -63,7 +63,7 @@ class LoopConfig:
     dream: DreamConfig = field(default_factory=DreamConfig)
     warm_start: bool = False
     target: float | None = None
-    dream_first: bool = False
+    dream_first: bool = True
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.per_round_budget < 1 or self.workers < 1:

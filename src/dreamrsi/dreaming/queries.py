@@ -63,7 +63,7 @@ def policy_rows(store: SqliteRunStore, task: Task) -> list[dict[str, Any]]:
 
 
 def replay_rows(store: SqliteRunStore, task: Task, spec: PolicySpec,
-                settings: ReplaySettings, pool: bool = False) -> dict[str, Any]:
+                settings: ReplaySettings, pool: bool = True) -> dict[str, Any]:
     """One policy's replay of every comparable tree of the task (with ``pool``, each tree with
     the branches of the others of the same start appended, as a dream with
     ``pool_branches`` replays them)."""
