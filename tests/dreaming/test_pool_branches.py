@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from dreamrsi.cli.main import app
 from dreamrsi.core.model import Node, NodeStatus, node_id_for
-from dreamrsi.core.replay import RecordedTree, replay
+from dreamrsi.core.replay import RecordedTree, default_rounds, replay
 from dreamrsi.dreaming import DreamConfig, ReplaySettings
 from dreamrsi.dreaming.dream import choose
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy
@@ -68,6 +68,28 @@ def test_a_policy_opening_no_more_branches_than_the_tree_holds_sees_it_exactly()
         # for more than the chains hold goes on (missing) until K2 instead of stopping
         assert lent.stop in ("empty batch", "K2") and alone.stop in ("empty batch",
                                                                      "exhausted")
+
+
+def test_lent_branches_add_reveals_not_rounds_of_asking_for_nothing() -> None:
+    a = chains("a", [1.0, 1.5, 1.7], [2.0, 2.2])
+    lenders = [chains(f"b{i}", [3.0 + i, 3.1 + i], [5.0]) for i in range(6)]
+    pooled = pool_branches([a, *lenders])[0]
+    assert (a.own_size, a.size) == (5, 5)
+    assert (pooled.own_size, pooled.size) == (5, 5 + 6 * 3)
+    # each tree alone: as many rounds as nodes, with or without a budget
+    assert default_rounds(a, None) == default_rounds(a, 3) == default_rounds(a, 40) == 5
+    # lent branches: the tree's own size, or the budget when larger, at most the pooled size
+    assert default_rounds(pooled, None) == 23
+    assert default_rounds(pooled, 3) == 5 and default_rounds(pooled, 8) == 8
+    assert default_rounds(pooled, 40) == 23
+    # a policy that goes on asking beyond its chains stops at that K2, with what it revealed
+    settings = ReplaySettings(workers=1, attempt_budget=8)
+    [deep] = score_policy(parse_spec("fixed:branches=1,refine=20"), [pooled], settings)
+    assert deep.result.rounds == 8 and deep.result.stop == "K2"
+    assert deep.result.revealed == 3  # its own first chain, then misses
+    [broad] = score_policy(parse_spec("fixed:branches=8,refine=0"), [pooled], settings)
+    # one lent start a round: the whole budget fits in K2, nothing missed
+    assert broad.result.revealed == broad.result.selections == 8
 
 
 @given(st.lists(st.lists(st.floats(0, 10), min_size=1, max_size=4), min_size=1, max_size=5),

@@ -58,6 +58,8 @@ class RecordedTree:
         start: Where the recording run started: ``"seed"`` (the task's seed) or the node it
             started from. Trees with the same start may lend each other fresh branches
             (``dreaming.history.pool_branches``).
+        own_size: Non-root nodes the tree's own run recorded: ``size`` less the branches
+            lent by other runs (0 when built without :meth:`from_nodes`: same as ``size``).
     """
 
     tree_id: str
@@ -74,11 +76,14 @@ class RecordedTree:
     root_nodes: tuple[Node, ...] = ()
     branch_starts: tuple[RecordedBranch, ...] = ()
     start: str = "seed"
+    own_size: int = 0
 
     @classmethod
     def from_nodes(cls, tree_id: str, nodes: Iterable[Node], *, task_digest: str = "",
-                   evaluator_digest: str = "", start: str = "seed") -> RecordedTree:
-        """Index a run's nodes.
+                   evaluator_digest: str = "", start: str = "seed",
+                   own_size: int | None = None) -> RecordedTree:
+        """Index a run's nodes (``own_size``: how many of them its own run recorded, when
+        some were lent by other runs; default: all).
 
         Raises:
             ValueError: There is not exactly one root, a parent is missing, or a non-root node
@@ -114,7 +119,7 @@ class RecordedTree:
                    len(ordered) - 1, max(map(_ROUND, ordered)),
                    max(scores) if scores else None, min(scores) if scores else None,
                    task_digest, evaluator_digest, tuple(by_seq), tuple(root_nodes), starts,
-                   start)
+                   start, len(ordered) - 1 if own_size is None else own_size)
 
     @property
     def branch_count(self) -> int:
@@ -134,6 +139,17 @@ class RecordedTree:
             return None
         below = self.child_by_seq[node.seq]
         return None if below is None else below.node_id
+
+
+def default_rounds(tree: RecordedTree, attempt_budget: int | None) -> int:
+    """K2 when none is set: as many rounds as the tree has nodes. With lent branches and an
+    attempt budget, as many as the tree's own run recorded nodes, or the budget when that is
+    larger (a policy drawing lent branches one node a round may spend it all): lent branches
+    add reveals, not rounds in which a policy may go on asking for what was never recorded."""
+    if attempt_budget is None:
+        return max(1, tree.size)
+    own = tree.own_size or tree.size
+    return max(1, min(tree.size, max(own, attempt_budget)))
 
 
 @lru_cache(maxsize=4096)

@@ -36,7 +36,14 @@ from typing import Any
 
 from dreamrsi.core.objective import Objective
 from dreamrsi.core.policy import PlanContext, Policy, PolicySpec
-from dreamrsi.core.replay import RecordedTree, ReplayResult, replay, rotated, summarize
+from dreamrsi.core.replay import (
+    RecordedTree,
+    ReplayResult,
+    default_rounds,
+    replay,
+    rotated,
+    summarize,
+)
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import make_policy
 
@@ -50,7 +57,9 @@ class ReplaySettings:
 
     Attributes:
         workers: W in replay (the online run's worker count).
-        max_rounds: K2; ``None`` lets each tree allow as many rounds as it has nodes.
+        max_rounds: K2; ``None`` lets each tree allow as many rounds as it has nodes (with
+            lent branches and a budget: as its own run recorded, or the budget if larger;
+            ``core.replay.default_rounds``).
         attempt_budget: Cut replays at this many attempts, as the online budget would.
         beta1: Cost per attempt, in quality units.
         beta2: Bonus per unit of parallelism (attempts per round).
@@ -168,7 +177,8 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
     ``settings.root_orders`` above 1 the tree is replayed under evenly spaced rotations of its
     root children (a fresh policy state each) and V is their mean.
     """
-    k2 = settings.max_rounds if settings.max_rounds is not None else max(1, tree.size)
+    k2 = settings.max_rounds if settings.max_rounds is not None else default_rounds(
+        tree, settings.attempt_budget)
     plan = None
     planner = getattr(policy, "plan", None)
     if planner is not None:
