@@ -95,7 +95,9 @@ def main() -> None:
     lines = ["| measurement | result | target |", "|---|---:|---|",
              f"| one dream: {report.trials} trials over {len(config.families)} families, "
              f"{args.trees} trees of {BRANCHES * DEPTH} nodes, {len(report.candidates)} "
-             f"candidates replayed on every tree | {seconds:.1f} s | < 60 s: {verdict} |",
+             f"candidates replayed on every tree"
+             f"{' (branches pooled, the default)' if config.pool_branches else ''} | "
+             f"{seconds:.1f} s | < 60 s: {verdict} |",
              f"| trials per second | {report.trials / seconds:,.0f} | |", "",
              f"Selected `{report.selected.label()}` ({report.reason}). Top candidates by "
              "mean V on the training trees:", "", "| policy | V train | V holdout |",
