@@ -273,7 +273,8 @@ def loop_cmd(
     workers: Annotated[int, typer.Option(min=1, help="Attempts in parallel (W).")] = 2,
     arm: Annotated[str, typer.Option(help="dream | fixed (keep the initial policy).")] = "dream",
     initial: Annotated[str | None, typer.Option(
-        help="π_1 as NAME[:key=value,...] (default: fixed refinement sized to the budget)."
+        help="π_1 as NAME[:key=value,...] (default: fixed refinement sized to the budget); "
+             "with --dream-first and earlier trees, the incumbent of the dream before round 1."
     )] = None,
     warm_start: Annotated[bool, typer.Option(
         help="Start each round from the best workspace so far (default: from the seed).")
