@@ -122,6 +122,11 @@ class RecordedTree:
                    start, len(ordered) - 1 if own_size is None else own_size)
 
     @property
+    def recorded_size(self) -> int:
+        """Non-root nodes the tree's own run recorded (``own_size``, else ``size``)."""
+        return self.own_size or self.size
+
+    @property
     def branch_count(self) -> int:
         """Branches recorded (children of the root)."""
         return len(self.root_children)
@@ -148,8 +153,7 @@ def default_rounds(tree: RecordedTree, attempt_budget: int | None) -> int:
     add reveals, not rounds in which a policy may go on asking for what was never recorded."""
     if attempt_budget is None:
         return max(1, tree.size)
-    own = tree.own_size or tree.size
-    return max(1, min(tree.size, max(own, attempt_budget)))
+    return max(1, min(tree.size, max(tree.recorded_size, attempt_budget)))
 
 
 @lru_cache(maxsize=4096)

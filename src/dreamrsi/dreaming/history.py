@@ -140,7 +140,7 @@ def _with_branches(tree: RecordedTree, lenders: Sequence[RecordedTree]) -> Recor
         offset += max(n.seq for n in lent) + 1
     return RecordedTree.from_nodes(tree.tree_id, nodes, task_digest=tree.task_digest,
                                    evaluator_digest=tree.evaluator_digest, start=tree.start,
-                                   own_size=tree.own_size or tree.size)
+                                   own_size=tree.recorded_size)
 
 
 def hash_order(trees: Sequence[RecordedTree]) -> list[RecordedTree]:
