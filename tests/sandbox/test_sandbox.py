@@ -26,7 +26,7 @@ from dreamrsi.sandbox import (
     bwrap_available,
     env_digest,
     run_command,
-    scrub_env,
+    sandbox_env,
 )
 
 PY = sys.executable
@@ -72,6 +72,7 @@ def _run(
     **limits: object,
 ) -> CommandResult:
     limits.setdefault("timeout_s", 20)
+    cwd.chmod(0o755)  # as root, sandboxed commands run as another user: let it in
     return run_command(
         command,
         cwd,
@@ -152,7 +153,7 @@ def test_environment_is_scrubbed_inside_the_command(tmp_path: Path) -> None:
     for secret in ("OPENAI_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD"):
         assert secret not in seen
     assert "sk-x" not in result.stdout and "hunter2" not in result.stdout
-    assert result.env_digest == env_digest(scrub_env(env))
+    assert result.env_digest == env_digest(sandbox_env(env))
     assert result.env_digest != env_digest(env)
 
 
@@ -208,12 +209,13 @@ def test_background_child_dies_with_the_command(mode: str, tmp_path: Path) -> No
 
 
 def test_setsid_escapee_is_killed(tmp_path: Path) -> None:
-    result = _run("setsid sleep 100 & echo $!; sleep 0.2", tmp_path)
-    pid = int(result.stdout.split()[0])
+    tag = _unique_sleep()
+    result = _run(f"setsid sleep {tag} & sleep 0.2", tmp_path)
+    assert result.ok()
     deadline = time.monotonic() + 1
-    while _alive(pid) and time.monotonic() < deadline:
+    while _alive_with(tag) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert not _alive(pid)
+    assert not _alive_with(tag)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -322,7 +324,8 @@ def test_bwrap_file_system_is_read_only_outside_writable(
     inside = tmp_path / "work"  # under /tmp: bound after the sandbox's fresh /tmp
     inside.mkdir()
     blocked = outside_tmp / "blocked"
-    command = f"echo a > {inside}/ok; echo b > {blocked}; echo c > {tmp_path}/hidden; true"
+    command = (f"echo a > {inside}/ok; echo b > {blocked}; echo c > {tmp_path}/hidden; "
+               "echo d > /usr/dreamrsi-written; true")
     result = run_command(
         command,
         inside,
@@ -334,7 +337,9 @@ def test_bwrap_file_system_is_read_only_outside_writable(
     assert (inside / "ok").read_text() == "a\n"
     assert not blocked.exists()
     assert not (tmp_path / "hidden").exists()
-    assert "Read-only file system" in result.stderr
+    assert not Path("/usr/dreamrsi-written").exists()
+    assert "Read-only file system" in result.stderr  # /usr: visible, read-only
+    assert f"{blocked}: Directory nonexistent" in result.stderr  # the rest: not there at all
 
 
 def test_off_does_not_isolate(tmp_path: Path, outside_tmp: Path) -> None:
@@ -471,9 +476,10 @@ def test_cancel_stops_a_running_command(tmp_path: Path) -> None:
     assert result.timed_out and not result.ok()
 
 
-def test_an_interpreter_under_tmp_stays_reachable(tmp_path: Path, bwrap: str,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """A Python environment under /tmp (a venv made there) is bound back under bubblewrap."""
+def test_an_interpreter_outside_the_system_folders_stays_reachable(
+        tmp_path: Path, bwrap: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Python environment anywhere (a venv under /tmp, a pyenv under /root) is bound back
+    read-only under bubblewrap, and the folders above it are made traversable."""
     from dreamrsi.sandbox import _bwrap
 
     env = tmp_path / "venv"
@@ -482,11 +488,27 @@ def test_an_interpreter_under_tmp_stays_reachable(tmp_path: Path, bwrap: str,
     monkeypatch.setattr(sys, "prefix", str(env))
     _bwrap._interpreter_dirs.cache_clear()
     try:
-        argv = _bwrap.bwrap_argv(bwrap, tmp_path, Isolation(writable=(tmp_path / "ws",)))
+        argv = _bwrap.bwrap_argv(bwrap, tmp_path / "ws", Isolation(writable=(tmp_path / "ws",)))
     finally:
         _bwrap._interpreter_dirs.cache_clear()
-    if str(env.resolve()).startswith("/tmp/"):
-        at = argv.index(str(env.resolve()))
-        assert argv[at - 1] == "--ro-bind" and argv[at + 1] == str(env.resolve())
-    else:  # tmp_path is not under /tmp on this machine: nothing to bind back
-        assert str(env.resolve()) not in argv
+    at = argv.index(str(env.resolve()))
+    assert argv[at - 1] == "--ro-bind" and argv[at + 1] == str(env.resolve())
+    joined = " ".join(argv)
+    assert f"--perms 0755 --dir {env.resolve().parent}" in joined
+
+
+def test_a_closed_working_directory_is_a_clear_error_as_root(bwrap: str, tmp_path: Path) -> None:
+    """As root, commands run as another user: a 0700 working directory is refused clearly
+    (it would fail inside as "permission denied"); other users own it and may enter."""
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    read_only = Isolation(mode=IsolationMode.REQUIRED)
+    if os.geteuid() == 0:
+        with pytest.raises(SandboxError, match="closed to other users.*chmod o\\+rx"):
+            run_command("true", closed, env={}, limits=Limits(timeout_s=5), isolation=read_only)
+    else:
+        assert run_command("true", closed, env={}, limits=Limits(timeout_s=5),
+                           isolation=read_only).ok()
+    result = run_command("touch made", closed, env={}, limits=Limits(timeout_s=5),
+                         isolation=Isolation(mode=IsolationMode.REQUIRED, writable=(closed,)))
+    assert result.ok() and ((closed / "made").stat().st_uid != 0) == (os.geteuid() == 0)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dreamrsi.errors import ConfigError, SandboxError
-from dreamrsi.sandbox import Isolation, IsolationMode, Limits, env_digest, scrub_env
+from dreamrsi.sandbox import Isolation, IsolationMode, Limits, env_digest, sandbox_env
 from dreamrsi.sandbox._bwrap import bwrap_argv
 from dreamrsi.sandbox._result import StreamCapture, classify_limit, death_signal
 from dreamrsi.sandbox._rlimits import RLIMIT_LOCKS, effective_cpu_s, plan_rlimits
@@ -54,7 +54,7 @@ def test_isolation_coerces_mode_and_paths() -> None:
         Isolation(mode="sometimes")  # type: ignore[arg-type]
 
 
-def test_scrub_env_drops_secret_names_only() -> None:
+def test_sandbox_env_drops_secret_names_only() -> None:
     env = {
         "PATH": "/bin",
         "HOME": "/root",
@@ -67,7 +67,7 @@ def test_scrub_env_drops_secret_names_only() -> None:
         "HTTP_AUTHORIZATION": "g",
         "DREAM_RUN": "token-looking-value",
     }
-    assert scrub_env(env) == {"PATH": "/bin", "HOME": "/root", "DREAM_RUN": "token-looking-value"}
+    assert sandbox_env(env) == {"PATH": "/bin", "HOME": "/root", "DREAM_RUN": "token-looking-value"}
     assert env["OPENAI_API_KEY"] == "a", "the input must not be modified"
 
 
@@ -162,11 +162,15 @@ def test_bwrap_argv(tmp_path: Path) -> None:
     argv = bwrap_argv("/usr/bin/bwrap", work, isolation)
     joined = " ".join(argv)
     assert argv[0] == "/usr/bin/bwrap" and argv[-1] == "--"
-    assert "--ro-bind / /" in joined and "--tmpfs /tmp" in joined
+    assert "--ro-bind / /" not in joined and "--ro-bind /usr /usr" in joined
+    assert "--tmpfs /tmp" in joined and "--tmpfs /dev/shm" in joined
     assert joined.index("--tmpfs /tmp") < joined.index(f"--bind {work} {work}")
     assert joined.count(f"--bind {work} {work}") == 1
     for flag in ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent"):
         assert flag in argv
+    assert "--cap-drop ALL" in joined and "--cap-add" not in joined
+    for hidden in ("/home", "/root", "/run", "/var/run"):
+        assert f"bind {hidden} {hidden}" not in joined
     assert f"--chdir {work}" in joined
     networked = bwrap_argv("/usr/bin/bwrap", work, Isolation(network=True, writable=(work,)))
     assert "--unshare-net" not in networked

@@ -1,10 +1,11 @@
 """Run one shell command safely: resource limits, bounded output, no leftovers, isolation.
 
-:func:`run_command` runs ``/bin/sh -c COMMAND`` with a scrubbed environment in its own session
-under setrlimit limits, watches its process tree, enforces a wall-clock deadline and kills
-every process it started before returning. Where bubblewrap works (or is required) the command
-also runs with a read-only file system apart from the directories it may write, no network,
-and its own pid namespace.
+:func:`run_command` runs ``/bin/sh -c COMMAND`` with an allow-listed environment in its own
+session under setrlimit limits, watches its process tree, enforces a wall-clock deadline and
+kills every process it started before returning. Where bubblewrap works (or is required) the
+command also sees only the system folders, its working directory and the directories it may
+write, has no network and no capabilities, and, when dreamrsi runs as root, runs as an
+unprivileged uid of its own. :func:`read_left_file` reads what a command left behind.
 
 Example::
 
@@ -17,17 +18,28 @@ Example::
 from __future__ import annotations
 
 from dreamrsi.sandbox._bwrap import bwrap_available
-from dreamrsi.sandbox._config import Isolation, IsolationMode, Limits, env_digest, scrub_env
+from dreamrsi.sandbox._config import (
+    ALLOWED_ENV,
+    Isolation,
+    IsolationMode,
+    Limits,
+    env_digest,
+    sandbox_env,
+)
+from dreamrsi.sandbox._files import LeftFileError, read_left_file
 from dreamrsi.sandbox._result import CommandResult
 from dreamrsi.sandbox._run import run_command
 
 __all__ = [
+    "ALLOWED_ENV",
     "CommandResult",
     "Isolation",
     "IsolationMode",
+    "LeftFileError",
     "Limits",
     "bwrap_available",
     "env_digest",
+    "read_left_file",
     "run_command",
-    "scrub_env",
+    "sandbox_env",
 ]

@@ -1,9 +1,14 @@
 """Bubblewrap: finding it, checking that it works here, and the arguments a command runs under.
 
-Under bubblewrap the command sees the whole file system read-only (``--ro-bind / /``), a fresh
-``/dev`` and ``/proc``, an empty private ``/tmp`` and, read-write, only the directories the
-caller names. It gets its own pid namespace (so every process it starts dies with it), IPC
-namespace, session and, unless asked otherwise, a network namespace with only loopback.
+Under bubblewrap the command sees only what it needs: the system folders read-only (``/usr``,
+``/etc`` and the ``bin`` and ``lib`` folders), the running Python's installation read-only,
+further read-only paths the caller names, its working directory, the directories it may
+write, and fresh ``/dev``, ``/proc``, ``/tmp``, ``/dev/shm`` and ``/var/tmp``. Never the home
+folder, the store, other attempts' folders or the host's sockets. It gets its own pid, IPC,
+UTS and cgroup namespaces, a network namespace with only loopback unless asked otherwise, and
+no capabilities. Run as root, bubblewrap keeps just enough to hand the command to ``setpriv``,
+which switches to an unprivileged uid of its own and clears every capability, the bounding
+set included, before the command starts.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from dreamrsi.errors import SandboxError
@@ -27,7 +33,14 @@ BWRAP_WRAPPER_DEPTH = 2
 """Levels of bubblewrap's own processes above the command: the monitor and the namespace init."""
 
 _PROBE_TIMEOUT_S = 10.0
+_PROBE_UID = 60415
 _INSTALL_HINT = "install it with `apt-get install bubblewrap`"
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+_FRESH = ("/dev", "/proc", "/tmp", "/dev/shm", "/var", "/var/tmp")
+_KEEP_FOR_SETPRIV = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_READ_SEARCH")
+"""What bubblewrap keeps as root: enough to enter the working directory (its own ``--chdir``
+runs after the other capabilities are gone) and for ``setpriv`` to switch users and clear
+the bounding set; changing to a non-zero uid then clears every capability left."""
 
 
 @functools.cache
@@ -43,18 +56,71 @@ def _resolve(bwrap_path: str | None) -> str | None:
     return shutil.which(bwrap_path if bwrap_path is not None else "bwrap")
 
 
-def _base_argv(bwrap: str, *, network: bool) -> list[str]:
-    """Return the bwrap options shared by the probe and real commands."""
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+@functools.cache
+def _setpriv() -> str | None:
+    """Return util-linux's ``setpriv`` when it lies in a system folder the sandbox shows."""
+    found = shutil.which("setpriv")
+    if found is None:
+        return None
+    real = os.path.realpath(found)
+    return real if _covered(real, _system_view()) else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Mount:
+    """One bubblewrap mount: ``ro`` or ``rw`` bind of ``source`` at ``dest``."""
+
+    kind: str
+    source: str
+    dest: str
+
+
+@functools.cache
+def _system_view() -> tuple[str, ...]:
+    """The system folders that exist here (symbolic links such as ``/bin`` included)."""
+    return tuple(p for p in _SYSTEM_DIRS if os.path.lexists(p))
+
+
+def _system_argv() -> list[str]:
+    """Bind the system folders read-only (mirroring symlinks) and make the fresh folders."""
+    argv: list[str] = []
+    for path in _system_view():
+        if os.path.islink(path):
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    argv += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp",
+             "--perms", "1777", "--tmpfs", "/dev/shm", "--dir", "/var",
+             "--perms", "1777", "--tmpfs", "/var/tmp"]
+    return argv
+
+
+def _namespace_argv(*, network: bool, uid: int | None) -> list[str]:
+    """Namespaces, session and capabilities; as root, the ``setpriv`` hand-over after ``--``."""
+    argv = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if not network:
         argv.append("--unshare-net")
-    argv += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"]
-    return argv
+    if uid is None:
+        return [*argv, "--"]
+    setpriv = _setpriv()
+    if setpriv is None:
+        raise SandboxError("running as root, the sandbox needs util-linux's setpriv in /usr "
+                           "to drop to an unprivileged user; install util-linux")
+    for cap in _KEEP_FOR_SETPRIV:
+        argv += ["--cap-add", cap]
+    return [*argv, "--", setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+            "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--"]
+
+
+def _probe_uid() -> int | None:
+    """The uid the probe drops to: an unprivileged one when running as root, else none."""
+    return _PROBE_UID if os.geteuid() == 0 else None
 
 
 @functools.cache
 def _probe(bwrap: str) -> str | None:
-    """Run ``bwrap`` once with a trivial command; return None if it worked, else why not.
+    """Run ``bwrap`` once as real commands run, with a trivial command; None if it worked.
 
     Args:
         bwrap: Absolute path of the binary.
@@ -62,10 +128,15 @@ def _probe(bwrap: str) -> str | None:
     Returns:
         None on success, or a description of the failure.
     """
-    argv = [*_base_argv(bwrap, network=False), "--", "/bin/true"]
+    try:
+        argv = [bwrap, *_system_argv(), *_namespace_argv(network=False, uid=_probe_uid()),
+                "/bin/true"]
+    except SandboxError as exc:
+        return str(exc)
     try:
         done = subprocess.run(
-            argv, capture_output=True, timeout=_PROBE_TIMEOUT_S, check=False, close_fds=True
+            argv, capture_output=True, timeout=_PROBE_TIMEOUT_S, check=False, close_fds=True,
+            cwd="/",
         )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"{type(exc).__name__}: {exc}"
@@ -120,88 +191,123 @@ def choose_bwrap(isolation: Isolation) -> str | None:
             return bwrap
         reason = f"bubblewrap at {bwrap!r} does not work: {failure}"
     if isolation.mode is IsolationMode.REQUIRED:
-        raise SandboxError(f"isolation mode 'required': {reason}; {_INSTALL_HINT}")
+        raise SandboxError(f"isolation mode 'required': {reason}; {_INSTALL_HINT}, or ask "
+                           "for no isolation by name (--isolation off)")
     _warn_unisolated(reason)
     return None
 
 
-def _writable_dirs(writable: tuple[Path, ...]) -> list[str]:
-    """Return the writable directories as absolute, resolved, existing paths.
-
-    Args:
-        writable: The directories from the isolation settings.
-
-    Returns:
-        Their resolved paths, in order, without duplicates.
+def _existing_dirs(paths: tuple[Path, ...], what: str) -> list[str]:
+    """Return ``paths`` as absolute, resolved, existing directories, without duplicates.
 
     Raises:
         SandboxError: A directory does not exist.
     """
     resolved: list[str] = []
-    for path in writable:
+    for path in paths:
         real = path.resolve()
         if not real.is_dir():
-            raise SandboxError(f"writable directory {str(path)!r} does not exist")
+            raise SandboxError(f"{what} directory {str(path)!r} does not exist")
         if str(real) not in resolved:
             resolved.append(str(real))
     return resolved
 
 
-def bwrap_argv(bwrap: str, cwd: Path, isolation: Isolation) -> list[str]:
-    """Return the ``bwrap ... --`` prefix that runs a command in the sandbox.
+def _readable_paths(paths: tuple[Path, ...]) -> list[str]:
+    """Return the readable paths resolved; each must exist (a file or a directory).
 
-    Writable directories are bound after the fresh ``/tmp``: bubblewrap resolves bind sources
-    in the original root, so a directory under the host's ``/tmp`` stays reachable.
+    Raises:
+        SandboxError: A path does not exist.
+    """
+    resolved: list[str] = []
+    for path in paths:
+        real = path.resolve()
+        if not real.exists():
+            raise SandboxError(f"readable path {str(path)!r} does not exist")
+        resolved.append(str(real))
+    return resolved
+
+
+def _covered(path: str, roots: tuple[str, ...] | list[str]) -> bool:
+    """Whether ``path`` is one of ``roots`` or lies under one."""
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def _mounts(cwd: Path, isolation: Isolation) -> list[_Mount]:
+    """Every bind besides the system folders, parents before children.
+
+    A path the system folders already show is not bound again; the working directory is
+    bound read-only unless a writable directory holds it.
+    """
+    writable = _existing_dirs(isolation.writable, "writable")
+    system = _system_view()
+    reads = [*_interpreter_dirs(), *_readable_paths(isolation.readable)]
+    if not _covered(os.fspath(cwd), writable):
+        reads.append(os.fspath(cwd))
+    mounts: dict[str, _Mount] = {}
+    for path in sorted(set(reads), key=len):  # a folder first, then what lies under it
+        if not _covered(path, [*system, *writable, *mounts]):
+            mounts[path] = _Mount("ro", path, path)
+    for path in writable:
+        mounts[path] = _Mount("rw", path, path)
+    return sorted(mounts.values(), key=lambda m: (m.dest.count("/"), m.dest))
+
+
+def _parent_dirs(mounts: list[_Mount]) -> list[str]:
+    """Folders to create (mode 0755) so that every mount point is reachable by any user.
+
+    Bubblewrap would otherwise copy the host folders' modes, and a folder such as ``/root``
+    (mode 0700) would hide the Python installed beneath it from the unprivileged command.
+    """
+    made: list[str] = []
+    system = _system_view()
+    for mount in mounts:
+        others = [m.dest for m in mounts if m.dest != mount.dest]
+        parent = os.path.dirname(mount.dest)
+        chain: list[str] = []
+        while parent not in ("/", "", *_FRESH, *made):
+            if _covered(parent, system) or _covered(parent, others):
+                break  # a bound host folder: the mount point exists already
+            chain.append(parent)
+            parent = os.path.dirname(parent)
+        made.extend(reversed(chain))
+    return made
+
+
+def bwrap_argv(bwrap: str, cwd: Path, isolation: Isolation, uid: int | None = None) -> list[str]:
+    """Return the ``bwrap ... --`` prefix that runs a command in the sandbox.
 
     Args:
         bwrap: Absolute path of a working bwrap.
         cwd: The command's working directory (absolute and resolved).
         isolation: The caller's isolation settings.
+        uid: The unprivileged uid the command runs as (when this process is root), or None
+            to keep this process's own uid (bubblewrap then runs in a user namespace).
 
     Returns:
-        The argument vector prefix.
+        The argument vector prefix, ending in ``--`` (or in ``setpriv ... --`` as root).
 
     Raises:
-        SandboxError: A writable directory does not exist.
+        SandboxError: A writable directory or readable path does not exist, or ``setpriv``
+            is missing when ``uid`` is given.
     """
-    argv = _base_argv(bwrap, network=isolation.network)
-    writable = _writable_dirs(isolation.writable)
-    for directory in _interpreter_dirs():  # a Python (or venv) under /tmp stays reachable
-        if not any(Path(directory).is_relative_to(w) for w in writable):
-            argv += ["--ro-bind", directory, directory]
-    for directory in writable:
-        argv += ["--bind", directory, directory]
-    if _hidden_by_tmpfs(cwd, writable):
-        argv += ["--ro-bind", os.fspath(cwd), os.fspath(cwd)]
-    argv += ["--chdir", os.fspath(cwd), "--"]
-    return argv
+    mounts = _mounts(cwd, isolation)
+    argv = [bwrap, *_system_argv()]
+    for folder in _parent_dirs(mounts):
+        argv += ["--perms", "0755", "--dir", folder]
+    for mount in mounts:
+        argv += ["--ro-bind" if mount.kind == "ro" else "--bind", mount.source, mount.dest]
+    argv += ["--chdir", os.fspath(cwd)]
+    return argv + _namespace_argv(network=isolation.network, uid=uid)
 
 
 @functools.cache
 def _interpreter_dirs() -> tuple[str, ...]:
-    """Folders of the running Python (its environment and base installation) that lie under
-    ``/tmp`` and would vanish behind the sandbox's fresh ``/tmp``: commands run ``python3``
-    from them, so they are bound back read-only."""
+    """Folders of the running Python (its environment and base installation): commands run
+    ``python3`` from them, so they are bound read-only wherever they lie."""
     found: list[str] = []
     for path in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))):
         real = os.path.realpath(path)
-        if Path(real).is_relative_to("/tmp") and real not in found and os.path.isdir(real):
+        if real not in found and os.path.isdir(real):
             found.append(real)
     return tuple(found)
-
-
-def _hidden_by_tmpfs(cwd: Path, writable: list[str]) -> bool:
-    """Say whether ``cwd`` lies under ``/tmp`` but under none of the writable directories.
-
-    Such a directory would vanish behind the sandbox's fresh ``/tmp``; it is bound read-only.
-
-    Args:
-        cwd: The resolved working directory.
-        writable: The resolved writable directories.
-
-    Returns:
-        True when ``cwd`` must be bound explicitly.
-    """
-    if not cwd.is_relative_to("/tmp"):
-        return False
-    return not any(cwd.is_relative_to(directory) for directory in writable)

@@ -16,14 +16,25 @@ from pathlib import Path
 from dreamrsi.errors import ConfigError
 
 __all__ = [
+    "ALLOWED_ENV",
     "Isolation",
     "IsolationMode",
     "Limits",
     "env_digest",
-    "scrub_env",
+    "sandbox_env",
 ]
 
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|PASSWD|AUTH", re.IGNORECASE)
+ALLOWED_ENV = frozenset({
+    "PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TZ", "TERM",
+    "PYTHONPATH", "PYTHONSAFEPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED",
+    "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONUTF8",
+    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+})
+"""Variables a sandboxed command may receive, besides ``LC_*``, ``DREAM_*`` and the names an
+isolation setting passes on by name."""
+
+_ALLOWED_PREFIXES = ("LC_", "DREAM_")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _check_positive(name: str, value: object, *, integral: bool, optional: bool) -> None:
@@ -104,17 +115,24 @@ class Isolation:
         mode: When to use bubblewrap.
         writable: Directories the command may write (bound read-write inside the sandbox);
             everything else is read-only, apart from a fresh empty ``/tmp``.
+        readable: Further host paths the command may read (bound read-only); it sees the
+            system folders (``/usr``, ``/etc``, the ``lib`` and ``bin`` folders), the running
+            Python's installation, its working directory and these, nothing else.
         network: Whether the command keeps the network; False gives it a private network
             namespace with only a loopback device.
+        pass_env: Names of further environment variables the command may receive.
         bwrap_path: The bubblewrap binary; None looks ``bwrap`` up on PATH.
 
     Raises:
-        ConfigError: ``mode`` is not an isolation mode.
+        ConfigError: ``mode`` is not an isolation mode, or a name in ``pass_env`` is not a
+            variable name.
     """
 
     mode: IsolationMode = IsolationMode.AUTO
     writable: tuple[Path, ...] = ()
+    readable: tuple[Path, ...] = ()
     network: bool = False
+    pass_env: tuple[str, ...] = ()
     bwrap_path: str | None = None
 
     def __post_init__(self) -> None:
@@ -127,21 +145,32 @@ class Isolation:
             ) from None
         object.__setattr__(self, "mode", mode)
         object.__setattr__(self, "writable", tuple(Path(p) for p in self.writable))
+        object.__setattr__(self, "readable", tuple(Path(p) for p in self.readable))
+        names = tuple(self.pass_env)
+        for name in names:
+            if not isinstance(name, str) or not _ENV_NAME.match(name):
+                raise ConfigError(f"invalid variable name {name!r}", key="pass_env",
+                                  expected="names of environment variables")
+        object.__setattr__(self, "pass_env", names)
 
 
-def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
-    """Return a copy of ``env`` without variables whose name suggests a secret.
+def sandbox_env(env: Mapping[str, str], pass_env: tuple[str, ...] = ()) -> dict[str, str]:
+    """Return the part of ``env`` a sandboxed command may receive: an allow-list, not a filter.
 
-    A variable is dropped when its name contains KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL,
-    PASSWD or AUTH, in any case. Values are never inspected.
+    Kept: the names in :data:`ALLOWED_ENV`, names starting with ``LC_`` or ``DREAM_``, and the
+    names in ``pass_env``. Everything else (``DATABASE_URL``, ``GH_PAT``, ``SSHPASS``,
+    ``DREAMRSI_STORE``...) is dropped, whatever its name looks like.
 
     Args:
         env: The environment the caller wants the command to get.
+        pass_env: Further names the caller (a task file) asked for by name.
 
     Returns:
         The environment the command actually gets.
     """
-    return {name: value for name, value in env.items() if not _SECRET_NAME.search(name)}
+    extra = frozenset(pass_env)
+    return {name: value for name, value in env.items()
+            if name in ALLOWED_ENV or name in extra or name.startswith(_ALLOWED_PREFIXES)}
 
 
 def env_digest(env: Mapping[str, str]) -> str:

@@ -35,6 +35,7 @@ RLIMIT_LOCKS = 10
 """Linux's resource number for RLIMIT_LOCKS (the ``resource`` module does not name it)."""
 
 _MIB = 1024 * 1024
+_THREAD_ROOM = 1024
 _TAG_LOW = 1 << 40
 _TAG_HIGH = 1 << 62
 
@@ -126,10 +127,13 @@ def _tasks_running() -> int:
 def _nproc_limit(max_processes: int) -> tuple[int, int]:
     """Return the RLIMIT_NPROC pair backing up ``max_processes``.
 
-    RLIMIT_NPROC counts every task of the real user, not only the command's, and is not
-    enforced for root. For root the configured number is set as is; for other users the
-    machine's current task count is added, so that the limit bounds the command's growth
-    without failing a command whose user already runs many processes.
+    RLIMIT_NPROC counts every thread of the real user, not only the command's processes, and
+    is not enforced for root. As root, a command either stays root (no isolation: the limit
+    does nothing) or runs as a uid of its own, whose threads are all the command's: room for
+    threads is added (``_THREAD_ROOM``) so that the watchdog, which counts processes, is what
+    stops a command, and the limit only bounds a fork bomb between two of its walks. For
+    other users the machine's current task count is added, so that the limit bounds the
+    command's growth without failing a command whose user already runs many processes.
 
     Args:
         max_processes: The configured number of processes.
@@ -139,6 +143,8 @@ def _nproc_limit(max_processes: int) -> tuple[int, int]:
     """
     if os.geteuid() != 0:
         max_processes += _tasks_running()
+    else:
+        max_processes += _THREAD_ROOM
     return _clamp(max_processes, resource.RLIMIT_NPROC)
 
 

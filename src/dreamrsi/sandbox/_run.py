@@ -17,16 +17,19 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from dreamrsi.errors import SandboxError
 from dreamrsi.sandbox._bwrap import BWRAP_WRAPPER_DEPTH, bwrap_argv, choose_bwrap
-from dreamrsi.sandbox._config import Isolation, Limits, env_digest, scrub_env
+from dreamrsi.sandbox._config import Isolation, Limits, env_digest, sandbox_env
+from dreamrsi.sandbox._pidns import PIDNS_WRAPPER_DEPTH, pidns_prefix
 from dreamrsi.sandbox._proctree import ProcessTree, killpg
 from dreamrsi.sandbox._result import CommandResult, StreamCapture, classify_limit
 from dreamrsi.sandbox._rlimits import RlimitPlan, effective_cpu_s, plan_rlimits, prlimit_binary
+from dreamrsi.sandbox._uids import hand_over, lease_uid
 
 __all__ = ["run_command"]
 
@@ -53,14 +56,16 @@ def run_command(
 ) -> CommandResult:
     """Run ``/bin/sh -c command`` in ``cwd`` under ``limits`` and return how it went.
 
-    The environment is ``scrub_env(env)``. The command runs in its own session under
-    resource limits, under bubblewrap when ``isolation`` asks for it and it works. Whatever
-    the command does, every process it started is dead when this returns.
+    The environment is ``sandbox_env(env, isolation.pass_env)``. The command runs in its own
+    session under resource limits: under bubblewrap when ``isolation`` asks for it and it
+    works (as root, as an unprivileged uid of its own, to which the writable directories are
+    handed), otherwise in a pid namespace of its own where one is available. Whatever the
+    command does, every process it started is dead when this returns.
 
     Args:
         command: Shell command line.
         cwd: Working directory; must exist.
-        env: Environment to give the command, before scrubbing.
+        env: Environment the caller wants the command to get, before the allow-list.
         limits: Resource limits.
         isolation: Isolation settings.
         stdin: Bytes fed to the command's standard input; None gives it ``/dev/null``.
@@ -77,30 +82,38 @@ def run_command(
     workdir = Path(cwd).resolve()
     if not workdir.is_dir():
         raise SandboxError(f"working directory {str(cwd)!r} does not exist")
-    clean_env = scrub_env(env)
+    clean_env = sandbox_env(env, isolation.pass_env)
     bwrap = choose_bwrap(isolation)
-    plan = plan_rlimits(limits)
-    argv, preexec = _build_argv(command, workdir, isolation, bwrap, plan)
-    logger.debug("running %r in %s (isolated=%s)", command, workdir, bwrap is not None)
-    started = time.monotonic()
-    proc = _spawn(argv, workdir, clean_env, stdin, preexec)
-    try:
-        supervisor = _Supervisor(proc, limits, plan, isolated=bwrap is not None, stdin=stdin)
-    except BaseException:
-        _abandon(proc)
-        raise
-    try:
-        supervisor.run(deadline=started + limits.timeout_s, cancel=cancel)
-    finally:
-        supervisor.close()
+    as_root = bwrap is not None and os.geteuid() == 0
+    with lease_uid() if as_root else nullcontext(None) as uid:
+        plan = plan_rlimits(limits)
+        argv, preexec, depth = _build_argv(command, workdir, isolation, bwrap, plan, uid)
+        if uid is not None:
+            hand_over(isolation.writable, uid)
+            _check_enterable(workdir, isolation)
+        logger.debug("running %r in %s (isolated=%s)", command, workdir, bwrap is not None)
+        started = time.monotonic()
+        proc = _spawn(argv, workdir, clean_env, stdin, preexec)
+        try:
+            supervisor = _Supervisor(proc, limits, plan, wrapper_depth=depth,
+                                     isolated=bwrap is not None, stdin=stdin)
+        except BaseException:
+            _abandon(proc)
+            raise
+        try:
+            supervisor.run(deadline=started + limits.timeout_s, cancel=cancel)
+        finally:
+            supervisor.close()
     duration_ms = round((time.monotonic() - started) * 1000)
     return supervisor.result(command, duration_ms, env_digest(clean_env))
 
 
 def _build_argv(
-    command: str, cwd: Path, isolation: Isolation, bwrap: str | None, plan: RlimitPlan
-) -> tuple[list[str], Callable[[], None] | None]:
-    """Return the argument vector and, only without ``prlimit``, the preexec function."""
+    command: str, cwd: Path, isolation: Isolation, bwrap: str | None, plan: RlimitPlan,
+    uid: int | None,
+) -> tuple[list[str], Callable[[], None] | None, int]:
+    """Return the argument vector, the preexec function (only without ``prlimit``) and the
+    number of wrapper processes above the command."""
     argv: list[str] = []
     preexec = None
     prlimit = prlimit_binary()
@@ -108,10 +121,29 @@ def _build_argv(
         argv += plan.prlimit_argv(prlimit)
     else:
         preexec = plan.preexec()
+    depth = 0
     if bwrap is not None:
-        argv += bwrap_argv(bwrap, cwd, isolation)
+        argv += bwrap_argv(bwrap, cwd, isolation, uid)
+        depth = BWRAP_WRAPPER_DEPTH
+    elif (prefix := pidns_prefix()) is not None:
+        argv += prefix
+        depth = PIDNS_WRAPPER_DEPTH
     argv += [_SHELL, "-c", command]
-    return argv, preexec
+    return argv, preexec, depth
+
+
+def _check_enterable(cwd: Path, isolation: Isolation) -> None:
+    """Fail clearly when a working directory the command does not own is closed to others.
+
+    Raises:
+        SandboxError: ``cwd`` lies in no writable directory and is not ``o+rx``.
+    """
+    if any(cwd.is_relative_to(w.resolve()) for w in isolation.writable):
+        return
+    if cwd.stat().st_mode & 0o005 != 0o005:
+        raise SandboxError(f"working directory {str(cwd)!r} is closed to other users; as root "
+                           "the sandbox runs commands as an unprivileged user: make it "
+                           "readable by others (chmod o+rx) or writable")
 
 
 def _spawn(
@@ -175,6 +207,8 @@ class _Supervisor:
         proc: The started command.
         limits: Its limits.
         plan: The rlimits it started under.
+        wrapper_depth: Levels of wrapper processes (bubblewrap's, or ``unshare``) above the
+            command; with any, the command lives in a pid namespace of its own.
         isolated: Whether it runs under bubblewrap.
         stdin: Bytes still to feed it, if any.
     """
@@ -185,15 +219,15 @@ class _Supervisor:
         limits: Limits,
         plan: RlimitPlan,
         *,
+        wrapper_depth: int,
         isolated: bool,
         stdin: bytes | None,
     ) -> None:
         self._proc = proc
         self._limits = limits
         self._isolated = isolated
-        self._tree = ProcessTree(
-            proc.pid, wrapper_depth=BWRAP_WRAPPER_DEPTH if isolated else 0, tag=plan.tag
-        )
+        self._contained = wrapper_depth > 0
+        self._tree = ProcessTree(proc.pid, wrapper_depth=wrapper_depth, tag=plan.tag)
         self._out = StreamCapture(limits.max_output_bytes)
         self._err = StreamCapture(limits.max_output_bytes)
         self._pending = memoryview(stdin or b"")
@@ -305,7 +339,7 @@ class _Supervisor:
         """Send SIGTERM to the command's processes and schedule SIGKILL."""
         logger.info("pid %d: timed out after %.1f s", self._proc.pid, self._limits.timeout_s)
         self._timed_out = True
-        if not self._isolated:  # under bwrap the group is bwrap itself, which must not die yet
+        if not self._contained:  # else the group is the wrapper's, which must not die yet
             killpg(self._proc.pid, signal.SIGTERM)
         self._tree.signal_command(signal.SIGTERM)
         self._kill_at = now + _GRACE_S
@@ -313,12 +347,12 @@ class _Supervisor:
     def _kill(self, now: float) -> None:
         """SIGKILL the whole tree and wait (bounded) for the command's process to exit."""
         self._kill_at = None
-        self._tree.kill_all(sweep=not self._isolated)
+        self._tree.kill_all(sweep=not self._contained)
         self._give_up_at = now + _REAP_PATIENCE_S
 
     def _on_exit(self, now: float) -> None:
         """Kill what the command left behind, then reap it and keep its status and rusage."""
-        self._tree.kill_all(sweep=not self._isolated)
+        self._tree.kill_all(sweep=not self._contained)
         try:
             _, status, usage = os.wait4(self._proc.pid, 0)
         except ChildProcessError:
@@ -399,7 +433,7 @@ class _Supervisor:
     def close(self) -> None:
         """Release everything; if supervision was interrupted, kill and reap the command."""
         if not self._exited:
-            self._tree.kill_all(sweep=not self._isolated)
+            self._tree.kill_all(sweep=not self._contained)
             try:
                 self._proc.wait(timeout=_REAP_PATIENCE_S)
             except subprocess.TimeoutExpired:
