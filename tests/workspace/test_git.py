@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dreamrsi.workspace import WorkspaceRepo, _objects, file_digests
+from dreamrsi.workspace import WorkspaceRepo, _objects
 
 NAMES = st.sampled_from(["a", "b", "a.txt", "a-b", "a_b", "Z", "é", "sub", "sub.x", "x y"])
 
@@ -126,31 +126,6 @@ def test_checkout_falls_back_to_git_for_packed_objects(tmp_path: Path) -> None:
     repo.checkout(commit, tmp_path / "co", tmp_path / "idx2", calls)
     assert (tmp_path / "co" / "f.txt").read_text() == "hello"
     assert [c.args[0] for c in calls] == ["read-tree"] and not calls[0].in_process
-
-
-def test_restore_puts_protected_paths_back(tmp_path: Path) -> None:
-    repo = WorkspaceRepo.open(tmp_path / "repo.git")
-    seed = tmp_path / "seed"
-    (seed / "data").mkdir(parents=True)
-    (seed / "evaluate.py").write_text("original")
-    (seed / "data" / "x.csv").write_text("1,2")
-    commit = repo.import_folder(seed, "seed", "refs/dreamrsi/nodes/s", [])
-    work = tmp_path / "work"
-    repo.checkout(commit, work, tmp_path / "idx", [])
-    before = file_digests(work, ["evaluate.py", "data"])
-    (work / "evaluate.py").write_text("hacked")
-    (work / "data" / "extra.csv").write_text("3")
-    (work / "data" / "x.csv").unlink()
-    after = file_digests(work, ["evaluate.py", "data"])
-    assert after != before
-    repo.restore(commit, work, tmp_path / "idx", ["evaluate.py", "data"], [])
-    assert file_digests(work, ["evaluate.py", "data"]) == before
-
-
-def test_missing_protected_path_is_a_change(tmp_path: Path) -> None:
-    (tmp_path / "a").write_text("x")
-    assert file_digests(tmp_path, ["a", "b"]) == {
-        "a": file_digests(tmp_path, ["a"])["a"], "b": "missing"}
 
 
 def test_export_refuses_a_non_empty_folder(tmp_path: Path) -> None:

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import shutil
-import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -21,16 +19,33 @@ from pathlib import Path
 from typing import Any
 
 from dreamrsi.core.model import Artifact, Cost, Node, NodeStatus
-from dreamrsi.engine.evaluation import Evaluation, parse_evaluation
-from dreamrsi.sandbox import CommandResult, Isolation, IsolationMode, Limits, run_command
+from dreamrsi.engine.evaluation import Evaluation, parse_evaluation, read_result_file
+from dreamrsi.engine.sandboxing import (
+    base_env,
+    command_limits,
+    evaluator_env,
+    evaluator_isolation,
+    proposer_isolation,
+)
+from dreamrsi.sandbox import (
+    CommandResult,
+    Isolation,
+    IsolationMode,
+    LeftFileError,
+    read_left_file,
+    run_command,
+)
 from dreamrsi.store.blobs import BlobStore
 from dreamrsi.store.ledger import Actor, LedgerEvent
-from dreamrsi.tasks.spec import Constraints, Task
-from dreamrsi.workspace.git import GitCall, GitFailed, WorkspaceRepo, file_digests
+from dreamrsi.tasks.spec import Task
+from dreamrsi.workspace.git import GitCall, GitFailed, WorkspaceRepo
+from dreamrsi.workspace.trusted import open_to_all, overlay_trusted, scan_workspace
 
 logger = logging.getLogger(__name__)
 
 _PLAN = re.compile(r"^\s*PLAN:\s*(.+?)\s*$", re.MULTILINE)
+_MIB = 1 << 20
+_MAX_COST_BYTES = 65_536
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,18 +88,21 @@ class AttemptRunner:
         blobs: Where command output and narration are kept.
         work_root: Parent folder of the temporary attempt folders.
         isolation: Bubblewrap mode for every command.
+        trusted: The trusted copy of the task's protected files (see
+            :func:`dreamrsi.workspace.trusted.copy_trusted`).
         deadline: ``time.monotonic()`` value at which the run's wall-time budget ends.
         cancel: Set to stop every attempt in progress (their nodes become ``lost``).
     """
 
     def __init__(self, task: Task, repo: WorkspaceRepo, blobs: BlobStore, work_root: Path,
-                 isolation: IsolationMode, deadline: float | None = None,
+                 isolation: IsolationMode, trusted: Path, deadline: float | None = None,
                  cancel: threading.Event | None = None) -> None:
         self.task = task
         self.repo = repo
         self.blobs = blobs
         self.work_root = work_root
         self.isolation = isolation
+        self.trusted = trusted
         self.deadline = deadline
         self.cancel = cancel or threading.Event()
         self._constraints = task.constraints
@@ -109,46 +127,74 @@ class AttemptRunner:
 
     def _run_in(self, folder: Path, spec: AttemptSpec, rec: _Recorder,
                 started: float) -> AttemptOutcome:
-        ws, io, index = folder / "ws", folder / "io", folder / "index"
+        ws, io, index, view = folder / "ws", folder / "io", folder / "index", folder / "eval"
         io.mkdir(parents=True)
-        self.repo.checkout(spec.commit, ws, index, rec.git_calls)
-        rec.flush_git(spec.commit)
         commit = spec.commit
         if spec.parent is not None:
-            before = file_digests(ws, self.task.constraints.protected_paths)
+            self.repo.checkout(spec.commit, ws, index, rec.git_calls)
+            rec.flush_git(spec.commit)
             result = self._propose(spec, ws, io, rec)
             if result is not None:
                 return result
-            if not ws.is_dir():
-                return rec.finish(NodeStatus.ERROR, "the proposer deleted its workspace folder",
-                                  spec.commit, started)
-            changed = self._guard_protected(spec, ws, index, before, rec)
+            problem = self._unusable(ws)
+            if problem is not None:
+                return rec.finish(NodeStatus.ERROR, problem, spec.commit, started)
             commit = self.repo.snapshot(ws, index, spec.commit, f"attempt {spec.node_id}",
                                         f"refs/dreamrsi/nodes/{spec.node_id}", rec.git_calls)
             rec.flush_git(commit)
-            if changed and self.task.constraints.on_protected_change == "invalid":
-                return rec.finish(NodeStatus.INVALID, "the proposer changed protected paths "
-                                  f"{', '.join(changed)}; they were restored and the attempt "
-                                  "was not evaluated", commit, started)
-        evaluation = self._evaluate(ws, io, rec, commit)
+        commit, changed = self._evaluation_view(spec, commit, view, index, rec)
+        if changed and spec.parent is not None \
+                and self.task.constraints.on_protected_change == "invalid":
+            return rec.finish(NodeStatus.INVALID, "the proposer changed protected paths "
+                              f"{', '.join(changed)}; they were restored and the attempt "
+                              "was not evaluated", commit, started)
+        evaluation = self._evaluate(view, io, rec, commit)
         if evaluation is None:
             return rec.finish(NodeStatus.LOST, self._cut_reason(), commit, started)
         return rec.finish_evaluated(evaluation, commit, started)
+
+    def _unusable(self, ws: Path) -> str | None:
+        """Why the workspace a proposer left cannot be committed, or None."""
+        if not ws.is_dir() or ws.is_symlink():
+            return "the proposer deleted its workspace folder"
+        return scan_workspace(ws, self._constraints.max_workspace_mb * _MIB)
+
+    def _evaluation_view(self, spec: AttemptSpec, commit: str, view: Path, index: Path,
+                         rec: _Recorder) -> tuple[str, list[str]]:
+        """Check ``commit`` out afresh into ``view`` and overlay the trusted files on it.
+
+        When a protected path differed, the corrected files are committed (as a child of the
+        parent) and that commit is the node's. Returns the commit and the changed paths.
+        """
+        self.repo.checkout(commit, view, index, rec.git_calls)
+        rec.flush_git(commit)
+        changed = overlay_trusted(view, self.trusted, self._constraints.protected_paths)
+        if changed:
+            rec.notes.append(f"protected paths changed by the proposer: {', '.join(changed)}")
+            commit = self.repo.snapshot(view, index, spec.commit if spec.parent else None,
+                                        f"attempt {spec.node_id} (protected paths restored)",
+                                        f"refs/dreamrsi/nodes/{spec.node_id}", rec.git_calls)
+            rec.flush_git(commit)
+        open_to_all(view)
+        return commit, changed
 
     def _propose(self, spec: AttemptSpec, ws: Path, io: Path,
                  rec: _Recorder) -> AttemptOutcome | None:
         """Run the proposer; return an outcome only if the attempt ends here."""
         context_file, cost_file = io / "context.json", io / "cost.json"
         context_file.write_text(json.dumps(dict(spec.context), indent=1))
-        env = {"DREAM_CONTEXT": str(context_file), "DREAM_COST": str(cost_file)}
+        env = {**base_env(self.task, io), **self._dream_env(spec),
+               "DREAM_CONTEXT": str(context_file), "DREAM_COST": str(cost_file)}
         result = self._command(self.task.proposer.command, self.task.proposer.timeout_s, ws,
-                               (ws, io), env, spec)
+                               proposer_isolation(self.task, self.isolation, ws, io), env)
         if result is None:
             return rec.finish(NodeStatus.LOST, self._cut_reason(), spec.commit, rec.started)
         rec.add_command(Actor.TACTICAL, result, spec.commit)
         rec.plan = _plan(result.stdout)
         rec.add_narration(result)
-        rec.tokens = _read_cost(cost_file)
+        rec.tokens, cost_problem = _read_cost(cost_file)
+        if cost_problem:
+            rec.notes.append(cost_problem)
         if result.timed_out:
             return rec.finish(NodeStatus.TIMEOUT, "proposer timed out after "
                               f"{self.task.proposer.timeout_s:g} s{_tail(result)}",
@@ -161,35 +207,30 @@ class AttemptRunner:
                               spec.commit, rec.started)
         return None
 
-    def _guard_protected(self, spec: AttemptSpec, ws: Path, index: Path,
-                         before: dict[str, str], rec: _Recorder) -> list[str]:
-        paths = self.task.constraints.protected_paths
-        if not paths:
-            return []
-        after = file_digests(ws, paths)
-        changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
-        if changed:
-            self.repo.restore(spec.commit, ws, index, paths, rec.git_calls)
-            rec.flush_git(spec.commit)
-            rec.notes.append(f"protected paths changed by the proposer: {', '.join(changed)}")
-        return changed
-
-    def _evaluate(self, ws: Path, io: Path, rec: _Recorder, commit: str) -> Evaluation | None:
+    def _evaluate(self, view: Path, io: Path, rec: _Recorder, commit: str) -> Evaluation | None:
         result_file = io / "result.json"
         ev = self.task.evaluator
-        result = self._command(ev.command, ev.timeout_s, ws, (ws, io),
-                               {"DREAM_RESULT": str(result_file)}, rec.spec)
+        env = evaluator_env(self.task, io, self.trusted,
+                            {**self._dream_env(rec.spec), "DREAM_RESULT": str(result_file)})
+        result = self._command(ev.command, ev.timeout_s, view,
+                               evaluator_isolation(self.task, self.isolation, io, self.trusted),
+                               env)
         if result is None:
             return None
-        evaluation = parse_evaluation(result, result_file, self.task.direction, ev.timeout_s)
+        left = read_result_file(result_file)
+        evaluation = parse_evaluation(result, left, self.task.direction, ev.timeout_s)
         extra: tuple[Artifact, ...] = ()
-        if result_file.is_file():
-            extra = (Artifact("result.json", self.blobs.put(result_file.read_bytes()[:10**7])),)
+        if left.data:
+            extra = (Artifact("result.json", self.blobs.put(left.data)),)
         rec.add_command(Actor.EVAL, result, commit, parsed=evaluation.parsed(), extra=extra)
         return evaluation
 
-    def _command(self, command: str, timeout_s: float, cwd: Path, writable: tuple[Path, ...],
-                 extra_env: Mapping[str, str], spec: AttemptSpec) -> CommandResult | None:
+    def _dream_env(self, spec: AttemptSpec) -> dict[str, str]:
+        return {"DREAM_ATTEMPT_ID": spec.node_id, "DREAM_RUN_ID": spec.run_id,
+                "DREAM_SEED": str(spec.context.get("seed", 0))}
+
+    def _command(self, command: str, timeout_s: float, cwd: Path, isolation: Isolation,
+                 env: Mapping[str, str]) -> CommandResult | None:
         """Run a command in the sandbox; ``None`` if the run's deadline or a cancel cut it."""
         if self.cancel.is_set():
             return None
@@ -198,11 +239,9 @@ class AttemptRunner:
             limit = min(limit, self.deadline - time.monotonic())
             if limit <= 0:
                 return None
-        env = {**base_env(), **extra_env, "DREAM_ATTEMPT_ID": spec.node_id,
-               "DREAM_RUN_ID": spec.run_id, "DREAM_SEED": str(spec.context.get("seed", 0))}
-        result = run_command(
-            command, cwd, env=env, limits=command_limits(self._constraints, limit),
-            isolation=Isolation(mode=self.isolation, writable=writable), cancel=self.cancel)
+        result = run_command(command, cwd, env=env,
+                             limits=command_limits(self._constraints, limit),
+                             isolation=isolation, cancel=self.cancel)
         if result.timed_out and (limit < timeout_s or self.cancel.is_set()):
             return None
         return result
@@ -284,21 +323,6 @@ class _Recorder:
         return AttemptOutcome(node, tuple(self.events))
 
 
-def command_limits(c: Constraints, timeout_s: float) -> Limits:
-    """The sandbox limits of a task's command with the given time limit."""
-    return Limits(timeout_s=timeout_s, memory_mb=c.memory_mb, cpu_s=c.cpu_s,
-                  max_processes=c.max_processes, max_output_bytes=c.max_output_bytes)
-
-
-def base_env() -> dict[str, str]:
-    """The environment commands start from: ours, with this interpreter first on PATH."""
-    env = dict(os.environ)
-    bindir = str(Path(sys.executable).parent)
-    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
-
-
 def _plan(stdout: str) -> str | None:
     found = _PLAN.findall(stdout)
     return found[-1][:500] if found else None
@@ -309,12 +333,19 @@ def _tail(result: CommandResult) -> str:
     return f"; stderr: {tail}" if tail else ""
 
 
-def _read_cost(path: Path) -> Cost:
-    """Tokens and money a proposer reported in ``$DREAM_COST`` (ignored when malformed)."""
+def _read_cost(path: Path) -> tuple[Cost, str | None]:
+    """Tokens and money a proposer reported in ``$DREAM_COST``, and a note when the file was
+    unusable (a link, a FIFO, too big, not JSON): it then counts as nothing."""
     try:
-        data = json.loads(path.read_text())
+        raw = read_left_file(path, _MAX_COST_BYTES)
+    except LeftFileError as exc:
+        return Cost(), f"$DREAM_COST ignored: {exc}"
+    if raw is None:
+        return Cost(), None
+    try:
+        data = json.loads(raw)
         return Cost(tokens_in=max(0, int(data.get("tokens_in", 0))),
                     tokens_out=max(0, int(data.get("tokens_out", 0))),
-                    money_usd=max(0.0, float(data.get("cost_usd", 0.0))))
-    except (OSError, ValueError, TypeError, AttributeError):
-        return Cost()
+                    money_usd=max(0.0, float(data.get("cost_usd", 0.0)))), None
+    except (ValueError, TypeError, AttributeError, OverflowError):
+        return Cost(), "$DREAM_COST ignored: not a JSON object of token and money counts"

@@ -9,10 +9,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dreamrsi.core.model import NodeStatus
-from dreamrsi.engine.attempt import base_env, command_limits
-from dreamrsi.engine.evaluation import Evaluation, parse_evaluation
-from dreamrsi.sandbox import CommandResult, Isolation, IsolationMode, run_command
+from dreamrsi.engine.evaluation import Evaluation, parse_evaluation, read_result_file
+from dreamrsi.engine.sandboxing import (
+    command_limits,
+    evaluator_env,
+    evaluator_isolation,
+    resolve_isolation,
+)
+from dreamrsi.sandbox import CommandResult, run_command
 from dreamrsi.tasks.spec import Task
+from dreamrsi.workspace.trusted import copy_trusted, open_to_all
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,22 +37,25 @@ class CheckReport:
 
 
 def check_task(task: Task, isolation: str | None = None) -> CheckReport:
-    """Evaluate a copy of the task's seed folder once, in the sandbox.
+    """Evaluate a copy of the task's seed folder once, in the sandbox, as a run would.
 
-    The user's seed folder is copied, never written.
+    The user's seed folder is copied (links as links), never written.
     """
-    mode = IsolationMode(isolation or task.constraints.isolation)
+    mode = resolve_isolation(task, isolation)
     with tempfile.TemporaryDirectory(prefix="dreamrsi-check-") as tmp:
-        ws, io = Path(tmp) / "ws", Path(tmp) / "io"
-        shutil.copytree(task.seed_dir, ws, ignore=shutil.ignore_patterns(".git"))
+        view, io, trusted = Path(tmp) / "eval", Path(tmp) / "io", Path(tmp) / "trusted"
+        shutil.copytree(task.seed_dir, view, symlinks=True,
+                        ignore=shutil.ignore_patterns(".git"))
+        copy_trusted(task.seed_dir, task.constraints.protected_paths, trusted)
+        open_to_all(view)
         io.mkdir()
         result_file = io / "result.json"
         started = time.monotonic()
         result = run_command(
-            task.evaluator.command, ws,
-            env={**base_env(), "DREAM_RESULT": str(result_file)},
+            task.evaluator.command, view,
+            env=evaluator_env(task, io, trusted, {"DREAM_RESULT": str(result_file)}),
             limits=command_limits(task.constraints, task.evaluator.timeout_s),
-            isolation=Isolation(mode=mode, writable=(ws, io)))
-        evaluation = parse_evaluation(result, result_file, task.direction,
+            isolation=evaluator_isolation(task, mode, io, trusted))
+        evaluation = parse_evaluation(result, read_result_file(result_file), task.direction,
                                       task.evaluator.timeout_s)
         return CheckReport(task, evaluation, result, time.monotonic() - started)

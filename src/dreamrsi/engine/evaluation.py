@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dreamrsi.core.model import Direction, NodeStatus
-from dreamrsi.sandbox import CommandResult
+from dreamrsi.sandbox import CommandResult, LeftFileError, read_left_file
 
 MAX_FEEDBACK_CHARS = 16_000
 MAX_RESULT_FILE_BYTES = 10_000_000
@@ -40,17 +40,33 @@ class Evaluation:
                 "metrics": self.metrics, "candidate_hash": self.candidate_hash}
 
 
+@dataclass(frozen=True, slots=True)
+class ResultFile:
+    """What the evaluator left at ``$DREAM_RESULT``: its bytes, or why they were refused."""
+
+    data: bytes | None = None
+    problem: str | None = None
+
+
+def read_result_file(path: Path) -> ResultFile:
+    """Read ``$DREAM_RESULT`` as a sandboxed evaluator left it (no links, FIFOs or giants)."""
+    try:
+        return ResultFile(read_left_file(path, MAX_RESULT_FILE_BYTES))
+    except LeftFileError as exc:
+        return ResultFile(problem=f"$DREAM_RESULT refused: {exc}")
+
+
 class _BadResult(ValueError):
     """The evaluator's output breaks the contract; the message says how."""
 
 
-def parse_evaluation(result: CommandResult, result_file: Path, direction: Direction,
+def parse_evaluation(result: CommandResult, result_file: ResultFile, direction: Direction,
                      timeout_s: float) -> Evaluation:
     """Turn an evaluator run into a verdict.
 
     Args:
         result: The evaluator command's result.
-        result_file: The path given to the evaluator as ``$DREAM_RESULT``.
+        result_file: What it left at ``$DREAM_RESULT`` (see :func:`read_result_file`).
         direction: The task's direction, to normalise the score.
         timeout_s: The evaluator's time limit, named in the timeout diagnostic.
     """
@@ -70,13 +86,13 @@ def parse_evaluation(result: CommandResult, result_file: Path, direction: Direct
         return Evaluation(NodeStatus.ERROR, feedback=_cap(f"evaluator result rejected: {exc}"))
 
 
-def _payload(result: CommandResult, result_file: Path) -> dict[str, Any]:
+def _payload(result: CommandResult, result_file: ResultFile) -> dict[str, Any]:
+    if result_file.problem is not None:
+        raise _BadResult(result_file.problem)
     text = ""
-    if result_file.is_file() and result_file.stat().st_size > 0:
-        if result_file.stat().st_size > MAX_RESULT_FILE_BYTES:
-            raise _BadResult(f"$DREAM_RESULT file is larger than {MAX_RESULT_FILE_BYTES} bytes")
-        text = result_file.read_text(encoding="utf-8", errors="replace").strip()
-    else:
+    if result_file.data:
+        text = result_file.data.decode("utf-8", errors="replace").strip()
+    if not text:
         lines = [line for line in result.stdout.splitlines() if line.strip()]
         if not lines:
             raise _BadResult("it printed nothing (expected one JSON object on the last line "

@@ -27,14 +27,15 @@ from dreamrsi.core.replay import RecordedTree, summarize
 from dreamrsi.core.view import TreeView
 from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, AttemptSpec
 from dreamrsi.engine.config import RunConfig
+from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, DreamError, PolicyError, StoreError
 from dreamrsi.policies.registry import make_policy
-from dreamrsi.sandbox import IsolationMode
 from dreamrsi.store.base import InFlight, RunRecord, RunStatus, TaskRecord
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks.spec import Task, load_task
 from dreamrsi.workspace.git import GitCall, WorkspaceRepo
+from dreamrsi.workspace.trusted import copy_trusted
 
 logger = logging.getLogger(__name__)
 
@@ -208,10 +209,10 @@ class _Session:
         deadline = None
         if config.wall_time_s is not None:
             deadline = self.started + max(0.0, config.wall_time_s - self.elapsed_before)
-        isolation = IsolationMode(config.isolation or task.constraints.isolation)
+        isolation = resolve_isolation(task, config.isolation)
         self.work_root = work_root(store.root)
         self.runner = AttemptRunner(task, self.repo, store.blobs, self.work_root,
-                                    isolation, deadline, self.cancel)
+                                    isolation, self.work_root / "trusted", deadline, self.cancel)
         self.deadline = deadline
         self.last_beat = 0.0
         self.round_no = 0
@@ -226,6 +227,8 @@ class _Session:
         status, reason = RunStatus.FAILED, "failed"
         try:
             self._clean_work_folder()
+            copy_trusted(self.task.seed_dir, self.task.constraints.protected_paths,
+                         self.runner.trusted)
             self._record_lost_attempts()
             view = self._load_view()
             self._notify("start")

@@ -42,7 +42,8 @@ def read_left_file(path: Path, max_bytes: int) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise LeftFileError(f"{path.parent.name}/ is not a plain folder ({exc.strerror})") from None
+        folder_name = path.parent.name
+        raise LeftFileError(f"{folder_name}/ is not a plain folder ({exc.strerror})") from None
     try:
         try:
             fd = os.open(path.name, flags, dir_fd=folder)

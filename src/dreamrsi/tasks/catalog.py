@@ -18,6 +18,11 @@ def builtin_tasks() -> dict[str, Path]:
     return found
 
 
+def is_builtin(task: Task) -> bool:
+    """Whether ``task`` is one of the built-in tasks shipped inside the package."""
+    return task.directory.resolve().is_relative_to(BUILTIN_DIR)
+
+
 def resolve_task(name_or_path: str | Path) -> Task:
     """Load a task given the path of its directory or the name of a built-in task.
 

@@ -7,6 +7,7 @@ Unknown keys are errors; every error names the file, the key and what was expect
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from dreamrsi.core.model import Direction
 from dreamrsi.errors import ConfigError
 
 TASK_FILE = "task.toml"
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class _Strict(BaseModel):
@@ -47,7 +49,11 @@ class _Constraints(_Strict):
     cpu_s: int | None = Field(default=None, gt=0)
     max_processes: int = Field(default=256, gt=0)
     max_output_bytes: int = Field(default=1_000_000, gt=0)
-    isolation: Literal["auto", "required", "off"] = "auto"
+    max_workspace_mb: int = Field(default=1024, gt=0)
+    isolation: Literal["auto", "required", "off"] | None = None
+    network: bool = False
+    pass_env: list[str] = Field(default_factory=list)
+    read_paths: list[str] = Field(default_factory=list)
 
 
 class _Survival(_Strict):
@@ -76,7 +82,14 @@ class CommandSpec:
 
 @dataclass(frozen=True, slots=True)
 class Constraints:
-    """Hard constraints and resource limits applied to every command of the task."""
+    """Hard constraints, resource limits and sandbox settings of every command of the task.
+
+    ``isolation`` is None unless the task file names a mode (the engine then chooses:
+    ``auto`` for built-in tasks, ``required`` for the rest). ``network``, ``pass_env`` (host
+    variables passed on by name) and ``read_paths`` (host paths shown read-only) are what a
+    task asks of the sandbox beyond the defaults; ``max_workspace_mb`` caps the files a
+    proposer may leave in its workspace.
+    """
 
     protected_paths: tuple[str, ...] = ()
     on_protected_change: str = "invalid"
@@ -84,7 +97,11 @@ class Constraints:
     cpu_s: int | None = None
     max_processes: int = 256
     max_output_bytes: int = 1_000_000
-    isolation: str = "auto"
+    max_workspace_mb: int = 1024
+    isolation: str | None = None
+    network: bool = False
+    pass_env: tuple[str, ...] = ()
+    read_paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,8 +226,10 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, raw_bytes: bytes) -> 
             raise ConfigError(f"protected path '{rel}' is not in the seed folder",
                               file=str(file), key="constraints.protected_paths")
     c = spec.constraints
+    _check_sandbox_asks(file, c)
     constraints = Constraints(tuple(c.protected_paths), c.on_protected_change, c.memory_mb,
-                              c.cpu_s, c.max_processes, c.max_output_bytes, c.isolation)
+                              c.cpu_s, c.max_processes, c.max_output_bytes, c.max_workspace_mb,
+                              c.isolation, c.network, tuple(c.pass_env), tuple(c.read_paths))
     evaluator = CommandSpec(spec.evaluator.command, spec.evaluator.timeout_s)
     seed_files = _file_digests(seed_dir)
     protected = {p: d for p, d in seed_files.items() if _under_any(p, constraints.protected_paths)}
@@ -235,6 +254,19 @@ def _check_relative(file: Path, rel: str) -> None:
         raise ConfigError(f"protected path '{rel}' must be relative to the workspace",
                           file=str(file), key="constraints.protected_paths",
                           expected="a relative path without '..'")
+
+
+def _check_sandbox_asks(file: Path, c: _Constraints) -> None:
+    """Check what a task asks of the sandbox beyond the defaults: variable names, read paths."""
+    for name in c.pass_env:
+        if not _ENV_NAME.match(name):
+            raise ConfigError(f"'{name}' is not an environment variable name", file=str(file),
+                              key="constraints.pass_env", expected="names such as MY_DATA_DIR")
+    for path in c.read_paths:
+        if not Path(path).is_absolute():
+            raise ConfigError(f"read path '{path}' is not absolute", file=str(file),
+                              key="constraints.read_paths",
+                              expected="absolute paths of host files or folders")
 
 
 def _under_any(path: str, prefixes: tuple[str, ...]) -> bool:

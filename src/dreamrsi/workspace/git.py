@@ -8,13 +8,10 @@ checkout is never read or written after the seed is imported.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import shutil
 import subprocess
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,18 +109,6 @@ class WorkspaceRepo:
         ``ref`` so it is never garbage-collected. Returns the commit id."""
         return self._commit_tree(worktree, index, parent, message, ref, calls)
 
-    def restore(self, commit: str, worktree: Path, index: Path, paths: Iterable[str],
-                calls: list[GitCall]) -> None:
-        """Put ``paths`` back as they are in ``commit``, removing files added under them."""
-        paths = list(paths)
-        for rel in paths:
-            target = worktree / rel
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
-            elif target.exists() or target.is_symlink():
-                target.unlink()
-        self._git(["checkout", commit, "--", *paths], calls, work_tree=worktree, index=index)
-
     def export(self, commit: str, dest: Path, calls: list[GitCall]) -> None:
         """Write the files of ``commit`` into ``dest`` (which must not exist or be empty)."""
         if dest.exists() and any(dest.iterdir()):
@@ -189,32 +174,3 @@ class WorkspaceRepo:
 
 def _in_process(args: tuple[str, ...], start: float) -> GitCall:
     return GitCall(args, 0, int((time.perf_counter() - start) * 1000), in_process=True)
-
-
-def file_digests(root: Path, paths: Iterable[str]) -> dict[str, str]:
-    """SHA-256 of every file at or under each of ``paths`` (relative to ``root``).
-
-    A missing path maps to ``"missing"`` so that deleting it shows as a change.
-    """
-    out: dict[str, str] = {}
-    for rel in paths:
-        target = root / rel
-        if target.is_dir() and not target.is_symlink():
-            for path in sorted(target.rglob("*")):
-                if path.is_file() or path.is_symlink():
-                    out[path.relative_to(root).as_posix()] = _digest_file(path)
-        elif target.is_file() or target.is_symlink():
-            out[Path(rel).as_posix()] = _digest_file(target)
-        else:
-            out[Path(rel).as_posix()] = "missing"
-    return out
-
-
-def _digest_file(path: Path) -> str:
-    if path.is_symlink():
-        return "link:" + os.readlink(path)
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

@@ -1,0 +1,106 @@
+"""How the engine runs a task's commands: isolation mode, environment, limits and views.
+
+The proposer works in its workspace (read-write) with its io folder. The evaluator runs in a
+fresh checkout of the candidate's commit, read-only, whose protected paths were overlaid from
+the trusted copy of the task's files; Python finds modules in that trusted copy and never in
+the candidate's folder (``PYTHONSAFEPATH``), so a ``json.py`` left by a candidate shadows
+nothing. Both get the same allow-listed environment: the locale, ``PATH`` with this
+interpreter first, ``HOME`` in the io folder, ``DREAM_*`` and what the task passes by name.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from dreamrsi.sandbox import Isolation, IsolationMode, Limits
+from dreamrsi.tasks.catalog import is_builtin
+from dreamrsi.tasks.spec import Constraints, Task
+
+__all__ = ["base_env", "command_limits", "evaluator_env", "evaluator_isolation",
+           "proposer_isolation", "resolve_isolation"]
+
+_HOST_NAMES = ("LANG", "LANGUAGE", "TZ", "TERM")
+
+
+def resolve_isolation(task: Task, requested: str | None) -> IsolationMode:
+    """The isolation mode of a task's commands.
+
+    Asked for by name (``requested``, from ``--isolation``, else the task file's
+    ``isolation``), that mode; otherwise ``auto`` for the built-in tasks, so the README's first
+    command works on a machine without bubblewrap, and ``required`` for every other task:
+    a user's task never runs unisolated unless the user asked for it.
+
+    Args:
+        task: The task.
+        requested: The mode asked for on the command line, or None.
+
+    Returns:
+        The mode.
+    """
+    named = requested or task.constraints.isolation
+    if named is not None:
+        return IsolationMode(named)
+    return IsolationMode.AUTO if is_builtin(task) else IsolationMode.REQUIRED
+
+
+def command_limits(c: Constraints, timeout_s: float) -> Limits:
+    """The sandbox limits of a task's command with the given time limit."""
+    return Limits(timeout_s=timeout_s, memory_mb=c.memory_mb, cpu_s=c.cpu_s,
+                  max_processes=c.max_processes, max_output_bytes=c.max_output_bytes)
+
+
+def base_env(task: Task, home: Path) -> dict[str, str]:
+    """The environment every command of ``task`` starts from.
+
+    Only the host's locale and terminal settings and ``PATH`` (with this interpreter's folder
+    first) are taken from this process, plus the variables the task passes on by name
+    (``[constraints] pass_env``); ``HOME`` is ``home`` (the attempt's io folder).
+
+    Args:
+        task: The task.
+        home: A folder the command may write.
+
+    Returns:
+        The environment, before the sandbox's allow-list.
+    """
+    host = os.environ
+    env = {name: host[name] for name in _HOST_NAMES if name in host}
+    env.update({name: value for name, value in host.items() if name.startswith("LC_")})
+    env.update({name: host[name] for name in task.constraints.pass_env if name in host})
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = bindir + os.pathsep + host.get("PATH", os.defpath)
+    env["HOME"] = str(home)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def evaluator_env(task: Task, io: Path, trusted: Path,
+                  extra: Mapping[str, str]) -> dict[str, str]:
+    """The evaluator's environment: Python imports come from the trusted copy, never from the
+    candidate's folder (``PYTHONSAFEPATH=1``, ``PYTHONPATH`` the trusted copy)."""
+    env = {**base_env(task, io), **extra}
+    paths = [str(trusted), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
+    return {**env, "PYTHONSAFEPATH": "1", "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def _isolation(task: Task, mode: IsolationMode, writable: tuple[Path, ...],
+               readable: tuple[Path, ...] = ()) -> Isolation:
+    c = task.constraints
+    return Isolation(mode=mode, writable=writable,
+                     readable=(*readable, *(Path(p) for p in c.read_paths)),
+                     network=c.network, pass_env=c.pass_env)
+
+
+def proposer_isolation(task: Task, mode: IsolationMode, workspace: Path, io: Path) -> Isolation:
+    """The proposer may write its workspace and io folder; it reads the system and the task's
+    read paths."""
+    return _isolation(task, mode, (workspace, io))
+
+
+def evaluator_isolation(task: Task, mode: IsolationMode, io: Path, trusted: Path) -> Isolation:
+    """The evaluator may write only its io folder; it reads its working directory (the
+    candidate's checkout), the trusted copy and the task's read paths."""
+    return _isolation(task, mode, (io,), (trusted,))
