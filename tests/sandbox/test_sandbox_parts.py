@@ -54,21 +54,28 @@ def test_isolation_coerces_mode_and_paths() -> None:
         Isolation(mode="sometimes")  # type: ignore[arg-type]
 
 
-def test_sandbox_env_drops_secret_names_only() -> None:
+def test_sandbox_env_is_an_allow_list() -> None:
     env = {
         "PATH": "/bin",
         "HOME": "/root",
+        "LC_ALL": "C.UTF-8",
         "OPENAI_API_KEY": "a",
-        "github_token": "b",
         "DB_PASSWORD": "c",
-        "AWS_SECRET_ACCESS_KEY": "d",
-        "GOOGLE_APPLICATION_CREDENTIALS": "e",
-        "MYSQL_PASSWD": "f",
-        "HTTP_AUTHORIZATION": "g",
+        "DATABASE_URL": "postgres://u:pw@host/db",  # names that look harmless pass no more
+        "GH_PAT": "ghp_x",
+        "SSHPASS": "hunter2",
+        "DREAMRSI_STORE": "/srv/store",
+        "PYTHONSTARTUP": "/tmp/x.py",
+        "LD_PRELOAD": "/tmp/evil.so",
         "DREAM_RUN": "token-looking-value",
+        "MY_DATA": "/data",
     }
-    assert sandbox_env(env) == {"PATH": "/bin", "HOME": "/root", "DREAM_RUN": "token-looking-value"}
+    assert sandbox_env(env) == {"PATH": "/bin", "HOME": "/root", "LC_ALL": "C.UTF-8",
+                                "DREAM_RUN": "token-looking-value"}
+    assert sandbox_env(env, ("MY_DATA", "GH_PAT"))["GH_PAT"] == "ghp_x", "asked for by name"
     assert env["OPENAI_API_KEY"] == "a", "the input must not be modified"
+    with pytest.raises(ConfigError, match="pass_env"):
+        Isolation(pass_env=("NOT A NAME",))
 
 
 def test_env_digest_is_sorted_lines() -> None:

@@ -26,8 +26,9 @@ def path_digests(root: Path, paths: Iterable[str]) -> dict[str, str]:
     """Digest every file at or under each of ``paths`` (relative to ``root``), following no link.
 
     Regular files map to their SHA-256, links to ``link:<target>``, other files to
-    ``special:<kind>``, folders (as ``path/``) to ``folder``; a missing path to ``missing``; a path with a link or a file in place of
-    one of its folders to ``blocked``. Only regular files are opened.
+    ``special:<kind>``, folders (as ``path/``) to ``folder``; a missing path to ``missing``;
+    a path with a link or a file in place of one of its folders to ``blocked``. Only regular
+    files are opened.
 
     Args:
         root: The workspace.
