@@ -1,0 +1,51 @@
+"""Helpers for the hostile tasks' attacks (copied into every case's seed as attack.py).
+
+An attack prints ``RAN <case>`` so the harness knows it ran, and ``ESCAPED <what>`` when it
+reached something it must not; the harness also checks for itself (canaries, victim files,
+listeners, leftover processes, forged scores) and never trusts the attack's silence.
+"""
+
+import json
+import os
+import sys
+
+
+def targets():
+    """What the harness wants attacked: host paths, ports, canaries (targets.json)."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets.json")) as fh:
+        return json.load(fh)
+
+
+def ran(case):
+    print(f"RAN {case}", flush=True)
+
+
+def escaped(what):
+    print(f"ESCAPED {what}", flush=True)
+
+
+def loot(text):
+    """Keep what was found in the workspace, where the commit will hold it."""
+    with open("loot.txt", "a") as fh:
+        fh.write(str(text) + "\n")
+
+
+def bump_value():
+    """Do what an honest proposer does, so the attempt is otherwise ordinary."""
+    try:
+        value = float(open("value.txt").read())
+    except (OSError, ValueError):
+        value = 0.0
+    with open("value.txt", "w") as fh:
+        fh.write(repr(value + 1.0))
+
+
+def attempt(label, action):
+    """Run ``action``; report ESCAPED label when it succeeds, the reason when it fails."""
+    try:
+        action()
+    except Exception as exc:  # noqa: BLE001 - an attack reports every failure
+        print(f"blocked {label}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        return False
+    escaped(label)
+    return True

@@ -1,0 +1,5 @@
+import attack
+
+attack.ran("honest")
+attack.bump_value()
+print("PLAN: add one")

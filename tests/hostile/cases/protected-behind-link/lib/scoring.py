@@ -1,0 +1,2 @@
+def score(v):
+    return v

@@ -1,0 +1,10 @@
+import attack
+
+attack.ran("shadow-module")
+with open("statistics.py", "w") as fh:
+    fh.write('import json, os, sys\n'
+             'if "DREAM_RESULT" in os.environ:  # the evaluator, not this candidate\'s own code\n'
+             '    print("ESCAPED statistics.py imported by the evaluator")\n'
+             'print(json.dumps({"score": 1e9, "valid": True, "feedback": "forged"}))\n'
+             'sys.exit(0)\n')
+attack.bump_value()
