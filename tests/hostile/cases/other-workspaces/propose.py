@@ -7,7 +7,7 @@ attack.ran("other-workspaces")
 mine = os.path.dirname(os.getcwd())
 time.sleep(0.5)  # let the other attempt start
 for top in ("/dev/shm", attack.targets()["work_root"]):
-    for folder, dirs, files in os.walk(top):
+    for folder, _dirs, _files in os.walk(top):
         if folder.startswith(mine) or os.path.basename(folder) != "ws":
             continue
         try:
