@@ -197,34 +197,24 @@ def choose_bwrap(isolation: Isolation) -> str | None:
     return None
 
 
-def _existing_dirs(paths: tuple[Path, ...], what: str) -> list[str]:
-    """Return ``paths`` as absolute, resolved, existing directories, without duplicates.
+def _resolved(paths: tuple[Path, ...], what: str, *, dirs_only: bool) -> list[str]:
+    """Return ``paths`` resolved and without duplicates; each must exist.
+
+    Args:
+        paths: The paths.
+        what: ``"writable directory"`` or ``"readable path"``, for the error.
+        dirs_only: Whether each must be a directory.
 
     Raises:
-        SandboxError: A directory does not exist.
+        SandboxError: A path does not exist (or is not a directory when one is needed).
     """
     resolved: list[str] = []
     for path in paths:
         real = path.resolve()
-        if not real.is_dir():
-            raise SandboxError(f"{what} directory {str(path)!r} does not exist")
+        if not (real.is_dir() if dirs_only else real.exists()):
+            raise SandboxError(f"{what} {str(path)!r} does not exist")
         if str(real) not in resolved:
             resolved.append(str(real))
-    return resolved
-
-
-def _readable_paths(paths: tuple[Path, ...]) -> list[str]:
-    """Return the readable paths resolved; each must exist (a file or a directory).
-
-    Raises:
-        SandboxError: A path does not exist.
-    """
-    resolved: list[str] = []
-    for path in paths:
-        real = path.resolve()
-        if not real.exists():
-            raise SandboxError(f"readable path {str(path)!r} does not exist")
-        resolved.append(str(real))
     return resolved
 
 
@@ -239,9 +229,10 @@ def _mounts(cwd: Path, isolation: Isolation) -> list[_Mount]:
     A path the system folders already show is not bound again; the working directory is
     bound read-only unless a writable directory holds it.
     """
-    writable = _existing_dirs(isolation.writable, "writable")
+    writable = _resolved(isolation.writable, "writable directory", dirs_only=True)
     system = _system_view()
-    reads = [*_interpreter_dirs(), *_readable_paths(isolation.readable)]
+    reads = [*_interpreter_dirs(),
+             *_resolved(isolation.readable, "readable path", dirs_only=False)]
     if not _covered(os.fspath(cwd), writable):
         reads.append(os.fspath(cwd))
     mounts: dict[str, _Mount] = {}

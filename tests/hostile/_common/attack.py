@@ -49,3 +49,16 @@ def attempt(label, action):
         return False
     escaped(label)
     return True
+
+
+def daemonize_sleep(seconds):
+    """Leave a ``sleep`` behind in a new session, double-forked, its pipes closed."""
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            os.execvp("sleep", ["sleep", str(seconds)])
+        os._exit(0)
+    os.wait()
