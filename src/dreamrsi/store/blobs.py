@@ -49,6 +49,25 @@ class BlobStore:
         except FileNotFoundError:
             raise NotFound(f"no blob {digest}") from None
 
+    def check(self, digest: str) -> str | None:
+        """Why the blob named ``digest`` is not sound (not a digest, missing, unreadable, or its
+        bytes hash to something else); ``None`` when its file re-hashes to ``digest``."""
+        try:
+            path = self._path(digest)
+        except NotFound:
+            return "is not a SHA-256 digest"
+        h = hashlib.sha256()
+        try:
+            with path.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+        except FileNotFoundError:
+            return "is missing from blobs/"
+        except OSError as exc:
+            return f"cannot be read ({exc.strerror})"
+        actual = h.hexdigest()
+        return None if actual == digest else f"was altered (its bytes hash to {actual[:16]})"
+
     def _path(self, digest: str) -> Path:
         if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
             raise NotFound(f"not a blob digest: {digest!r}")
