@@ -14,14 +14,13 @@ that differs from its record is reported with the column that differs.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dreamrsi.store.jsontext import dumps
-from dreamrsi.store.ledger import Actor, ChainHead, LedgerEvent
+from dreamrsi.store.jsontext import dumps, loads
+from dreamrsi.store.ledger import Actor, ChainHead, LedgerEvent, now_iso
 
 NODE_COLUMNS = (
     "node_id", "run_id", "parent_id", "seq", "round", "commit_id", "status", "valid", "score",
@@ -36,31 +35,35 @@ RUN_COLUMNS = ("run_id", "task_digest", "task_name", "policy", "config", "seed",
 RECORD_RUN, ANCHOR_RUN = "record run", "anchor run"
 RECORD_NODE, ANCHOR_NODE = "record node", "anchor node"
 _DIGESTED = {"feedback": "feedback_sha256", "metrics": "metrics_sha256"}
-_JSON_COLUMNS = {"artifacts", "evidence", "policy", "config"}
+_NODE_REAL = ("score", "raw_score", "money_usd", "created_at")
+_RUN_REAL = ("created_at",)
 
 
 def node_record(row: Sequence[Any]) -> dict[str, Any]:
     """The record of a node from its stored row (``NODE_COLUMNS`` order). Never raises: a
     column that no longer parses becomes a value that matches no record."""
-    return _record(NODE_COLUMNS, row)
+    record = dict(zip(NODE_COLUMNS, row, strict=True))
+    record["feedback_sha256"] = _digest(record.pop("feedback"))
+    record["metrics_sha256"] = _digest(record.pop("metrics"))
+    record["artifacts"] = _parse(record["artifacts"])
+    record["evidence"] = _parse(record["evidence"])
+    return _finite(record, _NODE_REAL)
 
 
 def run_record(row: Sequence[Any]) -> dict[str, Any]:
     """The record of a run from its stored row (``RUN_COLUMNS`` order)."""
-    return _record(RUN_COLUMNS, row)
+    record = dict(zip(RUN_COLUMNS, row, strict=True))
+    record["policy"] = _parse(record["policy"])
+    record["config"] = _parse(record["config"])
+    return _finite(record, _RUN_REAL)
 
 
-def _record(columns: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
-    record: dict[str, Any] = {}
-    for name, value in zip(columns, row, strict=True):
-        if name in _DIGESTED:
-            record[_DIGESTED[name]] = _digest(value)
-        elif name in _JSON_COLUMNS:
-            record[name] = _parse(value)
-        elif isinstance(value, float) and not math.isfinite(value):
-            record[name] = {"non-finite": repr(value)}  # JSON has no infinity
-        else:
-            record[name] = value
+def _finite(record: dict[str, Any], real: Sequence[str]) -> dict[str, Any]:
+    """``record`` with infinities (which SQLite's REAL columns hold and JSON lacks) tagged."""
+    for name in real:
+        value = record[name]
+        if value.__class__ is float and not math.isfinite(value):
+            record[name] = {"non-finite": repr(value)}
     return record
 
 
@@ -71,19 +74,24 @@ def _digest(value: Any) -> str:
 
 
 def _parse(value: Any) -> Any:
+    if value == "[]":
+        return []
     try:
-        return json.loads(value)
+        return loads(value)
     except (TypeError, ValueError):
         return {"unreadable": repr(value)[:200]}
 
 
-def record_event(kind: str, record: Mapping[str, Any], *, anchored: bool = False) -> LedgerEvent:
-    """The ledger event holding ``record``; ``kind`` is ``"run"`` or ``"node"``."""
+def record_event(kind: str, record: Mapping[str, Any], *, anchored: bool = False,
+                 t: str | None = None) -> LedgerEvent:
+    """The ledger event holding ``record``; ``kind`` is ``"run"`` or ``"node"``; ``t`` is
+    the time of the row (now by default; records written together share one)."""
     if kind == "run":
         cmd, node_id = (ANCHOR_RUN if anchored else RECORD_RUN), None
     else:
         cmd, node_id = (ANCHOR_NODE if anchored else RECORD_NODE), record["node_id"]
-    return LedgerEvent(Actor.EXECUTION, cmd, parsed={kind: dict(record)}, node_id=node_id)
+    return LedgerEvent(Actor.EXECUTION, cmd, parsed={kind: record}, node_id=node_id,
+                       t=t or now_iso())
 
 
 def first_difference(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:

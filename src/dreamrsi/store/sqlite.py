@@ -39,6 +39,7 @@ from dreamrsi.store.base import InFlight, RunCounts, RunRecord, RunStatus, RunSt
 from dreamrsi.store.blobs import BlobStore
 from dreamrsi.store.dreams import DreamTables
 from dreamrsi.store.jsontext import dumps, dumps_pairs, dumps_strings
+from dreamrsi.store.jsontext import loads as _loads
 from dreamrsi.store.ledger import (
     GENESIS,
     Actor,
@@ -47,6 +48,7 @@ from dreamrsi.store.ledger import (
     LedgerRow,
     VerifyReport,
     chain_encoded,
+    now_iso,
     verify_chain,
 )
 from dreamrsi.store.migrations import MIGRATIONS, RECORDS_VERSION, SCHEMA_VERSION
@@ -386,8 +388,9 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
                 raise StoreError(f"store {self.root}: {len(nodes)} nodes written, "
                                  f"{len(stored)} read back")
             by_run: dict[str, list[LedgerEvent]] = {}
+            t = now_iso()
             for row in stored:
-                by_run.setdefault(row[1], []).append(record_event("node", node_record(row)))
+                by_run.setdefault(row[1], []).append(record_event("node", node_record(row), t=t))
             for run_id, events in by_run.items():
                 self._append(conn, run_id, events, run_id, None)
 
@@ -539,20 +542,7 @@ def _marks(n: int) -> str:
     return ", ".join("?" * n)
 
 
-# One scanner for every row: ``json.loads`` adds checks that cost more than decoding a short
-# column.
-_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner
 _NODE_STATUS = {s.value: s for s in NodeStatus}
-
-
-def _loads(text: str) -> Any:
-    """``json.loads`` without its per-call overhead, for the compact JSON this module writes;
-    anything else (whitespace, garbage) goes through ``json.loads`` and its usual errors."""
-    try:
-        value, end = _SCAN(text, 0)
-    except (StopIteration, TypeError):
-        return json.loads(text)
-    return value if end == len(text) else json.loads(text)
 
 
 def _node_to_row(n: Node) -> tuple[Any, ...]:

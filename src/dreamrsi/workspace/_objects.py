@@ -65,8 +65,9 @@ def read_object(git_dir: Path, hexid: str) -> tuple[bytes, bytes]:
 def raw_object(git_dir: Path, hexid: str) -> bytes | None:
     """A loose object's bytes as git hashes them (``b"<type> <size>\\0" + body``); ``None``
     when it is not a loose object (packed or missing). Damaged compression gives ``b""``."""
-    try:
-        data = (git_dir / "objects" / hexid[:2] / hexid[2:]).read_bytes()
+    try:  # a plain path: verification reads every object of a run's workspaces
+        with open(os.path.join(git_dir, "objects", hexid[:2], hexid[2:]), "rb") as fh:
+            data = fh.read()
     except (FileNotFoundError, NotADirectoryError):
         return None
     try:
