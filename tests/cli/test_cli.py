@@ -166,6 +166,17 @@ def test_verify_names_an_edited_node_and_field(finished_run: tuple[Path, str]) -
     assert f"node {run_id}-2: score is 1000000.0" in text
 
 
+def test_verify_finds_the_chain_of_a_deleted_run(finished_run: tuple[Path, str]) -> None:
+    store, run_id = finished_run
+    with sqlite3.connect(store / "store.db") as conn:
+        conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+    assert "no run 'r" in cli("show", run_id, "--store", str(store), code=1)
+    result = runner.invoke(app, ["ledger", "verify", run_id, "--store", str(store)])
+    assert result.exit_code == 1
+    assert f"the chain records run {run_id}" in result.output
+    assert "no such run" in result.output
+
+
 @pytest.mark.parametrize("given", ["nonsense", "12:abc", "0:" + "ab" * 32, "x:" + "0" * 64,
                                    "1:2:" + "0" * 64, ""])
 def test_verify_refuses_a_malformed_head_in_one_line(finished_run: tuple[Path, str],

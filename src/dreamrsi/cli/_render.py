@@ -242,7 +242,8 @@ def loop_round(console: Console, r: Any, head: ChainHead | None = None) -> None:
                       f"{'promote' if d['promoted'] else 'keep'} {d['selected']}",
                       highlight=False)
     if head is not None:
-        console.print(f"  ledger head {head.length} {head.hash}", highlight=False)
+        console.print(f"  ledger head {head.length} {head.hash}", highlight=False,
+                      soft_wrap=True)
 
 
 def loop_summary(console: Console, report: Any) -> None:
