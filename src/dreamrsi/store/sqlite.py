@@ -378,7 +378,7 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
         its record in its run's chain, in one transaction."""
         if not nodes:
             return
-        with self._write(several=True) as conn:
+        with self._write(several=True) as conn, _gc_paused():
             last = conn.execute("SELECT max(rowid) FROM nodes").fetchone()[0] or 0
             conn.executemany(f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({_marks(22)})",
                              [_node_to_row(n) for n in nodes])
