@@ -164,13 +164,16 @@ def test_an_edited_node_field_is_named(recorded: tuple[Path, str], column: str,
     assert report.bad_seq == _record_seq(root, node_id)
 
 
-def test_the_same_text_stored_as_a_blob_is_caught(recorded: tuple[Path, str]) -> None:
+@pytest.mark.parametrize("column", ["status", "evidence"])
+def test_the_same_text_stored_as_a_blob_is_caught(recorded: tuple[Path, str],
+                                                  column: str) -> None:
     root, run_id = recorded
     node_id = f"{run_id}-0"  # b"ok" equals no recorded text, though it reads alike
-    _sql(root, "UPDATE nodes SET status = CAST(status AS BLOB) WHERE node_id = ?", (node_id,))
+    _sql(root, f"UPDATE nodes SET {column} = CAST({column} AS BLOB) WHERE node_id = ?",
+         (node_id,))
     report = _verify(root, run_id)
-    _broken(report, "status")
-    assert report.node_id == node_id
+    _broken(report, column)
+    assert report.node_id == node_id and report.field == column
 
 
 def test_a_repointed_commit_is_caught(recorded: tuple[Path, str]) -> None:

@@ -77,9 +77,11 @@ def _parse(value: Any) -> Any:
     if value == "[]":
         return []
     try:
-        return loads(value)
-    except (TypeError, ValueError):
-        return {"unreadable": repr(value)[:200]}
+        if isinstance(value, str):
+            return loads(value)
+    except ValueError:
+        pass
+    return {"unreadable": repr(value)[:200]}
 
 
 def record_event(kind: str, record: Mapping[str, Any], *, anchored: bool = False,
@@ -95,14 +97,14 @@ def record_event(kind: str, record: Mapping[str, Any], *, anchored: bool = False
 
 
 def first_difference(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
-    """The first key (in record order) where ``current`` differs from ``recorded``, types
+    """The first key (in column order) where ``current`` differs from ``recorded``, types
     included (``1`` is neither ``1.0`` nor ``true``); ``None`` when they agree."""
     if _canonical(recorded) == _canonical(current):
         return None
-    for key in dict.fromkeys([*recorded, *current]):
+    for key in dict.fromkeys([*current, *recorded]):
         if _canonical(recorded.get(key, ABSENT)) != _canonical(current.get(key, ABSENT)):
             return key
-    return None  # only reachable for values that encode alike key by key but not as a whole
+    return "(record)"  # the wholes differ, so some key does; never report agreement here
 
 
 ABSENT = "(absent)"
