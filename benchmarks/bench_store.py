@@ -6,12 +6,17 @@ markdown table and writes it into BENCHMARKS.md (section "store").
 Measured:
 
 * bulk append: 100,000 nodes of one run (a root with chains, metrics, ~100-character feedback)
-  written with ``add_nodes`` in chunks of 1,000, each chunk one ``atomic()`` transaction; and
-  100,000 ledger rows written with ``append_ledger`` in chunks of 1,000, one transaction each;
+  written with ``add_nodes`` in chunks of 1,000, each chunk one ``atomic()`` transaction (each
+  node also appends its record row to the run's chain); and 100,000 ledger rows written with
+  ``append_ledger`` in chunks of 1,000, one transaction each, into a chain of their own;
 * the engine's pattern: one transaction per finished attempt holding its 5 ledger rows, its
-  node and the end of its in-flight marker, 5,000 times (both best of 2, each pass into a
-  fresh store);
-* verifying the 100,000-row chain (once);
+  node (and its record row) and the end of its in-flight marker, 5,000 times (both best of 2,
+  each pass into a fresh store); the attempts' artifacts are real blobs and their commits real
+  commits (one file each) in the store's git repository;
+* verifying the 100,000-row chain (``verify_ledger``: the rows alone, once);
+* verifying the engine-pattern run: its rows alone (``verify_ledger``), and its whole record
+  (``verify``, what ``dreamrsi ledger verify`` runs: rows, run and node records, blobs, git
+  objects), once each;
 * loading the 100,000-node tree: ``store.nodes(run_id)`` and a ``TreeView`` revealing every
   node in seq order (best of 3).
 """
@@ -19,6 +24,7 @@ Measured:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import random
 import sys
@@ -42,7 +48,9 @@ from dreamrsi.store import (  # noqa: E402
     RunStatus,
     SqliteRunStore,
     TaskRecord,
+    VerifyReport,
 )
+from dreamrsi.workspace import _objects  # noqa: E402
 
 BULK_NODES = 100_000
 BULK_LEDGER = 100_000
@@ -148,6 +156,31 @@ def write_bulk_nodes(store: SqliteRunStore, tree: list[Node]) -> None:
             store.add_nodes(tree[i:i + CHUNK])
 
 
+def realize(store: SqliteRunStore, nodes: list[Node],
+            events: list[LedgerEvent]) -> tuple[list[Node], list[LedgerEvent]]:
+    """``nodes`` and ``events`` naming real things: each node's commit holds one file in the
+    store's git repository, and each artifact is a blob of its own bytes (about 100 of them),
+    so that verifying the whole record reads as much as a real run of that size."""
+    git_dir = store.root / "repo.git"
+    (git_dir / "objects").mkdir(parents=True, exist_ok=True)
+    commits = {}
+    for node in nodes:
+        blob = _objects.write_object(git_dir, b"blob", f"{node.seq}\n".encode())
+        tree = _objects.write_object(git_dir, b"tree", b"100644 value.txt\0" + blob)
+        commits[node.seq] = _objects.write_commit(git_dir, tree.hex(), None,
+                                                  f"attempt {node.seq}", "bench <b@localhost>")
+
+    def blob(name: str) -> str:
+        return store.put_blob(f"{name}: {'output line ' * 8}\n".encode())
+
+    nodes = [n._replace(commit=commits[n.seq], artifacts=tuple(
+        Artifact(a.path, blob(f"{n.node_id} {a.path}")) for a in n.artifacts)) for n in nodes]
+    events = [dataclasses.replace(e, commit=commits[1 + k // EVENTS_PER_ATTEMPT], artifacts=tuple(
+        Artifact(a.path, blob(f"{e.event_id} {a.path}")) for a in e.artifacts))
+        for k, e in enumerate(events)]
+    return nodes, events
+
+
 def write_bulk_ledger(store: SqliteRunStore, chain: str, events: list[LedgerEvent]) -> None:
     for i in range(0, len(events), CHUNK):
         with store.atomic():
@@ -167,6 +200,7 @@ def write_engine_pattern(store: SqliteRunStore, attempts: list[Node],
 
 
 BULK_RUN, ENGINE_RUN = "rbulk0001", "rengine01"
+BULK_CHAIN = "cbulk0001"  # a chain of commands alone (no run, so no records)
 
 
 def bench_writes(work: Path) -> list[tuple[str, str, str, str]]:
@@ -188,34 +222,43 @@ def bench_writes(work: Path) -> list[tuple[str, str, str, str]]:
         store = open_store(work / f"store-{n_pass}", [bulk_run, engine_run])
         try:
             keep("nodes", timed(write_bulk_nodes, store, tree))
-            keep("ledger", timed(write_bulk_ledger, store, bulk_run, bulk_events))
-            store.add_node(engine_tree[0])
+            keep("ledger", timed(write_bulk_ledger, store, BULK_CHAIN, bulk_events))
+            real_tree, real_events = realize(store, engine_tree, engine_events)
+            store.add_node(real_tree[0])
             store.start_attempts([InFlight(n.node_id, n.run_id, n.parent_id or "", n.seq,
                                            n.round, None, n.created_at)
-                                  for n in engine_tree[1:]])
-            keep("engine", timed(write_engine_pattern, store, engine_tree[1:], engine_events))
+                                  for n in real_tree[1:]])
+            keep("engine", timed(write_engine_pattern, store, real_tree[1:], real_events))
             assert store.in_flight(engine_run) == [] and store.verify_ledger(engine_run).ok
             if n_pass == 0:
-                keep("verify", timed(store.verify_ledger, bulk_run))
-                report = store.verify_ledger(bulk_run)
+                keep("verify", timed(store.verify_ledger, BULK_CHAIN))
+                report = store.verify_ledger(BULK_CHAIN)
                 assert report.ok and report.rows == BULK_LEDGER, report
+                keep("verify rows", timed(store.verify_ledger, engine_run))
+                keep("verify record", timed(store.verify, engine_run))
+                report = store.verify(engine_run)
+                assert report.ok and report.nodes == ENGINE_ATTEMPTS + 1, report
+                whole = report
         finally:
             store.close()
 
     rows: list[tuple[str, str, str, str]] = []
-    for label, n, name in (("bulk append: nodes (add_nodes, 1,000 per transaction)",
-                            BULK_NODES, "nodes"),
-                           ("bulk append: ledger rows (append_ledger, 1,000 per transaction)",
-                            BULK_LEDGER, "ledger")):
+    # a node is two rows: its own and its record in the run's chain
+    for label, n, per, name in (("bulk append: nodes, each with its record row (add_nodes, "
+                                 "1,000 per transaction)", BULK_NODES, 2, "nodes"),
+                                ("bulk append: ledger rows (append_ledger, 1,000 per "
+                                 "transaction)", BULK_LEDGER, 1, "ledger")):
         secs, cpu = best[name]
-        rate = n / secs
+        rate = n * per / secs
+        work = f"{n * per:,} rows" if per == 1 else f"{n:,} nodes ({n * per:,} rows)"
+        result = f"{rate:,.0f} rows/s" + (f" ({n / secs:,.0f} nodes/s)" if per > 1 else "")
         rows.append((f"{label}, best of {WRITE_PASSES}",
-                     f"{n:,} rows in {secs:.2f} s (CPU {cpu:.2f} s)", f"{rate:,.0f} rows/s",
+                     f"{work} in {secs:.2f} s (CPU {cpu:.2f} s)", result,
                      verdict(rate >= TARGET_BULK_ROWS_S, f">= {TARGET_BULK_ROWS_S:,} rows/s")))
     secs, cpu = best["engine"]
-    per_txn = EVENTS_PER_ATTEMPT + 1
-    rows.append((f"engine pattern: 1 node + 5 ledger rows per transaction, best of "
-                 f"{WRITE_PASSES}",
+    per_txn = EVENTS_PER_ATTEMPT + 2
+    rows.append((f"engine pattern: 1 node + 5 ledger rows + its record row per transaction, "
+                 f"best of {WRITE_PASSES}",
                  f"{ENGINE_ATTEMPTS:,} transactions ({ENGINE_ATTEMPTS * per_txn:,} rows) in "
                  f"{secs:.2f} s (CPU {cpu:.2f} s)",
                  f"{ENGINE_ATTEMPTS / secs:,.0f} transactions/s, "
@@ -224,7 +267,23 @@ def bench_writes(work: Path) -> list[tuple[str, str, str, str]]:
     rows.append((f"verify_ledger of the {BULK_LEDGER:,}-row chain",
                  f"{BULK_LEDGER:,} rows in {secs:.2f} s (CPU {cpu:.2f} s)",
                  f"{BULK_LEDGER / secs:,.0f} rows/s", "(no target)"))
-    return rows
+    return rows + verify_rows(best, whole)
+
+
+def verify_rows(best: dict[str, tuple[float, float]],
+                whole: VerifyReport) -> list[tuple[str, str, str, str]]:
+    """The two verifications of the engine-pattern run: its rows alone, its whole record."""
+    secs, cpu = best["verify rows"]
+    label = f"the {ENGINE_ATTEMPTS:,}-attempt engine-pattern run"
+    out = [(f"verify_ledger of {label} (rows alone)",
+            f"{whole.rows:,} rows in {secs:.2f} s (CPU {cpu:.2f} s)",
+            f"{whole.rows / secs:,.0f} rows/s", "(no target)")]
+    secs, cpu = best["verify record"]
+    out.append((f"verify of {label} (whole record: `dreamrsi ledger verify`)",
+                f"{whole.rows:,} rows, {whole.nodes:,} node records, {whole.blobs:,} blobs, "
+                f"{whole.commits:,} commits ({whole.objects:,} git objects) in {secs:.2f} s "
+                f"(CPU {cpu:.2f} s)", f"{whole.rows / secs:,.0f} rows/s", "(no target)"))
+    return out
 
 
 def bench_load(work: Path) -> list[tuple[str, str, str, str]]:

@@ -84,6 +84,111 @@ def test_ledger_verify_detects_a_deleted_row(finished_run: tuple[Path, str]) -> 
     assert "broken" in result.output and "row 7" in result.output
 
 
+def _head_of(store: Path, run_id: str) -> tuple[int, str]:
+    length, digest = cli("ledger", "head", run_id, "--store", str(store)).split()
+    return int(length), digest
+
+
+def test_ledger_head_prints_length_and_hash(finished_run: tuple[Path, str]) -> None:
+    store, run_id = finished_run
+    out = cli("ledger", "head", run_id[:6], "--store", str(store))
+    length, digest = out.split()
+    assert out == f"{length} {digest}\n" and len(digest) == 64 and int(digest, 16) >= 0
+    with sqlite3.connect(store / "store.db") as conn:
+        rows = conn.execute("SELECT count(*), max(seq) FROM ledger WHERE chain = ?",
+                            (run_id,)).fetchone()
+        last = conn.execute("SELECT hash FROM ledger WHERE chain = ? AND seq = ?",
+                            (run_id, rows[1])).fetchone()[0]
+    assert int(length) == rows[0] == rows[1] and digest == last
+    data = json.loads(cli("ledger", "head", run_id, "--store", str(store), "--json"))
+    assert data == {"run_id": run_id, "length": int(length), "hash": digest}
+    assert "no run or dream" in cli("ledger", "head", "rnope", "--store", str(store), code=1)
+
+
+def test_run_prints_its_ledger_head(tmp_path: Path, make_task: TaskFactory) -> None:
+    store = tmp_path / "store"
+    task = str(make_task())
+    data = json.loads(cli("run", task, "--budget", "2", "--store", str(store), "--json"))
+    assert (data["ledger_head"]["length"], data["ledger_head"]["hash"]) == _head_of(
+        store, data["run_id"])
+    text = cli("run", task, "--budget", "2", "--store", str(store))
+    [second] = [r for r in json.loads(cli("status", "--store", str(store), "--json"))["runs"]
+                if r["run_id"] != data["run_id"]]
+    length, digest = _head_of(store, second["run_id"])
+    assert f"ledger head {length} {digest}" in text
+    assert f"ledger verify {second['run_id']} --head {length}:{digest}" in text
+
+
+@pytest.mark.parametrize("form", ["{length} {digest}", "{length}:{digest}", "{digest}"])
+def test_verify_accepts_the_head_in_each_form(finished_run: tuple[Path, str],
+                                              form: str) -> None:
+    store, run_id = finished_run
+    length, digest = _head_of(store, run_id)
+    given = form.format(length=length, digest=digest)
+    out = cli("ledger", "verify", run_id, "--head", given, "--store", str(store))
+    assert "chain intact" in out and "6 nodes match their records" in out
+    assert "holds the head" in out
+    data = json.loads(cli("ledger", "verify", run_id, "--head", given, "--store", str(store),
+                          "--json"))
+    assert data["ok"] and data["head"] == {"length": length, "hash": digest}
+    assert data["nodes"] == 6 and data["commits"] == 6 and data["blobs"] > 0
+
+
+def test_verify_with_a_head_detects_a_truncated_chain(finished_run: tuple[Path, str]) -> None:
+    store, run_id = finished_run
+    length, digest = _head_of(store, run_id)
+    with sqlite3.connect(store / "store.db") as conn:  # drop the last attempt: rows and node
+        keep = conn.execute("SELECT seq FROM ledger WHERE chain = ? AND cmd = 'record node' "
+                            "ORDER BY seq DESC LIMIT 1 OFFSET 1", (run_id,)).fetchone()[0]
+        conn.execute("DELETE FROM nodes WHERE node_id IN (SELECT node_id FROM ledger WHERE "
+                     "chain = ? AND seq > ?)", (run_id, keep))
+        conn.execute("DELETE FROM ledger WHERE chain = ? AND seq > ?", (run_id, keep))
+        conn.execute("UPDATE chains SET length = ?, head = (SELECT hash FROM ledger WHERE "
+                     "chain = ? AND seq = ?) WHERE chain = ?", (keep, run_id, keep, run_id))
+    assert "chain intact" in cli("ledger", "verify", run_id, "--store", str(store))
+    result = runner.invoke(app, ["ledger", "verify", run_id, "--store", str(store), "--head",
+                                 f"{length}:{digest}"])
+    assert result.exit_code == 1
+    assert "broken" in result.output and "truncated" in result.output
+    assert f"names row {length}" in result.output
+
+
+def test_verify_names_an_edited_node_and_field(finished_run: tuple[Path, str]) -> None:
+    store, run_id = finished_run
+    with sqlite3.connect(store / "store.db") as conn:
+        conn.execute("UPDATE nodes SET score = 1e6 WHERE seq = 2 AND run_id = ?", (run_id,))
+    result = runner.invoke(app, ["ledger", "verify", run_id, "--store", str(store), "--json"])
+    assert result.exit_code == 1
+    report = json.loads(result.output)
+    assert report["ok"] is False and report["node_id"] == f"{run_id}-2"
+    assert report["field"] == "score" and "1000000.0" in report["problem"]
+    text = runner.invoke(app, ["ledger", "verify", run_id, "--store", str(store)]).output
+    assert f"node {run_id}-2: score is 1000000.0" in text
+
+
+def test_verify_finds_the_chain_of_a_deleted_run(finished_run: tuple[Path, str]) -> None:
+    store, run_id = finished_run
+    with sqlite3.connect(store / "store.db") as conn:
+        conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+    assert "no run 'r" in cli("show", run_id, "--store", str(store), code=1)
+    result = runner.invoke(app, ["ledger", "verify", run_id, "--store", str(store)])
+    assert result.exit_code == 1
+    assert f"the chain records run {run_id}" in result.output
+    assert "no such run" in result.output
+
+
+@pytest.mark.parametrize("given", ["nonsense", "12:abc", "0:" + "ab" * 32, "x:" + "0" * 64,
+                                   "1:2:" + "0" * 64, ""])
+def test_verify_refuses_a_malformed_head_in_one_line(finished_run: tuple[Path, str],
+                                                     given: str) -> None:
+    store, run_id = finished_run
+    result = runner.invoke(app, ["ledger", "verify", run_id, "--head", given, "--store",
+                                 str(store)])
+    assert result.exit_code == 1, result.output
+    assert "not a ledger head" in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+
+
 def test_user_errors_exit_one_with_a_message(tmp_path: Path) -> None:
     store = str(tmp_path / "store")
     out = cli("run", "no-such-task", "--store", store, code=1)
@@ -227,7 +332,7 @@ def test_read_only_store_is_a_clear_error(finished_run: tuple[Path, str], bwrap:
 
 def test_every_command_has_help() -> None:
     for args in (["run"], ["resume"], ["status"], ["show"], ["best"], ["tasks"],
-                 ["task", "check"], ["ledger", "verify"], ["ledger", "show"],
+                 ["task", "check"], ["ledger", "verify"], ["ledger", "show"], ["ledger", "head"],
                  ["store", "upgrade"]):
         out = cli(*args, "--help")
         assert "Usage" in out and len(out.splitlines()) > 4

@@ -329,6 +329,9 @@ def test_cli_dream_policies_replay_and_loop(tmp_path: Path, make_task: TaskFacto
     text = cli("loop", task_dir, "--rounds", "1", "--per-round-budget", "2", "--trials", "8",
                "--isolation", "off")
     assert "round 1" in text and "best so far" in text
+    round_run = text.split("round 1", 1)[1].split("run ", 1)[1].split(":", 1)[0].strip()
+    length, digest = cli("ledger", "head", round_run).split()
+    assert f"ledger head {length} {digest}" in text  # each round prints its run's head
     cli("loop", task_dir, "--arm", "sideways", code=1)
     wide = json.loads(cli("loop", task_dir, "--rounds", "1", "--per-round-budget", "4",
                           "--initial", "fixed:branches=4,refine=0", "--trials", "8",

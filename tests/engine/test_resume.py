@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -82,6 +83,12 @@ def test_kill_dash_nine_then_resume(tmp_path: Path, make_task: TaskFactory) -> N
         assert reader.in_flight(run_id) == []
         assert reader.get_run(run_id).status.value == "finished"
         assert reader.verify_ledger(run_id).ok
+        # the lost nodes were recorded in the chain like the others; resume printed the head
+        report = reader.verify(run_id)
+        assert report.ok and report.nodes == len(nodes), report
+        head = reader.chain_head(run_id)
+        assert json.loads(done.stdout)["ledger_head"] == {"length": head.length,
+                                                          "hash": head.hash}
         # no finished attempt ran twice: one proposer command per finished non-root node
         proposer_rows: dict[str, int] = {}
         for row in reader.ledger(run_id):

@@ -311,17 +311,23 @@ def test_engine_pattern_rows_and_nodes_commit_together(root: Path) -> None:
         store.put_task(TASK)
         store.create_run(make_run(RUN))
         store.add_node(make_node(RUN, 0, None))
+        before = list(store.ledger(RUN))  # the run's record, then the root's
+        assert [(r.event.cmd, r.event.node_id) for r in before] == [
+            ("record run", None), ("record node", f"{RUN}-0")]
         with pytest.raises(RuntimeError), store.atomic():
             store.append_ledger(RUN, _events(3, "lost"), run_id=RUN)
             store.add_node(make_node(RUN, 1, 0))
             raise RuntimeError("crash between the rows and the node")
-        assert list(store.ledger(RUN)) == [] and len(store.nodes(RUN)) == 1
+        assert list(store.ledger(RUN)) == before and len(store.nodes(RUN)) == 1
         with store.atomic():
             store.append_ledger(RUN, _events(3, "kept"), run_id=RUN)
             store.add_node(make_node(RUN, 1, 0, evidence=tuple(
                 e.event_id for e in _events(3, "kept"))))
         node = store.get_node(f"{RUN}-1")
-        assert [r.event.event_id for r in store.ledger(RUN)] == list(node.evidence)
+        rows = list(store.ledger(RUN))
+        assert rows[:2] == before and len(rows) == 6
+        assert [r.event.event_id for r in rows[2:5]] == list(node.evidence)
+        assert (rows[5].event.cmd, rows[5].event.node_id) == ("record node", node.node_id)
         assert store.verify_ledger(RUN).ok
 
 

@@ -289,7 +289,7 @@ def test_failure_inside_atomic_rolls_back_everything(store: SqliteRunStore,
     assert after == before
     assert store.get_run(RUN).status is RunStatus.RUNNING
     assert store.nodes(RUN) == [] and store.in_flight(RUN) == []
-    assert list(store.ledger(RUN)) == []
+    assert [r.event.cmd for r in store.ledger(RUN)] == ["record run"]  # the fixture's run only
     # the handle is usable afterwards, and its next transaction really commits
     store.add_node(make_node(RUN, 0, None))
     assert [r[0] for r in table_rows(root / DB_FILE, "nodes")] == [f"{RUN}-0"]
@@ -311,7 +311,9 @@ def test_nested_atomic_is_a_savepoint(store: SqliteRunStore, root: Path) -> None
         # nothing is visible to another connection before the outer commit
         assert table_rows(root / DB_FILE, "nodes") == []
     assert [n.seq for n in store.nodes(RUN)] == [0, 2, 3]
-    assert [r.event.cmd for r in store.ledger(RUN)] == ["kept"]
+    assert [(r.event.cmd, r.event.node_id) for r in store.ledger(RUN)] == [
+        ("record run", None), ("record node", f"{RUN}-0"), ("record node", f"{RUN}-2"),
+        ("kept", None), ("record node", f"{RUN}-3")]
     assert store.verify_ledger(RUN).ok
     assert store.get_run(RUN).status is RunStatus.RUNNING
     assert len(table_rows(root / DB_FILE, "nodes")) == 3
@@ -359,10 +361,12 @@ def test_duplicate_caught_inside_a_transaction_leaves_no_partial_write(
             store.add_node(make_node(RUN, 0, None))
         store.add_node(make_node(RUN, 2, 0))
     assert [n.seq for n in store.nodes(RUN)] == [0, 2]
-    assert [r.event.cmd for r in store.ledger(RUN)] == ["first"]
+    assert [(r.event.cmd, r.event.node_id) for r in store.ledger(RUN)] == [
+        ("record run", None), ("record node", f"{RUN}-0"), ("first", None),
+        ("record node", f"{RUN}-2")]
     assert store.in_flight(RUN) == [marker]
     report = store.verify_ledger(RUN)
-    assert report.ok and report.rows == 1, report
+    assert report.ok and report.rows == 4, report
 
 
 def test_reader_handle_cannot_write(store: SqliteRunStore, root: Path) -> None:
@@ -389,9 +393,10 @@ def test_reader_sees_snapshot_then_committed_rows_in_process(store: SqliteRunSto
         seen = [n.seq for n in reader.nodes(RUN)]
         ledger = list(reader.ledger(RUN))
     try:
-        assert seen == [0] and ledger == []
+        assert seen == [0] and [r.event.cmd for r in ledger] == ["record run", "record node"]
         assert [n.seq for n in reader.nodes(RUN)] == [0, 1]
-        assert [r.event.cmd for r in reader.ledger(RUN)] == ["x"]
+        assert [r.event.cmd for r in reader.ledger(RUN)] == [
+            "record run", "record node", "record node", "x"]
         assert reader.verify_ledger(RUN).ok
         assert reader.counts(RUN).attempts == 1
     finally:
@@ -415,8 +420,8 @@ def test_reader_in_another_process_sees_committed_data_only(store: SqliteRunStor
         store.append_ledger(RUN, [_event("x"), _event("y")], run_id=RUN)
         during = _last_json(run_python(READ_COUNTS, str(root), RUN, timeout=20))
     after = _last_json(run_python(READ_COUNTS, str(root), RUN, timeout=20))
-    assert during == {"nodes": [0], "ledger": 0}
-    assert after == {"nodes": [0, 1], "ledger": 2}
+    assert during == {"nodes": [0], "ledger": 2}  # the run's and the root's records
+    assert after == {"nodes": [0, 1], "ledger": 5}  # and node 1's record, x and y
 
 
 HOLD_SNAPSHOT = """

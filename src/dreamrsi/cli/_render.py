@@ -6,12 +6,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from dreamrsi.core.model import Direction, Node
 from dreamrsi.engine import CheckReport, RunProgress
+from dreamrsi.store.ledger import ChainHead, VerifyReport
 
 
 def _fmt(score: float | None) -> str:
@@ -153,6 +155,45 @@ def ledger_table(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
     console.print(table)
 
 
+def head_dict(head: ChainHead) -> dict[str, Any]:
+    """A chain head as JSON: ``{"length": ..., "hash": ...}``."""
+    return {"length": head.length, "hash": head.hash}
+
+
+def head_line(console: Console, chain: str, head: ChainHead) -> None:
+    """The head printed after a run or a loop round, with what to do with it."""
+    console.print(f"ledger head {head.length} {head.hash}\n  keep it outside the store; "
+                  f"`dreamrsi ledger verify {chain} --head {head.length}:{head.hash}` then "
+                  "detects a truncated or re-hashed chain", highlight=False, soft_wrap=True)
+
+
+def verify_dict(r: VerifyReport) -> dict[str, Any]:
+    """``dreamrsi ledger verify --json``."""
+    return {"run_id": r.chain, "ok": r.ok, "rows": r.rows, "bad_seq": r.bad_seq,
+            "bad_id": r.bad_id, "problem": r.problem, "node_id": r.node_id, "field": r.field,
+            "nodes": r.nodes, "anchored": r.anchored, "blobs": r.blobs, "commits": r.commits,
+            "objects": r.objects, "head": None if r.head is None else head_dict(r.head),
+            "given_head": None if r.given_head is None else str(r.given_head)}
+
+
+def verify_text(r: VerifyReport) -> str:
+    """``dreamrsi ledger verify``: one line saying what was checked, or what is broken."""
+    if not r.ok:
+        where = f" at row {r.bad_seq}" if r.bad_seq else ""
+        where += f" ({r.bad_id})" if r.bad_id else ""
+        return (f"[bold red]ledger of {escape(r.chain)} is broken[/]{where}: "
+                f"{escape(r.problem or '')}")
+    text = (f"ledger of {escape(r.chain)}: {r.rows} rows, chain intact; {r.nodes} nodes match "
+            f"their records; {r.blobs} blobs and {r.commits} commits ({r.objects} git objects) "
+            "intact")
+    if r.anchored:
+        text += (f"; {r.anchored} nodes were recorded by the store upgrade to schema 3 "
+                 "(vouched for from then on)")
+    if r.given_head is not None:
+        text += f"; holds the head {r.given_head}"
+    return text
+
+
 def _num(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -189,8 +230,8 @@ def dream_table(console: Console, report: Mapping[str, Any]) -> None:
         console.print(f"cross-validation reruns selected: {picks}", highlight=False)
 
 
-def loop_round(console: Console, r: Any) -> None:
-    """One line block per loop round."""
+def loop_round(console: Console, r: Any, head: ChainHead | None = None) -> None:
+    """One line block per loop round (with its run's ledger head, if given)."""
     console.print(f"[bold]round {r.round}[/] run {r.run_id}: policy {r.policy} — {r.why}",
                   highlight=False)
     console.print(f"  attempts {r.attempts} (cumulative {r.cumulative_attempts}), round best "
@@ -200,6 +241,9 @@ def loop_round(console: Console, r: Any) -> None:
         console.print(f"  dream {d['dream_id']}: {d['trials']} trials in {d['seconds']} s -> "
                       f"{'promote' if d['promoted'] else 'keep'} {d['selected']}",
                       highlight=False)
+    if head is not None:
+        console.print(f"  ledger head {head.length} {head.hash}", highlight=False,
+                      soft_wrap=True)
 
 
 def loop_summary(console: Console, report: Any) -> None:

@@ -26,6 +26,7 @@ from dreamrsi.dreaming import queries as dq
 from dreamrsi.engine import RunConfig, check_task, default_policy, queries, resume_run, start_run
 from dreamrsi.errors import DreamError
 from dreamrsi.policies.registry import BUILTIN, parse_spec
+from dreamrsi.store.ledger import ChainHead
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks import builtin_tasks, load_task, resolve_task
 
@@ -170,10 +171,12 @@ def _drive(start: Callable[[Any], Any], as_json: bool, budget: int | None) -> An
 
 def _finish(handle: SqliteRunStore, run_id: str, as_json: bool) -> None:
     summary = queries.run_summary(handle, handle.get_run(run_id))
+    head = handle.chain_head(run_id)
     if as_json:
-        _print_json(summary)
+        _print_json({**summary, "ledger_head": _render.head_dict(head)})
     else:
         _render.summary_table(console, summary)
+        _render.head_line(console, run_id, head)
 
 
 # -- dreaming ------------------------------------------------------------------------------
@@ -317,7 +320,8 @@ def loop_cmd(
                             warm_start, target, dream_first)
         with SqliteRunStore.open(store, writer=True, holder=f"loop {loaded.name}") as handle:
             _sigterm_as_interrupt()
-            observer = None if as_json else (lambda r: _render.loop_round(console, r))
+            observer = None if as_json else (
+                lambda r: _render.loop_round(console, r, handle.chain_head(r.run_id)))
             report = run_loop(handle, loaded, config, observer)
         if as_json:
             _print_json(report.as_dict())
@@ -480,27 +484,47 @@ def task_check(
 ChainArg = Annotated[str, typer.Argument(help="Run id (or unique prefix), or a dream id.")]
 
 
+HeadOpt = Annotated[str | None, typer.Option(
+    "--head", help="A head kept outside the store, as `dreamrsi ledger head` printed it "
+    "(LENGTH:HASH, 'LENGTH HASH' or HASH): fail unless the chain still holds it.")]
+
+
 @ledger_app.command("verify")
-def ledger_verify(run_id: ChainArg, store: StoreOpt = DEFAULT_STORE,
+def ledger_verify(run_id: ChainArg, head: HeadOpt = None, store: StoreOpt = DEFAULT_STORE,
                   as_json: JsonOpt = False) -> None:
-    """Check a run's (or dream's) ledger hash chain; exit 1 naming the first bad row."""
+    """Check a run's (or dream's) ledger: the hash chain, the run and its nodes against their
+    records, the blobs and commits it names; exit 1 naming the first problem."""
+
+    def body() -> None:
+        given = None if head is None else ChainHead.parse(head)
+        with _reader(store) as handle:
+            report = handle.verify(queries.ledger_chain(handle, run_id), given)
+        if as_json:
+            _print_json(_render.verify_dict(report))
+        elif report.ok:
+            console.print(_render.verify_text(report), highlight=False, soft_wrap=True)
+        else:
+            err_console.print(_render.verify_text(report), highlight=False, soft_wrap=True)
+        if not report.ok:
+            raise typer.Exit(1)
+
+    _guard(body)
+
+
+@ledger_app.command("head")
+def ledger_head(run_id: ChainArg, store: StoreOpt = DEFAULT_STORE,
+                as_json: JsonOpt = False) -> None:
+    """Print a run's (or dream's) ledger length and head hash as `LENGTH HASH`: keep it outside
+    the store and pass it to `ledger verify --head` later."""
 
     def body() -> None:
         with _reader(store) as handle:
             chain = queries.ledger_chain(handle, run_id)
-            report = handle.verify_ledger(chain)
-        data = {"run_id": chain, "ok": report.ok, "rows": report.rows,
-                "bad_seq": report.bad_seq, "bad_id": report.bad_id, "problem": report.problem}
+            head = handle.chain_head(chain)
         if as_json:
-            _print_json(data)
-        elif report.ok:
-            console.print(f"ledger of {chain}: {report.rows} rows, chain intact")
+            _print_json({"run_id": chain, **_render.head_dict(head)})
         else:
-            err_console.print(f"[bold red]ledger of {chain} is broken[/] at row "
-                              f"{report.bad_seq} ({report.bad_id or 'unknown id'}): "
-                              f"{report.problem}", highlight=False)
-        if not report.ok:
-            raise typer.Exit(1)
+            typer.echo(f"{head.length} {head.hash}")
 
     _guard(body)
 

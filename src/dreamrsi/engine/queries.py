@@ -104,10 +104,11 @@ def export_best(store: SqliteRunStore, run_id: str, dest: Path) -> dict[str, Any
 
 
 def ledger_chain(store: SqliteRunStore, name: str) -> str:
-    """The ledger chain of a run (id or unique prefix) or of a dream (its id).
+    """The ledger chain of a run (id or unique prefix) or of a dream (its id), or a chain of
+    that exact name whose run or dream is gone.
 
     Raises:
-        NotFound: Neither a run nor a dream has that id.
+        NotFound: No run, dream or chain has that id.
     """
     try:
         return store.get_run(name).run_id
@@ -115,6 +116,8 @@ def ledger_chain(store: SqliteRunStore, name: str) -> str:
         try:
             return store.get_dream(name).dream_id
         except NotFound:
+            if store.chain_head(name).length:
+                return name
             raise NotFound(f"no run or dream '{name}' in the store at {store.root}") from None
 
 

@@ -8,11 +8,12 @@ from dreamrsi.store.dreams import (
     PolicyScore,
     PolicyVersion,
 )
-from dreamrsi.store.ledger import Actor, LedgerEvent, LedgerRow, VerifyReport
+from dreamrsi.store.ledger import Actor, ChainHead, LedgerEvent, LedgerRow, VerifyReport
 from dreamrsi.store.sqlite import SqliteRunStore
 
 __all__ = [
     "Actor",
+    "ChainHead",
     "DreamRecord",
     "LoopRecord",
     "LoopRound",

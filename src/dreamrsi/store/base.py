@@ -5,7 +5,9 @@ progress), holding its writer lock, and writes only from the thread that opened 
 CLI, the dashboard) open their own handle and never block the writer. Recorded nodes and ledger
 rows are immutable: they are inserted once and never updated. Every write happens inside
 :meth:`RunStore.atomic`; a finished attempt (its node, its ledger rows, the removal of its
-in-flight marker) is one transaction.
+in-flight marker) is one transaction. Writing a run or a node also appends its record to the
+run's ledger chain, in the same transaction, so that :meth:`RunStore.verify` can check the
+``runs`` and ``nodes`` rows against the chain.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from dreamrsi.core.model import Node
 from dreamrsi.core.policy import PolicySpec
-from dreamrsi.store.ledger import LedgerEvent, LedgerRow, VerifyReport
+from dreamrsi.store.ledger import ChainHead, LedgerEvent, LedgerRow, VerifyReport
 
 
 class RunStatus(StrEnum):
@@ -111,7 +113,8 @@ class RunStore(abc.ABC):
 
     @abc.abstractmethod
     def create_run(self, run: RunRecord) -> None:
-        """Record a new run (``AlreadyRecorded`` if the id exists)."""
+        """Record a new run, and its record in its chain (``AlreadyRecorded`` if the id
+        exists)."""
 
     @abc.abstractmethod
     def get_run(self, run_id: str) -> RunRecord:
@@ -129,7 +132,8 @@ class RunStore(abc.ABC):
     # nodes and in-flight attempts
     @abc.abstractmethod
     def add_node(self, node: Node) -> None:
-        """Record a finished node (``AlreadyRecorded`` if its id or seq exists)."""
+        """Record a finished node, and its record in its run's chain (``AlreadyRecorded`` if
+        its id or seq exists)."""
 
     @abc.abstractmethod
     def nodes(self, run_id: str) -> list[Node]:
@@ -173,7 +177,18 @@ class RunStore(abc.ABC):
 
     @abc.abstractmethod
     def verify_ledger(self, chain: str) -> VerifyReport:
-        """Verify a chain's hashes, order and length."""
+        """Verify a chain's rows alone: hashes, order and length (:meth:`verify` checks what
+        they record too)."""
+
+    @abc.abstractmethod
+    def verify(self, chain: str, head: ChainHead | None = None) -> VerifyReport:
+        """Verify a chain and what it records: the run and its nodes against their records,
+        the blobs and workspace commits the rows name, and ``head`` (a head kept outside the
+        store) against the chain."""
+
+    @abc.abstractmethod
+    def chain_head(self, chain: str) -> ChainHead:
+        """The chain's length and last hash, to keep outside the store."""
 
     # blobs
     @abc.abstractmethod

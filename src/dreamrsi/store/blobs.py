@@ -49,7 +49,28 @@ class BlobStore:
         except FileNotFoundError:
             raise NotFound(f"no blob {digest}") from None
 
+    def check(self, digest: str) -> str | None:
+        """Why the blob named ``digest`` is not sound (not a digest, missing, unreadable, or its
+        bytes hash to something else); ``None`` when its file re-hashes to ``digest``."""
+        if not _is_digest(digest):
+            return "is not a SHA-256 digest"
+        h = hashlib.sha256()
+        try:  # a plain path: verification checks every blob of a run
+            with open(os.path.join(self.root, digest[:2], digest[2:]), "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+        except FileNotFoundError:
+            return "is missing from blobs/"
+        except OSError as exc:
+            return f"cannot be read ({exc.strerror})"
+        actual = h.hexdigest()
+        return None if actual == digest else f"was altered (its bytes hash to {actual[:16]})"
+
     def _path(self, digest: str) -> Path:
-        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        if not _is_digest(digest):
             raise NotFound(f"not a blob digest: {digest!r}")
         return self.root / digest[:2] / digest[2:]
+
+
+def _is_digest(text: str) -> bool:
+    return len(text) == 64 and not text.strip("0123456789abcdef")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,9 +21,11 @@ from json.encoder import encode_basestring as _quote
 from typing import Any, NamedTuple
 
 from dreamrsi.core.model import Artifact
+from dreamrsi.errors import ConfigError
 from dreamrsi.store.jsontext import dumps, dumps_pairs, dumps_strings
 
 GENESIS = "0" * 64
+_HEAD = re.compile(r"\s*(?:([0-9]{1,18})(?::|\s+))?([0-9a-fA-F]{64})\s*")
 
 
 class Actor(StrEnum):
@@ -244,9 +247,45 @@ def _canonical_text(seq: int, e: LedgerEvent, prev: str, columns: EventJson,
         return None
 
 
+class ChainHead(NamedTuple):
+    """A chain's length and the hash of its last row, to keep outside the store.
+
+    ``length`` is ``None`` for a head given as a hash alone (it is then looked up in the chain).
+    """
+
+    length: int | None
+    hash: str
+
+    def __str__(self) -> str:
+        return self.hash if self.length is None else f"{self.length}:{self.hash}"
+
+    @classmethod
+    def parse(cls, text: str) -> ChainHead:
+        """Read ``LENGTH:HASH``, ``LENGTH HASH`` (what ``dreamrsi ledger head`` prints) or
+        ``HASH`` (64 hex digits).
+
+        Raises:
+            ConfigError: The text is none of these.
+        """
+        found = _HEAD.fullmatch(text)
+        length = int(found[1]) if found and found[1] else None
+        if found is None or (length == 0 and found[2].lower() != GENESIS):
+            raise ConfigError(f"not a ledger head: {text!r}", key="--head",
+                              expected="LENGTH:HASH, 'LENGTH HASH' or HASH (64 hex digits), "
+                              "as `dreamrsi ledger head` prints it")
+        return cls(length, found[2].lower())
+
+
 @dataclass(frozen=True, slots=True)
 class VerifyReport:
-    """Outcome of verifying one chain: ``ok``, rows checked, and the first problem if any."""
+    """Outcome of verifying one chain: ``ok``, rows checked, and the first problem if any.
+
+    :meth:`~dreamrsi.store.sqlite.SqliteRunStore.verify` also fills in what it checked beyond
+    the rows: ``node_id`` and ``field`` name a node that differs from its record; ``nodes``
+    (of which ``anchored`` were recorded by a store upgrade), ``blobs``, ``commits`` and
+    git ``objects`` count what was found intact; ``head`` is the chain's own head, and
+    ``given_head`` the head it was checked against.
+    """
 
     chain: str
     ok: bool
@@ -254,6 +293,15 @@ class VerifyReport:
     bad_seq: int | None = None
     bad_id: str | None = None
     problem: str | None = None
+    node_id: str | None = None
+    field: str | None = None
+    nodes: int = 0
+    anchored: int = 0
+    blobs: int = 0
+    commits: int = 0
+    objects: int = 0
+    head: ChainHead | None = None
+    given_head: ChainHead | None = None
 
 
 def verify_chain(

@@ -1,8 +1,14 @@
-"""Schema migrations of the SQLite store, applied in order and recorded in ``migrations``."""
+"""Schema migrations of the SQLite store, applied in order and recorded in ``migrations``.
+
+Each migration is SQL; the one numbered :data:`RECORDS_VERSION` also runs a step in Python
+(``SqliteRunStore._anchor_records``) that writes the records of the runs and nodes already in
+the store into their chains.
+"""
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+RECORDS_VERSION = 3
 
 MIGRATIONS: dict[int, tuple[str, str]] = {
     1: (
@@ -153,5 +159,10 @@ MIGRATIONS: dict[int, tuple[str, str]] = {
         CREATE INDEX policy_scores_version ON policy_scores(version_id);
         CREATE INDEX runs_task ON runs(task_digest)
         """,
+    ),
+    3: (
+        "ledger records: each run and node recorded in its run's chain (those already in the "
+        "store anchored at this upgrade)",
+        "",
     ),
 }

@@ -34,10 +34,12 @@ from dreamrsi.errors import (
     StoreBusy,
     StoreError,
 )
+from dreamrsi.store.audit import RecordAudit
 from dreamrsi.store.base import InFlight, RunCounts, RunRecord, RunStatus, RunStore, TaskRecord
 from dreamrsi.store.blobs import BlobStore
 from dreamrsi.store.dreams import DreamTables
 from dreamrsi.store.jsontext import dumps, dumps_pairs, dumps_strings
+from dreamrsi.store.jsontext import loads as _loads
 from dreamrsi.store.ledger import (
     GENESIS,
     Actor,
@@ -46,18 +48,23 @@ from dreamrsi.store.ledger import (
     LedgerRow,
     VerifyReport,
     chain_encoded,
+    now_iso,
     verify_chain,
 )
-from dreamrsi.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from dreamrsi.store.migrations import MIGRATIONS, RECORDS_VERSION, SCHEMA_VERSION
+from dreamrsi.store.records import (
+    NODE_COLUMNS,
+    RUN_COLUMNS,
+    node_record,
+    record_event,
+    run_record,
+)
 
 DB_FILE = "store.db"
 LOCK_FILE = "writer.lock"
 
-_NODE_COLUMNS = (
-    "node_id, run_id, parent_id, seq, round, commit_id, status, valid, score, raw_score, "
-    "feedback, metrics, plan, wall_ms, cpu_ms, tokens_in, tokens_out, money_usd, "
-    "candidate_hash, artifacts, evidence, created_at"
-)
+_NODE_COLUMNS = ", ".join(NODE_COLUMNS)
+_RUN_COLUMNS = ", ".join(RUN_COLUMNS)
 _LEDGER_COLUMNS = (
     "chain, seq, id, run_id, dream_id, node_id, t, actor, cmd, args, exit, commit_id, "
     "artifacts, parsed, env_digest, duration_ms, admissible, belief_updates, prev_hash, hash"
@@ -70,7 +77,7 @@ _EMPTY: Any = MappingProxyType({})
 _RUN_MUTABLE = {"status", "stop_reason", "finished_at", "heartbeat_at", "pid", "elapsed_s"}
 
 
-class SqliteRunStore(DreamTables, RunStore):
+class SqliteRunStore(DreamTables, RecordAudit, RunStore):
     """A run store in a directory (see the module docstring).
 
     Open it with :meth:`open`. A writer holds an exclusive lock on the directory for as long as
@@ -187,11 +194,25 @@ class SqliteRunStore(DreamTables, RunStore):
                 description, script = MIGRATIONS[target]
                 for statement in filter(str.strip, script.split(";")):
                     self._conn.execute(statement)
+                if target == RECORDS_VERSION:
+                    self._anchor_records()
                 self._conn.execute("INSERT INTO migrations VALUES (?, ?, ?)",
                                    (target, description, time.time()))
                 applied.append(target)
             self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         return applied
+
+    def _anchor_records(self) -> None:
+        """Record every run and node already in the store in its run's chain (the upgrade to
+        schema 3): the chain vouches for them from the upgrade on."""
+        conn = self._conn
+        for run in conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at, rowid"
+                                ).fetchall():
+            nodes = conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE run_id = ? "
+                                 "ORDER BY seq", (run[0],)).fetchall()
+            events = [record_event("run", run_record(run), anchored=True)]
+            events += [record_event("node", node_record(n), anchored=True) for n in nodes]
+            self._append(conn, run[0], events, run[0], None)
 
     @property
     def blobs(self) -> BlobStore:
@@ -298,7 +319,9 @@ class SqliteRunStore(DreamTables, RunStore):
                           r["created_at"])
 
     def create_run(self, run: RunRecord) -> None:
-        with self._write() as conn:
+        """Record a new run and, in the same transaction, its record as the first row of its
+        chain (``AlreadyRecorded`` if the id exists)."""
+        with self._write(several=True) as conn:
             conn.execute(
                 "INSERT INTO runs (run_id, task_digest, task_name, policy, config, seed, status,"
                 " stop_reason, created_at, finished_at, heartbeat_at, pid, elapsed_s) "
@@ -307,6 +330,10 @@ class SqliteRunStore(DreamTables, RunStore):
                  dumps({"name": run.policy.name, "params": dict(run.policy.params)}),
                  dumps(run.config), run.seed, run.status.value, run.stop_reason, run.created_at,
                  run.finished_at, run.heartbeat_at, run.pid, run.elapsed_s))
+            stored = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?",
+                                  (run.run_id,)).fetchone()
+            self._append(conn, run.run_id, [record_event("run", run_record(stored))],
+                         run.run_id, None)
 
     def get_run(self, run_id: str) -> RunRecord:
         rows = self._query("SELECT * FROM runs WHERE run_id = ?", (run_id,))
@@ -342,15 +369,30 @@ class SqliteRunStore(DreamTables, RunStore):
     # -- nodes -----------------------------------------------------------------------------
 
     def add_node(self, node: Node) -> None:
-        with self._write() as conn:
-            conn.execute(f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({_marks(22)})",
-                         _node_to_row(node))
+        """Record a finished node and, in the same transaction, its record at the end of its
+        run's chain (``AlreadyRecorded`` if its id or seq exists)."""
+        self.add_nodes([node])
 
     def add_nodes(self, nodes: Sequence[Node]) -> None:
-        """Record many nodes in one statement batch (used by imports and benchmarks)."""
-        with self._write(several=len(nodes) > 1) as conn:
+        """Record many nodes in one statement batch (used by imports and benchmarks), each with
+        its record in its run's chain, in one transaction."""
+        if not nodes:
+            return
+        with self._write(several=True) as conn, _gc_paused():
+            last = conn.execute("SELECT max(rowid) FROM nodes").fetchone()[0] or 0
             conn.executemany(f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({_marks(22)})",
                              [_node_to_row(n) for n in nodes])
+            stored = conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE rowid > ? "
+                                  "ORDER BY rowid", (last,)).fetchall()
+            if len(stored) != len(nodes):
+                raise StoreError(f"store {self.root}: {len(nodes)} nodes written, "
+                                 f"{len(stored)} read back")
+            by_run: dict[str, list[LedgerEvent]] = {}
+            t = now_iso()
+            for row in stored:
+                by_run.setdefault(row[1], []).append(record_event("node", node_record(row), t=t))
+            for run_id, events in by_run.items():
+                self._append(conn, run_id, events, run_id, None)
 
     def nodes(self, run_id: str) -> list[Node]:
         with _gc_paused():
@@ -414,16 +456,22 @@ class SqliteRunStore(DreamTables, RunStore):
         if not events:
             return []
         with self._write(several=True) as conn:
-            head = conn.execute("SELECT length, head FROM chains WHERE chain = ?",
-                                (chain,)).fetchone()
-            length, prev = (head[0], head[1]) if head else (0, GENESIS)
-            encoded = chain_encoded(chain, length + 1, prev, events, run_id, dream_id)
-            conn.executemany(f"INSERT INTO ledger ({_LEDGER_COLUMNS}) VALUES ({_marks(20)})",
-                             [_ledger_to_row(r, j) for r, j in encoded])
-            rows = [r for r, _ in encoded]
-            conn.execute("INSERT INTO chains VALUES (?, ?, ?) ON CONFLICT(chain) DO UPDATE SET "
-                         "length = excluded.length, head = excluded.head",
-                         (chain, rows[-1].seq, rows[-1].hash))
+            return self._append(conn, chain, events, run_id, dream_id)
+
+    @staticmethod
+    def _append(conn: sqlite3.Connection, chain: str, events: Sequence[LedgerEvent],
+                run_id: str | None, dream_id: str | None) -> list[LedgerRow]:
+        """Chain and insert ``events`` (at least one) inside the caller's transaction."""
+        head = conn.execute("SELECT length, head FROM chains WHERE chain = ?",
+                            (chain,)).fetchone()
+        length, prev = (head[0], head[1]) if head else (0, GENESIS)
+        encoded = chain_encoded(chain, length + 1, prev, events, run_id, dream_id)
+        conn.executemany(f"INSERT INTO ledger ({_LEDGER_COLUMNS}) VALUES ({_marks(20)})",
+                         [_ledger_to_row(r, j) for r, j in encoded])
+        rows = [r for r, _ in encoded]
+        conn.execute("INSERT INTO chains VALUES (?, ?, ?) ON CONFLICT(chain) DO UPDATE SET "
+                     "length = excluded.length, head = excluded.head",
+                     (chain, rows[-1].seq, rows[-1].hash))
         return rows
 
     def ledger(self, chain: str) -> Iterator[LedgerRow]:
@@ -436,11 +484,14 @@ class SqliteRunStore(DreamTables, RunStore):
                              f"`dreamrsi ledger verify {chain}` to locate it") from exc
 
     def verify_ledger(self, chain: str) -> VerifyReport:
-        head = self._query("SELECT length, head FROM chains WHERE chain = ?", (chain,))
-        length, head_hash = (head[0][0], head[0][1]) if head else (0, GENESIS)
+        head = self.chain_head(chain)
+        return verify_chain(chain, self._ledger_dicts(chain), head.length or 0, head.hash)
+
+    def _ledger_dicts(self, chain: str) -> Iterator[dict[str, Any]]:
+        """A chain's rows as dicts of hashed fields plus ``hash``, read without trusting them."""
         rows = self._query(f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE chain = ? ORDER BY seq",
                            (chain,))
-        return verify_chain(chain, (_ledger_dict(r) for r in rows), length, head_hash)
+        return (_ledger_dict(r) for r in rows)
 
     # -- blobs -----------------------------------------------------------------------------
 
@@ -491,20 +542,7 @@ def _marks(n: int) -> str:
     return ", ".join("?" * n)
 
 
-# One scanner for every row: ``json.loads`` adds checks that cost more than decoding a short
-# column.
-_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner
 _NODE_STATUS = {s.value: s for s in NodeStatus}
-
-
-def _loads(text: str) -> Any:
-    """``json.loads`` without its per-call overhead, for the compact JSON this module writes;
-    anything else (whitespace, garbage) goes through ``json.loads`` and its usual errors."""
-    try:
-        value, end = _SCAN(text, 0)
-    except (StopIteration, TypeError):
-        return json.loads(text)
-    return value if end == len(text) else json.loads(text)
 
 
 def _node_to_row(n: Node) -> tuple[Any, ...]:

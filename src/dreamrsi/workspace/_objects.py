@@ -62,6 +62,71 @@ def read_object(git_dir: Path, hexid: str) -> tuple[bytes, bytes]:
     return kind, body
 
 
+def raw_object(git_dir: Path, hexid: str) -> bytes | None:
+    """A loose object's bytes as git hashes them (``b"<type> <size>\\0" + body``); ``None``
+    when it is not a loose object (packed or missing). Damaged compression gives ``b""``."""
+    try:  # a plain path: verification reads every object of a run's workspaces
+        with open(os.path.join(git_dir, "objects", hexid[:2], hexid[2:]), "rb") as fh:
+            data = fh.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        return zlib.decompress(data)
+    except zlib.error:
+        return b""
+
+
+def object_problem(hexid: str, raw: bytes | None, kind: bytes) -> str | None:
+    """Why ``raw`` (an object's bytes as git hashes them) is not a sound ``kind`` object named
+    ``hexid``; ``None`` when it is."""
+    name = f"{kind.decode()} {hexid}"
+    if raw is None:
+        return f"{name} is missing from the store's repository"
+    if hashlib.sha1(raw).hexdigest() != hexid:
+        return f"{name} does not hash to its id (altered or damaged)"
+    header, _, body = raw.partition(b"\0")
+    found, _, size = header.partition(b" ")
+    if found != kind:
+        return f"{name} is a {found.decode(errors='replace')} object"
+    if size != b"%d" % len(body):
+        return f"{name} has a damaged header"
+    return None
+
+
+def children(kind: bytes, raw: bytes) -> list[tuple[bytes, str]]:
+    """The objects a sound commit or tree names, as ``(kind, id)``: a commit's tree (not its
+    parents), a tree's sub-trees and files (not submodule commits)."""
+    body = raw.partition(b"\0")[2]
+    if kind == b"commit":
+        return [(b"tree", body[5:45].decode())] if body.startswith(b"tree ") else []
+    if kind != b"tree":
+        return []
+    out = []
+    for mode, _name, oid in tree_entries(body):
+        if mode == _DIR:
+            out.append((b"tree", oid))
+        elif mode in (_FILE, _EXEC, _LINK):
+            out.append((b"blob", oid))
+    return out
+
+
+def tree_entries(body: bytes) -> list[tuple[bytes, bytes, str]]:
+    """A tree body's entries as ``(mode, name, id)``.
+
+    Raises:
+        ValueError: The body is not a well-formed tree.
+    """
+    entries, pos = [], 0
+    while pos < len(body):
+        space = body.index(b" ", pos)
+        nul = body.index(b"\0", space)
+        if nul + 21 > len(body):
+            raise ValueError("truncated tree entry")
+        entries.append((body[pos:space], body[space + 1:nul], body[nul + 1:nul + 21].hex()))
+        pos = nul + 21
+    return entries
+
+
 def snapshot_tree(git_dir: Path, folder: Path) -> str | None:
     """Write the tree of ``folder`` as ``git add --all`` would see it; ``None`` to use git.
 
@@ -147,13 +212,7 @@ def _write_tree(git_dir: Path, tree: str, dest: bytes) -> None:
     kind, body = read_object(git_dir, tree)
     if kind != b"tree":
         raise Unsupported(f"{tree} is not a tree")
-    pos = 0
-    while pos < len(body):
-        space = body.index(b" ", pos)
-        nul = body.index(b"\0", space)
-        mode, name = body[pos:space], body[space + 1:nul]
-        oid = body[nul + 1:nul + 21].hex()
-        pos = nul + 21
+    for mode, name, oid in tree_entries(body):
         target = os.path.join(dest, name)
         if mode == _DIR:
             os.mkdir(target)

@@ -8,10 +8,12 @@ checkout is never read or written after the seed is imported.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,6 +130,31 @@ class WorkspaceRepo:
         """The commit id a ref or abbreviated id names."""
         return self._git(["rev-parse", "--verify", f"{ref}^{{commit}}"], []).strip()
 
+    def check_commits(self, commits: Iterable[str]) -> tuple[dict[str, str], int]:
+        """Check the workspaces of ``commits`` object by object.
+
+        For each commit: its object exists, re-hashes (SHA-1 of header and body, as git names
+        objects) to its id and is a commit; and so is every tree and file object reachable from
+        its tree, each of the type its parent names. Commit parents are not followed, refs are
+        not read. An object several commits share is read once. Loose objects are read
+        in-process, others (packed by ``git gc``) through one ``git cat-file --batch``.
+
+        Returns:
+            The problem of each unsound commit (by id, in the order given) and the number of
+            objects found sound.
+        """
+        memo: dict[str, str | None] = {}
+        problems: dict[str, str] = {}
+        with _ObjectReader(self) as read:
+            for commit in dict.fromkeys(commits):
+                if not _is_object_id(commit):
+                    problems[commit] = f"{commit!r} is not a commit id (40 hex digits)"
+                    continue
+                problem = _check_object(commit, b"commit", memo, read)
+                if problem:
+                    problems[commit] = problem
+        return problems, sum(1 for v in memo.values() if v is None)
+
     # -- helpers ---------------------------------------------------------------------------
 
     def _commit_tree(self, folder: Path, index: Path, parent: str | None, message: str,
@@ -170,6 +197,79 @@ class WorkspaceRepo:
             raise GitFailed(f"git {' '.join(args[:2])} failed ({proc.returncode}): "
                             f"{proc.stderr.strip()[-500:]}")
         return proc.stdout
+
+
+def _is_object_id(text: str) -> bool:
+    return len(text) == 40 and not text.strip("0123456789abcdef")
+
+
+def _check_object(oid: str, kind: bytes, memo: dict[str, str | None],
+                  read: Callable[[str], bytes | None]) -> str | None:
+    """The first problem in the object ``oid`` or below it (``None``: all sound), memoised."""
+    if oid in memo:
+        return memo[oid]
+    raw = read(oid)
+    problem = _objects.object_problem(oid, raw, kind)
+    if problem is None and raw is not None:
+        try:
+            below = _objects.children(kind, raw)
+        except ValueError:
+            below, problem = [], f"{kind.decode()} {oid} is not well formed"
+        for child_kind, child in below:
+            problem = _check_object(child, child_kind, memo, read)
+            if problem:
+                break
+    memo[oid] = problem
+    return problem
+
+
+class _ObjectReader:
+    """Reads objects' raw bytes: loose ones in-process, the rest through a ``git cat-file
+    --batch`` started on first need (``None`` for an object the repository lacks)."""
+
+    def __init__(self, repo: WorkspaceRepo) -> None:
+        self.repo = repo
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.broken = False
+
+    def __enter__(self) -> Callable[[str], bytes | None]:
+        return self.read
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is None:
+            return
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()  # type: ignore[union-attr]
+
+    def read(self, oid: str) -> bytes | None:
+        raw = _objects.raw_object(self.repo.git_dir, oid)
+        return raw if raw is not None else self._batch(oid)
+
+    def _batch(self, oid: str) -> bytes | None:
+        if self.broken or not (self.repo.git_dir / "objects").is_dir():
+            return None
+        try:
+            if self.proc is None:
+                self.proc = subprocess.Popen(
+                    ["git", "cat-file", "--batch"], stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.repo._env)
+            assert self.proc.stdin is not None and self.proc.stdout is not None
+            self.proc.stdin.write(oid.encode() + b"\n")
+            self.proc.stdin.flush()
+            header = self.proc.stdout.readline().split()
+            if len(header) != 3:
+                return None
+            body = self.proc.stdout.read(int(header[2]) + 1)[:-1]
+        except (OSError, ValueError):
+            self.broken = True
+            return None
+        return header[1] + b" " + header[2] + b"\0" + body
 
 
 def _in_process(args: tuple[str, ...], start: float) -> GitCall:

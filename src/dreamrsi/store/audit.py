@@ -1,0 +1,177 @@
+"""Verification of a chain and of everything it records (a mixin of the SQLite store).
+
+:meth:`RecordAudit.verify` checks, in this order, stopping at the first problem:
+
+1. the chain's rows: positions, ``prev_hash`` links, each row's hash, the recorded length and
+   head (:func:`~dreamrsi.store.ledger.verify_chain`);
+2. a head kept outside the store, if one is given: the row at its position has its hash;
+3. for a run's chain: the run's row against its record, and every node of the run against its
+   record, field by field (a node without a record, a record without a node, a node or run
+   recorded twice, and a run without any record all fail);
+4. every blob the rows and records name: its file re-hashes to its name;
+5. every workspace commit the rows and records name: the commit object and every object
+   below its tree re-hash to their ids (``WorkspaceRepo.check_commits``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from dreamrsi.store.blobs import BlobStore
+from dreamrsi.store.ledger import GENESIS, ChainHead, VerifyReport, verify_chain
+from dreamrsi.store.records import (
+    NODE_COLUMNS,
+    RUN_COLUMNS,
+    ChainIndex,
+    Problem,
+    RecordRef,
+    column_of,
+    first_difference,
+    node_record,
+    run_record,
+    shown,
+)
+from dreamrsi.workspace.git import WorkspaceRepo
+
+_NODE_SELECT = f"SELECT {', '.join(NODE_COLUMNS)} FROM nodes WHERE run_id = ? ORDER BY seq"
+_RUN_SELECT = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE run_id = ?"
+
+
+class RecordAudit:
+    """Mixin: chain heads and whole-record verification. Needs the store's ``root``,
+    ``_blobs``, ``_tuples`` and ``_ledger_dicts``."""
+
+    root: Path
+    _blobs: BlobStore
+
+    def _tuples(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _ledger_dicts(self, chain: str) -> Iterator[dict[str, Any]]:
+        raise NotImplementedError
+
+    def chain_head(self, chain: str) -> ChainHead:
+        """The chain's length and last hash as the store records them (``0`` and 64 zeros for
+        a chain with no rows): what to keep outside the store for ``verify(chain, head)``."""
+        rows = self._tuples("SELECT length, head FROM chains WHERE chain = ?", (chain,))
+        return ChainHead(rows[0][0], rows[0][1]) if rows else ChainHead(0, GENESIS)
+
+    def verify(self, chain: str, head: ChainHead | None = None) -> VerifyReport:
+        """Verify a chain and everything it records (see the module docstring).
+
+        Args:
+            chain: A run's id (or a dream's).
+            head: A head of this chain taken earlier and kept outside the store; the chain
+                must still hold it: a chain that grew since verifies, one that was truncated
+                or rewritten does not.
+
+        Returns:
+            The report, naming the first problem (row, node and field where they apply).
+        """
+        index = ChainIndex(head)
+        own = self.chain_head(chain)
+        report = verify_chain(chain, index.scan(self._ledger_dicts(chain)), own.length or 0,
+                              own.hash)
+        report = replace(report, head=own if report.ok else None, given_head=head)
+        if not report.ok:
+            return report
+        counts = _Counts()
+        problem = (index.head_problem() or self._run_problem(chain, index)
+                   or self._node_problem(chain, index, counts)
+                   or self._blob_problem(index, counts)
+                   or self._commit_problem(index, counts))
+        report = replace(report, nodes=counts.nodes, anchored=counts.anchored,
+                         blobs=counts.blobs, commits=counts.commits, objects=counts.objects)
+        if problem is None:
+            return report
+        return replace(report, ok=False, bad_seq=problem.seq, bad_id=problem.row_id,
+                       problem=problem.text, node_id=problem.node_id, field=problem.field)
+
+    def _run_problem(self, chain: str, index: ChainIndex) -> Problem | None:
+        if index.malformed is not None:
+            bad = index.malformed
+            return Problem(f"row {bad.seq} is a record row that holds no record", bad.seq,
+                           bad.row_id)
+        rows = self._tuples(_RUN_SELECT, (chain,))
+        if not rows:
+            ref = index.runs[0] if index.runs else next(iter(index.nodes.values()), None)
+            if ref is None:
+                return None  # not a run's chain (a dream's)
+            return Problem(f"the chain records run {chain} (row {ref.seq}) but the store has "
+                           "no such run (its row was deleted)", ref.seq, ref.row_id)
+        if not index.runs:
+            return Problem(f"run {chain} has no record in its chain (its ledger was deleted or "
+                           "replaced)")
+        if len(index.runs) > 1:
+            ref = index.runs[1]
+            return Problem(f"run {chain} is recorded twice (rows {index.runs[0].seq} and "
+                           f"{ref.seq})", ref.seq, ref.row_id)
+        return _difference(f"run {chain}", index.runs[0], run_record(rows[0]), None)
+
+    def _node_problem(self, chain: str, index: ChainIndex, counts: _Counts) -> Problem | None:
+        twice = index.repeated
+        if twice is not None:
+            return Problem(f"node {twice.record['node_id']} is recorded twice (again in row "
+                           f"{twice.seq})", twice.seq, twice.row_id, str(twice.record["node_id"]))
+        records = dict(index.nodes)
+        for row in self._tuples(_NODE_SELECT, (chain,)):
+            node_id = str(row[0])
+            found = records.pop(node_id, None)
+            if found is None:
+                return Problem(f"node {node_id} has no record in the chain (it was added "
+                               "outside dreamrsi, or its record was removed)", node_id=node_id)
+            problem = _difference(f"node {node_id}", found, node_record(row), node_id)
+            if problem is not None:
+                return problem
+        if records:
+            left = min(records.values(), key=lambda r: r.seq)
+            node_id = str(left.record["node_id"])
+            return Problem(f"node {node_id} is recorded in row {left.seq} but is not among the "
+                           "run's nodes (deleted, or moved to another run)", left.seq,
+                           left.row_id, node_id)
+        counts.nodes = len(index.nodes)
+        counts.anchored = sum(r.anchored for r in index.nodes.values())
+        return None
+
+    def _blob_problem(self, index: ChainIndex, counts: _Counts) -> Problem | None:
+        for digest, (seq, row_id) in index.blobs.items():
+            problem = self._blobs.check(digest)
+            if problem is not None:
+                return Problem(f"blob {digest[:16]} named by row {seq} {problem}", seq, row_id)
+        counts.blobs = len(index.blobs)
+        return None
+
+    def _commit_problem(self, index: ChainIndex, counts: _Counts) -> Problem | None:
+        repo = WorkspaceRepo(self.root / "repo.git")
+        problems, objects = repo.check_commits(index.commits)
+        for commit, (seq, row_id) in index.commits.items():
+            if commit in problems:
+                return Problem(f"the workspace of commit {commit[:12]} named by row {seq} is "
+                               f"not intact: {problems[commit]}", seq, row_id)
+        counts.commits, counts.objects = len(index.commits), objects
+        return None
+
+
+@dataclass(slots=True)
+class _Counts:
+    """What verification found intact, for the report."""
+
+    nodes: int = 0
+    anchored: int = 0
+    blobs: int = 0
+    commits: int = 0
+    objects: int = 0
+
+
+def _difference(what: str, ref: RecordRef, current: dict[str, Any],
+                node_id: str | None) -> Problem | None:
+    key = first_difference(ref.record, current)
+    if key is None:
+        return None
+    column = column_of(key)
+    return Problem(f"{what}: {column} is {shown(current.get(key))}, its record in row "
+                   f"{ref.seq} says {shown(ref.record.get(key))} (edited after it was "
+                   "recorded)", ref.seq, ref.row_id, node_id, column)
