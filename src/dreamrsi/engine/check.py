@@ -33,12 +33,14 @@ class CheckReport:
 def check_task(task: Task, isolation: str | None = None) -> CheckReport:
     """Evaluate a copy of the task's seed folder once, in the sandbox.
 
-    The user's seed folder is copied, never written.
+    The user's seed folder is copied, never written; a symbolic link in it is copied as a
+    link, never followed.
     """
     mode = IsolationMode(isolation or task.constraints.isolation)
     with tempfile.TemporaryDirectory(prefix="dreamrsi-check-") as tmp:
         ws, io = Path(tmp) / "ws", Path(tmp) / "io"
-        shutil.copytree(task.seed_dir, ws, ignore=shutil.ignore_patterns(".git"))
+        # links are copied as links, as the run's import stores them: never followed
+        shutil.copytree(task.seed_dir, ws, symlinks=True, ignore=shutil.ignore_patterns(".git"))
         io.mkdir()
         result_file = io / "result.json"
         started = time.monotonic()
