@@ -418,3 +418,33 @@ def test_markup_in_run_ids_plans_feedback_and_commands(tmp_path: Path,
     out = invoke("task", "check", str(task), code=0)
     assert "feedback: closed [/] early [/x]" in out and "'tag': '[bold]'" in out
     assert "'[/]'" in invoke("ledger", "show", run_id, "--store", store, code=0)
+
+
+# -- more of the same, found on the way --------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [["run", "TASK", "--policy", "ucb:c=inf"],
+                                  ["run", "TASK", "--policy", "ucb:c=nan"],
+                                  ["replay", "TASK", "--policy", "ucb:c=nan"],
+                                  ["loop", "TASK", "--initial", "ucb:c=-inf"]])
+def test_policy_parameters_must_be_finite(recorded: tuple[Path, Path, str],
+                                          args: list[str]) -> None:
+    task, store, _ = recorded
+    out = invoke(*[str(task) if a == "TASK" else a for a in args], "--store", str(store),
+                 code=1)
+    assert "error: key 'policy': policy 'ucb': parameter 'c' is '" in out
+    assert "(expected a finite float)" in out
+
+
+@pytest.mark.parametrize("args", [["dream", "TASK", "--quality", "best"],
+                                  ["dream", "TASK", "--families", ","],
+                                  ["loop", "TASK", "--isolation", "sometimes"],
+                                  ["task", "check", "TASK", "--isolation", "sometimes"]])
+def test_settings_are_checked_before_a_store_is_made(tmp_path: Path, make_task: TaskFactory,
+                                                     args: list[str]) -> None:
+    store = tmp_path / "store"
+    args = [str(make_task()) if a == "TASK" else a for a in args]
+    extra = [] if args[0] == "task" else ["--store", str(store)]
+    out = invoke(*args, *extra, code=1)
+    assert out.startswith("error: key '")
+    assert not store.exists()

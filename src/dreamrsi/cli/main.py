@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any, NoReturn, TypeVar
@@ -271,13 +272,16 @@ def dream_cmd(
 
     def body() -> None:
         loaded = resolve_task(task)
+        # checked before the store is opened (and created); W is filled in from the store
+        settings = ReplaySettings(workers or 1, k2, budget, beta1, beta2, quality, root_orders,
+                                  charge_misses)
+        config = _dream_config(trials, families, holdout, require_gain, seed, settings,
+                               objective, pareto_lam, select_on, crossval, pool_branches)
         with SqliteRunStore.open(store, writer=True, holder=f"dream {loaded.name}") as handle:
             incumbent, _ = dq.deployed_policy(handle, loaded)
-            settings = ReplaySettings(workers or dq.default_workers(handle, loaded), k2, budget,
-                                      beta1, beta2, quality, root_orders, charge_misses)
-            config = _dream_config(trials, families, holdout, require_gain, seed, settings,
-                                   objective, pareto_lam, select_on, crossval,
-                                   pool_branches)
+            if workers is None:
+                config = replace(config, replay=replace(
+                    settings, workers=dq.default_workers(handle, loaded)))
             report = run_dream(handle, loaded, incumbent, config)
         if as_json:
             _print_json(report.as_dict())

@@ -101,6 +101,9 @@ class DreamConfig:
         if self.objective not in ("value", "pareto"):
             raise ConfigError(f"unknown objective '{self.objective}'", key="objective",
                               expected="value | pareto")
+        if not self.families:
+            raise ConfigError("no policy family to search", key="families",
+                              expected="one or more of " + ", ".join(sorted(BUILTIN)))
         if self.trials < len(self.families):
             raise ConfigError(f"trials must be at least one per family ({len(self.families)})",
                               key="trials")

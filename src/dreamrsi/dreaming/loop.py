@@ -23,7 +23,13 @@ from dreamrsi.core.policy import PolicySpec
 from dreamrsi.dreaming.dream import DreamConfig, DreamReport, dream
 from dreamrsi.dreaming.history import load_history
 from dreamrsi.dreaming.select import interval_text
-from dreamrsi.engine.config import MAX_SEED, RunConfig, check_int, default_policy
+from dreamrsi.engine.config import (
+    ISOLATION_MODES,
+    MAX_SEED,
+    RunConfig,
+    check_int,
+    default_policy,
+)
 from dreamrsi.engine.run import start_run
 from dreamrsi.errors import ConfigError
 from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
@@ -71,6 +77,9 @@ class LoopConfig:
         for name in ("rounds", "per_round_budget", "workers"):
             check_int(name, getattr(self, name), 1)
         check_int("seed", self.seed, 0, MAX_SEED)
+        if self.isolation is not None and self.isolation not in ISOLATION_MODES:
+            raise ConfigError(f"unknown isolation '{self.isolation}'", key="isolation",
+                              expected=" | ".join(ISOLATION_MODES))
         if self.target is not None and (isinstance(self.target, bool)
                                         or not isinstance(self.target, int | float)
                                         or not math.isfinite(self.target)):

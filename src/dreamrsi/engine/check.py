@@ -10,7 +10,9 @@ from pathlib import Path
 
 from dreamrsi.core.model import NodeStatus
 from dreamrsi.engine.attempt import base_env, command_limits
+from dreamrsi.engine.config import ISOLATION_MODES
 from dreamrsi.engine.evaluation import Evaluation, parse_evaluation
+from dreamrsi.errors import ConfigError
 from dreamrsi.sandbox import CommandResult, Isolation, IsolationMode, run_command
 from dreamrsi.tasks.spec import Task
 
@@ -35,7 +37,13 @@ def check_task(task: Task, isolation: str | None = None) -> CheckReport:
 
     The user's seed folder is copied, never written; a symbolic link in it is copied as a
     link, never followed.
+
+    Raises:
+        ConfigError: ``isolation`` is not ``auto``, ``required`` or ``off``.
     """
+    if isolation is not None and isolation not in ISOLATION_MODES:
+        raise ConfigError(f"unknown isolation '{isolation}'", key="isolation",
+                          expected=" | ".join(ISOLATION_MODES))
     mode = IsolationMode(isolation or task.constraints.isolation)
     with tempfile.TemporaryDirectory(prefix="dreamrsi-check-") as tmp:
         ws, io = Path(tmp) / "ws", Path(tmp) / "io"
