@@ -62,6 +62,15 @@ def test_counts_beyond_what_the_store_holds_are_usage_errors(
     assert not store.exists()
 
 
+@pytest.mark.parametrize(("command", "option"),
+                         [(c, o) for c, options in COUNTS.items() for o in options])
+def test_negative_counts_are_usage_errors(tmp_path: Path, command: str, option: str) -> None:
+    store = tmp_path / "store"
+    out = invoke(command, "no-such-task", option, "-1", "--store", str(store), code=2)
+    assert f"Invalid value for '{option}'" in out
+    assert not store.exists()
+
+
 def test_the_largest_counts_are_taken(tmp_path: Path, make_task: TaskFactory) -> None:
     big = str(MAX_INT)
     data = run_json(make_task(), tmp_path / "store", "--budget", "1", "--rounds", big,
@@ -448,3 +457,29 @@ def test_settings_are_checked_before_a_store_is_made(tmp_path: Path, make_task: 
     out = invoke(*args, *extra, code=1)
     assert out.startswith("error: key '")
     assert not store.exists()
+
+
+def test_a_proposer_linking_a_protected_folder_elsewhere_harms_nothing_outside(
+    tmp_path: Path, make_task: TaskFactory
+) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "x").write_text("outside")
+    propose = f"""
+    import os, shutil
+    shutil.rmtree("data")
+    os.symlink({str(victim)!r}, "data")
+    open("value.txt", "w").write("5")
+    """
+    task = make_task(propose=propose, files={"data/x": "recorded"},
+                     constraints='protected_paths = ["evaluate.py", "data/x"]')
+    store = tmp_path / "store"
+    data = run_json(task, store, "--budget", "1", "--isolation", "off")
+    assert (victim / "x").read_text() == "outside"  # the engine neither deleted nor read it
+    shown = json.loads(invoke("show", str(data["run_id"]), "--store", str(store), "--json",
+                              code=0))
+    child = shown["nodes"][1]
+    assert child["status"] == "invalid"
+    best = json.loads(invoke("best", str(data["run_id"]), "--store", str(store), "--json",
+                             code=0))
+    assert best["node_id"] == shown["nodes"][0]["node_id"]

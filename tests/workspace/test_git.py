@@ -166,3 +166,31 @@ def test_export_refuses_a_non_empty_folder(tmp_path: Path) -> None:
         repo.export(commit, tmp_path / "busy", [])
     assert (tmp_path / "busy" / "f").read_text() == "mine"
     shutil.rmtree(tmp_path / "busy")
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_restore_never_follows_a_linked_folder_out_of_the_worktree(tmp_path: Path,
+                                                                     kind: str) -> None:
+    """A proposer that replaces a protected path's folder with a link to elsewhere makes the
+    engine neither read nor delete what the link points to."""
+    repo = WorkspaceRepo.open(tmp_path / "repo.git")
+    inner = "x/inner.txt" if kind == "folder" else "x"  # data/x is a file or a folder
+    original = tmp_path / "seed" / "data" / inner
+    original.parent.mkdir(parents=True)
+    original.write_text("recorded")
+    commit = repo.import_folder(tmp_path / "seed", "m", "refs/x", [])
+    ws, index = tmp_path / "ws", tmp_path / "index"
+    repo.checkout(commit, ws, index, [])
+    before = file_digests(ws, ["data/x"])
+    victim = tmp_path / "victim"
+    secret = victim / inner
+    secret.parent.mkdir(parents=True)
+    secret.write_text("outside")
+    shutil.rmtree(ws / "data")
+    (ws / "data").symlink_to(victim, target_is_directory=True)
+    after = file_digests(ws, ["data/x"])
+    assert after == {"data/x": "through a link"} != before
+    repo.restore(commit, ws, index, ["data/x"], [])
+    assert secret.read_text() == "outside"  # not deleted, not changed
+    assert not (ws / "data").is_symlink()
+    assert file_digests(ws, ["data/x"]) == before

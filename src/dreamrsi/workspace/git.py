@@ -114,9 +114,16 @@ class WorkspaceRepo:
 
     def restore(self, commit: str, worktree: Path, index: Path, paths: Iterable[str],
                 calls: list[GitCall]) -> None:
-        """Put ``paths`` back as they are in ``commit``, removing files added under them."""
+        """Put ``paths`` back as they are in ``commit``, removing files added under them.
+
+        Nothing outside ``worktree`` is touched: a folder on the way to a path that was
+        replaced by a symbolic link (to anywhere) is removed as a link, never followed.
+        """
         paths = list(paths)
         for rel in paths:
+            link = linked_folder(worktree, rel)
+            if link is not None:
+                link.unlink()
             target = worktree / rel
             if target.is_dir() and not target.is_symlink():
                 shutil.rmtree(target)
@@ -223,15 +230,30 @@ def _in_process(args: tuple[str, ...], start: float) -> GitCall:
     return GitCall(args, 0, int((time.perf_counter() - start) * 1000), in_process=True)
 
 
+def linked_folder(root: Path, rel: str) -> Path | None:
+    """The first folder on the way from ``root`` to ``rel`` that is a symbolic link, if any
+    (``rel`` itself is not looked at: it may be a link)."""
+    folder = root
+    for part in Path(rel).parts[:-1]:
+        folder = folder / part
+        if folder.is_symlink():
+            return folder
+    return None
+
+
 def file_digests(root: Path, paths: Iterable[str]) -> dict[str, str]:
     """SHA-256 of every file at or under each of ``paths`` (relative to ``root``).
 
-    A missing path maps to ``"missing"`` so that deleting it shows as a change.
+    A missing path maps to ``"missing"`` so that deleting it shows as a change. Symbolic links
+    are never followed: a link is digested as its target text, and a path reached through a
+    linked folder maps to ``"through a link"`` (a change, since the recorded seed has none).
     """
     out: dict[str, str] = {}
     for rel in paths:
         target = root / rel
-        if target.is_dir() and not target.is_symlink():
+        if linked_folder(root, rel) is not None:
+            out[Path(rel).as_posix()] = "through a link"
+        elif target.is_dir() and not target.is_symlink():
             for path in sorted(target.rglob("*")):
                 if path.is_file() or path.is_symlink():
                     out[path.relative_to(root).as_posix()] = _digest_file(path)
