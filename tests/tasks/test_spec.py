@@ -128,3 +128,97 @@ def test_builtin_tasks_load() -> None:
     for name, directory in found.items():
         task = resolve_task(name)
         assert task.name == name and task.directory == directory
+
+
+# -- a task never reaches outside its directory ----------------------------------------------
+
+
+def _outside(tmp_path: Path) -> Path:
+    """A folder outside every task directory, holding a file a task must never read."""
+    outside = tmp_path / "outside"
+    outside.mkdir(exist_ok=True)
+    (outside / "secret.txt").write_text("do not read")
+    return outside
+
+
+@pytest.mark.parametrize("kind", ["dot-dot", "far-dot-dot", "absolute", "link"])
+def test_seed_outside_the_task_directory_is_refused(
+    make_task: TaskFactory, tmp_path: Path, kind: str
+) -> None:
+    outside = _outside(tmp_path)
+    task = make_task()
+    seed = {"dot-dot": "../outside", "far-dot-dot": "../" * 40 + "etc",
+            "absolute": str(outside), "link": "linked"}[kind]
+    if kind == "link":
+        (task / "linked").symlink_to(outside, target_is_directory=True)
+    edit(task, 'seed = "seed"', f'seed = "{seed}"')
+    edit(task, 'protected_paths = ["evaluate.py"]', "protected_paths = []")
+    with pytest.raises(ConfigError) as info:
+        load_task(task)
+    err = info.value
+    assert err.file == str(task / "task.toml") and err.key == "workspace.seed"
+    assert "outside the task directory" in str(err) or "absolute path" in str(err)
+    assert err.expected == "a folder inside the task directory, given relative to it"
+
+
+def test_seed_linked_inside_the_task_directory_loads(make_task: TaskFactory) -> None:
+    task = make_task()
+    (task / "current").symlink_to(task / "seed", target_is_directory=True)
+    edit(task, 'seed = "seed"', 'seed = "current"')
+    assert load_task(task).seed_dir == (task / "seed").resolve()
+
+
+def test_protected_path_through_a_link_is_refused(make_task: TaskFactory,
+                                                   tmp_path: Path) -> None:
+    outside = _outside(tmp_path)
+    task = make_task()
+    (task / "seed" / "data").symlink_to(outside, target_is_directory=True)
+    edit(task, 'protected_paths = ["evaluate.py"]', 'protected_paths = ["data/secret.txt"]')
+    with pytest.raises(ConfigError) as info:
+        load_task(task)
+    assert info.value.key == "constraints.protected_paths"
+    assert "goes through the symbolic link 'data'" in str(info.value)
+
+
+@pytest.mark.parametrize("path", ["", "  ", "a/../../x", "/evaluate.py"])
+def test_protected_paths_stay_inside_the_workspace(make_task: TaskFactory, path: str) -> None:
+    task = edit(make_task(), 'protected_paths = ["evaluate.py"]', f'protected_paths = ["{path}"]')
+    with pytest.raises(ConfigError, match="must be relative to the workspace") as info:
+        load_task(task)
+    assert info.value.key == "constraints.protected_paths"
+
+
+def test_links_in_the_seed_are_digested_as_links(make_task: TaskFactory,
+                                                 tmp_path: Path) -> None:
+    """A link to a file outside the seed is never read: the digest is that of the link."""
+    outside = _outside(tmp_path)
+    task = make_task()
+    (task / "seed" / "leak.txt").symlink_to(outside / "secret.txt")
+    (task / "seed" / "leak-dir").symlink_to(outside, target_is_directory=True)
+    first = load_task(task)
+    (outside / "secret.txt").write_text("changed, and still not read")
+    (outside / "more.txt").write_text("new")
+    assert load_task(task).digest == first.digest
+    (task / "seed" / "leak.txt").unlink()
+    (task / "seed" / "leak.txt").symlink_to(outside / "more.txt")
+    assert load_task(task).digest != first.digest  # the link's target is what counts
+
+
+def test_a_protected_link_is_protected_as_a_link(make_task: TaskFactory,
+                                                 tmp_path: Path) -> None:
+    outside = _outside(tmp_path)
+    task = make_task()
+    (task / "seed" / "data.txt").symlink_to(outside / "secret.txt")
+    edit(task, 'protected_paths = ["evaluate.py"]', 'protected_paths = ["data.txt"]')
+    first = load_task(task)
+    assert first.constraints.protected_paths == ("data.txt",)
+    (outside / "secret.txt").write_text("changed")
+    assert load_task(task).evaluator_digest == first.evaluator_digest
+
+
+@pytest.mark.parametrize("name", ["", "   "])
+def test_an_empty_task_name_is_refused(make_task: TaskFactory, name: str,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(make_task())  # a task in the current folder is not guessed
+    with pytest.raises(ConfigError, match="the task name is empty"):
+        resolve_task(name)

@@ -147,3 +147,29 @@ def test_open_to_all_leaves_links_alone(tmp_path: Path) -> None:
     assert (root / "d" / "f").stat().st_mode & 0o777 == 0o644
     assert (root / "run").stat().st_mode & 0o777 == 0o755
     assert host.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_a_linked_folder_above_a_protected_path_is_neither_read_nor_deleted(
+        tmp_path: Path, kind: str) -> None:
+    """A candidate replaces the folder of a protected file (or folder) with a link to a host
+    folder holding a file of the same name: the engine neither hashes, deletes nor writes it."""
+    inner = "x/inner.txt" if kind == "folder" else "x"
+    seed = tmp_path / "seed"
+    (seed / "data" / inner).parent.mkdir(parents=True)
+    (seed / "data" / inner).write_text("recorded")
+    trusted = tmp_path / "trusted"
+    copy_trusted(seed, ["data/x"], trusted)
+    ws = _checkout(seed, tmp_path / "ws")
+    victim = tmp_path / "victim"
+    (victim / inner).parent.mkdir(parents=True)
+    (victim / inner).write_text("outside")
+    import shutil
+
+    shutil.rmtree(ws / "data")
+    (ws / "data").symlink_to(victim, target_is_directory=True)
+    assert path_digests(ws, ["data/x"]) == {"data/x": "blocked"}
+    assert overlay_trusted(ws, trusted, ["data/x"]) == ["data/x"]
+    assert (victim / inner).read_text() == "outside"
+    assert not (ws / "data").is_symlink()
+    assert path_digests(ws, ["data/x"]) == path_digests(trusted, ["data/x"])

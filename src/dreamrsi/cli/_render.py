@@ -1,4 +1,8 @@
-"""Rich rendering of the CLI's outputs: progress, summaries, trees and tables."""
+"""Rich rendering of the CLI's outputs: progress, summaries, trees and tables.
+
+Text that comes from outside (plans, feedback, metrics, commands, policy labels, reasons) goes
+through :func:`_e`: Rich would read ``[...]`` in it as markup, and a stray ``[/]`` would crash.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,11 @@ from rich.table import Table
 from dreamrsi.core.model import Direction, Node
 from dreamrsi.engine import CheckReport, RunProgress
 from dreamrsi.store.ledger import ChainHead, VerifyReport
+
+
+def _e(value: object) -> str:
+    """``value`` as text that Rich prints as it is (no markup)."""
+    return escape(str(value))
 
 
 def _fmt(score: float | None) -> str:
@@ -54,11 +63,11 @@ class RunProgressBar:
 
 def summary_table(console: Console, s: Mapping[str, Any]) -> None:
     """The end-of-run summary."""
-    table = Table(title=f"run {s['run_id']} ({s['task']})", show_header=False)
+    table = Table(title=_e(f"run {s['run_id']} ({s['task']})"), show_header=False)
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("status", f"{s['status']}: {s['stop_reason'] or ''}")
-    table.add_row("policy", s["policy"])
+    table.add_row("status", _e(f"{s['status']}: {s['stop_reason'] or ''}"))
+    table.add_row("policy", _e(s["policy"]))
     table.add_row("best score", f"{_fmt(s['best_score'])} ({s['direction']})")
     table.add_row("best node", s["best_node"] or "-")
     table.add_row("attempts", str(s["attempts"]))
@@ -78,26 +87,27 @@ def runs_table(console: Console, runs: Sequence[Mapping[str, Any]]) -> None:
     for col in ("policy", "attempts", "best", "by status", "stop reason"):
         table.add_column(col, overflow="fold")
     for r in runs:
-        table.add_row(r["run_id"], r["task"], r["status"], r["policy"], str(r["attempts"]),
-                      _fmt(r["best_score"]), ", ".join(f"{k} {v}" for k, v in r["counts"].items()),
-                      r["stop_reason"] or "")
+        table.add_row(_e(r["run_id"]), _e(r["task"]), r["status"], _e(r["policy"]),
+                      str(r["attempts"]), _fmt(r["best_score"]),
+                      ", ".join(f"{k} {v}" for k, v in r["counts"].items()),
+                      _e(r["stop_reason"] or ""))
     console.print(table)
 
 
 def tree_table(console: Console, summary: Mapping[str, Any],
                rows: Sequence[Mapping[str, Any]]) -> None:
     """``dreamrsi show``: one line per node, branch by branch."""
-    table = Table(title=f"run {summary['run_id']} ({summary['task']}): {len(rows)} nodes, "
-                  f"best {_fmt(summary['best_score'])}")
+    table = Table(title=_e(f"run {summary['run_id']} ({summary['task']}): {len(rows)} nodes, "
+                           f"best {_fmt(summary['best_score'])}"))
     table.add_column("node", no_wrap=True)
     for col in ("depth", "round", "score", "status", "plan"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        plan = r["plan"] or ""
+        plan = _e(r["plan"] or "")
         if r["duplicate_of"]:
-            plan = f"[dim](duplicate of {r['duplicate_of']})[/] {plan}"
+            plan = f"[dim](duplicate of {_e(r['duplicate_of'])})[/] {plan}"
         indent = "  " * min(r["depth"], 1) + ("└ " if r["depth"] else "")
-        table.add_row(f"{indent}{r['node_id']}", str(r["depth"]), str(r["round"]),
+        table.add_row(f"{indent}{_e(r['node_id'])}", str(r["depth"]), str(r["round"]),
                       _fmt(r["score"]), r["status"], plan)
     console.print(table)
 
@@ -109,7 +119,7 @@ def best_panel(console: Console, info: Mapping[str, Any]) -> None:
              f"plan {info['plan'] or '-'}", f"feedback {info['feedback']}"]
     if info.get("exported_to"):
         lines.append(f"exported to {info['exported_to']}")
-    console.print(Panel("\n".join(lines), title="best"), highlight=False)
+    console.print(Panel(_e("\n".join(lines)), title="best"), highlight=False)
 
 
 def tasks_table(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -118,7 +128,7 @@ def tasks_table(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
     for col in ("name", "direction", "objective"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["name"], r["direction"], r["objective"])
+        table.add_row(_e(r["name"]), r["direction"], _e(r["objective"]))
     console.print(table)
 
 
@@ -139,8 +149,8 @@ def check_panel(console: Console, report: CheckReport) -> None:
     head = ("[green]evaluator works[/]" if report.ok else "[red]evaluator failed[/]")
     lines = [f"{head}: status {d['status']}, valid {d['valid']}, score {_fmt(d['score'])} "
              f"({direction.value}), {d['seconds']:.2f} s, isolated {d['isolated']}",
-             f"feedback: {d['feedback']}", f"metrics: {d['metrics']}"]
-    console.print(Panel("\n".join(lines), title=f"task {d['task']}"), highlight=False)
+             _e(f"feedback: {d['feedback']}"), _e(f"metrics: {d['metrics']}")]
+    console.print(Panel("\n".join(lines), title=_e(f"task {d['task']}")), highlight=False)
 
 
 def ledger_table(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -149,9 +159,9 @@ def ledger_table(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
     for col in ("seq", "t", "actor", "cmd", "exit", "ms", "admissible", "node"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(str(r["seq"]), r["t"], r["actor"], r["cmd"][:80], str(r["exit"]),
+        table.add_row(str(r["seq"]), r["t"], r["actor"], _e(r["cmd"][:80]), str(r["exit"]),
                       str(r["duration_ms"]), "yes" if r["admissible"] else "no",
-                      r["node_id"] or "")
+                      _e(r["node_id"] or ""))
     console.print(table)
 
 
@@ -216,30 +226,30 @@ def dream_table(console: Console, report: Mapping[str, Any]) -> None:
     for c in rows:
         low, high = c["interval"]
         interval = "[one tree]" if low is None else f"[{low:+.4f}, {high:+.4f}]"
-        table.add_row(c["policy"], c["version_id"], _num(c["train"]["value"]),
+        table.add_row(_e(c["policy"]), c["version_id"], _num(c["train"]["value"]),
                       _num(c["holdout"]["value"]), f"{c['difference']:+.4f} {interval}",
                       f"{c['train']['attempts']:.1f}", f"{c['train']['rounds']:.1f}",
                       f"{100 * c['train']['out_of_support_share']:.0f}%")
     console.print(table)
     verdict = "promoted" if report["promoted"] else "kept the incumbent"
     note = " (one tree: holdout equals training)" if report["holdout_is_train"] else ""
-    console.print(f"{verdict}: {report['selected']} — {report['reason']}{note}",
+    console.print(_e(f"{verdict}: {report['selected']} — {report['reason']}{note}"),
                   highlight=False)
     if report.get("crossval"):
         picks = ", ".join(report["crossval"]["picks"]) or "none (one tree)"
-        console.print(f"cross-validation reruns selected: {picks}", highlight=False)
+        console.print(_e(f"cross-validation reruns selected: {picks}"), highlight=False)
 
 
 def loop_round(console: Console, r: Any, head: ChainHead | None = None) -> None:
     """One line block per loop round (with its run's ledger head, if given)."""
-    console.print(f"[bold]round {r.round}[/] run {r.run_id}: policy {r.policy} — {r.why}",
-                  highlight=False)
+    console.print(f"[bold]round {r.round}[/] "
+                  + _e(f"run {r.run_id}: policy {r.policy} — {r.why}"), highlight=False)
     console.print(f"  attempts {r.attempts} (cumulative {r.cumulative_attempts}), round best "
                   f"{_fmt(r.round_best)}, best so far {_fmt(r.best_so_far)}", highlight=False)
     if r.dream:
         d = r.dream
-        console.print(f"  dream {d['dream_id']}: {d['trials']} trials in {d['seconds']} s -> "
-                      f"{'promote' if d['promoted'] else 'keep'} {d['selected']}",
+        console.print(_e(f"  dream {d['dream_id']}: {d['trials']} trials in {d['seconds']} s -> "
+                         f"{'promote' if d['promoted'] else 'keep'} {d['selected']}"),
                       highlight=False)
     if head is not None:
         console.print(f"  ledger head {head.length} {head.hash}", highlight=False,
@@ -248,27 +258,27 @@ def loop_round(console: Console, r: Any, head: ChainHead | None = None) -> None:
 
 def loop_summary(console: Console, report: Any) -> None:
     """The end of a loop."""
-    table = Table(title=f"loop {report.loop_id} ({report.task}, arm {report.arm})")
+    table = Table(title=_e(f"loop {report.loop_id} ({report.task}, arm {report.arm})"))
     for col in ("round", "run", "policy", "attempts", "round best", "best so far"):
         table.add_column(col, overflow="fold")
     for r in report.rounds:
-        table.add_row(str(r.round), r.run_id, r.policy, str(r.attempts), _fmt(r.round_best),
-                      _fmt(r.best_so_far))
+        table.add_row(str(r.round), _e(r.run_id), _e(r.policy), str(r.attempts),
+                      _fmt(r.round_best), _fmt(r.best_so_far))
     console.print(table)
-    console.print(f"best {_fmt(report.best)} in {report.seconds:.0f} s ({report.stop})",
+    console.print(_e(f"best {_fmt(report.best)} in {report.seconds:.0f} s ({report.stop})"),
                   highlight=False)
 
 
 def policies_table(console: Console, task: str, rows: Sequence[Mapping[str, Any]],
                    deployed: str, source: str) -> None:
     """``dreamrsi policies``."""
-    table = Table(title=f"policy versions of {task} (deployed: {deployed}, from {source})")
+    table = Table(title=_e(f"policy versions of {task} (deployed: {deployed}, from {source})"))
     for col in ("version", "policy", "parent", "dream", "mean V by dream (train / holdout)"):
         table.add_column(col, overflow="fold")
     for r in rows:
         scores = "; ".join(f"{d}: {_num(v.get('train'))} / {_num(v.get('holdout'))}"
                            for d, v in r["scores"].items())
-        table.add_row(r["version_id"], r["policy"], r["parent_id"] or "-",
+        table.add_row(r["version_id"], _e(r["policy"]), r["parent_id"] or "-",
                       r["dream_id"] or "-", scores or "-")
     console.print(table)
 
@@ -276,7 +286,7 @@ def policies_table(console: Console, task: str, rows: Sequence[Mapping[str, Any]
 def replay_table(console: Console, data: Mapping[str, Any]) -> None:
     """``dreamrsi replay``."""
     orders = max((t["orders"] for t in data["trees"]), default=1)
-    title = f"replay of {data['policy']}"
+    title = f"replay of {_e(data['policy'])}"
     if orders > 1:
         title += f" (means over up to {orders} root orders; stop: the recorded order's)"
     charged = bool(data.get("charge_misses"))
@@ -289,9 +299,9 @@ def replay_table(console: Console, data: Mapping[str, Any]) -> None:
         table.add_column(col)
     for t in data["trees"]:
         online = (_count(t["attempts"] + t["out_of_support"]),) if charged else ()
-        table.add_row(t["tree_id"], str(t["tree_size"]), _num(t["value"]), _num(t["quality"]),
-                      _count(t["attempts"]), *online, _count(t["rounds"]),
-                      f"{t['parallelism']:.2f}", _count(t["out_of_support"]), t["stop"])
+        table.add_row(_e(t["tree_id"]), str(t["tree_size"]), _num(t["value"]),
+                      _num(t["quality"]), _count(t["attempts"]), *online, _count(t["rounds"]),
+                      f"{t['parallelism']:.2f}", _count(t["out_of_support"]), _e(t["stop"]))
     m = data["mean"]
     trees = data["trees"]
     online_mean = ((f"{sum(t['attempts'] + t['out_of_support'] for t in trees) / len(trees):.1f}",)

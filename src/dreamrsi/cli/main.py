@@ -12,18 +12,21 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from dreamrsi.cli import _render
 from dreamrsi.dreaming import DreamConfig, LoopConfig, ReplaySettings, run_loop
 from dreamrsi.dreaming import dream as run_dream
 from dreamrsi.dreaming import queries as dq
 from dreamrsi.engine import RunConfig, check_task, default_policy, queries, resume_run, start_run
+from dreamrsi.engine.config import MAX_INT, MAX_SEED
 from dreamrsi.errors import DreamError
 from dreamrsi.policies.registry import BUILTIN, parse_spec
 from dreamrsi.store.ledger import ChainHead
@@ -49,15 +52,27 @@ err_console = Console(stderr=True)
 T = TypeVar("T")
 _state = {"debug": False}
 
+
+def _path(value: str | Path) -> Path:
+    """A path option's value; an empty one is refused (``Path("")`` is the current folder)."""
+    if not str(value).strip():
+        raise typer.BadParameter("the path is empty")
+    return Path(value)
+
+
 StoreOpt = Annotated[Path, typer.Option(
-    "--store", envvar="DREAMRSI_STORE", help="Store directory (default ./.dreamrsi).",
-    show_default=False)]
+    "--store", envvar="DREAMRSI_STORE", parser=_path, show_default=False,
+    help="Store directory (default ./.dreamrsi; an empty DREAMRSI_STORE counts as unset).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 TargetOpt = Annotated[float | None, typer.Option(
     help="Stop once a raw score reaches this value (at or above it when the task maximises, "
          "at or below when it minimises).")]
 RunArg = Annotated[str, typer.Argument(help="Run id (or a unique prefix of it).")]
 DEFAULT_STORE = Path(".dreamrsi")
+# Every count option takes 1 to 2**63 - 1 (what the store holds), every --seed 0 to 2**32 - 1
+# (what NumPy's and Optuna's samplers take); --help shows both ranges.
+COUNT = {"min": 1, "max": MAX_INT}
+POSITIVE_HELP = " (a finite number above 0; leave it out for no limit)."
 
 
 @app.callback()
@@ -88,7 +103,7 @@ def _guard(fn: Callable[[], T]) -> T:
 
 
 def _fail(message: str) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(1)
 
 
@@ -113,13 +128,16 @@ def _sigterm_as_interrupt() -> None:
 @app.command()
 def run(
     task: Annotated[str, typer.Argument(help="A built-in task's name or a task directory.")],
-    budget: Annotated[int, typer.Option(min=1, help="Most attempts (root excluded).")] = 60,
-    workers: Annotated[int, typer.Option(min=1, help="Attempts in parallel (W).")] = 1,
-    rounds: Annotated[int | None, typer.Option(min=1, help="Most decision rounds (K1).")] = None,
-    wall_time: Annotated[float | None, typer.Option(help="Most wall time, seconds.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(min=1, help="Most model tokens.")] = None,
-    max_cost: Annotated[float | None, typer.Option(help="Most money, USD.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the run.")] = 0,
+    budget: Annotated[int, typer.Option(**COUNT, help="Most attempts (root excluded).")] = 60,
+    workers: Annotated[int, typer.Option(**COUNT, help="Attempts in parallel (W).")] = 1,
+    rounds: Annotated[int | None, typer.Option(
+        **COUNT, help="Most decision rounds (K1).")] = None,
+    wall_time: Annotated[float | None, typer.Option(
+        help="Most wall time, seconds" + POSITIVE_HELP)] = None,
+    max_tokens: Annotated[int | None, typer.Option(**COUNT, help="Most model tokens.")] = None,
+    max_cost: Annotated[float | None, typer.Option(
+        help="Most money, USD" + POSITIVE_HELP)] = None,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the run.")] = 0,
     policy: Annotated[str | None, typer.Option(
         help="Policy as NAME[:key=value,...] (default: fixed refinement sized to the budget)."
     )] = None,
@@ -181,30 +199,33 @@ def _finish(handle: SqliteRunStore, run_id: str, as_json: bool) -> None:
 
 # -- dreaming ------------------------------------------------------------------------------
 
-Beta1Opt = Annotated[float, typer.Option("--beta1", help="Cost per attempt in V.")]
-Beta2Opt = Annotated[float, typer.Option("--beta2", help="Bonus per unit of parallelism in V.")]
+Beta1Opt = Annotated[float, typer.Option(
+    "--beta1", help="Cost per attempt in V (finite, 0 or more).")]
+Beta2Opt = Annotated[float, typer.Option(
+    "--beta2", help="Bonus per unit of parallelism in V (finite, 0 or more).")]
 QualityOpt = Annotated[str, typer.Option(
     help="rank (share of the history's scores reached) | rarity (decades of rarity in the "
          "history) | relative (per tree) | raw.")]
 SelectOnOpt = Annotated[str, typer.Option(
     help="Select on train trees (the ones the studies tuned on) or holdout trees.")]
-K2Opt = Annotated[int | None, typer.Option("--k2", min=1, help="Most replay rounds (K2).")]
+K2Opt = Annotated[int | None, typer.Option("--k2", **COUNT, help="Most replay rounds (K2).")]
 ChargeMissesOpt = Annotated[bool, typer.Option(
     help="Count selections with no recorded continuation as attempts spent (budget and cost).")]
 RootOrdersOpt = Annotated[int, typer.Option(
-    min=1, help="Replay each tree under this many rotations of its root's branches and average "
-                "V (1: the recorded order only).")]
-TrialsOpt = Annotated[int, typer.Option(min=1, help="Optuna trials, shared by the families.")]
+    **COUNT, help="Replay each tree under this many rotations of its root's branches and "
+                  "average V (1: the recorded order only).")]
+TrialsOpt = Annotated[int, typer.Option(**COUNT, help="Optuna trials, shared by the families.")]
 FamiliesOpt = Annotated[str | None, typer.Option(
     help="Comma-separated policy families to search (default: all built-in).")]
 
 
 ObjectiveOpt = Annotated[str, typer.Option(
     help="value (mean V) | pareto (Pareto-AUC over each family's knob).")]
-ParetoLamOpt = Annotated[float, typer.Option(help="λ of the Pareto-AUC parallel penalty.")]
+ParetoLamOpt = Annotated[float, typer.Option(
+    help="λ of the Pareto-AUC parallel penalty (finite, 0 or more).")]
 CrossvalOpt = Annotated[int, typer.Option(
-    min=0, help="Promote only when the dream, rerun without each of this many folds of the "
-    "trees, gains on the trees it left out (0: off; at least 2).")]
+    min=0, max=MAX_INT, help="Promote only when the dream, rerun without each of this many "
+    "folds of the trees, gains on the trees it left out (0: off; at least 2).")]
 PoolOpt = Annotated[bool, typer.Option(
     help="Lend each tree the branches of the other trees with the same start, so opening more "
     "branches than a tree holds draws recorded fresh starts (valid when a branch's proposer "
@@ -228,11 +249,13 @@ def dream_cmd(
     task: Annotated[str, typer.Argument(help="A built-in task's name or a task directory.")],
     trials: TrialsOpt = 600,
     families: FamiliesOpt = None,
-    holdout: Annotated[float, typer.Option(help="Share of trees held out.")] = 0.25,
+    holdout: Annotated[float, typer.Option(
+        help="Share of trees held out (above 0, below 1).")] = 0.25,
     require_gain: Annotated[bool, typer.Option(
         help="Promote only when the bootstrap interval is above zero.")] = False,
-    workers: Annotated[int | None, typer.Option(min=1, help="W in replay.")] = None,
-    budget: Annotated[int | None, typer.Option(min=1, help="Attempt ceiling in replay.")] = None,
+    workers: Annotated[int | None, typer.Option(**COUNT, help="W in replay.")] = None,
+    budget: Annotated[int | None, typer.Option(
+        **COUNT, help="Attempt ceiling in replay.")] = None,
     k2: K2Opt = None,
     beta1: Beta1Opt = 0.0005,
     beta2: Beta2Opt = 0.001,
@@ -244,7 +267,7 @@ def dream_cmd(
     select_on: SelectOnOpt = "train",
     crossval: CrossvalOpt = 0,
     pool_branches: PoolOpt = True,
-    seed: Annotated[int, typer.Option(help="Seed of the samplers.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the samplers.")] = 0,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -252,13 +275,16 @@ def dream_cmd(
 
     def body() -> None:
         loaded = resolve_task(task)
+        # checked before the store is opened (and created); W is filled in from the store
+        settings = ReplaySettings(workers or 1, k2, budget, beta1, beta2, quality, root_orders,
+                                  charge_misses)
+        config = _dream_config(trials, families, holdout, require_gain, seed, settings,
+                               objective, pareto_lam, select_on, crossval, pool_branches)
         with SqliteRunStore.open(store, writer=True, holder=f"dream {loaded.name}") as handle:
             incumbent, _ = dq.deployed_policy(handle, loaded)
-            settings = ReplaySettings(workers or dq.default_workers(handle, loaded), k2, budget,
-                                      beta1, beta2, quality, root_orders, charge_misses)
-            config = _dream_config(trials, families, holdout, require_gain, seed, settings,
-                                   objective, pareto_lam, select_on, crossval,
-                                   pool_branches)
+            if workers is None:
+                config = replace(config, replay=replace(
+                    settings, workers=dq.default_workers(handle, loaded)))
             report = run_dream(handle, loaded, incumbent, config)
         if as_json:
             _print_json(report.as_dict())
@@ -271,9 +297,10 @@ def dream_cmd(
 @app.command("loop")
 def loop_cmd(
     task: Annotated[str, typer.Argument(help="A built-in task's name or a task directory.")],
-    rounds: Annotated[int, typer.Option(min=1, help="Online rounds.")] = 5,
-    per_round_budget: Annotated[int, typer.Option(min=1, help="Attempt ceiling per round.")] = 40,
-    workers: Annotated[int, typer.Option(min=1, help="Attempts in parallel (W).")] = 2,
+    rounds: Annotated[int, typer.Option(**COUNT, help="Online rounds.")] = 5,
+    per_round_budget: Annotated[int, typer.Option(
+        **COUNT, help="Attempt ceiling per round.")] = 40,
+    workers: Annotated[int, typer.Option(**COUNT, help="Attempts in parallel (W).")] = 2,
     arm: Annotated[str, typer.Option(help="dream | fixed (keep the initial policy).")] = "dream",
     initial: Annotated[str | None, typer.Option(
         help="π_1 as NAME[:key=value,...] (default: fixed refinement sized to the budget); "
@@ -299,7 +326,7 @@ def loop_cmd(
     select_on: SelectOnOpt = "train",
     crossval: CrossvalOpt = 0,
     pool_branches: PoolOpt = True,
-    seed: Annotated[int, typer.Option(help="Seed of the loop.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the loop.")] = 0,
     isolation: Annotated[str | None, typer.Option(help="auto | required | off.")] = None,
     target: TargetOpt = None,
     store: StoreOpt = DEFAULT_STORE,
@@ -358,8 +385,9 @@ def replay_cmd(
     task: Annotated[str, typer.Argument(help="A built-in task's name or a task directory.")],
     policy: Annotated[str | None, typer.Option(
         help="NAME[:key=value,...] (default: the deployed policy).")] = None,
-    workers: Annotated[int | None, typer.Option(min=1, help="W in replay.")] = None,
-    budget: Annotated[int | None, typer.Option(min=1, help="Attempt ceiling in replay.")] = None,
+    workers: Annotated[int | None, typer.Option(**COUNT, help="W in replay.")] = None,
+    budget: Annotated[int | None, typer.Option(
+        **COUNT, help="Attempt ceiling in replay.")] = None,
     k2: K2Opt = None,
     beta1: Beta1Opt = 0.0005,
     beta2: Beta2Opt = 0.001,
@@ -425,7 +453,9 @@ def show(run_id: RunArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = Fal
 def best(
     run_id: RunArg,
     export: Annotated[Path | None, typer.Option(
-        help="Write the best workspace's files into this new or empty directory.")] = None,
+        parser=_path, help="Write the best workspace's files into this new directory, or "
+        "into this existing empty one (a file, a symbolic link or a non-empty directory is "
+        "refused: nothing is overwritten).")] = None,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -553,7 +583,8 @@ def store_upgrade(store: StoreOpt = DEFAULT_STORE) -> None:
     def body() -> None:
         with SqliteRunStore.open(store, writer=True, holder="store upgrade",
                                  upgrade=True) as handle:
-            console.print(f"store {store} is at schema version {handle.schema_version}")
+            console.print(f"store {escape(str(store))} is at schema version "
+                          f"{handle.schema_version}")
 
     _guard(body)
 

@@ -11,6 +11,7 @@ the incumbent).
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -31,6 +32,7 @@ from dreamrsi.dreaming.history import History, load_history, pool_branches, spli
 from dreamrsi.dreaming.pareto import knob_values, pareto_score
 from dreamrsi.dreaming.search import search_family
 from dreamrsi.dreaming.select import Selection, select
+from dreamrsi.engine.config import MAX_SEED, check_int
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import BUILTIN, policy_class
 from dreamrsi.store.dreams import DreamRecord, PolicyScore, PolicyVersion
@@ -51,7 +53,8 @@ class DreamConfig:
         keep: Best specs per family replayed on every tree as candidates.
         holdout_share: Share of trees held out to report generalisation (at least one).
         require_gain: Promote only when the bootstrap interval is above zero.
-        seed: Seed of the samplers and the bootstrap.
+        seed: Seed of the samplers and the bootstrap, 0 to ``2**32 - 1`` (family ``i``'s
+            study is seeded with ``seed + i``, modulo ``2**32``).
         replay: How candidates are replayed and scored.
         objective: ``value`` (mean V) or ``pareto`` (the Pareto-AUC form: each family's knob
             is swept and the area under the attainment-per-probe frontier, minus
@@ -86,6 +89,10 @@ class DreamConfig:
     pool_branches: bool = True
 
     def __post_init__(self) -> None:
+        check_int("seed", self.seed, 0, MAX_SEED)
+        if not (math.isfinite(self.pareto_lam) and self.pareto_lam >= 0):
+            raise ConfigError(f"pareto_lam must be finite and non-negative, got "
+                              f"{self.pareto_lam!r}", key="pareto_lam")
         if self.crossval < 0 or self.crossval == 1:
             raise ConfigError("crossval must be 0 (off) or at least 2 folds", key="crossval")
         if self.select_on not in SELECT_ON:
@@ -94,6 +101,9 @@ class DreamConfig:
         if self.objective not in ("value", "pareto"):
             raise ConfigError(f"unknown objective '{self.objective}'", key="objective",
                               expected="value | pareto")
+        if not self.families:
+            raise ConfigError("no policy family to search", key="families",
+                              expected="one or more of " + ", ".join(sorted(BUILTIN)))
         if self.trials < len(self.families):
             raise ConfigError(f"trials must be at least one per family ({len(self.families)})",
                               key="trials")
@@ -328,8 +338,8 @@ def _studies(train: list[RecordedTree], incumbent: PolicySpec, config: DreamConf
             return mean_value(score_policy(spec, train, config.replay, scale=scale))
 
         found = search_family(family, train, config.replay, trials=per_family,
-                              seed=config.seed + i, keep=config.keep, start_from=start_from,
-                              scorer=scorer, fixed=fixed)
+                              seed=(config.seed + i) % (MAX_SEED + 1), keep=config.keep,
+                              start_from=start_from, scorer=scorer, fixed=fixed)
         total += found.trials
         specs += [spec for spec, _ in found.best]
         events.append(LedgerEvent(

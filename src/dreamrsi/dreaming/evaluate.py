@@ -88,8 +88,9 @@ class ReplaySettings:
             raise ConfigError("replay workers must be at least 1", key="workers")
         if self.max_rounds is not None and self.max_rounds < 1:
             raise ConfigError("K2 must be at least 1", key="max_rounds")
-        if self.beta1 < 0 or self.beta2 < 0:
-            raise ConfigError("beta1 and beta2 must be non-negative", key="beta")
+        if not all(math.isfinite(b) and b >= 0 for b in (self.beta1, self.beta2)):
+            raise ConfigError(f"beta1 and beta2 must be finite and non-negative, got "
+                              f"{self.beta1!r} and {self.beta2!r}", key="beta")
         if self.quality not in QUALITY_MODES:
             raise ConfigError(f"unknown quality mode '{self.quality}'", key="quality",
                               expected=" | ".join(QUALITY_MODES))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.errors import ConfigError
 from dreamrsi.store.base import RunRecord
+from dreamrsi.store.integrity import check_tree
 from dreamrsi.store.sqlite import SqliteRunStore
 
 
@@ -60,6 +61,7 @@ def load_history(store: SqliteRunStore, task_name: str, task_digest: str,
 
     Raises:
         ConfigError: ``run_ids`` name runs of another task or with other digests.
+        StoreError: A run's nodes are not one tree (the database was edited).
     """
     if run_ids is not None:
         runs = [store.get_run(r) for r in run_ids]
@@ -81,6 +83,7 @@ def load_history(store: SqliteRunStore, task_name: str, task_digest: str,
     trees = []
     for run in keep:
         nodes = store.replay_nodes(run.run_id)
+        check_tree(store.root, run.run_id, nodes)
         if nodes:
             trees.append(RecordedTree.from_nodes(run.run_id, nodes, task_digest=task_digest,
                                                  evaluator_digest=evaluator_digest,

@@ -12,6 +12,7 @@ those runs taught instead of from π_1 again.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -22,7 +23,13 @@ from dreamrsi.core.policy import PolicySpec
 from dreamrsi.dreaming.dream import DreamConfig, DreamReport, dream
 from dreamrsi.dreaming.history import load_history
 from dreamrsi.dreaming.select import interval_text
-from dreamrsi.engine.config import RunConfig, default_policy
+from dreamrsi.engine.config import (
+    ISOLATION_MODES,
+    MAX_SEED,
+    RunConfig,
+    check_int,
+    default_policy,
+)
 from dreamrsi.engine.run import start_run
 from dreamrsi.errors import ConfigError
 from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
@@ -41,7 +48,8 @@ class LoopConfig:
         per_round_budget: Attempt ceiling of each round.
         workers: W of every round (and of replay).
         arm: ``dream`` (dream after each round) or ``fixed`` (keep the initial policy).
-        seed: Seed of the loop; round t runs with seed ``seed * 1000 + t``.
+        seed: Seed of the loop, 0 to ``2**32 - 1`` (its dreams' seed too); round t runs with
+            seed ``seed * 1000 + t``.
         initial: π_1; default: fixed refinement sized to the per-round budget.
         isolation: Sandbox isolation of the runs (``None``: the task's setting).
         dream: Settings of each dream (replay workers and budget follow the loop's).
@@ -66,8 +74,17 @@ class LoopConfig:
     dream_first: bool = True
 
     def __post_init__(self) -> None:
-        if self.rounds < 1 or self.per_round_budget < 1 or self.workers < 1:
-            raise ConfigError("rounds, per_round_budget and workers must be positive")
+        for name in ("rounds", "per_round_budget", "workers"):
+            check_int(name, getattr(self, name), 1)
+        check_int("seed", self.seed, 0, MAX_SEED)
+        if self.isolation is not None and self.isolation not in ISOLATION_MODES:
+            raise ConfigError(f"unknown isolation '{self.isolation}'", key="isolation",
+                              expected=" | ".join(ISOLATION_MODES))
+        if self.target is not None and (isinstance(self.target, bool)
+                                        or not isinstance(self.target, int | float)
+                                        or not math.isfinite(self.target)):
+            raise ConfigError(f"target must be a finite number, got {self.target!r}",
+                              key="target")
         if self.arm not in ARMS:
             raise ConfigError(f"unknown arm '{self.arm}'", key="arm", expected=" | ".join(ARMS))
 

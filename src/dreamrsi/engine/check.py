@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dreamrsi.core.model import NodeStatus
+from dreamrsi.engine.config import ISOLATION_MODES
 from dreamrsi.engine.evaluation import Evaluation, parse_evaluation, read_result_file
 from dreamrsi.engine.sandboxing import (
     command_limits,
@@ -16,6 +17,7 @@ from dreamrsi.engine.sandboxing import (
     evaluator_isolation,
     resolve_isolation,
 )
+from dreamrsi.errors import ConfigError
 from dreamrsi.sandbox import CommandResult, run_command
 from dreamrsi.tasks.spec import Task
 from dreamrsi.workspace.trusted import copy_trusted, open_to_all
@@ -39,8 +41,15 @@ class CheckReport:
 def check_task(task: Task, isolation: str | None = None) -> CheckReport:
     """Evaluate a copy of the task's seed folder once, in the sandbox, as a run would.
 
-    The user's seed folder is copied (links as links), never written.
+    The user's seed folder is copied, never written; a symbolic link in it is copied as a
+    link, never followed.
+
+    Raises:
+        ConfigError: ``isolation`` is not ``auto``, ``required`` or ``off``.
     """
+    if isolation is not None and isolation not in ISOLATION_MODES:
+        raise ConfigError(f"unknown isolation '{isolation}'", key="isolation",
+                          expected=" | ".join(ISOLATION_MODES))
     mode = resolve_isolation(task, isolation)
     with tempfile.TemporaryDirectory(prefix="dreamrsi-check-") as tmp:
         view, io, trusted = Path(tmp) / "eval", Path(tmp) / "io", Path(tmp) / "trusted"

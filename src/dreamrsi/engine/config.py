@@ -11,6 +11,11 @@ from dreamrsi.core.policy import GridPlan, PolicySpec
 from dreamrsi.errors import ConfigError
 
 ISOLATION_MODES = ("auto", "required", "off")
+MAX_INT = 2**63 - 1
+"""The largest count or seed a run stores (SQLite's largest INTEGER)."""
+MAX_SEED = 2**32 - 1
+"""The largest seed of a dream or loop (NumPy's and Optuna's samplers take seeds below 2**32);
+the CLI takes 0 to this for every ``--seed``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,11 +26,13 @@ class RunConfig:
         budget: Most finished attempts (the root's evaluation excluded); ``None``: no limit.
         workers: W, attempts run in parallel and the most nodes a batch may hold.
         max_rounds: K1, most decision rounds.
-        wall_time_s: Most wall time over all sessions of the run; attempts still running when
-            it ends are stopped and recorded as ``lost``.
+        wall_time_s: Most wall time over all sessions of the run (a finite number of seconds
+            above 0); attempts still running when it ends are stopped and recorded as ``lost``.
         max_tokens: Most model tokens (reported by proposers through ``$DREAM_COST``).
-        max_cost_usd: Most money (reported the same way).
-        seed: Seed of the run; every proposer gets a seed derived from it and its node.
+        max_cost_usd: Most money (reported the same way; a finite number above 0).
+        seed: Seed of the run, an integer the store holds (``-2**63`` to ``2**63 - 1``; the
+            CLI takes 0 to ``2**32 - 1``); every proposer gets a seed derived from it and its
+            node.
         policy: The exploration policy.
         isolation: ``auto``, ``required`` or ``off``; ``None`` takes the task's setting.
         heartbeat_s: How often a running run records that it is alive.
@@ -51,17 +58,15 @@ class RunConfig:
     target: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("budget", "max_rounds", "max_tokens"):
+        for name in ("budget", "max_rounds", "max_tokens", "workers"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}", key=name)
-        if not isinstance(self.workers, int) or self.workers < 1:
-            raise ConfigError(f"workers must be a positive integer, got {self.workers!r}",
-                              key="workers")
+            if value is not None or name == "workers":
+                check_int(name, value, 1)
+        check_int("seed", self.seed, -MAX_INT - 1)
         for name in ("wall_time_s", "max_cost_usd"):
             value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ConfigError(f"{name} must be positive, got {value!r}", key=name)
+            if value is not None:
+                check_positive(name, value)
         if self.target is not None and (isinstance(self.target, bool)
                                         or not isinstance(self.target, int | float)
                                         or not math.isfinite(self.target)):
@@ -70,8 +75,7 @@ class RunConfig:
         if self.isolation is not None and self.isolation not in ISOLATION_MODES:
             raise ConfigError(f"unknown isolation '{self.isolation}'", key="isolation",
                               expected=" | ".join(ISOLATION_MODES))
-        if not self.heartbeat_s > 0:
-            raise ConfigError("heartbeat_s must be positive", key="heartbeat_s")
+        check_positive("heartbeat_s", self.heartbeat_s)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict; :meth:`from_json` reads it back."""
@@ -87,6 +91,25 @@ class RunConfig:
         plan = values.pop("plan", None)
         return cls(policy=PolicySpec(policy["name"], policy.get("params", {})),
                    plan=None if plan is None else GridPlan(**plan), **values)
+
+
+def check_int(name: str, value: object, low: int, high: int = MAX_INT) -> None:
+    """Raise :class:`ConfigError` unless ``value`` is an integer from ``low`` to ``high``
+    (by default the largest integer the store holds).
+
+    >>> check_int("workers", 4, 1)
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{name} must be an integer from {low} to {high}, got {value!r}",
+                          key=name)
+
+
+def check_positive(name: str, value: object) -> None:
+    """Raise :class:`ConfigError` unless ``value`` is a finite number above 0 (``inf`` and
+    ``nan`` are refused: leave a limit out for no limit)."""
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not math.isfinite(value) or not value > 0):
+        raise ConfigError(f"{name} must be a finite number above 0, got {value!r}", key=name)
 
 
 DEFAULT_REFINE = 19

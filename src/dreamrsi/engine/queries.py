@@ -14,8 +14,9 @@ from typing import Any
 from dreamrsi.core.model import Direction, Node, best_node
 from dreamrsi.errors import NotFound
 from dreamrsi.store.base import RunRecord, RunStatus
+from dreamrsi.store.integrity import check_tree
 from dreamrsi.store.sqlite import SqliteRunStore
-from dreamrsi.workspace.git import GitCall, WorkspaceRepo
+from dreamrsi.workspace.git import GitCall, WorkspaceRepo, check_export_dest
 
 STALE_AFTER_S = 30.0
 
@@ -59,9 +60,13 @@ def list_runs(store: SqliteRunStore) -> list[dict[str, Any]]:
 
 
 def tree_rows(store: SqliteRunStore, run_id: str) -> list[dict[str, Any]]:
-    """The nodes of a run, branch by branch, each with depth and duplicate marker."""
+    """The nodes of a run, branch by branch, each with depth and duplicate marker.
+
+    Raises:
+        StoreError: The run's nodes are not one tree (the database was edited).
+    """
     run = store.get_run(run_id)
-    nodes = store.nodes(run.run_id)
+    nodes = _tree_nodes(store, run)
     by_id = {n.node_id: n for n in nodes}
     depth: dict[str, int] = {}
     first_seen: dict[str, str] = {}
@@ -83,9 +88,10 @@ def best(store: SqliteRunStore, run_id: str) -> dict[str, Any]:
 
     Raises:
         NotFound: No node of the run has a valid score.
+        StoreError: The run's nodes are not one tree (the database was edited).
     """
     run = store.get_run(run_id)
-    nodes = store.nodes(run.run_id)
+    nodes = _tree_nodes(store, run)
     top = best_node(nodes)
     if top is None:
         raise NotFound(f"run {run.run_id} has no valid scored node yet")
@@ -95,7 +101,13 @@ def best(store: SqliteRunStore, run_id: str) -> dict[str, Any]:
 
 
 def export_best(store: SqliteRunStore, run_id: str, dest: Path) -> dict[str, Any]:
-    """Write the best node's workspace files into ``dest`` (new or empty)."""
+    """Write the best node's workspace files into ``dest``: a new directory or an empty one
+    (never a file, a symbolic link or a non-empty directory: nothing is overwritten).
+
+    Raises:
+        StoreError: ``dest`` is not a new or empty directory, or the export failed.
+    """
+    check_export_dest(dest)
     info = best(store, run_id)
     repo = WorkspaceRepo(store.root / "repo.git")
     calls: list[GitCall] = []
@@ -119,6 +131,12 @@ def ledger_chain(store: SqliteRunStore, name: str) -> str:
             if store.chain_head(name).length:
                 return name
             raise NotFound(f"no run or dream '{name}' in the store at {store.root}") from None
+
+
+def _tree_nodes(store: SqliteRunStore, run: RunRecord) -> list[Node]:
+    nodes = store.nodes(run.run_id)
+    check_tree(store.root, run.run_id, nodes)
+    return nodes
 
 
 def _node_row(node: Node, depth: int, duplicate_of: str | None) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, DreamError, PolicyError, StoreError
 from dreamrsi.policies.registry import make_policy
 from dreamrsi.store.base import InFlight, RunRecord, RunStatus, TaskRecord
+from dreamrsi.store.integrity import check_tree
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks.spec import Task, load_task
@@ -375,6 +376,7 @@ class _Session:
 
     def _load_view(self) -> TreeView:
         nodes = self.store.nodes(self.run.run_id)
+        check_tree(self.store.root, self.run.run_id, nodes)
         if not nodes:
             nodes = [self._evaluate_root()]
         view = TreeView(nodes[0])

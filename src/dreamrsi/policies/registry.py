@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import math
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
@@ -98,10 +99,14 @@ def _coerce(name: str, key: str, value: str, default: Any) -> Any:
             if value.lower() not in ("true", "false", "1", "0"):
                 raise ValueError(value)
             return value.lower() in ("true", "1")
-        return kind(value)
+        typed = kind(value)
+        if isinstance(typed, float) and not math.isfinite(typed):  # no policy means nan, inf
+            raise ValueError(value)
+        return typed
     except ValueError:
+        expected = "a finite float" if isinstance(default, float) else kind.__name__
         raise ConfigError(f"policy '{name}': parameter '{key}' is '{value}'", key="policy",
-                          expected=kind.__name__) from None
+                          expected=expected) from None
 
 
 def make_policy(spec: str | PolicySpec | Policy) -> Policy:

@@ -135,6 +135,9 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
             root.mkdir(parents=True, exist_ok=True)
             lock_fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
+            if root.exists() and not root.is_dir():
+                raise StoreError(f"{root} is a file, not a store directory; pass --store a "
+                                 "directory (a new one is created)") from exc
             raise StoreError(f"cannot write the store at {root}: {exc.strerror} "
                              "(is it read-only?)") from exc
         try:
@@ -336,6 +339,9 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
                          run.run_id, None)
 
     def get_run(self, run_id: str) -> RunRecord:
+        if not run_id:  # the empty prefix would match every run
+            raise ConfigError("the run id is empty", key="RUN",
+                              expected="a run id or a unique prefix of one")
         rows = self._query("SELECT * FROM runs WHERE run_id = ?", (run_id,))
         if not rows:
             rows = self._query("SELECT * FROM runs WHERE substr(run_id, 1, ?) = ? LIMIT 2",

@@ -29,15 +29,17 @@ def resolve_task(name_or_path: str | Path) -> Task:
     A path that exists wins over a built-in name.
 
     Raises:
-        ConfigError: Neither a task directory nor a built-in name (lists the built-ins).
+        ConfigError: Empty, or neither a task directory nor a built-in name (lists the
+            built-ins).
     """
+    builtins = builtin_tasks()
+    expected = "a directory with task.toml or one of " + ", ".join(builtins)
+    if not str(name_or_path).strip():  # Path("") is the current folder: never guess that
+        raise ConfigError("the task name is empty", expected=expected)
     path = Path(name_or_path)
     if path.exists():
         return load_task(path)
-    builtins = builtin_tasks()
     if str(name_or_path) in builtins:
         return load_task(builtins[str(name_or_path)])
-    raise ConfigError(
-        f"no task directory or built-in task named '{name_or_path}'",
-        expected="a directory with task.toml or one of " + ", ".join(builtins),
-    )
+    raise ConfigError(f"no task directory or built-in task named '{name_or_path}'",
+                      expected=expected)

@@ -7,6 +7,7 @@ Unknown keys are errors; every error names the file, the key and what was expect
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -216,13 +217,12 @@ def _allowed_keys(loc: tuple[Any, ...]) -> str:
 
 
 def _to_task(directory: Path, file: Path, spec: _TaskFile, raw_bytes: bytes) -> Task:
-    seed_dir = (directory / spec.workspace.seed).resolve()
-    if not seed_dir.is_dir():
-        raise ConfigError(f"seed folder '{spec.workspace.seed}' does not exist",
-                          file=str(file), key="workspace.seed", expected="a folder")
+    seed_dir = _seed_dir(directory, file, spec.workspace.seed)
     for rel in spec.constraints.protected_paths:
         _check_relative(file, rel)
-        if not (seed_dir / rel).exists():
+        _check_no_link_on_the_way(file, seed_dir, rel)
+        target = seed_dir / rel
+        if not (target.exists() or target.is_symlink()):
             raise ConfigError(f"protected path '{rel}' is not in the seed folder",
                               file=str(file), key="constraints.protected_paths")
     c = spec.constraints
@@ -246,6 +246,38 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, raw_bytes: bytes) -> 
         digest=_digest({"task.toml": hashlib.sha256(raw_bytes).hexdigest(), **seed_files}),
         evaluator_digest=_digest({"command": evaluator.command, **protected}),
     )
+
+
+def _seed_dir(directory: Path, file: Path, seed: str) -> Path:
+    """The seed folder: inside the (resolved) task directory once symbolic links are
+    followed, so a task can never make the engine import files from elsewhere."""
+    where = "a folder inside the task directory, given relative to it"
+    if Path(seed).is_absolute():
+        raise ConfigError(f"seed folder '{seed}' is an absolute path", file=str(file),
+                          key="workspace.seed", expected=where)
+    seed_dir = (directory / seed).resolve()
+    if not seed_dir.is_relative_to(directory):
+        raise ConfigError(f"seed folder '{seed}' is outside the task directory (it resolves "
+                          f"to {seed_dir})", file=str(file), key="workspace.seed",
+                          expected=where)
+    if not seed_dir.is_dir():
+        raise ConfigError(f"seed folder '{seed}' does not exist",
+                          file=str(file), key="workspace.seed", expected="a folder")
+    return seed_dir
+
+
+def _check_no_link_on_the_way(file: Path, seed_dir: Path, rel: str) -> None:
+    """A protected path's folders must be real folders of the seed: a symbolic link on the
+    way would make the engine read (and restore) files outside the workspace. The path itself
+    may be a link; it is then protected as a link."""
+    folder = seed_dir
+    for part in Path(rel).parts[:-1]:
+        folder = folder / part
+        if folder.is_symlink():
+            raise ConfigError(f"protected path '{rel}' goes through the symbolic link "
+                              f"'{folder.relative_to(seed_dir).as_posix()}'", file=str(file),
+                              key="constraints.protected_paths",
+                              expected="a path whose folders are real folders of the seed")
 
 
 def _check_relative(file: Path, rel: str) -> None:
@@ -274,13 +306,25 @@ def _under_any(path: str, prefixes: tuple[str, ...]) -> bool:
 
 
 def _file_digests(root: Path) -> dict[str, str]:
-    """sha256 of every file under ``root`` (skipping ``.git`` and caches), by relative path."""
+    """sha256 of every file under ``root`` (skipping ``.git`` and caches), by relative path.
+
+    A symbolic link is never followed: it enters as ``link:`` and its target text, as the
+    workspace stores it, so a link to a file outside the seed is not read.
+    """
     out: dict[str, str] = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if rel.parts[0] == ".git" or "__pycache__" in rel.parts or not path.is_file():
-            continue
-        out[rel.as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+    for folder, dirs, files in os.walk(root):  # lists linked folders without entering them
+        base = Path(folder)
+        top = base == root
+        for name in sorted([*dirs, *files]):
+            path = base / name
+            if name == "__pycache__" or (top and name == ".git"):
+                continue
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                out[rel] = "link:" + os.readlink(path)
+            elif path.is_file():
+                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        dirs[:] = [d for d in dirs if d != "__pycache__" and not (top and d == ".git")]
     return out
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable
@@ -112,13 +113,27 @@ class WorkspaceRepo:
         return self._commit_tree(worktree, index, parent, message, ref, calls)
 
     def export(self, commit: str, dest: Path, calls: list[GitCall]) -> None:
-        """Write the files of ``commit`` into ``dest`` (which must not exist or be empty)."""
-        if dest.exists() and any(dest.iterdir()):
-            raise StoreError(f"{dest} is not empty; choose a new or empty directory")
-        dest.mkdir(parents=True, exist_ok=True)
+        """Write the files of ``commit`` into ``dest``: a new directory (created with its
+        parents), or an existing empty one. Nothing is ever overwritten.
+
+        Raises:
+            StoreError: ``dest`` is a file, a symbolic link (followed nowhere, dangling or
+                not) or a non-empty directory, or cannot be created; or git failed (a
+                directory this call created is then removed again).
+        """
+        check_export_dest(dest)
+        created = not dest.exists()
+        try:
+            dest.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create {dest}: {exc.strerror}") from exc
         index = self._scratch_index()
         try:
             self._git(["read-tree", "--reset", "-u", commit], calls, work_tree=dest, index=index)
+        except StoreError:
+            if created:
+                shutil.rmtree(dest, ignore_errors=True)
+            raise
         finally:
             index.unlink(missing_ok=True)
 
@@ -270,6 +285,24 @@ class _ObjectReader:
             self.broken = True
             return None
         return header[1] + b" " + header[2] + b"\0" + body
+
+
+def check_export_dest(dest: Path) -> None:
+    """Refuse an export destination that is not a new or an empty directory.
+
+    Raises:
+        StoreError: ``dest`` is a symbolic link, a file, or a non-empty directory (or cannot
+            be inspected).
+    """
+    choose = "choose a new or empty directory"
+    try:
+        problem = ("is a symbolic link" if dest.is_symlink()
+                   else "exists and is not a directory" if dest.exists() and not dest.is_dir()
+                   else "is not empty" if dest.is_dir() and any(dest.iterdir()) else None)
+    except OSError as exc:
+        raise StoreError(f"cannot inspect {dest}: {exc.strerror}; {choose}") from exc
+    if problem:
+        raise StoreError(f"{dest} {problem}; {choose}")
 
 
 def _in_process(args: tuple[str, ...], start: float) -> GitCall:
