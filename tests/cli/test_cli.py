@@ -212,7 +212,7 @@ def test_run_stops_at_its_target(tmp_path: Path, make_task: TaskFactory) -> None
     out = json.loads(cli("run", str(make_task()), "--budget", "40", "--policy",
                          "fixed:branches=1,refine=39", "--target", "2", "--store", store,
                          "--json"))
-    assert out["stop_reason"].startswith("target reached (2 by ") and out["attempts"] < 40
+    assert out["stop_reason"] == "target reached" and out["attempts"] < 40
     assert "nan" in cli("run", str(make_task()), "--target", "nan", "--store", store, code=1)
 
 
@@ -243,7 +243,7 @@ def test_progress_bar_and_summary(tmp_path: Path, make_task: TaskFactory,
     out = cli("run", str(make_task(evaluate="print('garbage')")), "--budget", "3",
               "--store", str(tmp_path / "s"))
     assert "3/3" in out and "error 4" in out and "/s" in out  # root included in counts
-    assert "best score" in out and "attempt budget reached (3)" in out
+    assert "best score" in out and "attempt budget" in out
 
 
 def test_task_check(make_task: TaskFactory) -> None:

@@ -157,7 +157,7 @@ def test_out_of_support_selections_earn_nothing() -> None:
     result = replay(Greedy(), tree, workers=3, max_rounds=2)
     assert result.revealed == 1 and result.out_of_support == 5 and result.selections == 6
     assert result.out_of_support_share == pytest.approx(5 / 6)
-    assert result.stop == "K2" and result.quality == 1.0
+    assert result.stop == "round budget" and result.quality == 1.0
 
 
 def test_illegal_selection_names_policy_and_round() -> None:
@@ -200,10 +200,10 @@ def test_charged_misses_spend_the_budget_and_cost_what_attempts_cost() -> None:
     tree = RecordedTree.from_nodes("r", [node(0, None, 0.0), node(1, 0, 1.0), node(2, 1, 2.0),
                                          node(3, 2, 3.0), node(4, 0, 0.5)])
     free = replay(DeepFirst(), tree, workers=1, max_rounds=20, attempt_budget=10)
-    assert free.revealed == 3 and free.out_of_support == 17 and free.stop == "K2"
+    assert free.revealed == 3 and free.out_of_support == 17 and free.stop == "round budget"
     paid = replay(DeepFirst(), tree, workers=1, max_rounds=20, attempt_budget=10,
                   charge_misses=True)
-    assert paid.revealed == 3 and paid.out_of_support == 7 and paid.stop == "budget"
+    assert paid.revealed == 3 and paid.out_of_support == 7 and paid.stop == "attempt budget"
     assert paid.quality == free.quality == 3.0
     charged = Objective(0.1, 0.0, charge_misses=True)
     assert charged.value(paid) == pytest.approx(3.0 - 0.1 * 10)  # ten attempts paid online

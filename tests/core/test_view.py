@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dreamrsi.core.model import Node, NodeStatus, best_node, node_id_for
 from dreamrsi.core.policy import Budget, PolicyContext, check_batch
-from dreamrsi.core.replay import RecordedTree
+from dreamrsi.core.replay import RecordedSource, RecordedTree
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.errors import PolicyError
 from dreamrsi.policies import FixedRefinement, make_policy
@@ -172,10 +172,10 @@ def test_replay_reveals_build_the_same_view_as_one_by_one_reveals(nodes: list[No
                                                                    width: int) -> None:
     tree = RecordedTree.from_nodes("r", nodes)
     fast, slow = TreeView(nodes[0]), TreeView(nodes[0])
-    opened = 0
+    source = RecordedSource(tree)
     while True:  # every leaf and `width` root entries each round, as a greedy replay would
-        batch = [*fast.leaves(), *[fast.root_id] * width]
-        found, opened = fast.reveal_recorded(batch, tree.branch_starts, opened)
+        batch = (*fast.leaves(), *[fast.root_id] * width)
+        found = source.extend(fast, batch, 1)
         if not found:
             break
         slow.reveal_all(found)

@@ -36,7 +36,7 @@ def test_a_policy_beyond_the_recorded_chain_pays_for_the_budget_when_charged() -
                                                           "charge_misses": True}))
     assert free.result.revealed == paid.result.revealed == 3
     assert free.value == pytest.approx(3.0 - 0.1 * 3)  # the misses were free
-    assert paid.result.stop == "budget" and paid.result.out_of_support == 7
+    assert paid.result.stop == "attempt budget" and paid.result.out_of_support == 7
     assert paid.value == pytest.approx(3.0 - 0.1 * 10)  # the budget it would spend online
 
 
@@ -69,7 +69,7 @@ def test_cli_replay_dream_and_loop_take_the_flag(tmp_path: Path,
         assert f["attempts"] == p["attempts"] == 2  # a chain of two was recorded
         assert p["value"] < f["value"]  # the six attempts it would have made are paid
         # K2 defaults to the tree's size (four nodes): two rounds reveal, two miss
-        assert p["out_of_support"] == 2 and p["stop"] == "K2"
+        assert p["out_of_support"] == 2 and p["stop"] == "round budget"
     assert paid["charge_misses"] and not free["charge_misses"]
     table = cli(*deep[:-1], "--charge-misses")
     assert "attempts online" in table and "misses charged" in table

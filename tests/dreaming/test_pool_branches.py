@@ -66,7 +66,7 @@ def test_a_policy_opening_no_more_branches_than_the_tree_holds_sees_it_exactly()
                                                              alone.revealed)
         # one difference: the pooled tree is never revealed whole, so a policy that asks
         # for more than the chains hold goes on (missing) until K2 instead of stopping
-        assert lent.stop in ("empty batch", "K2") and alone.stop in ("empty batch",
+        assert lent.stop in ("empty batch", "round budget") and alone.stop in ("empty batch",
                                                                      "exhausted")
 
 
@@ -85,7 +85,7 @@ def test_lent_branches_add_reveals_not_rounds_of_asking_for_nothing() -> None:
     # a policy that goes on asking beyond its chains stops at that K2, with what it revealed
     settings = ReplaySettings(workers=1, attempt_budget=8)
     [deep] = score_policy(parse_spec("fixed:branches=1,refine=20"), [pooled], settings)
-    assert deep.result.rounds == 8 and deep.result.stop == "K2"
+    assert deep.result.rounds == 8 and deep.result.stop == "round budget"
     assert deep.result.revealed == 3  # its own first chain, then misses
     [broad] = score_policy(parse_spec("fixed:branches=8,refine=0"), [pooled], settings)
     # one lent start a round: the whole budget fits in K2, nothing missed

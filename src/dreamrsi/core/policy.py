@@ -84,8 +84,9 @@ class PlanContext:
         attempt_budget: Its attempt budget, if any.
         history: Summaries of earlier trees of the task (possibly none).
         hard_max_refine_count: The largest refine count a plan may ask for.
-        trace_branch_count: In replay, the branches the replayed tree recorded.
-        trace_refine_count: In replay, its longest recorded refinement.
+
+    In replay, a plan asking for more branches or refinements than the replayed tree recorded
+    is out of support (the replay earns nothing); the plan hook is not told those counts.
     """
 
     task_name: str
@@ -93,8 +94,6 @@ class PlanContext:
     attempt_budget: int | None
     history: tuple[TreeSummary, ...]
     hard_max_refine_count: int = 1000
-    trace_branch_count: int | None = None
-    trace_refine_count: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

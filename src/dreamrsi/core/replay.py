@@ -10,23 +10,17 @@ command, and ends on an empty batch, after ``K2`` rounds, or when the whole tree
 from __future__ import annotations
 
 import gc
-import random
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import islice
 from operator import attrgetter
 
-from dreamrsi.core.model import Node, NodeStatus
-from dreamrsi.core.policy import (
-    Budget,
-    GridPlan,
-    Policy,
-    PolicyContext,
-    TreeSummary,
-    check_batch,
-)
-from dreamrsi.core.view import RecordedBranch, TreeView, recorded_branches
+from dreamrsi.core.episode import EpisodeSettings, StopReason, run_episode
+from dreamrsi.core.model import Node
+from dreamrsi.core.policy import GridPlan, PlanContext, Policy, TreeSummary
+from dreamrsi.core.view import Branch, TreeView
+from dreamrsi.errors import PolicyError
 
 _SEQ, _SCORE, _ROUND = attrgetter("seq"), attrgetter("score"), attrgetter("round")
 
@@ -54,7 +48,11 @@ class RecordedTree:
             ``seq`` (``None`` where there is none): the replay loop's lookup.
         root_nodes: The root's children as nodes, in creation order.
         branch_starts: The statistics of each root child's branch as replay first reveals
-            it, linked to every later state of the branch (built once, shared by replays).
+            it (built once, shared by replays).
+        state_after: For each non-root node (by id), the statistics of its branch once
+            its recorded child is revealed (``None`` where it has none). Replay walks these
+            instead of growing statistics; they live here, never in the view, so nothing a
+            policy can reach leads to a node it has not revealed.
         start: Where the recording run started: ``"seed"`` (the task's seed) or the node it
             started from. Trees with the same start may lend each other fresh branches
             (``dreaming.history.pool_branches``).
@@ -74,7 +72,8 @@ class RecordedTree:
     evaluator_digest: str = ""
     child_by_seq: tuple[Node | None, ...] = ()
     root_nodes: tuple[Node, ...] = ()
-    branch_starts: tuple[RecordedBranch, ...] = ()
+    branch_starts: tuple[Branch, ...] = ()
+    state_after: Mapping[str, Branch | None] = field(default_factory=dict)
     start: str = "seed"
     own_size: int = 0
 
@@ -113,13 +112,12 @@ class RecordedTree:
             else:
                 by_seq[parent.seq] = n
         scores = [s for s in map(_SCORE, ordered) if s is not None]
-        starts = recorded_branches((n for n in ordered if n.parent_id is not None),
-                                   root.node_id)
+        starts, after = _recorded_states(ordered, root.node_id)
         return cls(tree_id, root, by_id, tuple(n.node_id for n in root_nodes),
                    len(ordered) - 1, max(map(_ROUND, ordered)),
                    max(scores) if scores else None, min(scores) if scores else None,
                    task_digest, evaluator_digest, tuple(by_seq), tuple(root_nodes), starts,
-                   start, len(ordered) - 1 if own_size is None else own_size)
+                   after, start, len(ordered) - 1 if own_size is None else own_size)
 
     @property
     def recorded_size(self) -> int:
@@ -144,6 +142,35 @@ class RecordedTree:
             return None
         below = self.child_by_seq[node.seq]
         return None if below is None else below.node_id
+
+
+def _recorded_states(ordered: list[Node],
+                     root_id: str) -> tuple[tuple[Branch, ...], dict[str, Branch | None]]:
+    """Every state of every recorded branch: the first of each, and, for each non-root node,
+    the one its recorded child leads to (``None`` for a chain's last node). Built in creation
+    order, with equal counts sharing one int object, so a replay reads its states from memory
+    laid out in the order it asks for them."""
+    counts: dict[int, int] = {}
+    starts: list[Branch] = []
+    after: dict[str, Branch | None] = {}
+    tips: dict[str, Branch] = {}
+    for node in ordered:
+        parent_id = node.parent_id
+        if parent_id is None:
+            continue
+        if parent_id == root_id:
+            state = Branch(node)
+            starts.append(state)
+        else:
+            state = tips.pop(parent_id).grown(node)
+            state.length = counts.setdefault(state.length, state.length)
+            state.finished = counts.setdefault(state.finished, state.finished)
+            state.valid = counts.setdefault(state.valid, state.valid)
+            state.since_best = counts.setdefault(state.since_best, state.since_best)
+            after[parent_id] = state
+        after[node.node_id] = None
+        tips[node.node_id] = state
+    return tuple(starts), after
 
 
 def default_rounds(tree: RecordedTree, attempt_budget: int | None) -> int:
@@ -192,8 +219,9 @@ class ReplayResult:
         rounds: k*, the completed decision rounds.
         out_of_support: Selections that revealed nothing (no recorded continuation).
         selections: Every selection made, revealing or not.
-        stop: ``"empty batch"``, ``"K2"``, ``"budget"`` (the attempt budget is spent),
-            ``"exhausted"`` (the whole tree is revealed) or ``"plan out of support"``.
+        stop: Why the replay ended: the policy's empty batch, K2 (``round budget``), the
+            attempt budget, ``exhausted`` (the policy asked for more after the whole tree was
+            revealed) or ``plan out of support``.
         order: Revealed node ids in reveal order (root excluded).
         batch_sizes: Nodes revealed in each round.
     """
@@ -204,7 +232,7 @@ class ReplayResult:
     rounds: int
     out_of_support: int
     selections: int
-    stop: str
+    stop: StopReason
     order: tuple[str, ...]
     batch_sizes: tuple[int, ...]
 
@@ -246,6 +274,9 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
            charge_misses: bool = False) -> ReplayResult:
     """Replay ``policy`` on ``tree`` from its root with a fresh policy state.
 
+    The episode driver (:func:`dreamrsi.core.episode.run_episode`) runs the same loop as an
+    online run; children come from the tree by the ``Child`` operator.
+
     Args:
         policy: The candidate policy (reset here).
         tree: The recorded tree.
@@ -267,63 +298,98 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
     if plan is not None and (plan.branch_count > tree.branch_count
                              or plan.refine_count > tree.refine_count):
         floor = tree.floor if tree.floor is not None else 0.0
-        return ReplayResult(tree.tree_id, floor, 0, 0, 1, 1, "plan out of support", (), ())
+        return ReplayResult(tree.tree_id, floor, 0, 0, 1, 1, StopReason.PLAN_OUT_OF_SUPPORT,
+                            (), ())
+    settings = EpisodeSettings(workers, attempt_budget, max_rounds, "replay", seed, task_name,
+                               plan, charge_misses, getattr(policy, "name",
+                                                            type(policy).__name__))
+    view = TreeView(tree.root)
     collecting = gc.isenabled()
     gc.disable()  # a replay makes no reference cycles; collections here only cost time
     try:
-        return _replay(policy, tree, workers, max_rounds, seed, attempt_budget, task_name,
-                       keep_order, plan, charge_misses)
+        stop, st = run_episode(policy, view, RecordedSource(tree), settings)
     finally:
         if collecting:
             gc.enable()
-
-
-def _replay(policy: Policy, tree: RecordedTree, workers: int, max_rounds: int, seed: int,
-            attempt_budget: int | None, task_name: str, keep_order: bool,
-            plan: GridPlan | None, charge_misses: bool) -> ReplayResult:
-    starts = tree.branch_starts
-    view = TreeView(tree.root)
-    reveal_recorded = view.reveal_recorded
-    policy.reset(PolicyContext(task_name, workers, "replay", random.Random(seed),
-                               attempt_budget, max_rounds, plan))
-    select = policy.select
-    name = getattr(policy, "name", type(policy).__name__)
-    lost = NodeStatus.LOST
-    next_root = rounds = selections = revealed = spent = 0
-    sizes: list[int] = []
-    stop = "exhausted"
-    size = tree.size
-    while revealed < size:
-        if rounds >= max_rounds:
-            stop = "K2"
-            break
-        left = None
-        if attempt_budget is not None:
-            left = attempt_budget - spent
-            if left <= 0:
-                stop = "budget"
-                break
-        batch = check_batch(view, select(view, Budget(workers, left, max_rounds - rounds)),
-                            workers, policy_name=name, round_no=rounds + 1)
-        if left is not None:
-            batch = batch[:left]
-        if not batch:
-            stop = "empty batch"
-            break
-        # revealed in batch order: online, launch order is batch order
-        found, next_root = reveal_recorded(batch, starts, next_root)
-        selections += len(batch)
-        if attempt_budget is not None:
-            spent += sum(1 for node in found if node[6] is not lost)
-            if charge_misses:
-                spent += len(batch) - len(found)
-        count = len(found)
-        revealed += count
-        sizes.append(count)
-        rounds += 1
-        view.complete_round()
     best = view.best
     quality = best.score if best is not None and best.score is not None else tree.floor
     order = tuple(n.node_id for n in islice(view.nodes(), 1, None)) if keep_order else ()
-    return ReplayResult(tree.tree_id, 0.0 if quality is None else quality, revealed, rounds,
-                        selections - revealed, selections, stop, order, tuple(sizes))
+    return ReplayResult(tree.tree_id, 0.0 if quality is None else quality, st.revealed,
+                        st.rounds, st.selections - st.revealed, st.selections, stop, order,
+                        tuple(st.batch_sizes))
+
+
+class RecordedSource:
+    """The ``Child`` operator: children come from a recorded tree.
+
+    For a leaf, its recorded child; for the root, the earliest-created root child not yet
+    revealed; otherwise nothing. The view it extends must have been revealed only by it.
+
+    Args:
+        tree: The recorded tree.
+    """
+
+    __slots__ = ("_after", "_left", "_opened", "_starts")
+
+    def __init__(self, tree: RecordedTree) -> None:
+        self._starts = tree.branch_starts
+        self._after = tree.state_after
+        self._left = tree.size
+        self._opened = 0
+
+    def exhausted(self, view: TreeView) -> bool:
+        """Whether the whole tree is revealed."""
+        return self._left <= 0
+
+    def extend(self, view: TreeView, batch: tuple[str, ...], round_no: int) -> list[Node]:
+        """Reveal the recorded continuation of each entry of a checked batch, in order."""
+        found, self._opened = view.advance(batch, self._after, self._starts, self._opened)
+        self._left -= len(found)
+        return found
+
+
+def plan_context(task_name: str, workers: int, attempt_budget: int | None,
+                 trees: Iterable[RecordedTree],
+                 episode: RecordedTree | None = None) -> PlanContext:
+    """The one context a ``plan`` hook gets, online and in replay: the task's earlier trees
+    (see :func:`plan_history`), never the episode's own."""
+    return PlanContext(task_name, workers, attempt_budget, plan_history(trees, episode))
+
+
+def plan_history(trees: Iterable[RecordedTree],
+                 episode: RecordedTree | None = None) -> tuple[TreeSummary, ...]:
+    """What a ``plan`` hook may know: summaries of the earlier trees, each of its own run's
+    nodes only, never the episode's own tree nor its branches lent to other trees.
+
+    Args:
+        trees: The task's recorded trees (pooled ones included).
+        episode: The tree being replayed, if any.
+    """
+    skip = None if episode is None else episode.tree_id
+    return tuple(summarize(own_part(t)) for t in trees if t.tree_id != skip)
+
+
+@lru_cache(maxsize=4096)
+def own_part(tree: RecordedTree) -> RecordedTree:
+    """The tree without the branches other runs lent it (its own run's nodes only)."""
+    if all(n.run_id == tree.tree_id for n in tree.nodes.values()):
+        return tree
+    own = [n for n in tree.nodes.values() if n.run_id == tree.tree_id]
+    return RecordedTree.from_nodes(tree.tree_id, own, task_digest=tree.task_digest,
+                                   evaluator_digest=tree.evaluator_digest, start=tree.start)
+
+
+def make_plan(policy: Policy, context: PlanContext) -> GridPlan | None:
+    """Ask a planning policy for its grid (``None`` for a policy without a ``plan`` hook).
+
+    Raises:
+        PolicyError: ``plan`` returned something other than a :class:`GridPlan`.
+    """
+    planner = getattr(policy, "plan", None)
+    if planner is None:
+        return None
+    plan = planner(context)
+    if not isinstance(plan, GridPlan):
+        name = getattr(policy, "name", type(policy).__name__)
+        raise PolicyError(f"policy '{name}': plan() must return a GridPlan, got {plan!r}")
+    return plan

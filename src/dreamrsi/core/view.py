@@ -8,7 +8,7 @@ replay never rebuilds the visible set.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Self
 
 from dreamrsi.core.model import Node, NodeStatus
@@ -78,51 +78,6 @@ class Branch:
             new.valid, new.best, new.best_node = self.valid + 1, best, self.best_node
             new.since_best = self.since_best + 1
         return new
-
-
-class RecordedBranch(Branch):
-    """A branch's statistics in a recorded tree, linked to those after its recorded next node.
-
-    Replay walks these links instead of growing statistics: every state of every recorded
-    chain is built once per tree (:func:`recorded_branches`) and shared by all its replays.
-
-    Attributes:
-        next: The statistics once the tip's recorded child is revealed (``None``: no child).
-    """
-
-    __slots__ = ("next",)
-
-    next: RecordedBranch | None
-
-
-def recorded_branches(nodes: Iterable[Node], root_id: str) -> tuple[RecordedBranch, ...]:
-    """The first state of each recorded branch, linked through :attr:`RecordedBranch.next` to
-    every later state of the branch.
-
-    Args:
-        nodes: A recorded tree's non-root nodes in creation order (a root with chains).
-        root_id: Its root's id.
-    """
-    # States are built in creation order, and equal counts share one int object: a replay
-    # then reads its states, and the counts of branches that grow together, from memory laid
-    # out in the order it asks for them.
-    counts: dict[int, int] = {}
-    starts: list[RecordedBranch] = []
-    tips: dict[str, RecordedBranch] = {}
-    for node in nodes:
-        if node.parent_id == root_id:
-            state = RecordedBranch(node)
-            starts.append(state)
-        else:
-            before = tips.pop(node.parent_id)  # type: ignore[arg-type]
-            state = before.next = before.grown(node)
-            state.length = counts.setdefault(state.length, state.length)
-            state.finished = counts.setdefault(state.finished, state.finished)
-            state.valid = counts.setdefault(state.valid, state.valid)
-            state.since_best = counts.setdefault(state.since_best, state.since_best)
-        state.next = None
-        tips[node.node_id] = state
-    return tuple(starts)
 
 
 class TreeView:
@@ -289,30 +244,41 @@ class TreeView:
         Raises:
             ValueError: As :meth:`reveal`; nodes before the offending one stay revealed.
         """
-        self._by_id()  # the checks need the id index
-        self._extend(batch, check=True)
+        index, tips, root_id = self._by_id(), self._tips, self._root_id
+        for node in batch:
+            node_id, parent_id = node.node_id, node.parent_id
+            if node_id in index:
+                raise ValueError(f"node {node_id} is already revealed")
+            if parent_id == root_id:
+                self.advance((root_id,), {}, (Branch(node),))
+            elif parent_id in tips:
+                self.advance((parent_id,), {parent_id: tips[parent_id].grown(node)}, ())
+            else:
+                problem = "already has a child" if parent_id in index else "is not revealed"
+                raise ValueError(f"node {node_id}: parent {parent_id} {problem}")
 
-    def reveal_recorded(self, batch: Sequence[str], starts: Sequence[RecordedBranch],
-                        opened: int) -> tuple[list[Node], int]:
-        """Reveal the recorded continuation of each id in a checked batch (replay's hot path).
+    def advance(self, batch: Iterable[str], after: Mapping[str, Branch | None],
+                starts: Sequence[Branch], opened: int = 0) -> tuple[list[Node], int]:
+        """Give each entry of a batch its next branch state: the one bookkeeping path of
+        every reveal.
 
-        For a leaf, its recorded child (the state its :class:`RecordedBranch` links to); for
-        the root, the next unopened branch (``starts[opened]``, then the one after). Ids
-        without a recorded continuation reveal nothing. The view must have been revealed only
-        through this method, and the batch must have passed :func:`check_batch` (the root or
-        distinct leaves), so the checks of :meth:`reveal_all` hold by construction.
+        For a leaf, ``after[leaf]`` (``None``: nothing to reveal); for the root, the next of
+        ``starts`` not yet opened (``starts[opened]``, then the one after; none left: nothing).
+        A state holds a branch's statistics once its new node (``state.tip_node``) is
+        revealed. :meth:`reveal_all` builds the states as nodes arrive and checks them first;
+        replay hands over the states built once per recorded tree, for a batch that passed
+        :func:`~dreamrsi.core.policy.check_batch` (the root and distinct leaves), unchecked.
 
         Returns:
-            The nodes revealed, in batch order, and the number of branches now opened.
+            The nodes revealed, in batch order, and how many of ``starts`` are now opened.
         """
-        # The bookkeeping of _extend, with every branch state built in advance
         root_id, tips, stats, order = self._root_id, self._tips, self._stats, self._order
         before = len(order)
         best = self._best
         best_score = None if best is None else best[8]  # Node is a named tuple: [8] is score
         for parent_id in batch:
             if parent_id != root_id:
-                state = tips[parent_id].next  # type: ignore[attr-defined]
+                state = after[parent_id]
                 if state is None:
                     continue
                 del tips[parent_id]
@@ -323,49 +289,16 @@ class TreeView:
                 continue
             tips[state.tip] = stats[state.branch_id] = state
             order.append(state.tip_node)
-            # only a branch's new best can be a new best of the view (scores are finite)
-            if state.since_best == 0 and (best_score is None or state.best > best_score):
-                best, best_score = state.tip_node, state.best
+            # a branch's new best (since_best 0) is the only candidate for the view's best
+            score = state.best
+            if state.since_best == 0 and score is not None and (best_score is None
+                                                                or score > best_score):
+                best, best_score = state.tip_node, score
         self._best = best
         found = order[before:]
         if self._index is not None:
             self._index.update((n[0], n) for n in found)
         return found, opened
-
-    def _extend(self, batch: Iterable[Node], check: bool = False) -> None:
-        """Reveal nodes that extend the root or a leaf, updating every running statistic.
-
-        With ``check`` (the id index must exist) each node is first checked as :meth:`reveal`
-        says; replay passes nodes that hold by construction and skips the checks.
-        """
-        index, tips, order, stats = self._index, self._tips, self._order, self._stats
-        root_id = self._root_id
-        best = self._best
-        best_score = None if best is None else best.score
-        try:
-            for node in batch:
-                # Node is a named tuple; plain indexing is the cheapest field access
-                node_id, parent_id, score = node[0], node[2], node[8]
-                if check:
-                    assert index is not None
-                    if node_id in index:
-                        raise ValueError(f"node {node_id} is already revealed")
-                    if parent_id != root_id and parent_id not in tips:
-                        problem = ("already has a child" if parent_id in index
-                                   else "is not revealed")
-                        raise ValueError(f"node {node_id}: parent {parent_id} {problem}")
-                if parent_id == root_id:
-                    branch = Branch(node)
-                else:
-                    branch = tips.pop(parent_id).grown(node)  # type: ignore[arg-type]
-                stats[branch.branch_id] = tips[node_id] = branch
-                order.append(node)
-                if index is not None:
-                    index[node_id] = node
-                if score is not None and (best_score is None or score > best_score):
-                    best, best_score = node, score
-        finally:
-            self._best = best
 
     def complete_round(self) -> None:
         """Count one completed decision round."""

@@ -35,14 +35,15 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from dreamrsi.core.objective import Objective
-from dreamrsi.core.policy import PlanContext, Policy, PolicySpec
+from dreamrsi.core.policy import Policy, PolicySpec
 from dreamrsi.core.replay import (
     RecordedTree,
     ReplayResult,
     default_rounds,
+    make_plan,
+    plan_context,
     replay,
     rotated,
-    summarize,
 )
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import make_policy
@@ -172,7 +173,7 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
     """Replay one tree and score it under ``settings``.
 
     A policy with a ``plan`` hook plans first, seeing the other trees of ``history`` (never
-    the replayed one) and the replayed tree's recorded branch and refine counts. ``scale`` is
+    the replayed one, nor its branches lent to them: ``core.replay.plan_context``). ``scale`` is
     the yardstick of ``rank`` quality (default: the history's, else the tree's own scores).
     ``keep_order`` records the reveal order in the result (off: faster). With
     ``settings.root_orders`` above 1 the tree is replayed under evenly spaced rotations of its
@@ -180,13 +181,8 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
     """
     k2 = settings.max_rounds if settings.max_rounds is not None else default_rounds(
         tree, settings.attempt_budget)
-    plan = None
-    planner = getattr(policy, "plan", None)
-    if planner is not None:
-        plan = planner(PlanContext(
-            "", settings.workers, settings.attempt_budget,
-            tuple(summarize(t) for t in history if t is not tree),
-            trace_branch_count=tree.branch_count, trace_refine_count=tree.refine_count))
+    plan = make_plan(policy, plan_context("", settings.workers, settings.attempt_budget,
+                                          history, tree))
     if settings.quality in _SCALED and scale is None:
         scale = QualityScale.of(history or (tree,))
     objective = settings.objective()

@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dreamrsi.core.model import Artifact, Cost, Node, NodeStatus
 from dreamrsi.engine.evaluation import Evaluation, parse_evaluation, read_result_file
@@ -39,7 +39,7 @@ from dreamrsi.store.blobs import BlobStore
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.tasks.spec import Task
 from dreamrsi.workspace.git import GitCall, GitFailed, WorkspaceRepo
-from dreamrsi.workspace.trusted import open_to_all, overlay_trusted, scan_workspace
+from dreamrsi.workspace.trusted import copy_trusted, open_to_all, overlay_trusted, scan_workspace
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +79,22 @@ class AttemptOutcome:
     events: tuple[LedgerEvent, ...]
 
 
+class Attempts(Protocol):
+    """Runs one attempt into a node and its evidence; called from worker threads.
+
+    :class:`AttemptRunner` runs a task's commands in the sandbox; a library user or a test may
+    hand the engine another (say, one that evaluates in-process) through ``start_run``.
+    """
+
+    def prepare(self) -> None:
+        """Get ready before the first attempt of a session (the work folder is empty)."""
+        ...
+
+    def run(self, spec: AttemptSpec) -> AttemptOutcome:
+        """Run the attempt ``spec`` describes; failures are data on the node."""
+        ...
+
+
 class AttemptRunner:
     """Runs attempts of one task; safe to share between worker threads.
 
@@ -108,6 +124,10 @@ class AttemptRunner:
         self._constraints = task.constraints
 
     # -- public ----------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Make the trusted copy of the task's protected files the evaluator runs from."""
+        copy_trusted(self.task.seed_dir, self._constraints.protected_paths, self.trusted)
 
     def run(self, spec: AttemptSpec) -> AttemptOutcome:
         """Run the attempt described by ``spec`` and return its outcome."""

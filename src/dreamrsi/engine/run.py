@@ -1,9 +1,10 @@
 """The online engine: a policy chooses, workers attempt, the store records, round after round.
 
-The loop, in named steps: stop if a budget is spent; ask the policy for a batch; check it
-against the decision interface; mark the batch in flight; run the attempts on W worker threads;
-record each finished attempt in its own transaction as it arrives; reveal the round to the view
-in creation order; repeat. Killed runs resume: attempts still marked in flight become ``lost``.
+The episode is the shared driver's (:func:`dreamrsi.core.episode.run_episode`: stop if a
+budget is spent, ask the policy, check the batch, extend, complete the round); this module is
+its live source: mark the batch in flight, run the attempts on W worker threads, record each
+finished attempt in its own transaction as it arrives, reveal the round to the view in creation
+order. Killed runs resume: attempts still marked in flight become ``lost``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import random
 import shutil
 import threading
 import time
@@ -21,14 +21,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from dreamrsi.core.episode import EpisodeSettings, EpisodeState, StopReason, run_episode
 from dreamrsi.core.model import Node, NodeStatus, node_id_for
-from dreamrsi.core.policy import Budget, GridPlan, PlanContext, Policy, PolicyContext, check_batch
-from dreamrsi.core.replay import RecordedTree, summarize
+from dreamrsi.core.policy import GridPlan, Policy
+from dreamrsi.core.replay import RecordedTree, make_plan, plan_context
 from dreamrsi.core.view import TreeView
-from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, AttemptSpec
+from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, Attempts, AttemptSpec
 from dreamrsi.engine.config import RunConfig
 from dreamrsi.engine.sandboxing import resolve_isolation
-from dreamrsi.errors import ConfigError, DreamError, PolicyError, StoreError
+from dreamrsi.errors import ConfigError, DreamError, StoreError
 from dreamrsi.policies.registry import make_policy
 from dreamrsi.store.base import InFlight, RunRecord, RunStatus, TaskRecord
 from dreamrsi.store.integrity import check_tree
@@ -36,7 +37,6 @@ from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks.spec import Task, load_task
 from dreamrsi.workspace.git import GitCall, WorkspaceRepo
-from dreamrsi.workspace.trusted import copy_trusted
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +117,8 @@ def new_run_id() -> str:
 
 
 def start_run(store: SqliteRunStore, task: Task, config: RunConfig,
-              observer: RunObserver | None = None) -> RunSummary:
+              observer: RunObserver | None = None, *, policy: Policy | None = None,
+              attempts: Attempts | None = None) -> RunSummary:
     """Start a new run of ``task`` and drive it until a budget ends or the policy stops.
 
     Args:
@@ -125,11 +126,16 @@ def start_run(store: SqliteRunStore, task: Task, config: RunConfig,
         task: The task to explore.
         config: Budgets and settings.
         observer: Called with progress events.
+        policy: A policy object to run instead of building ``config.policy`` from the
+            registry (a library user's own class); the run records ``config.policy`` as its
+            name, and resuming it needs the object again.
+        attempts: What runs each attempt (default: the task's commands in the sandbox,
+            :class:`~dreamrsi.engine.attempt.AttemptRunner`).
 
     Returns:
         The run's summary (also when it was interrupted).
     """
-    policy = make_policy(config.policy)
+    policy = policy if policy is not None else make_policy(config.policy)
     plan = _plan(store, task, policy, config)
     if plan is not None:
         config = replace(config, plan=plan)
@@ -145,33 +151,26 @@ def start_run(store: SqliteRunStore, task: Task, config: RunConfig,
                 Actor.STRATEGIC, f"plan {config.policy.label()}",
                 parsed={"branch_count": plan.branch_count, "refine_count": plan.refine_count,
                         "reason": plan.reason})], run_id=run_id)
-    return _Session(store, task, config, policy, store.get_run(run_id), observer).execute()
+    return _Session(store, task, config, policy, store.get_run(run_id), observer,
+                    attempts).execute()
 
 
 def _plan(store: SqliteRunStore, task: Task, policy: Policy,
           config: RunConfig) -> GridPlan | None:
     """Ask a planning policy for its grid, from the task's earlier trees only."""
-    planner = getattr(policy, "plan", None)
-    if planner is None:
+    if getattr(policy, "plan", None) is None:
         return None
-    history = []
-    for run in store.list_runs(task.digest):
-        nodes = store.replay_nodes(run.run_id)
-        if nodes:
-            history.append(summarize(RecordedTree.from_nodes(run.run_id, nodes)))
-    plan = planner(PlanContext(task.name, config.workers, config.budget, tuple(history)))
-    if not isinstance(plan, GridPlan):
-        raise PolicyError(f"policy '{config.policy.label()}': plan() must return a GridPlan, "
-                          f"got {plan!r}")
-    return plan
+    trees = [RecordedTree.from_nodes(run.run_id, nodes) for run in store.list_runs(task.digest)
+             if (nodes := store.replay_nodes(run.run_id))]
+    return make_plan(policy, plan_context(task.name, config.workers, config.budget, trees))
 
 
-def resume_run(store: SqliteRunStore, run_id: str,
-               observer: RunObserver | None = None) -> RunSummary:
+def resume_run(store: SqliteRunStore, run_id: str, observer: RunObserver | None = None, *,
+               policy: Policy | None = None, attempts: Attempts | None = None) -> RunSummary:
     """Continue a run that stopped before its budget ended (killed, interrupted, failed).
 
     Attempts still marked in flight are recorded as ``lost``; finished attempts are neither
-    lost nor run again.
+    lost nor run again. ``policy`` and ``attempts``: as :func:`start_run` was given them.
 
     Raises:
         ConfigError: The run already finished, or its task changed since it started.
@@ -189,14 +188,16 @@ def resume_run(store: SqliteRunStore, run_id: str,
     config = RunConfig.from_json(run.config)
     store.update_run(run.run_id, status=RunStatus.RUNNING, pid=os.getpid(),
                      heartbeat_at=time.time(), stop_reason=None)
-    return _Session(store, task, config, make_policy(config.policy), run, observer).execute()
+    policy = policy if policy is not None else make_policy(config.policy)
+    return _Session(store, task, config, policy, run, observer, attempts).execute()
 
 
 class _Session:
     """One process driving one run (a start or a resume)."""
 
     def __init__(self, store: SqliteRunStore, task: Task, config: RunConfig, policy: Policy,
-                 run: RunRecord, observer: RunObserver | None) -> None:
+                 run: RunRecord, observer: RunObserver | None,
+                 attempts: Attempts | None = None) -> None:
         self.store = store
         self.task = task
         self.config = config
@@ -212,102 +213,70 @@ class _Session:
             deadline = self.started + max(0.0, config.wall_time_s - self.elapsed_before)
         isolation = resolve_isolation(task, config.isolation)
         self.work_root = work_root(store.root)
-        self.runner = AttemptRunner(task, self.repo, store.blobs, self.work_root,
-                                    isolation, self.work_root / "trusted", deadline, self.cancel)
+        self.runner: Attempts = attempts or AttemptRunner(
+            task, self.repo, store.blobs, self.work_root, isolation, self.work_root / "trusted",
+            deadline, self.cancel)
         self.deadline = deadline
         self.last_beat = 0.0
-        self.round_no = 0
+        self.state = EpisodeState()
         self.next_seq = 1
-        self.finished = 0
         self.tokens = 0
         self.money = 0.0
 
     # -- the loop --------------------------------------------------------------------------
 
     def execute(self) -> RunSummary:
-        status, reason = RunStatus.FAILED, "failed"
+        status, reason = RunStatus.FAILED, StopReason.FAILED.value
         try:
             self._clean_work_folder()
-            copy_trusted(self.task.seed_dir, self.task.constraints.protected_paths,
-                         self.runner.trusted)
+            self.runner.prepare()
             self._record_lost_attempts()
             view = self._load_view()
             self._notify("start")
             with ThreadPoolExecutor(self.config.workers, thread_name_prefix="attempt") as pool:
-                reason = self._loop(view, pool)
+                reason = self._loop(view, pool).value
             status = RunStatus.FINISHED
         except KeyboardInterrupt:
-            status, reason = RunStatus.INTERRUPTED, "interrupted"
+            status, reason = RunStatus.INTERRUPTED, StopReason.INTERRUPTED.value
             raise
         except DreamError as exc:
-            reason = f"failed: {exc}"
+            reason = f"{StopReason.FAILED.value}: {exc}"
             raise
         finally:
             self._close(status, reason)
         return self._summary()
 
-    def _loop(self, view: TreeView, pool: ThreadPoolExecutor) -> str:
-        self.policy.reset(PolicyContext(self.task.name, self.config.workers, "online",
-                                        random.Random(self.config.seed), self.config.budget,
-                                        self.config.max_rounds, self.config.plan))
-        while True:
-            reason = self._spent() or self._reached(view)
-            if reason:
-                return reason
-            budget = self._budget()
-            batch = check_batch(view, self.policy.select(view, budget), self.config.workers,
-                                policy_name=self.config.policy.label(),
-                                round_no=self.round_no + 1)
-            if budget.attempts_left is not None:
-                batch = batch[: budget.attempts_left]
-            if not batch:
-                return "the policy stopped (empty batch)"
-            self.round_no += 1
-            specs = self._launch(view, batch, self.round_no)
-            outcomes = self._run_round(pool, specs)
-            for outcome in sorted(outcomes, key=lambda o: o.node.seq):
-                self._reveal(view, outcome.node)
-            view.complete_round()
-            self._notify("round")
+    def _loop(self, view: TreeView, pool: ThreadPoolExecutor) -> StopReason:
+        """The run's episode: the shared driver, children from live attempts."""
+        c = self.config
+        settings = EpisodeSettings(c.workers, c.budget, c.max_rounds, "online", c.seed,
+                                   self.task.name, c.plan, policy_name=c.policy.label())
+        reason, _ = run_episode(self.policy, view, _LiveSource(self, pool), settings,
+                                state=self.state, should_stop=self._should_stop,
+                                on_round=lambda: self._notify("round"))
+        return reason
 
-    def _spent(self) -> str | None:
-        """The reason to stop before deciding, if a budget is spent."""
+    def _should_stop(self, view: TreeView) -> StopReason | None:
+        """The online reasons to stop before deciding: a cancel, the wall-time, token and
+        cost budgets, the target."""
         c = self.config
         if self.cancel.is_set():
-            return "stopped"
-        if c.budget is not None and self.finished >= c.budget:
-            return f"attempt budget reached ({c.budget})"
-        if c.max_rounds is not None and self.round_no >= c.max_rounds:
-            return f"round budget reached ({c.max_rounds})"
+            return StopReason.STOPPED
         if self.deadline is not None and time.monotonic() >= self.deadline:
-            return f"wall-time budget reached ({c.wall_time_s:g} s)"
+            return StopReason.WALL_TIME
         if c.max_tokens is not None and self.tokens >= c.max_tokens:
-            return f"token budget reached ({c.max_tokens})"
+            return StopReason.TOKEN_BUDGET
         if c.max_cost_usd is not None and self.money >= c.max_cost_usd:
-            return f"cost budget reached (${c.max_cost_usd:g})"
+            return StopReason.COST_BUDGET
+        target, best = c.target, view.best
+        if target is not None and best is not None and best.score is not None \
+                and best.score >= self.task.direction.normalise(target):
+            return StopReason.TARGET
         return None
 
-    def _reached(self, view: TreeView) -> str | None:
-        """The reason to stop before deciding, if the run's target score is reached."""
-        target, best = self.config.target, view.best
-        if target is None or best is None or best.score is None:
-            return None
-        if best.score >= self.task.direction.normalise(target):
-            return f"target reached ({target:g} by {best.node_id})"
-        return None
-
-    def _budget(self) -> Budget:
-        c = self.config
-        attempts_left = None if c.budget is None else c.budget - self.finished
-        rounds_left = None if c.max_rounds is None else c.max_rounds - self.round_no
-        return Budget(c.workers, attempts_left, rounds_left)
-
-    def _reveal(self, view: TreeView, node: Node) -> None:
-        """Show a recorded node to the policy and count what it spent."""
-        view.reveal(node)
+    def _account(self, node: Node) -> None:
+        """Count what a recorded node used: its seq, tokens and money."""
         self.next_seq = max(self.next_seq, node.seq + 1)
-        self.round_no = max(self.round_no, node.round)
-        self.finished += node.status.is_finished()
         self.tokens += node.cost.tokens
         self.money += node.cost.money_usd
 
@@ -375,6 +344,8 @@ class _Session:
             self._record(AttemptOutcome(node, (event,)))
 
     def _load_view(self) -> TreeView:
+        """The tree so far (the root evaluated first in a new run), and the counts a resumed
+        episode carries on from: rounds played and attempts spent."""
         nodes = self.store.nodes(self.run.run_id)
         check_tree(self.store.root, self.run.run_id, nodes)
         if not nodes:
@@ -382,7 +353,10 @@ class _Session:
         view = TreeView(nodes[0])
         self.tokens, self.money = nodes[0].cost.tokens, nodes[0].cost.money_usd
         for node in nodes[1:]:
-            self._reveal(view, node)
+            view.reveal(node)
+            self._account(node)
+            self.state.rounds = max(self.state.rounds, node.round)
+            self.state.spent += node.status.is_finished()
         return view
 
     def _evaluate_root(self) -> Node:
@@ -457,7 +431,7 @@ class _Session:
             "ancestors": [info(n) for n in _recent(chain[:-1])],
             "ancestors_omitted": max(0, len(chain) - 1 - _CONTEXT_ANCESTORS - 1),
             "lessons": [],
-            "budget": {"attempts_left": None if c.budget is None else c.budget - self.finished,
+            "budget": {"attempts_left": None if c.budget is None else c.budget - self.state.spent,
                        "tokens_left": None if c.max_tokens is None else c.max_tokens - self.tokens,
                        "cost_left_usd": None if c.max_cost_usd is None
                        else c.max_cost_usd - self.money},
@@ -481,7 +455,7 @@ class _Session:
         counts = self.store.counts(self.run.run_id)
         best = self.store.get_node(counts.best_node) if counts.best_node else None
         return RunProgress(self.run.run_id, self.task.name, counts.attempts, self.config.budget,
-                           dict(counts.by_status), best, self.round_no, self._elapsed())
+                           dict(counts.by_status), best, self.state.rounds, self._elapsed())
 
     def _summary(self) -> RunSummary:
         run = self.store.get_run(self.run.run_id)
@@ -490,3 +464,27 @@ class _Session:
                           p.by_status, p.attempts, p.rounds, run.elapsed_s)
 
 
+
+
+class _LiveSource:
+    """Children from live attempts: launch the batch, run it on the workers, record each
+    attempt as it finishes, then reveal the round's nodes in creation order."""
+
+    def __init__(self, session: _Session, pool: ThreadPoolExecutor) -> None:
+        self._session = session
+        self._pool = pool
+
+    def exhausted(self, view: TreeView) -> bool:
+        """A live run can always make another attempt."""
+        return False
+
+    def extend(self, view: TreeView, batch: tuple[str, ...], round_no: int) -> list[Node]:
+        """Run the batch's attempts and reveal their nodes."""
+        session = self._session
+        specs = session._launch(view, batch, round_no)
+        nodes = sorted((o.node for o in session._run_round(self._pool, specs)),
+                       key=lambda n: n.seq)
+        for node in nodes:
+            session._account(node)
+        view.reveal_all(nodes)
+        return nodes

@@ -1,0 +1,222 @@
+"""One episode of exploration, the same online and in replay.
+
+An episode is the loop of the decision interface: check the budgets, ask the policy for a
+batch, check the batch, spend, extend the tree, complete the round. Where children come from
+is the only difference between the two worlds: a *live* source runs attempts (the engine), a
+*recorded* source reveals what a recorded tree holds (the ``Child`` operator of replay).
+:func:`run_episode` drives both; neither keeps a loop of its own.
+
+The spending rule is one: every revealed node that finished (not ``lost``) spends one attempt
+of the attempt budget, and, when misses are charged, so does every selection that revealed
+nothing. Stop reasons are one enum, :class:`StopReason`, whose values the store, the CLI and
+the benchmarks use.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import NamedTuple, Protocol
+
+from dreamrsi.core.model import Node, NodeStatus
+from dreamrsi.core.policy import Budget, GridPlan, Mode, Policy, PolicyContext, check_batch
+from dreamrsi.core.view import TreeView
+
+__all__ = ["ChildSource", "EpisodeSettings", "EpisodeState", "StopReason", "run_episode"]
+
+_LOST = NodeStatus.LOST
+
+
+class StopReason(StrEnum):
+    """Why an episode (an online run or a replay) ended.
+
+    The first five end episodes in both worlds; ``EXHAUSTED`` and ``PLAN_OUT_OF_SUPPORT`` only
+    replays (a recorded tree has no more to reveal, or a plan asks for more than it holds);
+    the rest only online runs.
+    """
+
+    EMPTY_BATCH = "empty batch"
+    ATTEMPT_BUDGET = "attempt budget"
+    ROUND_BUDGET = "round budget"
+    EXHAUSTED = "exhausted"
+    PLAN_OUT_OF_SUPPORT = "plan out of support"
+    WALL_TIME = "wall-time budget"
+    TOKEN_BUDGET = "token budget"
+    COST_BUDGET = "cost budget"
+    TARGET = "target reached"
+    STOPPED = "stopped"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+
+    @classmethod
+    def from_text(cls, text: str | None) -> StopReason | None:
+        """The reason a stored text names: a value (``failed: ...`` included), or one of the
+        free texts stores held before the enum (``"attempt budget reached (60)"``, ``"K2"``).
+
+        >>> StopReason.from_text("attempt budget reached (60)")
+        <StopReason.ATTEMPT_BUDGET: 'attempt budget'>
+        >>> StopReason.from_text("failed: disk full").value
+        'failed'
+        """
+        if not text:
+            return None
+        head = text.split(":", 1)[0].strip()
+        for reason in cls:
+            if head == reason.value:
+                return reason
+        for prefix, reason in _LEGACY:
+            if text.startswith(prefix):
+                return reason
+        return None
+
+
+_LEGACY = (("the policy stopped", StopReason.EMPTY_BATCH), ("K2", StopReason.ROUND_BUDGET),
+           ("budget", StopReason.ATTEMPT_BUDGET),
+           ("attempt budget reached", StopReason.ATTEMPT_BUDGET),
+           ("round budget reached", StopReason.ROUND_BUDGET),
+           ("wall-time budget reached", StopReason.WALL_TIME),
+           ("token budget reached", StopReason.TOKEN_BUDGET),
+           ("cost budget reached", StopReason.COST_BUDGET))
+
+
+class ChildSource(Protocol):
+    """Where an episode's children come from.
+
+    ``extend`` gives each entry of a checked batch its child, in batch order (the root once
+    per entry: each opens a new branch), reveals the children in the view (through
+    :meth:`TreeView.reveal_all` or :meth:`TreeView.advance`) and returns them. An entry may
+    get no child (replay: no recorded continuation). ``exhausted`` says whether no entry could
+    get a child any more (a recorded tree wholly revealed; never online).
+    """
+
+    def exhausted(self, view: TreeView) -> bool:
+        """Whether nothing more can be revealed."""
+        ...
+
+    def extend(self, view: TreeView, batch: tuple[str, ...], round_no: int) -> Sequence[Node]:
+        """Reveal the children of ``batch`` (decided in round ``round_no``, 1-based)."""
+        ...
+
+
+class EpisodeSettings(NamedTuple):
+    """What an episode may spend, and what its policy is told (a named tuple: replay makes
+    one per episode, millions in a dream).
+
+    Attributes:
+        workers: W, the largest batch.
+        attempt_budget: Attempts the episode may spend (``None``: no limit).
+        round_budget: Decision rounds it may play: K1 online, K2 in replay (``None``: none).
+        mode: ``"online"`` or ``"replay"``.
+        seed: Seed of the policy's random source.
+        task_name: Passed to the policy.
+        plan: The policy's grid plan, if it planned.
+        charge_misses: Whether a selection that revealed nothing spends an attempt.
+        policy_name: Named in errors.
+    """
+
+    workers: int
+    attempt_budget: int | None = None
+    round_budget: int | None = None
+    mode: Mode = "replay"
+    seed: int = 0
+    task_name: str = ""
+    plan: GridPlan | None = None
+    charge_misses: bool = False
+    policy_name: str = "policy"
+
+
+@dataclass(slots=True)
+class EpisodeState:
+    """An episode's running counts (given back by :func:`run_episode`).
+
+    Attributes:
+        rounds: Completed decision rounds (k*).
+        spent: Attempts spent under the spending rule.
+        selections: Batch entries the policy made, revealing or not.
+        revealed: Nodes revealed by this episode (a resumed run's earlier ones excluded).
+        batch_sizes: Nodes revealed in each round this episode played.
+    """
+
+    rounds: int = 0
+    spent: int = 0
+    selections: int = 0
+    revealed: int = 0
+    batch_sizes: list[int] = field(default_factory=list)
+
+
+def run_episode(policy: Policy, view: TreeView, source: ChildSource,
+                settings: EpisodeSettings, *, state: EpisodeState | None = None,
+                should_stop: Callable[[TreeView], StopReason | None] | None = None,
+                on_round: Callable[[], None] | None = None) -> tuple[StopReason, EpisodeState]:
+    """Drive ``policy`` from ``view`` until a budget ends, the policy stops or nothing is left.
+
+    Each round: stop if the round or attempt budget is spent or ``should_stop`` names a reason;
+    ask the policy (reset here with a fresh random source) for a batch and check it; cut it to
+    the attempts left; stop on an empty batch; extend; stop if nothing was revealed because
+    the source has nothing more to give (not a round); else spend and complete the round.
+
+    Args:
+        policy: The policy (its ``reset`` is called once, here).
+        view: The tree so far (a resumed run's recorded nodes already revealed).
+        source: Where children come from.
+        settings: Budgets and what the policy is told.
+        state: Counts carried over (a resumed run's rounds and spent attempts).
+        should_stop: Asked before every decision for further reasons to stop (online: a
+            cancel, the wall-time, token and cost budgets, a target).
+        on_round: Called after every completed round.
+
+    Returns:
+        Why the episode ended, and its counts.
+
+    Raises:
+        PolicyError: A batch breaks the decision interface.
+    """
+    s = settings
+    st = state if state is not None else EpisodeState()
+    policy.reset(PolicyContext(s.task_name, s.workers, s.mode, random.Random(s.seed),
+                               s.attempt_budget, s.round_budget, s.plan))
+    select, extend, exhausted = policy.select, source.extend, source.exhausted
+    workers, attempts, rounds_cap = s.workers, s.attempt_budget, s.round_budget
+    name, charge = s.policy_name, s.charge_misses
+    # the counts live in locals while the loop runs (a replay plays millions of rounds)
+    rounds, spent, selections, revealed = st.rounds, st.spent, st.selections, st.revealed
+    sizes = st.batch_sizes
+    try:
+        while True:
+            if rounds_cap is not None and rounds >= rounds_cap:
+                return StopReason.ROUND_BUDGET, st
+            left = None
+            if attempts is not None:
+                left = attempts - spent
+                if left <= 0:
+                    return StopReason.ATTEMPT_BUDGET, st
+            if should_stop is not None and (reason := should_stop(view)) is not None:
+                return reason, st
+            batch = check_batch(view, select(view, Budget(
+                workers, left, None if rounds_cap is None else rounds_cap - rounds)),
+                workers, policy_name=name, round_no=rounds + 1)
+            if left is not None:
+                batch = batch[:left]
+            if not batch:
+                return StopReason.EMPTY_BATCH, st
+            found = extend(view, batch, rounds + 1)
+            count = len(found)
+            if not count and exhausted(view):  # asked for more than is left: not a round
+                return StopReason.EXHAUSTED, st
+            selections += len(batch)
+            revealed += count
+            if attempts is not None:  # the spending rule: finished nodes, and misses if charged
+                spent += count - sum(1 for node in found if node[6] is _LOST)  # [6]: status
+                if charge:
+                    spent += len(batch) - count
+            sizes.append(count)
+            rounds += 1
+            view.complete_round()
+            if on_round is not None:
+                st.rounds, st.spent, st.selections, st.revealed = (rounds, spent, selections,
+                                                                   revealed)
+                on_round()
+    finally:
+        st.rounds, st.spent, st.selections, st.revealed = rounds, spent, selections, revealed
