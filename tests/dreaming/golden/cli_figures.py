@@ -45,6 +45,8 @@ COMMANDS: list[tuple[str, ...]] = [
     ("replay", "--policy", "planned:stretch=1.5", "--quality", "raw", "--budget", "5"),
     ("policies",),
 ]
+
+
 def masked(value: Any, ids: dict[str, str]) -> Any:
     """``value`` with every id in ``ids`` replaced by its name, and seconds left out."""
     if isinstance(value, dict):
@@ -55,8 +57,6 @@ def masked(value: Any, ids: dict[str, str]) -> Any:
         for found, name in ids.items():
             value = value.replace(found, name)
     return value
-
-
 
 
 def main() -> None:
