@@ -20,9 +20,8 @@ from typing import Any
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree, ReplayResult
 from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy
-from dreamrsi.policies.registry import policy_class
-
-SWEEP_POINTS = 6
+from dreamrsi.policies.params import SWEEP_POINTS
+from dreamrsi.policies.registry import space
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,16 +35,10 @@ class ParetoScore:
 
 
 def knob_values(family: str) -> tuple[str, tuple[Any, ...]]:
-    """The family's knob and the values the sweep tries (evenly over its range)."""
-    cls = policy_class(family)
-    knob = cls.KNOB
-    kind, low, high = cls.SPACE[knob][:3]
-    if kind == "int":
-        count = min(SWEEP_POINTS, high - low + 1)
-        return knob, tuple(sorted({round(low + (high - low) * i / max(1, count - 1))
-                                   for i in range(count)}))
-    return knob, tuple(low + (high - low) * i / (SWEEP_POINTS - 1)
-                       for i in range(SWEEP_POINTS))
+    """The family's knob and the values the sweep tries (evenly over its searched range;
+    :meth:`~dreamrsi.policies.params.Param.sweep`)."""
+    knob = space(family).knob_param()
+    return knob.name, knob.sweep(SWEEP_POINTS)
 
 
 def pareto_score(spec: PolicySpec, trees: Sequence[RecordedTree], settings: ReplaySettings,
