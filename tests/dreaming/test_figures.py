@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from dreamrsi.dreaming import DreamConfig, ReplaySettings
-from dreamrsi.dreaming.dream import choose
-from dreamrsi.dreaming.evaluate import QualityScale
+from dreamrsi.dreaming import DreamConfig
+from dreamrsi.dreaming.dream import Choice, choose
 from dreamrsi.dreaming.history import load_history
+from dreamrsi.dreaming.quality import QualityScale
+from dreamrsi.dreaming.report import candidate_reports
 from dreamrsi.store.dreams import DreamRecord
 from dreamrsi.store.sqlite import SqliteRunStore
 
@@ -42,16 +43,11 @@ def stored_dreams(store: SqliteRunStore) -> list[DreamRecord]:
 
 
 def config_of(record: DreamRecord) -> DreamConfig:
-    data = dict(record.config)
-    for key in ("history", "trees"):
-        del data[key]
-    data["families"] = tuple(data["families"])
-    data["replay"] = ReplaySettings(**data["replay"])
-    return DreamConfig(**data)
+    return DreamConfig.from_json(record.config)
 
 
-def rows_of(choice: Any) -> list[dict[str, Any]]:
-    rows = [c.row(choice.selection) for c in choice.candidates]
+def rows_of(choice: Choice) -> list[dict[str, Any]]:
+    rows = [c.as_dict() for c in candidate_reports(choice.candidates, choice.selection)]
     return json.loads(json.dumps(rows))  # type: ignore[no-any-return]
 
 
@@ -59,9 +55,9 @@ def test_the_golden_store_holds_every_kind_of_dream(golden: SqliteRunStore) -> N
     dreams = stored_dreams(golden)
     assert len(dreams) == DREAMS
     configs = [config_of(d) for d in dreams]
-    assert {str(c.objective) for c in configs} == {"value", "pareto"}
-    assert {str(c.replay.quality) for c in configs} == {"rank", "rarity", "raw", "relative"}
-    assert {str(c.select_on) for c in configs} == {"train", "holdout"}
+    assert {c.objective.name for c in configs} == {"value", "pareto"}
+    assert {c.replay.quality.name for c in configs} == {"rank", "rarity", "raw", "relative"}
+    assert {c.split.select_on for c in configs} == {"train", "holdout"}
     assert any(c.crossval for c in configs) and any(not c.pool_branches for c in configs)
 
 
@@ -76,7 +72,7 @@ def test_a_stored_dream_is_chosen_again_with_the_same_figures(golden: SqliteRunS
     history = load_history(golden, name, record.task_digest, record.evaluator_digest,
                            run_ids=record.config["trees"])
     assert history.digest() == record.config["history"]
-    train, holdout = history.split(config.holdout_share)
+    train, holdout = config.split.divide(history.trees)
     assert [t.tree_id for t in train] == record.report["train_trees"]
     assert [t.tree_id for t in holdout] == record.report["holdout_trees"]
 
@@ -95,8 +91,7 @@ def test_a_stored_dream_is_chosen_again_with_the_same_figures(golden: SqliteRunS
     for candidate in choice.candidates:
         for split, scores in (("train", candidate.train), ("holdout", candidate.holdout)):
             for s in scores:
-                again[(candidate.spec.version_id(), s.result.tree_id, split)] = (
-                    s.value, s.mean("quality"), s.mean("revealed"), s.mean("rounds"),
-                    s.mean("out_of_support"), s.mean("selections"))
+                again[(candidate.version_id, s.result.tree_id, split)] = (
+                    s.value, s.quality, s.revealed, s.rounds, s.out_of_support, s.selections)
     assert again == {key: (s.value, s.quality, s.revealed, s.rounds, s.out_of_support,
                            s.selections) for key, s in stored.items()}

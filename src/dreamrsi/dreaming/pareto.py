@@ -14,12 +14,13 @@ with ``charge_misses`` a selection that revealed nothing counts as a probe, as i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree, ReplayResult
 from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy
+from dreamrsi.dreaming.quality import RelativeQuality
 from dreamrsi.policies.params import SWEEP_POINTS
 from dreamrsi.policies.registry import space
 
@@ -45,9 +46,7 @@ def pareto_score(spec: PolicySpec, trees: Sequence[RecordedTree], settings: Repl
                  lam: float, history: Sequence[RecordedTree] | None = None) -> ParetoScore:
     """Sweep ``spec``'s knob over every tree and score the frontiers."""
     knob, values = knob_values(spec.name)
-    relative = ReplaySettings(settings.workers, settings.max_rounds, settings.attempt_budget,
-                              0.0, 0.0, "relative", settings.root_orders,
-                              settings.charge_misses)
+    relative = replace(settings, beta1=0.0, beta2=0.0, quality=RelativeQuality())
     sweeps = []
     for value in values:
         params = {**spec.params, knob: value}
