@@ -21,6 +21,7 @@ from dreamrsi.dreaming import (
     RarityQuality,
     RelativeQuality,
     ReplaySettings,
+    Split,
     dream,
     parse_quality,
     parse_split,
@@ -170,10 +171,10 @@ def test_split_is_stable_and_keeps_both_sides(history_store: tuple[SqliteRunStor
     store, task_dir = history_store
     task = load_task(task_dir)
     history = load_history(store, task.name, task.digest, task.evaluator_digest)
-    train, holdout = history.split(0.25)
+    train, holdout = Split(holdout_share=0.25).divide(history.trees)
     assert len(holdout) == 1 and len(train) == 3
-    assert history.split(0.25) == (train, holdout)
-    train2, holdout2 = history.split(0.5)
+    assert Split(holdout_share=0.25).divide(history.trees) == (train, holdout)
+    train2, holdout2 = parse_split("holdout", 0.5).divide(history.trees)
     assert len(holdout2) == 2 and {t.tree_id for t in holdout} <= {t.tree_id for t in holdout2}
 
 

@@ -130,9 +130,7 @@ def test_with_pooling_a_dream_can_choose_breadth_the_trees_alone_cannot_show() -
 
 
 def _split(trees: list[RecordedTree]) -> tuple[list[RecordedTree], list[RecordedTree]]:
-    from dreamrsi.dreaming.history import split_trees
-
-    return split_trees(trees, 0.4)
+    return Split(holdout_share=0.4).divide(trees)
 
 
 def _quality(spec: object, trees: list[RecordedTree], settings: ReplaySettings) -> float:

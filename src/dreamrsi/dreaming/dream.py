@@ -32,7 +32,7 @@ from dreamrsi.dreaming.quality import QualityScale
 from dreamrsi.dreaming.report import DreamReport, candidate_reports
 from dreamrsi.dreaming.search import search_family
 from dreamrsi.dreaming.select import Selection, select
-from dreamrsi.dreaming.splits import Split, parse_split
+from dreamrsi.dreaming.splits import Side, Split, parse_split
 from dreamrsi.engine.config import MAX_SEED, check_int
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import BUILTIN, policy_class
@@ -307,10 +307,10 @@ def _record(store: SqliteRunStore, task: Task, choice: Choice, report: DreamRepo
             history: History) -> None:
     """Store the versions, their per-tree scores, the ledger events and the outcome."""
     now, dream_id, selection = time.time(), report.dream_id, choice.selection
-    scores = [PolicyScore(dream_id, c.version_id, s.result.tree_id, split, s.value, s.quality,
-                          s.revealed, s.rounds, s.out_of_support, s.selections)
+    scores = [PolicyScore(dream_id, c.version_id, s.result.tree_id, side.value, s.value,
+                          s.quality, s.revealed, s.rounds, s.out_of_support, s.selections)
               for c in choice.candidates
-              for split, items in (("train", c.train), ("holdout", c.holdout))
+              for side, items in ((Side.TRAIN, c.train), (Side.HOLDOUT, c.holdout))
               for s in items]
     replay_event = LedgerEvent(
         Actor.DREAMER, "replay candidates", exit=0,

@@ -175,7 +175,8 @@ class ParetoAUC:
         return {"objective": self.name, "pareto_lam": self.lam}
 
 
-OBJECTIVES = ("value", "pareto")
+OBJECTIVES = (ReplayValue.name, ParetoAUC.name)
+"""Every objective's name, the default first."""
 
 
 def parse_objective(name: str, pareto_lam: float = 0.1) -> DreamObjective:

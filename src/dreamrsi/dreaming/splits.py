@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from dreamrsi.core.replay import RecordedTree
-from dreamrsi.dreaming.history import split_trees
+from dreamrsi.dreaming.history import hash_order
 from dreamrsi.errors import ConfigError
 
 T = TypeVar("T")
@@ -54,8 +54,16 @@ class Split:
 
     def divide(self, trees: Sequence[RecordedTree]) -> tuple[list[RecordedTree],
                                                               list[RecordedTree]]:
-        """``(train, holdout)`` of ``trees`` (see ``dreaming.history.split_trees``)."""
-        return split_trees(trees, self.holdout_share)
+        """``(train, holdout)``: ``holdout_share`` of the trees (at least one, and at least
+        one left to train on), taken in the order of a hash of their ids, each side in the
+        order given. With a single tree both are the same list (there is no true holdout)."""
+        trees = list(trees)
+        if len(trees) < 2:
+            return trees, trees
+        count = min(len(trees) - 1, max(1, int(self.holdout_share * len(trees))))
+        holdout_ids = {t.tree_id for t in hash_order(trees)[:count]}
+        return ([t for t in trees if t.tree_id not in holdout_ids],
+                [t for t in trees if t.tree_id in holdout_ids])
 
     def selected(self, train: T, holdout: T) -> T:
         """Of the two sides' values, the one the selection compares on."""
