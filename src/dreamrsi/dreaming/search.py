@@ -45,7 +45,7 @@ def search_family(family: str, trees: Sequence[RecordedTree], settings: ReplaySe
         family: A registered policy name whose parameters are declared
             (``policies.params``); its searched parameters span the study.
         trees: Training trees.
-        settings: Replay settings (W, K2, budget, objective).
+        settings: Replay settings (W, K2, budget, quality, weights of V).
         trials: Number of trials.
         seed: Sampler seed.
         keep: How many of the best distinct specs to return.
@@ -66,7 +66,7 @@ def search_family(family: str, trees: Sequence[RecordedTree], settings: ReplaySe
     for params in start_from:
         study.enqueue_trial({k: v for k, v in params.items() if k in names},
                             skip_if_exists=True)
-    scored: dict[str, tuple[PolicySpec, float]] = {}
+    scored: dict[PolicySpec, float] = {}
 
     def objective(trial: optuna.Trial) -> float:
         params = {p.name: _suggest(trial, p) for p in searched}
@@ -77,11 +77,11 @@ def search_family(family: str, trees: Sequence[RecordedTree], settings: ReplaySe
             # a combination the family rejects, or one that breaks the decision interface
             logger.info("trial %s of %s pruned: %s", trial.number, family, exc)
             raise optuna.TrialPruned() from None
-        scored.setdefault(spec.label(), (spec, value))
+        scored.setdefault(spec, value)
         return value
 
     study.optimize(objective, n_trials=trials)
-    ranked = sorted(scored.values(), key=lambda sv: -sv[1])
+    ranked = sorted(scored.items(), key=lambda sv: -sv[1])
     return FamilyResult(family, len(study.trials), tuple(ranked[:keep]))
 
 
