@@ -91,7 +91,7 @@ def main() -> None:
             report = dream(store, task, spec, config)
             seconds = time.perf_counter() - started
     verdict = "PASS" if seconds < 60 else "FAIL"
-    rows = sorted(report.candidates, key=lambda c: -c["train"]["value"])[:5]
+    rows = sorted(report.candidates, key=lambda c: -c.train.value)[:5]
     lines = ["| measurement | result | target |", "|---|---:|---|",
              f"| one dream: {report.trials} trials over {len(config.families)} families, "
              f"{args.trees} trees of {BRANCHES * DEPTH} nodes, {len(report.candidates)} "
@@ -103,8 +103,7 @@ def main() -> None:
              "mean V on the training trees:", "", "| policy | V train | V holdout |",
              "|---|---:|---:|"]
     for c in rows:
-        lines.append(f"| `{c['policy']}` | {c['train']['value']:.4f} | "
-                     f"{c['holdout']['value']:.4f} |")
+        lines.append(f"| `{c.spec}` | {c.train.value:.4f} | {c.holdout.value:.4f} |")
     table = "\n".join(lines)
     print(table)
     write_section("dream-cost", "Dreaming cost", table,

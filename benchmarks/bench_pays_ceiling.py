@@ -51,6 +51,7 @@ from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
 from dreamrsi.dreaming.evaluate import ReplaySettings, replay_tree  # noqa: E402
 from dreamrsi.dreaming.history import load_history, pool_branches  # noqa: E402
+from dreamrsi.dreaming.quality import RawQuality  # noqa: E402
 from dreamrsi.dreaming.search import search_family  # noqa: E402
 from dreamrsi.engine.config import default_policy  # noqa: E402
 from dreamrsi.policies.registry import BUILTIN, make_policy, parse_spec  # noqa: E402
@@ -227,7 +228,7 @@ def compared(fixed_reach: Sequence[int], reaches: Sequence[int], spent: Sequence
 def analyse(args: argparse.Namespace, seeds: list[Seed], pooled_rounds: bool = False) -> str:
     budget = args.rounds * args.per_round_budget
     settings = ReplaySettings(workers=args.workers, attempt_budget=args.per_round_budget,
-                              quality="raw")
+                              quality=RawQuality())
     direction = seeds[0].direction
     target = statistics.median(final(s.fixed) for s in seeds)
     fixed_reach = [reach(s.fixed, target, budget) for s in seeds]

@@ -36,7 +36,8 @@ from dreamrsi.dreaming.evaluate import (  # noqa: E402
 )
 from dreamrsi.dreaming.history import load_history  # noqa: E402
 from dreamrsi.engine import RunConfig, default_policy, start_run  # noqa: E402
-from dreamrsi.policies.registry import BUILTIN, parse_spec, policy_class  # noqa: E402
+from dreamrsi.policies.params import Kind  # noqa: E402
+from dreamrsi.policies.registry import BUILTIN, parse_spec, space  # noqa: E402
 from dreamrsi.store import SqliteRunStore  # noqa: E402
 from dreamrsi.tasks import resolve_task  # noqa: E402
 
@@ -44,13 +45,13 @@ from dreamrsi.tasks import resolve_task  # noqa: E402
 def sample_policy(rng: random.Random) -> PolicySpec:
     family = rng.choice(sorted(BUILTIN))
     params: dict[str, object] = {}
-    for key, spec in policy_class(family).SPACE.items():
-        if spec[0] == "int":
-            params[key] = rng.randint(spec[1], spec[2])
-        elif spec[0] == "float":
-            params[key] = round(rng.uniform(spec[1], spec[2]), 3)
+    for p in space(family).searched():
+        if p.kind is Kind.BOOL or p.search is None:
+            params[p.name] = rng.random() < 0.5
+        elif p.kind is Kind.INT:
+            params[p.name] = rng.randint(int(p.search[0]), int(p.search[1]))
         else:
-            params[key] = rng.random() < 0.5
+            params[p.name] = round(rng.uniform(*p.search), 3)
     return PolicySpec(family, params)
 
 

@@ -43,6 +43,7 @@ from dreamrsi.dreaming.evaluate import (  # noqa: E402
     summary,
 )
 from dreamrsi.dreaming.history import History, load_history  # noqa: E402
+from dreamrsi.dreaming.splits import Side, Split  # noqa: E402
 from dreamrsi.engine import RunConfig, default_policy, start_run  # noqa: E402
 from dreamrsi.store import SqliteRunStore  # noqa: E402
 from dreamrsi.tasks import resolve_task  # noqa: E402
@@ -69,7 +70,8 @@ def config_for(variant: str, base: ReplaySettings, orders: int, trials: int,
                folds: int) -> DreamConfig:
     settings = base if variant == "exact" else replace(base, root_orders=orders)
     return DreamConfig(trials=trials, replay=settings, require_gain=variant.endswith("gain"),
-                       select_on="holdout" if "holdout" in variant else "train",
+                       split=Split(select_on=Side.HOLDOUT if "holdout" in variant
+                                   else Side.TRAIN),
                        crossval=folds if variant.endswith("crossval") else 0,
                        pool_branches=False)  # each tree alone, as measured
 
@@ -79,7 +81,7 @@ def test_value(spec: PolicySpec, trees: list[RecordedTree], settings: ReplaySett
     """Mean V and mean attempts over ``trees``, every root order, on the history's scale."""
     scores = score_policy(spec, trees, replace(settings, root_orders=ALL_ORDERS), scale=scale)
     parts = summary(scores)
-    return parts["value"], parts["attempts"]
+    return parts.value, parts.attempts
 
 
 def interval(values: list[float], seed: int = 0) -> tuple[float, float]:
@@ -129,7 +131,7 @@ def main() -> None:
             for variant in VARIANTS:
                 config = config_for(variant, base, args.root_orders, args.trials,
                                     args.crossval)
-                train, holdout = history.split(config.holdout_share)
+                train, holdout = config.split.divide(history.trees)
                 choice = choose(train, holdout, incumbent, config, scale)
                 value, attempts = test_value(choice.selected, test, base, scale)
                 kept = not choice.selection.promoted

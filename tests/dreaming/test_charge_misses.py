@@ -4,7 +4,7 @@ the attempts it would have made online."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from dreamrsi.cli.main import app
 from dreamrsi.core.replay import RecordedTree
-from dreamrsi.dreaming import ReplaySettings
+from dreamrsi.dreaming import RawQuality, ReplaySettings
 from dreamrsi.dreaming.evaluate import score_policy
 from dreamrsi.policies.registry import parse_spec
 from tests.conftest import TaskFactory
@@ -30,19 +30,18 @@ def short_chain_tree() -> RecordedTree:
 def test_a_policy_beyond_the_recorded_chain_pays_for_the_budget_when_charged() -> None:
     tree = short_chain_tree()
     base = ReplaySettings(workers=1, max_rounds=20, attempt_budget=10, beta1=0.1, beta2=0.0,
-                          quality="raw")
+                          quality=RawQuality())
     [free] = score_policy(DEEP, [tree], base)
-    [paid] = score_policy(DEEP, [tree], ReplaySettings(**{**asdict(base),
-                                                          "charge_misses": True}))
+    [paid] = score_policy(DEEP, [tree], replace(base, charge_misses=True))
     assert free.result.revealed == paid.result.revealed == 3
     assert free.value == pytest.approx(3.0 - 0.1 * 3)  # the misses were free
     assert paid.result.stop == "attempt budget" and paid.result.out_of_support == 7
     assert paid.value == pytest.approx(3.0 - 0.1 * 10)  # the budget it would spend online
 
 
-def test_the_setting_enters_the_digest_only_when_on() -> None:
+def test_the_setting_enters_the_digest() -> None:
     plain = ReplaySettings()
-    assert "charge_misses" not in json.dumps(plain.digest())
+    assert plain.to_json()["charge_misses"] is False
     assert ReplaySettings(charge_misses=True).digest() != plain.digest()
     assert ReplaySettings(charge_misses=False).digest() == plain.digest()
 
@@ -82,10 +81,9 @@ def test_the_pareto_sweep_counts_charged_misses_as_probes() -> None:
     from dreamrsi.dreaming.pareto import pareto_score
 
     tree = short_chain_tree()  # four attempts; relative quality 0 at the root, 1 at 3.0
-    base = ReplaySettings(workers=1, max_rounds=20, attempt_budget=10, quality="raw")
+    base = ReplaySettings(workers=1, max_rounds=20, attempt_budget=10, quality=RawQuality())
     free = pareto_score(DEEP, [tree], base, lam=0.0)
-    paid = pareto_score(DEEP, [tree], ReplaySettings(**{**asdict(base),
-                                                        "charge_misses": True}), lam=0.0)
+    paid = pareto_score(DEEP, [tree], replace(base, charge_misses=True), lam=0.0)
     # knob refine = 0 reveals one attempt (quality 1/3, a quarter of the tree); refine >= 8
     # reveals the chain of three (quality 1, three quarters) and, charged, spends the other
     # seven attempts of the budget on misses: past the whole tree, so it adds no area.

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from dreamrsi.cli.main import app
 from dreamrsi.core.model import Node, NodeStatus, node_id_for
 from dreamrsi.core.replay import RecordedTree
-from dreamrsi.dreaming import DreamConfig, ReplaySettings, dream
+from dreamrsi.dreaming import DreamConfig, RawQuality, ReplaySettings, dream
 from dreamrsi.dreaming.crossval import CrossValidation, fold_trees
 from dreamrsi.dreaming.dream import choose, crossvalidate
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy
@@ -28,7 +28,8 @@ from tests.dreaming.test_dreaming import record_runs
 
 LENGTH = 10
 INCUMBENT = parse_spec(f"fixed:branches=1,refine={LENGTH - 1}")
-SETTINGS = ReplaySettings(workers=1, attempt_budget=LENGTH, beta1=0.1, beta2=0.0, quality="raw")
+SETTINGS = ReplaySettings(workers=1, attempt_budget=LENGTH, beta1=0.1, beta2=0.0,
+                          quality=RawQuality())
 
 
 def jump_chain(tree_id: str, depth: int, jump: float = 5.0) -> RecordedTree:
@@ -136,7 +137,7 @@ def test_gains_are_the_reruns_selections_replayed_on_the_trees_they_left_out() -
     assert check.folds == 2 and len(check.gains) == 5
     gains = dict(zip(check.tree_ids, check.gains, strict=True))
     for fold, pick in zip(fold_trees(trees, 2), check.picks, strict=True):
-        spec = parse_spec(pick)
+        spec = pick
         rest = [t for t in trees if t not in fold]
         new = score_policy(spec, fold, SETTINGS, history=rest, scale=scale)
         old = score_policy(INCUMBENT, fold, SETTINGS, history=rest, scale=scale)
@@ -168,7 +169,7 @@ def test_dream_records_the_gate_and_the_loop_and_cli_offer_it(
     report = dream(store, task, parse_spec("fixed:branches=2,refine=3"), DreamConfig(
         families=("fixed",), trials=20, crossval=3, replay=costly))
     assert report.promoted and report.crossval is not None
-    assert report.crossval["passed"] and report.crossval["folds"] == 3
+    assert report.crossval.passed and report.crossval.folds == 3
     assert "cross-validated over 3 folds" in report.reason
     rows = list(store.ledger(report.dream_id))
     gate = [r.event for r in rows if r.event.cmd == "cross-validate promotion"]

@@ -14,7 +14,19 @@ from typer.testing import CliRunner
 
 from dreamrsi.cli.main import app
 from dreamrsi.core.policy import PolicySpec
-from dreamrsi.dreaming import DreamConfig, LoopConfig, ReplaySettings, dream, run_loop
+from dreamrsi.dreaming import (
+    DreamConfig,
+    LoopConfig,
+    ParetoAUC,
+    RarityQuality,
+    RelativeQuality,
+    ReplaySettings,
+    Split,
+    dream,
+    parse_quality,
+    parse_split,
+    run_loop,
+)
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy
 from dreamrsi.dreaming.history import load_history, pool_branches
 from dreamrsi.dreaming.select import paired_interval, select
@@ -54,21 +66,21 @@ def test_dream_records_versions_scores_and_evidence(
     assert len(report.train_trees) + len(report.holdout_trees) == 4
     assert len(report.holdout_trees) >= 1 and not report.holdout_is_train
     assert set(report.train_trees).isdisjoint(report.holdout_trees)
-    families = {c["policy"].split(":")[0] for c in report.candidates}
+    families = {c.spec.name for c in report.candidates}
     assert families == set(FAST.families)
     # the incumbent is a candidate, and nothing selected has a lower mean than it
     inc = report.row_of(incumbent)
     chosen = report.row_of(report.selected)
-    assert chosen["train"]["value"] >= inc["train"]["value"]
+    assert chosen.train.value >= inc.train.value
     # every candidate is stored as a version of the task with lineage and per-tree scores
     versions = {v.version_id: v for v in store.list_policies(task.digest)}
     for c in report.candidates:
-        version = versions[c["version_id"]]
-        assert version.spec.label() == c["policy"]
-        if c["version_id"] != incumbent.version_id():
+        version = versions[c.version_id]
+        assert version.spec == c.spec
+        if c.version_id != incumbent.version_id():
             assert version.parent_id == incumbent.version_id()
             assert version.dream_id == report.dream_id
-        rows = store.scores(version_id=c["version_id"], dream_id=report.dream_id)
+        rows = store.scores(version_id=c.version_id, dream_id=report.dream_id)
         assert len(rows) == 4
     # the decision is a ledger event citing the studies and the replay
     assert store.verify_ledger(report.dream_id).ok
@@ -89,20 +101,20 @@ def test_selection_on_holdout_trees_compares_candidates_there(
     store, task_dir = history_store
     task = load_task(task_dir)
     incumbent = PolicySpec("fixed", {"branches": 2, "refine": 3})
-    config = dataclasses.replace(FAST, select_on="holdout", holdout_share=0.5)
+    config = dataclasses.replace(FAST, split=parse_split("holdout", 0.5))
     report = dream(store, task, incumbent, config)
     assert report.select_on == "holdout" and report.selection_trees == report.holdout_trees
     assert len(report.holdout_trees) == 2 and not report.holdout_is_train
     inc, chosen = report.row_of(incumbent), report.row_of(report.selected)
     # the selected candidate is the best on the holdout trees (incumbent included) ...
-    best = max(c["holdout"]["value"] for c in report.candidates)
-    assert chosen["holdout"]["value"] == best >= inc["holdout"]["value"]
+    best = max(c.holdout.value for c in report.candidates)
+    assert chosen.holdout.value == best >= inc.holdout.value
     # ... and its stated difference to the incumbent is measured there
-    assert chosen["difference"] == pytest.approx(
-        chosen["holdout"]["value"] - inc["holdout"]["value"])
+    assert chosen.comparison.difference == pytest.approx(
+        chosen.holdout.value - inc.holdout.value)
     assert store.verify_ledger(report.dream_id).ok
     with pytest.raises(ConfigError, match="unknown selection split 'all'"):
-        DreamConfig(select_on="all")
+        parse_split("all")
 
 
 @pytest.mark.parametrize("pool", [True, False])
@@ -159,10 +171,10 @@ def test_split_is_stable_and_keeps_both_sides(history_store: tuple[SqliteRunStor
     store, task_dir = history_store
     task = load_task(task_dir)
     history = load_history(store, task.name, task.digest, task.evaluator_digest)
-    train, holdout = history.split(0.25)
+    train, holdout = Split(holdout_share=0.25).divide(history.trees)
     assert len(holdout) == 1 and len(train) == 3
-    assert history.split(0.25) == (train, holdout)
-    train2, holdout2 = history.split(0.5)
+    assert Split(holdout_share=0.25).divide(history.trees) == (train, holdout)
+    train2, holdout2 = parse_split("holdout", 0.5).divide(history.trees)
     assert len(holdout2) == 2 and {t.tree_id for t in holdout} <= {t.tree_id for t in holdout2}
 
 
@@ -367,15 +379,15 @@ def test_frontier_area_and_knob_sweep() -> None:
 def test_dream_with_the_pareto_objective(history_store: tuple[SqliteRunStore, Path]) -> None:
     store, task_dir = history_store
     task = load_task(task_dir)
-    config = DreamConfig(trials=14, keep=1, objective="pareto", pareto_lam=0.05,
+    config = DreamConfig(trials=14, keep=1, objective=ParetoAUC(0.05),
                          families=("fixed", "greedy"),
                          replay=ReplaySettings(workers=2, attempt_budget=8))
     incumbent = PolicySpec("fixed", {"branches": 2, "refine": 3})
     report = dream(store, task, incumbent, config)
-    values = {c["version_id"]: c["train"]["value"] for c in report.candidates}
-    assert values[report.selected.version_id()] >= values[incumbent.version_id()]
+    values = {c.spec: c.train.value for c in report.candidates}
+    assert values[report.selected] >= values[incumbent]
     for c in report.candidates:  # AUC in [0, 1] minus a penalty in [0, 1]
-        assert -0.05 <= c["train"]["value"] <= 1.0
+        assert -0.05 <= c.train.value <= 1.0
     assert store.verify_ledger(report.dream_id).ok
 
 
@@ -398,10 +410,11 @@ def test_rank_quality_uses_one_yardstick_for_every_tree() -> None:
     on_small, on_large = score_policy(fixed, [small, large], settings, scale=scale)
     assert on_large.value == 1.0  # reached the history's best
     assert on_small.value == scale.rank(0.2) == 0.5  # 2 of the 4 attempts recorded
-    relative = score_policy(fixed, [small], ReplaySettings(1, None, None, 0, 0, "relative"))
+    bare = {"workers": 1, "beta1": 0.0, "beta2": 0.0}
+    relative = score_policy(fixed, [small], ReplaySettings(**bare, quality=RelativeQuality()))
     assert relative[0].value == 1.0  # per tree, a one-node tree looks perfect: rank does not
     assert scale.rank(-1.0) == 0.0 and scale.rank(0.9) == 1.0
-    rare = score_policy(fixed, [small, large], ReplaySettings(1, None, None, 0, 0, "rarity"),
+    rare = score_policy(fixed, [small, large], ReplaySettings(**bare, quality=RarityQuality()),
                         scale=scale)
     assert rare[1].value == pytest.approx(math.log10(5))  # the best of 4: log10(n + 1)
     assert rare[0].value == pytest.approx(math.log10(5 / 3))  # 2 of the 4 scores above it
@@ -420,7 +433,7 @@ def test_rarity_gives_each_tenfold_rarer_score_the_same_step() -> None:
     assert scale.rank(9989.0) - scale.rank(9899.0) < 0.01
     assert QualityScale(()).rarity(1.0) == 0.0
     with pytest.raises(ConfigError, match="unknown quality mode 'rarest'.*rarity"):
-        ReplaySettings(quality="rarest")
+        parse_quality("rarest")
 
 
 def test_warm_start_rounds_begin_at_the_best_so_far(store: SqliteRunStore,

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from dreamrsi.cli.main import app
 from dreamrsi.core.model import Node, NodeStatus, node_id_for
 from dreamrsi.core.replay import RecordedTree, default_rounds, replay
-from dreamrsi.dreaming import DreamConfig, ReplaySettings
+from dreamrsi.dreaming import DreamConfig, RawQuality, ReplaySettings, Split
 from dreamrsi.dreaming.dream import choose
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy
 from dreamrsi.dreaming.history import load_history, pool_branches
@@ -111,10 +111,11 @@ def test_with_pooling_a_dream_can_choose_breadth_the_trees_alone_cannot_show() -
     # every branch is a single draw; refining it gains nothing, so breadth is the only way up
     trees = [chains(f"t{i}", [s, s, s]) for i, s in enumerate([0.1, 0.4, 0.2, 0.3, 0.5])]
     settings = ReplaySettings(workers=4, attempt_budget=6, beta1=0.01, beta2=0.0,
-                              quality="raw")
+                              quality=RawQuality())
     incumbent = parse_spec("fixed:branches=1,refine=2")
-    plain = DreamConfig(families=("fixed",), trials=80, replay=settings, holdout_share=0.4)
-    pooled = DreamConfig(families=("fixed",), trials=80, replay=settings, holdout_share=0.4,
+    split = Split(holdout_share=0.4)
+    plain = DreamConfig(families=("fixed",), trials=80, replay=settings, split=split)
+    pooled = DreamConfig(families=("fixed",), trials=80, replay=settings, split=split,
                          pool_branches=True)
     scale = QualityScale.of(trees)
     alone = choose(*_split(trees), incumbent, plain, scale)
@@ -129,9 +130,7 @@ def test_with_pooling_a_dream_can_choose_breadth_the_trees_alone_cannot_show() -
 
 
 def _split(trees: list[RecordedTree]) -> tuple[list[RecordedTree], list[RecordedTree]]:
-    from dreamrsi.dreaming.history import split_trees
-
-    return split_trees(trees, 0.4)
+    return Split(holdout_share=0.4).divide(trees)
 
 
 def _quality(spec: object, trees: list[RecordedTree], settings: ReplaySettings) -> float:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from dreamrsi.core.model import Node
 from dreamrsi.core.policy import Budget, PolicyContext, PolicySpec
 from dreamrsi.core.replay import RecordedTree, replay, rotated
 from dreamrsi.core.view import TreeView
-from dreamrsi.dreaming import DreamConfig, ReplaySettings, dream
+from dreamrsi.dreaming import DreamConfig, RawQuality, ReplaySettings, dream
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy, summary
 from dreamrsi.dreaming.history import load_history
 from dreamrsi.errors import ConfigError
@@ -93,46 +92,51 @@ def test_a_rotated_tree_replays_completely(nodes: list[Node], shift: int) -> Non
 def test_v_is_the_mean_over_root_orders() -> None:
     tree = branches([0.1, 0.2], [0.9, 0.3])
     one_chain = PolicySpec("fixed", {"branches": 1, "refine": 1})
-    raw = ReplaySettings(workers=1, beta1=0.01, beta2=0.0, quality="raw")
+    raw = ReplaySettings(workers=1, beta1=0.01, beta2=0.0, quality=RawQuality())
     [exact] = score_policy(one_chain, [tree], raw)
     assert exact.value == pytest.approx(0.2 - 0.01 * 2) and exact.others == ()
     [both] = score_policy(one_chain, [tree], ReplaySettings(
-        workers=1, beta1=0.01, beta2=0.0, quality="raw", root_orders=2))
+        workers=1, beta1=0.01, beta2=0.0, quality=RawQuality(), root_orders=2))
     # the first chain alone (best 0.2), then the second alone (best 0.9)
     assert [r.quality for r in both.replays] == [0.2, 0.9]
     assert both.value == pytest.approx((0.2 + 0.9) / 2 - 0.01 * 2)
     assert both.result == exact.result  # the recorded order comes first
-    assert both.mean("quality") == pytest.approx(0.55) and both.mean("revealed") == 2
+    assert both.quality == pytest.approx(0.55) and both.revealed == 2
     # more orders than branches: one per branch
     [capped] = score_policy(one_chain, [tree], ReplaySettings(
-        workers=1, beta1=0.01, beta2=0.0, quality="raw", root_orders=9))
+        workers=1, beta1=0.01, beta2=0.0, quality=RawQuality(), root_orders=9))
     assert len(capped.replays) == 2 and capped.value == both.value
     # a policy that opens every branch is judged the same whatever the order
     every = PolicySpec("fixed", {"branches": 2, "refine": 1})
     [whole] = score_policy(every, [tree], ReplaySettings(
-        workers=2, beta1=0.01, beta2=0.0, quality="raw", root_orders=2))
+        workers=2, beta1=0.01, beta2=0.0, quality=RawQuality(), root_orders=2))
     assert [r.quality for r in whole.replays] == [0.9, 0.9]
 
 
 def test_summary_averages_parts_over_orders() -> None:
     tree = branches([0.1], [0.5, 0.6, 0.7])
-    settings_ = ReplaySettings(workers=1, beta1=0.0, beta2=0.0, quality="raw", root_orders=2)
+    settings_ = ReplaySettings(workers=1, beta1=0.0, beta2=0.0, quality=RawQuality(),
+                               root_orders=2)
     scores = score_policy(PolicySpec("fixed", {"branches": 1, "refine": 5}), [tree], settings_)
     parts = summary(scores)
-    assert parts["attempts"] == pytest.approx((1 + 3) / 2)
-    assert parts["quality"] == pytest.approx((0.1 + 0.7) / 2)
-    assert parts["value"] == pytest.approx(parts["quality"])
+    assert parts.attempts == pytest.approx((1 + 3) / 2)
+    assert parts.quality == pytest.approx((0.1 + 0.7) / 2)
+    assert parts.value == pytest.approx(parts.quality)
 
 
-def test_root_orders_setting_is_checked_and_enters_the_digest_only_when_used() -> None:
+def test_root_orders_setting_is_checked_and_enters_the_versioned_digest() -> None:
     with pytest.raises(ConfigError, match="root_orders must be at least 1"):
         ReplaySettings(root_orders=0)
     plain = ReplaySettings()
-    fields = {k: v for k, v in asdict(plain).items()
-              if k not in ("root_orders", "charge_misses")}  # both added later
-    before = "sha256:" + hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
-    assert plain.digest() == before  # dreams stored before the setting keep their digest
-    assert ReplaySettings(root_orders=3).digest() != before
+    stored = plain.to_json()
+    assert stored["version"] == 2 and stored["root_orders"] == 1
+    payload = json.dumps(stored, sort_keys=True)
+    assert plain.digest() == "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
+    assert ReplaySettings(root_orders=3).digest() != plain.digest()
+    # settings stored before root_orders and charge_misses existed read back at their defaults
+    old = {k: v for k, v in stored.items() if k not in ("version", "root_orders",
+                                                          "charge_misses")}
+    assert ReplaySettings.from_json(old) == plain
 
 
 def test_dream_stores_the_mean_parts(store: SqliteRunStore, make_task: TaskFactory) -> None:
@@ -143,20 +147,20 @@ def test_dream_stores_the_mean_parts(store: SqliteRunStore, make_task: TaskFacto
     config = DreamConfig(trials=24, keep=1, pool_branches=False, replay=ReplaySettings(
         workers=2, attempt_budget=8, root_orders=2))
     report = dream(store, task, incumbent, config)
-    assert report.row_of(incumbent)["train"]["attempts"] == 8
+    assert report.row_of(incumbent).train.attempts == 8
     trees = {t.tree_id: t for t in load_history(store, task.name, task.digest,
                                                 task.evaluator_digest).trees}
     train = [trees[t] for t in report.train_trees]  # what the dream's planners learn from
     scale = QualityScale.of(list(trees.values()))
     for candidate in report.candidates:
-        spec = parse_spec(candidate["policy"])
-        for row in store.scores(version_id=candidate["version_id"], dream_id=report.dream_id):
+        spec = candidate.spec
+        for row in store.scores(version_id=candidate.version_id, dream_id=report.dream_id):
             [expected] = score_policy(spec, [trees[row.tree_id]], config.replay,
                                       history=train, scale=scale)
             assert len(expected.replays) == 2  # both orders of the two recorded branches
             assert row.value == pytest.approx(expected.value)
-            assert row.revealed == pytest.approx(expected.mean("revealed"))
-            assert row.quality == pytest.approx(expected.mean("quality"))
+            assert row.revealed == pytest.approx(expected.revealed)
+            assert row.quality == pytest.approx(expected.quality)
 
 
 def test_cli_root_orders(tmp_path: Path, make_task: TaskFactory) -> None:
@@ -191,8 +195,8 @@ def test_the_pareto_sweep_averages_over_root_orders() -> None:
 
     tree = branches([0.1, 0.2, 0.3], [0.9, 1.0])
     spec = parse_spec("fixed:branches=1,refine=2")
-    one = ReplaySettings(workers=1, attempt_budget=5, quality="raw")
-    both = ReplaySettings(workers=1, attempt_budget=5, quality="raw", root_orders=2)
+    one = ReplaySettings(workers=1, attempt_budget=5, quality=RawQuality())
+    both = ReplaySettings(workers=1, attempt_budget=5, quality=RawQuality(), root_orders=2)
     alone = [pareto_score(spec, [t], one, lam=0.1, history=[tree])
              for t in (tree, rotated(tree, 1))]
     mean = pareto_score(spec, [tree], both, lam=0.1)

@@ -28,6 +28,7 @@ from dreamrsi.tasks import load_task
 from tests.conftest import write_task
 from tests.policy_strategies import FAMILIES
 
+
 class StandIn:
     """Proposer and evaluator in one, in-process and deterministic: a node's outcome is a
     function of its parent and creation order (some invalid, some errors)."""

@@ -14,7 +14,8 @@ from dreamrsi.core.policy import Budget, PolicyContext, check_batch
 from dreamrsi.core.replay import RecordedTree, replay
 from dreamrsi.core.view import TreeView
 from dreamrsi.policies import make_policy
-from dreamrsi.policies.registry import BUILTIN, policy_class
+from dreamrsi.policies.params import Kind
+from dreamrsi.policies.registry import BUILTIN, policy_class, space
 from tests.core.test_view import chain_trees, node
 
 FAMILIES = sorted(BUILTIN)
@@ -22,13 +23,16 @@ FAMILIES = sorted(BUILTIN)
 
 def sample_params(name: str, rng: random.Random) -> dict[str, Any]:
     params: dict[str, Any] = {}
-    for key, spec in policy_class(name).SPACE.items():
-        if spec[0] == "int":
-            params[key] = rng.randint(spec[1], spec[2])
-        elif spec[0] == "float":
-            params[key] = rng.uniform(spec[1], spec[2])
+    for p in space(name).searched():
+        if p.kind is Kind.BOOL:
+            params[p.name] = rng.random() < 0.5
+            continue
+        assert p.search is not None
+        low, high = p.search
+        if p.kind is Kind.INT:
+            params[p.name] = rng.randint(int(low), int(high))
         else:
-            params[key] = rng.random() < 0.5
+            params[p.name] = rng.uniform(low, high)
     return params
 
 
@@ -172,7 +176,7 @@ def test_allocation_prefers_a_progressing_branch() -> None:
 def test_bad_parameters_are_config_errors(family: str) -> None:
     from dreamrsi.errors import ConfigError
 
-    first = next(iter(policy_class(family).SPACE))
+    first = space(family).names[0]
     with pytest.raises(ConfigError):
         make_policy(f"{family}:{first}=-5")
 

@@ -22,7 +22,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from dreamrsi.cli import _render
-from dreamrsi.dreaming import DreamConfig, LoopConfig, ReplaySettings, run_loop
+from dreamrsi.dreaming import (
+    DreamConfig,
+    LoopConfig,
+    ReplaySettings,
+    parse_objective,
+    parse_quality,
+    parse_split,
+    run_loop,
+)
 from dreamrsi.dreaming import dream as run_dream
 from dreamrsi.dreaming import queries as dq
 from dreamrsi.engine import RunConfig, check_task, default_policy, queries, resume_run, start_run
@@ -238,10 +246,18 @@ def _dream_config(trials: int, families: str | None, holdout: float, require_gai
                   crossval: int = 0, pool_branches: bool = True) -> DreamConfig:
     names = tuple(sorted(BUILTIN)) if not families else tuple(
         f.strip() for f in families.split(",") if f.strip())
-    return DreamConfig(families=names, trials=trials, holdout_share=holdout,
+    return DreamConfig(families=names, trials=trials, split=parse_split(select_on, holdout),
                        require_gain=require_gain, seed=seed, replay=settings,
-                       objective=objective, pareto_lam=pareto_lam, select_on=select_on,
-                       crossval=crossval, pool_branches=pool_branches)
+                       objective=parse_objective(objective, pareto_lam), crossval=crossval,
+                       pool_branches=pool_branches)
+
+
+def _replay_settings(workers: int, k2: int | None, budget: int | None, beta1: float,
+                     beta2: float, quality: str, root_orders: int,
+                     charge_misses: bool) -> ReplaySettings:
+    return ReplaySettings(workers=workers, max_rounds=k2, attempt_budget=budget, beta1=beta1,
+                          beta2=beta2, quality=parse_quality(quality), root_orders=root_orders,
+                          charge_misses=charge_misses)
 
 
 @app.command("dream")
@@ -276,8 +292,8 @@ def dream_cmd(
     def body() -> None:
         loaded = resolve_task(task)
         # checked before the store is opened (and created); W is filled in from the store
-        settings = ReplaySettings(workers or 1, k2, budget, beta1, beta2, quality, root_orders,
-                                  charge_misses)
+        settings = _replay_settings(workers or 1, k2, budget, beta1, beta2, quality,
+                                    root_orders, charge_misses)
         config = _dream_config(trials, families, holdout, require_gain, seed, settings,
                                objective, pareto_lam, select_on, crossval, pool_branches)
         with SqliteRunStore.open(store, writer=True, holder=f"dream {loaded.name}") as handle:
@@ -337,8 +353,8 @@ def loop_cmd(
 
     def body() -> None:
         loaded = resolve_task(task)
-        settings = ReplaySettings(workers, None, per_round_budget, beta1, beta2, quality,
-                                  root_orders, charge_misses)
+        settings = _replay_settings(workers, None, per_round_budget, beta1, beta2, quality,
+                                    root_orders, charge_misses)
         config = LoopConfig(rounds, per_round_budget, workers, arm, seed,
                             parse_spec(initial) if initial else None, isolation,
                             _dream_config(trials, families, 0.25, require_gain, seed,
@@ -404,8 +420,9 @@ def replay_cmd(
         loaded = resolve_task(task)
         with _reader(store) as handle:
             spec = parse_spec(policy) if policy else dq.deployed_policy(handle, loaded)[0]
-            settings = ReplaySettings(workers or dq.default_workers(handle, loaded), k2, budget,
-                                      beta1, beta2, quality, root_orders, charge_misses)
+            settings = _replay_settings(workers or dq.default_workers(handle, loaded), k2,
+                                        budget, beta1, beta2, quality, root_orders,
+                                        charge_misses)
             table = dq.replay_rows(handle, loaded, spec, settings, pool_branches)
         if as_json:
             _print_json(table)

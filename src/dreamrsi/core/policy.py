@@ -121,10 +121,42 @@ class PolicyContext:
 
 @dataclass(frozen=True, slots=True)
 class PolicySpec:
-    """A policy named by its registry name and parameters; enough to rebuild it anywhere."""
+    """A policy named by its registry name and parameters; enough to rebuild it anywhere.
+
+    The one identity of a policy everywhere: its canonical string is :meth:`label` (also
+    ``str(spec)``), which ``policies.registry.parse_spec`` reads back into an equal spec, and
+    its digest is :meth:`version_id`. Two specs are equal, and hash alike, when their
+    names and parameter values (types included: ``1`` is not ``1.0``) are.
+    """
 
     name: str
     params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", dict(self.params))  # a copy nobody else changes
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PolicySpec):
+            return NotImplemented
+        return self.name == other.name and self._canonical() == other._canonical()
+
+    def __hash__(self) -> int:
+        return hash((self.name, self._canonical()))
+
+    def __str__(self) -> str:
+        return self.label()
+
+    def _canonical(self) -> str:
+        return json.dumps(dict(self.params), sort_keys=True, separators=(",", ":"))
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"name": ..., "params": {...}}``, as runs and configs store it."""
+        return {"name": self.name, "params": dict(self.params)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PolicySpec:
+        """Read back :meth:`to_json` (``params`` may be missing)."""
+        return cls(data["name"], data.get("params") or {})
 
     def version_id(self, code_digest: str | None = None) -> str:
         """A stable id for this policy (and code, if given): ``p`` + 12 hex digits.

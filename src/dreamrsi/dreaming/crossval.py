@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming.history import hash_order
 from dreamrsi.dreaming.select import interval_text, paired_interval
@@ -40,7 +41,7 @@ class CrossValidation:
         folds: Folds run (0 when the history is too small to hold one out).
         tree_ids: Every left-out tree, fold by fold.
         gains: V of the fold's selection minus the incumbent's, per left-out tree.
-        picks: The policy each fold's rerun selected (its label), fold by fold.
+        picks: The policy each fold's rerun selected, fold by fold.
         trials: Optuna trials the reruns ran in all.
         require_interval: Whether the gain's interval, not only its mean, must be above zero.
         seed: Seed of the bootstrap.
@@ -49,7 +50,7 @@ class CrossValidation:
     folds: int
     tree_ids: tuple[str, ...]
     gains: tuple[float, ...]
-    picks: tuple[str, ...]
+    picks: tuple[PolicySpec, ...]
     trials: int
     require_interval: bool = False
     seed: int = 0
@@ -92,4 +93,5 @@ class CrossValidation:
         return {"folds": self.folds, "passed": self.passed, "mean": self.mean,
                 "interval": [low, high], "require_interval": self.require_interval,
                 "gains": dict(zip(self.tree_ids, self.gains, strict=True)),
-                "picks": list(self.picks), "trials": self.trials, "summary": self.summary()}
+                "picks": [str(p) for p in self.picks], "trials": self.trials,
+                "summary": self.summary()}

@@ -11,27 +11,28 @@ the incumbent).
 
 from __future__ import annotations
 
-import math
 import os
 import time
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming.crossval import CrossValidation, fold_trees
-from dreamrsi.dreaming.evaluate import (
-    QualityScale,
-    ReplaySettings,
-    TreeScore,
-    mean_value,
-    score_policy,
-    summary,
+from dreamrsi.dreaming.evaluate import ReplaySettings
+from dreamrsi.dreaming.history import History, load_history, pool_branches
+from dreamrsi.dreaming.objectives import (
+    Candidate,
+    DreamObjective,
+    ReplayValue,
+    parse_objective,
 )
-from dreamrsi.dreaming.history import History, load_history, pool_branches, split_trees
-from dreamrsi.dreaming.pareto import knob_values, pareto_score
+from dreamrsi.dreaming.quality import QualityScale
+from dreamrsi.dreaming.report import DreamReport, candidate_reports
 from dreamrsi.dreaming.search import search_family
 from dreamrsi.dreaming.select import Selection, select
+from dreamrsi.dreaming.splits import Side, Split, parse_split
 from dreamrsi.engine.config import MAX_SEED, check_int
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import BUILTIN, policy_class
@@ -40,10 +41,8 @@ from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks.spec import Task
 
-SELECT_ON = ("train", "holdout")
 
-
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DreamConfig:
     """Settings of one dream.
 
@@ -51,19 +50,17 @@ class DreamConfig:
         families: Policy families to search.
         trials: Optuna trials in all, shared evenly by the families.
         keep: Best specs per family replayed on every tree as candidates.
-        holdout_share: Share of trees held out to report generalisation (at least one).
+        split: How the trees are divided into training and holdout (a share held out, at
+            least one tree), and the side the selection compares candidates on
+            (:mod:`dreamrsi.dreaming.splits`).
         require_gain: Promote only when the bootstrap interval is above zero.
         seed: Seed of the samplers and the bootstrap, 0 to ``2**32 - 1`` (family ``i``'s
             study is seeded with ``seed + i``, modulo ``2**32``).
         replay: How candidates are replayed and scored.
-        objective: ``value`` (mean V) or ``pareto`` (the Pareto-AUC form: each family's knob
-            is swept and the area under the attainment-per-probe frontier, minus
-            ``pareto_lam`` times the parallel penalty, is the score).
-        pareto_lam: λ of the Pareto-AUC form.
-        select_on: The trees the selection compares candidates on: ``train`` (the trees the
-            studies tuned them on) or ``holdout`` (trees no study saw, so a candidate fitted to
-            where the training trees happened to hold their best gains nothing there; with a
-            single tree both are that tree).
+        objective: What the studies and the selection maximise: :class:`ReplayValue` (mean V)
+            or :class:`~dreamrsi.dreaming.objectives.ParetoAUC` (each family's knob swept, the
+            area under the attainment-per-probe frontier minus λ times the parallel penalty;
+            :mod:`dreamrsi.dreaming.objectives`).
         crossval: Folds of the cross-validated promotion gate (0: off). Before promoting,
             the dream reruns itself once per fold without that fold's trees and replays each
             rerun's choice and the incumbent on the trees left out; the promotion stands only
@@ -78,94 +75,63 @@ class DreamConfig:
     families: tuple[str, ...] = tuple(sorted(BUILTIN))
     trials: int = 600
     keep: int = 3
-    holdout_share: float = 0.25
+    split: Split = Split()
     require_gain: bool = False
     seed: int = 0
     replay: ReplaySettings = field(default_factory=ReplaySettings)
-    objective: str = "value"
-    pareto_lam: float = 0.1
-    select_on: str = "train"
+    objective: DreamObjective = ReplayValue()
     crossval: int = 0
     pool_branches: bool = True
 
     def __post_init__(self) -> None:
         check_int("seed", self.seed, 0, MAX_SEED)
-        if not (math.isfinite(self.pareto_lam) and self.pareto_lam >= 0):
-            raise ConfigError(f"pareto_lam must be finite and non-negative, got "
-                              f"{self.pareto_lam!r}", key="pareto_lam")
         if self.crossval < 0 or self.crossval == 1:
             raise ConfigError("crossval must be 0 (off) or at least 2 folds", key="crossval")
-        if self.select_on not in SELECT_ON:
-            raise ConfigError(f"unknown selection split '{self.select_on}'", key="select_on",
-                              expected=" | ".join(SELECT_ON))
-        if self.objective not in ("value", "pareto"):
-            raise ConfigError(f"unknown objective '{self.objective}'", key="objective",
-                              expected="value | pareto")
+        for name, value, kind in (("split", self.split, Split),
+                                  ("objective", self.objective, DreamObjective),
+                                  ("replay", self.replay, ReplaySettings)):
+            if not isinstance(value, kind):
+                raise ConfigError(f"{name} must be a {kind.__name__}, got {value!r}", key=name)
         if not self.families:
             raise ConfigError("no policy family to search", key="families",
                               expected="one or more of " + ", ".join(sorted(BUILTIN)))
         if self.trials < len(self.families):
             raise ConfigError(f"trials must be at least one per family ({len(self.families)})",
                               key="trials")
-        if not 0 < self.holdout_share < 1:
-            raise ConfigError("holdout_share must be between 0 and 1", key="holdout_share")
         for family in self.families:
             policy_class(family)
 
+    def to_json(self) -> dict[str, Any]:
+        """The settings as dreams and loops store them (modes by name)."""
+        split = self.split.to_json()
+        return {"families": list(self.families), "trials": self.trials, "keep": self.keep,
+                "holdout_share": split["holdout_share"], "require_gain": self.require_gain,
+                "seed": self.seed, "replay": self.replay.to_json(),
+                **self.objective.to_json(), "select_on": split["select_on"],
+                "crossval": self.crossval, "pool_branches": self.pool_branches}
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A candidate's scores in a dream."""
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DreamConfig:
+        """Read a stored config back, from any version of the code (a dream's row also
+        names its history and trees; they are not settings and are left out). A row from
+        before a setting existed gets the value the dream ran with: no pooled branches, no
+        cross-validation, selection on the training trees.
 
-    version_id: str
-    spec: PolicySpec
-    train: tuple[TreeScore, ...]
-    holdout: tuple[TreeScore, ...]
-
-    def row(self, selection: Selection) -> dict[str, Any]:
-        """The candidate as a report row."""
-        comparison = next(c for c in selection.comparisons if c.version_id == self.version_id)
-        return {"version_id": self.version_id, "policy": self.spec.label(),
-                "train": summary(self.train), "holdout": summary(self.holdout),
-                "difference": comparison.difference,
-                "interval": [comparison.low, comparison.high]}
-
-
-@dataclass(frozen=True, slots=True)
-class DreamReport:
-    """What a dream decided, and on what evidence."""
-
-    dream_id: str
-    incumbent: PolicySpec
-    selected: PolicySpec
-    promoted: bool
-    reason: str
-    candidates: tuple[dict[str, Any], ...]
-    train_trees: tuple[str, ...]
-    holdout_trees: tuple[str, ...]
-    holdout_is_train: bool
-    trials: int
-    seconds: float
-    excluded_runs: tuple[str, ...] = ()
-    select_on: str = "train"
-    crossval: dict[str, Any] | None = None
-
-    @property
-    def selection_trees(self) -> tuple[str, ...]:
-        """The trees the selection compared candidates on."""
-        return self.holdout_trees if self.select_on == "holdout" else self.train_trees
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        data = asdict(self)
-        data["incumbent"] = self.incumbent.label()
-        data["selected"] = self.selected.label()
-        return data
-
-    def row_of(self, spec: PolicySpec) -> dict[str, Any]:
-        """The report row of a candidate."""
-        vid = spec.version_id()
-        return next(c for c in self.candidates if c["version_id"] == vid)
+        Raises:
+            ConfigError: An unknown key or mode, or a value out of range.
+        """
+        values = {k: v for k, v in data.items() if k not in ("history", "trees")}
+        objective = parse_objective(values.pop("objective", "value"),
+                                    values.pop("pareto_lam", 0.1))
+        split = parse_split(values.pop("select_on", "train"), values.pop("holdout_share", 0.25))
+        replay_json = values.pop("replay", {})
+        values.setdefault("pool_branches", False)
+        try:
+            return cls(families=tuple(values.pop("families", sorted(BUILTIN))), split=split,
+                       objective=objective, replay=ReplaySettings.from_json(replay_json),
+                       **values)
+        except TypeError as exc:
+            raise ConfigError(f"a stored dream config does not fit: {exc}") from None
 
 
 def dream(store: SqliteRunStore, task: Task, incumbent: PolicySpec,
@@ -182,25 +148,23 @@ def dream(store: SqliteRunStore, task: Task, incumbent: PolicySpec,
     if not history.trees:
         raise ConfigError(f"no recorded trees of task {task.name} (digest {task.digest[:19]}) "
                           "to dream over; run it first")
-    train, holdout = history.split(config.holdout_share)
+    train, holdout = config.split.divide(history.trees)
     dream_id = "d" + os.urandom(4).hex()
     inc_id = incumbent.version_id()
     with store.atomic():
         store.put_policy(PolicyVersion(inc_id, incumbent, task.digest, created_at=time.time()))
         store.create_dream(DreamRecord(
             dream_id, task.digest, task.evaluator_digest,
-            {"settings": asdict(config.replay), "digest": config.replay.digest()},
+            {"settings": config.replay.to_json(), "digest": config.replay.digest()},
             _config_json(config, history), inc_id, time.time()))
     choice = choose(train, holdout, incumbent, config, QualityScale.of(history.trees))
-    candidates, selection, events = choice.candidates, choice.selection, choice.events
     report = DreamReport(
-        dream_id, incumbent, choice.selected, selection.promoted, selection.reason,
-        tuple(c.row(selection) for c in candidates),
+        dream_id, incumbent, choice.selected, choice.selection.promoted,
+        choice.selection.reason, candidate_reports(choice.candidates, choice.selection),
         tuple(t.tree_id for t in train), tuple(t.tree_id for t in holdout),
         holdout is train or len(history.trees) < 2, choice.trials, time.monotonic() - started,
-        tuple(r for r, _, _ in history.excluded), config.select_on,
-        choice.crossval.as_dict() if choice.crossval else None)
-    _record(store, task, dream_id, candidates, selection, report, events, history)
+        tuple(r for r, _, _ in history.excluded), config.split, choice.crossval)
+    _record(store, task, choice, report, history)
     return report
 
 
@@ -233,7 +197,7 @@ class Choice:
 def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: PolicySpec,
            config: DreamConfig, scale: QualityScale) -> Choice:
     """Search every family on ``train``, score the incumbent and the studies' best specs on
-    both splits, and select on the split ``config.select_on`` names; a promotion then faces
+    both splits, and select on the side ``config.split`` names; a promotion then faces
     the cross-validation gate when ``config.crossval`` is set. Reads and writes nothing:
     :func:`dream` loads the trees and records the outcome; benchmarks call this directly.
     With ``config.pool_branches`` each split is pooled on its own, so no branch of a holdout
@@ -242,10 +206,11 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
     if config.pool_branches:
         train, holdout = _pooled(train, holdout)
     events, specs, trials = _studies(train, incumbent, config, scale)
-    candidates = [_candidate(spec, train, holdout, config, spec == incumbent, scale)
+    candidates = [config.objective.candidate(spec, train, holdout, config.replay, scale,
+                                             incumbent=spec == incumbent)
                   for spec in _unique([incumbent, *specs])]
-    on_holdout = config.select_on == "holdout"
-    selection = select({c.version_id: [s.value for s in (c.holdout if on_holdout else c.train)]
+    selection = select({c.version_id: [s.value for s in config.split.selected(c.train,
+                                                                               c.holdout)]
                         for c in candidates}, incumbent.version_id(),
                        require_gain=config.require_gain, seed=config.seed)
     if not (config.crossval and selection.promoted):
@@ -268,40 +233,32 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
 def crossvalidate(trees: list[RecordedTree], incumbent: PolicySpec, config: DreamConfig,
                   scale: QualityScale) -> CrossValidation:
     """Rerun the dream without each fold of ``trees`` and measure, on the trees left out, its
-    selection's V minus the incumbent's (see :mod:`dreamrsi.dreaming.crossval`). Each rerun
-    measures quality on the scale of the trees it sees, as a dream without those trees would;
-    the left-out trees are judged on ``scale``."""
+    selection's reward minus the incumbent's (see :mod:`dreamrsi.dreaming.crossval`). Each
+    rerun measures quality on the scale of the trees it sees, as a dream without those trees
+    would; the left-out trees are judged on ``scale``."""
     inner = replace(config, crossval=0)
     if len(trees) < 2:
         return CrossValidation(0, (), (), (), 0, config.require_gain, config.seed)
-    ids, gains, picks, trials = [], [], [], 0
+    ids: list[str] = []
+    gains: list[float] = []
+    picks: list[PolicySpec] = []
+    trials = 0
     for fold in fold_trees(trees, config.crossval):
         left_out = {t.tree_id for t in fold}
         rest = [t for t in trees if t.tree_id not in left_out]
-        choice = choose(*split_trees(rest, config.holdout_share), incumbent, inner,
-                        QualityScale.of(rest))
+        choice = choose(*config.split.divide(rest), incumbent, inner, QualityScale.of(rest))
         trials += choice.trials
-        picks.append(choice.selected.label())
+        picks.append(choice.selected)
         ids += [t.tree_id for t in fold]
         if not choice.selection.promoted:
             gains += [0.0] * len(fold)
             continue
         judged = pool_branches(fold) if config.pool_branches else fold
-        new = _values(choice.selected, judged, rest, config, scale)
-        old = _values(incumbent, judged, rest, config, scale)
+        new = config.objective.rewards(choice.selected, judged, rest, config.replay, scale)
+        old = config.objective.rewards(incumbent, judged, rest, config.replay, scale)
         gains += [a - b for a, b in zip(new, old, strict=True)]
     return CrossValidation(len(picks), tuple(ids), tuple(gains), tuple(picks), trials,
                            config.require_gain, config.seed)
-
-
-def _values(spec: PolicySpec, trees: list[RecordedTree], history: list[RecordedTree],
-            config: DreamConfig, scale: QualityScale) -> list[float]:
-    """The policy's reward per tree under the dream's objective."""
-    if config.objective == "pareto":
-        return list(pareto_score(spec, trees, config.replay, config.pareto_lam,
-                                 history=history).values)
-    return [s.value for s in score_policy(spec, trees, config.replay, history=history,
-                                          scale=scale)]
 
 
 def _pooled(train: list[RecordedTree],
@@ -322,24 +279,20 @@ def _distinct(train: list[RecordedTree], holdout: list[RecordedTree]) -> list[Re
 def _studies(train: list[RecordedTree], incumbent: PolicySpec, config: DreamConfig,
              scale: QualityScale) -> tuple[list[LedgerEvent], list[PolicySpec], int]:
     share, extra = divmod(config.trials, len(config.families))
+    objective = config.objective
     events, specs, total = [], [], 0
     for i, family in enumerate(config.families):
         per_family = share + (1 if i < extra else 0)
         started = time.monotonic()
         start_from = [dict(incumbent.params)] if family == incumbent.name else []
-        fixed: tuple[str, ...] = ()
-        if config.objective == "pareto":
-            fixed = (knob_values(family)[0],)
 
         def scorer(spec: PolicySpec) -> float:
-            if config.objective == "pareto":
-                values = pareto_score(spec, train, config.replay, config.pareto_lam).values
-                return sum(values) / len(values)
-            return mean_value(score_policy(spec, train, config.replay, scale=scale))
+            return objective.study_score(spec, train, config.replay, scale)
 
         found = search_family(family, train, config.replay, trials=per_family,
                               seed=(config.seed + i) % (MAX_SEED + 1), keep=config.keep,
-                              start_from=start_from, scorer=scorer, fixed=fixed)
+                              start_from=start_from, scorer=scorer,
+                              fixed=objective.fixed(family))
         total += found.trials
         specs += [spec for spec, _ in found.best]
         events.append(LedgerEvent(
@@ -350,75 +303,44 @@ def _studies(train: list[RecordedTree], incumbent: PolicySpec, config: DreamConf
     return events, specs, total
 
 
-def _candidate(spec: PolicySpec, train: list[RecordedTree], holdout: list[RecordedTree],
-               config: DreamConfig, is_incumbent: bool, scale: QualityScale) -> Candidate:
-    settings = config.replay
-    if config.objective == "value":
-        return Candidate(
-            spec.version_id(), spec, tuple(score_policy(spec, train, settings, scale=scale)),
-            tuple(score_policy(spec, holdout, settings, history=train, scale=scale)))
-    on_train = pareto_score(spec, train, settings, config.pareto_lam)
-    on_holdout = pareto_score(spec, holdout, settings, config.pareto_lam, history=train)
-    if not is_incumbent:  # deploy the knob value with the best mean V on the sweep
-        knob = knob_values(spec.name)[0]
-        spec = PolicySpec(spec.name, {**spec.params, knob: on_train.best_knob})
-    return Candidate(
-        spec.version_id(), spec,
-        _with_values(score_policy(spec, train, settings, scale=scale), on_train.values),
-        _with_values(score_policy(spec, holdout, settings, history=train, scale=scale),
-                     on_holdout.values))
-
-
-def _with_values(scores: list[TreeScore], values: tuple[float, ...]) -> tuple[TreeScore, ...]:
-    """The deployed spec's replays, valued by the Pareto-AUC rewards of their trees."""
-    return tuple(TreeScore(s.result, v, s.others) for s, v in zip(scores, values, strict=True))
-
-
-def _record(store: SqliteRunStore, task: Task, dream_id: str,
-            candidates: tuple[Candidate, ...], selection: Selection, report: DreamReport,
-            events: tuple[LedgerEvent, ...],
+def _record(store: SqliteRunStore, task: Task, choice: Choice, report: DreamReport,
             history: History) -> None:
-    now = time.time()
-    scores = []
-    for c in candidates:
-        for split, items in (("train", c.train), ("holdout", c.holdout)):
-            for s in items:
-                scores.append(PolicyScore(dream_id, c.version_id, s.result.tree_id, split,
-                                          s.value, s.mean("quality"), s.mean("revealed"),
-                                          s.mean("rounds"), s.mean("out_of_support"),
-                                          s.mean("selections")))
+    """Store the versions, their per-tree scores, the ledger events and the outcome."""
+    now, dream_id, selection = time.time(), report.dream_id, choice.selection
+    scores = [PolicyScore(dream_id, c.version_id, s.result.tree_id, side.value, s.value,
+                          s.quality, s.revealed, s.rounds, s.out_of_support, s.selections)
+              for c in choice.candidates
+              for side, items in ((Side.TRAIN, c.train), (Side.HOLDOUT, c.holdout))
+              for s in items]
     replay_event = LedgerEvent(
         Actor.DREAMER, "replay candidates", exit=0,
-        parsed={"history": history.digest(), "candidates": list(report.candidates),
+        parsed={"history": history.digest(),
+                "candidates": [c.as_dict() for c in report.candidates],
                 "train_trees": list(report.train_trees),
                 "holdout_trees": list(report.holdout_trees)})
     decision = LedgerEvent(
         Actor.DREAMER, f"{'promote' if selection.promoted else 'keep'} {selection.selected}",
         exit=0, parsed={"incumbent": selection.incumbent, "selected": selection.selected,
                         "promoted": selection.promoted, "reason": selection.reason,
-                        "evidence": [e.event_id for e in (*events, replay_event)],
+                        "evidence": [e.event_id for e in (*choice.events, replay_event)],
                         "scores": f"policy_scores where dream_id = {dream_id}"})
     with store.atomic():
-        for c in candidates:
+        for c in choice.candidates:
             parent = None if c.version_id == selection.incumbent else selection.incumbent
             store.put_policy(PolicyVersion(c.version_id, c.spec, task.digest, parent, dream_id,
                                            created_at=now))
         store.add_scores(scores)
-        store.append_ledger(dream_id, [*events, replay_event, decision], dream_id=dream_id)
+        store.append_ledger(dream_id, [*choice.events, replay_event, decision],
+                            dream_id=dream_id)
         store.finish_dream(dream_id, selected=selection.selected, promoted=selection.promoted,
                            report=report.as_dict(), finished_at=now)
 
 
 def _unique(specs: list[PolicySpec]) -> list[PolicySpec]:
-    seen: dict[str, PolicySpec] = {}
-    for spec in specs:
-        seen.setdefault(spec.version_id(), spec)
-    return list(seen.values())
+    """Each spec once, in order."""
+    return list(dict.fromkeys(specs))
 
 
 def _config_json(config: DreamConfig, history: History) -> dict[str, Any]:
-    data = asdict(config)
-    data["families"] = list(config.families)
-    data["history"] = history.digest()
-    data["trees"] = [t.tree_id for t in history.trees]
-    return data
+    return config.to_json() | {"history": history.digest(),
+                               "trees": [t.tree_id for t in history.trees]}

@@ -1,21 +1,8 @@
 """Score a policy over recorded trees: replay each tree, keep every part of V.
 
-The quality term of V is one of four:
-
-- ``rank`` (default): the share of all valid scores recorded in the history that the best
-  revealed score reaches (1 for the history's best). Scale-free across tasks, robust to
-  outliers such as a poor seed, and the same yardstick for every tree, so a small tree cannot
-  look perfect just because little was recorded in it;
-- ``rarity``: how rare the best revealed score is in the history, in decades:
-  ``log10((n + 1) / (above + 1))`` with ``n`` valid scores recorded and ``above`` of them
-  better. A score better than 90% of the history is worth 1, better than 99% is worth 2, the
-  history's best ``log10(n + 1)``. Rank compresses the top (99% and 99.9% differ by 0.009);
-  rarity gives each tenfold rarer result the same step, for searches where the top is the
-  point;
-- ``relative``: per tree, 0 at its weakest valid score and 1 at its best;
-- ``raw``: the normalised score itself, as in the paper's formula.
-
-``beta1`` and ``beta2`` are in the units of the chosen quality.
+How a replay's best score becomes V's quality term is a :class:`~dreamrsi.dreaming.quality.Quality`
+mode (``rank`` by default; see :mod:`dreamrsi.dreaming.quality`), carried with the rest of the
+replay's settings in :class:`ReplaySettings`. ``beta1`` and ``beta2`` are in its units.
 
 With ``root_orders`` above 1 each tree is replayed under that many rotations of its root's
 children and V is the mean over them. Fresh branches are independent draws from the seed (a
@@ -29,9 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from bisect import bisect_right
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dreamrsi.core.objective import Objective
@@ -45,14 +31,16 @@ from dreamrsi.core.replay import (
     replay,
     rotated,
 )
+from dreamrsi.dreaming.quality import Quality, QualityScale, RankQuality, parse_quality
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import make_policy
 
-QUALITY_MODES = ("rank", "rarity", "relative", "raw")
-_SCALED = ("rank", "rarity")  # the modes measured against the history's scores
+SETTINGS_VERSION = 2
+"""The version of :meth:`ReplaySettings.to_json`, carried in it and so in its digest. Version 1
+(stored without a version) lacked ``root_orders`` and ``charge_misses``."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReplaySettings:
     """How candidates are replayed and scored.
 
@@ -64,9 +52,8 @@ class ReplaySettings:
         attempt_budget: Cut replays at this many attempts, as the online budget would.
         beta1: Cost per attempt, in quality units.
         beta2: Bonus per unit of parallelism (attempts per round).
-        quality: ``rank`` (share of the history's valid scores reached), ``rarity`` (decades
-            of rarity in the history), ``relative`` (per tree, 0 at its floor, 1 at its best)
-            or ``raw``.
+        quality: The quality term's mode (:mod:`dreamrsi.dreaming.quality`; names are read
+            with ``parse_quality``).
         root_orders: Rotations of each tree's root children to replay and average over (at
             most one per branch); 1 replays the recorded order only.
         charge_misses: Count each selection that reveals nothing (no recorded continuation)
@@ -80,7 +67,7 @@ class ReplaySettings:
     attempt_budget: int | None = None
     beta1: float = 0.0005
     beta2: float = 0.001
-    quality: str = "rank"
+    quality: Quality = RankQuality()
     root_orders: int = 1
     charge_misses: bool = False
 
@@ -92,9 +79,9 @@ class ReplaySettings:
         if not all(math.isfinite(b) and b >= 0 for b in (self.beta1, self.beta2)):
             raise ConfigError(f"beta1 and beta2 must be finite and non-negative, got "
                               f"{self.beta1!r} and {self.beta2!r}", key="beta")
-        if self.quality not in QUALITY_MODES:
-            raise ConfigError(f"unknown quality mode '{self.quality}'", key="quality",
-                              expected=" | ".join(QUALITY_MODES))
+        if not isinstance(self.quality, Quality):
+            raise ConfigError(f"quality must be a quality mode, got {self.quality!r} (names "
+                              "are read with dreaming.quality.parse_quality)", key="quality")
         if self.root_orders < 1:
             raise ConfigError("root_orders must be at least 1", key="root_orders")
 
@@ -102,43 +89,36 @@ class ReplaySettings:
         """The weights of V."""
         return Objective(self.beta1, self.beta2, self.charge_misses)
 
-    def digest(self) -> str:
-        """Digest of the settings (stored with every dream). ``root_orders`` and
-        ``charge_misses`` enter it only when they are not at their defaults, so settings from
-        before they existed keep their digest."""
-        fields = asdict(self)
-        if fields["root_orders"] == 1:
-            del fields["root_orders"]
-        if not fields["charge_misses"]:
-            del fields["charge_misses"]
-        text = json.dumps(fields, sort_keys=True)
-        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class QualityScale:
-    """Every valid score of a history, sorted: the yardstick of ``rank`` and ``rarity``."""
-
-    scores: tuple[float, ...]
+    def to_json(self) -> dict[str, Any]:
+        """The settings as dreams store them (the quality mode by name, and the version)."""
+        return {"version": SETTINGS_VERSION, "workers": self.workers,
+                "max_rounds": self.max_rounds, "attempt_budget": self.attempt_budget,
+                "beta1": self.beta1, "beta2": self.beta2, "quality": self.quality.name,
+                "root_orders": self.root_orders, "charge_misses": self.charge_misses}
 
     @classmethod
-    def of(cls, trees: Sequence[RecordedTree]) -> QualityScale:
-        """The scale of these trees' attempts (roots, the seed evaluated again, left out)."""
-        return cls(tuple(sorted(n.score for t in trees for n in t.nodes.values()
-                                if n.score is not None and n.parent_id is not None)))
+    def from_json(cls, data: Mapping[str, Any]) -> ReplaySettings:
+        """Read stored settings of any version (a field a version lacks takes its default).
 
-    def rank(self, score: float) -> float:
-        """Share of the recorded scores at or below ``score`` (0 with none recorded)."""
-        if not self.scores:
-            return 0.0
-        return bisect_right(self.scores, score) / len(self.scores)
+        Raises:
+            ConfigError: A newer version, an unknown key or an unknown quality mode.
+        """
+        values = dict(data)
+        version = values.pop("version", 1)
+        if version not in range(1, SETTINGS_VERSION + 1):
+            raise ConfigError(f"replay settings of version {version!r} are newer than this "
+                              f"code (version {SETTINGS_VERSION})", key="version")
+        if "quality" in values:
+            values["quality"] = parse_quality(values["quality"])
+        try:
+            return cls(**values)
+        except TypeError as exc:
+            raise ConfigError(f"stored replay settings do not fit: {exc}") from None
 
-    def rarity(self, score: float) -> float:
-        """``log10((n + 1) / (above + 1))``: 0 below every recorded score, 1 above 90% of them
-        (for large n), ``log10(n + 1)`` at or above the best."""
-        n = len(self.scores)
-        above = n - bisect_right(self.scores, score)
-        return math.log10((n + 1) / (above + 1))
+    def digest(self) -> str:
+        """Digest of :meth:`to_json` (stored with every dream); the version is part of it."""
+        text = json.dumps(self.to_json(), sort_keys=True)
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,11 +140,65 @@ class TreeScore:
         """Every replay of the tree, the recorded order first."""
         return (self.result, *self.others)
 
-    def mean(self, part: str) -> float:
-        """A part of V (``quality``, ``revealed``, ``rounds``, ``parallelism``,
-        ``out_of_support``, ``selections``) averaged over the replays."""
-        replays = self.replays
-        return float(sum(getattr(r, part) for r in replays)) / len(replays)
+    @property
+    def quality(self) -> float:
+        """V's quality term, averaged over the replays."""
+        return self._mean([r.quality for r in self.replays])
+
+    @property
+    def revealed(self) -> float:
+        """N, averaged over the replays."""
+        return self._mean([r.revealed for r in self.replays])
+
+    @property
+    def rounds(self) -> float:
+        """k*, averaged over the replays."""
+        return self._mean([r.rounds for r in self.replays])
+
+    @property
+    def parallelism(self) -> float:
+        """N / max(1, k*), averaged over the replays."""
+        return self._mean([r.parallelism for r in self.replays])
+
+    @property
+    def out_of_support(self) -> float:
+        """Selections that revealed nothing, averaged over the replays."""
+        return self._mean([r.out_of_support for r in self.replays])
+
+    @property
+    def selections(self) -> float:
+        """Selections made, averaged over the replays."""
+        return self._mean([r.selections for r in self.replays])
+
+    def _mean(self, parts: Sequence[float]) -> float:
+        return float(sum(parts)) / len(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreSummary:
+    """Means of every part of V over a policy's trees (each tree's own over its root orders).
+
+    Attributes:
+        value: Mean V (the policy score).
+        quality: Mean quality term.
+        attempts: Mean N.
+        rounds: Mean k*.
+        parallelism: Mean N / max(1, k*).
+        out_of_support_share: Selections that revealed nothing, over all selections.
+    """
+
+    value: float
+    quality: float
+    attempts: float
+    rounds: float
+    parallelism: float
+    out_of_support_share: float
+
+    def as_dict(self) -> dict[str, float]:
+        """JSON-ready, in field order."""
+        return {"value": self.value, "quality": self.quality, "attempts": self.attempts,
+                "rounds": self.rounds, "parallelism": self.parallelism,
+                "out_of_support_share": self.out_of_support_share}
 
 
 def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
@@ -174,8 +208,8 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
 
     A policy with a ``plan`` hook plans first, seeing the other trees of ``history`` (never
     the replayed one, nor its branches lent to them: ``core.replay.plan_context``). ``scale`` is
-    the yardstick of ``rank`` quality (default: the history's, else the tree's own scores).
-    ``keep_order`` records the reveal order in the result (off: faster). With
+    the yardstick of a scaled quality mode (default: the history's, else the tree's own
+    scores). ``keep_order`` records the reveal order in the result (off: faster). With
     ``settings.root_orders`` above 1 the tree is replayed under evenly spaced rotations of its
     root children (a fresh policy state each) and V is their mean.
     """
@@ -183,7 +217,8 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
         tree, settings.attempt_budget)
     plan = make_plan(policy, plan_context("", settings.workers, settings.attempt_budget,
                                           history, tree))
-    if settings.quality in _SCALED and scale is None:
+    quality = settings.quality
+    if quality.scaled and scale is None:
         scale = QualityScale.of(history or (tree,))
     objective = settings.objective()
     results = []
@@ -192,7 +227,7 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
                         seed=_seed(tree.tree_id), attempt_budget=settings.attempt_budget,
                         keep_order=keep_order, plan=plan,
                         charge_misses=settings.charge_misses)
-        results.append(_scored_quality(result, tree, settings.quality, scale))
+        results.append(quality.scored(result, tree, scale))
     value = sum(map(objective.value, results)) / len(results)
     return TreeScore(results[0], value, tuple(results[1:]))
 
@@ -208,31 +243,18 @@ def _shifts(branches: int, orders: int) -> list[int]:
     return [i * branches // count for i in range(count)]
 
 
-def _scored_quality(result: ReplayResult, tree: RecordedTree, quality: str,
-                    scale: QualityScale | None) -> ReplayResult:
-    """The result with its quality in the chosen mode."""
-    if quality == "relative":
-        return _relative(result, tree)
-    if quality in _SCALED:
-        assert scale is not None
-        measure = scale.rank if quality == "rank" else scale.rarity
-        return _with_quality(result, measure(result.quality) if result.revealed
-                             or tree.root.score is not None else 0.0)
-    return result
-
-
 def score_policy(spec: PolicySpec | Policy, trees: Sequence[RecordedTree],
                  settings: ReplaySettings, history: Sequence[RecordedTree] | None = None,
                  scale: QualityScale | None = None, keep_order: bool = False) -> list[TreeScore]:
     """Replay every tree with a fresh policy state; one score per tree, in order.
 
     ``history`` (default: ``trees``) is what a planning policy may learn from; ``scale``
-    (default: the scores of ``history``) is the yardstick of ``rank`` quality; ``keep_order``
-    keeps each replay's reveal order.
+    (default: the scores of ``history``) is the yardstick of a scaled quality mode;
+    ``keep_order`` keeps each replay's reveal order.
     """
     policy = make_policy(spec)
     past = trees if history is None else history
-    yardstick = scale or (QualityScale.of(past) if settings.quality in _SCALED else None)
+    yardstick = scale or (QualityScale.of(past) if settings.quality.scaled else None)
     return [replay_tree(policy, tree, settings, past, yardstick, keep_order) for tree in trees]
 
 
@@ -243,35 +265,19 @@ def mean_value(scores: Sequence[TreeScore]) -> float:
     return sum(s.value for s in scores) / len(scores)
 
 
-def summary(scores: Sequence[TreeScore]) -> dict[str, Any]:
+def summary(scores: Sequence[TreeScore]) -> ScoreSummary:
     """Means of every part of V over the trees (each tree's own over its root orders), and the
     out-of-support share."""
     n = max(1, len(scores))
-    selections = sum(s.mean("selections") for s in scores)
-    return {
-        "value": sum(s.value for s in scores) / n,
-        "quality": sum(s.mean("quality") for s in scores) / n,
-        "attempts": sum(s.mean("revealed") for s in scores) / n,
-        "rounds": sum(s.mean("rounds") for s in scores) / n,
-        "parallelism": sum(s.mean("parallelism") for s in scores) / n,
-        "out_of_support_share": (sum(s.mean("out_of_support") for s in scores) / selections
-                                 if selections else 0.0),
-    }
-
-
-def _relative(result: ReplayResult, tree: RecordedTree) -> ReplayResult:
-    floor, best = tree.floor, tree.best
-    if floor is None or best is None or best <= floor:
-        quality = 1.0 if best is not None else 0.0
-    else:
-        quality = (result.quality - floor) / (best - floor)
-    return _with_quality(result, quality)
-
-
-def _with_quality(result: ReplayResult, quality: float) -> ReplayResult:
-    return ReplayResult(result.tree_id, quality, result.revealed, result.rounds,
-                        result.out_of_support, result.selections, result.stop, result.order,
-                        result.batch_sizes)
+    selections = sum(s.selections for s in scores)
+    return ScoreSummary(
+        value=sum(s.value for s in scores) / n,
+        quality=sum(s.quality for s in scores) / n,
+        attempts=sum(s.revealed for s in scores) / n,
+        rounds=sum(s.rounds for s in scores) / n,
+        parallelism=sum(s.parallelism for s in scores) / n,
+        out_of_support_share=(sum(s.out_of_support for s in scores) / selections
+                              if selections else 0.0))
 
 
 def _seed(tree_id: str) -> int:

@@ -1,9 +1,9 @@
-"""A task's history: its recorded trees, checked to be comparable, split into train and holdout.
+"""A task's history: its recorded trees, checked to be comparable, and the trees lent to each
+other (pooled branches).
 
 Replay only mixes trees recorded with the same task and evaluator (equal digests); asked to mix
-others, it refuses and names them. The holdout split is a fixed share of the trees (at least
-one), taken in the order of a hash of their run ids, so the choice does not depend on when a
-tree was recorded.
+others, it refuses and names them. How a dream splits the trees into training and holdout is
+:class:`~dreamrsi.dreaming.splits.Split`'s business.
 """
 
 from __future__ import annotations
@@ -35,10 +35,6 @@ class History:
     evaluator_digest: str
     trees: tuple[RecordedTree, ...]
     excluded: tuple[tuple[str, str, str], ...] = ()
-
-    def split(self, holdout_share: float) -> tuple[list[RecordedTree], list[RecordedTree]]:
-        """``(train, holdout)`` of the history's trees (see :func:`split_trees`)."""
-        return split_trees(self.trees, holdout_share)
 
     def digest(self) -> str:
         """Digest of the history: the trees it holds and their contents."""
@@ -89,20 +85,6 @@ def load_history(store: SqliteRunStore, task_name: str, task_digest: str,
                                                  evaluator_digest=evaluator_digest,
                                                  start=run.config.get("start_from") or "seed"))
     return History(task_digest, evaluator_digest, tuple(trees), tuple(excluded))
-
-
-def split_trees(trees: Sequence[RecordedTree],
-                holdout_share: float) -> tuple[list[RecordedTree], list[RecordedTree]]:
-    """``(train, holdout)``: ``holdout_share`` of the trees (at least one, and at least one
-    left to train on), taken in the order of a hash of their ids. With a single tree it is
-    both (there is no true holdout)."""
-    trees = list(trees)
-    if len(trees) < 2:
-        return trees, trees
-    count = min(len(trees) - 1, max(1, int(holdout_share * len(trees))))
-    holdout_ids = {t.tree_id for t in hash_order(trees)[:count]}
-    return ([t for t in trees if t.tree_id not in holdout_ids],
-            [t for t in trees if t.tree_id in holdout_ids])
 
 
 def pool_branches(trees: Sequence[RecordedTree]) -> list[RecordedTree]:

@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from dreamrsi.core.policy import PolicySpec
-from dreamrsi.dreaming.dream import DreamConfig, DreamReport, dream
+from dreamrsi.dreaming.dream import DreamConfig, dream
 from dreamrsi.dreaming.history import load_history
+from dreamrsi.dreaming.report import DreamReport
 from dreamrsi.dreaming.select import interval_text
 from dreamrsi.engine.config import (
     ISOLATION_MODES,
@@ -98,6 +99,14 @@ class LoopConfig:
                            attempt_budget=self.per_round_budget)
         return replace(self.dream, replay=settings)
 
+    def to_json(self) -> dict[str, Any]:
+        """The settings as loops store them (π_1 by its canonical string)."""
+        return {"rounds": self.rounds, "per_round_budget": self.per_round_budget,
+                "workers": self.workers, "arm": self.arm, "seed": self.seed,
+                "initial": self.initial_policy().label(), "isolation": self.isolation,
+                "dream": self.dream.to_json(), "warm_start": self.warm_start,
+                "target": self.target, "dream_first": self.dream_first}
+
 
 @dataclass(frozen=True, slots=True)
 class RoundReport:
@@ -146,7 +155,7 @@ def run_loop(store: SqliteRunStore, task: Task, config: LoopConfig,
     first = _first_dream(store, task, policy, config)
     if first is not None:
         policy, why = first.selected, "before round 1, " + _why(first)
-    loop_json = _config_json(config) | {"first_dream": first.dream_id if first else None}
+    loop_json = config.to_json() | {"first_dream": first.dream_id if first else None}
     store.create_loop(LoopRecord(loop_id, task.digest, config.arm, loop_json, "running",
                                  time.time()))
     reports: list[RoundReport] = []
@@ -213,17 +222,16 @@ def _better(task: Task, a: float, b: float) -> bool:
 
 def _why(report: DreamReport) -> str:
     row = report.row_of(report.selected)
-    low, high = row["interval"]
-    split = report.select_on
-    mean = row[split]["value"]
-    inc = report.row_of(report.incumbent)[split]["value"]
+    side = report.select_on
+    mean = row.on(side).value
+    inc = report.row_of(report.incumbent).on(side).value
     verdict = "promoted" if report.promoted else "kept"
     why = (f"{verdict} by dream {report.dream_id}: replay score {mean:.4f} vs incumbent "
-           f"{inc:.4f} (difference {interval_text(low, high)}) over "
-           f"{len(report.selection_trees)} {split} trees")
+           f"{inc:.4f} (difference {interval_text(row.comparison.low, row.comparison.high)})"
+           f" over {len(report.selection_trees)} {side.value} trees")
     if report.crossval is not None:
         gate = "" if report.promoted else "a promotion was refused: "
-        why += f"; {gate}{report.crossval['summary']}"
+        why += f"; {gate}{report.crossval.summary()}"
     return why
 
 
@@ -234,8 +242,3 @@ def _dream_summary(report: DreamReport | None) -> dict[str, Any] | None:
             "promoted": report.promoted, "reason": report.reason, "trials": report.trials,
             "seconds": round(report.seconds, 2)}
 
-
-def _config_json(config: LoopConfig) -> dict[str, Any]:
-    data = asdict(config)
-    data["initial"] = config.initial_policy().label()
-    return data

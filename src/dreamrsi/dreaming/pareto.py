@@ -14,15 +14,15 @@ with ``charge_misses`` a selection that revealed nothing counts as a probe, as i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree, ReplayResult
 from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy
-from dreamrsi.policies.registry import policy_class
-
-SWEEP_POINTS = 6
+from dreamrsi.dreaming.quality import RelativeQuality
+from dreamrsi.policies.params import SWEEP_POINTS
+from dreamrsi.policies.registry import space
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,25 +36,17 @@ class ParetoScore:
 
 
 def knob_values(family: str) -> tuple[str, tuple[Any, ...]]:
-    """The family's knob and the values the sweep tries (evenly over its range)."""
-    cls = policy_class(family)
-    knob = cls.KNOB
-    kind, low, high = cls.SPACE[knob][:3]
-    if kind == "int":
-        count = min(SWEEP_POINTS, high - low + 1)
-        return knob, tuple(sorted({round(low + (high - low) * i / max(1, count - 1))
-                                   for i in range(count)}))
-    return knob, tuple(low + (high - low) * i / (SWEEP_POINTS - 1)
-                       for i in range(SWEEP_POINTS))
+    """The family's knob and the values the sweep tries (evenly over its searched range;
+    :meth:`~dreamrsi.policies.params.Param.sweep`)."""
+    knob = space(family).knob_param()
+    return knob.name, knob.sweep(SWEEP_POINTS)
 
 
 def pareto_score(spec: PolicySpec, trees: Sequence[RecordedTree], settings: ReplaySettings,
                  lam: float, history: Sequence[RecordedTree] | None = None) -> ParetoScore:
     """Sweep ``spec``'s knob over every tree and score the frontiers."""
     knob, values = knob_values(spec.name)
-    relative = ReplaySettings(settings.workers, settings.max_rounds, settings.attempt_budget,
-                              0.0, 0.0, "relative", settings.root_orders,
-                              settings.charge_misses)
+    relative = replace(settings, beta1=0.0, beta2=0.0, quality=RelativeQuality())
     sweeps = []
     for value in values:
         params = {**spec.params, knob: value}

@@ -72,12 +72,12 @@ def replay_rows(store: SqliteRunStore, task: Task, spec: PolicySpec,
         raise ConfigError(f"no recorded trees of task {task.name} to replay; run it first")
     trees = pool_branches(history.trees) if pool else history.trees
     scores = score_policy(spec, trees, settings)
-    rows = [{"tree_id": s.result.tree_id, "value": s.value, "quality": s.mean("quality"),
-             "attempts": s.mean("revealed"), "rounds": s.mean("rounds"),
-             "parallelism": s.mean("parallelism"),
-             "out_of_support": s.mean("out_of_support"), "stop": s.result.stop,
+    rows = [{"tree_id": s.result.tree_id, "value": s.value, "quality": s.quality,
+             "attempts": s.revealed, "rounds": s.rounds, "parallelism": s.parallelism,
+             "out_of_support": s.out_of_support, "stop": s.result.stop,
              "orders": len(s.replays), "tree_size": trees[i].size}
             for i, s in enumerate(scores)]
     return {"policy": spec.label(), "settings": settings.digest(),
             "charge_misses": settings.charge_misses, "pool_branches": pool, "trees": rows,
-            "mean": summary(scores), "excluded_runs": [r for r, _, _ in history.excluded]}
+            "mean": summary(scores).as_dict(),
+            "excluded_runs": [r for r, _, _ in history.excluded]}

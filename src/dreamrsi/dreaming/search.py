@@ -17,7 +17,8 @@ from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming.evaluate import ReplaySettings, mean_value, score_policy
 from dreamrsi.errors import ConfigError, PolicyError
-from dreamrsi.policies.registry import policy_class
+from dreamrsi.policies.params import Kind, Param, Scalar
+from dreamrsi.policies.registry import space
 
 logger = logging.getLogger(__name__)
 
@@ -41,9 +42,10 @@ def search_family(family: str, trees: Sequence[RecordedTree], settings: ReplaySe
     """Run one study over ``family``'s parameter space.
 
     Args:
-        family: A registered policy name with a ``SPACE``.
+        family: A registered policy name whose parameters are declared
+            (``policies.params``); its searched parameters span the study.
         trees: Training trees.
-        settings: Replay settings (W, K2, budget, objective).
+        settings: Replay settings (W, K2, budget, quality, weights of V).
         trials: Number of trials.
         seed: Sampler seed.
         keep: How many of the best distinct specs to return.
@@ -51,7 +53,7 @@ def search_family(family: str, trees: Sequence[RecordedTree], settings: ReplaySe
         scorer: Mean score of a spec over the training trees (default: mean V).
         fixed: Parameters left out of the search (a swept knob).
     """
-    space = {k: v for k, v in policy_class(family).SPACE.items() if k not in fixed}
+    searched = space(family).searched(tuple(fixed))
 
     def mean_v(spec: PolicySpec) -> float:
         return mean_value(score_policy(spec, trees, settings))
@@ -60,13 +62,14 @@ def search_family(family: str, trees: Sequence[RecordedTree], settings: ReplaySe
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(10, max(1, trials)))
     study = optuna.create_study(direction="maximize", sampler=sampler)
+    names = {p.name for p in searched}
     for params in start_from:
-        study.enqueue_trial({k: v for k, v in params.items() if k in space},
+        study.enqueue_trial({k: v for k, v in params.items() if k in names},
                             skip_if_exists=True)
-    scored: dict[str, tuple[PolicySpec, float]] = {}
+    scored: dict[PolicySpec, float] = {}
 
     def objective(trial: optuna.Trial) -> float:
-        params = {key: _suggest(trial, key, spec) for key, spec in space.items()}
+        params = {p.name: _suggest(trial, p) for p in searched}
         spec = PolicySpec(family, params)
         try:
             value = score(spec)
@@ -74,20 +77,25 @@ def search_family(family: str, trees: Sequence[RecordedTree], settings: ReplaySe
             # a combination the family rejects, or one that breaks the decision interface
             logger.info("trial %s of %s pruned: %s", trial.number, family, exc)
             raise optuna.TrialPruned() from None
-        scored.setdefault(spec.label(), (spec, value))
+        scored.setdefault(spec, value)
         return value
 
     study.optimize(objective, n_trials=trials)
-    ranked = sorted(scored.values(), key=lambda sv: -sv[1])
+    ranked = sorted(scored.items(), key=lambda sv: -sv[1])
     return FamilyResult(family, len(study.trials), tuple(ranked[:keep]))
 
 
-def _suggest(trial: optuna.Trial, key: str, spec: tuple[Any, ...]) -> Any:
-    kind = spec[0]
-    if kind == "int":
-        return trial.suggest_int(key, spec[1], spec[2])
-    if kind == "float":  # 4 significant digits keep labels readable and lose nothing real
-        return float(f"{trial.suggest_float(key, spec[1], spec[2]):.4g}")
-    if kind == "bool":
-        return trial.suggest_categorical(key, [False, True])
-    raise ValueError(f"unknown parameter kind {kind!r} for {key}")
+def _suggest(trial: optuna.Trial, param: Param) -> Scalar:
+    """Optuna's suggestion for one declared parameter."""
+    if param.kind in (Kind.BOOL, Kind.CHOICE):
+        choice = trial.suggest_categorical(param.name, list(param.values))
+        if choice is None:  # no declared value is None
+            raise ValueError(f"parameter {param.name} suggested None")
+        return choice
+    if param.search is None:
+        raise ValueError(f"parameter {param.name} is not searched")
+    low, high = param.search
+    if param.kind is Kind.INT:
+        return trial.suggest_int(param.name, int(low), int(high), log=param.log)
+    # 4 significant digits keep labels readable and lose nothing real
+    return float(f"{trial.suggest_float(param.name, low, high, log=param.log):.4g}")

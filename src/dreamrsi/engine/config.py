@@ -80,7 +80,7 @@ class RunConfig:
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict; :meth:`from_json` reads it back."""
         data = asdict(self)
-        data["policy"] = {"name": self.policy.name, "params": dict(self.policy.params)}
+        data["policy"] = self.policy.to_json()
         return data
 
     @classmethod
@@ -89,7 +89,7 @@ class RunConfig:
         values = dict(data)
         policy = values.pop("policy")
         plan = values.pop("plan", None)
-        return cls(policy=PolicySpec(policy["name"], policy.get("params", {})),
+        return cls(policy=PolicySpec.from_json(policy),
                    plan=None if plan is None else GridPlan(**plan), **values)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from dreamrsi.core.policy import Budget
 from dreamrsi.core.view import Branch, TreeView
 
@@ -37,3 +39,24 @@ def by_best(view: TreeView) -> list[Branch]:
     ranked = list(view.branch_stats())
     ranked.sort(key=lambda b: (b.best is None, -(b.best or 0.0)))
     return ranked
+
+
+def refine_then_open(view: TreeView, n: int, lengths: Iterable[int], branches: int) -> list[str]:
+    """Up to ``n`` nodes: the tips of unfinished chains first, in opening order, then the root
+    once for each branch still to open, up to ``branches`` branches in all.
+
+    The i-th branch is unfinished while it holds fewer than ``lengths[i]`` finished attempts
+    (``lost`` ones are retried); branches past the end of ``lengths`` are never refined (pass
+    ``itertools.repeat(length)`` for chains of one length). Fixed refinement, the ladder and
+    planned grids are this rule with different lengths.
+    """
+    batch: list[str] = []
+    if n <= 0:
+        return batch
+    for length, branch in zip(lengths, view.branch_stats(), strict=False):
+        if branch.finished < length:
+            batch.append(branch.tip)
+            if len(batch) >= n:
+                return batch
+    batch.extend([view.root_id] * max(0, min(branches - view.branch_count(), n - len(batch))))
+    return batch

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import TreeView
 from dreamrsi.policies._common import scale, slots
+from dreamrsi.policies.params import check_params, param
 
 
+@dataclass(eq=False)
 class AllocationScore:
     """Give the next attempts to the actions with the highest ``(ΔÔ + λÎ) / ĉ · ρ``.
 
@@ -28,14 +31,13 @@ class AllocationScore:
     """
 
     name = "allocation"
-    SPACE = {"lam": ("float", 0.0, 2.0), "fresh": ("float", 0.0, 1.0),
-             "max_branches": ("int", 1, 64)}
     KNOB = "lam"
+    lam: float = param(0.3, low=0.0, search=(0.0, 2.0))
+    fresh: float = param(0.5, search=(0.0, 1.0))
+    max_branches: int = param(16, low=1, search=(1, 64))
 
-    def __init__(self, lam: float = 0.3, fresh: float = 0.5, max_branches: int = 16) -> None:
-        if lam < 0 or max_branches < 1:
-            raise ValueError("lam must be >= 0 and max_branches >= 1")
-        self.lam, self.fresh, self.max_branches = lam, fresh, max_branches
+    def __post_init__(self) -> None:
+        check_params(self)
 
     def reset(self, context: PolicyContext) -> None:
         """Nothing to reset: decisions depend on the view alone."""

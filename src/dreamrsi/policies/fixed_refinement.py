@@ -8,11 +8,16 @@ no state: every decision is a function of the view, so replay and resume reprodu
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import repeat
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import TreeView
+from dreamrsi.policies._common import refine_then_open, slots
+from dreamrsi.policies.params import check_params, param
 
 
+@dataclass(eq=False)
 class FixedRefinement:
     """W independent branches from the root, each refined R times.
 
@@ -23,34 +28,16 @@ class FixedRefinement:
     """
 
     name = "fixed"
-    SPACE = {"branches": ("int", 1, 32), "refine": ("int", 0, 40)}
     KNOB = "refine"
+    branches: int = param(10, low=1, search=(1, 32))
+    refine: int = param(10, low=0, search=(0, 40))
 
-    def __init__(self, branches: int = 10, refine: int = 10) -> None:
-        if branches < 1:
-            raise ValueError(f"branches must be at least 1, got {branches}")
-        if refine < 0:
-            raise ValueError(f"refine must be non-negative, got {refine}")
-        self.branches = branches
-        self.refine = refine
+    def __post_init__(self) -> None:
+        check_params(self)
 
     def reset(self, context: PolicyContext) -> None:
         """Nothing to reset: decisions depend on the view alone."""
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Refine unfinished chains, then open new branches, up to W nodes."""
-        batch: list[str] = []
-        slots = budget.workers
-        if budget.attempts_left is not None:
-            slots = min(slots, budget.attempts_left)
-        if slots <= 0:
-            return batch
-        target = self.refine + 1
-        for branch in view.branch_stats():
-            if branch.finished < target:
-                batch.append(branch.tip)
-                if len(batch) >= slots:
-                    return batch
-        open_new = min(self.branches - view.branch_count(), slots - len(batch))
-        batch.extend([view.root_id] * max(0, open_new))
-        return batch
+        return refine_then_open(view, slots(budget), repeat(self.refine + 1), self.branches)

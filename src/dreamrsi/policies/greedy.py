@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import TreeView
 from dreamrsi.policies._common import by_best, slots
+from dreamrsi.policies.params import check_params, param
 
 
+@dataclass(eq=False)
 class GreedyBestFirst:
     """Open ``branches`` branches, then each round extend the ``top`` best branches.
 
@@ -18,14 +21,12 @@ class GreedyBestFirst:
     """
 
     name = "greedy"
-    SPACE = {"branches": ("int", 1, 32), "top": ("int", 0, 8)}
     KNOB = "branches"
+    branches: int = param(4, low=1, search=(1, 32))
+    top: int = param(0, low=0, search=(0, 8))
 
-    def __init__(self, branches: int = 4, top: int = 0) -> None:
-        if branches < 1 or top < 0:
-            raise ValueError("branches must be >= 1 and top >= 0")
-        self.branches = branches
-        self.top = top
+    def __post_init__(self) -> None:
+        check_params(self)
 
     def reset(self, context: PolicyContext) -> None:
         """Nothing to reset: decisions depend on the view alone."""

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import slots
+from dreamrsi.policies.params import check_params, param
 
 
 def _rank(branch: Branch) -> tuple[bool, float]:
@@ -15,6 +17,7 @@ def _rank(branch: Branch) -> tuple[bool, float]:
     return branch.best is None, -(branch.best or 0.0)
 
 
+@dataclass(eq=False)
 class SuccessiveHalving:
     """Open ``n0`` branches, give each ``r0`` attempts, keep the best ``1/eta``, give the
     survivors ``eta`` times more attempts, and so on until one branch is left.
@@ -36,15 +39,15 @@ class SuccessiveHalving:
     """
 
     name = "halving"
-    SPACE = {"n0": ("int", 2, 32), "r0": ("int", 1, 10), "eta": ("int", 2, 4),
-             "brackets": ("int", 1, 3), "finish": ("bool",)}
     KNOB = "r0"
+    n0: int = param(8, low=1, search=(2, 32))
+    r0: int = param(2, low=1, search=(1, 10))
+    eta: int = param(2, low=2, search=(2, 4))
+    brackets: int = param(1, low=1, search=(1, 3))
+    finish: bool = param(True)
 
-    def __init__(self, n0: int = 8, r0: int = 2, eta: int = 2, brackets: int = 1,
-                 finish: bool = True) -> None:
-        if n0 < 1 or r0 < 1 or eta < 2 or brackets < 1:
-            raise ValueError("need n0 >= 1, r0 >= 1, eta >= 2, brackets >= 1")
-        self.n0, self.r0, self.eta, self.brackets, self.finish = n0, r0, eta, brackets, finish
+    def __post_init__(self) -> None:
+        check_params(self)
         self._forget(None)
 
     def reset(self, context: PolicyContext) -> None:

@@ -9,10 +9,12 @@ policies alike; it is meant as a first policy (π_1) when the right depth is unk
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import slots
+from dreamrsi.policies._common import refine_then_open, slots
+from dreamrsi.policies.params import check_params, param
 
 
 def chain_lengths(longest: int, levels: int) -> tuple[int, ...]:
@@ -24,6 +26,7 @@ def chain_lengths(longest: int, levels: int) -> tuple[int, ...]:
     return tuple(-(-longest // 2**level) for level in range(levels) for _ in range(2**level))
 
 
+@dataclass(eq=False)
 class Ladder:
     """Open ``2**levels - 1`` branches, longest first, and refine each to its rung's length.
 
@@ -37,31 +40,18 @@ class Ladder:
     """
 
     name = "ladder"
-    SPACE = {"longest": ("int", 1, 200), "levels": ("int", 1, 6)}
     KNOB = "longest"
+    longest: int = param(64, low=1, search=(1, 200))
+    levels: int = param(3, low=1, high=10, search=(1, 6))
 
-    def __init__(self, longest: int = 64, levels: int = 3) -> None:
-        if longest < 1:
-            raise ValueError(f"longest must be at least 1, got {longest}")
-        if not 1 <= levels <= 10:
-            raise ValueError(f"levels must be between 1 and 10, got {levels}")
-        self.longest, self.levels = longest, levels
-        self._lengths = chain_lengths(longest, levels)
+    def __post_init__(self) -> None:
+        check_params(self)
+        self._lengths = chain_lengths(self.longest, self.levels)
 
     def reset(self, context: PolicyContext) -> None:
         """Nothing to reset: decisions depend on the view alone."""
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Refine unfinished chains, longest first, then open the next rungs' branches."""
-        n = slots(budget)
-        batch: list[str] = []
-        if n == 0:
-            return batch
-        for length, branch in zip(self._lengths, view.branch_stats(), strict=False):
-            if branch.finished < length:
-                batch.append(branch.tip)
-                if len(batch) >= n:
-                    return batch
-        missing = len(self._lengths) - view.branch_count()
-        batch.extend([view.root_id] * max(0, min(missing, n - len(batch))))
-        return batch
+        lengths = self._lengths
+        return refine_then_open(view, slots(budget), lengths, len(lengths))

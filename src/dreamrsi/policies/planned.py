@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import repeat
 
 from dreamrsi.core.policy import Budget, GridPlan, PlanContext, PolicyContext
 from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import slots
+from dreamrsi.policies._common import refine_then_open, slots
+from dreamrsi.policies.params import check_params, param
 
 
+@dataclass(eq=False)
 class PlannedGrid:
     """Plan ``branches × (refine + 1)`` before the episode, then run it as fixed refinement.
 
@@ -26,15 +30,13 @@ class PlannedGrid:
     """
 
     name = "planned"
-    SPACE = {"quantile": ("float", 0.0, 1.0), "stretch": ("float", 0.5, 2.0),
-             "min_branches": ("int", 1, 16)}
     KNOB = "stretch"
+    quantile: float = param(0.75, low=0.0, high=1.0, search=(0.0, 1.0))
+    stretch: float = param(1.0, low=0.0, low_open=True, search=(0.5, 2.0))
+    min_branches: int = param(1, low=1, search=(1, 16))
 
-    def __init__(self, quantile: float = 0.75, stretch: float = 1.0,
-                 min_branches: int = 1) -> None:
-        if not 0 <= quantile <= 1 or stretch <= 0 or min_branches < 1:
-            raise ValueError("need 0 <= quantile <= 1, stretch > 0, min_branches >= 1")
-        self.quantile, self.stretch, self.min_branches = quantile, stretch, min_branches
+    def __post_init__(self) -> None:
+        check_params(self)
         self._grid = GridPlan(1, 0, "not planned")
 
     def plan(self, context: PlanContext) -> GridPlan:
@@ -61,14 +63,6 @@ class PlannedGrid:
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Refine unfinished chains of the plan, then open its missing branches."""
-        n = slots(budget)
-        batch: list[str] = []
-        target = self._grid.refine_count + 1
-        for branch in view.branch_stats():
-            if len(batch) >= n:
-                return batch
-            if branch.finished < target:
-                batch.append(branch.tip)
-        batch += [view.root_id] * max(0, min(self._grid.branch_count - view.branch_count(),
-                                             n - len(batch)))
-        return batch
+        grid = self._grid
+        return refine_then_open(view, slots(budget), repeat(grid.refine_count + 1),
+                                grid.branch_count)

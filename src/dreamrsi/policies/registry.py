@@ -2,22 +2,21 @@
 
 Built-in policies map a name to ``"module:Class"`` and are imported only when used. Third-party
 packages add policies through the entry-point group ``dreamrsi.policies``. A policy is named by a
-spec string ``name`` or ``name:key=value,key=value``; values are converted to the type of the
-parameter's default in the class's constructor.
+spec string ``name`` or ``name:key=value,key=value``; values are converted to the types the
+family declares (``policies.params``; for a class that declares none, the types of its
+constructor's defaults).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-import inspect
-import math
-from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
 from dreamrsi.core.policy import Policy, PolicySpec
 from dreamrsi.errors import ConfigError
+from dreamrsi.policies.params import ParamSpace, space_of
 
 BUILTIN: dict[str, str] = {
     "fixed": "dreamrsi.policies.fixed_refinement:FixedRefinement",
@@ -62,10 +61,17 @@ def policy_class(name: str) -> type[Any]:
 
 
 def parse_spec(text: str) -> PolicySpec:
-    """Parse ``name`` or ``name:key=value,...`` into a spec with typed parameters.
+    """Parse ``name`` or ``name:key=value,...`` into a checked spec with typed parameters.
+
+    Values take the types the family declares (:func:`space`); the spec is then checked as
+    :func:`check_spec` does, so a spec string is refused here, at the edge, or never.
 
     >>> parse_spec("fixed:branches=4,refine=9").params["branches"]
     4
+
+    Raises:
+        ConfigError: An unknown family or parameter, a value of the wrong type, or one
+            outside what the family accepts.
     """
     name, _, rest = text.strip().partition(":")
     if not name:
@@ -77,36 +83,30 @@ def parse_spec(text: str) -> PolicySpec:
             raise ConfigError(f"bad policy parameter '{item}'", key="policy",
                               expected="key=value")
         raw[key.strip()] = value.strip()
-    return PolicySpec(name, _typed_params(name, raw))
+    spec = PolicySpec(name, space(name).coerce(name, raw))
+    check_spec(spec)
+    return spec
 
 
-def _typed_params(name: str, raw: Mapping[str, str]) -> dict[str, Any]:
-    signature = inspect.signature(policy_class(name).__init__)
-    params = {k: p for k, p in signature.parameters.items() if k != "self"}
-    typed: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key not in params:
-            raise ConfigError(f"policy '{name}' has no parameter '{key}'", key="policy",
-                              expected=f"one of {', '.join(params) or '(none)'}")
-        typed[key] = _coerce(name, key, value, params[key].default)
-    return typed
+def space(name: str) -> ParamSpace:
+    """The parameter space the family ``name`` declares.
+
+    Raises:
+        ConfigError: No policy has that name.
+    """
+    return space_of(policy_class(name))
 
 
-def _coerce(name: str, key: str, value: str, default: Any) -> Any:
-    kind = type(default) if default is not inspect.Parameter.empty else str
+def check_spec(spec: PolicySpec) -> None:
+    """Check a spec against its family's declared parameters, without building the policy.
+
+    Raises:
+        ConfigError: An unknown family or parameter, or a value the family does not accept.
+    """
     try:
-        if kind is bool:
-            if value.lower() not in ("true", "false", "1", "0"):
-                raise ValueError(value)
-            return value.lower() in ("true", "1")
-        typed = kind(value)
-        if isinstance(typed, float) and not math.isfinite(typed):  # no policy means nan, inf
-            raise ValueError(value)
-        return typed
-    except ValueError:
-        expected = "a finite float" if isinstance(default, float) else kind.__name__
-        raise ConfigError(f"policy '{name}': parameter '{key}' is '{value}'", key="policy",
-                          expected=expected) from None
+        space(spec.name).check(spec.params)
+    except ValueError as exc:
+        raise ConfigError(f"policy '{spec.label()}': {exc}", key="policy") from None
 
 
 def make_policy(spec: str | PolicySpec | Policy) -> Policy:

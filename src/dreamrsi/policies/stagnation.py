@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import by_best, scale, slots
+from dreamrsi.policies.params import check_params, param
 
 
+@dataclass(eq=False)
 class Stagnation:
     """Extend branches that still improve; open new ones when all have stalled; stop when the
     expected gain per attempt falls below a threshold.
@@ -27,18 +30,15 @@ class Stagnation:
     """
 
     name = "stagnation"
-    SPACE = {"patience": ("int", 1, 20), "initial": ("int", 0, 16),
-             "max_branches": ("int", 1, 64), "window": ("int", 5, 60),
-             "min_gain": ("float", 0.0, 0.02)}
     KNOB = "patience"
+    patience: int = param(5, low=1, search=(1, 20))
+    initial: int = param(0, low=0, search=(0, 16))
+    max_branches: int = param(32, low=1, search=(1, 64))
+    window: int = param(20, low=1, search=(5, 60))
+    min_gain: float = param(0.0, low=0.0, search=(0.0, 0.02))
 
-    def __init__(self, patience: int = 5, initial: int = 0, max_branches: int = 32,
-                 window: int = 20, min_gain: float = 0.0) -> None:
-        if patience < 1 or initial < 0 or max_branches < 1 or window < 1 or min_gain < 0:
-            raise ValueError("patience, max_branches and window must be >= 1; initial and "
-                             "min_gain >= 0")
-        self.patience, self.initial, self.max_branches = patience, initial, max_branches
-        self.window, self.min_gain = window, min_gain
+    def __post_init__(self) -> None:
+        check_params(self)
         self._seen = 0
         self._trace: list[float] = []
 

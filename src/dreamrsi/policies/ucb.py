@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import TreeView
 from dreamrsi.policies._common import gain, scale, slots
+from dreamrsi.policies.params import check_params, param
 
 
+@dataclass(eq=False)
 class UCBBranches:
     """Extend the branches with the highest upper confidence bound on their value.
 
@@ -26,16 +29,13 @@ class UCBBranches:
     """
 
     name = "ucb"
-    SPACE = {"c": ("float", 0.0, 3.0), "fresh": ("float", 0.0, 1.0),
-             "max_branches": ("int", 1, 64)}
     KNOB = "c"
+    c: float = param(0.5, low=0.0, search=(0.0, 3.0))
+    fresh: float = param(0.5, search=(0.0, 1.0))
+    max_branches: int = param(16, low=1, search=(1, 64))
 
-    def __init__(self, c: float = 0.5, fresh: float = 0.5, max_branches: int = 16) -> None:
-        if c < 0 or max_branches < 1:
-            raise ValueError("c must be >= 0 and max_branches >= 1")
-        self.c = c
-        self.fresh = fresh
-        self.max_branches = max_branches
+    def __post_init__(self) -> None:
+        check_params(self)
 
     def reset(self, context: PolicyContext) -> None:
         """Nothing to reset: decisions depend on the view alone."""

@@ -1,0 +1,172 @@
+"""The quality term of V: how good the best revealed score of a replay was.
+
+A mode is chosen once, as an object (:func:`parse_quality` reads its name at the edge: the
+command line, a stored dream), and carried in :class:`~dreamrsi.dreaming.evaluate.ReplaySettings`:
+
+- :class:`RankQuality` (``rank``, the default): the share of all valid scores recorded in the
+  history that the best revealed score reaches (1 for the history's best). Scale-free across
+  tasks, robust to outliers such as a poor seed, and the same yardstick for every tree, so a
+  small tree cannot look perfect just because little was recorded in it;
+- :class:`RarityQuality` (``rarity``): how rare the best revealed score is in the history, in
+  decades: ``log10((n + 1) / (above + 1))`` with ``n`` valid scores recorded and ``above`` of
+  them better. A score better than 90% of the history is worth 1, better than 99% is worth 2,
+  the history's best ``log10(n + 1)``. Rank compresses the top (99% and 99.9% differ by
+  0.009); rarity gives each tenfold rarer result the same step, for searches where the top is
+  the point;
+- :class:`RelativeQuality` (``relative``): per tree, 0 at its weakest valid score and 1 at
+  its best;
+- :class:`RawQuality` (``raw``): the normalised score itself, as in the paper's formula.
+
+``beta1`` and ``beta2`` are in the units of the chosen quality.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Protocol, runtime_checkable
+
+from dreamrsi.core.replay import RecordedTree, ReplayResult
+from dreamrsi.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class QualityScale:
+    """Every valid score of a history, sorted: the yardstick of ``rank`` and ``rarity``."""
+
+    scores: tuple[float, ...]
+
+    @classmethod
+    def of(cls, trees: Sequence[RecordedTree]) -> QualityScale:
+        """The scale of these trees' attempts (roots, the seed evaluated again, left out)."""
+        return cls(tuple(sorted(n.score for t in trees for n in t.nodes.values()
+                                if n.score is not None and n.parent_id is not None)))
+
+    def rank(self, score: float) -> float:
+        """Share of the recorded scores at or below ``score`` (0 with none recorded)."""
+        if not self.scores:
+            return 0.0
+        return bisect_right(self.scores, score) / len(self.scores)
+
+    def rarity(self, score: float) -> float:
+        """``log10((n + 1) / (above + 1))``: 0 below every recorded score, 1 above 90% of them
+        (for large n), ``log10(n + 1)`` at or above the best."""
+        n = len(self.scores)
+        above = n - bisect_right(self.scores, score)
+        return math.log10((n + 1) / (above + 1))
+
+
+@runtime_checkable
+class Quality(Protocol):
+    """How a replay's best revealed score becomes the quality term of V.
+
+    Attributes:
+        name: The mode's name, as the command line takes it and dreams store it.
+        scaled: Whether the mode measures against the history's scores (a
+            :class:`QualityScale`).
+    """
+
+    name: ClassVar[str]
+    scaled: ClassVar[bool]
+
+    def scored(self, result: ReplayResult, tree: RecordedTree,
+               scale: QualityScale | None) -> ReplayResult:
+        """``result`` with its quality in this mode (``scale``: the history's, when
+        :attr:`scaled`)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RawQuality:
+    """The best revealed (direction-normalised) score itself."""
+
+    name: ClassVar[str] = "raw"
+    scaled: ClassVar[bool] = False
+
+    def scored(self, result: ReplayResult, tree: RecordedTree,
+               scale: QualityScale | None) -> ReplayResult:
+        """The result as replay measured it."""
+        return result
+
+
+@dataclass(frozen=True, slots=True)
+class RelativeQuality:
+    """Per tree: 0 at the tree's weakest valid score, 1 at its best."""
+
+    name: ClassVar[str] = "relative"
+    scaled: ClassVar[bool] = False
+
+    def scored(self, result: ReplayResult, tree: RecordedTree,
+               scale: QualityScale | None) -> ReplayResult:
+        """The best revealed score between the tree's floor and best (1 when they meet)."""
+        floor, best = tree.floor, tree.best
+        if floor is None or best is None or best <= floor:
+            quality = 1.0 if best is not None else 0.0
+        else:
+            quality = (result.quality - floor) / (best - floor)
+        return with_quality(result, quality)
+
+
+@dataclass(frozen=True, slots=True)
+class RankQuality:
+    """The share of the history's valid scores the best revealed score reaches."""
+
+    name: ClassVar[str] = "rank"
+    scaled: ClassVar[bool] = True
+
+    def scored(self, result: ReplayResult, tree: RecordedTree,
+               scale: QualityScale | None) -> ReplayResult:
+        """The rank of the best revealed score (0 when nothing with a score was seen)."""
+        return with_quality(result, _measured(result, tree, scale, QualityScale.rank))
+
+
+@dataclass(frozen=True, slots=True)
+class RarityQuality:
+    """How rare the best revealed score is in the history, in decades."""
+
+    name: ClassVar[str] = "rarity"
+    scaled: ClassVar[bool] = True
+
+    def scored(self, result: ReplayResult, tree: RecordedTree,
+               scale: QualityScale | None) -> ReplayResult:
+        """The rarity of the best revealed score (0 when nothing with a score was seen)."""
+        return with_quality(result, _measured(result, tree, scale, QualityScale.rarity))
+
+
+QUALITIES: dict[str, Quality] = {q.name: q for q in (
+    RankQuality(), RarityQuality(), RelativeQuality(), RawQuality())}
+"""Every quality mode by name, the default first."""
+
+
+def parse_quality(name: str) -> Quality:
+    """The quality mode called ``name``.
+
+    >>> parse_quality("rarity")
+    RarityQuality()
+
+    Raises:
+        ConfigError: No mode has that name (the message lists them).
+    """
+    try:
+        return QUALITIES[name]
+    except KeyError:
+        raise ConfigError(f"unknown quality mode '{name}'", key="quality",
+                          expected=" | ".join(QUALITIES)) from None
+
+
+def with_quality(result: ReplayResult, quality: float) -> ReplayResult:
+    """``result`` with another quality, every other part kept."""
+    return ReplayResult(result.tree_id, quality, result.revealed, result.rounds,
+                        result.out_of_support, result.selections, result.stop, result.order,
+                        result.batch_sizes)
+
+
+def _measured(result: ReplayResult, tree: RecordedTree, scale: QualityScale | None,
+              measure: Callable[[QualityScale, float], float]) -> float:
+    if scale is None:
+        raise ValueError("a scaled quality mode needs the history's QualityScale")
+    if not result.revealed and tree.root.score is None:
+        return 0.0
+    return measure(scale, result.quality)
