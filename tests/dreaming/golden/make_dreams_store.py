@@ -1,7 +1,10 @@
 """Write ``dreams-v2.db``: a small store whose dreams the figures test replays.
 
-The file was made once, by the code as it stood before dreaming's modes became objects
-(commit b0e5179), with::
+The file was first made by the code as it stood before dreaming's modes became objects
+(commit b0e5179), which showed that change moved no figure. It was made again after the plan
+context stopped showing an episode its own branches lent back by pooling (issue 15, point 4):
+that fix changed only the ``planned`` family's rows, in the four pooled dreams, as it should.
+Made with::
 
     PYTHONPATH=src python tests/dreaming/golden/make_dreams_store.py OUT_DIR
 
