@@ -1,7 +1,7 @@
 """Dreams recorded by earlier code come out the same today: same policy, same scores.
 
-``golden/dreams-v2.db`` holds five runs of the toy task and seven dreams over them, recorded
-with varied settings by the code before dreaming's modes became objects (see
+``golden/dreams-v3.db`` holds five runs of the toy task and seven dreams over them, recorded
+with varied settings by the code of the day (see
 ``golden/make_dreams_store.py``). Each dream is rebuilt from its stored row alone (settings,
 incumbent, trees) and chosen again; the selection, its reason, every candidate's report row,
 every per-tree score and the cross-validation must equal what was stored, to the last bit.
@@ -25,7 +25,7 @@ from dreamrsi.dreaming.report import candidate_reports
 from dreamrsi.store.dreams import DreamRecord
 from dreamrsi.store.sqlite import SqliteRunStore
 
-GOLDEN = Path(__file__).parent / "golden" / "dreams-v2.db"
+GOLDEN = Path(__file__).parent / "golden" / "dreams-v3.db"
 DREAMS = 7
 
 

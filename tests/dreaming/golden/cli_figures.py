@@ -1,4 +1,4 @@
-"""Print what a set of dreaming commands answer on a copy of ``dreams-v2.db``, ids masked.
+"""Print what a set of dreaming commands answer on a copy of ``dreams-v3.db``, ids masked.
 
 Run it under two versions of the code and compare the outputs: equal outputs mean the same
 policies selected with the same scores and the same replay tables::
@@ -29,7 +29,7 @@ from tests.conftest import write_task  # noqa: E402
 
 from dreamrsi.cli.main import app  # noqa: E402
 
-GOLDEN = Path(__file__).parent / "dreams-v2.db"
+GOLDEN = Path(__file__).parent / "dreams-v3.db"
 COMMANDS: list[tuple[str, ...]] = [
     ("dream", "--trials", "48"),
     ("dream", "--trials", "48", "--quality", "rarity", "--select-on", "holdout"),

@@ -1,9 +1,10 @@
-"""Write ``dreams-v2.db``: a small store whose dreams the figures test replays.
+"""Write ``dreams-v3.db``: a small store whose dreams the figures test replays.
 
-The file was first made by the code as it stood before dreaming's modes became objects
-(commit b0e5179), which showed that change moved no figure. It was made again after the plan
-context stopped showing an episode its own branches lent back by pooling (issue 15, point 4):
-that fix changed only the ``planned`` family's rows, in the four pooled dreams, as it should.
+``dreams-v2.db`` was made by the code as it stood before dreaming's modes became objects
+(commit b0e5179): it showed that change moved no figure, and it keeps the old form of stored
+dream rows, which ``test_modes.py`` loads. ``dreams-v3.db`` was made after the plan context
+stopped showing an episode its own branches lent back by pooling (issue 15, point 4): against
+v2 that fix moved only the ``planned`` family's rows, in the four pooled dreams, as it should.
 Made with::
 
     PYTHONPATH=src python tests/dreaming/golden/make_dreams_store.py OUT_DIR
@@ -73,7 +74,7 @@ def main(out: Path) -> None:
             report = json.loads(cli("dream", str(task), *args))
             print(report["selected"], report["promoted"], report["reason"])
         out.mkdir(parents=True, exist_ok=True)
-        target = out / "dreams-v2.db"
+        target = out / "dreams-v3.db"
         shutil.copy(store / "store.db", target)
     with sqlite3.connect(target) as conn:
         conn.execute("PRAGMA journal_mode=DELETE")
