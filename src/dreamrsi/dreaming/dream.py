@@ -35,9 +35,9 @@ from dreamrsi.dreaming.select import Selection, select
 from dreamrsi.engine.config import MAX_SEED, check_int
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import BUILTIN, policy_class
+from dreamrsi.store.base import RunStore
 from dreamrsi.store.dreams import DreamRecord, PolicyScore, PolicyVersion
 from dreamrsi.store.ledger import Actor, LedgerEvent
-from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks.spec import Task
 
 SELECT_ON = ("train", "holdout")
@@ -168,7 +168,7 @@ class DreamReport:
         return next(c for c in self.candidates if c["version_id"] == vid)
 
 
-def dream(store: SqliteRunStore, task: Task, incumbent: PolicySpec,
+def dream(store: RunStore, task: Task, incumbent: PolicySpec,
           config: DreamConfig, history: History | None = None) -> DreamReport:
     """Dream over every recorded tree of ``task`` and select the next policy (``history``:
     those trees, when the caller has just loaded them).
@@ -374,7 +374,7 @@ def _with_values(scores: list[TreeScore], values: tuple[float, ...]) -> tuple[Tr
     return tuple(TreeScore(s.result, v, s.others) for s, v in zip(scores, values, strict=True))
 
 
-def _record(store: SqliteRunStore, task: Task, dream_id: str,
+def _record(store: RunStore, task: Task, dream_id: str,
             candidates: tuple[Candidate, ...], selection: Selection, report: DreamReport,
             events: tuple[LedgerEvent, ...],
             history: History) -> None:

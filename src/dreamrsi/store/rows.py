@@ -40,6 +40,9 @@ RUN_TABLE_COLUMNS = ("run_id", "task_digest", "task_name", "policy", "config", "
 """Every column of ``runs`` (``records.RUN_COLUMNS`` holds the immutable ones)."""
 ATTEMPT_COLUMNS = ("node_id", "run_id", "parent_id", "seq", "round", "parent_commit",
                    "started_at")
+RUN_MUTABLE = frozenset({"status", "stop_reason", "finished_at", "heartbeat_at", "pid",
+                         "elapsed_s"})
+"""The columns of ``runs`` that ``update_run`` may change."""
 LEDGER_COLUMNS = ("chain", "seq", "id", "run_id", "dream_id", "node_id", "t", "actor", "cmd",
                   "args", "exit", "commit_id", "artifacts", "parsed", "env_digest",
                   "duration_ms", "admissible", "belief_updates", "prev_hash", "hash")

@@ -55,6 +55,7 @@ from dreamrsi.store.records import (
 )
 from dreamrsi.store.rows import (
     LEDGER_COLUMNS,
+    RUN_MUTABLE,
     attempt_from_row,
     attempt_row,
     ledger_dict,
@@ -81,7 +82,6 @@ _REPLAY_COLUMNS = (
     "cpu_ms, tokens_in, tokens_out, money_usd, candidate_hash"
 )
 _EMPTY: Any = MappingProxyType({})
-_RUN_MUTABLE = {"status", "stop_reason", "finished_at", "heartbeat_at", "pid", "elapsed_s"}
 
 
 class SqliteRunStore(DreamTables, RecordAudit):
@@ -375,7 +375,7 @@ class SqliteRunStore(DreamTables, RecordAudit):
         return [run_from_row(r) for r in rows]
 
     def update_run(self, run_id: str, **changes: Any) -> None:
-        unknown = set(changes) - _RUN_MUTABLE
+        unknown = set(changes) - RUN_MUTABLE
         if unknown:
             raise ValueError(f"cannot change run fields {sorted(unknown)}")
         values = [v.value if isinstance(v, RunStatus) else v for v in changes.values()]
