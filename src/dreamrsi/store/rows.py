@@ -64,7 +64,7 @@ def with_affinity(row: Sequence[Any], affinity: str, table: str,
                   columns: Sequence[str]) -> tuple[Any, ...]:
     """``row`` as SQLite would store it in columns of ``affinity`` (see the module docstring):
     a boolean becomes an integer, an integer in a REAL column a float, a whole float in an
-    INTEGER column an integer, NaN nothing.
+    INTEGER column an integer, ``-0.0`` zero, NaN nothing.
 
     Raises:
         AlreadyRecorded: A ``NOT NULL`` column would hold nothing (what SQLite raises as a
@@ -86,7 +86,7 @@ def _converted(value: Any, kind: str) -> Any:
             return None
         if kind == "I" and value.is_integer() and -_INT64 <= value < _INT64:
             return int(value)
-        return value
+        return 0.0 if value == 0 else value  # SQLite keeps no negative zero
     if cls is bool or (cls is int and kind == "R"):
         return float(value) if kind == "R" else int(value)
     return value
