@@ -214,7 +214,8 @@ class RunStore(abc.ABC):
     @abc.abstractmethod
     def update_run(self, run_id: str, **changes: Any) -> None:
         """Change a run's mutable fields: status, stop_reason, finished_at, heartbeat_at,
-        pid, elapsed_s (``ValueError`` for any other; ``NotFound`` for an unknown run)."""
+        pid, elapsed_s (``ValueError`` for any other, or for none; ``NotFound`` for an unknown
+        run)."""
 
     # -- nodes and in-flight attempts ------------------------------------------------------
 

@@ -215,6 +215,8 @@ class MemoryRunStore(MemoryDreamTables, RecordAudit):
         unknown = set(changes) - RUN_MUTABLE
         if unknown:
             raise ValueError(f"cannot change run fields {sorted(unknown)}")
+        if not changes:
+            raise ValueError("no run fields to change")
         values = {k: v.value if isinstance(v, RunStatus) else v for k, v in changes.items()}
         with self._write():
             old = self._runs.get(run_id)
@@ -235,17 +237,18 @@ class MemoryRunStore(MemoryDreamTables, RecordAudit):
     def add_nodes(self, nodes: Sequence[Node]) -> None:
         if not nodes:
             return
+        encoded = [node_row(node) for node in nodes]  # every node encodes, or none is written
         with self._write():
             by_run: dict[str, list[LedgerEvent]] = {}
             t = now_iso()
-            for node in nodes:
-                row = self._insert_node(node)
+            for values in encoded:
+                row = self._insert_node(values)
                 by_run.setdefault(row[1], []).append(record_event("node", node_record(row), t=t))
             for run_id, events in by_run.items():
                 self._append(run_id, events, run_id, None)
 
-    def _insert_node(self, node: Node) -> tuple[Any, ...]:
-        row = with_affinity(node_row(node), NODE_AFFINITY, "nodes", NODE_COLUMNS)
+    def _insert_node(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        row = with_affinity(values, NODE_AFFINITY, "nodes", NODE_COLUMNS)
         node_id, run_id, seq = row[0], row[1], row[3]
         if node_id in self._nodes:
             raise AlreadyRecorded("UNIQUE constraint failed: nodes.node_id")

@@ -378,6 +378,8 @@ class SqliteRunStore(DreamTables, RecordAudit):
         unknown = set(changes) - RUN_MUTABLE
         if unknown:
             raise ValueError(f"cannot change run fields {sorted(unknown)}")
+        if not changes:
+            raise ValueError("no run fields to change")
         values = [v.value if isinstance(v, RunStatus) else v for v in changes.values()]
         sets = ", ".join(f"{k} = ?" for k in changes)
         with self._write() as conn:
