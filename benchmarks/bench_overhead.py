@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
-from dreamrsi.engine.run import work_root  # noqa: E402
+from dreamrsi.store.workfolder import work_folder_for  # noqa: E402
 
 PROPOSE = "python3 -c \"open('out.txt', 'w').write('x')\""
 EVALUATE = "python3 -c \"print('{\\\"score\\\": 1.0, \\\"valid\\\": true}')\""
@@ -96,7 +96,7 @@ def main() -> None:
         task = make_task(root)
         # the shell loop copies its folder where dreamrsi puts attempt folders (a tmpfs when
         # there is one), so both pay the same for creating and removing files
-        shell_work = work_root(root / "store-probe") / "shell"
+        shell_work = work_folder_for(root / "store-probe") / "shell"
         shell_work.mkdir(parents=True, exist_ok=True)
         try:
             for block in range(args.repeats):

@@ -22,6 +22,7 @@ LAYERS = {
     "engine": 4,
     "dreaming": 4,
     "cli": 5,
+    "testing": 5,
     "__init__": 6,
     "__main__": 6,
 }

@@ -25,7 +25,7 @@ from dreamrsi.errors import (
     StoreBusy,
     StoreError,
 )
-from dreamrsi.store import SqliteRunStore
+from dreamrsi.store import MemoryRunStore, RunStore, SqliteRunStore, open_store
 from dreamrsi.tasks import Task, load_task, resolve_task
 
 __version__ = "0.1.0"
@@ -39,6 +39,7 @@ __all__ = [
     "DreamError",
     "GridPlan",
     "LedgerError",
+    "MemoryRunStore",
     "Node",
     "NodeStatus",
     "NotFound",
@@ -47,6 +48,7 @@ __all__ = [
     "PolicySpec",
     "PolicyError",
     "RunConfig",
+    "RunStore",
     "RunSummary",
     "SandboxError",
     "SchemaVersionError",
@@ -57,6 +59,7 @@ __all__ = [
     "TreeView",
     "check_task",
     "load_task",
+    "open_store",
     "resolve_task",
     "resume_run",
     "start_run",

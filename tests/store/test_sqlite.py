@@ -37,8 +37,9 @@ from dreamrsi.store import (
     TaskRecord,
 )
 from dreamrsi.store.jsontext import dumps, dumps_pairs, dumps_strings
+from dreamrsi.store.jsontext import loads as _loads
 from dreamrsi.store.migrations import MIGRATIONS, SCHEMA_VERSION
-from dreamrsi.store.sqlite import DB_FILE, LOCK_FILE, _loads
+from dreamrsi.store.sqlite import DB_FILE, LOCK_FILE
 
 from .helpers import TASK, make_node, make_run, node_fields, table_rows
 

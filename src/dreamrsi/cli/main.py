@@ -37,8 +37,8 @@ from dreamrsi.engine import RunConfig, check_task, default_policy, queries, resu
 from dreamrsi.engine.config import MAX_INT, MAX_SEED
 from dreamrsi.errors import DreamError
 from dreamrsi.policies.registry import BUILTIN, parse_spec
+from dreamrsi.store import RunStore, open_store
 from dreamrsi.store.ledger import ChainHead
-from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks import builtin_tasks, load_task, resolve_task
 
 app = typer.Typer(
@@ -119,8 +119,8 @@ def _print_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
 
 
-def _reader(store: Path) -> SqliteRunStore:
-    return SqliteRunStore.open(store, writer=False)
+def _reader(store: Path) -> RunStore:
+    return open_store(store, writer=False)
 
 
 def _sigterm_as_interrupt() -> None:
@@ -164,7 +164,7 @@ def run(
                            wall_time_s=wall_time, max_tokens=max_tokens, max_cost_usd=max_cost,
                            seed=seed, policy=spec, isolation=isolation, target=target)
         loaded = resolve_task(task)
-        with SqliteRunStore.open(store, writer=True, holder=f"run {loaded.name}") as handle:
+        with open_store(store, writer=True, holder=f"run {loaded.name}") as handle:
             _sigterm_as_interrupt()
             summary = _drive(lambda obs: start_run(handle, loaded, config, obs), as_json,
                              budget)
@@ -178,7 +178,7 @@ def resume(run_id: RunArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = F
     """Continue a run that was killed or interrupted; in-flight attempts become `lost`."""
 
     def body() -> None:
-        with SqliteRunStore.open(store, writer=True, holder=f"resume {run_id}") as handle:
+        with open_store(store, writer=True, holder=f"resume {run_id}") as handle:
             _sigterm_as_interrupt()
             record = handle.get_run(run_id)
             summary = _drive(lambda obs: resume_run(handle, record.run_id, obs), as_json,
@@ -195,7 +195,7 @@ def _drive(start: Callable[[Any], Any], as_json: bool, budget: int | None) -> An
         return start(bar)
 
 
-def _finish(handle: SqliteRunStore, run_id: str, as_json: bool) -> None:
+def _finish(handle: RunStore, run_id: str, as_json: bool) -> None:
     summary = queries.run_summary(handle, handle.get_run(run_id))
     head = handle.chain_head(run_id)
     if as_json:
@@ -296,7 +296,7 @@ def dream_cmd(
                                     root_orders, charge_misses)
         config = _dream_config(trials, families, holdout, require_gain, seed, settings,
                                objective, pareto_lam, select_on, crossval, pool_branches)
-        with SqliteRunStore.open(store, writer=True, holder=f"dream {loaded.name}") as handle:
+        with open_store(store, writer=True, holder=f"dream {loaded.name}") as handle:
             incumbent, _ = dq.deployed_policy(handle, loaded)
             if workers is None:
                 config = replace(config, replay=replace(
@@ -361,7 +361,7 @@ def loop_cmd(
                                           settings, objective, pareto_lam, select_on,
                                           crossval, pool_branches),
                             warm_start, target, dream_first)
-        with SqliteRunStore.open(store, writer=True, holder=f"loop {loaded.name}") as handle:
+        with open_store(store, writer=True, holder=f"loop {loaded.name}") as handle:
             _sigterm_as_interrupt()
             observer = None if as_json else (
                 lambda r: _render.loop_round(console, r, handle.chain_head(r.run_id)))
@@ -598,8 +598,7 @@ def store_upgrade(store: StoreOpt = DEFAULT_STORE) -> None:
     """Apply pending schema migrations to a store."""
 
     def body() -> None:
-        with SqliteRunStore.open(store, writer=True, holder="store upgrade",
-                                 upgrade=True) as handle:
+        with open_store(store, writer=True, holder="store upgrade", upgrade=True) as handle:
             console.print(f"store {escape(str(store))} is at schema version "
                           f"{handle.schema_version}")
 

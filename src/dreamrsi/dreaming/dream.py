@@ -36,9 +36,9 @@ from dreamrsi.dreaming.splits import Side, Split, parse_split
 from dreamrsi.engine.config import MAX_SEED, check_int
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import BUILTIN, policy_class
+from dreamrsi.store.base import RunStore
 from dreamrsi.store.dreams import DreamRecord, PolicyScore, PolicyVersion
 from dreamrsi.store.ledger import Actor, LedgerEvent
-from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks.spec import Task
 
 
@@ -134,7 +134,7 @@ class DreamConfig:
             raise ConfigError(f"a stored dream config does not fit: {exc}") from None
 
 
-def dream(store: SqliteRunStore, task: Task, incumbent: PolicySpec,
+def dream(store: RunStore, task: Task, incumbent: PolicySpec,
           config: DreamConfig, history: History | None = None) -> DreamReport:
     """Dream over every recorded tree of ``task`` and select the next policy (``history``:
     those trees, when the caller has just loaded them).
@@ -303,7 +303,7 @@ def _studies(train: list[RecordedTree], incumbent: PolicySpec, config: DreamConf
     return events, specs, total
 
 
-def _record(store: SqliteRunStore, task: Task, choice: Choice, report: DreamReport,
+def _record(store: RunStore, task: Task, choice: Choice, report: DreamReport,
             history: History) -> None:
     """Store the versions, their per-tree scores, the ledger events and the outcome."""
     now, dream_id, selection = time.time(), report.dream_id, choice.selection

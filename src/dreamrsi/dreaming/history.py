@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.errors import ConfigError
-from dreamrsi.store.base import RunRecord
+from dreamrsi.store.base import RunRecord, RunStore
 from dreamrsi.store.integrity import check_tree
-from dreamrsi.store.sqlite import SqliteRunStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +43,7 @@ class History:
         return "sha256:" + h.hexdigest()
 
 
-def load_history(store: SqliteRunStore, task_name: str, task_digest: str,
+def load_history(store: RunStore, task_name: str, task_digest: str,
                  evaluator_digest: str, *, run_ids: Sequence[str] | None = None) -> History:
     """The trees of ``task_name`` recorded with the given digests.
 
@@ -79,7 +78,7 @@ def load_history(store: SqliteRunStore, task_name: str, task_digest: str,
     trees = []
     for run in keep:
         nodes = store.replay_nodes(run.run_id)
-        check_tree(store.root, run.run_id, nodes)
+        check_tree(store.location, run.run_id, nodes)
         if nodes:
             trees.append(RecordedTree.from_nodes(run.run_id, nodes, task_digest=task_digest,
                                                  evaluator_digest=evaluator_digest,

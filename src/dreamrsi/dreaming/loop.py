@@ -33,8 +33,8 @@ from dreamrsi.engine.config import (
 )
 from dreamrsi.engine.run import start_run
 from dreamrsi.errors import ConfigError
+from dreamrsi.store.base import RunStore
 from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
-from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks.spec import Task
 
 ARMS = ("dream", "fixed")
@@ -145,7 +145,7 @@ class LoopReport:
 RoundObserver = Callable[[RoundReport], None]
 
 
-def run_loop(store: SqliteRunStore, task: Task, config: LoopConfig,
+def run_loop(store: RunStore, task: Task, config: LoopConfig,
              observer: RoundObserver | None = None) -> LoopReport:
     """Run the loop to the end and return its report."""
     started = time.monotonic()
@@ -205,7 +205,7 @@ def run_loop(store: SqliteRunStore, task: Task, config: LoopConfig,
                       time.monotonic() - started, stop, _dream_summary(first))
 
 
-def _first_dream(store: SqliteRunStore, task: Task, initial: PolicySpec,
+def _first_dream(store: RunStore, task: Task, initial: PolicySpec,
                  config: LoopConfig) -> DreamReport | None:
     """The dream before round 1 (``dream_first``), or ``None`` without earlier trees."""
     if config.arm != "dream" or not config.dream_first:

@@ -10,11 +10,11 @@ from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy, summary
 from dreamrsi.dreaming.history import load_history, pool_branches
 from dreamrsi.engine.config import default_policy
 from dreamrsi.errors import ConfigError
-from dreamrsi.store.sqlite import SqliteRunStore
+from dreamrsi.store.base import RunStore
 from dreamrsi.tasks.spec import Task
 
 
-def deployed_policy(store: SqliteRunStore, task: Task) -> tuple[PolicySpec, str]:
+def deployed_policy(store: RunStore, task: Task) -> tuple[PolicySpec, str]:
     """The policy now deployed for ``task`` and where that comes from.
 
     The latest dream's choice (its selection when it promoted, else its incumbent); without a
@@ -32,13 +32,13 @@ def deployed_policy(store: SqliteRunStore, task: Task) -> tuple[PolicySpec, str]
     return default_policy(60, 1), "the default policy"
 
 
-def default_workers(store: SqliteRunStore, task: Task) -> int:
+def default_workers(store: RunStore, task: Task) -> int:
     """W of the task's latest run (2 without one)."""
     runs = store.list_runs(task.digest)
     return int(runs[-1].config.get("workers", 2)) if runs else 2
 
 
-def policy_rows(store: SqliteRunStore, task: Task) -> list[dict[str, Any]]:
+def policy_rows(store: RunStore, task: Task) -> list[dict[str, Any]]:
     """Every version of the task with lineage, parameters and its replay scores per dream."""
     rows = []
     for version in store.list_policies(task.digest):
@@ -62,7 +62,7 @@ def policy_rows(store: SqliteRunStore, task: Task) -> list[dict[str, Any]]:
     return rows
 
 
-def replay_rows(store: SqliteRunStore, task: Task, spec: PolicySpec,
+def replay_rows(store: RunStore, task: Task, spec: PolicySpec,
                 settings: ReplaySettings, pool: bool = True) -> dict[str, Any]:
     """One policy's replay of every comparable tree of the task (with ``pool``, each tree with
     the branches of the others of the same start appended, as a dream with

@@ -35,7 +35,7 @@ from dreamrsi.sandbox import (
     read_left_file,
     run_command,
 )
-from dreamrsi.store.blobs import BlobStore
+from dreamrsi.store.blobs import Blobs
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.tasks.spec import Task
 from dreamrsi.workspace.git import GitCall, GitFailed, WorkspaceRepo
@@ -110,7 +110,7 @@ class AttemptRunner:
         cancel: Set to stop every attempt in progress (their nodes become ``lost``).
     """
 
-    def __init__(self, task: Task, repo: WorkspaceRepo, blobs: BlobStore, work_root: Path,
+    def __init__(self, task: Task, repo: WorkspaceRepo, blobs: Blobs, work_root: Path,
                  isolation: IsolationMode, trusted: Path, deadline: float | None = None,
                  cancel: threading.Event | None = None) -> None:
         self.task = task

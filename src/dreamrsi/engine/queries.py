@@ -13,10 +13,9 @@ from typing import Any
 
 from dreamrsi.core.model import Direction, Node, best_node
 from dreamrsi.errors import NotFound
-from dreamrsi.store.base import RunRecord, RunStatus
+from dreamrsi.store.base import RunRecord, RunStatus, RunStore
 from dreamrsi.store.integrity import check_tree
-from dreamrsi.store.sqlite import SqliteRunStore
-from dreamrsi.workspace.git import GitCall, WorkspaceRepo, check_export_dest
+from dreamrsi.workspace.git import GitCall, check_export_dest
 
 STALE_AFTER_S = 30.0
 
@@ -30,7 +29,7 @@ def run_state(run: RunRecord) -> str:
     return "running" if alive and fresh else "stale"
 
 
-def run_summary(store: SqliteRunStore, run: RunRecord) -> dict[str, Any]:
+def run_summary(store: RunStore, run: RunRecord) -> dict[str, Any]:
     """One run: ids, state, policy, counts by node status, best score."""
     counts = store.counts(run.run_id)
     direction = _direction(store, run)
@@ -54,12 +53,12 @@ def run_summary(store: SqliteRunStore, run: RunRecord) -> dict[str, Any]:
     }
 
 
-def list_runs(store: SqliteRunStore) -> list[dict[str, Any]]:
+def list_runs(store: RunStore) -> list[dict[str, Any]]:
     """Every run of the store, oldest first."""
     return [run_summary(store, run) for run in store.list_runs()]
 
 
-def tree_rows(store: SqliteRunStore, run_id: str) -> list[dict[str, Any]]:
+def tree_rows(store: RunStore, run_id: str) -> list[dict[str, Any]]:
     """The nodes of a run, branch by branch, each with depth and duplicate marker.
 
     Raises:
@@ -83,7 +82,7 @@ def tree_rows(store: SqliteRunStore, run_id: str) -> list[dict[str, Any]]:
     return rows
 
 
-def best(store: SqliteRunStore, run_id: str) -> dict[str, Any]:
+def best(store: RunStore, run_id: str) -> dict[str, Any]:
     """The best node of a run (highest score, earliest on ties).
 
     Raises:
@@ -100,7 +99,7 @@ def best(store: SqliteRunStore, run_id: str) -> dict[str, Any]:
             "feedback": top.feedback}
 
 
-def export_best(store: SqliteRunStore, run_id: str, dest: Path) -> dict[str, Any]:
+def export_best(store: RunStore, run_id: str, dest: Path) -> dict[str, Any]:
     """Write the best node's workspace files into ``dest``: a new directory or an empty one
     (never a file, a symbolic link or a non-empty directory: nothing is overwritten).
 
@@ -109,13 +108,12 @@ def export_best(store: SqliteRunStore, run_id: str, dest: Path) -> dict[str, Any
     """
     check_export_dest(dest)
     info = best(store, run_id)
-    repo = WorkspaceRepo(store.root / "repo.git")
     calls: list[GitCall] = []
-    repo.export(info["commit"], dest, calls)
+    store.workspaces.export(info["commit"], dest, calls)
     return {**info, "exported_to": str(dest)}
 
 
-def ledger_chain(store: SqliteRunStore, name: str) -> str:
+def ledger_chain(store: RunStore, name: str) -> str:
     """The ledger chain of a run (id or unique prefix) or of a dream (its id), or a chain of
     that exact name whose run or dream is gone.
 
@@ -130,12 +128,12 @@ def ledger_chain(store: SqliteRunStore, name: str) -> str:
         except NotFound:
             if store.chain_head(name).length:
                 return name
-            raise NotFound(f"no run or dream '{name}' in the store at {store.root}") from None
+            raise NotFound(f"no run or dream '{name}' in the store at {store.location}") from None
 
 
-def _tree_nodes(store: SqliteRunStore, run: RunRecord) -> list[Node]:
+def _tree_nodes(store: RunStore, run: RunRecord) -> list[Node]:
     nodes = store.nodes(run.run_id)
-    check_tree(store.root, run.run_id, nodes)
+    check_tree(store.location, run.run_id, nodes)
     return nodes
 
 
@@ -177,7 +175,7 @@ def _ancestors(node: Node, by_id: dict[str, Node]) -> list[Node]:
     return out
 
 
-def _direction(store: SqliteRunStore, run: RunRecord) -> Direction:
+def _direction(store: RunStore, run: RunRecord) -> Direction:
     return Direction(store.get_task(run.task_digest).spec["direction"])
 
 

@@ -18,7 +18,6 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Protocol
 
 from dreamrsi.core.episode import EpisodeSettings, EpisodeState, StopReason, run_episode
@@ -31,17 +30,15 @@ from dreamrsi.engine.config import RunConfig
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, DreamError, StoreError
 from dreamrsi.policies.registry import make_policy
-from dreamrsi.store.base import InFlight, RunRecord, RunStatus, TaskRecord
+from dreamrsi.store.base import InFlight, RunRecord, RunStatus, RunStore, TaskRecord
 from dreamrsi.store.integrity import check_tree
 from dreamrsi.store.ledger import Actor, LedgerEvent
-from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks.spec import Task, load_task
-from dreamrsi.workspace.git import GitCall, WorkspaceRepo
+from dreamrsi.workspace.git import GitCall
 
 logger = logging.getLogger(__name__)
 
 _CONTEXT_FEEDBACK_CHARS = 2000
-_SHM_MIN_FREE = 2 << 30
 _CONTEXT_ANCESTORS = 50
 
 
@@ -89,34 +86,12 @@ def _recent(ancestors: list[Node]) -> list[Node]:
     return [ancestors[0], *ancestors[-_CONTEXT_ANCESTORS:]]
 
 
-def work_root(store_root: Path) -> Path:
-    """Where attempts' temporary folders go.
-
-    ``$DREAMRSI_WORK_DIR`` if set; else a folder in ``/dev/shm`` when that is a writable
-    tmpfs with at least 2 GiB free (attempt folders are created and removed many times a
-    second, which costs milliseconds per file on a journaling disk); else ``STORE/work``.
-    The folder is private to the store (named after its path) and emptied when a run starts.
-    """
-    override = os.environ.get("DREAMRSI_WORK_DIR")
-    if override:
-        return Path(override).absolute()
-    shm = Path("/dev/shm")
-    try:
-        usable = os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= _SHM_MIN_FREE
-    except OSError:
-        usable = False
-    if usable:
-        tag = hashlib.sha256(str(store_root).encode()).hexdigest()[:12]
-        return shm / f"dreamrsi-{tag}"
-    return store_root / "work"
-
-
 def new_run_id() -> str:
     """A short random run id such as ``r3f9a1c2b``."""
     return "r" + os.urandom(4).hex()
 
 
-def start_run(store: SqliteRunStore, task: Task, config: RunConfig,
+def start_run(store: RunStore, task: Task, config: RunConfig,
               observer: RunObserver | None = None, *, policy: Policy | None = None,
               attempts: Attempts | None = None) -> RunSummary:
     """Start a new run of ``task`` and drive it until a budget ends or the policy stops.
@@ -155,7 +130,7 @@ def start_run(store: SqliteRunStore, task: Task, config: RunConfig,
                     attempts).execute()
 
 
-def _plan(store: SqliteRunStore, task: Task, policy: Policy,
+def _plan(store: RunStore, task: Task, policy: Policy,
           config: RunConfig) -> GridPlan | None:
     """Ask a planning policy for its grid, from the task's earlier trees only."""
     if getattr(policy, "plan", None) is None:
@@ -165,7 +140,7 @@ def _plan(store: SqliteRunStore, task: Task, policy: Policy,
     return make_plan(policy, plan_context(task.name, config.workers, config.budget, trees))
 
 
-def resume_run(store: SqliteRunStore, run_id: str, observer: RunObserver | None = None, *,
+def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None, *,
                policy: Policy | None = None, attempts: Attempts | None = None) -> RunSummary:
     """Continue a run that stopped before its budget ended (killed, interrupted, failed).
 
@@ -195,7 +170,7 @@ def resume_run(store: SqliteRunStore, run_id: str, observer: RunObserver | None 
 class _Session:
     """One process driving one run (a start or a resume)."""
 
-    def __init__(self, store: SqliteRunStore, task: Task, config: RunConfig, policy: Policy,
+    def __init__(self, store: RunStore, task: Task, config: RunConfig, policy: Policy,
                  run: RunRecord, observer: RunObserver | None,
                  attempts: Attempts | None = None) -> None:
         self.store = store
@@ -204,7 +179,7 @@ class _Session:
         self.policy = policy
         self.run = run
         self.observer = observer
-        self.repo = WorkspaceRepo.open(store.root / "repo.git")
+        self.repo = store.workspaces
         self.cancel = threading.Event()
         self.started = time.monotonic()
         self.elapsed_before = run.elapsed_s
@@ -212,7 +187,7 @@ class _Session:
         if config.wall_time_s is not None:
             deadline = self.started + max(0.0, config.wall_time_s - self.elapsed_before)
         isolation = resolve_isolation(task, config.isolation)
-        self.work_root = work_root(store.root)
+        self.work_root = store.work_folder
         self.runner: Attempts = attempts or AttemptRunner(
             task, self.repo, store.blobs, self.work_root, isolation, self.work_root / "trusted",
             deadline, self.cancel)
@@ -347,7 +322,7 @@ class _Session:
         """The tree so far (the root evaluated first in a new run), and the counts a resumed
         episode carries on from: rounds played and attempts spent."""
         nodes = self.store.nodes(self.run.run_id)
-        check_tree(self.store.root, self.run.run_id, nodes)
+        check_tree(self.store.location, self.run.run_id, nodes)
         if not nodes:
             nodes = [self._evaluate_root()]
         view = TreeView(nodes[0])

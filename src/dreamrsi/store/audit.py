@@ -1,4 +1,7 @@
-"""Verification of a chain and of everything it records (a mixin of the SQLite store).
+"""Verification of a chain and of everything it records, shared by every backend.
+
+A backend subclasses :class:`RecordAudit` (a :class:`~dreamrsi.store.base.RunStore`) and
+provides its stored rows through three hooks; verification itself is the same for all.
 
 :meth:`RecordAudit.verify` checks, in this order, stopping at the first problem:
 
@@ -15,16 +18,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import abc
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
-from dreamrsi.store.blobs import BlobStore
-from dreamrsi.store.ledger import GENESIS, ChainHead, VerifyReport, verify_chain
+from dreamrsi.store.base import RunStore
+from dreamrsi.store.ledger import ChainHead, VerifyReport, verify_chain
 from dreamrsi.store.records import (
-    NODE_COLUMNS,
-    RUN_COLUMNS,
     ChainIndex,
     Problem,
     RecordRef,
@@ -34,30 +35,32 @@ from dreamrsi.store.records import (
     run_record,
     shown,
 )
-from dreamrsi.workspace.git import WorkspaceRepo
-
-_NODE_SELECT = f"SELECT {', '.join(NODE_COLUMNS)} FROM nodes WHERE run_id = ? ORDER BY seq"
-_RUN_SELECT = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE run_id = ?"
 
 
-class RecordAudit:
-    """Mixin: chain heads and whole-record verification. Needs the store's ``root``,
-    ``_blobs``, ``_tuples`` and ``_ledger_dicts``."""
+class RecordAudit(RunStore):
+    """A run store whose chains are verified from its stored rows (see the module docstring).
 
-    root: Path
-    _blobs: BlobStore
+    A backend provides :meth:`_ledger_dicts`, :meth:`_stored_run` and :meth:`_stored_nodes`,
+    plus the :class:`RunStore` methods ``chain_head``, ``blobs`` and ``workspaces``.
+    """
 
-    def _tuples(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _ledger_dicts(self, chain: str) -> Iterable[dict[str, Any]]:
+        """A chain's rows in stored seq order, each as the dict of its hashed fields plus
+        ``hash``, read without trusting them (``rows.ledger_dict``)."""
 
-    def _ledger_dicts(self, chain: str) -> Iterator[dict[str, Any]]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _stored_run(self, run_id: str) -> Sequence[Any] | None:
+        """The run's stored row in ``records.RUN_COLUMNS`` order, or ``None``."""
 
-    def chain_head(self, chain: str) -> ChainHead:
-        """The chain's length and last hash as the store records them (``0`` and 64 zeros for
-        a chain with no rows): what to keep outside the store for ``verify(chain, head)``."""
-        rows = self._tuples("SELECT length, head FROM chains WHERE chain = ?", (chain,))
-        return ChainHead(rows[0][0], rows[0][1]) if rows else ChainHead(0, GENESIS)
+    @abc.abstractmethod
+    def _stored_nodes(self, run_id: str) -> Iterable[Sequence[Any]]:
+        """The run's stored node rows in ``records.NODE_COLUMNS`` order, by seq."""
+
+    def verify_ledger(self, chain: str) -> VerifyReport:
+        """Verify a chain's rows alone: hashes, order and length."""
+        head = self.chain_head(chain)
+        return verify_chain(chain, self._ledger_dicts(chain), head.length or 0, head.hash)
 
     def verify(self, chain: str, head: ChainHead | None = None) -> VerifyReport:
         """Verify a chain and everything it records (see the module docstring).
@@ -95,8 +98,8 @@ class RecordAudit:
             bad = index.malformed
             return Problem(f"row {bad.seq} is a record row that holds no record", bad.seq,
                            bad.row_id)
-        rows = self._tuples(_RUN_SELECT, (chain,))
-        if not rows:
+        stored = self._stored_run(chain)
+        if stored is None:
             ref = index.runs[0] if index.runs else next(iter(index.nodes.values()), None)
             if ref is None:
                 return None  # not a run's chain (a dream's)
@@ -109,7 +112,7 @@ class RecordAudit:
             ref = index.runs[1]
             return Problem(f"run {chain} is recorded twice (rows {index.runs[0].seq} and "
                            f"{ref.seq})", ref.seq, ref.row_id)
-        return _difference(f"run {chain}", index.runs[0], run_record(rows[0]), None)
+        return _difference(f"run {chain}", index.runs[0], run_record(stored), None)
 
     def _node_problem(self, chain: str, index: ChainIndex, counts: _Counts) -> Problem | None:
         twice = index.repeated
@@ -117,7 +120,7 @@ class RecordAudit:
             return Problem(f"node {twice.record['node_id']} is recorded twice (again in row "
                            f"{twice.seq})", twice.seq, twice.row_id, str(twice.record["node_id"]))
         records = dict(index.nodes)
-        for row in self._tuples(_NODE_SELECT, (chain,)):
+        for row in self._stored_nodes(chain):
             node_id = str(row[0])
             found = records.pop(node_id, None)
             if found is None:
@@ -138,15 +141,16 @@ class RecordAudit:
 
     def _blob_problem(self, index: ChainIndex, counts: _Counts) -> Problem | None:
         for digest, (seq, row_id) in index.blobs.items():
-            problem = self._blobs.check(digest)
+            problem = self.blobs.check(digest)
             if problem is not None:
                 return Problem(f"blob {digest[:16]} named by row {seq} {problem}", seq, row_id)
         counts.blobs = len(index.blobs)
         return None
 
     def _commit_problem(self, index: ChainIndex, counts: _Counts) -> Problem | None:
-        repo = WorkspaceRepo(self.root / "repo.git")
-        problems, objects = repo.check_commits(index.commits)
+        if not index.commits:
+            return None
+        problems, objects = self.workspaces.check_commits(index.commits)
         for commit, (seq, row_id) in index.commits.items():
             if commit in problems:
                 return Problem(f"the workspace of commit {commit[:12]} named by row {seq} is "

@@ -1,13 +1,12 @@
-"""The run store: the durable record of tasks, runs, nodes and evidence.
+"""The run store: the seam between the services and the durable record.
 
-Thread safety and ownership: one process at a time writes a store (the engine of the run in
-progress), holding its writer lock, and writes only from the thread that opened it. Readers (the
-CLI, the dashboard) open their own handle and never block the writer. Recorded nodes and ledger
-rows are immutable: they are inserted once and never updated. Every write happens inside
-:meth:`RunStore.atomic`; a finished attempt (its node, its ledger rows, the removal of its
-in-flight marker) is one transaction. Writing a run or a node also appends its record to the
-run's ledger chain, in the same transaction, so that :meth:`RunStore.verify` can check the
-``runs`` and ``nodes`` rows against the chain.
+:class:`RunStore` is everything the engine, dreaming and the CLI use: tasks, runs, nodes,
+in-flight attempts, the evidence ledger, the dreaming tables, and the resources the store owns
+(its blobs, its git repository of workspaces, the folder where attempts run). Services are
+typed against it; only the code that opens a store names a backend
+(:func:`dreamrsi.store.open_store`, :class:`~dreamrsi.store.sqlite.SqliteRunStore`,
+:class:`~dreamrsi.store.memory.MemoryRunStore`). ``dreamrsi.testing.store_conformance`` holds
+the tests every backend passes.
 """
 
 from __future__ import annotations
@@ -17,11 +16,23 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 
 from dreamrsi.core.model import Node
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.store.ledger import ChainHead, LedgerEvent, LedgerRow, VerifyReport
+
+if TYPE_CHECKING:
+    from dreamrsi.store.blobs import Blobs
+    from dreamrsi.store.dreams import (
+        DreamRecord,
+        LoopRecord,
+        LoopRound,
+        PolicyScore,
+        PolicyVersion,
+    )
+    from dreamrsi.workspace.git import WorkspaceRepo
 
 
 class RunStatus(StrEnum):
@@ -96,16 +107,91 @@ class RunCounts:
 
 
 class RunStore(abc.ABC):
-    """Abstract store. See the module docstring for the threading and ownership contract."""
+    """The durable record of a project: what every backend stores and hands out.
+
+    **Who writes.** One writer at a time: the process driving a run, a dream or a loop (the
+    engine is the single writer), which opened the store for writing and, for a backend shared
+    between processes, holds its writer lock (a second writer fails at once with
+    ``StoreBusy``). It writes from the thread that opened the handle; a write from another
+    thread raises ``StoreError``, and so does a write through a handle opened read-only.
+    Readers (the CLI, the dashboard) open their own handle and never block the writer, nor are
+    they blocked by it: they see committed transactions only.
+
+    **Thread safety.** A handle is used from the thread that opened it. Attempts run on worker
+    threads, which touch only :attr:`blobs` and :attr:`workspaces` (both thread safe) and the
+    :attr:`work_folder`; the engine thread records what they return.
+
+    **Transactions.** Every write happens inside :meth:`atomic`, or is its own transaction.
+    Nested :meth:`atomic` blocks are savepoints: an exception rolls back to where the block
+    began (everything when it is the outermost one) and propagates. A finished attempt (its
+    ledger rows, its node, the end of its in-flight marker) is one transaction, committed
+    before the policy's next decision.
+
+    **Immutability.** Tasks, recorded nodes, ledger rows, blobs, policy versions and
+    workspace commits never change once written: a second write of the same node id (or seq
+    in its run), run id, dream id, loop id or event id raises ``AlreadyRecorded`` and changes
+    nothing; a second ``put_task`` or ``put_policy`` of the same id keeps the first. Only a
+    run's mutable fields (:meth:`update_run`), in-flight markers, a dream's outcome, a loop's
+    status and its rounds, and replay scores (replaced by dream, version and tree) change.
+
+    **Records.** :meth:`create_run` and :meth:`add_node` also append the run's or the node's
+    record to the run's ledger chain in the same transaction (``dreamrsi.store.records``), so
+    that :meth:`verify` can check the stored run and nodes against the chain.
+    """
+
+    # -- resources -------------------------------------------------------------------------
+
+    @property
+    @abc.abstractmethod
+    def location(self) -> str:
+        """Where the store is, for messages (``the store at LOCATION``)."""
+
+    @property
+    @abc.abstractmethod
+    def blobs(self) -> Blobs:
+        """The store's content-addressed bytes (thread safe)."""
+
+    @property
+    @abc.abstractmethod
+    def workspaces(self) -> WorkspaceRepo:
+        """The git repository of every node's workspace (thread safe); a writer's is created
+        when first asked for."""
+
+    @property
+    @abc.abstractmethod
+    def work_folder(self) -> Path:
+        """The folder where attempts' temporary folders go (private to this store; the
+        engine empties it when a run starts and removes it when the run stops)."""
+
+    @property
+    @abc.abstractmethod
+    def schema_version(self) -> int:
+        """The version of the store's schema (``dreamrsi.store.migrations``)."""
 
     @abc.abstractmethod
     def atomic(self) -> AbstractContextManager[None]:
-        """A transaction; nested calls are savepoints. Rolls back on exception."""
+        """A transaction; nested calls are savepoints. Rolls back on exception.
 
-    # tasks and runs
+        Raises:
+            StoreError: The handle is read-only, or used from another thread.
+        """
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the store's resources (and its writer lock, if held)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- tasks and runs --------------------------------------------------------------------
+
     @abc.abstractmethod
     def put_task(self, task: TaskRecord) -> None:
-        """Record a task (idempotent on its digest)."""
+        """Record a task (idempotent on its digest: the first record is kept); a task without
+        a creation time gets the current time."""
 
     @abc.abstractmethod
     def get_task(self, digest: str) -> TaskRecord:
@@ -113,12 +199,13 @@ class RunStore(abc.ABC):
 
     @abc.abstractmethod
     def create_run(self, run: RunRecord) -> None:
-        """Record a new run, and its record in its chain (``AlreadyRecorded`` if the id
-        exists)."""
+        """Record a new run of a recorded task, and its record as the first row of its chain
+        (``AlreadyRecorded`` if the id exists or the task is not recorded)."""
 
     @abc.abstractmethod
     def get_run(self, run_id: str) -> RunRecord:
-        """The run with this id or unique id prefix (``NotFound`` otherwise)."""
+        """The run with this id or unique id prefix (``NotFound`` otherwise; ``ConfigError``
+        for an empty or ambiguous prefix)."""
 
     @abc.abstractmethod
     def list_runs(self, task_digest: str | None = None) -> list[RunRecord]:
@@ -127,17 +214,28 @@ class RunStore(abc.ABC):
     @abc.abstractmethod
     def update_run(self, run_id: str, **changes: Any) -> None:
         """Change a run's mutable fields: status, stop_reason, finished_at, heartbeat_at,
-        pid, elapsed_s."""
+        pid, elapsed_s (``ValueError`` for any other, or for none; ``NotFound`` for an unknown
+        run)."""
 
-    # nodes and in-flight attempts
+    # -- nodes and in-flight attempts ------------------------------------------------------
+
     @abc.abstractmethod
     def add_node(self, node: Node) -> None:
-        """Record a finished node, and its record in its run's chain (``AlreadyRecorded`` if
-        its id or seq exists)."""
+        """Record a finished node of a recorded run, and its record in the run's chain
+        (``AlreadyRecorded`` if its id, or its seq in the run, exists)."""
+
+    @abc.abstractmethod
+    def add_nodes(self, nodes: Sequence[Node]) -> None:
+        """Record many nodes as :meth:`add_node` does, in one transaction (all or none)."""
 
     @abc.abstractmethod
     def nodes(self, run_id: str) -> list[Node]:
-        """Every recorded node of a run, by seq."""
+        """Every recorded node of a run, by seq (empty for an unknown run)."""
+
+    @abc.abstractmethod
+    def replay_nodes(self, run_id: str) -> list[Node]:
+        """The nodes of a run with only the fields a policy decides on, by seq: feedback,
+        metrics, artifacts, evidence and commit empty, ``created_at`` 0."""
 
     @abc.abstractmethod
     def get_node(self, node_id: str) -> Node:
@@ -145,21 +243,22 @@ class RunStore(abc.ABC):
 
     @abc.abstractmethod
     def counts(self, run_id: str) -> RunCounts:
-        """Nodes of a run by status, and its best node."""
+        """Nodes of a run by status, and its best node (highest score, lowest seq on ties)."""
 
     @abc.abstractmethod
     def start_attempts(self, attempts: Sequence[InFlight]) -> None:
-        """Mark attempts as in flight."""
+        """Mark attempts as in flight (``AlreadyRecorded`` if one is already marked)."""
 
     @abc.abstractmethod
     def finish_attempt(self, node_id: str) -> None:
-        """Clear an attempt's in-flight marker."""
+        """Clear an attempt's in-flight marker (clearing a missing one is harmless)."""
 
     @abc.abstractmethod
     def in_flight(self, run_id: str) -> list[InFlight]:
-        """Attempts of a run still marked in flight."""
+        """Attempts of a run still marked in flight, by seq."""
 
-    # ledger
+    # -- ledger ----------------------------------------------------------------------------
+
     @abc.abstractmethod
     def append_ledger(
         self,
@@ -169,11 +268,17 @@ class RunStore(abc.ABC):
         run_id: str | None = None,
         dream_id: str | None = None,
     ) -> list[LedgerRow]:
-        """Chain and store events at the end of ``chain``; return the stored rows."""
+        """Chain and store events at the end of ``chain``; return the stored rows
+        (``AlreadyRecorded`` if an event id exists; ``ValueError`` for NaN or infinity)."""
 
     @abc.abstractmethod
     def ledger(self, chain: str) -> Iterator[LedgerRow]:
-        """The rows of a chain, in order."""
+        """The rows of a chain, in order, as they read back from storage."""
+
+    @abc.abstractmethod
+    def chain_head(self, chain: str) -> ChainHead:
+        """The chain's length and last hash (``0`` and 64 zeros for an empty chain), to keep
+        outside the store."""
 
     @abc.abstractmethod
     def verify_ledger(self, chain: str) -> VerifyReport:
@@ -186,19 +291,81 @@ class RunStore(abc.ABC):
         the blobs and workspace commits the rows name, and ``head`` (a head kept outside the
         store) against the chain."""
 
-    @abc.abstractmethod
-    def chain_head(self, chain: str) -> ChainHead:
-        """The chain's length and last hash, to keep outside the store."""
+    # -- blobs -----------------------------------------------------------------------------
 
-    # blobs
-    @abc.abstractmethod
     def put_blob(self, data: bytes) -> str:
         """Store bytes by content; return the hex SHA-256."""
+        return self.blobs.put(data)
 
-    @abc.abstractmethod
     def get_blob(self, digest: str) -> bytes:
         """Bytes stored under a digest (``NotFound`` otherwise)."""
+        return self.blobs.get(digest)
+
+    # -- dreaming: policy versions, dreams, replay scores ----------------------------------
 
     @abc.abstractmethod
-    def close(self) -> None:
-        """Release the store's resources (and its writer lock, if held)."""
+    def put_policy(self, version: PolicyVersion) -> None:
+        """Record a policy version (idempotent on its id: the first lineage is kept)."""
+
+    @abc.abstractmethod
+    def get_policy(self, version_id: str) -> PolicyVersion:
+        """The version with this id or unique id prefix (``NotFound``; ``ConfigError`` when
+        ambiguous)."""
+
+    @abc.abstractmethod
+    def list_policies(self, task_digest: str) -> list[PolicyVersion]:
+        """Every version recorded for a task, oldest first (then by id)."""
+
+    @abc.abstractmethod
+    def create_dream(self, dream: DreamRecord) -> None:
+        """Record the start of a dream (``AlreadyRecorded`` if its id exists)."""
+
+    @abc.abstractmethod
+    def finish_dream(self, dream_id: str, *, selected: str, promoted: bool,
+                     report: Mapping[str, Any], finished_at: float) -> None:
+        """Record a dream's outcome (nothing happens for an unknown dream)."""
+
+    @abc.abstractmethod
+    def get_dream(self, dream_id: str) -> DreamRecord:
+        """The dream with this id (``NotFound`` otherwise)."""
+
+    @abc.abstractmethod
+    def list_dreams(self, task_digest: str) -> list[DreamRecord]:
+        """Every dream of a task, oldest first."""
+
+    @abc.abstractmethod
+    def add_scores(self, scores: Sequence[PolicyScore]) -> None:
+        """Record replay scores of recorded dreams and versions, replacing any with the same
+        dream, version and tree."""
+
+    @abc.abstractmethod
+    def scores(self, *, version_id: str | None = None,
+               dream_id: str | None = None) -> list[PolicyScore]:
+        """Replay scores, filtered by version and/or dream, by dream, version and tree."""
+
+    # -- dreaming: recursive loops ---------------------------------------------------------
+
+    @abc.abstractmethod
+    def create_loop(self, loop: LoopRecord) -> None:
+        """Record a new loop (``AlreadyRecorded`` if its id exists)."""
+
+    @abc.abstractmethod
+    def set_loop_status(self, loop_id: str, status: str) -> None:
+        """Change a loop's status (nothing happens for an unknown loop)."""
+
+    @abc.abstractmethod
+    def add_loop_round(self, entry: LoopRound) -> None:
+        """Record a round of a recorded loop, replacing one with the same number."""
+
+    @abc.abstractmethod
+    def get_loop(self, loop_id: str) -> LoopRecord:
+        """The loop with this id or unique prefix (``NotFound``; ``ConfigError`` when
+        ambiguous)."""
+
+    @abc.abstractmethod
+    def loop_rounds(self, loop_id: str) -> list[LoopRound]:
+        """The rounds of a loop, in order."""
+
+    @abc.abstractmethod
+    def list_loops(self, task_digest: str | None = None) -> Iterator[LoopRecord]:
+        """Loops, oldest first (all, or of one task)."""

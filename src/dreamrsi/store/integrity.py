@@ -42,9 +42,9 @@ def tree_problem(nodes: Sequence[Node]) -> str | None:
     return None
 
 
-def check_tree(root: Path, run_id: str, nodes: Sequence[Node]) -> None:
-    """Raise unless ``nodes`` (the nodes of run ``run_id`` of the store at ``root``) form one
-    tree.
+def check_tree(location: str | Path, run_id: str, nodes: Sequence[Node]) -> None:
+    """Raise unless ``nodes`` (the nodes of run ``run_id`` of the store at ``location``, as
+    ``RunStore.location`` names it) form one tree.
 
     Raises:
         StoreError: A node's parent is missing or recorded after it, the root is missing,
@@ -52,6 +52,6 @@ def check_tree(root: Path, run_id: str, nodes: Sequence[Node]) -> None:
     """
     problem = tree_problem(nodes)
     if problem:
-        raise StoreError(f"the store at {root} is inconsistent: run {run_id} {problem} (its "
+        raise StoreError(f"the store at {location} is inconsistent: run {run_id} {problem} (its "
                          "database was edited or damaged; `dreamrsi ledger verify "
                          f"{run_id}` checks the evidence ledger)")

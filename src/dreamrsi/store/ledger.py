@@ -280,7 +280,7 @@ class ChainHead(NamedTuple):
 class VerifyReport:
     """Outcome of verifying one chain: ``ok``, rows checked, and the first problem if any.
 
-    :meth:`~dreamrsi.store.sqlite.SqliteRunStore.verify` also fills in what it checked beyond
+    :meth:`~dreamrsi.store.base.RunStore.verify` also fills in what it checked beyond
     the rows: ``node_id`` and ``field`` name a node that differs from its record; ``nodes``
     (of which ``anchored`` were recorded by a store upgrade), ``blobs``, ``commits`` and
     git ``objects`` count what was found intact; ``head`` is the chain's own head, and

@@ -14,18 +14,17 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import gc
-import json
 import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from dreamrsi.core.model import Artifact, Cost, Node, NodeStatus
-from dreamrsi.core.policy import PolicySpec
+from dreamrsi.core.model import Cost, Node, NodeStatus
 from dreamrsi.errors import (
     AlreadyRecorded,
     ConfigError,
@@ -35,21 +34,16 @@ from dreamrsi.errors import (
     StoreError,
 )
 from dreamrsi.store.audit import RecordAudit
-from dreamrsi.store.base import InFlight, RunCounts, RunRecord, RunStatus, RunStore, TaskRecord
+from dreamrsi.store.base import InFlight, RunCounts, RunRecord, RunStatus, TaskRecord
 from dreamrsi.store.blobs import BlobStore
 from dreamrsi.store.dreams import DreamTables
-from dreamrsi.store.jsontext import dumps, dumps_pairs, dumps_strings
-from dreamrsi.store.jsontext import loads as _loads
 from dreamrsi.store.ledger import (
     GENESIS,
-    Actor,
-    EventJson,
+    ChainHead,
     LedgerEvent,
     LedgerRow,
-    VerifyReport,
     chain_encoded,
     now_iso,
-    verify_chain,
 )
 from dreamrsi.store.migrations import MIGRATIONS, RECORDS_VERSION, SCHEMA_VERSION
 from dreamrsi.store.records import (
@@ -59,25 +53,38 @@ from dreamrsi.store.records import (
     record_event,
     run_record,
 )
+from dreamrsi.store.rows import (
+    LEDGER_COLUMNS,
+    RUN_MUTABLE,
+    attempt_from_row,
+    attempt_row,
+    ledger_dict,
+    ledger_from_row,
+    ledger_row,
+    node_from_row,
+    node_row,
+    run_from_row,
+    run_row,
+    task_from_row,
+    task_row,
+)
+from dreamrsi.store.workfolder import work_folder_for
+from dreamrsi.workspace.git import WorkspaceRepo
 
 DB_FILE = "store.db"
 LOCK_FILE = "writer.lock"
 
 _NODE_COLUMNS = ", ".join(NODE_COLUMNS)
 _RUN_COLUMNS = ", ".join(RUN_COLUMNS)
-_LEDGER_COLUMNS = (
-    "chain, seq, id, run_id, dream_id, node_id, t, actor, cmd, args, exit, commit_id, "
-    "artifacts, parsed, env_digest, duration_ms, admissible, belief_updates, prev_hash, hash"
-)
+_LEDGER_COLUMNS = ", ".join(LEDGER_COLUMNS)
 _REPLAY_COLUMNS = (
     "node_id, parent_id, seq, round, status, valid, score, raw_score, plan, wall_ms, "
     "cpu_ms, tokens_in, tokens_out, money_usd, candidate_hash"
 )
 _EMPTY: Any = MappingProxyType({})
-_RUN_MUTABLE = {"status", "stop_reason", "finished_at", "heartbeat_at", "pid", "elapsed_s"}
 
 
-class SqliteRunStore(DreamTables, RecordAudit, RunStore):
+class SqliteRunStore(DreamTables, RecordAudit):
     """A run store in a directory (see the module docstring).
 
     Open it with :meth:`open`. A writer holds an exclusive lock on the directory for as long as
@@ -217,10 +224,29 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
             events += [record_event("node", node_record(n), anchored=True) for n in nodes]
             self._append(conn, run[0], events, run[0], None)
 
+    # -- resources -------------------------------------------------------------------------
+
+    @property
+    def location(self) -> str:
+        """The store directory."""
+        return str(self.root)
+
     @property
     def blobs(self) -> BlobStore:
-        """The store's content-addressed files (safe to use from worker threads)."""
+        """The store's content-addressed files, under ``blobs/`` (thread safe)."""
         return self._blobs
+
+    @cached_property
+    def workspaces(self) -> WorkspaceRepo:
+        """The bare git repository ``repo.git`` (created for a writer when first asked for;
+        a reader never writes it)."""
+        git_dir = self.root / "repo.git"
+        return WorkspaceRepo.open(git_dir) if self.writer else WorkspaceRepo(git_dir)
+
+    @property
+    def work_folder(self) -> Path:
+        """Where attempts run (:func:`~dreamrsi.store.workfolder.work_folder_for`)."""
+        return work_folder_for(self.root)
 
     @property
     def schema_version(self) -> int:
@@ -234,12 +260,6 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
-
-    def __enter__(self) -> SqliteRunStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- transactions ----------------------------------------------------------------------
 
@@ -310,16 +330,13 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
     def put_task(self, task: TaskRecord) -> None:
         with self._write() as conn:
             conn.execute("INSERT OR IGNORE INTO tasks VALUES (?, ?, ?, ?, ?)",
-                         (task.digest, task.name, task.evaluator_digest, dumps(task.spec),
-                          task.created_at or time.time()))
+                         task_row(task, task.created_at or time.time()))
 
     def get_task(self, digest: str) -> TaskRecord:
         rows = self._query("SELECT * FROM tasks WHERE digest = ?", (digest,))
         if not rows:
             raise NotFound(f"no task with digest {digest}")
-        r = rows[0]
-        return TaskRecord(r["digest"], r["name"], r["evaluator_digest"], json.loads(r["spec"]),
-                          r["created_at"])
+        return task_from_row(rows[0])
 
     def create_run(self, run: RunRecord) -> None:
         """Record a new run and, in the same transaction, its record as the first row of its
@@ -328,11 +345,7 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
             conn.execute(
                 "INSERT INTO runs (run_id, task_digest, task_name, policy, config, seed, status,"
                 " stop_reason, created_at, finished_at, heartbeat_at, pid, elapsed_s) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run.run_id, run.task_digest, run.task_name,
-                 dumps({"name": run.policy.name, "params": dict(run.policy.params)}),
-                 dumps(run.config), run.seed, run.status.value, run.stop_reason, run.created_at,
-                 run.finished_at, run.heartbeat_at, run.pid, run.elapsed_s))
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", run_row(run))
             stored = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?",
                                   (run.run_id,)).fetchone()
             self._append(conn, run.run_id, [record_event("run", run_record(stored))],
@@ -351,7 +364,7 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
         if len(rows) > 1:
             raise ConfigError(f"run id prefix '{run_id}' is ambiguous", key="RUN",
                               expected="more characters of the run id")
-        return _run_from_row(rows[0])
+        return run_from_row(rows[0])
 
     def list_runs(self, task_digest: str | None = None) -> list[RunRecord]:
         if task_digest is None:
@@ -359,12 +372,14 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
         else:
             rows = self._query("SELECT * FROM runs WHERE task_digest = ? ORDER BY created_at",
                                (task_digest,))
-        return [_run_from_row(r) for r in rows]
+        return [run_from_row(r) for r in rows]
 
     def update_run(self, run_id: str, **changes: Any) -> None:
-        unknown = set(changes) - _RUN_MUTABLE
+        unknown = set(changes) - RUN_MUTABLE
         if unknown:
             raise ValueError(f"cannot change run fields {sorted(unknown)}")
+        if not changes:
+            raise ValueError("no run fields to change")
         values = [v.value if isinstance(v, RunStatus) else v for v in changes.values()]
         sets = ", ".join(f"{k} = ?" for k in changes)
         with self._write() as conn:
@@ -387,7 +402,7 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
         with self._write(several=True) as conn, _gc_paused():
             last = conn.execute("SELECT max(rowid) FROM nodes").fetchone()[0] or 0
             conn.executemany(f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({_marks(22)})",
-                             [_node_to_row(n) for n in nodes])
+                             [node_row(n) for n in nodes])
             stored = conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE rowid > ? "
                                   "ORDER BY rowid", (last,)).fetchall()
             if len(stored) != len(nodes):
@@ -404,7 +419,7 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
         with _gc_paused():
             rows = self._tuples(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE run_id = ? "
                                 "ORDER BY seq", (run_id,))
-            return [_node_from_row(r) for r in rows]
+            return [node_from_row(r) for r in rows]
 
     def replay_nodes(self, run_id: str) -> list[Node]:
         """The nodes of a run with the fields a policy decides on, by seq: ids, parent, round,
@@ -428,7 +443,7 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
         rows = self._tuples(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE node_id = ?", (node_id,))
         if not rows:
             raise NotFound(f"no node '{node_id}'")
-        return _node_from_row(rows[0])
+        return node_from_row(rows[0])
 
     def counts(self, run_id: str) -> RunCounts:
         by_status = {r[0]: r[1] for r in self._query(
@@ -441,19 +456,16 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
 
     def start_attempts(self, attempts: Sequence[InFlight]) -> None:
         with self._write(several=len(attempts) > 1) as conn:
-            conn.executemany(
-                "INSERT INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(a.node_id, a.run_id, a.parent_id, a.seq, a.round, a.parent_commit,
-                  a.started_at) for a in attempts])
+            conn.executemany("INSERT INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             [attempt_row(a) for a in attempts])
 
     def finish_attempt(self, node_id: str) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM attempts WHERE node_id = ?", (node_id,))
 
     def in_flight(self, run_id: str) -> list[InFlight]:
-        rows = self._query("SELECT * FROM attempts WHERE run_id = ? ORDER BY seq", (run_id,))
-        return [InFlight(r["node_id"], r["run_id"], r["parent_id"], r["seq"], r["round"],
-                         r["parent_commit"], r["started_at"]) for r in rows]
+        rows = self._tuples("SELECT * FROM attempts WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [attempt_from_row(r) for r in rows]
 
     # -- ledger ----------------------------------------------------------------------------
 
@@ -473,7 +485,7 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
         length, prev = (head[0], head[1]) if head else (0, GENESIS)
         encoded = chain_encoded(chain, length + 1, prev, events, run_id, dream_id)
         conn.executemany(f"INSERT INTO ledger ({_LEDGER_COLUMNS}) VALUES ({_marks(20)})",
-                         [_ledger_to_row(r, j) for r, j in encoded])
+                         [ledger_row(r, j) for r, j in encoded])
         rows = [r for r, _ in encoded]
         conn.execute("INSERT INTO chains VALUES (?, ?, ?) ON CONFLICT(chain) DO UPDATE SET "
                      "length = excluded.length, head = excluded.head",
@@ -484,28 +496,29 @@ class SqliteRunStore(DreamTables, RecordAudit, RunStore):
         rows = self._query(f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE chain = ? ORDER BY seq",
                            (chain,))
         try:
-            return iter([_ledger_from_row(r) for r in rows])
+            return iter([ledger_from_row(r) for r in rows])
         except (ValueError, TypeError, KeyError) as exc:
             raise StoreError(f"the ledger of {chain} has an unreadable row ({exc}); run "
                              f"`dreamrsi ledger verify {chain}` to locate it") from exc
 
-    def verify_ledger(self, chain: str) -> VerifyReport:
-        head = self.chain_head(chain)
-        return verify_chain(chain, self._ledger_dicts(chain), head.length or 0, head.hash)
+    def chain_head(self, chain: str) -> ChainHead:
+        rows = self._tuples("SELECT length, head FROM chains WHERE chain = ?", (chain,))
+        return ChainHead(rows[0][0], rows[0][1]) if rows else ChainHead(0, GENESIS)
+
+    # -- what verification reads -----------------------------------------------------------
 
     def _ledger_dicts(self, chain: str) -> Iterator[dict[str, Any]]:
-        """A chain's rows as dicts of hashed fields plus ``hash``, read without trusting them."""
         rows = self._query(f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE chain = ? ORDER BY seq",
                            (chain,))
-        return (_ledger_dict(r) for r in rows)
+        return (ledger_dict(r) for r in rows)
 
-    # -- blobs -----------------------------------------------------------------------------
+    def _stored_run(self, run_id: str) -> tuple[Any, ...] | None:
+        rows = self._tuples(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+        return rows[0] if rows else None
 
-    def put_blob(self, data: bytes) -> str:
-        return self._blobs.put(data)
-
-    def get_blob(self, digest: str) -> bytes:
-        return self._blobs.get(digest)
+    def _stored_nodes(self, run_id: str) -> list[tuple[Any, ...]]:
+        return self._tuples(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE run_id = ? ORDER BY seq",
+                            (run_id,))
 
 
 @contextmanager
@@ -549,72 +562,3 @@ def _marks(n: int) -> str:
 
 
 _NODE_STATUS = {s.value: s for s in NodeStatus}
-
-
-def _node_to_row(n: Node) -> tuple[Any, ...]:
-    c = n.cost
-    return (n.node_id, n.run_id, n.parent_id, n.seq, n.round, n.commit, str(n.status),
-            int(n.valid), n.score, n.raw_score, n.feedback,
-            dumps(dict(n.metrics)) if n.metrics else "{}", n.plan,
-            c.wall_ms, c.cpu_ms, c.tokens_in, c.tokens_out, c.money_usd, n.candidate_hash,
-            dumps_pairs(n.artifacts) if n.artifacts else "[]",
-            dumps_strings(n.evidence) if n.evidence else "[]", n.created_at)
-
-
-def _node_from_row(r: Sequence[Any]) -> Node:
-    """A node from a plain row in ``_NODE_COLUMNS`` order. Loading a large tree is dominated by
-    this function, so it unpacks a tuple and calls ``Node`` positionally (in field order)."""
-    (node_id, run_id, parent_id, seq, round_, commit, status, valid, score, raw_score, feedback,
-     metrics, plan, wall_ms, cpu_ms, tokens_in, tokens_out, money_usd, candidate_hash, artifacts,
-     evidence, created_at) = r
-    return Node(
-        node_id, run_id, parent_id, seq, round_, commit,
-        _NODE_STATUS.get(status) or NodeStatus(status), bool(valid), score, raw_score, feedback,
-        _loads(metrics) if metrics != "{}" else {}, plan,
-        Cost(wall_ms, cpu_ms, tokens_in, tokens_out, money_usd), candidate_hash,
-        tuple(Artifact(p, d) for p, d in _loads(artifacts)) if artifacts != "[]" else (),
-        tuple(_loads(evidence)) if evidence != "[]" else (), created_at)
-
-
-def _run_from_row(r: sqlite3.Row) -> RunRecord:
-    policy = json.loads(r["policy"])
-    return RunRecord(
-        run_id=r["run_id"], task_digest=r["task_digest"], task_name=r["task_name"],
-        policy=PolicySpec(policy["name"], policy["params"]), config=json.loads(r["config"]),
-        seed=r["seed"], status=RunStatus(r["status"]), created_at=r["created_at"],
-        stop_reason=r["stop_reason"], finished_at=r["finished_at"],
-        heartbeat_at=r["heartbeat_at"], pid=r["pid"], elapsed_s=r["elapsed_s"],
-    )
-
-
-def _ledger_to_row(row: LedgerRow, columns: EventJson) -> tuple[Any, ...]:
-    e = row.event
-    return (row.chain, row.seq, e.event_id, row.run_id, row.dream_id, e.node_id, e.t,
-            str(e.actor), e.cmd, columns.args, e.exit, e.commit, columns.artifacts,
-            columns.parsed, e.env_digest, e.duration_ms, int(e.admissible),
-            columns.belief_updates, row.prev_hash, row.hash)
-
-
-def _ledger_dict(r: sqlite3.Row) -> dict[str, Any]:
-    """A stored row as the dict of hashed fields plus ``hash``, read without trusting it: a
-    row that no longer parses becomes a dict that cannot match its hash."""
-    try:
-        return _ledger_from_row(r).as_dict()
-    except (ValueError, TypeError, KeyError):
-        return {"seq": r["seq"], "id": r["id"], "prev_hash": r["prev_hash"], "hash": r["hash"],
-                "unreadable": True}
-
-
-def _ledger_from_row(r: sqlite3.Row) -> LedgerRow:
-    event = LedgerEvent(
-        actor=Actor(r["actor"]), cmd=r["cmd"], args=tuple(_loads(r["args"])),
-        exit=r["exit"], commit=r["commit_id"],
-        artifacts=tuple(Artifact(p, d) for p, d in _loads(r["artifacts"])),
-        parsed=None if r["parsed"] is None else _loads(r["parsed"]),
-        env_digest=r["env_digest"], duration_ms=r["duration_ms"],
-        admissible=bool(r["admissible"]),
-        belief_updates=tuple(_loads(r["belief_updates"])), node_id=r["node_id"],
-        event_id=r["id"], t=r["t"],
-    )
-    return LedgerRow(r["chain"], r["seq"], event, r["run_id"], r["dream_id"], r["prev_hash"],
-                     r["hash"])

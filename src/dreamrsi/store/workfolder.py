@@ -1,0 +1,32 @@
+"""Where a store's attempts run: the folder that holds their temporary workspaces."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+_SHM = Path("/dev/shm")
+_SHM_MIN_FREE = 2 << 30
+
+
+def work_folder_for(store_dir: Path) -> Path:
+    """The work folder of the store kept in ``store_dir``.
+
+    ``$DREAMRSI_WORK_DIR`` if set; else a folder in ``/dev/shm`` when that is a writable
+    tmpfs with at least 2 GiB free (attempt folders are created and removed many times a
+    second, which costs milliseconds per file on a journaling disk); else ``STORE/work``.
+    The folder is private to the store (named after its path).
+    """
+    override = os.environ.get("DREAMRSI_WORK_DIR")
+    if override:
+        return Path(override).absolute()
+    try:
+        usable = os.access(_SHM, os.W_OK) and shutil.disk_usage(_SHM).free >= _SHM_MIN_FREE
+    except OSError:
+        usable = False
+    if usable:
+        tag = hashlib.sha256(str(store_dir).encode()).hexdigest()[:12]
+        return _SHM / f"dreamrsi-{tag}"
+    return store_dir / "work"
