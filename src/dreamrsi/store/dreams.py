@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -226,15 +226,6 @@ class DreamTables:
         rows = self._query("SELECT * FROM loop_rounds WHERE loop_id = ? ORDER BY round",
                            (loop_id,))
         return [LoopRound(*tuple(r)) for r in rows]
-
-    def list_loops(self, task_digest: str | None = None) -> Iterator[LoopRecord]:
-        """Loops, oldest first (all, or of one task)."""
-        if task_digest is None:
-            rows = self._query("SELECT * FROM loops ORDER BY created_at")
-        else:
-            rows = self._query("SELECT * FROM loops WHERE task_digest = ? ORDER BY created_at",
-                               (task_digest,))
-        return iter([_loop(r) for r in rows])
 
 
 def _policy(r: sqlite3.Row) -> PolicyVersion:
