@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.core.policy import PolicySpec
-from dreamrsi.store import RunRecord, RunStatus, TaskRecord
+from dreamrsi.store import LedgerEvent, LedgerRow, RunRecord, RunStatus, TaskRecord
+from dreamrsi.store.ledger import chain_encoded
 
 TASK = TaskRecord("sha256:task0", "toy", "sha256:eval0", {"directory": "/tmp/toy", "n": 3},
                   created_at=1_700_000_000.5)
@@ -49,3 +51,10 @@ def table_rows(db: Path, table: str) -> list[tuple[Any, ...]]:
         return conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()
     finally:
         conn.close()
+
+
+def chain_rows(chain: str, start_seq: int, prev_hash: str, events: Iterable[LedgerEvent],
+               run_id: str | None, dream_id: str | None) -> list[LedgerRow]:
+    """The rows :func:`chain_encoded` makes of ``events``, without their stored columns."""
+    return [row for row, _ in chain_encoded(chain, start_seq, prev_hash, events, run_id,
+                                            dream_id)]

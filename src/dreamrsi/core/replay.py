@@ -9,7 +9,6 @@ command, and ends on an empty batch, after ``K2`` rounds, or when the whole tree
 
 from __future__ import annotations
 
-import gc
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -268,14 +267,8 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
                              or plan.refine_count > tree.refine_count):
         floor = tree.floor if tree.floor is not None else 0.0
         return ReplayResult(tree.tree_id, floor, 0, 0, 1, 1, "plan out of support", (), ())
-    collecting = gc.isenabled()
-    gc.disable()  # a replay makes no reference cycles; collections here only cost time
-    try:
-        return _replay(policy, tree, workers, max_rounds, seed, attempt_budget, task_name,
-                       keep_order, plan, charge_misses)
-    finally:
-        if collecting:
-            gc.enable()
+    return _replay(policy, tree, workers, max_rounds, seed, attempt_budget, task_name,
+                   keep_order, plan, charge_misses)
 
 
 def _replay(policy: Policy, tree: RecordedTree, workers: int, max_rounds: int, seed: int,

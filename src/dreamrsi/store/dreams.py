@@ -17,7 +17,7 @@ from typing import Any
 
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.errors import ConfigError, NotFound
-from dreamrsi.store.jsontext import dumps
+from dreamrsi.store._fast import dumps
 
 
 @dataclass(frozen=True, slots=True)
