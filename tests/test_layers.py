@@ -20,11 +20,11 @@ LAYERS = {
     "sandbox": 3,
     "tasks": 3,
     "engine": 4,
-    "dreaming": 4,
-    "cli": 5,
-    "testing": 5,
-    "__init__": 6,
-    "__main__": 6,
+    "dreaming": 5,  # the recursive loop drives engine runs: engine never imports dreaming
+    "cli": 6,
+    "testing": 6,
+    "__init__": 7,
+    "__main__": 7,
 }
 CORE_THIRD_PARTY = {"numpy"}
 

@@ -9,8 +9,7 @@ one type. The leaves are grouped by what the caller can do about them::
     ├── AlreadyRecorded      a recorded fact would be written twice
     ├── StoreError           the store cannot be read or written
     │   ├── SchemaVersionError   the store's schema is not the one this version speaks
-    │   ├── StoreBusy            another process is writing this store
-    │   └── LedgerError          the evidence ledger's hash chain is broken
+    │   └── StoreBusy            another process is writing this store
     ├── PolicyError          a policy returned an illegal decision or crashed
     └── SandboxError         a command could not be started as configured
 
@@ -80,10 +79,6 @@ class SchemaVersionError(StoreError):
 
 class StoreBusy(StoreError):
     """Another process holds this store's writer lock."""
-
-
-class LedgerError(StoreError):
-    """The evidence ledger failed verification; names the first bad row."""
 
 
 class PolicyError(DreamError):

@@ -21,13 +21,12 @@ from dreamrsi.store.ledger import (
     GENESIS,
     canonical_fields,
     chain_encoded,
-    chain_rows,
     row_hash,
     verify_chain,
 )
 from dreamrsi.store.sqlite import DB_FILE
 
-from .helpers import TASK, make_node, make_run
+from .helpers import TASK, chain_rows, make_node, make_run
 
 RUN = "r00000001"
 DREAM = "dream-1"

@@ -36,8 +36,8 @@ from dreamrsi.store import (
     SqliteRunStore,
     TaskRecord,
 )
-from dreamrsi.store.jsontext import dumps, dumps_pairs, dumps_strings
-from dreamrsi.store.jsontext import loads as _loads
+from dreamrsi.store._fast import dumps, dumps_pairs, dumps_strings
+from dreamrsi.store._fast import loads as _loads
 from dreamrsi.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from dreamrsi.store.sqlite import DB_FILE, LOCK_FILE
 

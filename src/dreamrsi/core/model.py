@@ -7,7 +7,6 @@ number is kept beside it as ``raw_score``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from types import MappingProxyType
@@ -139,11 +138,6 @@ class Node(NamedTuple):
     def is_root(self) -> bool:
         """True for the run's root (the evaluated seed workspace)."""
         return self.parent_id is None
-
-    @property
-    def has_score(self) -> bool:
-        """True when the node carries a usable (finite, valid) score."""
-        return self.score is not None and math.isfinite(self.score)
 
 
 def node_id_for(run_id: str, seq: int) -> str:

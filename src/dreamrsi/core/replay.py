@@ -9,7 +9,6 @@ command, and ends on an empty batch, after ``K2`` rounds, or when the whole tree
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -304,13 +303,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
                                plan, charge_misses, getattr(policy, "name",
                                                             type(policy).__name__))
     view = TreeView(tree.root)
-    collecting = gc.isenabled()
-    gc.disable()  # a replay makes no reference cycles; collections here only cost time
-    try:
-        stop, st = run_episode(policy, view, RecordedSource(tree), settings)
-    finally:
-        if collecting:
-            gc.enable()
+    stop, st = run_episode(policy, view, RecordedSource(tree), settings)
     best = view.best
     quality = best.score if best is not None and best.score is not None else tree.floor
     order = tuple(n.node_id for n in islice(view.nodes(), 1, None)) if keep_order else ()

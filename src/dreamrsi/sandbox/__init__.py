@@ -17,7 +17,6 @@ Example::
 
 from __future__ import annotations
 
-from dreamrsi.sandbox._bwrap import bwrap_available
 from dreamrsi.sandbox._config import (
     ALLOWED_ENV,
     Isolation,
@@ -37,7 +36,6 @@ __all__ = [
     "IsolationMode",
     "LeftFileError",
     "Limits",
-    "bwrap_available",
     "env_digest",
     "read_left_file",
     "run_command",

@@ -25,7 +25,7 @@ from pathlib import Path
 from dreamrsi.errors import SandboxError
 from dreamrsi.sandbox._config import Isolation, IsolationMode
 
-__all__ = ["BWRAP_WRAPPER_DEPTH", "bwrap_argv", "bwrap_available", "choose_bwrap"]
+__all__ = ["BWRAP_WRAPPER_DEPTH", "bwrap_argv", "choose_bwrap"]
 
 logger = logging.getLogger(__name__)
 
@@ -144,21 +144,6 @@ def _probe(bwrap: str) -> str | None:
         detail = done.stderr.decode("utf-8", "replace").strip() or "no message"
         return f"exit status {done.returncode}: {detail}"
     return None
-
-
-def bwrap_available(bwrap_path: str | None = None) -> bool:
-    """Say whether bubblewrap works on this machine with the options the sandbox uses.
-
-    The first call per binary runs it once with a trivial command; the answer is cached.
-
-    Args:
-        bwrap_path: The binary to check; None for ``bwrap`` on PATH.
-
-    Returns:
-        True when a sandboxed ``/bin/true`` ran and exited 0.
-    """
-    bwrap = _resolve(bwrap_path)
-    return bwrap is not None and _probe(bwrap) is None
 
 
 @functools.cache

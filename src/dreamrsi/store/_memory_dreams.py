@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from dreamrsi.errors import AlreadyRecorded, ConfigError, NotFound
+from dreamrsi.store._fast import dumps
 from dreamrsi.store._journal import Journal
 from dreamrsi.store.dreams import (
     DREAM_AFFINITY,
@@ -34,7 +35,6 @@ from dreamrsi.store.dreams import (
     round_row,
     score_row,
 )
-from dreamrsi.store.jsontext import dumps
 from dreamrsi.store.rows import columns_of, with_affinity
 
 Row = dict[str, Any]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.errors import ConfigError, NotFound
-from dreamrsi.store.jsontext import dumps
+from dreamrsi.store._fast import dumps
 
 if TYPE_CHECKING:
     from dreamrsi.store.rows import RowLike

@@ -17,12 +17,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from json.encoder import encode_basestring as _quote
 from typing import Any, NamedTuple
 
 from dreamrsi.core.model import Artifact
 from dreamrsi.errors import ConfigError
-from dreamrsi.store.jsontext import dumps, dumps_pairs, dumps_strings
+from dreamrsi.store._fast import canonical_text, dumps, dumps_pairs, dumps_strings, shared_pieces
 
 GENESIS = "0" * 64
 _HEAD = re.compile(r"\s*(?:([0-9]{1,18})(?::|\s+))?([0-9a-fA-F]{64})\s*")
@@ -143,19 +142,6 @@ def row_hash(fields: Mapping[str, Any]) -> str:
     return hashlib.sha256(_CANONICAL.encode(fields).encode()).hexdigest()
 
 
-def chain_rows(
-    chain: str,
-    start_seq: int,
-    prev_hash: str,
-    events: Iterable[LedgerEvent],
-    run_id: str | None,
-    dream_id: str | None,
-) -> list[LedgerRow]:
-    """Chain ``events`` after the row with hash ``prev_hash`` at position ``start_seq - 1``."""
-    return [row for row, _ in chain_encoded(chain, start_seq, prev_hash, events, run_id,
-                                            dream_id)]
-
-
 class EventJson(NamedTuple):
     """An event's JSON columns as the store writes them (``parsed`` is ``None`` when absent)."""
 
@@ -184,67 +170,22 @@ def chain_encoded(
     run_id: str | None,
     dream_id: str | None,
 ) -> list[tuple[LedgerRow, EventJson]]:
-    """Like :func:`chain_rows`, with each row's stored JSON columns. Every field is encoded
-    once: the hashed text is assembled from the same pieces (byte for byte what
-    ``row_hash(canonical_fields(...))`` hashes, which the tests check)."""
-    try:  # the fields every row of the batch shares, quoted once
-        shared = (_quote(chain), "null" if dream_id is None else _quote(dream_id),
-                  "null" if run_id is None else _quote(run_id))
-    except TypeError:
-        shared = None
+    """Chain ``events`` after the row with hash ``prev_hash`` at position ``start_seq - 1``:
+    each row with its stored JSON columns. Every field is encoded once: the hashed text is
+    assembled from the same pieces (:func:`dreamrsi.store._fast.canonical_text`), byte for byte
+    what ``row_hash(canonical_fields(...))`` hashes, which the tests check."""
+    shared = shared_pieces(chain, dream_id, run_id)  # quoted once for the batch
     out = []
     seq, prev = start_seq, prev_hash
     for event in events:
         columns = event_json(event)
-        text = (_canonical_text(seq, event, prev, columns, shared) if shared is not None
+        text = (canonical_text(seq, event, prev, columns, shared) if shared is not None
                 else None) or _CANONICAL.encode(canonical_fields(chain, seq, event, run_id,
                                                                  dream_id, prev))
         digest = hashlib.sha256(text.encode()).hexdigest()
         out.append((LedgerRow(chain, seq, event, run_id, dream_id, prev, digest), columns))
         seq, prev = seq + 1, digest
     return out
-
-
-def _canonical_text(seq: int, e: LedgerEvent, prev: str, columns: EventJson,
-                    shared: tuple[str, str, str]) -> str | None:
-    """The canonical JSON of a row's hashed fields, keys in sorted order, built from pieces
-    (``shared``: the quoted chain, dream id and run id); ``None`` when a field has a type the
-    pieces do not cover, for the canonical encoder to handle.
-
-    An ASCII column is also the canonical form of its value unless it holds a ``\\u`` escape
-    (non-ASCII text, which the canonical form keeps as is); those go through the canonical
-    encoder."""
-    if not (type(seq) is int and type(e.duration_ms) is int and type(e.admissible) is bool
-            and (e.exit is None or type(e.exit) is int)):
-        return None
-    chain_q, dream_q, run_q = shared
-    args, parsed, beliefs = columns.args, columns.parsed, columns.belief_updates
-    try:  # encode_basestring raises TypeError for anything but text
-        if "\\u" in args:
-            args = _CANONICAL.encode(list(e.args))
-        if parsed is None:
-            parsed = "null"
-        elif "\\u" in parsed:
-            parsed = _CANONICAL.encode(dict(e.parsed or {}))
-        if "\\u" in beliefs:
-            beliefs = _CANONICAL.encode([dict(b) for b in e.belief_updates])
-        artifacts = ("[" + ",".join([f'{{"path":{_quote(a.path)},"sha256":{_quote(a.sha256)}}}'
-                                     for a in e.artifacts]) + "]" if e.artifacts else "[]")
-        node_id, commit, exit_ = e.node_id, e.commit, e.exit
-        return (
-            f'{{"actor":{_quote(str(e.actor))},'
-            f'"admissible":{"true" if e.admissible else "false"},"args":{args},'
-            f'"artifacts":{artifacts},"belief_updates":{beliefs},"chain":{chain_q},'
-            f'"cmd":{_quote(e.cmd)},"commit":{"null" if commit is None else _quote(commit)},'
-            f'"dream_id":{dream_q},"duration_ms":{int.__repr__(e.duration_ms)},'
-            f'"env_digest":{_quote(e.env_digest)},'
-            f'"exit":{"null" if exit_ is None else int.__repr__(exit_)},'
-            f'"id":{_quote(e.event_id)},'
-            f'"node_id":{"null" if node_id is None else _quote(node_id)},"parsed":{parsed},'
-            f'"prev_hash":{_quote(prev)},"run_id":{run_q},'
-            f'"seq":{int.__repr__(seq)},"t":{_quote(e.t)}}}')
-    except TypeError:
-        return None
 
 
 class ChainHead(NamedTuple):

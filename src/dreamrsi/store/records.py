@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dreamrsi.store.jsontext import dumps, loads
+from dreamrsi.store._fast import dumps, loads
 from dreamrsi.store.ledger import Actor, ChainHead, LedgerEvent, now_iso
 
 NODE_COLUMNS = (

@@ -22,8 +22,8 @@ from typing import Any, Protocol
 from dreamrsi.core.model import Artifact, Cost, Node, NodeStatus
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.errors import AlreadyRecorded
+from dreamrsi.store._fast import dumps, dumps_pairs, dumps_strings, loads
 from dreamrsi.store.base import InFlight, RunRecord, RunStatus, TaskRecord
-from dreamrsi.store.jsontext import dumps, dumps_pairs, dumps_strings, loads
 from dreamrsi.store.ledger import Actor, EventJson, LedgerEvent, LedgerRow
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import gc
 import os
 import sqlite3
 import time
@@ -33,6 +32,7 @@ from dreamrsi.errors import (
     StoreBusy,
     StoreError,
 )
+from dreamrsi.store._fast import gc_paused
 from dreamrsi.store.audit import RecordAudit
 from dreamrsi.store.base import InFlight, RunCounts, RunRecord, RunStatus, TaskRecord
 from dreamrsi.store.blobs import BlobStore
@@ -399,7 +399,7 @@ class SqliteRunStore(DreamTables, RecordAudit):
         its record in its run's chain, in one transaction."""
         if not nodes:
             return
-        with self._write(several=True) as conn, _gc_paused():
+        with self._write(several=True) as conn, gc_paused():
             last = conn.execute("SELECT max(rowid) FROM nodes").fetchone()[0] or 0
             conn.executemany(f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({_marks(22)})",
                              [node_row(n) for n in nodes])
@@ -416,7 +416,7 @@ class SqliteRunStore(DreamTables, RecordAudit):
                 self._append(conn, run_id, events, run_id, None)
 
     def nodes(self, run_id: str) -> list[Node]:
-        with _gc_paused():
+        with gc_paused():
             rows = self._tuples(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE run_id = ? "
                                 "ORDER BY seq", (run_id,))
             return [node_from_row(r) for r in rows]
@@ -425,19 +425,17 @@ class SqliteRunStore(DreamTables, RecordAudit):
         """The nodes of a run with the fields a policy decides on, by seq: ids, parent, round,
         status, validity, scores, plan, cost and candidate hash. Feedback, metrics, artifacts,
         evidence and commits are left empty (``nodes`` has them): replay loads many trees."""
-        # The rows are consumed as they arrive and every tuple is built with ``tuple.__new__``
-        # (what ``Node(...)`` does after a Python-level call): loading is most of dreaming's
-        # start-up on a large history.
-        new, status = tuple.__new__, _NODE_STATUS
-        with _gc_paused():
-            try:
-                rows = self._conn.execute(f"SELECT {_REPLAY_COLUMNS} FROM nodes WHERE run_id = ? "
-                                          "ORDER BY seq", (run_id,))
-                return [new(Node, (i, run_id, p, s, k, None, status[st], bool(v), sc, raw, "",
-                                   _EMPTY, plan, new(Cost, (w, c, ti, to, m)), h, (), (), 0.0))
-                        for i, p, s, k, st, v, sc, raw, plan, w, c, ti, to, m, h in rows]
-            except sqlite3.Error as exc:
-                raise _store_error(self.root, exc) from exc
+        # The rows are consumed as they arrive: loading is most of dreaming's start-up on a
+        # large history.
+        status = _NODE_STATUS
+        try:
+            rows = self._conn.execute(f"SELECT {_REPLAY_COLUMNS} FROM nodes WHERE run_id = ? "
+                                      "ORDER BY seq", (run_id,))
+            return [Node(i, run_id, p, s, k, None, status[st], bool(v), sc, raw, "", _EMPTY, plan,
+                         Cost(w, c, ti, to, m), h, (), (), 0.0)
+                    for i, p, s, k, st, v, sc, raw, plan, w, c, ti, to, m, h in rows]
+        except sqlite3.Error as exc:
+            raise _store_error(self.root, exc) from exc
 
     def get_node(self, node_id: str) -> Node:
         rows = self._tuples(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE node_id = ?", (node_id,))
@@ -519,19 +517,6 @@ class SqliteRunStore(DreamTables, RecordAudit):
     def _stored_nodes(self, run_id: str) -> list[tuple[Any, ...]]:
         return self._tuples(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE run_id = ? ORDER BY seq",
                             (run_id,))
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a large list of new objects is built: the
-    collections it would trigger there find nothing to free and cost more than the build."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _connect_reader(db: Path) -> sqlite3.Connection:

@@ -1,6 +1,6 @@
 """Task definitions: the ``task.toml`` format and the built-in tasks."""
 
-from dreamrsi.tasks.catalog import builtin_tasks, resolve_task
+from dreamrsi.tasks.catalog import builtin_tasks, describe_builtin_tasks, resolve_task
 from dreamrsi.tasks.spec import CommandSpec, Constraints, SurvivalSpec, Task, load_task
 
 __all__ = [
@@ -9,6 +9,7 @@ __all__ = [
     "SurvivalSpec",
     "Task",
     "builtin_tasks",
+    "describe_builtin_tasks",
     "load_task",
     "resolve_task",
 ]

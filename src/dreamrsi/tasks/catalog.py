@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from dreamrsi.errors import ConfigError
 from dreamrsi.tasks.spec import TASK_FILE, Task, load_task
@@ -16,6 +17,20 @@ def builtin_tasks() -> dict[str, Path]:
     for task_file in sorted(BUILTIN_DIR.glob(f"*/{TASK_FILE}")):
         found[task_file.parent.name] = task_file.parent
     return found
+
+
+def describe_builtin_tasks() -> list[dict[str, Any]]:
+    """Name, direction, objective and directory of every built-in task, sorted by name.
+
+    Raises:
+        ConfigError: A built-in task does not load.
+    """
+    rows = []
+    for name, directory in builtin_tasks().items():
+        task = load_task(directory)
+        rows.append({"name": name, "direction": task.direction.value,
+                     "objective": task.objective, "directory": str(directory)})
+    return rows
 
 
 def is_builtin(task: Task) -> bool:

@@ -14,9 +14,9 @@ import pytest
 from dreamrsi.core.model import Artifact
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.errors import AlreadyRecorded, ConfigError, NotFound
+from dreamrsi.store._fast import dumps
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.dreams import DreamRecord, LoopRecord, LoopRound, PolicyScore, PolicyVersion
-from dreamrsi.store.jsontext import dumps
 from dreamrsi.store.ledger import GENESIS, Actor, ChainHead, LedgerEvent
 from dreamrsi.store.records import NODE_COLUMNS
 from dreamrsi.testing.builders import RUN, TASK, event, make_node, make_run

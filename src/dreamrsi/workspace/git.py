@@ -137,10 +137,6 @@ class WorkspaceRepo:
         finally:
             index.unlink(missing_ok=True)
 
-    def tree_of(self, commit: str) -> str:
-        """The tree id of a commit (identical workspaces share it)."""
-        return self._git(["rev-parse", f"{commit}^{{tree}}"], []).strip()
-
     def resolve(self, ref: str) -> str:
         """The commit id a ref or abbreviated id names."""
         return self._git(["rev-parse", "--verify", f"{ref}^{{commit}}"], []).strip()

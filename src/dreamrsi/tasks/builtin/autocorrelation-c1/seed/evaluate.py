@@ -1,13 +1,15 @@
-"""Evaluate ``sequence.json`` for the first autocorrelation inequality (C1).
+"""Evaluate ``sequence.json`` for an autocorrelation inequality: the first (C1) or third (C3).
 
-The candidate ``{"values": [a_0, ..., a_{n-1}]}`` gives the heights of a non-negative step
-function with n equal steps on [-1/4, 1/4]. Its score, to be minimised, is
+Which one is the task's parameter, read from ``params.json`` (a protected file, so the same
+evaluator serves both tasks) with the reference values the feedback quotes. The candidate
+``{"values": [a_0, ..., a_{n-1}]}`` gives the heights of a step function with n equal steps on
+[-1/4, 1/4], non-negative for C1, of any sign for C3. Its score, to be minimised, is
 
-    C1 = 2n * max_k (a*a)_k / (sum a)^2,
+    C1 = 2n * max_k (a*a)_k / (sum a)^2    or    C3 = 2n * max_k |(a*a)_k| / (sum a)^2,
 
 where a*a is the full discrete autoconvolution (length 2n-1). Valid when 1 <= n <= 4000, every
-value is a finite number with 0 <= a <= 1e10 and (sum a / (2n))^2 >= 1e-9; the feedback names
-the first negative entry.
+value is a finite number with |a| <= 1e10 (for C1 also a >= 0; the feedback names the first
+negative entry) and (sum a / (2n))^2 >= 1e-9.
 
 Emits one JSON object ``{"score", "valid", "feedback", "metrics", "candidate_hash"}`` as the last
 line of stdout, and also writes it to the file named by ``$DREAM_RESULT`` when that is set.
@@ -24,16 +26,15 @@ import math
 import os
 import sys
 
-TASK = "C1"
-NONNEGATIVE = True
+PARAMS_FILE = "params.json"
+with open(PARAMS_FILE, encoding="utf-8") as _fh:
+    _PARAMS = json.load(_fh)
+TASK = str(_PARAMS["inequality"])  # "C1" or "C3"
+NONNEGATIVE = bool(_PARAMS["nonnegative"])  # C1: a >= 0; C3: any sign
 PEAK = "a*a" if NONNEGATIVE else "|a*a|"
 SEQUENCE_FILE = "sequence.json"
-BEST_KNOWN = 1.50287
-REFERENCES = (
-    ("best known", 1.50287),
-    ("AlphaEvolve-v2", 1.50316),
-    ("AlphaEvolve-v1 (n=600)", 1.5052939684),
-)
+BEST_KNOWN = float(_PARAMS["best_known"])
+REFERENCES = tuple((str(name), float(value)) for name, value in _PARAMS["references"])
 MAX_N = 4000
 MAX_ABS = 1e10
 MIN_SQUARED_INTEGRAL = 1e-9

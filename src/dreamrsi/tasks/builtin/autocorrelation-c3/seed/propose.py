@@ -1,16 +1,19 @@
-"""Propose a new ``sequence.json`` for C3: a random start or a perturbed parent, re-optimised.
+"""Propose a new ``sequence.json`` for C1 or C3: a random start or a perturbed parent, optimised.
 
-Reads the attempt context from the JSON file named by ``$DREAM_CONTEXT`` (defaults when absent:
-seed 0, perturb the sequence in place). A child of the root (depth 0) starts a fresh branch from
-uniform random heights at n = 400; any deeper attempt applies one random operator to the
-parent's sequence:
+The task's parameters come from ``params.json``: the inequality, whether the heights stay
+non-negative (C1) or take any sign (C3), and the length of a fresh branch. Reads the attempt
+context from the JSON file named by ``$DREAM_CONTEXT`` (defaults when absent: seed 0, perturb the
+sequence in place). A child of the root (depth 0) starts a fresh branch from random heights
+(C1: heavy-tailed Gamma(1/2) at n = 600; C3: uniform at n = 400); any deeper attempt applies one
+random operator to the parent's sequence:
 
 * noise: add gaussian noise scaled to the sequence's rms;
 * block: redraw a random block of 5-20% of the entries;
-* warp: add a smooth random bump (a scaled brownian bridge).
+* warp: add a smooth random bump (a scaled brownian bridge);
 
-It then minimises a log-sum-exp smoothing of the score, max over lags of (+-) 2n (a*a)_k /
-(sum a)^2, with L-BFGS and an analytic gradient, raising the sharpness stage by stage
+and, for C1, clips the result at 0. It then minimises a log-sum-exp smoothing of the score, max
+over lags of 2n (a*a)_k / (sum a)^2 (for C3 over both signs of every lag), with L-BFGS (for C1
+projected onto a >= 0) and an analytic gradient, raising the sharpness stage by stage
 (continuation), rescales to sum a = n and writes the result over ``sequence.json``. The L-BFGS
 is a short numpy implementation: importing ``scipy.optimize`` alone costs ~0.8 s of CPU here,
 more than the whole budget of an attempt. All randomness comes from the context's seed, and the
@@ -31,10 +34,13 @@ from collections.abc import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-TASK = "C3"
-NONNEGATIVE = False  # C1: heights kept >= 0 by projected steps
+PARAMS_FILE = "params.json"
+with open(PARAMS_FILE, encoding="utf-8") as _fh:
+    _PARAMS = json.load(_fh)
+TASK = str(_PARAMS["inequality"])  # "C1" or "C3"
+NONNEGATIVE = bool(_PARAMS["nonnegative"])  # C1: heights kept >= 0 by projected steps
 PEAK = "a*a" if NONNEGATIVE else "|a*a|"
-N_FRESH = 400
+N_FRESH = int(_PARAMS["fresh_n"])
 MAX_N = 4000
 SEQUENCE_FILE = "sequence.json"
 STAGE_ITERS = 40  # L-BFGS iterations per sharpness stage

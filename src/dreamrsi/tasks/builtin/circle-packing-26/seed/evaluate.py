@@ -1,8 +1,11 @@
 """Evaluate ``packing.json``: N disjoint circles in the unit square, score = sum of radii.
 
-Reads ``packing.json`` from the working directory and emits one JSON object
-``{"score", "valid", "feedback", "metrics", "candidate_hash"}`` as the last line of stdout, and
-also writes it to the file named by ``$DREAM_RESULT`` when that is set. Always exits 0.
+N is the task's parameter, read from ``params.json`` (``{"n": 26}``; a protected file, so the
+same evaluator serves every circle-packing task).
+
+Reads ``packing.json`` from the working directory and emits one JSON object ``{"score", "valid",
+"feedback", "metrics", "candidate_hash"}`` as the last line of stdout, and also writes it to the
+file named by ``$DREAM_RESULT`` when that is set. Always exits 0.
 
 A packing is valid when every radius is >= 0, every circle lies inside the unit square and no two
 circles overlap, each up to an absolute tolerance of 1e-12; ``strict_valid`` repeats the check
@@ -18,7 +21,9 @@ import math
 import os
 import sys
 
-N = 26
+PARAMS_FILE = "params.json"
+with open(PARAMS_FILE, encoding="utf-8") as _fh:
+    N = int(json.load(_fh)["n"])
 BEST_KNOWN = {26: 2.6359830849, 32: 2.9395727712}[N]
 TOLERANCE = 1e-12
 PACKING_FILE = "packing.json"

@@ -1,5 +1,6 @@
 """Propose a new ``packing.json``: perturb the chain's best packing, re-solve it, repair it.
 
+N, the number of circles, is the task's parameter, read from ``params.json`` (``{"n": 26}``).
 Reads the attempt context from the JSON file named by ``$DREAM_CONTEXT`` (defaults when absent:
 seed 0, improve the packing in place). A child of the root starts a fresh branch from a random
 layout. Each chain carries its best packing so far in ``chain_best.json``; any deeper attempt
@@ -30,7 +31,9 @@ import sys  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 
-N = 26
+PARAMS_FILE = "params.json"
+with open(PARAMS_FILE, encoding="utf-8") as _fh:
+    N = int(json.load(_fh)["n"])
 PACKING_FILE = "packing.json"
 CHAIN_BEST_FILE = "chain_best.json"
 

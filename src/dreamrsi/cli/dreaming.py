@@ -1,0 +1,255 @@
+"""Commands for dreaming: ``dream``, ``loop``, ``policies``, ``replay``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Annotated
+
+import typer
+
+from dreamrsi.cli import _render
+from dreamrsi.cli._shared import console, guard, print_json, reader, sigterm_as_interrupt
+from dreamrsi.cli.options import (
+    COUNT,
+    DEFAULT_STORE,
+    IsolationOpt,
+    JsonOpt,
+    StoreOpt,
+    TargetOpt,
+    TaskArg,
+    WorkersOpt,
+    seed_option,
+)
+from dreamrsi.dreaming import (
+    DreamConfig,
+    LoopConfig,
+    ReplaySettings,
+    parse_objective,
+    parse_quality,
+    parse_split,
+    run_loop,
+)
+from dreamrsi.dreaming import dream as run_dream
+from dreamrsi.dreaming import queries as dq
+from dreamrsi.engine.config import MAX_INT
+from dreamrsi.policies.registry import BUILTIN, parse_spec
+from dreamrsi.store import open_store
+from dreamrsi.tasks import resolve_task
+
+# the replay settings of dream, loop and replay
+Beta1Opt = Annotated[float, typer.Option(
+    "--beta1", help="Cost per attempt in V (finite, 0 or more).")]
+Beta2Opt = Annotated[float, typer.Option(
+    "--beta2", help="Bonus per unit of parallelism in V (finite, 0 or more).")]
+QualityOpt = Annotated[str, typer.Option(
+    help="rank (share of the history's scores reached) | rarity (decades of rarity in the "
+         "history) | relative (per tree) | raw.")]
+K2Opt = Annotated[int | None, typer.Option("--k2", **COUNT, help="Most replay rounds (K2).")]
+ChargeMissesOpt = Annotated[bool, typer.Option(
+    help="Count selections with no recorded continuation as attempts spent (budget and cost).")]
+RootOrdersOpt = Annotated[int, typer.Option(
+    **COUNT, help="Replay each tree under this many rotations of its root's branches and "
+                  "average V (1: the recorded order only).")]
+PoolOpt = Annotated[bool, typer.Option(
+    help="Lend each tree the branches of the other trees with the same start, so opening more "
+    "branches than a tree holds draws recorded fresh starts (valid when a branch's proposer "
+    "sees no sibling).")]
+ReplayWorkersOpt = Annotated[int | None, typer.Option(**COUNT, help="W in replay.")]
+ReplayBudgetOpt = Annotated[int | None, typer.Option(
+    **COUNT, help="Attempt ceiling in replay.")]
+
+# the search and selection settings of dream and loop
+SelectOnOpt = Annotated[str, typer.Option(
+    help="Select on train trees (the ones the studies tuned on) or holdout trees.")]
+TrialsOpt = Annotated[int, typer.Option(**COUNT, help="Optuna trials, shared by the families.")]
+FamiliesOpt = Annotated[str | None, typer.Option(
+    help="Comma-separated policy families to search (default: all built-in).")]
+RequireGainOpt = Annotated[bool, typer.Option(
+    help="Promote only when the bootstrap interval is above zero.")]
+ObjectiveOpt = Annotated[str, typer.Option(
+    help="value (mean V) | pareto (Pareto-AUC over each family's knob).")]
+ParetoLamOpt = Annotated[float, typer.Option(
+    help="λ of the Pareto-AUC parallel penalty (finite, 0 or more).")]
+CrossvalOpt = Annotated[int, typer.Option(
+    min=0, max=MAX_INT, help="Promote only when the dream, rerun without each of this many "
+    "folds of the trees, gains on the trees it left out (0: off; at least 2).")]
+
+
+def _dream_config(trials: int, families: str | None, holdout: float, require_gain: bool,
+                  seed: int, settings: ReplaySettings, objective: str,
+                  pareto_lam: float, select_on: str = "train",
+                  crossval: int = 0, pool_branches: bool = True) -> DreamConfig:
+    names = tuple(sorted(BUILTIN)) if not families else tuple(
+        f.strip() for f in families.split(",") if f.strip())
+    return DreamConfig(families=names, trials=trials, split=parse_split(select_on, holdout),
+                       require_gain=require_gain, seed=seed, replay=settings,
+                       objective=parse_objective(objective, pareto_lam), crossval=crossval,
+                       pool_branches=pool_branches)
+
+
+def _replay_settings(workers: int, k2: int | None, budget: int | None, beta1: float,
+                     beta2: float, quality: str, root_orders: int,
+                     charge_misses: bool) -> ReplaySettings:
+    return ReplaySettings(workers=workers, max_rounds=k2, attempt_budget=budget, beta1=beta1,
+                          beta2=beta2, quality=parse_quality(quality), root_orders=root_orders,
+                          charge_misses=charge_misses)
+
+
+def dream(
+    task: TaskArg,
+    trials: TrialsOpt = 600,
+    families: FamiliesOpt = None,
+    holdout: Annotated[float, typer.Option(
+        help="Share of trees held out (above 0, below 1).")] = 0.25,
+    require_gain: RequireGainOpt = False,
+    workers: ReplayWorkersOpt = None,
+    budget: ReplayBudgetOpt = None,
+    k2: K2Opt = None,
+    beta1: Beta1Opt = 0.0005,
+    beta2: Beta2Opt = 0.001,
+    quality: QualityOpt = "rank",
+    root_orders: RootOrdersOpt = 1,
+    charge_misses: ChargeMissesOpt = False,
+    objective: ObjectiveOpt = "value",
+    pareto_lam: ParetoLamOpt = 0.1,
+    select_on: SelectOnOpt = "train",
+    crossval: CrossvalOpt = 0,
+    pool_branches: PoolOpt = True,
+    seed: Annotated[int, seed_option("Seed of the samplers.")] = 0,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Dream over TASK's recorded trees: search policies by replay and select the next one."""
+
+    def body() -> None:
+        loaded = resolve_task(task)
+        # checked before the store is opened (and created); W is filled in from the store
+        settings = _replay_settings(workers or 1, k2, budget, beta1, beta2, quality,
+                                    root_orders, charge_misses)
+        config = _dream_config(trials, families, holdout, require_gain, seed, settings,
+                               objective, pareto_lam, select_on, crossval, pool_branches)
+        with open_store(store, writer=True, holder=f"dream {loaded.name}") as handle:
+            incumbent, _ = dq.deployed_policy(handle, loaded)
+            if workers is None:
+                config = replace(config, replay=replace(
+                    settings, workers=dq.default_workers(handle, loaded)))
+            report = run_dream(handle, loaded, incumbent, config)
+        if as_json:
+            print_json(report.as_dict())
+        else:
+            _render.dream_table(console, report.as_dict())
+
+    guard(body)
+
+
+def loop(
+    task: TaskArg,
+    rounds: Annotated[int, typer.Option(**COUNT, help="Online rounds.")] = 5,
+    per_round_budget: Annotated[int, typer.Option(
+        **COUNT, help="Attempt ceiling per round.")] = 40,
+    workers: WorkersOpt = 2,
+    arm: Annotated[str, typer.Option(help="dream | fixed (keep the initial policy).")] = "dream",
+    initial: Annotated[str | None, typer.Option(
+        help="π_1 as NAME[:key=value,...] (default: fixed refinement sized to the budget); "
+             "with --dream-first and earlier trees, the incumbent of the dream before round 1."
+    )] = None,
+    warm_start: Annotated[bool, typer.Option(
+        help="Start each round from the best workspace so far (default: from the seed).")
+    ] = False,
+    dream_first: Annotated[bool, typer.Option(
+        help="Dream over the task's earlier trees in the store before round 1 and deploy "
+             "that choice (--no-dream-first: round 1 runs π_1).")] = True,
+    trials: TrialsOpt = 600,
+    families: FamiliesOpt = None,
+    require_gain: RequireGainOpt = False,
+    beta1: Beta1Opt = 0.0005,
+    beta2: Beta2Opt = 0.001,
+    quality: QualityOpt = "rank",
+    root_orders: RootOrdersOpt = 1,
+    charge_misses: ChargeMissesOpt = False,
+    objective: ObjectiveOpt = "value",
+    pareto_lam: ParetoLamOpt = 0.1,
+    select_on: SelectOnOpt = "train",
+    crossval: CrossvalOpt = 0,
+    pool_branches: PoolOpt = True,
+    seed: Annotated[int, seed_option("Seed of the loop.")] = 0,
+    isolation: IsolationOpt = None,
+    target: TargetOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the recursive loop: explore online, dream over the history, redeploy, repeat (until
+    the rounds are done or the target is reached)."""
+
+    def body() -> None:
+        loaded = resolve_task(task)
+        settings = _replay_settings(workers, None, per_round_budget, beta1, beta2, quality,
+                                    root_orders, charge_misses)
+        config = LoopConfig(rounds, per_round_budget, workers, arm, seed,
+                            parse_spec(initial) if initial else None, isolation,
+                            _dream_config(trials, families, 0.25, require_gain, seed,
+                                          settings, objective, pareto_lam, select_on,
+                                          crossval, pool_branches),
+                            warm_start, target, dream_first)
+        with open_store(store, writer=True, holder=f"loop {loaded.name}") as handle:
+            sigterm_as_interrupt()
+            observer = None if as_json else (
+                lambda r: _render.loop_round(console, r, handle.chain_head(r.run_id)))
+            report = run_loop(handle, loaded, config, observer)
+        if as_json:
+            print_json(report.as_dict())
+        else:
+            _render.loop_summary(console, report)
+
+    guard(body)
+
+
+def policies(task: TaskArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
+    """List every policy version of TASK: lineage, parameters, replay scores per dream."""
+
+    def body() -> None:
+        loaded = resolve_task(task)
+        with reader(store) as handle:
+            rows = dq.policy_rows(handle, loaded)
+            deployed, source = dq.deployed_policy(handle, loaded)
+        if as_json:
+            print_json({"task": loaded.name, "deployed": deployed.label(),
+                        "deployed_from": source, "versions": rows})
+        else:
+            _render.policies_table(console, loaded.name, rows, deployed.label(), source)
+
+    guard(body)
+
+
+def replay(
+    task: TaskArg,
+    policy: Annotated[str | None, typer.Option(
+        help="NAME[:key=value,...] (default: the deployed policy).")] = None,
+    workers: ReplayWorkersOpt = None,
+    budget: ReplayBudgetOpt = None,
+    k2: K2Opt = None,
+    beta1: Beta1Opt = 0.0005,
+    beta2: Beta2Opt = 0.001,
+    quality: QualityOpt = "rank",
+    root_orders: RootOrdersOpt = 1,
+    charge_misses: ChargeMissesOpt = False,
+    pool_branches: PoolOpt = True,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replay one policy over TASK's recorded trees and print its table."""
+
+    def body() -> None:
+        loaded = resolve_task(task)
+        with reader(store) as handle:
+            spec = parse_spec(policy) if policy else dq.deployed_policy(handle, loaded)[0]
+            settings = _replay_settings(workers or dq.default_workers(handle, loaded), k2,
+                                        budget, beta1, beta2, quality, root_orders,
+                                        charge_misses)
+            table = dq.replay_rows(handle, loaded, spec, settings, pool_branches)
+        if as_json:
+            print_json(table)
+        else:
+            _render.replay_table(console, table)
+
+    guard(body)

@@ -1,0 +1,69 @@
+"""Commands for the evidence ledger: ``ledger verify``, ``ledger head``, ``ledger show``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from dreamrsi.cli import _render
+from dreamrsi.cli._shared import console, err_console, guard, print_json, reader
+from dreamrsi.cli.options import DEFAULT_STORE, ChainArg, JsonOpt, StoreOpt
+from dreamrsi.engine import queries
+from dreamrsi.store.ledger import ChainHead
+
+HeadOpt = Annotated[str | None, typer.Option(
+    "--head", help="A head kept outside the store, as `dreamrsi ledger head` printed it "
+    "(LENGTH:HASH, 'LENGTH HASH' or HASH): fail unless the chain still holds it.")]
+
+
+def verify(run_id: ChainArg, head: HeadOpt = None, store: StoreOpt = DEFAULT_STORE,
+           as_json: JsonOpt = False) -> None:
+    """Check a run's (or dream's) ledger: the hash chain, the run and its nodes against their
+    records, the blobs and commits it names; exit 1 naming the first problem."""
+
+    def body() -> None:
+        given = None if head is None else ChainHead.parse(head)
+        with reader(store) as handle:
+            report = handle.verify(queries.ledger_chain(handle, run_id), given)
+        if as_json:
+            print_json(_render.verify_dict(report))
+        elif report.ok:
+            console.print(_render.verify_text(report), highlight=False, soft_wrap=True)
+        else:
+            err_console.print(_render.verify_text(report), highlight=False, soft_wrap=True)
+        if not report.ok:
+            raise typer.Exit(1)
+
+    guard(body)
+
+
+def head(run_id: ChainArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
+    """Print a run's (or dream's) ledger length and head hash as `LENGTH HASH`: keep it outside
+    the store and pass it to `ledger verify --head` later."""
+
+    def body() -> None:
+        with reader(store) as handle:
+            chain = queries.ledger_chain(handle, run_id)
+            chain_head = handle.chain_head(chain)
+        if as_json:
+            print_json({"run_id": chain, **_render.head_dict(chain_head)})
+        else:
+            typer.echo(f"{chain_head.length} {chain_head.hash}")
+
+    guard(body)
+
+
+def show(run_id: ChainArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
+    """Print a run's (or dream's) ledger rows in order."""
+
+    def body() -> None:
+        with reader(store) as handle:
+            chain = queries.ledger_chain(handle, run_id)
+            rows = [r.as_dict() for r in handle.ledger(chain)]
+        if as_json:
+            print_json(rows)
+        else:
+            _render.ledger_table(console, rows)
+
+    guard(body)

@@ -1,0 +1,44 @@
+"""Options and arguments that several commands share, each defined once.
+
+Every count option takes 1 to 2**63 - 1 (what the store holds), every ``--seed`` 0 to
+2**32 - 1 (what NumPy's and Optuna's samplers take); ``--help`` shows both ranges.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from dreamrsi.engine.config import MAX_INT, MAX_SEED
+
+DEFAULT_STORE = Path(".dreamrsi")
+COUNT = {"min": 1, "max": MAX_INT}
+POSITIVE_HELP = " (a finite number above 0; leave it out for no limit)."
+
+
+def path_value(value: str | Path) -> Path:
+    """A path option's value; an empty one is refused (``Path("")`` is the current folder)."""
+    if not str(value).strip():
+        raise typer.BadParameter("the path is empty")
+    return Path(value)
+
+
+def seed_option(text: str) -> Any:
+    """A ``--seed`` option (0 to 2**32 - 1) whose help is ``text``."""
+    return typer.Option(min=0, max=MAX_SEED, help=text)
+
+
+StoreOpt = Annotated[Path, typer.Option(
+    "--store", envvar="DREAMRSI_STORE", parser=path_value, show_default=False,
+    help="Store directory (default ./.dreamrsi; an empty DREAMRSI_STORE counts as unset).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+TaskArg = Annotated[str, typer.Argument(help="A built-in task's name or a task directory.")]
+RunArg = Annotated[str, typer.Argument(help="Run id (or a unique prefix of it).")]
+ChainArg = Annotated[str, typer.Argument(help="Run id (or unique prefix), or a dream id.")]
+WorkersOpt = Annotated[int, typer.Option(**COUNT, help="Attempts in parallel (W).")]
+IsolationOpt = Annotated[str | None, typer.Option(help="auto | required | off.")]
+TargetOpt = Annotated[float | None, typer.Option(
+    help="Stop once a raw score reaches this value (at or above it when the task maximises, "
+         "at or below when it minimises).")]

@@ -1,0 +1,152 @@
+"""Commands for online runs: ``run``, ``resume``, ``status``, ``show``, ``best``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from dreamrsi.cli import _render
+from dreamrsi.cli._shared import console, guard, print_json, reader, sigterm_as_interrupt
+from dreamrsi.cli.options import (
+    COUNT,
+    DEFAULT_STORE,
+    POSITIVE_HELP,
+    JsonOpt,
+    RunArg,
+    StoreOpt,
+    TargetOpt,
+    TaskArg,
+    WorkersOpt,
+    path_value,
+    seed_option,
+)
+from dreamrsi.engine import RunConfig, default_policy, queries, resume_run, start_run
+from dreamrsi.policies.registry import parse_spec
+from dreamrsi.store import RunStore, open_store
+from dreamrsi.tasks import resolve_task
+
+
+def run(
+    task: TaskArg,
+    budget: Annotated[int, typer.Option(**COUNT, help="Most attempts (root excluded).")] = 60,
+    workers: WorkersOpt = 1,
+    rounds: Annotated[int | None, typer.Option(
+        **COUNT, help="Most decision rounds (K1).")] = None,
+    wall_time: Annotated[float | None, typer.Option(
+        help="Most wall time, seconds" + POSITIVE_HELP)] = None,
+    max_tokens: Annotated[int | None, typer.Option(**COUNT, help="Most model tokens.")] = None,
+    max_cost: Annotated[float | None, typer.Option(
+        help="Most money, USD" + POSITIVE_HELP)] = None,
+    seed: Annotated[int, seed_option("Seed of the run.")] = 0,
+    policy: Annotated[str | None, typer.Option(
+        help="Policy as NAME[:key=value,...] (default: fixed refinement sized to the budget)."
+    )] = None,
+    isolation: Annotated[str | None, typer.Option(
+        help="auto | required | off (default: the task's setting).")] = None,
+    target: TargetOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a discovery: explore TASK under a policy until a budget ends, the target is reached
+    or the policy stops."""
+
+    def body() -> None:
+        spec = parse_spec(policy) if policy else default_policy(budget, workers)
+        config = RunConfig(budget=budget, workers=workers, max_rounds=rounds,
+                           wall_time_s=wall_time, max_tokens=max_tokens, max_cost_usd=max_cost,
+                           seed=seed, policy=spec, isolation=isolation, target=target)
+        loaded = resolve_task(task)
+        with open_store(store, writer=True, holder=f"run {loaded.name}") as handle:
+            sigterm_as_interrupt()
+            summary = _drive(lambda obs: start_run(handle, loaded, config, obs), as_json,
+                             budget)
+            _finish(handle, summary.run_id, as_json)
+
+    guard(body)
+
+
+def resume(run_id: RunArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
+    """Continue a run that was killed or interrupted; in-flight attempts become `lost`."""
+
+    def body() -> None:
+        with open_store(store, writer=True, holder=f"resume {run_id}") as handle:
+            sigterm_as_interrupt()
+            record = handle.get_run(run_id)
+            summary = _drive(lambda obs: resume_run(handle, record.run_id, obs), as_json,
+                             record.config.get("budget"))
+            _finish(handle, summary.run_id, as_json)
+
+    guard(body)
+
+
+def _drive(start: Callable[[Any], Any], as_json: bool, budget: int | None) -> Any:
+    if as_json or not console.is_terminal and os.environ.get("DREAMRSI_PROGRESS") != "1":
+        return start(None)
+    with _render.RunProgressBar(console, budget) as bar:
+        return start(bar)
+
+
+def _finish(handle: RunStore, run_id: str, as_json: bool) -> None:
+    summary = queries.run_summary(handle, handle.get_run(run_id))
+    head = handle.chain_head(run_id)
+    if as_json:
+        print_json({**summary, "ledger_head": _render.head_dict(head)})
+    else:
+        _render.summary_table(console, summary)
+        _render.head_line(console, run_id, head)
+
+
+def status(store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
+    """List the runs of the store with their state, counts and best score."""
+
+    def body() -> None:
+        with reader(store) as handle:
+            runs = queries.list_runs(handle)
+        if as_json:
+            print_json({"store": str(store), "runs": runs})
+        else:
+            _render.runs_table(console, runs)
+
+    guard(body)
+
+
+def show(run_id: RunArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
+    """Show a run's tree: one line per node with depth, score, status and plan."""
+
+    def body() -> None:
+        with reader(store) as handle:
+            summary = queries.run_summary(handle, handle.get_run(run_id))
+            rows = queries.tree_rows(handle, run_id)
+        if as_json:
+            print_json({"run": summary, "nodes": rows})
+        else:
+            _render.tree_table(console, summary, rows)
+
+    guard(body)
+
+
+def best(
+    run_id: RunArg,
+    export: Annotated[Path | None, typer.Option(
+        parser=path_value, help="Write the best workspace's files into this new directory, or "
+        "into this existing empty one (a file, a symbolic link or a non-empty directory is "
+        "refused: nothing is overwritten).")] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the best node of a run, and optionally export its workspace."""
+
+    def body() -> None:
+        with reader(store) as handle:
+            info = (queries.export_best(handle, run_id, export) if export
+                    else queries.best(handle, run_id))
+        if as_json:
+            print_json(info)
+        else:
+            _render.best_panel(console, info)
+
+    guard(body)

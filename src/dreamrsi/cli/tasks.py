@@ -1,0 +1,45 @@
+"""Commands for task definitions: ``tasks`` and ``task check``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from dreamrsi.cli import _render
+from dreamrsi.cli._shared import console, guard, print_json
+from dreamrsi.cli.options import IsolationOpt, JsonOpt
+from dreamrsi.engine import check_task
+from dreamrsi.tasks import describe_builtin_tasks, resolve_task
+
+
+def tasks(as_json: JsonOpt = False) -> None:
+    """List the built-in tasks."""
+
+    def body() -> None:
+        rows = describe_builtin_tasks()
+        if as_json:
+            print_json(rows)
+        else:
+            _render.tasks_table(console, rows)
+
+    guard(body)
+
+
+def check(
+    directory: Annotated[str, typer.Argument(help="Task directory (or built-in task name).")],
+    isolation: IsolationOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Load a task and evaluate its seed workspace once; print the result or the problem."""
+
+    def body() -> None:
+        report = check_task(resolve_task(directory), isolation)
+        if as_json:
+            print_json(_render.check_dict(report))
+        else:
+            _render.check_panel(console, report)
+        if not report.ok:
+            raise typer.Exit(1)
+
+    guard(body)
