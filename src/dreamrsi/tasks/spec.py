@@ -19,9 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dreamrsi.core.model import Direction
 from dreamrsi.errors import ConfigError
+from dreamrsi.tasks.proposers import CommandProposer, LlmProposer, ProposerSpec, proposer_spec
 
 TASK_FILE = "task.toml"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PROPOSERS: dict[str, type[CommandProposer] | type[LlmProposer]] = {
+    "command": CommandProposer, "llm": LlmProposer}
 
 
 class _Strict(BaseModel):
@@ -35,12 +38,6 @@ class _Workspace(_Strict):
 class _Evaluator(_Strict):
     command: str = Field(min_length=1)
     timeout_s: float = Field(default=60.0, gt=0)
-
-
-class _Proposer(_Strict):
-    kind: Literal["command"] = "command"
-    command: str = Field(min_length=1)
-    timeout_s: float = Field(default=300.0, gt=0)
 
 
 class _Constraints(_Strict):
@@ -68,7 +65,7 @@ class _TaskFile(_Strict):
     direction: Literal["maximize", "minimize"]
     workspace: _Workspace
     evaluator: _Evaluator
-    proposer: _Proposer
+    proposer: dict[str, Any]  # checked by the model of its kind (tasks/proposers.py)
     constraints: _Constraints = Field(default_factory=_Constraints)
     survival: _Survival = Field(default_factory=_Survival)
 
@@ -124,7 +121,7 @@ class Task:
         directory: The task directory (holds ``task.toml``).
         seed_dir: The folder the root workspace starts from.
         evaluator: The evaluator command.
-        proposer: The proposer command (``kind = "command"``).
+        proposer: The proposer: a command, or a model's settings (``kind = "llm"``).
         constraints: Protected paths and resource limits.
         survival: Survival pass settings.
         digest: Digest of ``task.toml`` and every seed file; changes when the task does.
@@ -137,11 +134,19 @@ class Task:
     directory: Path
     seed_dir: Path
     evaluator: CommandSpec
-    proposer: CommandSpec
+    proposer: ProposerSpec
     constraints: Constraints = field(default_factory=Constraints)
     survival: SurvivalSpec = field(default_factory=SurvivalSpec)
     digest: str = ""
     evaluator_digest: str = ""
+
+    def _proposer_summary(self) -> dict[str, Any]:
+        p = self.proposer
+        out: dict[str, Any] = {"kind": p.kind, "command": p.command, "timeout_s": p.timeout_s}
+        if p.llm is not None:
+            out["models"] = [m.name for m in p.llm.models]
+            out["edit_format"] = p.llm.edit_format
+        return out
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready description (stored with each run)."""
@@ -152,8 +157,7 @@ class Task:
             "directory": str(self.directory),
             "evaluator": {"command": self.evaluator.command,
                           "timeout_s": self.evaluator.timeout_s},
-            "proposer": {"kind": "command", "command": self.proposer.command,
-                         "timeout_s": self.proposer.timeout_s},
+            "proposer": self._proposer_summary(),
             "protected_paths": list(self.constraints.protected_paths),
             "digest": self.digest,
             "evaluator_digest": self.evaluator_digest,
@@ -190,24 +194,38 @@ def load_task(directory: str | Path) -> Task:
         spec = _TaskFile.model_validate(data)
     except ValidationError as exc:
         raise _config_error(file, exc) from None
-    return _to_task(path.resolve(), file, spec, raw_bytes)
+    proposer = _proposer(file, spec.proposer)
+    return _to_task(path.resolve(), file, spec, proposer, raw_bytes)
 
 
-def _config_error(file: Path, exc: ValidationError) -> ConfigError:
+def _proposer(file: Path, table: dict[str, Any]) -> ProposerSpec:
+    """The ``[proposer]`` table, checked by the schema of its ``kind``."""
+    kind = table.get("kind", "command")
+    model = _PROPOSERS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise ConfigError(f"invalid value {kind!r}", file=str(file), key="proposer.kind",
+                          expected=" | ".join(_PROPOSERS))
+    try:
+        return proposer_spec(model.model_validate(table))
+    except ValidationError as exc:
+        raise _config_error(file, exc, model, ("proposer",)) from None
+
+
+def _config_error(file: Path, exc: ValidationError, model: type[BaseModel] | None = None,
+                  prefix: tuple[str, ...] = ()) -> ConfigError:
     err = exc.errors()[0]
-    key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    key = ".".join(str(p) for p in (*prefix, *err["loc"])) or "(top level)"
     kind = err["type"]
     if kind == "missing":
         return ConfigError("required key is missing", file=str(file), key=key)
     if kind == "extra_forbidden":
         return ConfigError("unknown key", file=str(file), key=key,
-                           expected=_allowed_keys(err["loc"]))
+                           expected=_allowed_keys(err["loc"], model or _TaskFile))
     return ConfigError(f"invalid value {err.get('input')!r}", file=str(file), key=key,
                        expected=err["msg"].lower())
 
 
-def _allowed_keys(loc: tuple[Any, ...]) -> str:
-    model: type[BaseModel] = _TaskFile
+def _allowed_keys(loc: tuple[Any, ...], model: type[BaseModel]) -> str:
     for part in loc[:-1]:
         annotation = model.model_fields[str(part)].annotation
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
@@ -216,7 +234,8 @@ def _allowed_keys(loc: tuple[Any, ...]) -> str:
     return "one of " + ", ".join(model.model_fields)
 
 
-def _to_task(directory: Path, file: Path, spec: _TaskFile, raw_bytes: bytes) -> Task:
+def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpec,
+             raw_bytes: bytes) -> Task:
     seed_dir = _seed_dir(directory, file, spec.workspace.seed)
     for rel in spec.constraints.protected_paths:
         _check_relative(file, rel)
@@ -240,7 +259,7 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, raw_bytes: bytes) -> 
         directory=directory,
         seed_dir=seed_dir,
         evaluator=evaluator,
-        proposer=CommandSpec(spec.proposer.command, spec.proposer.timeout_s),
+        proposer=proposer,
         constraints=constraints,
         survival=SurvivalSpec(spec.survival.repeats, tuple(spec.survival.commands)),
         digest=_digest({"task.toml": hashlib.sha256(raw_bytes).hexdigest(), **seed_files}),
