@@ -19,6 +19,7 @@ LAYERS = {
     "workspace": 3,
     "sandbox": 3,
     "tasks": 3,
+    "agents": 3.5,  # the engine runs model proposers; agents never import the engine
     "engine": 4,
     "dreaming": 5,  # the recursive loop drives engine runs: engine never imports dreaming
     "cli": 6,

@@ -12,6 +12,7 @@ from dreamrsi.cli._shared import console, guard, print_json, reader, sigterm_as_
 from dreamrsi.cli.options import (
     COUNT,
     DEFAULT_STORE,
+    AcceptUnisolatedOpt,
     IsolationOpt,
     JsonOpt,
     StoreOpt,
@@ -174,6 +175,7 @@ def loop(
     pool_branches: PoolOpt = True,
     seed: Annotated[int, seed_option("Seed of the loop.")] = 0,
     isolation: IsolationOpt = None,
+    accept_unisolated: AcceptUnisolatedOpt = False,
     target: TargetOpt = None,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
@@ -195,7 +197,8 @@ def loop(
             sigterm_as_interrupt()
             observer = None if as_json else (
                 lambda r: _render.loop_round(console, r, handle.chain_head(r.run_id)))
-            report = run_loop(handle, loaded, config, observer)
+            report = run_loop(handle, loaded, config, observer,
+                              accept_unisolated_model_code=accept_unisolated)
         if as_json:
             print_json(report.as_dict())
         else:

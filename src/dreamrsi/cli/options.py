@@ -39,6 +39,10 @@ RunArg = Annotated[str, typer.Argument(help="Run id (or a unique prefix of it)."
 ChainArg = Annotated[str, typer.Argument(help="Run id (or unique prefix), or a dream id.")]
 WorkersOpt = Annotated[int, typer.Option(**COUNT, help="Attempts in parallel (W).")]
 IsolationOpt = Annotated[str | None, typer.Option(help="auto | required | off.")]
+AcceptUnisolatedOpt = Annotated[bool, typer.Option(
+    "--i-accept-unisolated-model-code",
+    help="Let a task whose proposer is a language model run with --isolation off or auto, "
+         "so that code the model wrote may run WITHOUT bubblewrap.")]
 TargetOpt = Annotated[float | None, typer.Option(
     help="Stop once a raw score reaches this value (at or above it when the task maximises, "
          "at or below when it minimises).")]

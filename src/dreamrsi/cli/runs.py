@@ -15,6 +15,7 @@ from dreamrsi.cli.options import (
     COUNT,
     DEFAULT_STORE,
     POSITIVE_HELP,
+    AcceptUnisolatedOpt,
     JsonOpt,
     RunArg,
     StoreOpt,
@@ -47,6 +48,7 @@ def run(
     )] = None,
     isolation: Annotated[str | None, typer.Option(
         help="auto | required | off (default: the task's setting).")] = None,
+    accept_unisolated: AcceptUnisolatedOpt = False,
     target: TargetOpt = None,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
@@ -62,22 +64,25 @@ def run(
         loaded = resolve_task(task)
         with open_store(store, writer=True, holder=f"run {loaded.name}") as handle:
             sigterm_as_interrupt()
-            summary = _drive(lambda obs: start_run(handle, loaded, config, obs), as_json,
-                             budget)
+            summary = _drive(lambda obs: start_run(
+                handle, loaded, config, obs, accept_unisolated_model_code=accept_unisolated),
+                as_json, budget)
             _finish(handle, summary.run_id, as_json)
 
     guard(body)
 
 
-def resume(run_id: RunArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
+def resume(run_id: RunArg, accept_unisolated: AcceptUnisolatedOpt = False,
+           store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
     """Continue a run that was killed or interrupted; in-flight attempts become `lost`."""
 
     def body() -> None:
         with open_store(store, writer=True, holder=f"resume {run_id}") as handle:
             sigterm_as_interrupt()
             record = handle.get_run(run_id)
-            summary = _drive(lambda obs: resume_run(handle, record.run_id, obs), as_json,
-                             record.config.get("budget"))
+            summary = _drive(lambda obs: resume_run(
+                handle, record.run_id, obs, accept_unisolated_model_code=accept_unisolated),
+                as_json, record.config.get("budget"))
             _finish(handle, summary.run_id, as_json)
 
     guard(body)

@@ -8,7 +8,7 @@ import typer
 
 from dreamrsi.cli import _render
 from dreamrsi.cli._shared import console, guard, print_json
-from dreamrsi.cli.options import IsolationOpt, JsonOpt
+from dreamrsi.cli.options import AcceptUnisolatedOpt, IsolationOpt, JsonOpt
 from dreamrsi.engine import check_task
 from dreamrsi.tasks import describe_builtin_tasks, resolve_task
 
@@ -29,12 +29,14 @@ def tasks(as_json: JsonOpt = False) -> None:
 def check(
     directory: Annotated[str, typer.Argument(help="Task directory (or built-in task name).")],
     isolation: IsolationOpt = None,
+    accept_unisolated: AcceptUnisolatedOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Load a task and evaluate its seed workspace once; print the result or the problem."""
 
     def body() -> None:
-        report = check_task(resolve_task(directory), isolation)
+        report = check_task(resolve_task(directory), isolation,
+                            accept_unisolated_model_code=accept_unisolated)
         if as_json:
             print_json(_render.check_dict(report))
         else:

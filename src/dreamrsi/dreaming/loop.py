@@ -32,6 +32,7 @@ from dreamrsi.engine.config import (
     default_policy,
 )
 from dreamrsi.engine.run import start_run
+from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
@@ -146,8 +147,15 @@ RoundObserver = Callable[[RoundReport], None]
 
 
 def run_loop(store: RunStore, task: Task, config: LoopConfig,
-             observer: RoundObserver | None = None) -> LoopReport:
-    """Run the loop to the end and return its report."""
+             observer: RoundObserver | None = None, *,
+             accept_unisolated_model_code: bool = False) -> LoopReport:
+    """Run the loop to the end and return its report.
+
+    ``accept_unisolated_model_code``: as :func:`~dreamrsi.engine.run.start_run` takes it,
+    checked before the first round.
+    """
+    resolve_isolation(task, config.isolation,
+                      accept_unisolated_model_code=accept_unisolated_model_code)
     started = time.monotonic()
     loop_id = "l" + os.urandom(4).hex()
     policy = config.initial_policy()
@@ -168,7 +176,8 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
             summary = start_run(store, task, RunConfig(
                 budget=config.per_round_budget, workers=config.workers,
                 seed=config.seed * 1000 + t, policy=policy, isolation=config.isolation,
-                start_from=best_node if config.warm_start else None, target=config.target))
+                start_from=best_node if config.warm_start else None, target=config.target),
+                accept_unisolated_model_code=accept_unisolated_model_code)
             round_best = None if summary.best is None else summary.best.raw_score
             if round_best is not None and (best is None or _better(task, round_best, best)):
                 best = round_best

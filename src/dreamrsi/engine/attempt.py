@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from dreamrsi.agents import LlmProposer
 from dreamrsi.core.model import Artifact, Cost, Node, NodeStatus
 from dreamrsi.engine.evaluation import Evaluation, parse_evaluation, read_result_file
 from dreamrsi.engine.sandboxing import (
@@ -108,11 +109,14 @@ class AttemptRunner:
             :func:`dreamrsi.workspace.trusted.copy_trusted`).
         deadline: ``time.monotonic()`` value at which the run's wall-time budget ends.
         cancel: Set to stop every attempt in progress (their nodes become ``lost``).
+        model: The proposer of an ``llm`` task (default: one built from the task's settings
+            and the environment); unused for a ``command`` task.
     """
 
     def __init__(self, task: Task, repo: WorkspaceRepo, blobs: Blobs, work_root: Path,
                  isolation: IsolationMode, trusted: Path, deadline: float | None = None,
-                 cancel: threading.Event | None = None) -> None:
+                 cancel: threading.Event | None = None,
+                 model: LlmProposer | None = None) -> None:
         self.task = task
         self.repo = repo
         self.blobs = blobs
@@ -122,12 +126,22 @@ class AttemptRunner:
         self.deadline = deadline
         self.cancel = cancel or threading.Event()
         self._constraints = task.constraints
+        self.model = model if model is not None or task.proposer.kind != "llm" \
+            else LlmProposer(task, blobs)
 
     # -- public ----------------------------------------------------------------------------
 
     def prepare(self) -> None:
-        """Make the trusted copy of the task's protected files the evaluator runs from."""
+        """Make the trusted copy of the task's protected files the evaluator runs from, and
+        load an ``llm`` proposer's prompts."""
         copy_trusted(self.task.seed_dir, self._constraints.protected_paths, self.trusted)
+        if self.model is not None:
+            self.model.prepare()
+
+    def close(self) -> None:
+        """Release what the attempts shared (an ``llm`` proposer's connections)."""
+        if self.model is not None:
+            self.model.close()
 
     def run(self, spec: AttemptSpec) -> AttemptOutcome:
         """Run the attempt described by ``spec`` and return its outcome."""
@@ -153,7 +167,8 @@ class AttemptRunner:
         if spec.parent is not None:
             self.repo.checkout(spec.commit, ws, index, rec.git_calls)
             rec.flush_git(spec.commit)
-            result = self._propose(spec, ws, io, rec)
+            result = (self._propose(spec, ws, io, rec) if self.model is None
+                      else self._propose_with_model(self.model, spec, ws, rec))
             if result is not None:
                 return result
             problem = self._unusable(ws)
@@ -224,6 +239,31 @@ class AttemptRunner:
                      else f"exited with status {result.exit_code}")
             limit = f" ({result.limit_hit} limit)" if result.limit_hit else ""
             return rec.finish(NodeStatus.ERROR, f"proposer {ended}{limit}{_tail(result)}",
+                              spec.commit, rec.started)
+        return None
+
+    def _propose_with_model(self, model: LlmProposer, spec: AttemptSpec, ws: Path,
+                            rec: _Recorder) -> AttemptOutcome | None:
+        """Ask the model for edits and write them; an outcome only if the attempt ends here."""
+        limit = self.task.proposer.timeout_s
+        cut_by_run = self.deadline is not None and self.deadline - time.monotonic() < limit
+        if cut_by_run:
+            limit = self.deadline - time.monotonic()  # type: ignore[operator]
+        if self.cancel.is_set() or limit <= 0:
+            return rec.finish(NodeStatus.LOST, self._cut_reason(), spec.commit, rec.started)
+        proposal = model.propose(spec.context, ws, node_id=spec.node_id,
+                                 deadline=time.monotonic() + limit, cancel=self.cancel)
+        rec.events.extend(proposal.events)
+        rec.plan = proposal.plan
+        rec.tokens = proposal.cost
+        if proposal.status == "cancelled" or (proposal.status == "timeout" and cut_by_run):
+            return rec.finish(NodeStatus.LOST, self._cut_reason(), spec.commit, rec.started)
+        if proposal.status == "timeout":
+            return rec.finish(NodeStatus.TIMEOUT, "proposer timed out after "
+                              f"{self.task.proposer.timeout_s:g} s: {proposal.problem}",
+                              spec.commit, rec.started)
+        if proposal.status != "ok":
+            return rec.finish(NodeStatus.ERROR, proposal.problem or "the proposal failed",
                               spec.commit, rec.started)
         return None
 

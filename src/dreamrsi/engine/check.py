@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dreamrsi.agents.prompts import load_prompts
 from dreamrsi.core.model import NodeStatus
 from dreamrsi.engine.config import ISOLATION_MODES
 from dreamrsi.engine.evaluation import Evaluation, parse_evaluation, read_result_file
@@ -38,19 +39,28 @@ class CheckReport:
         return self.evaluation.status in (NodeStatus.OK, NodeStatus.INVALID)
 
 
-def check_task(task: Task, isolation: str | None = None) -> CheckReport:
+def check_task(task: Task, isolation: str | None = None, *,
+               accept_unisolated_model_code: bool = False) -> CheckReport:
     """Evaluate a copy of the task's seed folder once, in the sandbox, as a run would.
 
     The user's seed folder is copied, never written; a symbolic link in it is copied as a
-    link, never followed.
+    link, never followed. A task whose proposer is a model is held to the same isolation
+    rule as its runs (see :func:`~dreamrsi.engine.sandboxing.resolve_isolation`), and its
+    prompt templates are loaded.
 
     Raises:
-        ConfigError: ``isolation`` is not ``auto``, ``required`` or ``off``.
+        ConfigError: ``isolation`` is not ``auto``, ``required`` or ``off``; a model's code
+            would run unisolated without ``accept_unisolated_model_code``; a prompt template
+            is wrong.
+        SandboxError: A model's task needs bubblewrap and it does not work here.
     """
     if isolation is not None and isolation not in ISOLATION_MODES:
         raise ConfigError(f"unknown isolation '{isolation}'", key="isolation",
                           expected=" | ".join(ISOLATION_MODES))
-    mode = resolve_isolation(task, isolation)
+    mode = resolve_isolation(task, isolation,
+                             accept_unisolated_model_code=accept_unisolated_model_code)
+    if task.proposer.llm is not None:
+        load_prompts(task.directory, task.proposer.llm.prompt_dir)
     with tempfile.TemporaryDirectory(prefix="dreamrsi-check-") as tmp:
         view, io, trusted = Path(tmp) / "eval", Path(tmp) / "io", Path(tmp) / "trusted"
         shutil.copytree(task.seed_dir, view, symlinks=True,

@@ -20,6 +20,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from dreamrsi.agents.prompts import load_prompts
 from dreamrsi.core.episode import EpisodeSettings, EpisodeState, StopReason, run_episode
 from dreamrsi.core.model import Node, NodeStatus, node_id_for
 from dreamrsi.core.policy import GridPlan, Policy
@@ -30,6 +31,7 @@ from dreamrsi.engine.config import RunConfig
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, DreamError, StoreError
 from dreamrsi.policies.registry import make_policy
+from dreamrsi.sandbox import IsolationMode
 from dreamrsi.store.base import InFlight, RunRecord, RunStatus, RunStore, TaskRecord
 from dreamrsi.store.integrity import check_tree
 from dreamrsi.store.ledger import Actor, LedgerEvent
@@ -93,7 +95,8 @@ def new_run_id() -> str:
 
 def start_run(store: RunStore, task: Task, config: RunConfig,
               observer: RunObserver | None = None, *, policy: Policy | None = None,
-              attempts: Attempts | None = None) -> RunSummary:
+              attempts: Attempts | None = None,
+              accept_unisolated_model_code: bool = False) -> RunSummary:
     """Start a new run of ``task`` and drive it until a budget ends or the policy stops.
 
     Args:
@@ -106,10 +109,19 @@ def start_run(store: RunStore, task: Task, config: RunConfig,
             name, and resuming it needs the object again.
         attempts: What runs each attempt (default: the task's commands in the sandbox,
             :class:`~dreamrsi.engine.attempt.AttemptRunner`).
+        accept_unisolated_model_code: Let a task whose proposer is a model run with
+            isolation ``off`` or ``auto`` (see
+            :func:`~dreamrsi.engine.sandboxing.resolve_isolation`).
 
     Returns:
         The run's summary (also when it was interrupted).
+
+    Raises:
+        ConfigError: The settings are wrong, or a model's code would run unisolated without
+            ``accept_unisolated_model_code``.
+        SandboxError: A model's code must run isolated and bubblewrap does not work here.
     """
+    isolation = _preflight(task, config, accept_unisolated_model_code)
     policy = policy if policy is not None else make_policy(config.policy)
     plan = _plan(store, task, policy, config)
     if plan is not None:
@@ -127,7 +139,17 @@ def start_run(store: RunStore, task: Task, config: RunConfig,
                 parsed={"branch_count": plan.branch_count, "refine_count": plan.refine_count,
                         "reason": plan.reason})], run_id=run_id)
     return _Session(store, task, config, policy, store.get_run(run_id), observer,
-                    attempts).execute()
+                    attempts, isolation).execute()
+
+
+def _preflight(task: Task, config: RunConfig, accept_unisolated_model_code: bool
+               ) -> IsolationMode:
+    """What must hold before a run starts or resumes: its isolation, a model's prompts."""
+    isolation = resolve_isolation(task, config.isolation,
+                                  accept_unisolated_model_code=accept_unisolated_model_code)
+    if task.proposer.llm is not None:
+        load_prompts(task.directory, task.proposer.llm.prompt_dir)
+    return isolation
 
 
 def _plan(store: RunStore, task: Task, policy: Policy,
@@ -141,11 +163,13 @@ def _plan(store: RunStore, task: Task, policy: Policy,
 
 
 def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None, *,
-               policy: Policy | None = None, attempts: Attempts | None = None) -> RunSummary:
+               policy: Policy | None = None, attempts: Attempts | None = None,
+               accept_unisolated_model_code: bool = False) -> RunSummary:
     """Continue a run that stopped before its budget ended (killed, interrupted, failed).
 
     Attempts still marked in flight are recorded as ``lost``; finished attempts are neither
-    lost nor run again. ``policy`` and ``attempts``: as :func:`start_run` was given them.
+    lost nor run again. ``policy``, ``attempts`` and ``accept_unisolated_model_code``: as
+    :func:`start_run` was given them (the consent is asked again, never stored).
 
     Raises:
         ConfigError: The run already finished, or its task changed since it started.
@@ -161,10 +185,12 @@ def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None
                           f"started (digest {run.task_digest[:19]} then, {task.digest[:19]} "
                           "now); resume needs the same task")
     config = RunConfig.from_json(run.config)
+    isolation = _preflight(task, config, accept_unisolated_model_code)
     store.update_run(run.run_id, status=RunStatus.RUNNING, pid=os.getpid(),
                      heartbeat_at=time.time(), stop_reason=None)
     policy = policy if policy is not None else make_policy(config.policy)
-    return _Session(store, task, config, policy, run, observer, attempts).execute()
+    return _Session(store, task, config, policy, run, observer, attempts,
+                    isolation).execute()
 
 
 class _Session:
@@ -172,7 +198,7 @@ class _Session:
 
     def __init__(self, store: RunStore, task: Task, config: RunConfig, policy: Policy,
                  run: RunRecord, observer: RunObserver | None,
-                 attempts: Attempts | None = None) -> None:
+                 attempts: Attempts | None, isolation: IsolationMode) -> None:
         self.store = store
         self.task = task
         self.config = config
@@ -186,7 +212,6 @@ class _Session:
         deadline = None
         if config.wall_time_s is not None:
             deadline = self.started + max(0.0, config.wall_time_s - self.elapsed_before)
-        isolation = resolve_isolation(task, config.isolation)
         self.work_root = store.work_folder
         self.runner: Attempts = attempts or AttemptRunner(
             task, self.repo, store.blobs, self.work_root, isolation, self.work_root / "trusted",
@@ -362,6 +387,8 @@ class _Session:
         return node.commit
 
     def _close(self, status: RunStatus, reason: str) -> None:
+        if isinstance(self.runner, AttemptRunner):
+            self.runner.close()
         shutil.rmtree(self.work_root, ignore_errors=True)
         try:
             self.store.update_run(self.run.run_id, status=status, stop_reason=reason,

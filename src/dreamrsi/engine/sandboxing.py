@@ -10,22 +10,27 @@ interpreter first, ``HOME`` in the io folder, ``DREAM_*`` and what the task pass
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from dreamrsi.sandbox import Isolation, IsolationMode, Limits
+from dreamrsi.errors import ConfigError, SandboxError
+from dreamrsi.sandbox import Isolation, IsolationMode, Limits, isolation_problem
 from dreamrsi.tasks.catalog import is_builtin
 from dreamrsi.tasks.spec import Constraints, Task
 
 __all__ = ["base_env", "command_limits", "evaluator_env", "evaluator_isolation",
            "proposer_isolation", "resolve_isolation"]
 
+logger = logging.getLogger(__name__)
+
 _HOST_NAMES = ("LANG", "LANGUAGE", "TZ", "TERM")
 
 
-def resolve_isolation(task: Task, requested: str | None) -> IsolationMode:
+def resolve_isolation(task: Task, requested: str | None, *,
+                      accept_unisolated_model_code: bool = False) -> IsolationMode:
     """The isolation mode of a task's commands.
 
     Asked for by name (``requested``, from ``--isolation``, else the task file's
@@ -33,17 +38,51 @@ def resolve_isolation(task: Task, requested: str | None) -> IsolationMode:
     command works on a machine without bubblewrap, and ``required`` for every other task:
     a user's task never runs unisolated unless the user asked for it.
 
+    A task whose proposer is a model (``kind = "llm"``) runs code a model wrote, which never
+    runs unisolated quietly: ``off`` or ``auto`` also needs ``accept_unisolated_model_code``
+    (``--i-accept-unisolated-model-code``), and under ``required`` bubblewrap is checked here,
+    so such a run refuses to start rather than fail at its first command.
+
     Args:
         task: The task.
         requested: The mode asked for on the command line, or None.
+        accept_unisolated_model_code: The user's explicit consent to run a model's code
+            without bubblewrap (``off``, or ``auto`` where bubblewrap does not work).
 
     Returns:
         The mode.
+
+    Raises:
+        ConfigError: A model's code would run unisolated without that consent.
+        SandboxError: A model's code must run isolated and bubblewrap does not work here.
     """
     named = requested or task.constraints.isolation
-    if named is not None:
-        return IsolationMode(named)
-    return IsolationMode.AUTO if is_builtin(task) else IsolationMode.REQUIRED
+    mode = IsolationMode(named) if named is not None else (
+        IsolationMode.AUTO if is_builtin(task) else IsolationMode.REQUIRED)
+    if task.proposer.kind == "llm":
+        _guard_model_code(task, mode, accept_unisolated_model_code)
+    return mode
+
+
+def _guard_model_code(task: Task, mode: IsolationMode, accepted: bool) -> None:
+    """Refuse to run a model's code unisolated unless the user accepted it by name."""
+    if mode is IsolationMode.REQUIRED:
+        problem = isolation_problem()
+        if problem is not None:
+            raise SandboxError(f"task {task.name}'s proposer is a language model, whose code "
+                               f"runs only under bubblewrap, and {problem}; install it with "
+                               "`apt-get install bubblewrap`, or run the model's code "
+                               "unisolated with --isolation off "
+                               "--i-accept-unisolated-model-code")
+        return
+    if not accepted:
+        raise ConfigError(f"task {task.name}'s proposer is a language model, and isolation "
+                          f"'{mode.value}' could run the code it writes without bubblewrap; "
+                          "use --isolation required, or accept that by name with "
+                          "--i-accept-unisolated-model-code", key="isolation")
+    logger.warning("task %s: code written by a language model may run WITHOUT ISOLATION "
+                   "(isolation '%s', accepted with --i-accept-unisolated-model-code)",
+                   task.name, mode.value)
 
 
 def command_limits(c: Constraints, timeout_s: float) -> Limits:

@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+from dreamrsi.sandbox._bwrap import isolation_problem
 from dreamrsi.sandbox._config import (
     ALLOWED_ENV,
     Isolation,
@@ -37,6 +38,7 @@ __all__ = [
     "LeftFileError",
     "Limits",
     "env_digest",
+    "isolation_problem",
     "read_left_file",
     "run_command",
     "sandbox_env",

@@ -25,7 +25,7 @@ from pathlib import Path
 from dreamrsi.errors import SandboxError
 from dreamrsi.sandbox._config import Isolation, IsolationMode
 
-__all__ = ["BWRAP_WRAPPER_DEPTH", "bwrap_argv", "choose_bwrap"]
+__all__ = ["BWRAP_WRAPPER_DEPTH", "bwrap_argv", "choose_bwrap", "isolation_problem"]
 
 logger = logging.getLogger(__name__)
 
@@ -152,6 +152,19 @@ def _warn_unisolated(reason: str) -> None:
     logger.warning("bubblewrap unusable (%s): running commands without isolation", reason)
 
 
+def isolation_problem(bwrap_path: str | None = None) -> str | None:
+    """Why bubblewrap cannot isolate commands here, or None when it works (probed once).
+
+    Args:
+        bwrap_path: The bubblewrap binary; None looks ``bwrap`` up on PATH.
+    """
+    bwrap = _resolve(bwrap_path)
+    if bwrap is None:
+        return f"bubblewrap binary {bwrap_path or 'bwrap'!r} not found or not executable"
+    failure = _probe(bwrap)
+    return None if failure is None else f"bubblewrap at {bwrap!r} does not work: {failure}"
+
+
 def choose_bwrap(isolation: Isolation) -> str | None:
     """Return the bwrap binary a command should run under, or None for no isolation.
 
@@ -166,15 +179,9 @@ def choose_bwrap(isolation: Isolation) -> str | None:
     """
     if isolation.mode is IsolationMode.OFF:
         return None
-    name = isolation.bwrap_path or "bwrap"
-    bwrap = _resolve(isolation.bwrap_path)
-    if bwrap is None:
-        reason = f"bubblewrap binary {name!r} not found or not executable"
-    else:
-        failure = _probe(bwrap)
-        if failure is None:
-            return bwrap
-        reason = f"bubblewrap at {bwrap!r} does not work: {failure}"
+    reason = isolation_problem(isolation.bwrap_path)
+    if reason is None:
+        return _resolve(isolation.bwrap_path)
     if isolation.mode is IsolationMode.REQUIRED:
         raise SandboxError(f"isolation mode 'required': {reason}; {_INSTALL_HINT}, or ask "
                            "for no isolation by name (--isolation off)")

@@ -22,20 +22,27 @@
     [proposer.prices]               # USD per million tokens, by model
     "gpt-4o-mini" = { input = 0.15, output = 0.60 }
 
-Everything here is validated configuration; nothing calls a model.
+Everything here is validated configuration; nothing calls a model. When the task loads,
+:func:`check_llm` also checks the keys against the task's folders: ``files`` must be regular
+files of the seed outside the protected paths, ``prompt_dir`` a folder of the task directory,
+and ``[constraints] pass_env`` must not hand the key's variable to the sandbox.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["LlmSettings", "ModelChoice", "Price", "ProposerSpec"]
+from dreamrsi.errors import ConfigError
+
+__all__ = ["LlmSettings", "ModelChoice", "Price", "ProposerSpec", "check_llm"]
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -145,3 +152,59 @@ def proposer_spec(raw: CommandProposer | LlmProposer) -> ProposerSpec:
                       raw.call_timeout_s, raw.max_retries, raw.edit_format, tuple(raw.files),
                       raw.prompt_dir, prices)
     return ProposerSpec("llm", "", raw.timeout_s, llm)
+
+
+def check_llm(file: Path, llm: LlmSettings, seed_dir: Path, protected: tuple[str, ...],
+              pass_env: tuple[str, ...]) -> dict[str, str]:
+    """Check an ``llm`` proposer's paths against the task; return its prompts' digests.
+
+    Args:
+        file: The task file (for messages).
+        llm: The validated settings.
+        seed_dir: The seed folder (``files`` are relative to it).
+        protected: The task's protected paths.
+        pass_env: The variables the task hands to its commands.
+
+    Returns:
+        ``prompts/<name>`` -> SHA-256 of each template in ``prompt_dir``, for the task's
+        digest (a run's prompts are part of what it ran).
+
+    Raises:
+        ConfigError: A key names something it may not.
+    """
+    if llm.api_key_env in pass_env:
+        raise ConfigError(f"passes ${llm.api_key_env}, the model's key, to the sandbox",
+                          file=str(file), key="constraints.pass_env",
+                          expected="no variable holding the key: the proposer reads it "
+                          "outside the sandbox")
+    for rel in llm.files:
+        _check_file(file, seed_dir, rel, protected)
+    if llm.prompt_dir is None:
+        return {}
+    folder = (file.parent / llm.prompt_dir).resolve()
+    if Path(llm.prompt_dir).is_absolute() or not folder.is_relative_to(file.parent.resolve()) \
+            or not folder.is_dir():
+        raise ConfigError(f"prompt folder '{llm.prompt_dir}' is not a folder of the task "
+                          "directory", file=str(file), key="proposer.prompt_dir",
+                          expected="a folder inside the task directory, given relative to it")
+    return {f"prompts/{name}": hashlib.sha256((folder / name).read_bytes()).hexdigest()
+            for name in ("system.md", "user.md") if (folder / name).is_file()}
+
+
+def _check_file(file: Path, seed_dir: Path, rel: str, protected: tuple[str, ...]) -> None:
+    where = {"file": str(file), "key": "proposer.files"}
+    pure = PurePosixPath(rel)
+    if pure.is_absolute() or ".." in pure.parts or not rel.strip():
+        raise ConfigError(f"'{rel}' must be relative to the workspace", **where,
+                          expected="a relative path without '..'")
+    if any(pure == PurePosixPath(p) or PurePosixPath(p) in pure.parents for p in protected):
+        raise ConfigError(f"'{rel}' is a protected path; the model may not edit it", **where)
+    path = seed_dir
+    for part in pure.parts:
+        path = path / part
+        if path.is_symlink():
+            raise ConfigError(f"'{rel}' goes through the symbolic link "
+                              f"'{path.relative_to(seed_dir).as_posix()}'", **where,
+                              expected="a regular file of the seed, reached through folders")
+    if not path.is_file():
+        raise ConfigError(f"'{rel}' is not a file of the seed folder", **where)

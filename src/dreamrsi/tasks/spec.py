@@ -19,7 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dreamrsi.core.model import Direction
 from dreamrsi.errors import ConfigError
-from dreamrsi.tasks.proposers import CommandProposer, LlmProposer, ProposerSpec, proposer_spec
+from dreamrsi.tasks.proposers import (
+    CommandProposer,
+    LlmProposer,
+    ProposerSpec,
+    check_llm,
+    proposer_spec,
+)
 
 TASK_FILE = "task.toml"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -252,6 +258,8 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
     evaluator = CommandSpec(spec.evaluator.command, spec.evaluator.timeout_s)
     seed_files = _file_digests(seed_dir)
     protected = {p: d for p, d in seed_files.items() if _under_any(p, constraints.protected_paths)}
+    prompts = {} if proposer.llm is None else check_llm(
+        file, proposer.llm, seed_dir, constraints.protected_paths, constraints.pass_env)
     return Task(
         name=spec.name,
         objective=spec.objective,
@@ -262,7 +270,8 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
         proposer=proposer,
         constraints=constraints,
         survival=SurvivalSpec(spec.survival.repeats, tuple(spec.survival.commands)),
-        digest=_digest({"task.toml": hashlib.sha256(raw_bytes).hexdigest(), **seed_files}),
+        digest=_digest({"task.toml": hashlib.sha256(raw_bytes).hexdigest(), **seed_files,
+                        **{f"\0{k}": v for k, v in prompts.items()}}),
         evaluator_digest=_digest({"command": evaluator.command, **protected}),
     )
 

@@ -1,0 +1,28 @@
+"""Model-driven proposers: an OpenAI-compatible client, prompts, and edits applied exactly.
+
+The engine imports this package; it never imports the engine, dreaming or the interfaces.
+
+- :class:`ModelClient` (``client.py``): one endpoint, weighted models, retries with backoff
+  and jitter, a hard deadline per call, tokens and money per call; never raises for what an
+  endpoint does.
+- :class:`LlmProposer` (``proposer.py``): the ``[proposer] kind = "llm"`` of a task.
+- ``edits.py``: SEARCH/REPLACE blocks and whole-file answers, confined to EVOLVE-BLOCK
+  regions; ``files.py``: reading and writing workspace files without following links;
+  ``prompts.py``: the templates and their placeholders.
+"""
+
+from dreamrsi.agents.client import ChatResult, ModelCall, ModelClient
+from dreamrsi.agents.edits import Edit, EditError, apply_edits, parse_answer
+from dreamrsi.agents.proposer import LlmProposer, Proposal
+
+__all__ = [
+    "ChatResult",
+    "Edit",
+    "EditError",
+    "LlmProposer",
+    "ModelCall",
+    "ModelClient",
+    "Proposal",
+    "apply_edits",
+    "parse_answer",
+]

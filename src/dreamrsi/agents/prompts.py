@@ -1,0 +1,187 @@
+"""The prompt of the ``llm`` proposer: two templates, filled from the attempt's context.
+
+The built-in templates are ``templates/system.md`` and ``templates/user.md`` beside this
+module. A task overrides either one with a file of the same name in its ``prompt_dir``.
+Placeholders are written ``{{name}}``; an unknown name is an error when the run starts. Values
+are inserted once, so text in them that looks like a placeholder stays as it is.
+
+- ``{{objective}}``, ``{{task_name}}``, ``{{direction}}``: the task's (``maximize`` or
+  ``minimize``);
+- ``{{score}}``, ``{{status}}``, ``{{plan}}``: the parent's raw score (``none`` without
+  one), status and plan;
+- ``{{feedback}}``: the parent's evaluator feedback, in a fenced block;
+- ``{{history}}``: one entry per ancestor, root first: depth, score, status, plan, feedback;
+- ``{{files}}``: each file the model may edit: its path, then its text in a fenced block;
+- ``{{edit_format}}``: how to write edits (SEARCH/REPLACE blocks, or whole files);
+- ``{{lessons}}``: lessons from the context (``none`` so far);
+- ``{{budget}}``: attempts, tokens and money left in the run;
+- ``{{attempt_id}}``, ``{{round}}``: the attempt's id and round.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from dreamrsi.errors import ConfigError
+
+__all__ = ["PLACEHOLDERS", "Prompts", "load_prompts"]
+
+PLACEHOLDERS = ("objective", "task_name", "direction", "score", "status", "plan", "feedback",
+                "history", "files", "edit_format", "lessons", "budget", "attempt_id", "round")
+_SLOT = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_NAMES = ("system.md", "user.md")
+_MAX_TEMPLATE_BYTES = 64 * 1024
+
+_DIFF = """\
+Write each change as a SEARCH/REPLACE block, with the file's path on the line before it:
+
+path/to/file.py
+<<<<<<< SEARCH
+lines copied exactly from the file
+=======
+the lines to put in their place
+>>>>>>> REPLACE
+
+SEARCH must match whole lines of the file exactly (spaces included) and only once. Where a
+file has EVOLVE-BLOCK-START and EVOLVE-BLOCK-END lines, only the lines between them may
+change; the marker lines and everything outside them must stay as they are. Use several
+blocks for several changes."""
+
+_FULL = """\
+Write the whole new file in one fenced code block, with the file's path on the line before
+the block. Where a file has EVOLVE-BLOCK-START and EVOLVE-BLOCK-END lines, only the lines
+between them may differ from the current file; the marker lines and everything outside them
+must stay exactly as they are."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prompts:
+    """The two templates of a task (``system`` and ``user``)."""
+
+    system: str
+    user: str
+
+    def messages(self, values: Mapping[str, str]) -> list[dict[str, str]]:
+        """The chat messages with every placeholder filled from ``values``."""
+        return [{"role": "system", "content": _fill(self.system, values)},
+                {"role": "user", "content": _fill(self.user, values)}]
+
+
+def load_prompts(task_dir: Path, prompt_dir: str | None) -> Prompts:
+    """The built-in templates, overridden by ``system.md`` / ``user.md`` in ``prompt_dir``.
+
+    Raises:
+        ConfigError: A template is not UTF-8, too big, or uses an unknown placeholder.
+    """
+    texts = {name: resources.files("dreamrsi.agents").joinpath("templates", name)
+             .read_text("utf-8") for name in _NAMES}
+    if prompt_dir is not None:
+        for name in _NAMES:
+            path = task_dir / prompt_dir / name
+            if path.is_file():
+                texts[name] = _read_template(path)
+    return Prompts(texts["system.md"], texts["user.md"])
+
+
+def _read_template(path: Path) -> str:
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError("not UTF-8 text", file=str(path)) from None
+    if len(data) > _MAX_TEMPLATE_BYTES:
+        raise ConfigError(f"the template holds {len(data)} bytes, more than "
+                          f"{_MAX_TEMPLATE_BYTES}", file=str(path))
+    unknown = sorted({m.group(1) for m in _SLOT.finditer(text)} - set(PLACEHOLDERS))
+    if unknown:
+        raise ConfigError(f"unknown placeholder {{{{{unknown[0]}}}}}", file=str(path),
+                          expected="one of " + ", ".join(PLACEHOLDERS))
+    return text
+
+
+def _fill(template: str, values: Mapping[str, str]) -> str:
+    return _SLOT.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+
+
+def prompt_values(context: Mapping[str, Any], files: Mapping[str, str], notes: Sequence[str],
+                  edit_format: str) -> dict[str, str]:
+    """The value of every placeholder for one attempt.
+
+    Args:
+        context: The attempt's context (the JSON a command proposer gets).
+        files: The files the model may edit, path -> text.
+        notes: What was left out of ``files`` and why.
+        edit_format: ``"diff"`` or ``"full"``.
+    """
+    task = context.get("task", {})
+    parent = context.get("parent", {})
+    return {
+        "objective": str(task.get("objective", "")),
+        "task_name": str(task.get("name", "")),
+        "direction": str(task.get("direction", "maximize")),
+        "score": _score(parent.get("score")),
+        "status": str(parent.get("status", "ok")),
+        "plan": str(parent.get("plan") or "none (the starting program)"),
+        "feedback": fenced(str(parent.get("feedback") or "(none)")),
+        "history": _history(context),
+        "files": _files(files, notes),
+        "edit_format": _DIFF if edit_format == "diff" else _FULL,
+        "lessons": "\n".join(f"- {lesson}" for lesson in context.get("lessons") or ())
+        or "none",
+        "budget": _budget(context.get("budget") or {}),
+        "attempt_id": str(context.get("attempt_id", "")),
+        "round": str(context.get("round", "")),
+    }
+
+
+def fenced(text: str, info: str = "") -> str:
+    """``text`` in a fenced block whose fence is longer than any run of backticks in it."""
+    longest = max((len(m.group(0)) for m in re.finditer(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text.rstrip(chr(10))}\n{fence}"
+
+
+def _score(value: object) -> str:
+    return "none" if value is None else f"{value:.10g}" if isinstance(value, float) \
+        else str(value)
+
+
+def _history(context: Mapping[str, Any]) -> str:
+    ancestors = list(context.get("ancestors") or ())
+    if not ancestors:
+        return "None: the program below is where this line of work starts."
+    lines = []
+    omitted = int(context.get("ancestors_omitted") or 0)
+    for n, node in enumerate(ancestors):
+        if n == 1 and omitted:
+            lines.append(f"({omitted} earlier attempts left out)")
+        lines.append(f"## Depth {node.get('depth', n)}: score {_score(node.get('score'))}, "
+                     f"status {node.get('status', '?')}\nPlan: {node.get('plan') or 'none'}\n"
+                     f"Feedback:\n{fenced(str(node.get('feedback') or '(none)'))}")
+    return "\n\n".join(lines)
+
+
+def _files(files: Mapping[str, str], notes: Sequence[str]) -> str:
+    parts = [f"## {path}\n\n{fenced(text, _language(path))}" for path, text in files.items()]
+    parts += [f"({note})" for note in notes]
+    return "\n\n".join(parts)
+
+
+def _language(path: str) -> str:
+    suffix = Path(path).suffix.lstrip(".")
+    return {"py": "python", "js": "javascript", "ts": "typescript", "rs": "rust",
+            "md": "markdown", "sh": "bash"}.get(suffix, suffix)
+
+
+def _budget(budget: Mapping[str, Any]) -> str:
+    def show(value: object, unit: str = "") -> str:
+        return "no limit" if value is None else f"{value}{unit}"
+
+    return (f"attempts left: {show(budget.get('attempts_left'))}; tokens left: "
+            f"{show(budget.get('tokens_left'))}; money left: "
+            f"{show(budget.get('cost_left_usd'), ' USD')}")
