@@ -201,7 +201,7 @@ class ModelClient:
             delay = min(self.backoff_cap_s, self.backoff_s * 2 ** (try_no - 1))
             delay *= 0.5 + jitter.random() / 2
             if time.monotonic() + delay >= deadline:
-                return ChatResult(model, None, tuple(calls), _gave_up(calls), timed_out=True)
+                return _stopped(model, calls, _Stop("deadline"))
             if cancel.wait(delay):
                 return _stopped(model, calls, _Stop("cancelled"))
         return ChatResult(model, None, tuple(calls), _gave_up(calls))
