@@ -39,6 +39,8 @@ except (ValueError, IndexError):
                       "feedback": "no number: " + out.stderr[-300:]}))
 '''
 
+_DEFAULTS = ('models = ["fake-small"]', "timeout_s = 20", "call_timeout_s = 2",
+             "max_retries = 2")
 _RETURN = re.compile(r"^    return (\S+)$", re.MULTILINE)
 
 
@@ -67,11 +69,8 @@ def write_llm_task(root: Path, base_url: str, *, proposer: str = "", name: str =
         [proposer]
         kind = "llm"
         base_url = "{base_url}"
-        models = ["fake-small"]
-        timeout_s = 20
-        call_timeout_s = 2
-        max_retries = 2
-        """) + textwrap.dedent(proposer) + textwrap.dedent("""
+        """) + "".join(f"{line}\n" for line in _DEFAULTS if line.split(" =")[0] + " ="
+                       not in proposer) + textwrap.dedent(proposer) + textwrap.dedent("""
         [proposer.prices]
         "fake-small" = { input = 1.0, output = 2.0 }
         """))

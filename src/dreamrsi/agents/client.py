@@ -378,4 +378,4 @@ def _public_url(url: str) -> str:
     host = parts.hostname or ""
     if parts.port:
         host += f":{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
