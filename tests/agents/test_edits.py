@@ -1,4 +1,4 @@
-"""SEARCH/REPLACE blocks and whole-file answers: parsed exactly, applied only inside EVOLVE blocks."""
+"""SEARCH/REPLACE blocks and whole files: parsed exactly, applied only inside EVOLVE blocks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from dreamrsi.agents.edits import Edit, EditError, apply_edits, evolve_regions, parse_answer
 
-PROGRAM = "import math\n\n# EVOLVE-BLOCK-START\ndef f(x):\n    return x\n# EVOLVE-BLOCK-END\n\nprint(f(2))\n"
+PROGRAM = ("import math\n\n# EVOLVE-BLOCK-START\ndef f(x):\n    return x\n# EVOLVE-BLOCK-END\n"
+           "\nprint(f(2))\n")
 
 
 def block(search: str, replace: str, path: str | None = "prog.py") -> str:
