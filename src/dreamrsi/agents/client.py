@@ -37,6 +37,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
+from dreamrsi.errors import ConfigError
 from dreamrsi.tasks.proposers import LlmSettings
 
 __all__ = ["MAX_ANSWER_CHARS", "ChatResult", "ModelCall", "ModelClient"]
@@ -126,6 +127,9 @@ class ModelClient:
         environ: Where the key and ``OPENAI_BASE_URL`` are read (default ``os.environ``).
         backoff_s: First retry delay.
         backoff_cap_s: Longest retry delay.
+
+    Raises:
+        ConfigError: The endpoint's URL is unusable.
     """
 
     def __init__(self, settings: LlmSettings, *, environ: Mapping[str, str] | None = None,
@@ -136,9 +140,15 @@ class ModelClient:
         self.backoff_s = backoff_s
         self.backoff_cap_s = backoff_cap_s
         self._secret = secret if len(secret) >= _MIN_SECRET else ""
-        self._sdk = openai.OpenAI(api_key=secret or "not-set",
-                                  base_url=settings.base_url or env.get("OPENAI_BASE_URL")
-                                  or None, max_retries=0, timeout=settings.call_timeout_s)
+        base_url = settings.base_url or env.get("OPENAI_BASE_URL") or None
+        try:
+            self._sdk = openai.OpenAI(api_key=secret or "not-set", base_url=base_url,
+                                      max_retries=0, timeout=settings.call_timeout_s)
+        except Exception as exc:  # the SDK's URL parser raises its own types
+            raise ConfigError(f"cannot use the endpoint {base_url!r} ({type(exc).__name__})",
+                              key="proposer.base_url",
+                              expected="an http(s) URL such as http://127.0.0.1:8000/v1"
+                              ) from None
         self.endpoint = _public_url(str(self._sdk.base_url))
         self._lock = threading.Lock()
         self._discovered: str | None = None

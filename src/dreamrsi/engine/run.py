@@ -20,6 +20,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from dreamrsi.agents import ModelClient
 from dreamrsi.agents.prompts import load_prompts
 from dreamrsi.core.episode import EpisodeSettings, EpisodeState, StopReason, run_episode
 from dreamrsi.core.model import Node, NodeStatus, node_id_for
@@ -149,6 +150,7 @@ def _preflight(task: Task, config: RunConfig, accept_unisolated_model_code: bool
                                   accept_unisolated_model_code=accept_unisolated_model_code)
     if task.proposer.llm is not None:
         load_prompts(task.directory, task.proposer.llm.prompt_dir)
+        ModelClient(task.proposer.llm).close()
     return isolation
 
 

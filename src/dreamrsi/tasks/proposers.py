@@ -129,7 +129,7 @@ class LlmProposer(_Strict):
     kind: Literal["llm"]
     timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
     models: list[str | _Model] = Field(default_factory=list)
-    base_url: str | None = Field(default=None, min_length=1)
+    base_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
     api_key_env: str = Field(default="OPENAI_API_KEY", pattern=_ENV_NAME.pattern)
     temperature: float = Field(default=0.7, ge=0, le=2, allow_inf_nan=False)
     max_tokens: int = Field(default=4096, gt=0, le=1_000_000)
