@@ -40,10 +40,10 @@ class _Workspace(_Strict):
 
 
 class _Evaluator(_Strict):
-    kind: Literal["command", "openevolve", "shinka"] = "command"
     command: str | None = Field(default=None, min_length=1)
-    program: str | None = Field(default=None, min_length=1)  # openevolve and shinka only
     timeout_s: float | None = Field(default=None, gt=0)
+    kind: Literal["command", "openevolve", "shinka"] = "command"
+    program: str | None = Field(default=None, min_length=1)  # openevolve and shinka only
 
 
 class _Constraints(_Strict):

@@ -116,8 +116,19 @@ def _openevolve(program: Path, out: Path, cascade: list[float] | None,
             raise Broken("evaluator.py defines no evaluate(program_path) function")
         metrics, artifacts = _split("evaluate()", evaluate(path, **kwargs))
     text = json.dumps({"metrics": _plain(metrics), "artifacts": _plain(artifacts)})
-    (out / "openevolve.json").write_text(text)
+    _write_new(out / "openevolve.json", text.encode())
     return 0
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Write a new file at ``path``, removing whatever is there (a FIFO would block us)."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
 
 
 def _load(path: Path) -> ModuleType:
