@@ -126,7 +126,6 @@ def test_the_candidate_cannot_replace_the_adapter_or_the_evaluator(
         """
     folder = peer_task(tmp_path, "openevolve", propose=f"""
         open("_dreamrsi_peer.py", "w").write({textwrap.dedent(forged)!r})
-        open("evaluate.py", "w").write("")
         """)
     _, nodes = run(store, folder, budget=1)
     [node] = attempts(nodes)
