@@ -275,7 +275,7 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
                               c.isolation, c.network, tuple(c.pass_env), tuple(c.read_paths))
     seed_files = _file_digests(seed_dir)
     protected = {p: d for p, d in seed_files.items() if _under_any(p, constraints.protected_paths)}
-    adapter = {"adapter": peer.adapter_digest} if peer else {}
+    adapter = {"/adapter": peer.adapter_digest} if peer else {}  # no seed path starts with /
     return Task(
         name=spec.name,
         objective=spec.objective,
