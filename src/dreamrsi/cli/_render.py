@@ -139,7 +139,8 @@ def check_dict(report: CheckReport) -> dict[str, Any]:
             "valid": ev.valid, "score": ev.raw_score, "feedback": ev.feedback,
             "metrics": ev.metrics, "seconds": round(report.seconds, 3),
             "isolated": report.result.isolated, "digest": report.task.digest,
-            "evaluator_digest": report.task.evaluator_digest}
+            "evaluator_digest": report.task.evaluator_digest,
+            "peer": report.task.peer.summary() if report.task.peer else None}
 
 
 def check_panel(console: Console, report: CheckReport) -> None:
@@ -150,6 +151,11 @@ def check_panel(console: Console, report: CheckReport) -> None:
     lines = [f"{head}: status {d['status']}, valid {d['valid']}, score {_fmt(d['score'])} "
              f"({direction.value}), {d['seconds']:.2f} s, isolated {d['isolated']}",
              _e(f"feedback: {d['feedback']}"), _e(f"metrics: {d['metrics']}")]
+    if d["peer"]:
+        peer = d["peer"]
+        lines.append(_e(f"{peer['style']} task: candidate {peer['program']}, evaluator "
+                        f"{peer['evaluator_file']} (through dreamrsi's adapter)"))
+        lines += [_e(f"note: {note}") for note in peer["notes"]]
     console.print(Panel("\n".join(lines), title=_e(f"task {d['task']}")), highlight=False)
 
 

@@ -20,7 +20,8 @@ from typing import Any, Protocol
 
 from dreamrsi.agents import LlmProposer
 from dreamrsi.core.model import Artifact, Cost, Node, NodeStatus
-from dreamrsi.engine.evaluation import Evaluation, parse_evaluation, read_result_file
+from dreamrsi.engine.evaluation import Evaluation, parse_evaluation
+from dreamrsi.engine.peers import prepare_trusted, read_verdict
 from dreamrsi.engine.sandboxing import (
     base_env,
     command_limits,
@@ -40,7 +41,7 @@ from dreamrsi.store.blobs import Blobs
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.tasks.spec import Task
 from dreamrsi.workspace.git import GitCall, GitFailed, WorkspaceRepo
-from dreamrsi.workspace.trusted import copy_trusted, open_to_all, overlay_trusted, scan_workspace
+from dreamrsi.workspace.trusted import open_to_all, overlay_trusted, scan_workspace
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +135,7 @@ class AttemptRunner:
     def prepare(self) -> None:
         """Make the trusted copy of the task's protected files the evaluator runs from, and
         load an ``llm`` proposer's prompts."""
-        copy_trusted(self.task.seed_dir, self._constraints.protected_paths, self.trusted)
+        prepare_trusted(self.task, self.trusted)
         if self.model is not None:
             self.model.prepare()
 
@@ -277,11 +278,10 @@ class AttemptRunner:
                                env)
         if result is None:
             return None
-        left = read_result_file(result_file)
+        left = read_verdict(self.task, result_file)
         evaluation = parse_evaluation(result, left, self.task.direction, ev.timeout_s)
-        extra: tuple[Artifact, ...] = ()
-        if left.data:
-            extra = (Artifact("result.json", self.blobs.put(left.data)),)
+        named = ((("result.json", left.data),) if left.data else ()) + left.raw
+        extra = tuple(Artifact(name, self.blobs.put(data)) for name, data in named)
         rec.add_command(Actor.EVAL, result, commit, parsed=evaluation.parsed(), extra=extra)
         return evaluation
 

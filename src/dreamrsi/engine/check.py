@@ -11,7 +11,8 @@ from pathlib import Path
 from dreamrsi.agents.prompts import load_prompts
 from dreamrsi.core.model import NodeStatus
 from dreamrsi.engine.config import ISOLATION_MODES
-from dreamrsi.engine.evaluation import Evaluation, parse_evaluation, read_result_file
+from dreamrsi.engine.evaluation import Evaluation, parse_evaluation
+from dreamrsi.engine.peers import prepare_trusted, read_verdict
 from dreamrsi.engine.sandboxing import (
     command_limits,
     evaluator_env,
@@ -21,7 +22,7 @@ from dreamrsi.engine.sandboxing import (
 from dreamrsi.errors import ConfigError
 from dreamrsi.sandbox import CommandResult, run_command
 from dreamrsi.tasks.spec import Task
-from dreamrsi.workspace.trusted import copy_trusted, open_to_all
+from dreamrsi.workspace.trusted import open_to_all
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,7 @@ def check_task(task: Task, isolation: str | None = None, *,
         view, io, trusted = Path(tmp) / "eval", Path(tmp) / "io", Path(tmp) / "trusted"
         shutil.copytree(task.seed_dir, view, symlinks=True,
                         ignore=shutil.ignore_patterns(".git"))
-        copy_trusted(task.seed_dir, task.constraints.protected_paths, trusted)
+        prepare_trusted(task, trusted)
         open_to_all(view)
         io.mkdir()
         result_file = io / "result.json"
@@ -75,6 +76,6 @@ def check_task(task: Task, isolation: str | None = None, *,
             env=evaluator_env(task, io, trusted, {"DREAM_RESULT": str(result_file)}),
             limits=command_limits(task.constraints, task.evaluator.timeout_s),
             isolation=evaluator_isolation(task, mode, io, trusted))
-        evaluation = parse_evaluation(result, read_result_file(result_file), task.direction,
+        evaluation = parse_evaluation(result, read_verdict(task, result_file), task.direction,
                                       task.evaluator.timeout_s)
         return CheckReport(task, evaluation, result, time.monotonic() - started)

@@ -42,10 +42,15 @@ class Evaluation:
 
 @dataclass(frozen=True, slots=True)
 class ResultFile:
-    """What the evaluator left at ``$DREAM_RESULT``: its bytes, or why they were refused."""
+    """What the evaluator left at ``$DREAM_RESULT``: its bytes, or why they were refused.
+
+    ``raw`` holds, by name, the files a peer's evaluator left (kept as evidence); the verdict
+    translated from them is ``data``.
+    """
 
     data: bytes | None = None
     problem: str | None = None
+    raw: tuple[tuple[str, bytes], ...] = ()
 
 
 def read_result_file(path: Path) -> ResultFile:

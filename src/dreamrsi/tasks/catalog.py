@@ -48,7 +48,8 @@ def resolve_task(name_or_path: str | Path) -> Task:
             built-ins).
     """
     builtins = builtin_tasks()
-    expected = "a directory with task.toml or one of " + ", ".join(builtins)
+    expected = ("a directory with task.toml, an OpenEvolve- or ShinkaEvolve-style directory, "
+                "or one of " + ", ".join(builtins))
     if not str(name_or_path).strip():  # Path("") is the current folder: never guess that
         raise ConfigError("the task name is empty", expected=expected)
     path = Path(name_or_path)

@@ -1,12 +1,15 @@
 """Load ``task.toml`` into a validated, frozen :class:`Task`.
 
 The file is checked with pydantic at the edge and converted at once into plain dataclasses.
-Unknown keys are errors; every error names the file, the key and what was expected.
+Unknown keys are errors; every error names the file, the key and what was expected. A
+directory without ``task.toml`` that is an OpenEvolve- or ShinkaEvolve-style one is read as
+the table :func:`dreamrsi.tasks.peers.peer_task_table` gives (see docs/tasks.md).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import tomllib
@@ -19,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dreamrsi.core.model import Direction
 from dreamrsi.errors import ConfigError
+from dreamrsi.tasks.peers import PeerSpec, peer_evaluator, peer_task_table
 from dreamrsi.tasks.proposers import (
     CommandProposer,
     LlmProposer,
@@ -42,8 +46,10 @@ class _Workspace(_Strict):
 
 
 class _Evaluator(_Strict):
-    command: str = Field(min_length=1)
-    timeout_s: float = Field(default=60.0, gt=0)
+    command: str | None = Field(default=None, min_length=1)
+    timeout_s: float | None = Field(default=None, gt=0)
+    kind: Literal["command", "openevolve", "shinka"] = "command"
+    program: str | None = Field(default=None, min_length=1)  # openevolve and shinka only
 
 
 class _Constraints(_Strict):
@@ -132,6 +138,8 @@ class Task:
         survival: Survival pass settings.
         digest: Digest of ``task.toml`` and every seed file; changes when the task does.
         evaluator_digest: Digest of the evaluator command and the protected files.
+        peer: For an OpenEvolve- or ShinkaEvolve-style task, its style and candidate program
+            (the evaluator command runs dreamrsi's adapter); None otherwise.
     """
 
     name: str
@@ -145,6 +153,7 @@ class Task:
     survival: SurvivalSpec = field(default_factory=SurvivalSpec)
     digest: str = ""
     evaluator_digest: str = ""
+    peer: PeerSpec | None = None
 
     def _proposer_summary(self) -> dict[str, Any]:
         p = self.proposer
@@ -162,7 +171,8 @@ class Task:
             "direction": self.direction.value,
             "directory": str(self.directory),
             "evaluator": {"command": self.evaluator.command,
-                          "timeout_s": self.evaluator.timeout_s},
+                          "timeout_s": self.evaluator.timeout_s,
+                          **({"peer": self.peer.summary()} if self.peer else {})},
             "proposer": self._proposer_summary(),
             "protected_paths": list(self.constraints.protected_paths),
             "digest": self.digest,
@@ -189,19 +199,31 @@ def load_task(directory: str | Path) -> Task:
     file = path / TASK_FILE
     if not path.is_dir():
         raise ConfigError("task directory does not exist", file=str(path))
-    if not file.is_file():
-        raise ConfigError(f"no {TASK_FILE} in the task directory", file=str(file))
-    raw_bytes = file.read_bytes()
-    try:
-        data = tomllib.loads(raw_bytes.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"not valid TOML: {exc}", file=str(file)) from exc
+    data, raw_bytes = _read_table(path, file)
     try:
         spec = _TaskFile.model_validate(data)
     except ValidationError as exc:
         raise _config_error(file, exc) from None
     proposer = _proposer(file, spec.proposer)
     return _to_task(path.resolve(), file, spec, proposer, raw_bytes)
+
+
+def _read_table(path: Path, file: Path) -> tuple[dict[str, Any], bytes]:
+    """The task table and the bytes its digest covers: ``task.toml``, or for a peer's
+    directory without one, the table dreamrsi reads it as (its canonical JSON)."""
+    if not file.is_file():
+        table = peer_task_table(path)
+        if table is None:
+            raise ConfigError(f"no {TASK_FILE} in the task directory, and it is not an "
+                              "OpenEvolve-style directory (initial_program.* and evaluator.py) "
+                              "or a ShinkaEvolve-style one (initial.* and evaluate.py)",
+                              file=str(file))
+        return table, json.dumps(table, sort_keys=True).encode()
+    raw_bytes = file.read_bytes()
+    try:
+        return tomllib.loads(raw_bytes.decode("utf-8")), raw_bytes
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"not valid TOML: {exc}", file=str(file)) from exc
 
 
 def _proposer(file: Path, table: dict[str, Any]) -> ProposerSpec:
@@ -243,6 +265,7 @@ def _allowed_keys(loc: tuple[Any, ...], model: type[BaseModel]) -> str:
 def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpec,
              raw_bytes: bytes) -> Task:
     seed_dir = _seed_dir(directory, file, spec.workspace.seed)
+    evaluator, peer, derived = _evaluator(file, spec, seed_dir)
     for rel in spec.constraints.protected_paths:
         _check_relative(file, rel)
         _check_no_link_on_the_way(file, seed_dir, rel)
@@ -252,14 +275,15 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
                               file=str(file), key="constraints.protected_paths")
     c = spec.constraints
     _check_sandbox_asks(file, c)
-    constraints = Constraints(tuple(c.protected_paths), c.on_protected_change, c.memory_mb,
+    protected_paths = tuple(dict.fromkeys([*derived, *c.protected_paths]))
+    constraints = Constraints(protected_paths, c.on_protected_change, c.memory_mb,
                               c.cpu_s, c.max_processes, c.max_output_bytes, c.max_workspace_mb,
                               c.isolation, c.network, tuple(c.pass_env), tuple(c.read_paths))
-    evaluator = CommandSpec(spec.evaluator.command, spec.evaluator.timeout_s)
     seed_files = _file_digests(seed_dir)
     protected = {p: d for p, d in seed_files.items() if _under_any(p, constraints.protected_paths)}
     prompts = {} if proposer.llm is None else check_llm(
         file, proposer.llm, seed_dir, constraints.protected_paths, constraints.pass_env)
+    adapter = {"/adapter": peer.adapter_digest} if peer else {}  # no seed path starts with /
     return Task(
         name=spec.name,
         objective=spec.objective,
@@ -271,9 +295,33 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
         constraints=constraints,
         survival=SurvivalSpec(spec.survival.repeats, tuple(spec.survival.commands)),
         digest=_digest({"task.toml": hashlib.sha256(raw_bytes).hexdigest(), **seed_files,
-                        **{f"\0{k}": v for k, v in prompts.items()}}),
-        evaluator_digest=_digest({"command": evaluator.command, **protected}),
+                        **{f"\0{k}": v for k, v in prompts.items()}, **adapter}),
+        evaluator_digest=_digest({"command": evaluator.command, **protected, **adapter}),
+        peer=peer,
     )
+
+
+def _evaluator(file: Path, spec: _TaskFile,
+               seed_dir: Path) -> tuple[CommandSpec, PeerSpec | None, tuple[str, ...]]:
+    """The evaluator command; for a peer's style, the adapter, its spec and the paths it
+    protects (every seed entry but the candidate)."""
+    ev = spec.evaluator
+    if ev.kind == "command":
+        if ev.command is None:
+            raise ConfigError("required key is missing", file=str(file), key="evaluator.command")
+        if ev.program is not None:
+            raise ConfigError("'program' is a key of the peers' evaluators", file=str(file),
+                              key="evaluator.program", expected="kind openevolve or shinka")
+        return CommandSpec(ev.command, ev.timeout_s or 60.0), None, ()
+    if ev.command is not None:
+        raise ConfigError(f"a {ev.kind} evaluator runs dreamrsi's adapter, not a command",
+                          file=str(file), key="evaluator.command", expected="no command")
+    if spec.direction != "maximize":
+        raise ConfigError(f"{ev.kind} evaluators maximise combined_score", file=str(file),
+                          key="direction", expected="maximize")
+    built = peer_evaluator(ev.kind, seed_dir, file, ev.program, ev.timeout_s,
+                           own_task_file=file.is_file())
+    return CommandSpec(built.command, built.timeout_s), built.spec, built.protected_paths
 
 
 def _seed_dir(directory: Path, file: Path, seed: str) -> Path:
