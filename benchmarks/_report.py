@@ -61,3 +61,5 @@ def write_section(name: str, title: str, body: str, command: str) -> None:
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
     BENCHMARKS_MD.write_text(text)
+    import headline  # noqa: PLC0415 (a sibling script; rebuilds the table that opens the file)
+    headline.main()
