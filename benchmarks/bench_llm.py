@@ -8,14 +8,17 @@
    (``chat.completions.create``, no retries); the two loops alternate (ABBA) and each call's
    wall time is kept. The figure is the ratio of the loops' total wall times at each W.
    Target: <= 1.3.
-2. **Idle workers.** A real run of the toy ``llm`` task (bubblewrap required) at W = 4 and 8,
+2. **The whole run.** A real run of the toy ``llm`` task (bubblewrap required, W attempts in
+   every round) against the bare SDK making as many calls at the same concurrency, the model
+   answering after a fixed latency (1 s) in both: what a run adds around its calls.
+3. **Idle workers.** A real run of the toy ``llm`` task (bubblewrap required) at W = 4 and 8,
    whose policy keeps W attempts in every round, against a server that sleeps a latency drawn
    uniformly from [0.2, 3] s (seeded) before answering. Rounds wait for their slowest attempt;
    the share of worker time idle in a round is 1 - (sum of its attempts' wall times) / (W x the
    round's wall time), and the part the model's spread alone explains is 1 - (sum of the
    latencies) / (W x the slowest latency).
 
-Usage: python benchmarks/bench_llm.py [--calls 100] [--repeats 8] [--rounds 4]
+Usage: python benchmarks/bench_llm.py [--calls 100] [--repeats 8] [--rounds 4] [--latency 1]
 """
 
 from __future__ import annotations
@@ -143,51 +146,88 @@ def client_overhead(task_dir: Path, base_url: str, calls: int, repeats: int,
 # -- 2. idle workers -----------------------------------------------------------------------
 
 
-def idle_share(root: Path, workers: int, rounds: int, seed: int) -> dict[str, float]:
-    """A real run at W whose model calls take 0.2 to 3 s; idle shares per round."""
-    draws = random.Random(seed)
-    lock = threading.Lock()
+def live_run(root: Path, name: str, workers: int, rounds: int,
+             latency: Callable[[], float]) -> tuple[list[Node], dict[str, int], list[float]]:
+    """A real run of the toy task at W (``fixed:branches=W,refine=99``, bubblewrap), each model
+    call answered after ``latency()`` seconds: its attempts, each one's model latency (ms),
+    and the times it began and ended each round."""
+    stamps: list[tuple[str, float]] = []
 
     def slow(seen: Seen) -> Reply:
-        with lock:
-            latency = draws.uniform(0.2, 3.0)
-        time.sleep(latency)
+        time.sleep(latency())
         return improve(seen)
-
-    stamps: list[tuple[str, float]] = []
 
     def observe(event: str, progress: object, node: Node | None) -> None:
         stamps.append((event, time.monotonic()))
 
     with FakeOpenAI(responder=slow) as server:
-        task = write_llm_task(root / f"task{workers}", server.base_url,
+        task = write_llm_task(root / f"task-{name}", server.base_url,
                               proposer="timeout_s = 60\ncall_timeout_s = 30\n")
         policy = parse_spec(f"fixed:branches={workers},refine=99")
-        with SqliteRunStore.open(root / f"store{workers}", writer=True) as store:
+        with SqliteRunStore.open(root / f"store-{name}", writer=True) as store:
             summary = start_run(store, load_task(task), RunConfig(
                 budget=workers * rounds, workers=workers, policy=policy,
                 isolation="required"), observer=observe)
             nodes = store.nodes(summary.run_id)[1:]
-            latency = {}
+            latency_ms = {}
             for row in store.ledger(summary.run_id):
                 if row.event.cmd.startswith("model chat"):
-                    latency[row.event.node_id] = (row.event.parsed or {})["latency_ms"]
-    marks = [t for e, t in stamps if e in ("start", "round")]
+                    latency_ms[row.event.node_id or ""] = (row.event.parsed or {})["latency_ms"]
+    if len(nodes) != workers * rounds or any(n.status.value != "ok" for n in nodes):
+        raise SystemExit(f"the run at W = {workers} did not finish {workers * rounds} ok "
+                         "attempts")
+    for r in range(1, rounds + 1):
+        if sum(n.round == r for n in nodes) != workers:
+            raise SystemExit(f"round {r} did not run W = {workers} attempts")
+    return nodes, latency_ms, [t for e, t in stamps if e in ("start", "round")]
+
+
+def idle_share(root: Path, workers: int, rounds: int, seed: int) -> dict[str, float]:
+    """A real run at W whose model calls take 0.2 to 3 s; idle shares per round."""
+    draws = random.Random(seed)
+    lock = threading.Lock()
+
+    def latency() -> float:
+        with lock:
+            return draws.uniform(0.2, 3.0)
+
+    nodes, latency_ms, marks = live_run(root, f"idle{workers}", workers, rounds, latency)
     shares, model_shares = [], []
     for r in range(1, len(marks)):
         batch = [n for n in nodes if n.round == r]
-        if len(batch) != workers:
-            raise SystemExit(f"round {r} ran {len(batch)} attempts, not W = {workers}")
         wall_ms = (marks[r] - marks[r - 1]) * 1000
         shares.append(1 - sum(n.cost.wall_ms for n in batch) / (workers * wall_ms))
-        lat = [latency[n.node_id] for n in batch]
+        lat = [latency_ms[n.node_id] for n in batch]
         model_shares.append(1 - sum(lat) / (workers * max(lat)))
-    if any(n.status.value != "ok" for n in nodes):
-        raise SystemExit("an attempt of the idle-share run failed")
     return {"rounds": len(shares), "idle": statistics.mean(shares),
             "idle_min": min(shares), "idle_max": max(shares),
             "model_idle": statistics.mean(model_shares),
             "attempt_s": statistics.mean(n.cost.wall_ms for n in nodes) / 1000}
+
+
+def run_against_bare(root: Path, workers: int, rounds: int, seconds: float) -> dict[str, float]:
+    """A whole run (prompt, call, edits, commit, sandboxed evaluation, store) against the bare
+    SDK making as many calls at the same concurrency, the model answering after ``seconds``."""
+    nodes, _, marks = live_run(root, f"whole{workers}", workers, rounds, lambda: seconds)
+    run_s = marks[-1] - marks[0]
+
+    def slow(seen: Seen) -> Reply:
+        time.sleep(seconds)
+        return Reply.text(ANSWER)
+
+    with FakeOpenAI(responder=slow) as server:
+        task = write_llm_task(root / f"bare{workers}", server.base_url)
+        messages = prompt(task)
+        bare = openai.OpenAI(api_key=KEY, base_url=server.base_url, max_retries=0, timeout=60)
+
+        def call() -> None:
+            bare.chat.completions.create(model="fake-small", messages=messages,  # type: ignore[arg-type]
+                                         temperature=0.7, max_tokens=4096)
+
+        bare_s, _ = timed_loop(call, len(nodes), workers)
+        bare.close()
+    return {"run_s": run_s, "bare_s": bare_s, "ratio": run_s / bare_s,
+            "attempts": len(nodes)}
 
 
 # -- report --------------------------------------------------------------------------------
@@ -198,7 +238,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=100,
                         help="calls per loop, W and repeat (in two halves, ABBA)")
     parser.add_argument("--repeats", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=4, help="rounds of the idle-share runs")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds of each real run")
+    parser.add_argument("--latency", type=float, default=1.0,
+                        help="seconds the model takes in the whole-run comparison")
     args = parser.parse_args()
     os.environ["OPENAI_API_KEY"] = KEY
     ref = reference_loop()
@@ -230,6 +272,14 @@ def main() -> None:
         idle_lines = ["| W | rounds | worker time idle per round: mean (min-max) | idle the "
                       "model's spread alone explains | mean attempt wall (s) |",
                       "|---|---|---|---|---|"]
+        whole_lines = ["| W | attempts | dreamrsi run (s) | bare SDK loop (s) | ratio |",
+                       "|---|---|---|---|---|"]
+        for w in WORKERS:
+            r = run_against_bare(root, w, args.rounds, args.latency)
+            print(f"W={w}: run {r['run_s']:.2f} s, bare {r['bare_s']:.2f} s, "
+                  f"ratio {r['ratio']:.3f}", flush=True)
+            whole_lines.append(f"| {w} | {r['attempts']} | {r['run_s']:.2f} | "
+                               f"{r['bare_s']:.2f} | **{r['ratio']:.2f}** |")
         for w in (4, 8):
             i = idle_share(root, w, args.rounds, seed=w)
             print(f"W={w}: idle {i['idle']:.1%} (model spread {i['model_idle']:.1%})",
@@ -247,6 +297,14 @@ hard deadline and the cancel); the bare loop calls the SDK in the worker thread.
 ratio: <= 1.3.
 
 {chr(10).join(lines)}
+
+The whole run against the bare loop: a real run of the toy `llm` task (bubblewrap,
+`fixed:branches=W,refine=99`, {args.rounds} rounds of W attempts, timed from its first decision
+to its last round's end) against the bare SDK making as many calls with W threads, the server
+answering each call after {args.latency:g} s in both. The run adds, per attempt, the prompt, the
+edits, a git commit, the evaluator in bubblewrap (a Python subprocess) and the store.
+
+{chr(10).join(whole_lines)}
 
 Rounds that wait for their slowest attempt: a real run of the toy `llm` task (bubblewrap,
 `fixed:branches=W,refine=99`: {args.rounds} rounds of W attempts, the first off the root), the

@@ -184,3 +184,20 @@ def test_an_answer_that_is_not_a_chat_completion_says_so(fake: FakeOpenAI) -> No
         result = ask(client(fake, max_retries=0))
         assert result.answer is None
         assert "the endpoint's answer is not a chat completion" in (result.error or "")
+
+
+def test_call_threads_are_reused_and_a_stalled_call_holds_up_no_other(fake: FakeOpenAI) -> None:
+    c = client(fake, call_timeout_s=3.0)
+    before = sum(t.name == "model-call" for t in threading.enumerate())
+    for _ in range(5):
+        assert ask(c).answer == "PLAN: nothing"
+    assert sum(t.name == "model-call" for t in threading.enumerate()) == before + 1
+    fake.script, fake._calls = [Reply.stall(), Reply.text("second")], 0
+    stalled = threading.Thread(target=ask, args=(c,))
+    stalled.start()
+    while not fake.chats[5:]:
+        time.sleep(0.01)
+    started = time.monotonic()
+    assert ask(c).answer == "second"  # the stalled call's thread is busy: a new one runs this
+    assert time.monotonic() - started < 2.0
+    stalled.join()
