@@ -27,7 +27,6 @@ import functools
 import json
 import math
 import os
-import queue
 import random
 import re
 import threading
@@ -155,7 +154,6 @@ class ModelClient:
         self.endpoint = _public_url(str(self._sdk.base_url))
         self._lock = threading.Lock()
         self._discovered: str | None = None
-        self._threads = _Threads()
 
     def __repr__(self) -> str:
         return f"ModelClient({self.endpoint!r})"
@@ -265,7 +263,7 @@ class ModelClient:
             finally:
                 done.set()
 
-        self._threads.run(target)
+        threading.Thread(target=target, name="model-call", daemon=True).start()
         end = started + limit + 0.25  # the SDK's own time-out normally comes first
         while not done.wait(max(0.0, min(0.05, end - time.monotonic()))):
             if cancel.is_set():
@@ -358,37 +356,6 @@ class ModelClient:
             error = f"unusable answer ({type(exc).__name__}: {self.scrub(str(exc))[:300]})"
         return ModelCall(kind, model, try_no, request, latency_ms=_ms(started), status=status,
                          error=error, retryable=retryable)
-
-
-class _Threads:
-    """Daemon threads that run calls for the watchdog, kept for the next call once idle.
-
-    Starting a thread per call costs a start-up handshake each time; here a call goes to an
-    idle thread, or to a new one when none is idle, so a call never waits for another (a call
-    given up on may still hold its thread until the endpoint lets go). Daemon threads, so a
-    stalled call never holds up the interpreter's exit.
-    """
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._idle = 0
-        self._lock = threading.Lock()
-
-    def run(self, job: Callable[[], None]) -> None:
-        """Run ``job`` on an idle thread, or on a new one."""
-        with self._lock:
-            start = self._idle == 0
-            if not start:
-                self._idle -= 1
-        self._jobs.put(job)
-        if start:
-            threading.Thread(target=self._work, name="model-call", daemon=True).start()
-
-    def _work(self) -> None:
-        while True:
-            self._jobs.get()()
-            with self._lock:
-                self._idle += 1
 
 
 def _stopped(model: str | None, calls: list[ModelCall], stop: _Stop) -> ChatResult:
