@@ -155,6 +155,12 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        def setup(self) -> None:
+            super().setup()
+            # headers and body go out as two writes: without this, Nagle's algorithm holds
+            # the body until the client's delayed ACK (40 ms) on every call
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
             return
 

@@ -163,3 +163,37 @@ def test_the_key_is_scrubbed_from_what_the_endpoint_sends_back(
     assert "check the key in $OPENAI_API_KEY" in (failed.error or "")
     assert echoed.answer == "your key is [api key removed]"
     assert KEY not in repr(c) and KEY not in caplog.text
+
+
+def test_lone_surrogates_become_replacement_characters(fake: FakeOpenAI) -> None:
+    """JSON may carry a lone surrogate; UTF-8 (the store, git, blobs) cannot."""
+    body = ('{"object": "chat.completion", "model": "fake-small", "choices": [{"index": 0, '
+            '"finish_reason": "stop", "message": {"role": "assistant", '
+            '"content": "PLAN: \\ud800 half"}}]}')
+    fake.script = [Reply.raw(body), Reply.error(400, "bad \ud83d")]
+    c = client(fake, max_retries=0)
+    answered, failed = ask(c), ask(c)
+    assert answered.answer == "PLAN: \ufffd half"
+    assert answered.answer.encode() and (failed.error or "").encode()
+    assert "bad \ufffd" in (failed.error or "")
+
+
+def test_an_answer_that_is_not_a_chat_completion_says_so(fake: FakeOpenAI) -> None:
+    for body in ("<html>not json</html>", "[1, 2, 3]"):
+        fake.script, fake._calls = [Reply.raw(body)], 0
+        result = ask(client(fake, max_retries=0))
+        assert result.answer is None
+        assert "the endpoint's answer is not a chat completion" in (result.error or "")
+
+
+def test_a_stalled_call_holds_up_no_other(fake: FakeOpenAI) -> None:
+    c = client(fake, call_timeout_s=3.0)
+    fake.script = [Reply.stall(), Reply.text("second")]
+    stalled = threading.Thread(target=ask, args=(c,))
+    stalled.start()
+    while not fake.chats:
+        time.sleep(0.01)
+    started = time.monotonic()
+    assert ask(c).answer == "second"
+    assert time.monotonic() - started < 2.0
+    stalled.join()

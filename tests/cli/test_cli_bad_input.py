@@ -483,3 +483,11 @@ def test_a_proposer_linking_a_protected_folder_elsewhere_harms_nothing_outside(
     best = json.loads(invoke("best", str(data["run_id"]), "--store", str(store), "--json",
                              code=0))
     assert best["node_id"] == shown["nodes"][0]["node_id"]
+
+
+def test_control_characters_in_an_error_are_written_out(tmp_path: Path) -> None:
+    """A name from outside (here a task path) cannot send escape sequences to the terminal."""
+    done = runner.invoke(app, ["task", "check", str(tmp_path / "t\x1b[2J\x1bc\x07")])
+    assert done.exit_code == 1, done.output
+    assert "\x1b" not in done.output and "\x07" not in done.output
+    assert "t\\x1b[2J\\x1bc\\x07" in "".join(done.output.split())

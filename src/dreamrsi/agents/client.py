@@ -28,6 +28,7 @@ import json
 import math
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -46,6 +47,7 @@ MAX_ANSWER_CHARS = 256 * 1024
 """Longest answer accepted; a longer one is an error (its first part is kept as evidence)."""
 _REDACTED = "[api key removed]"
 _MIN_SECRET = 8
+_SURROGATE = re.compile("[\ud800-\udfff]")
 T = TypeVar("T")
 
 
@@ -161,7 +163,9 @@ class ModelClient:
         self._sdk.close()
 
     def scrub(self, text: str) -> str:
-        """``text`` without the key (an endpoint could echo it back)."""
+        """``text`` without the key (an endpoint could echo it back) and without lone
+        surrogates (JSON can carry them, UTF-8 cannot: each becomes U+FFFD)."""
+        text = _SURROGATE.sub("\ufffd", text)
         return text.replace(self._secret, _REDACTED) if self._secret else text
 
     # -- one request -----------------------------------------------------------------------
@@ -287,7 +291,8 @@ class ModelClient:
     def _answered(self, model: str, try_no: int, request: bytes, started: float,
                   response: Any) -> ModelCall:
         latency = _ms(started)
-        choices = getattr(response, "choices", None) or []
+        listed = getattr(response, "choices", None)
+        choices = listed if isinstance(listed, list) else []
         message = getattr(choices[0], "message", None) if choices else None
         content = getattr(message, "content", None)
         text = self.scrub(content) if isinstance(content, str) else ""
@@ -301,7 +306,10 @@ class ModelClient:
         price = self.settings.prices.get(model)
         money = price.cost(tokens_in, tokens_out) if price else 0.0
         error = None
-        if not isinstance(content, str) or not content.strip():
+        if not isinstance(listed, list):
+            error = ("the endpoint's answer is not a chat completion (a "
+                     f"{type(response).__name__} without a list of choices)")
+        elif not isinstance(content, str) or not content.strip():
             reason = getattr(choices[0], "finish_reason", None) if choices else None
             error = f"the answer holds no text (finish_reason {reason!r})"
         elif len(text) > MAX_ANSWER_CHARS:

@@ -1,11 +1,14 @@
 """Rich rendering of the CLI's outputs: progress, summaries, trees and tables.
 
 Text that comes from outside (plans, feedback, metrics, commands, policy labels, reasons) goes
-through :func:`_e`: Rich would read ``[...]`` in it as markup, and a stray ``[/]`` would crash.
+through :func:`_e`: Rich would read ``[...]`` in it as markup, and a stray ``[/]`` would crash;
+and a model's plan or a candidate's feedback may hold terminal control sequences (clear the
+screen, set the title, reset the terminal), which are shown as ``\x1b`` and the like instead.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,10 +22,17 @@ from dreamrsi.core.model import Direction, Node
 from dreamrsi.engine import CheckReport, RunProgress
 from dreamrsi.store.ledger import ChainHead, VerifyReport
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character but newline and tab written as ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
 
 def _e(value: object) -> str:
-    """``value`` as text that Rich prints as it is (no markup)."""
-    return escape(str(value))
+    """``value`` as text that Rich prints as it is (no markup, no control characters)."""
+    return escape(visible(str(value)))
 
 
 def _fmt(score: float | None) -> str:

@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from dreamrsi.cli._render import visible
 from dreamrsi.errors import DreamError
 from dreamrsi.store import RunStore, open_store
 
@@ -43,7 +44,8 @@ def guard(fn: Callable[[], T]) -> T:
 
 def fail(message: str) -> NoReturn:
     """Print ``message`` as an error and exit 1."""
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(visible(message))}", highlight=False,
+                      soft_wrap=True)
     raise typer.Exit(1)
 
 
