@@ -256,8 +256,9 @@ def main() -> None:
     lines = ["| W | dreamrsi client: ms per call p50 / p99 | bare SDK: ms per call p50 / p99 "
              "| overhead per call (p50 difference, ms) | CPU ms per call dreamrsi / bare "
              "| calls/s dreamrsi / bare "
-             "| ratio (wall, dreamrsi / bare): all calls | median of the repeats (range) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| ratio (wall, dreamrsi / bare): all calls | median of the repeats (range) "
+             "| target |",
+             "|---|---|---|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE,
@@ -271,13 +272,15 @@ def main() -> None:
                 print(f"W={w}: ours p50 {o['ours_p50']:.2f} ms p99 {o['ours_p99']:.2f} ms, "
                       f"bare p50 {o['bare_p50']:.2f} ms p99 {o['bare_p99']:.2f} ms, "
                       f"ratio {o['ratio']:.3f}, median {o['ratio_median']:.3f}", flush=True)
+                verdict = "PASS" if o["ratio_median"] <= 1.3 else "FAIL"
                 lines.append(
-                    f"| {w} | {o['ours_p50']:.2f} / {o['ours_p99']:.2f} | {o['bare_p50']:.2f} / "
+                    f"| W={w} | {o['ours_p50']:.2f} / {o['ours_p99']:.2f} | {o['bare_p50']:.2f} / "
                     f"{o['bare_p99']:.2f} | {o['ours_p50'] - o['bare_p50']:+.2f} "
                     f"| {o['ours_cpu']:.2f} / {o['bare_cpu']:.2f} "
                     f"| {o['ours_rate']:.0f} / {o['bare_rate']:.0f} "
                     f"| {o['ratio']:.2f} | **{o['ratio_median']:.2f}** "
-                    f"({o['ratio_low']:.2f}-{o['ratio_high']:.2f}) |")
+                    f"({o['ratio_low']:.2f}-{o['ratio_high']:.2f}) "
+                    f"| client ratio <= 1.3: {verdict} |")
         finally:
             if server.stdin:
                 server.stdin.close()
@@ -285,14 +288,16 @@ def main() -> None:
         idle_lines = ["| W | rounds | worker time idle per round: mean (min-max) | idle the "
                       "model's spread alone explains | mean attempt wall (s) |",
                       "|---|---|---|---|---|"]
-        whole_lines = ["| W | attempts | dreamrsi run (s) | bare SDK loop (s) | ratio |",
-                       "|---|---|---|---|---|"]
+        whole_lines = ["| W | attempts | dreamrsi run (s) | bare SDK loop (s) | ratio | target |",
+                       "|---|---|---|---|---|---|"]
         for w in WORKERS:
             r = run_against_bare(root, w, args.rounds, args.latency)
             print(f"W={w}: run {r['run_s']:.2f} s, bare {r['bare_s']:.2f} s, "
                   f"ratio {r['ratio']:.3f}", flush=True)
-            whole_lines.append(f"| {w} | {r['attempts']} | {r['run_s']:.2f} | "
-                               f"{r['bare_s']:.2f} | **{r['ratio']:.2f}** |")
+            verdict = "PASS" if r["ratio"] <= 1.3 else "FAIL"
+            whole_lines.append(f"| W={w} | {r['attempts']} | {r['run_s']:.2f} | "
+                               f"{r['bare_s']:.2f} | **{r['ratio']:.2f}** "
+                               f"| run ratio <= 1.3: {verdict} |")
         for w in (4, 8):
             i = idle_share(root, w, args.rounds, seed=w)
             print(f"W={w}: idle {i['idle']:.1%} (model spread {i['model_idle']:.1%})",
