@@ -8,10 +8,14 @@ lambda_k, like scikit-learn's ``coefs``.
 
 Every evaluation draws fresh instances (a new random seed, from the operating system, printed in
 the metrics) of the eleven shapes in ``SHAPES``. For each instance the candidate runs in a child
-process (``worker.py``): one warm-up call, then up to three timed calls, each on a freshly
-scrambled copy (rows and columns permuted, column signs flipped: the same problem, so a cache of
-earlier answers is useless). Every answer, warm-up included, must satisfy
-F_k(w_k) <= F_k(w_sklearn,k) + 1e-6 for all k, and be a finite (p, 50) array. The time of a call
+process (``worker.py``), loaded before any instance exists: one warm-up call, then up to three
+timed calls, each on a sibling problem drawn afresh (rows and columns permuted, every column
+scaled by a random factor of magnitude 0.9 to 1.1 and random sign, its own lambda grid): as hard
+as the instance but a different Lasso, so a cache of earlier answers solves nothing. Every
+answer, warm-up included, must satisfy F_k(w_k) <= F_k(w_sklearn,k) + 1e-6 for all k against
+scikit-learn on that very problem, and be a finite (p, 50) array. A call may take 3 s of wall
+time and the whole evaluation 8 s of solver CPU time; beyond either the candidate is invalid
+("too slow"). The time of a call
 is the child's CPU time (all its threads, plus any child process it reaped) read by this process
 from the kernel around the request, data transfer included; the instance's time is the least of
 its timed calls; the score is 1 / (geometric mean of the instance times in seconds). Whatever the
@@ -51,8 +55,8 @@ SOLVER_FILE = "solver.py"
 WORKER_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 N_LAMBDAS, EPS = 50, 1e-2
 TOLERANCE = 1e-6
-CALL_TIMEOUT_S = 10.0  # wall clock, one call
-BUDGET_S = 60.0  # CPU seconds of solver time for a whole evaluation
+CALL_TIMEOUT_S = 3.0  # wall clock, one call
+BUDGET_S = 8.0  # CPU seconds of solver time for a whole evaluation
 REPEAT_TARGET_S = 0.3  # timed calls per instance: as many as fit here after the warm-up, 1-3
 MAX_REPEATS = 3
 SHAPES = (  # (family, n, p): both regimes (n > p and p > n) of every family
@@ -132,11 +136,13 @@ def reference(X: np.ndarray, y: np.ndarray, lambdas: np.ndarray) -> tuple[np.nda
     return objective(X, y, coefs, lambdas), seconds
 
 
-def scramble(X: np.ndarray, y: np.ndarray, rng: np.random.Generator):
-    """The same problem with rows and columns permuted and column signs flipped."""
+def variant(X: np.ndarray, y: np.ndarray, rng: np.random.Generator):
+    """A sibling problem: rows and columns permuted, each column scaled by a factor in
+    [-1.1, -0.9] or [0.9, 1.1]. As hard as the original, but a different Lasso (the penalty
+    weighs every column differently), so no earlier answer solves it."""
     rows, cols = rng.permutation(X.shape[0]), rng.permutation(X.shape[1])
-    signs = rng.choice((-1.0, 1.0), X.shape[1])
-    return np.ascontiguousarray(X[rows][:, cols] * signs), np.ascontiguousarray(y[rows])
+    scale = rng.uniform(0.9, 1.1, X.shape[1]) * rng.choice((-1.0, 1.0), X.shape[1])
+    return np.ascontiguousarray(X[rows][:, cols] * scale), np.ascontiguousarray(y[rows])
 
 
 def _prctl(option: int, value: int) -> None:
@@ -186,8 +192,8 @@ class Worker:
         try:
             with open(f"/proc/{self.proc.pid}/stat", "rb") as fh:
                 fields = fh.read().rsplit(b")", 1)[1].split()
-            reaped = (int(fields[14]) + int(fields[15])) / os.sysconf("SC_CLK_TCK")
-            return time.clock_gettime(self.clock) + reaped
+            reaped = int(fields[13]) + int(fields[14])  # cutime, cstime: children reaped
+            return time.clock_gettime(self.clock) + reaped / os.sysconf("SC_CLK_TCK")
         except (OSError, ValueError, IndexError) as exc:
             raise Rejected(self.died("while being timed") + f" ({exc})") from None
 
@@ -275,10 +281,9 @@ class Worker:
 
     def close(self) -> None:
         for pid in [self.proc.pid, *self.strays()]:
-            for kill in (lambda: os.killpg(pid, signal.SIGKILL),
-                         lambda: os.kill(pid, signal.SIGKILL)):
+            for kill in (os.killpg, os.kill):  # its process group, then the process itself
                 try:
-                    kill()
+                    kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
         try:
@@ -298,7 +303,8 @@ def check(X, y, W, lambdas, F_ref, what: str) -> float:
     bad = np.argwhere(~np.isfinite(W))
     if bad.size:
         j, k = bad[0]
-        raise Rejected(f"{what}: W[{j}, {k}] = {W[j, k]!r} ({len(bad)} non-finite entries)")
+        raise Rejected(f"{what}: W[{j}, {k}] = {float(W[j, k])!r} "
+                       f"({len(bad)} non-finite entries)")
     excess = objective(X, y, W, lambdas) - F_ref
     worst = int(np.argmax(excess))
     if excess[worst] > TOLERANCE:
@@ -329,10 +335,12 @@ def run_instances(worker: Worker, shapes, seed: int, metrics: dict) -> list[floa
         repeats = max(1, min(MAX_REPEATS, int(REPEAT_TARGET_S / max(first, 1e-9))))
         best, spent = math.inf, spent + first
         for rep in range(1, repeats + 1):
-            Xs, ys = scramble(X, y, rng)
-            what = f"{name}, timed call {rep} (rows and columns permuted, signs flipped)"
-            W, seconds = worker.call(Xs, ys, lambdas, what)
-            worst = max(worst, check(Xs, ys, W, lambdas, F_ref, what))
+            Xs, ys = variant(X, y, rng)
+            lambdas_s = lambda_grid(Xs, ys)
+            F_s, _ = reference(Xs, ys, lambdas_s)
+            what = f"{name}, timed call {rep} (rows and columns permuted, columns rescaled)"
+            W, seconds = worker.call(Xs, ys, lambdas_s, what)
+            worst = max(worst, check(Xs, ys, W, lambdas_s, F_s, what))
             best, spent = min(best, seconds), spent + seconds
         strays = worker.strays()
         if strays:

@@ -127,7 +127,8 @@ def mutate(name: str, params: dict, tried: list[dict], rng: random.Random):
             new[key] = mutate_value(space[key], params.get(key), rng)
         if new != params and new not in tried:
             break
-    changes = ", ".join(f"{k} {params.get(k)!r} -> {new[k]!r}" for k in keys if new[k] != params.get(k))
+    changes = ", ".join(f"{k} {params.get(k)!r} -> {new[k]!r}"
+                        for k in keys if new[k] != params.get(k))
     return new, changes or "no change left to try"
 
 
