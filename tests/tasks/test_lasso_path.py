@@ -134,7 +134,9 @@ BAD_SOLVERS = [
     ("exits", "import os\ndef lasso_path(X, y, lambdas):\n    os._exit(3)\n",
      "the worker process died (exit status 3)"),
     ("hangs", "import time\ndef lasso_path(X, y, lambdas):\n    time.sleep(30)\n",
-     "no answer within 3 s"),
+     "no answer within 1.5 s of wall time"),
+    ("spins", "def lasso_path(X, y, lambdas):\n    while True:\n        pass\n",
+     "too slow: more than 0.5 s of CPU time in one call"),
     ("writes to the channel", "import os\ndef lasso_path(X, y, lambdas):\n"
      "    for fd in range(3, 10):\n        try:\n            os.write(fd, b'garbage\\n')\n"
      "        except OSError:\n            pass\n    raise SystemExit\n",
@@ -148,7 +150,9 @@ def test_a_broken_solver_is_invalid_with_the_reason(
         tmp_path: Path, case: str, source: str, reason: str) -> None:
     ws = workspace(tmp_path)
     (ws / "solver.py").write_text(source)
-    result = evaluate(ws, "--seed", "1", "--limit", "1")
+    wall = "1.5" if case == "hangs" else "20"  # a spin on a busy machine needs the wall time
+    result = evaluate(ws, "--seed", "1", "--limit", "1", "--call-cpu", "0.5",
+                      "--call-timeout", wall)
     assert result["valid"] is False and result["score"] is None
     assert reason in result["feedback"], result["feedback"]
 

@@ -13,18 +13,19 @@ timed calls, each on a sibling problem drawn afresh (rows and columns permuted, 
 scaled by a random factor of magnitude 0.9 to 1.1 and random sign, its own lambda grid): as hard
 as the instance but a different Lasso, so a cache of earlier answers solves nothing. Every
 answer, warm-up included, must satisfy F_k(w_k) <= F_k(w_sklearn,k) + 1e-6 for all k against
-scikit-learn on that very problem, and be a finite (p, 50) array. A call may take 3 s of wall
+scikit-learn on that very problem, and be a finite (p, 50) array. A call may take 2 s of CPU
 time and the whole evaluation 8 s of solver CPU time; beyond either the candidate is invalid
-("too slow"). The time of a call
-is the child's CPU time (all its threads, plus any child process it reaped) read by this process
-from the kernel around the request, data transfer included; the instance's time is the least of
-its timed calls; the score is 1 / (geometric mean of the instance times in seconds). Whatever the
-solver prints or patches inside its own process changes none of this.
+("too slow"). A call that does not answer within 20 s of wall time (a hang) is invalid too.
+The time of a call is the child's CPU time (all its threads, plus any child process it reaped)
+read by this process from the kernel around the request, data transfer included; the
+instance's time is the least of its timed calls; the score is 1 / (geometric mean of the
+instance times in seconds). Whatever the solver prints or patches inside its own process changes
+none of this.
 
 Emits one JSON object ``{"score", "valid", "feedback", "metrics", "candidate_hash"}`` as the
 last line of stdout, and writes it to ``$DREAM_RESULT`` when that is set. Always exits 0.
 Options for manual runs and tests: ``--seed N`` (instances), ``--limit N`` (first N shapes),
-``--call-timeout S``, ``--solver PATH``.
+``--call-cpu S``, ``--call-timeout S`` (wall), ``--solver PATH``.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ SOLVER_FILE = "solver.py"
 WORKER_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 N_LAMBDAS, EPS = 50, 1e-2
 TOLERANCE = 1e-6
-CALL_TIMEOUT_S = 3.0  # wall clock, one call
+CALL_CPU_S = 2.0  # CPU seconds, one call ("too slow" beyond)
+CALL_TIMEOUT_S = 20.0  # wall clock, one call (a hang, or a machine far too busy)
 BUDGET_S = 8.0  # CPU seconds of solver time for a whole evaluation
 REPEAT_TARGET_S = 0.3  # timed calls per instance: as many as fit here after the warm-up, 1-3
 MAX_REPEATS = 3
@@ -172,8 +174,9 @@ def _children_of(pids: set[int]) -> list[int]:
 class Worker:
     """The candidate's process: requests in, answers out, CPU time read from outside."""
 
-    def __init__(self, solver: str, call_timeout: float) -> None:
-        self.call_timeout = call_timeout
+    def __init__(self, solver: str, call_timeout: float, call_cpu: float = CALL_CPU_S) -> None:
+        self.call_timeout, self.call_cpu = call_timeout, call_cpu
+        self.cpu_start: float | None = None  # CPU clock at the start of the call under way
         self.stderr = tempfile.TemporaryFile()
         env = {k: v for k, v in os.environ.items() if not k.startswith("DREAM_")}
         self.proc = subprocess.Popen(
@@ -206,10 +209,13 @@ class Worker:
             np.ascontiguousarray(y, dtype="<f8").tobytes(),
             np.ascontiguousarray(lambdas, dtype="<f8").tobytes(),
         ))
-        start = self.cpu()
+        start = self.cpu_start = self.cpu()
         writer = threading.Thread(target=self._write, args=(payload,), daemon=True)
         writer.start()
-        head, raw = self._receive(time.monotonic() + self.call_timeout, what)
+        try:
+            head, raw = self._receive(time.monotonic() + self.call_timeout, what)
+        finally:
+            self.cpu_start = None
         seconds = self.cpu() - start
         if not head.get("ok"):
             raise Rejected(f"{what}: lasso_path raised\n{head.get('error', '')}")
@@ -252,12 +258,19 @@ class Worker:
         return head, raw
 
     def _fill(self, fd: int, deadline: float, what: str) -> None:
-        left = deadline - time.monotonic()
-        ready = select.select([fd], [], [], max(left, 0.0))[0] if left > 0 else []
-        if not ready:
-            self.close()
-            raise Rejected(f"{what}: no answer within {self.call_timeout:g} s (a call may take "
-                           f"at most {self.call_timeout:g} s of wall time); killed")
+        """More bytes from the worker; checks its CPU time (a call's limit) while waiting."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.close()
+                raise Rejected(f"{what}: no answer within {self.call_timeout:g} s of wall time "
+                               "(the solver hung or waited, or the machine is overloaded); killed")
+            if select.select([fd], [], [], min(left, 0.05))[0]:
+                break
+            if self.cpu_start is not None and self.cpu() - self.cpu_start > self.call_cpu:
+                self.close()
+                raise Rejected(f"{what}: too slow: more than {self.call_cpu:g} s of CPU time "
+                               f"in one call (the limit); killed")
         chunk = os.read(fd, 1 << 20)
         if not chunk:
             raise Rejected(self.died(what))
@@ -363,7 +376,8 @@ def geomean(values: list[float]) -> float:
     return math.exp(math.fsum(math.log(v) for v in values) / len(values))
 
 
-def evaluate(solver: str, seed: int, limit: int, call_timeout: float) -> dict:
+def evaluate(solver: str, seed: int, limit: int, call_timeout: float,
+             call_cpu: float = CALL_CPU_S) -> dict:
     """Score the solver at ``solver`` and explain the score."""
     shapes = SHAPES[:limit]
     metrics: dict = {"seed": seed, "tolerance": TOLERANCE, "n_lambdas": N_LAMBDAS, "eps": EPS,
@@ -375,7 +389,7 @@ def evaluate(solver: str, seed: int, limit: int, call_timeout: float) -> dict:
         return _result(None, False, f"invalid: cannot read {SOLVER_FILE}: {exc}", metrics, "")
     worker = None
     try:
-        worker = Worker(solver, call_timeout)
+        worker = Worker(solver, call_timeout, call_cpu)
         times = run_instances(worker, shapes, seed, metrics)
     except Rejected as exc:
         done = len(metrics["instances"])
@@ -417,13 +431,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--limit", type=int, default=len(SHAPES))
     parser.add_argument("--call-timeout", type=float, default=CALL_TIMEOUT_S)
+    parser.add_argument("--call-cpu", type=float, default=CALL_CPU_S)
     parser.add_argument("--solver", default=SOLVER_FILE)
     args = parser.parse_args(argv)
     seed = secrets.randbits(32) if args.seed is None else args.seed
     _prctl(4, 0)  # PR_SET_DUMPABLE 0: the solver cannot read our environment or memory
     _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: processes the solver orphans come back to us
     try:
-        result = evaluate(args.solver, seed, max(1, args.limit), args.call_timeout)
+        result = evaluate(args.solver, seed, max(1, args.limit), args.call_timeout,
+                          args.call_cpu)
     except Exception as exc:  # the contract is one JSON line, whatever happens
         result = _result(None, False, f"invalid: evaluator error {exc!r}", {"seed": seed}, "")
     line = json.dumps(result, allow_nan=False)
