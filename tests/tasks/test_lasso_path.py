@@ -125,7 +125,10 @@ BAD_SOLVERS = [
     ("raises", "def lasso_path(X, y, lambdas):\n    raise ValueError('no idea')\n",
      "warm-up call: lasso_path raised"),
     ("wrong shape", "import numpy as np\ndef lasso_path(X, y, lambdas):\n"
-     "    return np.zeros((len(lambdas), X.shape[1]))\n", "W has shape (50, 20); expected"),
+     "    return np.zeros((len(lambdas), X.shape[1]))\n",
+     "W has shape [50, 20]; expected (p, K) = (20, 50)"),
+    ("one dimension", "import numpy as np\ndef lasso_path(X, y, lambdas):\n"
+     "    return np.zeros(X.shape[1] * len(lambdas))\n", "W has shape [1000]; expected"),
     ("not finite", "import numpy as np\ndef lasso_path(X, y, lambdas):\n"
      "    W = np.zeros((X.shape[1], len(lambdas)))\n    W[3, 7] = np.nan\n    return W\n",
      "W[3, 7] = nan (1 non-finite entries)"),
@@ -141,6 +144,11 @@ BAD_SOLVERS = [
      "    for fd in range(3, 10):\n        try:\n            os.write(fd, b'garbage\\n')\n"
      "        except OSError:\n            pass\n    raise SystemExit\n",
      "written by someone else"),
+    ("claims a huge answer", "import os\ndef lasso_path(X, y, lambdas):\n"
+     "    for fd in range(3, 10):\n        try:\n"
+     "            os.write(fd, b'{\"ok\": true, \"shape\": [99999999, 99999999]}\\n')\n"
+     "        except OSError:\n            pass\n    raise SystemExit\n",
+     "W has shape [99999999, 99999999]; expected (p, K) = (20, 50)"),
 ]
 
 

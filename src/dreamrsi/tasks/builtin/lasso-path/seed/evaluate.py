@@ -213,16 +213,14 @@ class Worker:
         writer = threading.Thread(target=self._write, args=(payload,), daemon=True)
         writer.start()
         try:
-            head, raw = self._receive(time.monotonic() + self.call_timeout, what)
+            head, raw = self._receive(time.monotonic() + self.call_timeout, what,
+                                      (p, lambdas.size))
         finally:
             self.cpu_start = None
         seconds = self.cpu() - start
         if not head.get("ok"):
             raise Rejected(f"{what}: lasso_path raised\n{head.get('error', '')}")
-        shape = tuple(head.get("shape", ()))
-        if shape != (p, lambdas.size):
-            raise Rejected(f"{what}: W has shape {shape}; expected (p, K) = ({p}, {lambdas.size})")
-        W = np.frombuffer(raw, dtype="<f8").reshape(shape)
+        W = np.frombuffer(raw, dtype="<f8").reshape(p, lambdas.size)
         return W, seconds
 
     def _write(self, payload: bytes) -> None:
@@ -232,8 +230,9 @@ class Worker:
         except (OSError, ValueError):
             pass  # the worker died or was killed; the reader reports it
 
-    def _receive(self, deadline: float, what: str):
-        """One answer: the JSON head and, for an array, its bytes."""
+    def _receive(self, deadline: float, what: str, expect: tuple[int, int] = (0, 0)):
+        """One answer: the JSON head and, for an array of shape ``expect``, its bytes (any
+        other shape is refused before a byte of it is read)."""
         fd = self.proc.stdout.fileno()
         while b"\n" not in self.buffer:
             self._fill(fd, deadline, what)
@@ -248,10 +247,9 @@ class Worker:
         size = 0
         if head.get("ok"):
             shape = head.get("shape")
-            if (not isinstance(shape, list) or len(shape) != 2
-                    or not all(isinstance(v, int) and 0 <= v <= 10**7 for v in shape)):
-                raise Rejected(f"{what}: W is not a 2-d array (shape {shape!r})")
-            size = 8 * shape[0] * shape[1]
+            if not isinstance(shape, list) or tuple(shape) != expect:
+                raise Rejected(f"{what}: W has shape {shape!r}; expected (p, K) = {expect}")
+            size = 8 * expect[0] * expect[1]
         while len(self.buffer) < size:
             self._fill(fd, deadline, what)
         raw, self.buffer = self.buffer[:size], self.buffer[size:]
