@@ -410,3 +410,28 @@ def test_every_family_renders_to_a_loadable_solver(tmp_path: Path) -> None:
             assert set(proposer.FAMILIES[name][2]) <= set(defaults)
     finally:
         os.chdir(cwd)
+
+
+@pytest.mark.slow
+def test_a_run_in_the_sandbox_branches_then_refines(tmp_path: Path) -> None:
+    """``dreamrsi run lasso-path`` with isolation required: the proposer finds its families
+    in the workspace, the evaluator scores each attempt, nothing ends as an error."""
+    tmp_path.chmod(0o755)
+    store = tmp_path / "store"
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "dreamrsi", *args, "--store", str(store)],
+                              capture_output=True, text=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    cli("run", "lasso-path", "--budget", "2", "--policy", "fixed:branches=1,refine=1",
+        "--isolation", "required", "--seed", "2")
+    run_id = json.loads(cli("status", "--json"))["runs"][0]["run_id"]
+    nodes = json.loads(cli("show", run_id, "--json"))["nodes"]
+    assert [n["depth"] for n in nodes] == [0, 1, 2]
+    assert all(n["status"] in ("ok", "invalid") for n in nodes), nodes
+    assert nodes[0]["status"] == "ok" and nodes[0]["score"] > 0  # the seed (FISTA)
+    family = nodes[1]["plan"].split("family ")[1].split(" ")[0]
+    assert family in FAMILIES
+    assert nodes[2]["plan"].startswith(f"refine {family} from "), nodes
