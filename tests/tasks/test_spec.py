@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import tomllib
+from pathlib import Path, PurePath
 
 import pytest
 
@@ -128,6 +129,21 @@ def test_builtin_tasks_load() -> None:
     for name, directory in found.items():
         task = resolve_task(name)
         assert task.name == name and task.directory == directory
+
+
+def test_every_file_of_the_builtin_tasks_is_packaged() -> None:
+    """pyproject's package-data globs reach every file of every built-in task (lasso-path's
+    seed/families/*.py sit four levels below builtin/)."""
+    root = Path(__file__).resolve().parents[2]
+    with (root / "pyproject.toml").open("rb") as fh:
+        globs = tomllib.load(fh)["tool"]["setuptools"]["package-data"]["dreamrsi.tasks"]
+    package = root / "src" / "dreamrsi" / "tasks"
+    files = [p.relative_to(package) for p in (package / "builtin").rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts]
+    assert any(len(f.parts) == 5 for f in files)
+    missing = [str(f) for f in files
+               if not any(len(f.parts) == len(PurePath(g).parts) and f.match(g) for g in globs)]
+    assert missing == []
 
 
 # -- a task never reaches outside its directory ----------------------------------------------
