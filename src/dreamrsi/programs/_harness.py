@@ -1,0 +1,88 @@
+"""The worker's own code, run inside the sandbox next to the candidate program.
+
+Started as ``python -I -S harness.py`` in a read-only folder that holds this file, a copy of
+the pure core (``dreamrsi/core/{model,view,policy}.py``) and ``candidate.py``. It moves the
+channel off file descriptor 1 (so whatever the program prints lands on stderr, which the
+trusted side never parses), lowers its own limits, loads the program, then answers one request
+a line: it reveals the nodes it is sent in a real ``TreeView``, asks the program for a batch
+and writes the batch back as plain JSON. Everything here is as untrusted as the program: the
+trusted side checks every reply (:mod:`dreamrsi.programs.wire`).
+"""
+
+import json
+import os
+import random
+import resource
+import sys
+import traceback
+
+
+def _channel():
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return out
+
+
+def _limits():
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    sys.setrecursionlimit(2000)
+
+
+def _node(record, Node, NodeStatus, Cost):
+    (node_id, parent, seq, rnd, status, valid, score, raw, plan, wall, cpu, t_in, t_out,
+     money) = record
+    return Node(node_id, "", parent, seq, rnd, None, NodeStatus(status), valid, score, raw,
+                "", plan=plan, cost=Cost(wall, cpu, t_in, t_out, money or 0.0))
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    out = _channel()
+    _limits()
+    from dreamrsi.core.model import Cost, Node, NodeStatus
+    from dreamrsi.core.policy import Budget, PolicyContext
+    from dreamrsi.core.view import TreeView
+
+    def reply(data):
+        out.write(json.dumps(data) + "\n")
+
+    def failure(exc):
+        text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        reply({"error": text[-2000:]})
+
+    try:
+        with open(os.path.join(here, "candidate.py"), encoding="utf-8") as handle:
+            source = handle.read()
+        namespace = {"__name__": "candidate"}
+        exec(compile(source, "policy.py", "exec"), namespace)
+        policy = namespace["ExplorationPolicy"]()
+    except BaseException as exc:  # the program's own failure, reported and final
+        failure(exc)
+        return
+    reply({"ready": True})
+    view = None
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+            episode = request.get("episode")
+            if episode is not None:
+                root = _node(episode["root"], Node, NodeStatus, Cost)
+                view = TreeView(root)
+                policy.reset(PolicyContext(
+                    episode["task"], episode["workers"], episode["mode"],
+                    random.Random(episode["seed"]), episode["attempt_budget"],
+                    episode["round_budget"], None))
+            view.reveal_all([_node(r, Node, NodeStatus, Cost) for r in request["nodes"]])
+            while view.rounds < request["rounds"]:
+                view.complete_round()
+            batch = policy.select(view, Budget(*request["budget"]))
+            reply({"select": list(batch)})
+        except BaseException as exc:
+            failure(exc)
+
+
+if __name__ == "__main__":
+    main()
