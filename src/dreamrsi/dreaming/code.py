@@ -20,24 +20,29 @@ from __future__ import annotations
 
 import difflib
 import random
+import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dreamrsi.agents.client import ModelClient
 from dreamrsi.agents.policy_author import PolicyAuthor, RevisionFeedback, TreeTrace
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming.evaluate import ReplaySettings, TreeScore, mean_value, replay_tree
 from dreamrsi.dreaming.objectives import Candidate
 from dreamrsi.dreaming.quality import QualityScale
-from dreamrsi.errors import ConfigError
+from dreamrsi.errors import ConfigError, PolicyError
 from dreamrsi.programs import ProgramFailure, ProgramLimits, ProgramPolicy, program_digest
 from dreamrsi.programs.stored import CODE, program_spec
+from dreamrsi.store.base import RunStore
 from dreamrsi.store.ledger import Actor, LedgerEvent
+from dreamrsi.tasks.proposers import LlmSettings, ModelChoice
+from dreamrsi.tasks.spec import Task
 
-__all__ = ["CODE", "CodeDreaming", "CodeOutcome", "CodeSettings", "Revision", "program_spec",
-           "revise", "score_program", "starter_program"]
+__all__ = ["CODE", "CodeDreaming", "CodeOutcome", "CodeSettings", "Revision", "make_author",
+           "program_spec", "revise", "score_program", "starter_program"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CodeSettings:
@@ -270,6 +275,9 @@ def _score(number: int, source: str, digest: str, diff: str, parent: str,
     except ProgramFailure as failure:
         return Revision(number, "rejected", failure.reason, parent, digest, diff=diff,
                         kind=failure.kind, stderr=failure.stderr, **cost), None
+    except PolicyError as error:  # the episode driver refused a batch (not eligible, > W)
+        return Revision(number, "rejected", str(error), parent, digest, diff=diff,
+                        kind="selection", **cost), None
     value = mean_value(scored.train)
     how = "better than" if value > current_value else "not better than"
     return Revision(number, "scored", f"mean V {value:.4f}, {how} the version it revised "
@@ -281,3 +289,32 @@ def _diff(old: str, new: str) -> str:
     return "".join(difflib.unified_diff(old.splitlines(keepends=True),
                                         new.splitlines(keepends=True), "parent/policy.py",
                                         "revision/policy.py"))
+
+
+def make_author(task: Task, store: RunStore, *, model: str | None = None,
+                base_url: str | None = None, api_key_env: str | None = None) -> PolicyAuthor:
+    """The policy-development agent for ``task``: the task's own model settings (an ``llm``
+    task), with ``model``, ``base_url`` and ``api_key_env`` overriding them when given.
+
+    Raises:
+        ConfigError: No model is named and the task has none, or the endpoint is unusable.
+    """
+    settings = task.proposer.llm
+    if settings is None:
+        if model is None:
+            raise ConfigError(f"task {task.name} names no model; code dreaming needs one "
+                              "(--code-model NAME, with --code-base-url for your endpoint)",
+                              key="code-model")
+        settings = LlmSettings()
+    changes: dict[str, Any] = {}
+    if model is not None:
+        changes["models"] = (ModelChoice(model),)
+    if base_url is not None:
+        if not re.fullmatch(r"https?://\S+", base_url):
+            raise ConfigError(f"unusable endpoint {base_url!r}", key="code-base-url",
+                              expected="an http(s) URL such as http://127.0.0.1:8000/v1")
+        changes["base_url"] = base_url
+    if api_key_env is not None:
+        changes["api_key_env"] = api_key_env
+    settings = replace(settings, **changes)
+    return PolicyAuthor(ModelClient(settings), store.blobs)
