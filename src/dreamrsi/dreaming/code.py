@@ -156,16 +156,18 @@ class ExplorationPolicy:
         self.workers = context.workers
 
     def select(self, view, budget):
+        n = budget.workers
+        if budget.attempts_left is not None:
+            n = max(0, min(n, budget.attempts_left))
         batch = []
+        if n <= 0:
+            return batch
         for stats in view.branch_stats():
-            if len(batch) >= budget.workers:
-                break
-            if stats.length < REFINE + 1:
+            if stats.finished < REFINE + 1:
                 batch.append(stats.tip)
-        opened = view.branch_count()
-        while len(batch) < budget.workers and opened < BRANCHES:
-            batch.append(view.root_id)
-            opened += 1
+                if len(batch) >= n:
+                    return batch
+        batch.extend([view.root_id] * max(0, min(BRANCHES - view.branch_count(), n - len(batch))))
         return batch
 '''
 

@@ -208,9 +208,9 @@ class ProgramPolicy:
             raise ProgramFailure("sandbox", str(exc)) from None
         started = time.monotonic()
         self._deadline = started + limits.total_s
-        kind, value = self._read(started + limits.start_s, workers=0)
+        kind, value = self._read(started + limits.start_s, workers=0, failing="load")
         if kind != "ready":
-            self._fail("load", f"the program failed to load: {value}")
+            self._fail("channel", f"expected 'ready', got {kind!r}")
 
     def _ask(self, line: bytes, workers: int) -> tuple[str, Any]:
         self.start()
@@ -222,7 +222,8 @@ class ProgramPolicy:
             self._fail("crash", str(exc))
         return self._read(time.monotonic() + self.limits.reply_s, workers)
 
-    def _read(self, deadline: float, workers: int) -> tuple[str, Any]:
+    def _read(self, deadline: float, workers: int,
+              failing: str = "raised") -> tuple[str, Any]:
         session = self._session
         assert session is not None
         if time.monotonic() >= self._deadline:
@@ -238,7 +239,7 @@ class ProgramPolicy:
         except ChannelError as exc:
             self._fail("channel", str(exc))
         if kind == "error":
-            self._fail("raised", value)
+            self._fail(failing, value)
         return kind, value
 
     def _fail(self, kind: str, reason: str) -> Any:
