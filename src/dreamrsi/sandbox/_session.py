@@ -157,7 +157,7 @@ class SandboxSession:
         limit = self._limits.max_processes
         count = self._tree.poll(stop_above=limit)
         if limit is not None and count > limit:
-            self.close()
+            self._tree.kill_all(sweep=not self._contained)
             raise SessionError("processes", f"more than {limit} processes")
 
     def _exit_text(self) -> str:
@@ -170,6 +170,8 @@ class SandboxSession:
 
     def stderr_text(self) -> str:
         """What the process wrote to stderr so far (bounded; never parsed)."""
+        if self._closed:
+            return self._err.text()
         for key, _ in self._selector.select(0):
             if key.fileobj is self._proc.stderr:
                 self._read(key)
