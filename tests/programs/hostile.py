@@ -17,9 +17,9 @@ socket on the host, a path to create) and judges the run itself:
 * otherwise it was *contained*: ``rejected`` (the worker was refused, with its reason) or
   ``no effect`` (it was scored as the clean program it otherwise is).
 
-``python -m tests.programs.hostile`` runs every case and prints the counts;
-``python -m tests.programs.hostile --write-docs`` rewrites the table in SECURITY.md from the
-expectations, which the tests assert case by case.
+``python -m tests.programs.hostile`` runs every case and prints the counts; with
+``--write-docs`` it also rewrites the table in SECURITY.md from the expectations (which the
+tests assert case by case) and the line the run printed.
 """
 
 from __future__ import annotations
@@ -651,21 +651,19 @@ def table() -> str:
     return "\n".join(lines)
 
 
-def write_docs() -> None:
-    """Rewrite the table between the markers in SECURITY.md."""
+def write_docs(printed: str) -> None:
+    """Rewrite the table between the markers in SECURITY.md, with the line the run printed."""
     text = SECURITY.read_text()
     head, _, rest = text.partition(BEGIN)
     _, _, tail = rest.partition(END)
-    SECURITY.write_text(f"{head}{BEGIN}\n{table()}\n{END}{tail}")
+    SECURITY.write_text(f"{head}{BEGIN}\n{table()}\n\nThe suite's last run "
+                        f"(`python -m tests.programs.hostile`) printed: {printed}.\n{END}{tail}")
 
 
 def main() -> int:
-    """Run every case and print the counts."""
+    """Run every case and print the counts (``--write-docs``: and rewrite SECURITY.md)."""
     import tempfile
 
-    if "--write-docs" in sys.argv:
-        write_docs()
-        return 0
     escaped = 0
     outcomes: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp, targets(Path(tmp)) as where:
@@ -677,9 +675,12 @@ def main() -> int:
                   f"{v.outcome}{f' ({v.kind})' if v.kind else ''}"
                   f"{'; ESCAPED: ' + '; '.join(v.escaped) if v.escaped else ''}")
     n = counts()
-    print(f"{n['programs']} hostile programs: {n['refused by the gate']} refused by the gate; "
-          f"in the sandbox with the gate bypassed {outcomes.get('rejected', 0)} rejected, "
-          f"{outcomes.get('no effect', 0)} without effect, {escaped} escaped")
+    printed = (f"{n['programs']} hostile programs: {n['refused by the gate']} refused by the "
+               f"gate; in the sandbox with the gate bypassed {outcomes.get('rejected', 0)} "
+               f"rejected, {outcomes.get('no effect', 0)} without effect, {escaped} escaped")
+    print(printed)
+    if "--write-docs" in sys.argv:
+        write_docs(printed)
     return 1 if escaped else 0
 
 
