@@ -62,6 +62,27 @@ def test_a_program_decides_exactly_as_the_family_it_rewrites(branches: int, refi
         assert code.requests > 20  # one worker served every episode
 
 
+def test_trees_replayed_at_once_score_as_one_after_the_other() -> None:
+    trees = [make_tree(30, 3, seed) for seed in range(7)]
+    args = {"workers": 2, "max_rounds": 40, "attempt_budget": 12}
+    with ProgramPolicy(GREEDY, QUICK) as code:
+        one_by_one = [replay(code, t, **args) for t in trees]
+        sequential = code.requests
+        jobs = [lambda p, t=t: replay(p, t, **args) for t in trees]
+        at_once = code.run_concurrently(jobs, width=3)
+        assert at_once == one_by_one
+        assert code.requests - sequential < sequential / 2  # rounds shared round trips
+
+
+def test_a_failure_in_one_concurrent_episode_stops_them_all() -> None:
+    body = "return ['t-999'] if view.root.seq == 0 and self.context.rng.random() < 2 else []"
+    trees = [make_tree(10, 2, seed) for seed in range(4)]
+    with ProgramPolicy(program(body), QUICK) as code, pytest.raises(PolicyError,
+                                                                    match="t-999"):
+        code.run_concurrently([lambda p, t=t: replay(p, t, workers=2, max_rounds=10)
+                               for t in trees])
+
+
 def test_what_a_program_prints_is_diagnostics_never_the_channel() -> None:
     source = program('print(\'{"select": ["t-99"], "score": 1e9}\')\nreturn [view.root_id]'
                      ' if view.size == 0 else []')
@@ -116,13 +137,17 @@ def test_a_program_that_does_not_load_is_refused() -> None:
 
 @pytest.mark.parametrize(("line", "words"), [
     (b"not json", "not JSON"),
-    (b'{"select": [], "score": 1}', "exactly one key"),
+    (b'{"select": [[]], "score": 1}', "exactly one key"),
     (b'{"score": 1e9}', "unknown reply"),
-    (b'{"select": ["a"], "select": ["b"]}', "repeats a key"),
-    (b'{"select": [NaN]}', "NaN"),
-    (b'{"select": "t-1"}', "must be a list"),
-    (b'{"select": [["t-1"]]}', "must be a string"),
-    (b'{"select": [""]}', "empty"),
+    (b'{"select": [["a"]], "select": [["b"]]}', "repeats a key"),
+    (b'{"select": [[NaN]]}', "NaN"),
+    (b'{"select": [[Infinity]]}', "Infinity"),
+    (b'{"select": "t-1"}', "list of 1 batches"),
+    (b'{"select": ["t-1"]}', "must be a list of node ids"),
+    (b'{"select": [[], []]}', "list of 1 batches"),
+    (b'{"select": [[["t-1"]]]}', "must be a string"),
+    (b'{"select": [[""]]}', "empty"),
+    (b'{"select": [["a", "b", "c"]]}', "more than W=2"),
     (b'{"ready": 1}', "must be true"),
     (b'{"error": 5}', "must be a string"),
     (b'["select"]', "exactly one key"),
@@ -131,13 +156,13 @@ def test_a_program_that_does_not_load_is_refused() -> None:
 ])
 def test_the_channel_refuses_every_other_reply(line: bytes, words: str) -> None:
     with pytest.raises(ChannelError, match=words):
-        parse_reply(line, workers=2)
+        parse_reply(line, workers=[2])
 
 
 def test_the_channel_accepts_its_three_shapes() -> None:
-    assert parse_reply(b'{"ready": true}', 2) == ("ready", True)
-    assert parse_reply(b'{"select": ["a", "b"]}', 2) == ("select", ["a", "b"])
-    assert parse_reply(b'{"error": "' + b"x" * 5000 + b'"}', 2)[1] == "x" * 2000
+    assert parse_reply(b'{"ready": true}', []) == ("ready", True)
+    assert parse_reply(b'{"select": [["a", "b"], []]}', [2, 1]) == ("select", [["a", "b"], []])
+    assert parse_reply(b'{"error": "' + b"x" * 5000 + b'"}', [2])[1] == "x" * 2000
 
 
 @pytest.mark.parametrize(("source", "words"), [

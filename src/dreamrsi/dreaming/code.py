@@ -22,13 +22,14 @@ import difflib
 import random
 import re
 import time
+from functools import partial
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dreamrsi.agents.client import ModelClient
 from dreamrsi.agents.policy_author import PolicyAuthor, RevisionFeedback, TreeTrace
-from dreamrsi.core.policy import PolicySpec
+from dreamrsi.core.policy import Policy, PolicySpec
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming.evaluate import ReplaySettings, TreeScore, mean_value, replay_tree
 from dreamrsi.dreaming.objectives import Candidate
@@ -184,21 +185,24 @@ def starter_program(incumbent: PolicySpec, workers: int) -> str:
 def score_program(source: str, train: Sequence[RecordedTree],
                   holdout: Sequence[RecordedTree], settings: ReplaySettings,
                   scale: QualityScale, limits: ProgramLimits) -> Candidate:
-    """Replay a program on every tree in one sandboxed worker, scored by V.
+    """Replay a program on every tree in one sandboxed worker, scored by V; the trees'
+    episodes run at once (one round trip per round of all of them), each with a fresh state.
 
     Raises:
         ProgramFailure: It was refused or failed (the worker is killed).
+        PolicyError: A batch broke the decision interface.
     """
+    jobs = [partial(_replay_one, tree=tree, settings=settings, scale=scale, history=history)
+            for trees, history in ((train, train), (holdout, train)) for tree in trees]
     with ProgramPolicy(source, limits) as policy:
-        scored = [_scores(policy, side, settings, scale, history)
-                  for side, history in ((train, train), (holdout, train))]
-    return Candidate(program_spec(policy.digest), tuple(scored[0]), tuple(scored[1]))
+        scores = policy.run_concurrently(jobs)
+    return Candidate(program_spec(policy.digest), tuple(scores[:len(train)]),
+                     tuple(scores[len(train):]))
 
 
-def _scores(policy: ProgramPolicy, trees: Sequence[RecordedTree], settings: ReplaySettings,
-            scale: QualityScale, history: Sequence[RecordedTree]) -> list[TreeScore]:
-    return [replay_tree(policy, tree, settings, history, scale, keep_order=False)
-            for tree in trees]
+def _replay_one(policy: Policy, *, tree: RecordedTree, settings: ReplaySettings,
+                scale: QualityScale, history: Sequence[RecordedTree]) -> TreeScore:
+    return replay_tree(policy, tree, settings, history, scale, keep_order=False)
 
 
 def traces(candidate: Candidate) -> list[TreeTrace]:

@@ -58,28 +58,31 @@ def main():
             source = handle.read()
         namespace = {"__name__": "candidate"}
         exec(compile(source, "policy.py", "exec"), namespace)
-        policy = namespace["ExplorationPolicy"]()
+        program = namespace["ExplorationPolicy"]
+        program()
     except BaseException as exc:  # the program's own failure, reported and final
         failure(exc)
         return
     reply({"ready": True})
-    view = None
+    slots = {}  # slot -> (policy, view): each episode has a fresh instance of its own
     for line in sys.stdin:
         try:
-            request = json.loads(line)
-            episode = request.get("episode")
-            if episode is not None:
-                root = _node(episode["root"], Node, NodeStatus, Cost)
-                view = TreeView(root)
-                policy.reset(PolicyContext(
-                    episode["task"], episode["workers"], episode["mode"],
-                    random.Random(episode["seed"]), episode["attempt_budget"],
-                    episode["round_budget"], None))
-            view.reveal_all([_node(r, Node, NodeStatus, Cost) for r in request["nodes"]])
-            while view.rounds < request["rounds"]:
-                view.complete_round()
-            batch = policy.select(view, Budget(*request["budget"]))
-            reply({"select": list(batch)})
+            batches = []
+            for slot, episode, nodes, rounds, budget in json.loads(line)["entries"]:
+                if episode is not None:
+                    view = TreeView(_node(episode["root"], Node, NodeStatus, Cost))
+                    policy = program()
+                    policy.reset(PolicyContext(
+                        episode["task"], episode["workers"], episode["mode"],
+                        random.Random(episode["seed"]), episode["attempt_budget"],
+                        episode["round_budget"], None))
+                    slots[slot] = (policy, view)
+                policy, view = slots[slot]
+                view.reveal_all([_node(r, Node, NodeStatus, Cost) for r in nodes])
+                while view.rounds < rounds:
+                    view.complete_round()
+                batches.append(list(policy.select(view, Budget(*budget))))
+            reply({"select": batches})
         except BaseException as exc:
             failure(exc)
 

@@ -6,10 +6,17 @@ JSON object, no duplicate keys, no NaN or infinity, exactly one of the shapes be
 of its fixed type and size. A reply that is anything else is refused with a reason; nothing a
 worker writes is ever read as a score.
 
+A request holds one entry per episode the worker is asked about (several when the trees of
+a candidate are replayed at once): ``{"entries": [[slot, episode, nodes, rounds, budget],
+...]}``, where ``episode`` starts a new episode in that slot (its context and root) or is
+``null``, ``nodes`` are the nodes revealed since the slot's last entry, ``rounds`` the
+completed rounds and ``budget`` ``[W, attempts left, rounds left]``.
+
 Replies::
 
     {"ready": true}                       the program loaded (the worker's first line)
-    {"select": ["node id", ...]}          a batch: at most W strings of at most 200 chars
+    {"select": [[ids], ...]}              one batch per entry, in order: at most W strings
+                                          of at most 200 characters each
     {"error": "text"}                     the program raised (text capped at 2,000 chars)
 """
 
@@ -69,9 +76,9 @@ def _no_duplicates(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-def parse_reply(line: bytes, workers: int) -> tuple[str, Any]:
-    """Check one reply line and return ``("ready", True)``, ``("select", [ids])`` or
-    ``("error", text)``.
+def parse_reply(line: bytes, workers: Sequence[int]) -> tuple[str, Any]:
+    """Check one reply line and return ``("ready", True)``, ``("select", [[ids], ...])`` (one
+    batch per entry of the request, whose W are ``workers``) or ``("error", text)``.
 
     Raises:
         ChannelError: The line is not one of those shapes, exactly.
@@ -95,13 +102,15 @@ def parse_reply(line: bytes, workers: int) -> tuple[str, Any]:
             raise ChannelError("'error' must be a string")
         return kind, value[:MAX_ERROR_CHARS]
     if kind == "select":
-        return kind, _batch(value, workers)
+        if type(value) is not list or len(value) != len(workers):
+            raise ChannelError(f"'select' must be a list of {len(workers)} batches")
+        return kind, [_batch(batch, w) for batch, w in zip(value, workers, strict=True)]
     raise ChannelError(f"an unknown reply {kind[:40]!r}")
 
 
 def _batch(value: object, workers: int) -> list[str]:
     if type(value) is not list:
-        raise ChannelError("'select' must be a list of node ids")
+        raise ChannelError("a batch must be a list of node ids")
     if len(value) > workers:
         raise ChannelError(f"a batch of {len(value)} ids, more than W={workers}")
     for item in value:

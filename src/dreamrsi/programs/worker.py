@@ -22,13 +22,15 @@ import hashlib
 import shutil
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from dreamrsi.core.policy import Budget, PolicyContext
+from dreamrsi.core.policy import Budget, Policy, PolicyContext
 from dreamrsi.core.view import TreeView
 from dreamrsi.errors import ConfigError, PolicyError, SandboxError
 from dreamrsi.programs.gate import gate
@@ -45,6 +47,7 @@ from dreamrsi.sandbox import (
 __all__ = ["ProgramFailure", "ProgramLimits", "ProgramPolicy", "program_digest"]
 
 _CORE_FILES = ("model.py", "view.py", "policy.py")
+T = TypeVar("T")
 
 
 def program_digest(source: str) -> str:
@@ -112,10 +115,100 @@ class ProgramFailure(PolicyError):
 
 @dataclass(slots=True)
 class _Episode:
+    """One episode's bookkeeping on the trusted side: what the worker was sent."""
+
+    slot: int = 0
     view: TreeView | None = None
     sent: int = 0
     context: PolicyContext | None = None
     fresh: bool = True
+
+    def entry(self, view: TreeView, budget: Budget) -> list[Any]:
+        """The request entry of this round: ``[slot, episode or None, nodes revealed since
+        the last one, completed rounds, budget]``."""
+        episode = None
+        if self.fresh:
+            context = self.context
+            if context is None:
+                raise PolicyError("policy 'code': select() before reset()")
+            self.view, self.fresh, self.sent = view, False, 1
+            episode = {"task": context.task_name[:200], "workers": context.workers,
+                       "mode": context.mode, "seed": context.rng.getrandbits(63),
+                       "attempt_budget": context.attempt_budget,
+                       "round_budget": context.round_budget, "root": node_record(view.root)}
+        elif view is not self.view:
+            raise PolicyError("policy 'code': a new view without reset()")
+        fresh = view.revealed_since(self.sent)
+        self.sent += len(fresh)
+        return [self.slot, episode, [node_record(n) for n in fresh], view.rounds,
+                [budget.workers, budget.attempts_left, budget.rounds_left]]
+
+
+class _Handle:
+    """One episode slot of a worker that runs several episodes at once (see
+    :meth:`ProgramPolicy.run_concurrently`); a policy like the program itself."""
+
+    name = "code"
+
+    def __init__(self, mux: _Mux, slot: int) -> None:
+        self._mux = mux
+        self._episode = _Episode(slot)
+
+    def reset(self, context: PolicyContext) -> None:
+        self._episode = _Episode(self._episode.slot, context=context)
+
+    def select(self, view: TreeView, budget: Budget) -> list[str]:
+        return self._mux.ask(self._episode.entry(view, budget), budget.workers)
+
+
+class _Mux:
+    """Gathers the requests of concurrent episodes into one line, once every live episode
+    is waiting, and hands each its batch: one round trip per round of all of them."""
+
+    def __init__(self, policy: ProgramPolicy, live: int) -> None:
+        self._policy = policy
+        self._live = live
+        self._cond = threading.Condition()
+        self._pending: list[tuple[list[Any], int]] = []
+        self._answers: dict[int, list[str]] = {}
+        self._error: BaseException | None = None
+
+    def ask(self, entry: list[Any], workers: int) -> list[str]:
+        slot = entry[0]
+        with self._cond:
+            if self._error is not None:
+                raise self._error
+            self._pending.append((entry, workers))
+            self._maybe_flush()
+            while slot not in self._answers and self._error is None:
+                self._cond.wait()
+            if slot in self._answers:
+                return self._answers.pop(slot)
+            raise self._error  # type: ignore[misc]
+
+    def leave(self, error: BaseException | None = None) -> None:
+        """An episode's thread is done (``error``: it failed, and so do the others)."""
+        with self._cond:
+            self._live -= 1
+            if error is not None and self._error is None:
+                self._error = error
+                self._cond.notify_all()
+            elif self._error is None:
+                self._maybe_flush()
+
+    def _maybe_flush(self) -> None:
+        if not self._pending or len(self._pending) < self._live:
+            return
+        pending, self._pending = self._pending, []
+        try:
+            batches = self._policy._exchange([e for e, _ in pending],
+                                             [w for _, w in pending])
+        except BaseException as exc:
+            self._error = exc
+        else:
+            for (entry, _), batch in zip(pending, batches, strict=True):
+                self._answers[entry[0]] = batch
+        self._cond.notify_all()
 
 
 class ProgramPolicy:
@@ -145,6 +238,7 @@ class ProgramPolicy:
         self._folder: Path | None = None
         self._deadline = 0.0
         self._episode = _Episode()
+        self._lock = threading.Lock()
         self.requests = 0
         self.failure: ProgramFailure | None = None
 
@@ -162,29 +256,61 @@ class ProgramPolicy:
         """
         if self.failure is not None:
             raise self.failure
-        episode = self._episode
-        request: dict[str, Any] = {"episode": None}
-        if episode.fresh:
-            context = episode.context
-            if context is None:
-                raise PolicyError("policy 'code': select() before reset()")
-            episode.view, episode.fresh, episode.sent = view, False, 1
-            request["episode"] = {
-                "task": context.task_name[:200], "workers": context.workers,
-                "mode": context.mode, "seed": context.rng.getrandbits(63),
-                "attempt_budget": context.attempt_budget, "round_budget": context.round_budget,
-                "root": node_record(view.root)}
-        elif view is not episode.view:
-            raise PolicyError("policy 'code': a new view without reset()")
-        fresh = view.revealed_since(episode.sent)
-        episode.sent += len(fresh)
-        request["nodes"] = [node_record(n) for n in fresh]
-        request["rounds"] = view.rounds
-        request["budget"] = [budget.workers, budget.attempts_left, budget.rounds_left]
-        kind, value = self._ask(encode(request), budget.workers)
-        if kind != "select":
-            self._fail("channel", f"expected a batch, got {kind!r}")
-        return value  # type: ignore[no-any-return]
+        return self._exchange([self._episode.entry(view, budget)], [budget.workers])[0]
+
+    def run_concurrently(self, jobs: Sequence[Callable[[Policy], T]],
+                         width: int = 32) -> list[T]:
+        """Run ``jobs`` (each drives episodes of the policy it is given, such as one tree's
+        replay) on this worker at once, up to ``width`` at a time, one thread each: a round
+        of all of them costs one round trip. Each episode keeps its own state in the worker
+        (a fresh instance of the program's class per episode), so the results are those of
+        running the jobs one after the other.
+
+        Raises:
+            ProgramFailure: The worker failed (every job stops).
+            PolicyError: A job's batch broke the decision interface (every job stops).
+        """
+        results: list[T] = []
+        for start in range(0, len(jobs), width):
+            wave = jobs[start:start + width]
+            mux = _Mux(self, len(wave))
+            out: list[Any] = [None] * len(wave)
+            errors: list[BaseException] = []
+
+            def work(i: int, job: Callable[[Policy], T], mux: _Mux = mux,
+                     out: list[Any] = out, errors: list[BaseException] = errors) -> None:
+                try:
+                    out[i] = job(_Handle(mux, i))
+                except BaseException as exc:
+                    errors.append(exc)
+                    mux.leave(exc)
+                else:
+                    mux.leave()
+
+            threads = [threading.Thread(target=work, args=(i, job), daemon=True)
+                       for i, job in enumerate(wave)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            if errors:
+                raise next((e for e in errors if isinstance(e, ProgramFailure)), errors[0])
+            results += out
+        return results
+
+    def _exchange(self, entries: list[list[Any]], workers: list[int]) -> list[list[str]]:
+        """Send one request of ``entries``; return the worker's batch for each.
+
+        Raises:
+            ProgramFailure: The worker failed or broke the channel (it is then killed).
+        """
+        with self._lock:
+            if self.failure is not None:
+                raise self.failure
+            kind, value = self._ask(encode({"entries": entries}), workers)
+            if kind != "select":
+                self._fail("channel", f"expected batches, got {kind!r}")
+            return value  # type: ignore[no-any-return]
 
     # -- the worker ------------------------------------------------------------------------
 
@@ -211,11 +337,11 @@ class ProgramPolicy:
             raise ProgramFailure("sandbox", str(exc)) from None
         started = time.monotonic()
         self._deadline = started + limits.total_s
-        kind, value = self._read(started + limits.start_s, workers=0, failing="load")
+        kind, value = self._read(started + limits.start_s, workers=[], failing="load")
         if kind != "ready":
             self._fail("channel", f"expected 'ready', got {kind!r}")
 
-    def _ask(self, line: bytes, workers: int) -> tuple[str, Any]:
+    def _ask(self, line: bytes, workers: list[int]) -> tuple[str, Any]:
         self.start()
         assert self._session is not None
         self.requests += 1
@@ -225,7 +351,7 @@ class ProgramPolicy:
             self._fail("crash", str(exc))
         return self._read(time.monotonic() + self.limits.reply_s, workers)
 
-    def _read(self, deadline: float, workers: int,
+    def _read(self, deadline: float, workers: list[int],
               failing: str = "raised") -> tuple[str, Any]:
         session = self._session
         assert session is not None
