@@ -23,7 +23,7 @@ from dreamrsi.tasks import load_task
 from dreamrsi.tasks.proposers import LlmSettings, ModelChoice, Price
 from tests.agents.fake_openai import FakeOpenAI, Reply
 from tests.conftest import TaskFactory
-from tests.programs.programs import FRUGAL, GREEDY, HOSTILE, RAISES, answer
+from tests.programs.programs import FRUGAL, HOSTILE, RAISES, answer
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 KEY = "sk-code-dream-0123456789abcdef"

@@ -4,7 +4,6 @@ contained by the sandbox, the gate bypassed, with its verdict as SECURITY.md sta
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 

@@ -22,9 +22,9 @@ import difflib
 import random
 import re
 import time
-from functools import partial
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from dreamrsi.agents.client import ModelClient
@@ -237,8 +237,9 @@ def revise(code: CodeDreaming, incumbent: Candidate, train: Sequence[RecordedTre
         authored = code.author.revise(current_source, current.spec.label(), traces(current),
                                       feedback, rng)
         events += authored.events
-        cost = {"tokens_in": authored.cost.tokens_in, "tokens_out": authored.cost.tokens_out,
-                "money_usd": authored.cost.money_usd}
+        cost: dict[str, Any] = {"tokens_in": authored.cost.tokens_in,
+                                "tokens_out": authored.cost.tokens_out,
+                                "money_usd": authored.cost.money_usd}
         source = authored.source
         if source is None:
             revision = Revision(number, "rejected", authored.error or "no program", parent,

@@ -45,10 +45,10 @@ from dreamrsi.dreaming.select import Selection, select
 from dreamrsi.dreaming.splits import Side, Split, parse_split
 from dreamrsi.engine.config import MAX_SEED, check_int
 from dreamrsi.errors import ConfigError
+from dreamrsi.policies.registry import BUILTIN, policy_class
 from dreamrsi.programs import ProgramLimits
 from dreamrsi.programs.stored import read_program
 from dreamrsi.sandbox import IsolationMode
-from dreamrsi.policies.registry import BUILTIN, policy_class
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.dreams import DreamRecord, PolicyScore, PolicyVersion
 from dreamrsi.store.ledger import Actor, LedgerEvent

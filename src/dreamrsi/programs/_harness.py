@@ -9,35 +9,38 @@ and writes the batch back as plain JSON. Everything here is as untrusted as the 
 trusted side checks every reply (:mod:`dreamrsi.programs.wire`).
 """
 
+from __future__ import annotations
+
 import json
 import os
 import random
 import resource
 import sys
 import traceback
+from typing import IO, Any
 
 
-def _channel():
+def _channel() -> IO[str]:
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     return out
 
 
-def _limits():
+def _limits() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     sys.setrecursionlimit(2000)
 
 
-def _node(record, Node, NodeStatus, Cost):
+def _node(record: list[Any], Node: Any, NodeStatus: Any, Cost: Any) -> Any:  # noqa: N803
     (node_id, parent, seq, rnd, status, valid, score, raw, plan, wall, cpu, t_in, t_out,
      money) = record
     return Node(node_id, "", parent, seq, rnd, None, NodeStatus(status), valid, score, raw,
                 "", plan=plan, cost=Cost(wall, cpu, t_in, t_out, money or 0.0))
 
 
-def main():
+def main() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
     out = _channel()
@@ -46,17 +49,17 @@ def main():
     from dreamrsi.core.policy import Budget, PolicyContext
     from dreamrsi.core.view import TreeView
 
-    def reply(data):
+    def reply(data: Any) -> None:
         out.write(json.dumps(data) + "\n")
 
-    def failure(exc):
+    def failure(exc: BaseException) -> None:
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         reply({"error": text[-2000:]})
 
     try:
         with open(os.path.join(here, "candidate.py"), encoding="utf-8") as handle:
             source = handle.read()
-        namespace = {"__name__": "candidate"}
+        namespace: dict[str, Any] = {"__name__": "candidate"}
         exec(compile(source, "policy.py", "exec"), namespace)
         program = namespace["ExplorationPolicy"]
         program()
@@ -64,7 +67,8 @@ def main():
         failure(exc)
         return
     reply({"ready": True})
-    slots = {}  # slot -> (policy, view): each episode has a fresh instance of its own
+    # slot -> (policy, view): each episode has a fresh instance of its own
+    slots: dict[int, tuple[Any, Any]] = {}
     for line in sys.stdin:
         try:
             batches = []
