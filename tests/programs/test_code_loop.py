@@ -106,6 +106,7 @@ def test_the_cli_dreams_with_code_and_lists_the_program(
         llm_task: LlmTaskFactory, store_dir: Path) -> None:
     writer = Writer([FRUGAL])
     runner = CliRunner()
+    named = f"code:digest={program_digest(FRUGAL)}"
     with FakeOpenAI(responder=writer) as server:
         task_dir = llm_task(server.base_url)
         base = ["--store", str(store_dir)]
@@ -116,13 +117,30 @@ def test_the_cli_dreams_with_code_and_lists_the_program(
                                    "--trials", "1", "--beta1", "0.3", "--code",
                                    "--revisions", "1", "--json", *base])
         assert done.exit_code == 0, done.output
+        # named by its digest, the program runs online in its worker
+        ran = runner.invoke(app, ["run", str(task_dir), "--budget", "6", "--policy", named,
+                                  "--json", *base])
+        assert ran.exit_code == 0, ran.output
     report = json.loads(done.output)
     assert report["code"]["revisions"][0]["status"] == "scored"
+    assert json.loads(ran.output)["attempts"] == 3
     listed = runner.invoke(app, ["policies", str(task_dir), "--json", *base])
     versions = json.loads(listed.output)["versions"]
     code = [v for v in versions if v["family"] == "code"]
     assert [v["code_digest"] for v in code] == [program_digest(FRUGAL)]
     assert code[0]["parent_id"] == parse_spec("fixed:branches=2,refine=1").version_id()
+    assert code[0]["diff"] is not None
+    # the deployed program replays in its worker
+    replayed = runner.invoke(app, ["replay", str(task_dir), "--json", *base])
+    assert replayed.exit_code == 0, replayed.output
+    assert json.loads(replayed.output)["policy"] == program_spec(program_digest(FRUGAL)).label()
+    assert json.loads(replayed.output)["mean"]["attempts"] <= 3
+    for bad in ("code:digest=sha256:12", "code:sha=1", "code"):
+        refused = runner.invoke(app, ["replay", str(task_dir), "--policy", bad, *base])
+        assert refused.exit_code == 1 and "code:digest=sha256:" in refused.output, bad
+    missing = runner.invoke(app, ["replay", str(task_dir), "--policy",
+                                  "code:digest=sha256:" + "0" * 64, *base])
+    assert missing.exit_code == 1 and "not in the store" in missing.output
     table = runner.invoke(app, ["dream", str(task_dir), "--code", "--code-model", "x",
                                 "--code-base-url", "not a url", *base])
     assert table.exit_code == 1 and "unusable endpoint 'not a url'" in table.output

@@ -35,6 +35,7 @@ from dreamrsi.dreaming import queries as dq
 from dreamrsi.dreaming.code import CodeSettings, make_author
 from dreamrsi.engine.config import MAX_INT
 from dreamrsi.policies.registry import BUILTIN, parse_spec
+from dreamrsi.programs.stored import parse_policy
 from dreamrsi.store import open_store
 from dreamrsi.tasks import resolve_task
 
@@ -275,7 +276,7 @@ def replay(
     def body() -> None:
         loaded = resolve_task(task)
         with reader(store) as handle:
-            spec = parse_spec(policy) if policy else dq.deployed_policy(handle, loaded)[0]
+            spec = parse_policy(policy) if policy else dq.deployed_policy(handle, loaded)[0]
             settings = _replay_settings(workers or dq.default_workers(handle, loaded), k2,
                                         budget, beta1, beta2, quality, root_orders,
                                         charge_misses)

@@ -7,12 +7,16 @@ through the same sandboxed worker) and in later dreams.
 
 from __future__ import annotations
 
+import re
+
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.errors import ConfigError
+from dreamrsi.policies.registry import parse_spec
 from dreamrsi.programs.worker import ProgramLimits, ProgramPolicy, program_digest
 from dreamrsi.store.base import RunStore
 
-__all__ = ["CODE", "ONLINE_LIMITS", "load_program", "program_spec", "read_program"]
+__all__ = ["CODE", "ONLINE_LIMITS", "load_program", "parse_policy", "program_spec",
+           "read_program"]
 
 CODE = "code"
 """The name of every policy program's spec."""
@@ -24,6 +28,23 @@ ONLINE_LIMITS = ProgramLimits(total_s=365 * 86400.0, cpu_s=3600, reply_s=10.0)
 def program_spec(digest: str) -> PolicySpec:
     """The spec of the program with this digest."""
     return PolicySpec(CODE, {"digest": digest})
+
+
+def parse_policy(text: str) -> PolicySpec:
+    """A policy named on the command line: ``code:digest=sha256:HEX`` for a stored program,
+    else a family's ``NAME[:key=value,...]`` (``policies.registry.parse_spec``).
+
+    Raises:
+        ConfigError: Neither form, or a malformed digest.
+    """
+    name, _, rest = text.strip().partition(":")
+    if name != CODE:
+        return parse_spec(text)
+    key, _, digest = rest.partition("=")
+    if key.strip() != "digest" or not re.fullmatch(r"sha256:[0-9a-f]{64}", digest.strip()):
+        raise ConfigError(f"bad policy program {text!r}", key="policy",
+                          expected="code:digest=sha256:<64 hex digits>")
+    return program_spec(digest.strip())
 
 
 def read_program(store: RunStore, digest: object) -> str:
