@@ -42,7 +42,8 @@ view.branch_count(), view.branch_stats() and view.leaf_stats() (objects with bra
 length, best, since_best, valid, finished, first_score), view.node(id) (fields score, valid,
 status, plan, seq). You may import only: math, random, statistics, itertools, collections,
 functools, heapq, bisect, dataclasses, typing and dreamrsi.core.{policy,view,model}. No
-special methods but __init__, no names starting with an underscore, no I/O.
+special methods but __init__, no names starting with an underscore, no eval, exec, open,
+getattr, type, object or super, no I/O: anything else is refused before it runs.
 Answer with the complete file in one ```python block."""
 
 

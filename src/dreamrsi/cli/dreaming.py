@@ -34,7 +34,7 @@ from dreamrsi.dreaming import dream as run_dream
 from dreamrsi.dreaming import queries as dq
 from dreamrsi.dreaming.code import CodeSettings, make_author
 from dreamrsi.engine.config import MAX_INT
-from dreamrsi.policies.registry import BUILTIN, parse_spec
+from dreamrsi.policies.registry import BUILTIN
 from dreamrsi.programs.stored import parse_policy
 from dreamrsi.store import open_store
 from dreamrsi.tasks import resolve_task
@@ -174,7 +174,8 @@ def loop(
     workers: WorkersOpt = 2,
     arm: Annotated[str, typer.Option(help="dream | fixed (keep the initial policy).")] = "dream",
     initial: Annotated[str | None, typer.Option(
-        help="π_1 as NAME[:key=value,...] (default: fixed refinement sized to the budget); "
+        help="π_1 as NAME[:key=value,...] or code:digest=sha256:... (default: fixed "
+             "refinement sized to the budget); "
              "with --dream-first and earlier trees, the incumbent of the dream before round 1."
     )] = None,
     warm_start: Annotated[bool, typer.Option(
@@ -216,7 +217,7 @@ def loop(
         settings = _replay_settings(workers, None, per_round_budget, beta1, beta2, quality,
                                     root_orders, charge_misses)
         config = LoopConfig(rounds, per_round_budget, workers, arm, seed,
-                            parse_spec(initial) if initial else None, isolation,
+                            parse_policy(initial) if initial else None, isolation,
                             _dream_config(trials, families, 0.25, require_gain, seed,
                                           settings, objective, pareto_lam, select_on,
                                           crossval, pool_branches,
@@ -258,7 +259,8 @@ def policies(task: TaskArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = 
 def replay(
     task: TaskArg,
     policy: Annotated[str | None, typer.Option(
-        help="NAME[:key=value,...] (default: the deployed policy).")] = None,
+        help="NAME[:key=value,...] or code:digest=sha256:... (default: the deployed "
+             "policy).")] = None,
     workers: ReplayWorkersOpt = None,
     budget: ReplayBudgetOpt = None,
     k2: K2Opt = None,

@@ -35,6 +35,7 @@ from dreamrsi.engine.config import (
 from dreamrsi.engine.run import start_run
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError
+from dreamrsi.programs.stored import CODE
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
 from dreamrsi.tasks.spec import Task
@@ -192,8 +193,9 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
                 best_node = summary.best.node_id if summary.best else None
             spent += summary.attempts
             version_id = policy.version_id()
-            store.put_policy(PolicyVersion(version_id, policy, task.digest,
-                                           created_at=time.time()))
+            store.put_policy(PolicyVersion(
+                version_id, policy, task.digest, created_at=time.time(),
+                code_digest=str(policy.params["digest"]) if policy.name == CODE else None))
             reached = (config.target is not None and best is not None
                        and not _better(task, config.target, best))
             report = None
