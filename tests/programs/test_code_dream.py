@@ -16,7 +16,7 @@ from dreamrsi.dreaming.code import CodeSettings, program_spec
 from dreamrsi.engine import RunConfig, start_run
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import parse_spec
-from dreamrsi.programs import ProgramLimits, program_digest
+from dreamrsi.programs import ProgramFailure, ProgramLimits, program_digest
 from dreamrsi.programs.stored import read_program
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks import load_task
@@ -133,3 +133,22 @@ def test_code_dreaming_needs_a_model_and_v(history: tuple[SqliteRunStore, Path])
         CodeSettings(revisions=0)
     with pytest.raises(ConfigError, match="accept_unisolated"):
         ProgramLimits(isolation="off")
+
+
+def test_a_program_that_fails_online_fails_its_run_with_the_reason(
+        history: tuple[SqliteRunStore, Path]) -> None:
+    store, task_dir = history
+    task = load_task(task_dir)
+    late = RAISES.replace("return [view.leaves()[7]]",
+                          "return [view.root_id] if view.size < 2 else [view.leaves()[7]]")
+    digest = "sha256:" + store.blobs.put(late.encode())
+    with pytest.raises(ProgramFailure, match="IndexError"):
+        start_run(store, task, RunConfig(budget=6, workers=1, seed=3,
+                                         policy=program_spec(digest), isolation="off"))
+    run = store.list_runs(task.digest)[-1]
+    assert run.policy == program_spec(digest)
+    assert run.stop_reason.startswith("failed: policy program refused (raised)")
+    assert len(store.nodes(run.run_id)) == 3  # the root and the two attempts it chose
+    with pytest.raises(ConfigError, match="not in the store"):
+        start_run(store, task, RunConfig(budget=6, policy=program_spec("sha256:" + "0" * 64),
+                                         isolation="off"))
