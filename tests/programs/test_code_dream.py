@@ -152,3 +152,13 @@ def test_a_program_that_fails_online_fails_its_run_with_the_reason(
     with pytest.raises(ConfigError, match="not in the store"):
         start_run(store, task, RunConfig(budget=6, policy=program_spec("sha256:" + "0" * 64),
                                          isolation="off"))
+
+
+def test_code_settings_are_stored_with_the_dream_and_read_back() -> None:
+    config = DreamConfig(families=("fixed",), trials=1, code=CodeSettings(
+        revisions=5, limits=ProgramLimits(reply_s=3.0, memory_mb=256)))
+    stored = config.to_json()
+    assert stored["code"]["revisions"] == 5
+    assert stored["code"]["limits"]["isolation"] == "required"
+    assert DreamConfig.from_json(stored) == config
+    assert "code" not in DreamConfig(families=("fixed",), trials=1).to_json()
