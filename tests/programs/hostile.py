@@ -39,6 +39,7 @@ from dreamrsi.core.model import Cost, Node, NodeStatus
 from dreamrsi.core.replay import RecordedTree, ReplayResult, replay
 from dreamrsi.errors import PolicyError
 from dreamrsi.programs import ProgramLimits, ProgramPolicy, gate
+from dreamrsi.programs.worker import WORKER_SCRIPT
 
 ROOT = Path(__file__).resolve().parents[2]
 SECURITY = ROOT / "SECURITY.md"
@@ -418,7 +419,7 @@ CASES: tuple[Case, ...] = (
           """, "no effect|rejected", "raised|crash", head=""),
     _case("rewrite-harness", "overwrites the worker's own harness and program files", """
           here = os.path.dirname(os.path.abspath(sys.argv[0]))
-          for name in ("harness.py", "candidate.py"):
+          for name in ("dreamrsi-policy-worker.py", "candidate.py"):
               try:
                   open(os.path.join(here, name), "w").write("x")
               except OSError as exc:
@@ -616,7 +617,7 @@ def _leftovers() -> list[int]:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"harness.py" in cmdline:
+            if WORKER_SCRIPT.encode() in cmdline:
                 left.append(int(pid))
         if not left or time.monotonic() > deadline:
             return left

@@ -1,7 +1,8 @@
 """The worker's own code, run inside the sandbox next to the candidate program.
 
-Started as ``python -I -S harness.py`` in a read-only folder that holds this file, a copy of
-the pure core (``dreamrsi/core/{model,view,policy}.py``) and ``candidate.py``. It moves the
+Started as ``python -I -S dreamrsi-policy-worker.py`` in a read-only folder that holds this
+file (under that name), a copy of the pure core (``dreamrsi/core/{model,view,policy}.py``)
+and ``candidate.py``. It moves the
 channel off file descriptor 1 (so whatever the program prints lands on stderr, which the
 trusted side never parses), lowers its own limits, loads the program, then answers one request
 a line: it reveals the nodes it is sent in a real ``TreeView``, asks the program for a batch

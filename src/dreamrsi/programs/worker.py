@@ -44,9 +44,12 @@ from dreamrsi.sandbox import (
     start_session,
 )
 
-__all__ = ["ProgramFailure", "ProgramLimits", "ProgramPolicy", "program_digest"]
+__all__ = ["WORKER_SCRIPT", "ProgramFailure", "ProgramLimits", "ProgramPolicy",
+           "program_digest"]
 
 _CORE_FILES = ("model.py", "view.py", "policy.py")
+WORKER_SCRIPT = "dreamrsi-policy-worker.py"
+"""The harness's file name in the worker's folder (its command line names it)."""
 T = TypeVar("T")
 
 
@@ -326,7 +329,7 @@ class ProgramPolicy:
         self._folder = _runtime_folder(self.source)
         try:
             self._session = start_session(
-                [sys.executable, "-I", "-S", "-B", "harness.py"], self._folder,
+                [sys.executable, "-I", "-S", "-B", WORKER_SCRIPT], self._folder,
                 env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
                 limits=Limits(timeout_s=limits.total_s, memory_mb=limits.memory_mb,
                               cpu_s=limits.cpu_s, max_processes=limits.max_processes,
@@ -411,7 +414,7 @@ def _runtime_folder(source: str) -> Path:
     folder = parent / "w"
     (folder / "dreamrsi" / "core").mkdir(parents=True)
     package = resources.files("dreamrsi")
-    (folder / "harness.py").write_bytes(
+    (folder / WORKER_SCRIPT).write_bytes(
         package.joinpath("programs", "_harness.py").read_bytes())
     (folder / "dreamrsi" / "__init__.py").write_text("")
     (folder / "dreamrsi" / "core" / "__init__.py").write_text("")
