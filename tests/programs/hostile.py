@@ -156,7 +156,7 @@ CASES: tuple[Case, ...] = (
           while f is not None and "out" not in f.f_locals:
               f = f.f_back
           RAN(f is not None)
-          f.f_locals["out"].write('{{"select": ["t-9999"]}}\\n')
+          f.f_locals["out"].write('{{"select": [["t-9999"]]}}\\n')
           f.f_locals["out"].flush()
           """, kinds="selection", head=""),
     _case("subclasses-wrap-close", "().__class__.__base__.__subclasses__() to os._wrap_close, "
@@ -665,24 +665,33 @@ def main() -> int:
     """Run every case and print the counts (``--write-docs``: and rewrite SECURITY.md)."""
     import tempfile
 
-    escaped = 0
+    escaped = unexpected = 0
     outcomes: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp, targets(Path(tmp)) as where:
         for case in CASES:
             v = run_case(case, where)
             outcomes[v.outcome] = outcomes.get(v.outcome, 0) + 1
             escaped += bool(v.escaped)
+            unexpected += not expected(case, v)
             print(f"{case.name}: gate {'refused' if v.gate else 'passed'}; sandbox "
                   f"{v.outcome}{f' ({v.kind})' if v.kind else ''}"
                   f"{'; ESCAPED: ' + '; '.join(v.escaped) if v.escaped else ''}")
     n = counts()
     printed = (f"{n['programs']} hostile programs: {n['refused by the gate']} refused by the "
                f"gate; in the sandbox with the gate bypassed {outcomes.get('rejected', 0)} "
-               f"rejected, {outcomes.get('no effect', 0)} without effect, {escaped} escaped")
+               f"rejected, {outcomes.get('no effect', 0)} without effect, {escaped} escaped, "
+               f"{unexpected} verdicts other than expected")
     print(printed)
     if "--write-docs" in sys.argv:
         write_docs(printed)
-    return 1 if escaped else 0
+    return 1 if escaped or unexpected else 0
+
+
+def expected(case: Case, v: Verdict) -> bool:
+    """Whether a contained case ended as its expectation says (and proved it ran)."""
+    return (v.outcome in case.outcomes
+            and (v.outcome != "rejected" or not case.kinds or v.kind in case.kinds)
+            and (not case.proof or "ATTACK-RAN" in v.stderr))
 
 
 if __name__ == "__main__":

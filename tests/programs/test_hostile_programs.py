@@ -31,6 +31,7 @@ def test_a_hostile_program_is_contained(case: Case, where: Targets) -> None:
     assert verdict.outcome in case.outcomes, (verdict.outcome, verdict.reason)
     if verdict.outcome == "rejected" and case.kinds:
         assert verdict.kind in case.kinds, (verdict.kind, verdict.reason)
+    assert hostile.expected(case, verdict)
     if verdict.outcome == "rejected":
         assert verdict.reason  # every rejection says why
 
