@@ -8,7 +8,9 @@ last request (plain lists), the completed rounds and the budget, and reads one r
 under a deadline and a size cap; :mod:`dreamrsi.programs.wire` checks its schema and the
 episode driver then checks the batch against the view (root and leaves, at most W, no leaf
 twice). The trusted side keeps the view, runs the ``Child`` operator and computes every
-score; the worker sees copies.
+score; the worker sees copies. :meth:`ProgramPolicy.run_concurrently` replays many trees at
+once on one worker: each request then holds one entry per episode still running, so a round
+of all of them costs one round trip.
 
 Whatever goes wrong (the gate refuses the program, it crashes, raises, prints garbage on the
 channel, answers late, forks too much, runs out of CPU or memory) ends in
