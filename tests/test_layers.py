@@ -20,6 +20,7 @@ LAYERS = {
     "sandbox": 3,
     "tasks": 3,
     "agents": 3.5,  # the engine runs model proposers; agents never import the engine
+    "programs": 3.5,  # policy programs in the sandboxed worker; the engine redeploys them
     "engine": 4,
     "dreaming": 5,  # the recursive loop drives engine runs: engine never imports dreaming
     "cli": 6,

@@ -254,6 +254,23 @@ def dream_table(console: Console, report: Mapping[str, Any]) -> None:
     if report.get("crossval"):
         picks = ", ".join(report["crossval"]["picks"]) or "none (one tree)"
         console.print(_e(f"cross-validation reruns selected: {picks}"), highlight=False)
+    if report.get("code"):
+        code_revisions(console, report["code"])
+
+
+def code_revisions(console: Console, code: Mapping[str, Any]) -> None:
+    """The programs a model wrote in a dream, and what became of each."""
+    table = Table(title=f"policy programs: {code['scored']} scored, {code['rejected']} "
+                  f"rejected; {code['tokens_in']} + {code['tokens_out']} tokens, "
+                  f"${code['money_usd']:.4f}")
+    for col in ("revision", "status", "program", "mean V train", "reason"):
+        table.add_column(col, overflow="fold")
+    for r in code["revisions"]:
+        status = r["status"] if r["kind"] is None else f"{r['status']} ({r['kind']})"
+        table.add_row(str(r["number"]), status, (r["digest"] or "-")[:19],
+                      _num(r["train_mean"]) if r["train_mean"] is not None else "-",
+                      _e(r["reason"]))
+    console.print(table)
 
 
 def loop_round(console: Console, r: Any, head: ChainHead | None = None) -> None:

@@ -32,8 +32,10 @@ from dreamrsi.dreaming import (
 )
 from dreamrsi.dreaming import dream as run_dream
 from dreamrsi.dreaming import queries as dq
+from dreamrsi.dreaming.code import CodeSettings, make_author
 from dreamrsi.engine.config import MAX_INT
-from dreamrsi.policies.registry import BUILTIN, parse_spec
+from dreamrsi.policies.registry import BUILTIN
+from dreamrsi.programs.stored import parse_policy
 from dreamrsi.store import open_store
 from dreamrsi.tasks import resolve_task
 
@@ -71,6 +73,17 @@ ObjectiveOpt = Annotated[str, typer.Option(
     help="value (mean V) | pareto (Pareto-AUC over each family's knob).")]
 ParetoLamOpt = Annotated[float, typer.Option(
     help="λ of the Pareto-AUC parallel penalty (finite, 0 or more).")]
+CodeOpt = Annotated[bool, typer.Option(
+    help="Also let a model rewrite the policy's code: M programs per dream, each scored in "
+         "the sandbox (bubblewrap required).")]
+RevisionsOpt = Annotated[int, typer.Option(
+    min=1, max=100, help="M: programs written and scored per dream (with --code).")]
+CodeModelOpt = Annotated[str | None, typer.Option(
+    help="The model that writes programs (default: the task's [proposer] models).")]
+CodeBaseUrlOpt = Annotated[str | None, typer.Option(
+    help="Its OpenAI-compatible endpoint (default: the task's, else $OPENAI_BASE_URL).")]
+CodeKeyEnvOpt = Annotated[str | None, typer.Option(
+    help="The variable holding its API key (default: the task's, else OPENAI_API_KEY).")]
 CrossvalOpt = Annotated[int, typer.Option(
     min=0, max=MAX_INT, help="Promote only when the dream, rerun without each of this many "
     "folds of the trees, gains on the trees it left out (0: off; at least 2).")]
@@ -79,13 +92,15 @@ CrossvalOpt = Annotated[int, typer.Option(
 def _dream_config(trials: int, families: str | None, holdout: float, require_gain: bool,
                   seed: int, settings: ReplaySettings, objective: str,
                   pareto_lam: float, select_on: str = "train",
-                  crossval: int = 0, pool_branches: bool = True) -> DreamConfig:
+                  crossval: int = 0, pool_branches: bool = True,
+                  code: int | None = None) -> DreamConfig:
     names = tuple(sorted(BUILTIN)) if not families else tuple(
         f.strip() for f in families.split(",") if f.strip())
     return DreamConfig(families=names, trials=trials, split=parse_split(select_on, holdout),
                        require_gain=require_gain, seed=seed, replay=settings,
                        objective=parse_objective(objective, pareto_lam), crossval=crossval,
-                       pool_branches=pool_branches)
+                       pool_branches=pool_branches,
+                       code=None if code is None else CodeSettings(revisions=code))
 
 
 def _replay_settings(workers: int, k2: int | None, budget: int | None, beta1: float,
@@ -116,6 +131,11 @@ def dream(
     select_on: SelectOnOpt = "train",
     crossval: CrossvalOpt = 0,
     pool_branches: PoolOpt = True,
+    code: CodeOpt = False,
+    revisions: RevisionsOpt = 3,
+    code_model: CodeModelOpt = None,
+    code_base_url: CodeBaseUrlOpt = None,
+    code_api_key_env: CodeKeyEnvOpt = None,
     seed: Annotated[int, seed_option("Seed of the samplers.")] = 0,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
@@ -128,13 +148,16 @@ def dream(
         settings = _replay_settings(workers or 1, k2, budget, beta1, beta2, quality,
                                     root_orders, charge_misses)
         config = _dream_config(trials, families, holdout, require_gain, seed, settings,
-                               objective, pareto_lam, select_on, crossval, pool_branches)
+                               objective, pareto_lam, select_on, crossval, pool_branches,
+                               revisions if code else None)
         with open_store(store, writer=True, holder=f"dream {loaded.name}") as handle:
             incumbent, _ = dq.deployed_policy(handle, loaded)
             if workers is None:
                 config = replace(config, replay=replace(
                     settings, workers=dq.default_workers(handle, loaded)))
-            report = run_dream(handle, loaded, incumbent, config)
+            author = make_author(loaded, handle, model=code_model, base_url=code_base_url,
+                                 api_key_env=code_api_key_env) if code else None
+            report = run_dream(handle, loaded, incumbent, config, author=author)
         if as_json:
             print_json(report.as_dict())
         else:
@@ -151,7 +174,8 @@ def loop(
     workers: WorkersOpt = 2,
     arm: Annotated[str, typer.Option(help="dream | fixed (keep the initial policy).")] = "dream",
     initial: Annotated[str | None, typer.Option(
-        help="π_1 as NAME[:key=value,...] (default: fixed refinement sized to the budget); "
+        help="π_1 as NAME[:key=value,...] or code:digest=sha256:... (default: fixed "
+             "refinement sized to the budget); "
              "with --dream-first and earlier trees, the incumbent of the dream before round 1."
     )] = None,
     warm_start: Annotated[bool, typer.Option(
@@ -173,6 +197,11 @@ def loop(
     select_on: SelectOnOpt = "train",
     crossval: CrossvalOpt = 0,
     pool_branches: PoolOpt = True,
+    code: CodeOpt = False,
+    revisions: RevisionsOpt = 3,
+    code_model: CodeModelOpt = None,
+    code_base_url: CodeBaseUrlOpt = None,
+    code_api_key_env: CodeKeyEnvOpt = None,
     seed: Annotated[int, seed_option("Seed of the loop.")] = 0,
     isolation: IsolationOpt = None,
     accept_unisolated: AcceptUnisolatedOpt = False,
@@ -188,17 +217,20 @@ def loop(
         settings = _replay_settings(workers, None, per_round_budget, beta1, beta2, quality,
                                     root_orders, charge_misses)
         config = LoopConfig(rounds, per_round_budget, workers, arm, seed,
-                            parse_spec(initial) if initial else None, isolation,
+                            parse_policy(initial) if initial else None, isolation,
                             _dream_config(trials, families, 0.25, require_gain, seed,
                                           settings, objective, pareto_lam, select_on,
-                                          crossval, pool_branches),
+                                          crossval, pool_branches,
+                                          revisions if code else None),
                             warm_start, target, dream_first)
         with open_store(store, writer=True, holder=f"loop {loaded.name}") as handle:
             sigterm_as_interrupt()
             observer = None if as_json else (
                 lambda r: _render.loop_round(console, r, handle.chain_head(r.run_id)))
+            author = make_author(loaded, handle, model=code_model, base_url=code_base_url,
+                                 api_key_env=code_api_key_env) if code else None
             report = run_loop(handle, loaded, config, observer,
-                              accept_unisolated_model_code=accept_unisolated)
+                              accept_unisolated_model_code=accept_unisolated, author=author)
         if as_json:
             print_json(report.as_dict())
         else:
@@ -227,7 +259,8 @@ def policies(task: TaskArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = 
 def replay(
     task: TaskArg,
     policy: Annotated[str | None, typer.Option(
-        help="NAME[:key=value,...] (default: the deployed policy).")] = None,
+        help="NAME[:key=value,...] or code:digest=sha256:... (default: the deployed "
+             "policy).")] = None,
     workers: ReplayWorkersOpt = None,
     budget: ReplayBudgetOpt = None,
     k2: K2Opt = None,
@@ -245,7 +278,7 @@ def replay(
     def body() -> None:
         loaded = resolve_task(task)
         with reader(store) as handle:
-            spec = parse_spec(policy) if policy else dq.deployed_policy(handle, loaded)[0]
+            spec = parse_policy(policy) if policy else dq.deployed_policy(handle, loaded)[0]
             settings = _replay_settings(workers or dq.default_workers(handle, loaded), k2,
                                         budget, beta1, beta2, quality, root_orders,
                                         charge_misses)

@@ -26,7 +26,7 @@ from dreamrsi.cli.options import (
     seed_option,
 )
 from dreamrsi.engine import RunConfig, default_policy, queries, resume_run, start_run
-from dreamrsi.policies.registry import parse_spec
+from dreamrsi.programs.stored import parse_policy
 from dreamrsi.store import RunStore, open_store
 from dreamrsi.tasks import resolve_task
 
@@ -57,7 +57,7 @@ def run(
     or the policy stops."""
 
     def body() -> None:
-        spec = parse_spec(policy) if policy else default_policy(budget, workers)
+        spec = parse_policy(policy) if policy else default_policy(budget, workers)
         config = RunConfig(budget=budget, workers=workers, max_rounds=rounds,
                            wall_time_s=wall_time, max_tokens=max_tokens, max_cost_usd=max_cost,
                            seed=seed, policy=spec, isolation=isolation, target=target)

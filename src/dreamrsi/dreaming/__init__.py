@@ -1,5 +1,6 @@
 """Dreaming: replay recorded trees to score candidate policies, select, redeploy, repeat."""
 
+from dreamrsi.dreaming.code import CodeSettings, make_author
 from dreamrsi.dreaming.dream import DreamConfig, dream
 from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy
 from dreamrsi.dreaming.history import History, load_history
@@ -17,6 +18,7 @@ from dreamrsi.dreaming.report import DreamReport
 from dreamrsi.dreaming.splits import Side, Split, parse_split
 
 __all__ = [
+    "CodeSettings",
     "DreamConfig",
     "DreamObjective",
     "DreamReport",
@@ -36,6 +38,7 @@ __all__ = [
     "Split",
     "dream",
     "load_history",
+    "make_author",
     "parse_objective",
     "parse_quality",
     "parse_split",

@@ -17,14 +17,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dreamrsi.agents.policy_author import PolicyAuthor
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
+from dreamrsi.dreaming.code import (
+    CODE,
+    CodeDreaming,
+    CodeOutcome,
+    CodeSettings,
+    revise,
+    score_program,
+)
 from dreamrsi.dreaming.crossval import CrossValidation, fold_trees
 from dreamrsi.dreaming.evaluate import ReplaySettings
 from dreamrsi.dreaming.history import History, load_history, pool_branches
 from dreamrsi.dreaming.objectives import (
     Candidate,
     DreamObjective,
+    ParetoAUC,
     ReplayValue,
     parse_objective,
 )
@@ -36,6 +46,9 @@ from dreamrsi.dreaming.splits import Side, Split, parse_split
 from dreamrsi.engine.config import MAX_SEED, check_int
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import BUILTIN, policy_class
+from dreamrsi.programs import ProgramLimits
+from dreamrsi.programs.stored import read_program
+from dreamrsi.sandbox import IsolationMode
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.dreams import DreamRecord, PolicyScore, PolicyVersion
 from dreamrsi.store.ledger import Actor, LedgerEvent
@@ -70,6 +83,9 @@ class DreamConfig:
             that share its start appended (``dreaming.history.pool_branches``), so a policy
             that opens more branches than a tree holds is scored on recorded fresh starts
             instead of revealing nothing. Valid when a branch's proposer sees no sibling.
+        code: Code dreaming (``None``: off): M programs written by a model and scored in the
+            sandbox join the candidates (:mod:`dreamrsi.dreaming.code`). Scored by V, so not
+            with the Pareto-AUC objective, nor (yet) with the cross-validation gate.
     """
 
     families: tuple[str, ...] = tuple(sorted(BUILTIN))
@@ -82,8 +98,13 @@ class DreamConfig:
     objective: DreamObjective = ReplayValue()
     crossval: int = 0
     pool_branches: bool = True
+    code: CodeSettings | None = None
 
     def __post_init__(self) -> None:
+        if self.code is not None and (self.crossval or isinstance(self.objective, ParetoAUC)):
+            raise ConfigError("code dreaming scores programs by V: it runs neither with the "
+                              "Pareto-AUC objective nor with the cross-validation gate",
+                              key="code")
         check_int("seed", self.seed, 0, MAX_SEED)
         if self.crossval < 0 or self.crossval == 1:
             raise ConfigError("crossval must be 0 (off) or at least 2 folds", key="crossval")
@@ -108,7 +129,8 @@ class DreamConfig:
                 "holdout_share": split["holdout_share"], "require_gain": self.require_gain,
                 "seed": self.seed, "replay": self.replay.to_json(),
                 **self.objective.to_json(), "select_on": split["select_on"],
-                "crossval": self.crossval, "pool_branches": self.pool_branches}
+                "crossval": self.crossval, "pool_branches": self.pool_branches,
+                **({} if self.code is None else {"code": self.code.to_json()})}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DreamConfig:
@@ -125,6 +147,12 @@ class DreamConfig:
                                     values.pop("pareto_lam", 0.1))
         split = parse_split(values.pop("select_on", "train"), values.pop("holdout_share", 0.25))
         replay_json = values.pop("replay", {})
+        code = values.pop("code", None)
+        if code is not None:
+            limits = dict(code.get("limits", {}))
+            mode = IsolationMode(limits.pop("isolation", "required"))
+            values["code"] = CodeSettings(revisions=code["revisions"], limits=ProgramLimits(
+                **limits, isolation=mode, accept_unisolated=mode is not IsolationMode.REQUIRED))
         values.setdefault("pool_branches", False)
         try:
             return cls(families=tuple(values.pop("families", sorted(BUILTIN))), split=split,
@@ -135,13 +163,18 @@ class DreamConfig:
 
 
 def dream(store: RunStore, task: Task, incumbent: PolicySpec,
-          config: DreamConfig, history: History | None = None) -> DreamReport:
+          config: DreamConfig, history: History | None = None, *,
+          author: PolicyAuthor | None = None) -> DreamReport:
     """Dream over every recorded tree of ``task`` and select the next policy (``history``:
-    those trees, when the caller has just loaded them).
+    those trees, when the caller has just loaded them; ``author``: the policy-development
+    agent, needed by code dreaming).
 
     Raises:
-        ConfigError: The task has no recorded tree yet.
+        ConfigError: The task has no recorded tree yet, or code dreaming has no agent.
     """
+    if config.code is not None and author is None:
+        raise ConfigError("code dreaming needs a model to write programs", key="code")
+    sources = load_sources(store, [incumbent])
     started = time.monotonic()
     if history is None:
         history = load_history(store, task.name, task.digest, task.evaluator_digest)
@@ -152,18 +185,23 @@ def dream(store: RunStore, task: Task, incumbent: PolicySpec,
     dream_id = "d" + os.urandom(4).hex()
     inc_id = incumbent.version_id()
     with store.atomic():
-        store.put_policy(PolicyVersion(inc_id, incumbent, task.digest, created_at=time.time()))
+        store.put_policy(PolicyVersion(inc_id, incumbent, task.digest, created_at=time.time(),
+                                       code_digest=_code_digest(incumbent)))
         store.create_dream(DreamRecord(
             dream_id, task.digest, task.evaluator_digest,
             {"settings": config.replay.to_json(), "digest": config.replay.digest()},
             _config_json(config, history), inc_id, time.time()))
-    choice = choose(train, holdout, incumbent, config, QualityScale.of(history.trees))
+    code = None if config.code is None or author is None else CodeDreaming(
+        config.code, author, sources)
+    choice = choose(train, holdout, incumbent, config, QualityScale.of(history.trees),
+                    code=code, sources=sources)
     report = DreamReport(
         dream_id, incumbent, choice.selected, choice.selection.promoted,
         choice.selection.reason, candidate_reports(choice.candidates, choice.selection),
         tuple(t.tree_id for t in train), tuple(t.tree_id for t in holdout),
         holdout is train or len(history.trees) < 2, choice.trials, time.monotonic() - started,
-        tuple(r for r, _, _ in history.excluded), config.split, choice.crossval)
+        tuple(r for r, _, _ in history.excluded), config.split, choice.crossval,
+        None if choice.code is None else choice.code.as_dict())
     _record(store, task, choice, report, history)
     return report
 
@@ -179,6 +217,7 @@ class Choice:
         trials: Optuna trials run in all (the cross-validation's reruns included).
         crossval: The cross-validation of the promotion, when the gate is on and the
             selection would promote.
+        code: The revisions of code dreaming, when it ran.
     """
 
     candidates: tuple[Candidate, ...]
@@ -186,6 +225,7 @@ class Choice:
     events: tuple[LedgerEvent, ...]
     trials: int
     crossval: CrossValidation | None = None
+    code: CodeOutcome | None = None
 
     @property
     def selected(self) -> PolicySpec:
@@ -195,26 +235,34 @@ class Choice:
 
 
 def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: PolicySpec,
-           config: DreamConfig, scale: QualityScale) -> Choice:
+           config: DreamConfig, scale: QualityScale, *, code: CodeDreaming | None = None,
+           sources: Mapping[str, str] | None = None) -> Choice:
     """Search every family on ``train``, score the incumbent and the studies' best specs on
     both splits, and select on the side ``config.split`` names; a promotion then faces
     the cross-validation gate when ``config.crossval`` is set. Reads and writes nothing:
     :func:`dream` loads the trees and records the outcome; benchmarks call this directly.
     With ``config.pool_branches`` each split is pooled on its own, so no branch of a holdout
-    tree reaches a training tree."""
+    tree reaches a training tree. With ``code``, its M revisions join the candidates;
+    ``sources`` holds the programs of code specs among them (the incumbent's)."""
     everything = _distinct(train, holdout)
     if config.pool_branches:
         train, holdout = _pooled(train, holdout)
     events, specs, trials = _studies(train, incumbent, config, scale)
-    candidates = [config.objective.candidate(spec, train, holdout, config.replay, scale,
-                                             incumbent=spec == incumbent)
+    candidates = [_candidate(spec, train, holdout, config, scale, sources or {},
+                             incumbent=spec == incumbent)
                   for spec in _unique([incumbent, *specs])]
+    outcome = None
+    if code is not None:
+        outcome = revise(code, candidates[0], train, holdout, config.replay, scale,
+                         config.seed)
+        candidates += outcome.candidates
+        events += outcome.events
     selection = select({c.version_id: [s.value for s in config.split.selected(c.train,
                                                                                c.holdout)]
                         for c in candidates}, incumbent.version_id(),
                        require_gain=config.require_gain, seed=config.seed)
     if not (config.crossval and selection.promoted):
-        return Choice(tuple(candidates), selection, tuple(events), trials)
+        return Choice(tuple(candidates), selection, tuple(events), trials, code=outcome)
     started = time.monotonic()
     check = crossvalidate(everything, incumbent, config, scale)
     events.append(LedgerEvent(
@@ -259,6 +307,41 @@ def crossvalidate(trees: list[RecordedTree], incumbent: PolicySpec, config: Drea
         gains += [a - b for a, b in zip(new, old, strict=True)]
     return CrossValidation(len(picks), tuple(ids), tuple(gains), tuple(picks), trials,
                            config.require_gain, config.seed)
+
+
+def _candidate(spec: PolicySpec, train: list[RecordedTree], holdout: list[RecordedTree],
+               config: DreamConfig, scale: QualityScale, sources: Mapping[str, str], *,
+               incumbent: bool) -> Candidate:
+    """A spec scored on every tree: a program in its sandboxed worker, a family by the
+    objective."""
+    if spec.name != CODE:
+        return config.objective.candidate(spec, train, holdout, config.replay, scale,
+                                          incumbent=incumbent)
+    if config.crossval or isinstance(config.objective, ParetoAUC):
+        raise ConfigError("a policy program is scored by V: dream over it without the "
+                          "Pareto-AUC objective and the cross-validation gate", key="code")
+    limits = config.code.limits if config.code is not None else ProgramLimits()
+    return score_program(sources[spec.params["digest"]], train, holdout, config.replay,
+                         scale, limits)
+
+
+def load_sources(store: RunStore, specs: list[PolicySpec]) -> dict[str, str]:
+    """The programs of the code specs among ``specs``, read from the store's blobs and
+    checked against their digests.
+
+    Raises:
+        ConfigError: A program is missing or does not match its digest.
+    """
+    found: dict[str, str] = {}
+    for spec in specs:
+        if spec.name != CODE:
+            continue
+        found[spec.params["digest"]] = read_program(store, spec.params["digest"])
+    return found
+
+
+def _code_digest(spec: PolicySpec) -> str | None:
+    return str(spec.params["digest"]) if spec.name == CODE else None
 
 
 def _pooled(train: list[RecordedTree],
@@ -324,11 +407,13 @@ def _record(store: RunStore, task: Task, choice: Choice, report: DreamReport,
                         "promoted": selection.promoted, "reason": selection.reason,
                         "evidence": [e.event_id for e in (*choice.events, replay_event)],
                         "scores": f"policy_scores where dream_id = {dream_id}"})
+    parents = {} if choice.code is None else choice.code.parents
     with store.atomic():
         for c in choice.candidates:
-            parent = None if c.version_id == selection.incumbent else selection.incumbent
+            parent = None if c.version_id == selection.incumbent else parents.get(
+                c.version_id, selection.incumbent)
             store.put_policy(PolicyVersion(c.version_id, c.spec, task.digest, parent, dream_id,
-                                           created_at=now))
+                                           created_at=now, code_digest=_code_digest(c.spec)))
         store.add_scores(scores)
         store.append_ledger(dream_id, [*choice.events, replay_event, decision],
                             dream_id=dream_id)

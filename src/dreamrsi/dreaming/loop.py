@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from dreamrsi.agents.policy_author import PolicyAuthor
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.dreaming.dream import DreamConfig, dream
 from dreamrsi.dreaming.history import load_history
@@ -34,6 +35,7 @@ from dreamrsi.engine.config import (
 from dreamrsi.engine.run import start_run
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError
+from dreamrsi.programs.stored import CODE
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
 from dreamrsi.tasks.spec import Task
@@ -148,19 +150,26 @@ RoundObserver = Callable[[RoundReport], None]
 
 def run_loop(store: RunStore, task: Task, config: LoopConfig,
              observer: RoundObserver | None = None, *,
-             accept_unisolated_model_code: bool = False) -> LoopReport:
+             accept_unisolated_model_code: bool = False,
+             author: PolicyAuthor | None = None) -> LoopReport:
     """Run the loop to the end and return its report.
 
     ``accept_unisolated_model_code``: as :func:`~dreamrsi.engine.run.start_run` takes it,
-    checked before the first round.
+    checked before the first round. ``author``: the policy-development agent of code
+    dreaming (``config.dream.code``), which each dream then runs.
+
+    Raises:
+        ConfigError: Code dreaming is on without an agent.
     """
+    if config.dream.code is not None and author is None and config.arm == "dream":
+        raise ConfigError("code dreaming needs a model to write programs", key="code")
     resolve_isolation(task, config.isolation,
                       accept_unisolated_model_code=accept_unisolated_model_code)
     started = time.monotonic()
     loop_id = "l" + os.urandom(4).hex()
     policy = config.initial_policy()
     why = "the initial policy (π_1)"
-    first = _first_dream(store, task, policy, config)
+    first = _first_dream(store, task, policy, config, author)
     if first is not None:
         policy, why = first.selected, "before round 1, " + _why(first)
     loop_json = config.to_json() | {"first_dream": first.dream_id if first else None}
@@ -184,13 +193,14 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
                 best_node = summary.best.node_id if summary.best else None
             spent += summary.attempts
             version_id = policy.version_id()
-            store.put_policy(PolicyVersion(version_id, policy, task.digest,
-                                           created_at=time.time()))
+            store.put_policy(PolicyVersion(
+                version_id, policy, task.digest, created_at=time.time(),
+                code_digest=str(policy.params["digest"]) if policy.name == CODE else None))
             reached = (config.target is not None and best is not None
                        and not _better(task, config.target, best))
             report = None
             if config.arm == "dream" and t < config.rounds and not reached:
-                report = dream(store, task, policy, config.dream_config())
+                report = dream(store, task, policy, config.dream_config(), author=author)
             store.add_loop_round(LoopRound(loop_id, t, summary.run_id, version_id,
                                            report.dream_id if report else None))
             entry = RoundReport(t, summary.run_id, policy.label(), version_id, why,
@@ -215,14 +225,14 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
 
 
 def _first_dream(store: RunStore, task: Task, initial: PolicySpec,
-                 config: LoopConfig) -> DreamReport | None:
+                 config: LoopConfig, author: PolicyAuthor | None) -> DreamReport | None:
     """The dream before round 1 (``dream_first``), or ``None`` without earlier trees."""
     if config.arm != "dream" or not config.dream_first:
         return None
     history = load_history(store, task.name, task.digest, task.evaluator_digest)
     if not history.trees:
         return None
-    return dream(store, task, initial, config.dream_config(), history)
+    return dream(store, task, initial, config.dream_config(), history, author=author)
 
 
 def _better(task: Task, a: float, b: float) -> bool:
@@ -249,5 +259,6 @@ def _dream_summary(report: DreamReport | None) -> dict[str, Any] | None:
         return None
     return {"dream_id": report.dream_id, "selected": report.selected.label(),
             "promoted": report.promoted, "reason": report.reason, "trials": report.trials,
-            "seconds": round(report.seconds, 2)}
+            "seconds": round(report.seconds, 2),
+            **({} if report.code is None else {"code": report.code})}
 

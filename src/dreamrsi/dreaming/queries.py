@@ -10,6 +10,8 @@ from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy, summary
 from dreamrsi.dreaming.history import load_history, pool_branches
 from dreamrsi.engine.config import default_policy
 from dreamrsi.errors import ConfigError
+from dreamrsi.programs import ProgramLimits
+from dreamrsi.programs.stored import CODE, load_program
 from dreamrsi.store.base import RunStore
 from dreamrsi.tasks.spec import Task
 
@@ -39,7 +41,11 @@ def default_workers(store: RunStore, task: Task) -> int:
 
 
 def policy_rows(store: RunStore, task: Task) -> list[dict[str, Any]]:
-    """Every version of the task with lineage, parameters and its replay scores per dream."""
+    """Every version of the task with lineage, parameters and its replay scores per dream;
+    a program also with the blob of its diff against its parent (``diff``)."""
+    diffs = {r["version_id"]: r["diff"] for d in store.list_dreams(task.digest)
+             for r in ((d.report or {}).get("code") or {}).get("revisions", [])
+             if r.get("version_id")}
     rows = []
     for version in store.list_policies(task.digest):
         per_dream: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -53,6 +59,7 @@ def policy_rows(store: RunStore, task: Task) -> list[dict[str, Any]]:
             "family": version.spec.name,
             "params": dict(version.spec.params),
             "code_digest": version.code_digest,
+            "diff": diffs.get(version.version_id),
             "parent_id": version.parent_id,
             "dream_id": version.dream_id,
             "scores": {d: {split: sum(v) / len(v) for split, v in splits.items()}
@@ -71,7 +78,11 @@ def replay_rows(store: RunStore, task: Task, spec: PolicySpec,
     if not history.trees:
         raise ConfigError(f"no recorded trees of task {task.name} to replay; run it first")
     trees = pool_branches(history.trees) if pool else history.trees
-    scores = score_policy(spec, trees, settings)
+    if spec.name == CODE:  # a stored program, replayed in its sandboxed worker
+        with load_program(store, spec, ProgramLimits()) as program:
+            scores = score_policy(program, trees, settings)
+    else:
+        scores = score_policy(spec, trees, settings)
     rows = [{"tree_id": s.result.tree_id, "value": s.value, "quality": s.quality,
              "attempts": s.revealed, "rounds": s.rounds, "parallelism": s.parallelism,
              "out_of_support": s.out_of_support, "stop": s.result.stop,

@@ -24,7 +24,7 @@ from dreamrsi.agents import ModelClient
 from dreamrsi.agents.prompts import load_prompts
 from dreamrsi.core.episode import EpisodeSettings, EpisodeState, StopReason, run_episode
 from dreamrsi.core.model import Node, NodeStatus, node_id_for
-from dreamrsi.core.policy import GridPlan, Policy
+from dreamrsi.core.policy import GridPlan, Policy, PolicySpec
 from dreamrsi.core.replay import RecordedTree, make_plan, plan_context
 from dreamrsi.core.view import TreeView
 from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, Attempts, AttemptSpec
@@ -32,6 +32,8 @@ from dreamrsi.engine.config import RunConfig
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, DreamError, StoreError
 from dreamrsi.policies.registry import make_policy
+from dreamrsi.programs import ProgramPolicy
+from dreamrsi.programs.stored import CODE, load_program
 from dreamrsi.sandbox import IsolationMode
 from dreamrsi.store.base import InFlight, RunRecord, RunStatus, RunStore, TaskRecord
 from dreamrsi.store.integrity import check_tree
@@ -123,7 +125,27 @@ def start_run(store: RunStore, task: Task, config: RunConfig,
         SandboxError: A model's code must run isolated and bubblewrap does not work here.
     """
     isolation = _preflight(task, config, accept_unisolated_model_code)
-    policy = policy if policy is not None else make_policy(config.policy)
+    built = None if policy is not None else _build_policy(store, config.policy)
+    policy = policy if policy is not None else built
+    assert policy is not None
+    try:
+        return _start(store, task, config, policy, observer, attempts, isolation)
+    finally:
+        if isinstance(built, ProgramPolicy):
+            built.close()
+
+
+def _build_policy(store: RunStore, spec: PolicySpec) -> Policy:
+    """A spec's policy: a family from the registry, or a stored program in its sandboxed
+    worker (closed by the caller when the run ends)."""
+    if spec.name == CODE:
+        return load_program(store, spec)
+    return make_policy(spec)
+
+
+def _start(store: RunStore, task: Task, config: RunConfig, policy: Policy,
+           observer: RunObserver | None, attempts: Attempts | None,
+           isolation: IsolationMode) -> RunSummary:
     plan = _plan(store, task, policy, config)
     if plan is not None:
         config = replace(config, plan=plan)
@@ -190,9 +212,15 @@ def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None
     isolation = _preflight(task, config, accept_unisolated_model_code)
     store.update_run(run.run_id, status=RunStatus.RUNNING, pid=os.getpid(),
                      heartbeat_at=time.time(), stop_reason=None)
-    policy = policy if policy is not None else make_policy(config.policy)
-    return _Session(store, task, config, policy, run, observer, attempts,
-                    isolation).execute()
+    built = None if policy is not None else _build_policy(store, config.policy)
+    policy = policy if policy is not None else built
+    assert policy is not None
+    try:
+        return _Session(store, task, config, policy, run, observer, attempts,
+                        isolation).execute()
+    finally:
+        if isinstance(built, ProgramPolicy):
+            built.close()
 
 
 class _Session:

@@ -29,6 +29,7 @@ from dreamrsi.sandbox._config import (
 from dreamrsi.sandbox._files import LeftFileError, read_left_file
 from dreamrsi.sandbox._result import CommandResult
 from dreamrsi.sandbox._run import run_command
+from dreamrsi.sandbox._session import SandboxSession, SessionError, start_session
 
 __all__ = [
     "ALLOWED_ENV",
@@ -40,6 +41,9 @@ __all__ = [
     "env_digest",
     "isolation_problem",
     "read_left_file",
+    "SandboxSession",
+    "SessionError",
     "run_command",
     "sandbox_env",
+    "start_session",
 ]

@@ -1,0 +1,82 @@
+"""Programs in the store: named ``code:digest=sha256:...``, their text a blob.
+
+A program's spec carries only its digest; the text is read back from the store's blobs and
+checked against it before anything runs, online (the engine redeploys a promoted program
+through the same sandboxed worker) and in later dreams.
+"""
+
+from __future__ import annotations
+
+import re
+
+from dreamrsi.core.policy import PolicySpec
+from dreamrsi.errors import ConfigError
+from dreamrsi.policies.registry import parse_spec
+from dreamrsi.programs.worker import ProgramLimits, ProgramPolicy, program_digest
+from dreamrsi.store.base import RunStore
+
+__all__ = ["CODE", "ONLINE_LIMITS", "load_program", "parse_policy", "program_spec",
+           "read_program"]
+
+CODE = "code"
+"""The name of every policy program's spec."""
+
+ONLINE_LIMITS = ProgramLimits(total_s=365 * 86400.0, cpu_s=3600, reply_s=10.0)
+"""A deployed program's worker lives as long as its run; each decision still has a deadline."""
+
+
+def program_spec(digest: str) -> PolicySpec:
+    """The spec of the program with this digest."""
+    return PolicySpec(CODE, {"digest": digest})
+
+
+def parse_policy(text: str) -> PolicySpec:
+    """A policy named on the command line: ``code:digest=sha256:HEX`` for a stored program,
+    else a family's ``NAME[:key=value,...]`` (``policies.registry.parse_spec``).
+
+    Raises:
+        ConfigError: Neither form, or a malformed digest.
+    """
+    name, _, rest = text.strip().partition(":")
+    if name != CODE:
+        return parse_spec(text)
+    key, _, digest = rest.partition("=")
+    if key.strip() != "digest" or not re.fullmatch(r"sha256:[0-9a-f]{64}", digest.strip()):
+        raise ConfigError(f"bad policy program {text!r}", key="policy",
+                          expected="code:digest=sha256:<64 hex digits>")
+    return program_spec(digest.strip())
+
+
+def read_program(store: RunStore, digest: object) -> str:
+    """A stored program's text, checked against its digest.
+
+    Raises:
+        ConfigError: The digest is malformed, the program is missing, or its bytes do not
+            match the digest.
+    """
+    if not isinstance(digest, str) or not digest.startswith("sha256:"):
+        raise ConfigError(f"a policy program's digest must be 'sha256:...', got {digest!r}",
+                          key="policy")
+    try:
+        data = store.blobs.get(digest.removeprefix("sha256:"))
+    except (KeyError, OSError, ValueError) as exc:
+        raise ConfigError(f"policy program {digest} is not in the store ({exc})",
+                          key="policy") from None
+    text = data.decode("utf-8", "surrogatepass")
+    if program_digest(text) != digest:
+        raise ConfigError(f"policy program {digest} does not match its digest", key="policy")
+    return text
+
+
+def load_program(store: RunStore, spec: PolicySpec,
+                 limits: ProgramLimits = ONLINE_LIMITS) -> ProgramPolicy:
+    """The program a ``code`` spec names, ready to run in its sandboxed worker.
+
+    Raises:
+        ConfigError: As :func:`read_program`, or the spec has other parameters.
+        ProgramFailure: The gate refuses the program.
+    """
+    if set(spec.params) != {"digest"}:
+        raise ConfigError(f"policy '{spec.label()}': a program is named by its digest only",
+                          key="policy", expected="code:digest=sha256:...")
+    return ProgramPolicy(read_program(store, spec.params["digest"]), limits)
