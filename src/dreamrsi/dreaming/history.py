@@ -99,8 +99,9 @@ def pool_branches(trees: Sequence[RecordedTree]) -> list[RecordedTree]:
     tree holds sees that tree exactly; one that opens more draws the other trees' branches:
     recorded outcomes of fresh starts from the same workspace, which is what opening them
     online would have drawn, as long as a branch's proposer sees no sibling and its run did
-    not see this tree. Chains stay as long as they were recorded. The pooled trees keep their ids. One difference for a policy that
-    opens no more branches than the tree holds: a pooled tree is rarely revealed whole, so if
+    not see this tree. Chains stay as long as they were recorded. The pooled trees keep their
+    ids. One difference for a policy that opens no more branches than the tree holds: a pooled
+    tree is rarely revealed whole, so if
     it asks for more than the chains hold it goes on missing (until K2, or the budget when
     misses are charged) where the tree alone would have ended the replay.
     """

@@ -4,7 +4,8 @@ N, the number of circles, is the task's parameter, read from ``params.json`` (``
 Reads the attempt context from the JSON file named by ``$DREAM_CONTEXT`` (defaults when absent:
 seed 0, improve the packing in place). A child of the root starts a fresh branch from a random
 layout, or, when the context names elites of earlier trees (``history``), half the time from
-an elite's packing with one operator applied (its plan names the elite). Each chain carries its best packing so far in ``chain_best.json``; any deeper attempt
+an elite's packing with one operator applied (its plan names the elite). Each chain carries
+its best packing so far in ``chain_best.json``; any deeper attempt
 applies one random operator to the better of that and the parent's packing, so a step that
 scores lower is recorded but the chain goes on from its best (basin hopping with greedy
 acceptance). The operators:
