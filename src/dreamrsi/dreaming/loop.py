@@ -309,10 +309,6 @@ class _Driver:
                     accept_unisolated_model_code=self.accept)
                 if self.after_run(t, run_id, None):
                     break
-            else:
-                if c.total_budget is not None and self.spent < c.total_budget:
-                    self.stop = (f"every round ran ({c.rounds}); {c.total_budget - self.spent} "
-                                 "attempts of the total left")
             status = "finished"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -356,7 +352,7 @@ class _Driver:
 
     def _ends(self, t: int, attempts: int, reached: bool) -> bool:
         c = self.config
-        if reached or t >= c.rounds:
+        if reached or (t >= c.rounds and c.total_budget is None):
             return True
         if c.total_budget is None:
             return False
@@ -365,6 +361,10 @@ class _Driver:
             return True
         if self.spent >= c.total_budget:
             self.stop = f"the total budget ({c.total_budget}) is spent"
+            return True
+        if t >= c.rounds:
+            self.stop = (f"every round ran ({c.rounds}); {c.total_budget - self.spent} "
+                         "attempts of the total left")
             return True
         return False
 
