@@ -131,7 +131,8 @@ def test_total_budget_carries_unspent_attempts_to_later_rounds(store: SqliteRunS
     capped = run_loop(store, task, LoopConfig(rounds=2, per_round_budget=6, arm="fixed",
                                               isolation="off", initial=frugal,
                                               total_budget=20))
-    assert capped.spent == 4 and capped.stop == "every round ran (2); 16 attempts of the total left"
+    assert capped.spent == 4
+    assert capped.stop == "every round ran (2); 16 attempts of the total left"
 
 
 def test_total_budget_dreams_until_the_budget_is_spent(store: SqliteRunStore,
