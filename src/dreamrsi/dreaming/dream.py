@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
+from dreamrsi.dreaming.by_run import by_run_interval
 from dreamrsi.dreaming.crossval import CrossValidation, fold_trees
 from dreamrsi.dreaming.evaluate import ReplaySettings
 from dreamrsi.dreaming.history import History, load_history, pool_branches
@@ -40,6 +41,10 @@ from dreamrsi.store.base import RunStore
 from dreamrsi.store.dreams import DreamRecord, PolicyScore, PolicyVersion
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.tasks.spec import Task
+
+
+INTERVALS = ("run", "tree")
+"""How a dream bootstraps the leader's interval (``DreamConfig.interval``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,6 +75,10 @@ class DreamConfig:
             that share its start appended (``dreaming.history.pool_branches``), so a policy
             that opens more branches than a tree holds is scored on recorded fresh starts
             instead of revealing nothing. Valid when a branch's proposer sees no sibling.
+        interval: How the leader's interval against the incumbent is bootstrapped: ``run``
+            (with pooled branches, resample runs and pool each resample anew, since pooled
+            trees share branches; :mod:`dreamrsi.dreaming.by_run`) or ``tree`` (resample the
+            trees' values as they are). Without pooling both are the same.
     """
 
     families: tuple[str, ...] = tuple(sorted(BUILTIN))
@@ -82,9 +91,13 @@ class DreamConfig:
     objective: DreamObjective = ReplayValue()
     crossval: int = 0
     pool_branches: bool = True
+    interval: str = "run"
 
     def __post_init__(self) -> None:
         check_int("seed", self.seed, 0, MAX_SEED)
+        if self.interval not in INTERVALS:
+            raise ConfigError(f"unknown interval '{self.interval}'", key="interval",
+                              expected=" | ".join(INTERVALS))
         if self.crossval < 0 or self.crossval == 1:
             raise ConfigError("crossval must be 0 (off) or at least 2 folds", key="crossval")
         for name, value, kind in (("split", self.split, Split),
@@ -105,17 +118,20 @@ class DreamConfig:
         """The settings as dreams and loops store them (modes by name)."""
         split = self.split.to_json()
         return {"families": list(self.families), "trials": self.trials, "keep": self.keep,
-                "holdout_share": split["holdout_share"], "require_gain": self.require_gain,
+                "holdout_share": split["holdout_share"],
+                "min_split_trees": split["min_split_trees"], "require_gain": self.require_gain,
                 "seed": self.seed, "replay": self.replay.to_json(),
                 **self.objective.to_json(), "select_on": split["select_on"],
-                "crossval": self.crossval, "pool_branches": self.pool_branches}
+                "crossval": self.crossval, "pool_branches": self.pool_branches,
+                "interval": self.interval}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DreamConfig:
         """Read a stored config back, from any version of the code (a dream's row also
         names its history and trees; they are not settings and are left out). A row from
         before a setting existed gets the value the dream ran with: no pooled branches, no
-        cross-validation, selection on the training trees.
+        cross-validation, selection on the training trees, a split from two trees, intervals
+        over trees.
 
         Raises:
             ConfigError: An unknown key or mode, or a value out of range.
@@ -123,9 +139,11 @@ class DreamConfig:
         values = {k: v for k, v in data.items() if k not in ("history", "trees")}
         objective = parse_objective(values.pop("objective", "value"),
                                     values.pop("pareto_lam", 0.1))
-        split = parse_split(values.pop("select_on", "train"), values.pop("holdout_share", 0.25))
+        split = parse_split(values.pop("select_on", "train"), values.pop("holdout_share", 0.25),
+                            values.pop("min_split_trees", 2))
         replay_json = values.pop("replay", {})
         values.setdefault("pool_branches", False)
+        values.setdefault("interval", "tree")
         try:
             return cls(families=tuple(values.pop("families", sorted(BUILTIN))), split=split,
                        objective=objective, replay=ReplaySettings.from_json(replay_json),
@@ -158,14 +176,27 @@ def dream(store: RunStore, task: Task, incumbent: PolicySpec,
             {"settings": config.replay.to_json(), "digest": config.replay.digest()},
             _config_json(config, history), inc_id, time.time()))
     choice = choose(train, holdout, incumbent, config, QualityScale.of(history.trees))
+    notes = _notes(config, len(history.trees), choice.selection.promoted)
+    if notes:
+        choice = replace(choice, selection=replace(
+            choice.selection, reason="; ".join((choice.selection.reason, *notes))))
     report = DreamReport(
         dream_id, incumbent, choice.selected, choice.selection.promoted,
         choice.selection.reason, candidate_reports(choice.candidates, choice.selection),
         tuple(t.tree_id for t in train), tuple(t.tree_id for t in holdout),
         holdout is train or len(history.trees) < 2, choice.trials, time.monotonic() - started,
-        tuple(r for r, _, _ in history.excluded), config.split, choice.crossval)
+        tuple(r for r, _, _ in history.excluded), config.split, choice.crossval, notes)
     _record(store, task, choice, report, history)
     return report
+
+
+def _notes(config: DreamConfig, trees: int, promoted: bool) -> tuple[str, ...]:
+    """What the record says about the evidence's size: no holdout below the split's threshold,
+    and a promotion on a single tree."""
+    notes = [note] if (note := config.split.note(trees)) else []
+    if trees == 1 and promoted:
+        notes.append("promoted on a single tree: no interval, no holdout")
+    return tuple(notes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,16 +234,28 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
     With ``config.pool_branches`` each split is pooled on its own, so no branch of a holdout
     tree reaches a training tree."""
     everything = _distinct(train, holdout)
+    compared = config.split.selected(train, holdout)
     if config.pool_branches:
         train, holdout = _pooled(train, holdout)
     events, specs, trials = _studies(train, incumbent, config, scale)
     candidates = [config.objective.candidate(spec, train, holdout, config.replay, scale,
                                              incumbent=spec == incumbent)
                   for spec in _unique([incumbent, *specs])]
+    by_id = {c.version_id: c.spec for c in candidates}
+
+    def by_run(version_id: str) -> tuple[float, float] | tuple[None, None]:
+        def rewards(spec: PolicySpec) -> Callable[[Sequence[RecordedTree]], list[float]]:
+            return lambda trees: config.objective.rewards(spec, trees, trees, config.replay,
+                                                          scale)
+        return by_run_interval(rewards(by_id[version_id]), rewards(incumbent), compared,
+                               seed=config.seed)
+
+    pooled_runs = config.pool_branches and config.interval == "run"
     selection = select({c.version_id: [s.value for s in config.split.selected(c.train,
                                                                                c.holdout)]
                         for c in candidates}, incumbent.version_id(),
-                       require_gain=config.require_gain, seed=config.seed)
+                       require_gain=config.require_gain, seed=config.seed,
+                       interval_of=by_run if pooled_runs else None)
     if not (config.crossval and selection.promoted):
         return Choice(tuple(candidates), selection, tuple(events), trials)
     started = time.monotonic()

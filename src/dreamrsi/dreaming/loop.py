@@ -445,7 +445,7 @@ def _why(report: DreamReport) -> str:
     if report.crossval is not None:
         gate = "" if report.promoted else "a promotion was refused: "
         why += f"; {gate}{report.crossval.summary()}"
-    return why
+    return "; ".join((why, *report.notes))
 
 
 def _dream_summary(report: DreamReport | None) -> dict[str, Any] | None:

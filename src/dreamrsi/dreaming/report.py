@@ -79,6 +79,8 @@ class DreamReport:
         excluded_runs: Runs of the task left out for other digests.
         split: How the trees were divided, and the side selected on.
         crossval: The cross-validation of the promotion, when the gate ran.
+        notes: What the evidence lacked: no holdout (too few trees to split, with the
+            number), a promotion on a single tree. Also at the end of ``reason``.
     """
 
     dream_id: str
@@ -95,6 +97,7 @@ class DreamReport:
     excluded_runs: tuple[str, ...] = ()
     split: Split = Split()
     crossval: CrossValidation | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def select_on(self) -> Side:
@@ -120,7 +123,8 @@ class DreamReport:
                 "holdout_is_train": self.holdout_is_train, "trials": self.trials,
                 "seconds": self.seconds, "excluded_runs": list(self.excluded_runs),
                 "select_on": self.select_on.value,
-                "crossval": None if self.crossval is None else self.crossval.as_dict()}
+                "crossval": None if self.crossval is None else self.crossval.as_dict(),
+                "notes": list(self.notes)}
 
 
 def candidate_reports(candidates: Sequence[Candidate],
