@@ -42,7 +42,6 @@ from dreamrsi.store.dreams import DreamRecord, PolicyScore, PolicyVersion
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.tasks.spec import Task
 
-
 INTERVALS = ("run", "tree")
 """How a dream bootstraps the leader's interval (``DreamConfig.interval``)."""
 
