@@ -104,6 +104,8 @@ def test_stored_configs_keep_their_shape_and_load(tmp_path: Path) -> None:
             assert "pareto_lam" not in new  # λ is stored with the objective it belongs to
             del old["pareto_lam"]
         assert new["replay"] == {"version": SETTINGS_VERSION, **old["replay"]}
+        # settings added since these rows were stored read back as the dreams ran
+        assert (new.pop("min_split_trees"), new.pop("interval")) == (2, "tree")
         assert {k: v for k, v in new.items() if k != "replay"} == {
             k: v for k, v in old.items() if k != "replay"}  # the store sorts keys
         assert ReplaySettings.from_json(record.objective["settings"]) == config.replay
