@@ -119,7 +119,7 @@ def test_a_config_from_before_pooling_and_the_gate_reads_as_it_ran() -> None:
            "history": "sha256:x", "trees": ["r1"]}
     config = DreamConfig.from_json(row)
     assert not config.pool_branches and config.crossval == 0
-    assert config.split == Split() and config.objective == ReplayValue()
+    assert config.split == Split(min_trees=2) and config.objective == ReplayValue()
     with pytest.raises(ConfigError, match="does not fit"):
         DreamConfig.from_json({**row, "speed": 3})
 
