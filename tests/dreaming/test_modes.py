@@ -103,9 +103,11 @@ def test_stored_configs_keep_their_shape_and_load(tmp_path: Path) -> None:
         if config.objective == ReplayValue():
             assert "pareto_lam" not in new  # λ is stored with the objective it belongs to
             del old["pareto_lam"]
-        assert new["replay"] == {"version": SETTINGS_VERSION, **old["replay"]}
+        assert new["replay"] == {"version": SETTINGS_VERSION, **old["replay"],
+                                 "plan_miss": "floor"}
         # settings added since these rows were stored read back as the dreams ran
         assert (new.pop("min_split_trees"), new.pop("interval")) == (2, "tree")
+        assert new.pop("pareto_scores", "auc") == "auc"
         assert {k: v for k, v in new.items() if k != "replay"} == {
             k: v for k, v in old.items() if k != "replay"}  # the store sorts keys
         assert ReplaySettings.from_json(record.objective["settings"]) == config.replay

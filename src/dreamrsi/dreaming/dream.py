@@ -137,7 +137,8 @@ class DreamConfig:
         """
         values = {k: v for k, v in data.items() if k not in ("history", "trees")}
         objective = parse_objective(values.pop("objective", "value"),
-                                    values.pop("pareto_lam", 0.1))
+                                    values.pop("pareto_lam", 0.1),
+                                    values.pop("pareto_scores", "auc"))
         split = parse_split(values.pop("select_on", "train"), values.pop("holdout_share", 0.25),
                             values.pop("min_split_trees", 2))
         replay_json = values.pop("replay", {})
