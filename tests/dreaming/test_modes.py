@@ -134,4 +134,5 @@ def test_loop_configs_store_modes_by_name() -> None:
     assert stored["dream"]["objective"] == "pareto" and stored["dream"]["pareto_lam"] == 0.2
     assert stored["dream"]["replay"]["quality"] == "raw"
     assert list(stored) == ["rounds", "per_round_budget", "workers", "arm", "seed", "initial",
-                            "isolation", "dream", "warm_start", "target", "dream_first"]
+                            "isolation", "dream", "warm_start", "target", "dream_first",
+                            "total_budget", "history"]
