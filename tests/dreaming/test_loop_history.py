@@ -22,6 +22,8 @@ from dreamrsi.dreaming.history import load_history, pool_branches
 from dreamrsi.engine import RunConfig, start_run
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import make_policy, parse_spec
+from dreamrsi.store.base import TaskRecord
+from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks import load_task
 from tests.conftest import TaskFactory
@@ -237,3 +239,22 @@ def test_cli_loop_total_budget_and_resume_checks(tmp_path: Path,
     assert bad.exit_code == 2
     unknown = runner.invoke(app, ["loop", task_dir, "--resume", "lnothere", "--store", store])
     assert unknown.exit_code == 1 and "lnothere" in unknown.output
+
+
+def test_a_loop_killed_before_its_round_run_was_created_runs_it_on_resume(
+    store: SqliteRunStore, make_task: TaskFactory
+) -> None:
+    task = load_task(make_task())
+    config = LoopConfig(rounds=2, per_round_budget=3, arm="fixed", isolation="off",
+                        initial=parse_spec("fixed:branches=1,refine=2"))
+    spec = config.initial_policy()
+    store.put_task(TaskRecord(task.digest, task.name, task.evaluator_digest, task.summary()))
+    store.put_policy(PolicyVersion(spec.version_id(), spec, task.digest, created_at=0.0))
+    store.create_loop(LoopRecord("lkilled0", task.digest, "fixed",
+                                 config.to_json() | {"first_dream": None}, "running", 0.0))
+    store.add_loop_round(LoopRound("lkilled0", 1, "r0000dead", spec.version_id(), None))
+    report = resume_loop(store, "lkilled0")
+    assert [r.run_id for r in report.rounds][0] == "r0000dead"
+    assert [r.attempts for r in report.rounds] == [3, 3]
+    assert store.get_run("r0000dead").config["budget"] == 3
+    assert store.get_loop("lkilled0").status == "finished"

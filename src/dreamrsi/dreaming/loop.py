@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -44,7 +44,7 @@ from dreamrsi.engine.config import (
 )
 from dreamrsi.engine.run import new_run_id, resume_run, start_run
 from dreamrsi.engine.sandboxing import resolve_isolation
-from dreamrsi.errors import ConfigError
+from dreamrsi.errors import ConfigError, NotFound
 from dreamrsi.policies.registry import parse_spec
 from dreamrsi.store.base import RunStatus, RunStore
 from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
@@ -226,7 +226,7 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
     loop_json = config.to_json() | {"first_dream": first.dream_id if first else None}
     store.create_loop(LoopRecord(loop_id, task.digest, config.arm, loop_json, "running",
                                  time.time()))
-    return driver.drive(1)
+    return driver.drive()
 
 
 def resume_loop(store: RunStore, loop_id: str, observer: RoundObserver | None = None, *,
@@ -260,16 +260,7 @@ def resume_loop(store: RunStore, loop_id: str, observer: RoundObserver | None = 
         first = store.get_dream(first_id)
         driver.policy = store.get_policy(first.selected or first.incumbent).spec
         driver.why = f"before round 1, chosen by dream {first_id}"
-    done = store.loop_rounds(record.loop_id)
-    for entry in done:
-        driver.policy = store.get_policy(entry.version_id).spec
-        run = store.get_run(entry.run_id)
-        if run.status is not RunStatus.FINISHED:
-            resume_run(store, run.run_id,
-                       accept_unisolated_model_code=accept_unisolated_model_code)
-        if driver.after_run(entry.round, entry.run_id, entry.dream_id):
-            return driver.report()
-    return driver.drive(len(done) + 1)
+    return driver.drive(store.loop_rounds(record.loop_id))
 
 
 class _Driver:
@@ -289,24 +280,23 @@ class _Driver:
         self.spent = 0
         self.stop = "every round ran"
 
-    def drive(self, first_round: int) -> LoopReport:
-        """Run rounds from ``first_round`` until the loop ends; record its status."""
+    def drive(self, recorded: Sequence[LoopRound] = ()) -> LoopReport:
+        """Finish the rounds ``recorded`` before a resume (their runs resumed, their dreams
+        redone if unfinished), then run new rounds until the loop ends; record its status."""
         c, status = self.config, "failed"
         try:
-            for t in range(first_round, c.rounds + 1):
-                budget = c.round_budget(self.spent)
-                if budget == 0:
-                    self.stop = f"the total budget ({c.total_budget}) is spent"
+            ended = False
+            for entry in recorded:
+                self.policy = self.store.get_policy(entry.version_id).spec
+                self._finish_run(entry.round, entry.run_id)
+                ended = self.after_run(entry.round, entry.run_id, entry.dream_id)
+                if ended:
                     break
+            for t in range(len(recorded) + 1, 0 if ended else c.rounds + 1):
                 run_id = new_run_id()
-                version_id = self._deploy()
-                self.store.add_loop_round(LoopRound(self.loop_id, t, run_id, version_id, None))
-                start_run(self.store, self.task, RunConfig(
-                    budget=budget, workers=c.workers, seed=c.seed * 1000 + t,
-                    policy=self.policy, isolation=c.isolation,
-                    start_from=self.best_node if c.warm_start else None, target=c.target,
-                    history=c.history), run_id=run_id,
-                    accept_unisolated_model_code=self.accept)
+                self.store.add_loop_round(LoopRound(self.loop_id, t, run_id, self._deploy(),
+                                                    None))
+                self._finish_run(t, run_id)
                 if self.after_run(t, run_id, None):
                     break
             status = "finished"
@@ -316,6 +306,21 @@ class _Driver:
         finally:
             self.store.set_loop_status(self.loop_id, status)
         return self.report()
+
+    def _finish_run(self, t: int, run_id: str) -> None:
+        """Run round ``t`` as ``run_id``: start it, or resume it if it started already."""
+        c = self.config
+        try:
+            run = self.store.get_run(run_id)
+        except NotFound:
+            start_run(self.store, self.task, RunConfig(
+                budget=c.round_budget(self.spent), workers=c.workers, seed=c.seed * 1000 + t,
+                policy=self.policy, isolation=c.isolation,
+                start_from=self.best_node if c.warm_start else None, target=c.target,
+                history=c.history), run_id=run_id, accept_unisolated_model_code=self.accept)
+            return
+        if run.status is not RunStatus.FINISHED:
+            resume_run(self.store, run_id, accept_unisolated_model_code=self.accept)
 
     def after_run(self, t: int, run_id: str, dream_id: str | None) -> bool:
         """Account round ``t``'s finished run, dream after it (unless ``dream_id`` names the
