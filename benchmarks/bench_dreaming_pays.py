@@ -25,7 +25,7 @@ unspent buys later rounds; ``per-round`` (the default) loses it.
 
 Usage: python benchmarks/bench_dreaming_pays.py --task circle-packing-26 --seeds 10
        [--rounds 5] [--per-round-budget 40] [--workers 2] [--trials 600] [--warm-start]
-       [--history N] [--protocol per-round|total]
+       [--history N] [--protocol per-round|total] [--jobs J]
        [--quality rank|rarity|relative|raw] [--select-on train|holdout]
        [--root-orders R] [--crossval F] [--charge-misses] [--pool-branches]
        [--prior N] [--stop-at-best-known] [--resume LOG]
@@ -52,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -329,6 +330,8 @@ def main() -> None:
     parser.add_argument("--protocol", choices=("per-round", "total"), default="per-round",
                         help="per-round budgets, or one total budget (rounds x per-round) "
                              "whose unspent attempts buy later rounds")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="loops run at once (each uses --workers cores; default 1)")
     parser.add_argument("--no-figures", action="store_true",
                         help="write no PNG pictures (matplotlib missing)")
     parser.add_argument("--arms", nargs="+", choices=("dream", "fixed"),
@@ -344,15 +347,20 @@ def main() -> None:
     done = finished_loops(args.resume) if args.resume else {}
     if args.fixed_from:
         done.update(recorded_fixed_arm(args.fixed_from / args.task, args.seeds))
-    results = []
-    with tempfile.TemporaryDirectory(prefix="dreamrsi-pays-") as tmp:
-        for seed in range(args.seeds):
-            order = ("dream", "fixed") if seed % 2 == 0 else ("fixed", "dream")
-            for arm in (a for a in order if a in args.arms):
-                result = done.get((arm, seed)) or run_arm(args.task, arm, seed, args,
-                                                          Path(tmp) / f"{arm}-{seed}")
-                print(json.dumps(result), flush=True)
-                results.append(result)
+    jobs = [(arm, seed) for seed in range(args.seeds)
+            for arm in (("dream", "fixed") if seed % 2 == 0 else ("fixed", "dream"))
+            if arm in args.arms]
+    with tempfile.TemporaryDirectory(prefix="dreamrsi-pays-") as tmp, \
+            ThreadPoolExecutor(max(1, args.jobs)) as pool:
+
+        def one(job: tuple[str, int]) -> dict[str, object]:
+            arm, seed = job
+            result = done.get(job) or run_arm(args.task, arm, seed, args,
+                                              Path(tmp) / f"{arm}-{seed}")
+            print(json.dumps(result), flush=True)
+            return result
+
+        results = list(pool.map(one, jobs))
     both = len(set(args.arms)) == 2
     text = summarise(args.task, results, args) if both else summarise_one(args.task, results,
                                                                          args)
