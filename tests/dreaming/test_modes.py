@@ -71,9 +71,9 @@ def test_replay_settings_round_trip_and_old_rows_load() -> None:
     version_one = {"workers": 2, "max_rounds": None, "attempt_budget": 8, "beta1": 0.0005,
                    "beta2": 0.001, "quality": "relative"}  # before root orders and misses
     assert ReplaySettings.from_json(version_one) == ReplaySettings(
-        attempt_budget=8, quality=RelativeQuality())
-    with pytest.raises(ConfigError, match="version 3 are newer"):
-        ReplaySettings.from_json({**stored, "version": 3})
+        attempt_budget=8, quality=RelativeQuality(), plan_miss="floor")
+    with pytest.raises(ConfigError, match="version 4 are newer"):
+        ReplaySettings.from_json({**stored, "version": 4})
     with pytest.raises(ConfigError, match="do not fit"):
         ReplaySettings.from_json({**stored, "speed": 1})
     # the digest covers the version and every field
