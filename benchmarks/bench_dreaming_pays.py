@@ -344,6 +344,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.prior < 0:
         parser.error(f"--prior must be 0 or more, not {args.prior}")
+    if args.fixed_from and (args.history or args.protocol != "per-round"):
+        parser.error("--fixed-from reuses loops recorded per round without history; it cannot "
+                     "stand for a fixed arm with --history or --protocol total")
     done = finished_loops(args.resume) if args.resume else {}
     if args.fixed_from:
         done.update(recorded_fixed_arm(args.fixed_from / args.task, args.seeds))
