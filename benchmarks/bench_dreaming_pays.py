@@ -9,11 +9,23 @@ and reports, per task:
     with a bootstrap 95% interval over seeds (a seed that never reaches it counts as its whole
     budget plus one, whatever it spent);
 (b) the best score at equal budget (median, min, max per arm);
-(c) the share of seeds reaching the best known value (circle packing: within 1e-9 and strictly
+(c) the round best per round (median and range over seeds) and the attempts each round spent;
+(d) the share of seeds reaching the best known value (circle packing: within 1e-9 and strictly
     valid) within the budget.
+
+Two PNG pictures go with the section (``benchmarks/_figures.py``, under
+``benchmarks/figures/``): the best so far against cumulative attempts for both arms (median and
+range over seeds, with each round's best at its end), and attempts per round.
+
+``--task`` takes any task ``dreamrsi loop`` takes (a built-in name or a task directory).
+``--history N`` lets every round's proposers read the N best nodes of the earlier trees (both
+arms alike; ``dreamrsi loop --history``). ``--protocol total`` gives each loop the whole budget
+(rounds x per-round budget) to spend as it likes (``--total-budget``): what a round leaves
+unspent buys later rounds; ``per-round`` (the default) loses it.
 
 Usage: python benchmarks/bench_dreaming_pays.py --task circle-packing-26 --seeds 10
        [--rounds 5] [--per-round-budget 40] [--workers 2] [--trials 600] [--warm-start]
+       [--history N] [--protocol per-round|total] [--jobs J]
        [--quality rank|rarity|relative|raw] [--select-on train|holdout]
        [--root-orders R] [--crossval F] [--charge-misses] [--pool-branches]
        [--prior N] [--stop-at-best-known] [--resume LOG]
@@ -40,14 +52,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _figures import loop_figures  # noqa: E402
 from _report import write_section  # noqa: E402
 from dreamrsi.core.model import Direction  # noqa: E402
 from dreamrsi.store import SqliteRunStore  # noqa: E402
+from dreamrsi.tasks import resolve_task  # noqa: E402
 
 BEST_KNOWN = {"circle-packing-26": 2.6359830849, "circle-packing-32": 2.9395727712,
               "autocorrelation-c3": 1.4536754656, "autocorrelation-c1": 1.50287,
@@ -58,8 +73,12 @@ PRIOR_SEED = 100  # first seed of the earlier loops ``--prior`` records (the arm
 def loop_command(task: str, arm: str, seed: int, args: argparse.Namespace,
                  store: Path) -> list[str]:
     """``dreamrsi loop`` for one arm and seed, with this run's settings."""
+    total = args.rounds * args.per_round_budget
+    rounds = ["--rounds", str(args.rounds)] if args.protocol == "per-round" else [
+        "--rounds", str(total), "--total-budget", str(total)]
     return [sys.executable, "-m", "dreamrsi", "loop", task, "--arm", arm, "--seed", str(seed),
-            "--rounds", str(args.rounds), "--per-round-budget", str(args.per_round_budget),
+            *rounds, "--history", str(args.history),
+            "--per-round-budget", str(args.per_round_budget),
             "--workers", str(args.workers), "--trials", str(args.trials), "--store", str(store),
             "--json", "--beta1", str(args.beta1), "--quality", args.quality,
             "--select-on", args.select_on, "--root-orders", str(args.root_orders),
@@ -155,19 +174,40 @@ def ratio_interval(fixed: list[int], dream: list[int], seed: int = 0) -> tuple[f
     return float(low), float(high)
 
 
+def maximises(task: str) -> bool:
+    """Whether ``task`` (a built-in name or a task directory) maximises its score."""
+    return resolve_task(task).direction is Direction.MAXIMIZE
+
+
 def known_target(task: str) -> float:
     """The loop's ``--target`` for ``--stop-at-best-known``: the best known value, less the
     1e-9 that :func:`reaches_known` allows (more, for a minimising task)."""
-    maximize = task not in ("autocorrelation-c3", "autocorrelation-c1")
+    maximize = maximises(task)
     return BEST_KNOWN[task] - 1e-9 if maximize else BEST_KNOWN[task] + 1e-9
 
 
 def reaches_known(task: str, value: float, strict: bool) -> bool:
     """Whether a final best counts as the best known value (within 1e-9, strictly valid)."""
     known = BEST_KNOWN[task]
-    maximize = task not in ("autocorrelation-c3", "autocorrelation-c1")
+    maximize = maximises(task)
     return strict and (abs(value - known) <= 1e-9 or (value >= known if maximize
                                                       else value <= known))
+
+
+def per_round(by_arm: dict[str, list[dict[str, object]]]) -> list[str]:
+    """(c): each round's best and attempts, median (min, max) over the seeds that ran it."""
+    lines = ["| round | dream: round best | dream: attempts | fixed: round best | "
+             "fixed: attempts |", "|---:|---:|---:|---:|---:|"]
+    count = max(len(r["rounds"]) for rs in by_arm.values() for r in rs)  # type: ignore[arg-type]
+    for t in range(count):
+        cells = []
+        for arm in ("dream", "fixed"):
+            ran = [r["rounds"][t] for r in by_arm[arm] if len(r["rounds"]) > t]  # type: ignore[arg-type,index]
+            bests = [x["round_best"] for x in ran if x["round_best"] is not None]
+            cells += [f"{spread(bests)} [{len(ran)} seeds]" if bests else "-",
+                      spread([x["attempts"] for x in ran]) if ran else "-"]
+        lines.append(f"| {t + 1} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def spread(values: list[float]) -> str:
@@ -194,7 +234,7 @@ def summarise_one(task: str, results: list[dict[str, object]], args: argparse.Na
 
 
 def summarise(task: str, results: list[dict[str, object]], args: argparse.Namespace) -> str:
-    maximize = task not in ("autocorrelation-c3", "autocorrelation-c1")
+    maximize = maximises(task)
     by_arm = {arm: [r for r in results if r["arm"] == arm] for arm in ("dream", "fixed")}
     finals = {arm: [r["curve"][-1][0] for r in rs] for arm, rs in by_arm.items()}  # type: ignore[index]
     target = statistics.median(finals["fixed"])
@@ -205,9 +245,15 @@ def summarise(task: str, results: list[dict[str, object]], args: argparse.Namesp
     ratio = statistics.median(reach["fixed"]) / max(1, statistics.median(reach["dream"]))
     low, high = ratio_interval(reach["fixed"], reach["dream"])
     known = BEST_KNOWN.get(task)
-    lines = [f"Seeds per arm: {len(by_arm['dream'])}; {args.rounds} rounds x "
-             f"{args.per_round_budget} attempts (ceiling), W={args.workers}, {args.trials} "
-             f"trials per dream. Fixed arm's median final best: {target:.10g}.", "",
+    protocol = (f"{args.rounds} rounds x {args.per_round_budget} attempts (ceiling; what a "
+                "round leaves unspent is lost)" if args.protocol == "per-round" else
+                f"a total of {budget} attempts, at most {args.per_round_budget} a round (what a "
+                "round leaves unspent buys later rounds)")
+    history = (f"proposers read the {args.history} best nodes of the earlier trees (both arms)"
+               if args.history else "no history as context")
+    lines = [f"Seeds per arm: {len(by_arm['dream'])}; {protocol}, W={args.workers}, "
+             f"{args.trials} trials per dream; {history}. Fixed arm's median final best: "
+             f"{target:.10g}.", "",
              "| measure | dream arm | fixed arm |", "|---|---:|---:|"]
     lines.append(f"| attempts to reach {target:.10g} (median; {budget + 1} = never) | "
                  f"{statistics.median(reach['dream'])} | {statistics.median(reach['fixed'])} |")
@@ -229,7 +275,8 @@ def summarise(task: str, results: list[dict[str, object]], args: argparse.Namesp
                      f"{share['fixed']} |")
     lines += ["", f"(a) Ratio of attempts, fixed over dream: **{ratio:.2f}** (bootstrap 95% "
               f"interval over seeds [{low:.2f}, {high:.2f}]). Target: >= 2 with the lower "
-              "bound above 1."]
+              "bound above 1.", "", "(c) Round by round (median (min, max) over the seeds "
+              "that ran the round):", "", *per_round(by_arm)]
     if args.prior:
         first = [r["rounds"][0]["policy"] for r in by_arm["dream"]]  # type: ignore[index]
         lines += ["", f"Each dream-arm store first held {args.prior} loop(s) of π_1 with other "
@@ -277,6 +324,16 @@ def main() -> None:
                         help="end a loop at its first score within 1e-9 of the best known "
                              "value (saves the rest of its budget; the share still counts only "
                              "strictly valid hits)")
+    parser.add_argument("--history", type=int, default=0,
+                        help="elites of the earlier trees every proposer reads (both arms; "
+                             "0: none)")
+    parser.add_argument("--protocol", choices=("per-round", "total"), default="per-round",
+                        help="per-round budgets, or one total budget (rounds x per-round) "
+                             "whose unspent attempts buy later rounds")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="loops run at once (each uses --workers cores; default 1)")
+    parser.add_argument("--no-figures", action="store_true",
+                        help="write no PNG pictures (matplotlib missing)")
     parser.add_argument("--arms", nargs="+", choices=("dream", "fixed"),
                         default=["dream", "fixed"], help="run one arm alone (no ratio)")
     parser.add_argument("--fixed-from", type=Path, default=None,
@@ -287,18 +344,26 @@ def main() -> None:
     args = parser.parse_args()
     if args.prior < 0:
         parser.error(f"--prior must be 0 or more, not {args.prior}")
+    if args.fixed_from and (args.history or args.protocol != "per-round"):
+        parser.error("--fixed-from reuses loops recorded per round without history; it cannot "
+                     "stand for a fixed arm with --history or --protocol total")
     done = finished_loops(args.resume) if args.resume else {}
     if args.fixed_from:
         done.update(recorded_fixed_arm(args.fixed_from / args.task, args.seeds))
-    results = []
-    with tempfile.TemporaryDirectory(prefix="dreamrsi-pays-") as tmp:
-        for seed in range(args.seeds):
-            order = ("dream", "fixed") if seed % 2 == 0 else ("fixed", "dream")
-            for arm in (a for a in order if a in args.arms):
-                result = done.get((arm, seed)) or run_arm(args.task, arm, seed, args,
-                                                          Path(tmp) / f"{arm}-{seed}")
-                print(json.dumps(result), flush=True)
-                results.append(result)
+    jobs = [(arm, seed) for seed in range(args.seeds)
+            for arm in (("dream", "fixed") if seed % 2 == 0 else ("fixed", "dream"))
+            if arm in args.arms]
+    with tempfile.TemporaryDirectory(prefix="dreamrsi-pays-") as tmp, \
+            ThreadPoolExecutor(max(1, args.jobs)) as pool:
+
+        def one(job: tuple[str, int]) -> dict[str, object]:
+            arm, seed = job
+            result = done.get(job) or run_arm(args.task, arm, seed, args,
+                                              Path(tmp) / f"{arm}-{seed}")
+            print(json.dumps(result), flush=True)
+            return result
+
+        results = list(pool.map(one, jobs))
     both = len(set(args.arms)) == 2
     text = summarise(args.task, results, args) if both else summarise_one(args.task, results,
                                                                          args)
@@ -310,7 +375,6 @@ def main() -> None:
     if reused:
         text += (f"\n\n{reused} of these {len(results)} loops were reused from the log of an "
                  "earlier run with the same settings for them (`--resume`), not run again.")
-    print(text)
     initial = f" --initial {args.initial}" if args.initial else ""
     variant = (f", π_1 = {args.initial}" if args.initial else "") + (
         f", β1 = {args.beta1:g}" if args.beta1 != 0.0005 else "") + (
@@ -323,12 +387,21 @@ def main() -> None:
         f", {args.prior} prior loops" if args.prior else "") + (
         ", warm start" if args.warm_start else "") + (
         ", stop at best known" if args.stop_at_best_known else "") + (
-        "" if both else f", {args.arms[0]} arm only")
+        "" if both else f", {args.arms[0]} arm only") + (
+        f", history {args.history}" if args.history else "") + (
+        ", total budget" if args.protocol == "total" else "")
     if args.per_round_budget != 40 or args.rounds != 5:
         variant += f", {args.rounds}x{args.per_round_budget}"
 
-    name = f"pays-{args.task}" + "".join(c if c.isalnum() else "-" for c in variant)
+    name = "pays-" + "".join(c if c.isalnum() else "-"
+                             for c in resolve_task(args.task).name + variant)
     title = f"Dreaming pays? ({args.task}{variant})"
+    if not args.no_figures:
+        arms = {arm: [r for r in results if r["arm"] == arm] for arm in args.arms}
+        paths = loop_figures(name, title, arms)
+        text += "\n\n" + "\n".join(
+            f"![{p.stem}](benchmarks/figures/{p.name})" for p in paths)
+    print(text)
     write_section(name, title, text,
                   f"python benchmarks/bench_dreaming_pays.py --task {args.task} --seeds "
                   f"{args.seeds} --rounds {args.rounds} --per-round-budget "
@@ -344,7 +417,9 @@ def main() -> None:
                   + (" --fixed-from STORES" if args.fixed_from else "")
                   + (" --warm-start" if args.warm_start else "")
                   + (" --stop-at-best-known" if args.stop_at_best_known else "")
-                  + ("" if both else f" --arms {args.arms[0]}"))
+                  + ("" if both else f" --arms {args.arms[0]}")
+                  + (f" --history {args.history}" if args.history else "")
+                  + (" --protocol total" if args.protocol == "total" else ""))
 
 
 if __name__ == "__main__":

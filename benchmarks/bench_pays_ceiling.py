@@ -79,7 +79,7 @@ def record(task: str, seed: int, args: argparse.Namespace, folder: Path,
         cmd = [sys.executable, "-m", "dreamrsi", "loop", task, "--arm", "fixed", "--seed",
                str(seed), "--rounds", str(args.rounds), "--per-round-budget",
                str(args.per_round_budget), "--workers", str(args.workers), "--store",
-               str(folder / "store"), "--json"] + (
+               str(folder / "store"), "--json", "--history", "0"] + (
                    ["--initial", initial] if initial else [])
         out = subprocess.run(cmd, check=True, capture_output=True, text=True)
         done.write_text(out.stdout)

@@ -1,17 +1,26 @@
 """Does replay predict online? Replay scores against new online runs, for sampled policies.
 
-A history of runs of the initial policy is recorded; then 20 policies with sampled families
-and parameters are (1) scored by replay over that history (mean V, the dreaming objective) and
-(2) run online once each with the same per-run budget and workers. The Spearman correlation
-between replay score and the best score reached online is reported with a bootstrap 95%
-interval over policies. The seed paper reports no such figure.
+A history of runs of the initial policy is recorded (``--history``, 10 trees by default; its
+trees are pooled as the dreams pool them, ``--no-pool-branches`` to replay each alone); then
+``--policies`` policies with sampled families and parameters are (1) scored by replay over
+that history (mean V, the dreaming objective) and (2) run online ``--online-seeds`` times each
+with the same per-run budget and workers. Each online run is scored in the units of the replay
+score: V of its own tree, with its cost terms (N attempts, k* rounds) and its quality on the
+history's yardstick (the policy replayed on the tree it recorded reveals exactly that tree).
+
+Reported: the split-half reliability of the online outcome first (the mean online V over the
+odd seeds against the even ones, Spearman across policies, with the Spearman-Brown correction
+to all seeds): a correlation with replay cannot exceed what the online outcome itself repeats.
+Then the Spearman correlation between replay score and mean online V, with a bootstrap 95%
+interval over policies, and the same against the online best raw score as before.
 
 Replay is scored twice, with out-of-support selections free (the replay rule) and charged as
 attempts (``--charge-misses``); for each, the table also compares the attempts replay expects a
 policy to spend (revealed, plus charged misses) with what it spent online.
 
 Usage: python benchmarks/bench_replay_predicts.py [--task autocorrelation-c3] [--policies 20]
-       [--history 4] [--budget 40] [--workers 2] [--initial NAME:params]
+       [--history 10] [--online-seeds 5] [--budget 40] [--workers 2] [--initial NAME:params]
+       [--no-pool-branches]
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import random
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.stats import spearmanr
@@ -28,16 +38,19 @@ from scipy.stats import spearmanr
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
+from dreamrsi.core.replay import RecordedTree  # noqa: E402
 from dreamrsi.dreaming.evaluate import (  # noqa: E402
     ReplaySettings,
     TreeScore,
     mean_value,
+    replay_tree,  # noqa: E402
     score_policy,
 )
-from dreamrsi.dreaming.history import load_history  # noqa: E402
+from dreamrsi.dreaming.history import load_history, pool_branches  # noqa: E402
+from dreamrsi.dreaming.quality import QualityScale  # noqa: E402
 from dreamrsi.engine import RunConfig, default_policy, start_run  # noqa: E402
 from dreamrsi.policies.params import Kind  # noqa: E402
-from dreamrsi.policies.registry import BUILTIN, parse_spec, space  # noqa: E402
+from dreamrsi.policies.registry import BUILTIN, make_policy, parse_spec, space  # noqa: E402
 from dreamrsi.store import SqliteRunStore  # noqa: E402
 from dreamrsi.tasks import resolve_task  # noqa: E402
 
@@ -75,17 +88,41 @@ def spearman(x: list[float], y: list[float], seed: int) -> tuple[float, float, f
     return rho, float(low), float(high)
 
 
+def split_half(values: list[list[float]]) -> tuple[float, float]:
+    """Spearman between the mean of the odd and the even seeds across policies, and its
+    Spearman-Brown correction to all seeds."""
+    odd = [float(np.mean(v[0::2])) for v in values]
+    even = [float(np.mean(v[1::2])) for v in values]
+    r = float(spearmanr(odd, even).statistic)
+    return r, 2 * r / (1 + r) if r > -1 else float("nan")
+
+
+def online_value(store: SqliteRunStore, run_id: str, spec: PolicySpec,
+                 settings: ReplaySettings, history: list[RecordedTree],
+                 scale: QualityScale) -> float:
+    """V of an online run's own tree, in the replay score's units (its quality on the
+    history's yardstick, its attempts and rounds as costs)."""
+    tree = RecordedTree.from_nodes(run_id, store.replay_nodes(run_id))
+    return replay_tree(make_policy(spec), tree, settings, history, scale).value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="autocorrelation-c3")
     parser.add_argument("--policies", type=int, default=20)
-    parser.add_argument("--history", type=int, default=4)
+    parser.add_argument("--history", type=int, default=10)
+    parser.add_argument("--online-seeds", type=int, default=5)
     parser.add_argument("--budget", type=int, default=40)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-pool-branches", action="store_true",
+                        help="replay each history tree alone (default: pooled, as dreams do)")
     parser.add_argument("--initial", default=None,
                         help="the policy that records the history (default: the loop's π_1)")
     args = parser.parse_args()
+    if args.online_seeds < 2:
+        parser.error("--online-seeds must be at least 2 (the split-half reliability needs two "
+                     "halves)")
     task = resolve_task(args.task)
     rng = random.Random(args.seed)
     settings = ReplaySettings(workers=args.workers, attempt_budget=args.budget)
@@ -101,57 +138,85 @@ def main() -> None:
                                                  seed=1000 + i,
                                                  policy=initial))
             history = load_history(store, task.name, task.digest, task.evaluator_digest)
+        own = list(history.trees)
+        trees = own if args.no_pool_branches else pool_branches(own)
+        scale = QualityScale.of(own)
         specs = [sample_policy(rng) for _ in range(args.policies)]
         for k, spec in enumerate(specs):
-            free_scores = score_policy(spec, history.trees, settings)
-            paid_scores = score_policy(spec, history.trees, charged)
+            free_scores = score_policy(spec, trees, settings, scale=scale)
+            paid_scores = score_policy(spec, trees, charged, scale=scale)
             replay_score = mean_value(free_scores)
             paid_score = mean_value(paid_scores)
+            values, bests, spent = [], [], []
             with SqliteRunStore.open(Path(tmp) / f"online-{k}", writer=True) as store:
-                summary = start_run(store, task, RunConfig(budget=args.budget,
-                                                           workers=args.workers, seed=5000 + k,
-                                                           policy=spec))
-            online = None if summary.best is None else summary.best.score
-            rows.append((spec, replay_score, online, summary.best, summary.attempts, paid_score,
+                for j in range(args.online_seeds):
+                    summary = start_run(store, task, RunConfig(
+                        budget=args.budget, workers=args.workers, seed=5000 + 100 * k + j,
+                        policy=spec))
+                    values.append(online_value(store, summary.run_id, spec, settings, own,
+                                               scale))
+                    bests.append(summary.best)
+                    spent.append(summary.attempts)
+            rows.append((spec, replay_score, values, bests, spent, paid_score,
                          expected_attempts(free_scores, False),
                          expected_attempts(paid_scores, True)))
             print(f"{spec.label()}: replay {replay_score:.4f} (charged {paid_score:.4f}), "
-                  "online best "
-                  f"{None if summary.best is None else summary.best.raw_score}, attempts "
-                  f"{summary.attempts}", flush=True)
-    scored = [r for r in rows if r[2] is not None]
-    online = [r[2] for r in scored]
-    rho, low, high = spearman([r[1] for r in scored], online, args.seed)
-    rho_c, low_c, high_c = spearman([r[5] for r in scored], online, args.seed)
-    spent = [float(r[4]) for r in rows]
+                  f"online V {np.mean(values):.4f} over {len(values)} seeds, attempts "
+                  f"{np.mean(spent):.1f}", flush=True)
+    write(args, initial, rows)
+
+
+def write(args: argparse.Namespace, initial: PolicySpec, rows: list[tuple[Any, ...]]) -> None:
+    """The section: reliability first, then the correlations and the table."""
+    mean_v = [float(np.mean(r[2])) for r in rows]
+    half, full = split_half([r[2] for r in rows])
+    rho, low, high = spearman([r[1] for r in rows], mean_v, args.seed)
+    rho_c, low_c, high_c = spearman([r[5] for r in rows], mean_v, args.seed)
+    best_raw = [np.median([b.score for b in r[3] if b is not None] or [np.nan]) for r in rows]
+    scored = [(r[1], b) for r, b in zip(rows, best_raw, strict=True) if not np.isnan(b)]
+    rho_b, low_b, high_b = spearman([x for x, _ in scored], [b for _, b in scored], args.seed)
+    spent = [float(np.mean(r[4])) for r in rows]
     gap_free = float(np.mean([abs(r[6] - s) for r, s in zip(rows, spent, strict=True)]))
     gap_paid = float(np.mean([abs(r[7] - s) for r, s in zip(rows, spent, strict=True)]))
+    pooled = "each tree alone" if args.no_pool_branches else "pooled branches"
     lines = [f"Task `{args.task}`: history of {args.history} runs of `{initial.label()}` "
-             f"({args.budget} attempts, W={args.workers}); {len(rows)} sampled policies, each "
-             f"scored by replay over that history and run online once with the same budget.",
-             "", f"Spearman correlation, replay score vs online best: **{rho:.2f}** "
-             f"(bootstrap 95% interval over policies [{low:.2f}, {high:.2f}]; "
-             f"{len(scored)} policies with a valid online result); with misses charged "
-             f"**{rho_c:.2f}** [{low_c:.2f}, {high_c:.2f}].", "",
-             "Attempts per run, replay's expectation against online, mean absolute gap: "
-             f"{gap_free:.1f} with misses free, {gap_paid:.1f} with misses charged.", "",
-             "| policy | replay score (mean V) | charged | online best (raw) | online attempts "
-             "| replay attempts (free / charged) |",
+             f"({args.budget} attempts, W={args.workers}; replayed with {pooled}); "
+             f"{len(rows)} sampled policies, each scored by replay over that history and run "
+             f"online {args.online_seeds} times with the same budget. Online outcome: V of "
+             "each online tree (quality on the history's yardstick, with its cost terms), the "
+             "same units as the replay score.", "",
+             f"Split-half reliability of the online outcome (odd against even seeds, Spearman "
+             f"across policies): {half:.2f}; Spearman-Brown for all {args.online_seeds} seeds: "
+             f"{full:.2f}.", "",
+             f"Spearman correlation, replay score vs mean online V: **{rho:.2f}** (bootstrap "
+             f"95% interval over policies [{low:.2f}, {high:.2f}]); with misses charged "
+             f"**{rho_c:.2f}** [{low_c:.2f}, {high_c:.2f}]. Against the median online best "
+             f"score: {rho_b:.2f} [{low_b:.2f}, {high_b:.2f}].", "",
+             "Attempts per run, replay's expectation against online (mean over seeds), mean "
+             f"absolute gap: {gap_free:.1f} with misses free, {gap_paid:.1f} with misses "
+             "charged.", "",
+             "| policy | replay score (mean V) | charged | online V: mean (min, max) | online "
+             "attempts (mean) | replay attempts (free / charged) |",
              "|---|---:|---:|---:|---:|---:|"]
-    for spec, replay_score, _, best, attempts, paid, free_n, paid_n in sorted(
-            rows, key=lambda r: -r[1]):
-        raw = "-" if best is None else f"{best.raw_score:.10g}"
-        lines.append(f"| `{spec.label()}` | {replay_score:.4f} | {paid:.4f} | {raw} | "
-                     f"{attempts} | {free_n:.1f} / {paid_n:.1f} |")
+    for row, v, n in sorted(zip(rows, mean_v, spent, strict=True), key=lambda x: -x[0][1]):
+        spec, replay_score, values, _, _, paid, free_n, paid_n = row
+        lines.append(f"| `{spec.label()}` | {replay_score:.4f} | {paid:.4f} | {v:.4f} "
+                     f"({min(values):.4f}, {max(values):.4f}) | {n:.1f} | {free_n:.1f} / "
+                     f"{paid_n:.1f} |")
     table = "\n".join(lines)
     print(table)
-    suffix = f"--{args.initial.split(':')[0]}-history" if args.initial else ""
-    write_section(f"predicts-{args.task}{suffix}", f"Replay predicts online? ({args.task}"
-                  + (f", history of {initial.label()}" if args.initial else "") + ")", table,
+    suffix = (f"--{args.initial.split(':')[0]}-history" if args.initial else "") + (
+        "" if args.no_pool_branches else "--pooled") + f"--{args.online_seeds}-online-seeds"
+    write_section(f"predicts-{resolve_task(args.task).name}{suffix}",
+                  f"Replay predicts online? ({args.task}"
+                  + (f", history of {initial.label()}" if args.initial else "")
+                  + f", {args.online_seeds} online seeds per policy)", table,
                   f"python benchmarks/bench_replay_predicts.py --task {args.task} --policies "
-                  f"{args.policies} --history {args.history} --budget {args.budget} --workers "
-                  f"{args.workers} --seed {args.seed}"
-                  + (f" --initial {args.initial}" if args.initial else ""))
+                  f"{args.policies} --history {args.history} --online-seeds "
+                  f"{args.online_seeds} --budget {args.budget} --workers {args.workers} "
+                  f"--seed {args.seed}"
+                  + (f" --initial {args.initial}" if args.initial else "")
+                  + (" --no-pool-branches" if args.no_pool_branches else ""))
 
 
 if __name__ == "__main__":

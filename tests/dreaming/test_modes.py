@@ -71,9 +71,9 @@ def test_replay_settings_round_trip_and_old_rows_load() -> None:
     version_one = {"workers": 2, "max_rounds": None, "attempt_budget": 8, "beta1": 0.0005,
                    "beta2": 0.001, "quality": "relative"}  # before root orders and misses
     assert ReplaySettings.from_json(version_one) == ReplaySettings(
-        attempt_budget=8, quality=RelativeQuality())
-    with pytest.raises(ConfigError, match="version 3 are newer"):
-        ReplaySettings.from_json({**stored, "version": 3})
+        attempt_budget=8, quality=RelativeQuality(), plan_miss="floor")
+    with pytest.raises(ConfigError, match="version 4 are newer"):
+        ReplaySettings.from_json({**stored, "version": 4})
     with pytest.raises(ConfigError, match="do not fit"):
         ReplaySettings.from_json({**stored, "speed": 1})
     # the digest covers the version and every field
@@ -103,7 +103,11 @@ def test_stored_configs_keep_their_shape_and_load(tmp_path: Path) -> None:
         if config.objective == ReplayValue():
             assert "pareto_lam" not in new  # λ is stored with the objective it belongs to
             del old["pareto_lam"]
-        assert new["replay"] == {"version": SETTINGS_VERSION, **old["replay"]}
+        assert new["replay"] == {"version": SETTINGS_VERSION, **old["replay"],
+                                 "plan_miss": "floor"}
+        # settings added since these rows were stored read back as the dreams ran
+        assert (new.pop("min_split_trees"), new.pop("interval")) == (2, "tree")
+        assert new.pop("pareto_scores", "auc") == "auc"
         assert {k: v for k, v in new.items() if k != "replay"} == {
             k: v for k, v in old.items() if k != "replay"}  # the store sorts keys
         assert ReplaySettings.from_json(record.objective["settings"]) == config.replay
@@ -117,7 +121,7 @@ def test_a_config_from_before_pooling_and_the_gate_reads_as_it_ran() -> None:
            "history": "sha256:x", "trees": ["r1"]}
     config = DreamConfig.from_json(row)
     assert not config.pool_branches and config.crossval == 0
-    assert config.split == Split() and config.objective == ReplayValue()
+    assert config.split == Split(min_trees=2) and config.objective == ReplayValue()
     with pytest.raises(ConfigError, match="does not fit"):
         DreamConfig.from_json({**row, "speed": 3})
 
@@ -130,4 +134,5 @@ def test_loop_configs_store_modes_by_name() -> None:
     assert stored["dream"]["objective"] == "pareto" and stored["dream"]["pareto_lam"] == 0.2
     assert stored["dream"]["replay"]["quality"] == "raw"
     assert list(stored) == ["rounds", "per_round_budget", "workers", "arm", "seed", "initial",
-                            "isolation", "dream", "warm_start", "target", "dream_first"]
+                            "isolation", "dream", "warm_start", "target", "dream_first",
+                            "total_budget", "history"]

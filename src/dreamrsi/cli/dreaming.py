@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -13,6 +14,7 @@ from dreamrsi.cli.options import (
     COUNT,
     DEFAULT_STORE,
     AcceptUnisolatedOpt,
+    HistoryOpt,
     IsolationOpt,
     JsonOpt,
     StoreOpt,
@@ -28,16 +30,20 @@ from dreamrsi.dreaming import (
     parse_objective,
     parse_quality,
     parse_split,
+    resume_loop,
     run_loop,
 )
 from dreamrsi.dreaming import dream as run_dream
 from dreamrsi.dreaming import queries as dq
 from dreamrsi.dreaming.code import CodeSettings, make_author
+from dreamrsi.dreaming.loop import DEFAULT_HISTORY
 from dreamrsi.engine.config import MAX_INT
+from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import BUILTIN
 from dreamrsi.programs.stored import parse_policy
 from dreamrsi.store import open_store
 from dreamrsi.tasks import resolve_task
+from dreamrsi.tasks.spec import Task
 
 # the replay settings of dream, loop and replay
 Beta1Opt = Annotated[float, typer.Option(
@@ -167,10 +173,20 @@ def dream(
 
 
 def loop(
+    ctx: typer.Context,
     task: TaskArg,
-    rounds: Annotated[int, typer.Option(**COUNT, help="Online rounds.")] = 5,
+    rounds: Annotated[int | None, typer.Option(
+        **COUNT, help="Online rounds (default 5; with --total-budget, until it is spent).")
+    ] = None,
     per_round_budget: Annotated[int, typer.Option(
         **COUNT, help="Attempt ceiling per round.")] = 40,
+    total_budget: Annotated[int | None, typer.Option(
+        **COUNT, help="Attempts of the whole loop: what a round leaves unspent buys later "
+                      "rounds (default: the per-round protocol).")] = None,
+    history: HistoryOpt = DEFAULT_HISTORY,
+    resume: Annotated[str | None, typer.Option(
+        help="Go on with the stopped loop of this id (its stored settings; the other options "
+             "must be left out).")] = None,
     workers: WorkersOpt = 2,
     arm: Annotated[str, typer.Option(help="dream | fixed (keep the initial policy).")] = "dream",
     initial: Annotated[str | None, typer.Option(
@@ -214,15 +230,26 @@ def loop(
 
     def body() -> None:
         loaded = resolve_task(task)
+        if resume is not None:
+            given = sorted(name for name in ctx.params
+                           if name not in _RESUME_OPTIONS and _given(ctx, name))
+            if given:
+                raise ConfigError("--resume continues a loop with its stored settings; leave "
+                                  "out " + ", ".join("--" + g.replace("_", "-") for g in given))
+            _resume_loop(loaded, resume, store, as_json, accept_unisolated,
+                         {"model": code_model, "base_url": code_base_url,
+                          "api_key_env": code_api_key_env})
+            return
         settings = _replay_settings(workers, None, per_round_budget, beta1, beta2, quality,
                                     root_orders, charge_misses)
-        config = LoopConfig(rounds, per_round_budget, workers, arm, seed,
+        count = rounds if rounds is not None else (5 if total_budget is None else total_budget)
+        config = LoopConfig(count, per_round_budget, workers, arm, seed,
                             parse_policy(initial) if initial else None, isolation,
                             _dream_config(trials, families, 0.25, require_gain, seed,
                                           settings, objective, pareto_lam, select_on,
                                           crossval, pool_branches,
                                           revisions if code else None),
-                            warm_start, target, dream_first)
+                            warm_start, target, dream_first, total_budget, history)
         with open_store(store, writer=True, holder=f"loop {loaded.name}") as handle:
             sigterm_as_interrupt()
             observer = None if as_json else (
@@ -237,6 +264,38 @@ def loop(
             _render.loop_summary(console, report)
 
     guard(body)
+
+
+_RESUME_OPTIONS = ("task", "resume", "store", "as_json", "accept_unisolated", "code_model",
+                   "code_base_url", "code_api_key_env")
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether the option ``name`` was written on the command line."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
+
+
+def _resume_loop(task: Task, loop_id: str, store: Path, as_json: bool,
+                 accept_unisolated: bool, model: dict[str, str | None]) -> None:
+    """``dreamrsi loop TASK --resume LOOP``: the stored loop of TASK, continued (a loop that
+    dreams with code gets its agent from ``model``: the --code-* options)."""
+    with open_store(store, writer=True, holder=f"loop {task.name}") as handle:
+        record = handle.get_loop(loop_id)
+        if record.task_digest != task.digest:
+            raise ConfigError(f"loop {record.loop_id} is not a loop of {task.name} as it is "
+                              "now (its task digest differs)")
+        sigterm_as_interrupt()
+        observer = None if as_json else (
+            lambda r: _render.loop_round(console, r, handle.chain_head(r.run_id)))
+        codes = LoopConfig.from_json(record.config).dream.code is not None
+        author = make_author(task, handle, **model) if codes else None
+        report = resume_loop(handle, record.loop_id, observer,
+                             accept_unisolated_model_code=accept_unisolated, author=author)
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        _render.loop_summary(console, report)
 
 
 def policies(task: TaskArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dreamrsi.engine.config import MAX_INT, MAX_SEED
+from dreamrsi.engine.config import MAX_HISTORY, MAX_INT, MAX_SEED
 
 DEFAULT_STORE = Path(".dreamrsi")
 COUNT = {"min": 1, "max": MAX_INT}
@@ -43,6 +43,10 @@ AcceptUnisolatedOpt = Annotated[bool, typer.Option(
     "--i-accept-unisolated-model-code",
     help="Let a task whose proposer is a language model run with --isolation off or auto, "
          "so that code the model wrote may run WITHOUT bubblewrap.")]
+HistoryOpt = Annotated[int, typer.Option(
+    min=0, max=MAX_HISTORY,
+    help="Elites of the task's earlier trees (the best node of each, best first) named in "
+         "every proposer's context, with a read-only copy of their workspaces (0: none).")]
 TargetOpt = Annotated[float | None, typer.Option(
     help="Stop once a raw score reaches this value (at or above it when the task maximises, "
          "at or below when it minimises).")]

@@ -16,6 +16,7 @@ from dreamrsi.cli.options import (
     DEFAULT_STORE,
     POSITIVE_HELP,
     AcceptUnisolatedOpt,
+    HistoryOpt,
     JsonOpt,
     RunArg,
     StoreOpt,
@@ -50,6 +51,7 @@ def run(
         help="auto | required | off (default: the task's setting).")] = None,
     accept_unisolated: AcceptUnisolatedOpt = False,
     target: TargetOpt = None,
+    history: HistoryOpt = 0,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -60,7 +62,8 @@ def run(
         spec = parse_policy(policy) if policy else default_policy(budget, workers)
         config = RunConfig(budget=budget, workers=workers, max_rounds=rounds,
                            wall_time_s=wall_time, max_tokens=max_tokens, max_cost_usd=max_cost,
-                           seed=seed, policy=spec, isolation=isolation, target=target)
+                           seed=seed, policy=spec, isolation=isolation, target=target,
+                           history=history)
         loaded = resolve_task(task)
         with open_store(store, writer=True, holder=f"run {loaded.name}") as handle:
             sigterm_as_interrupt()

@@ -57,6 +57,8 @@ class RecordedTree:
             (``dreaming.history.pool_branches``).
         own_size: Non-root nodes the tree's own run recorded: ``size`` less the branches
             lent by other runs (0 when built without :meth:`from_nodes`: same as ``size``).
+        saw: The runs whose results the recording run's proposers were shown (the history
+            named in their context); a tree is never lent branches of a run that saw it.
     """
 
     tree_id: str
@@ -75,11 +77,13 @@ class RecordedTree:
     state_after: Mapping[str, Branch | None] = field(default_factory=dict)
     start: str = "seed"
     own_size: int = 0
+    saw: frozenset[str] = frozenset()
 
     @classmethod
     def from_nodes(cls, tree_id: str, nodes: Iterable[Node], *, task_digest: str = "",
                    evaluator_digest: str = "", start: str = "seed",
-                   own_size: int | None = None) -> RecordedTree:
+                   own_size: int | None = None,
+                   saw: frozenset[str] = frozenset()) -> RecordedTree:
         """Index a run's nodes (``own_size``: how many of them its own run recorded, when
         some were lent by other runs; default: all).
 
@@ -116,7 +120,8 @@ class RecordedTree:
                    len(ordered) - 1, max(map(_ROUND, ordered)),
                    max(scores) if scores else None, min(scores) if scores else None,
                    task_digest, evaluator_digest, tuple(by_seq), tuple(root_nodes), starts,
-                   after, start, len(ordered) - 1 if own_size is None else own_size)
+                   after, start, len(ordered) - 1 if own_size is None else own_size,
+                   frozenset(saw))
 
     @property
     def recorded_size(self) -> int:
@@ -369,7 +374,8 @@ def own_part(tree: RecordedTree) -> RecordedTree:
         return tree
     own = [n for n in tree.nodes.values() if n.run_id == tree.tree_id]
     return RecordedTree.from_nodes(tree.tree_id, own, task_digest=tree.task_digest,
-                                   evaluator_digest=tree.evaluator_digest, start=tree.start)
+                                   evaluator_digest=tree.evaluator_digest, start=tree.start,
+                                   saw=tree.saw)
 
 
 def make_plan(policy: Policy, context: PlanContext) -> GridPlan | None:

@@ -4,7 +4,13 @@ from dreamrsi.dreaming.code import CodeSettings, make_author
 from dreamrsi.dreaming.dream import DreamConfig, dream
 from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy
 from dreamrsi.dreaming.history import History, load_history
-from dreamrsi.dreaming.loop import LoopConfig, LoopReport, RoundReport, run_loop
+from dreamrsi.dreaming.loop import (
+    LoopConfig,
+    LoopReport,
+    RoundReport,
+    resume_loop,
+    run_loop,
+)
 from dreamrsi.dreaming.objectives import DreamObjective, ParetoAUC, ReplayValue, parse_objective
 from dreamrsi.dreaming.quality import (
     Quality,
@@ -42,6 +48,7 @@ __all__ = [
     "parse_objective",
     "parse_quality",
     "parse_split",
+    "resume_loop",
     "run_loop",
     "score_policy",
 ]

@@ -132,6 +132,8 @@ class CodeOutcome:
     revisions: tuple[Revision, ...]
     events: tuple[LedgerEvent, ...]
     parents: Mapping[str, str]
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """The scored programs' text, by digest (to replay them again, e.g. for an interval)."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (the dream report's ``code`` entry)."""
@@ -231,6 +233,7 @@ def revise(code: CodeDreaming, incumbent: Candidate, train: Sequence[RecordedTre
     events: list[LedgerEvent] = []
     feedback: list[RevisionFeedback] = []
     parents: dict[str, str] = {}
+    sources: dict[str, str] = {}
     for number in range(1, code.settings.revisions + 1):
         started = time.monotonic()
         parent = current.version_id
@@ -259,6 +262,7 @@ def revise(code: CodeDreaming, incumbent: Candidate, train: Sequence[RecordedTre
                 if scored is not None:
                     candidates.append(scored)
                     parents[scored.version_id] = parent
+                    sources[digest] = source
                     value = revision.train_mean
                     if value is not None and value > current_value:
                         current, current_source, current_value = scored, source, value
@@ -269,7 +273,7 @@ def revise(code: CodeDreaming, incumbent: Candidate, train: Sequence[RecordedTre
             Actor.DREAMER, f"revision {number} {revision.status}",
             exit=0 if revision.status == "scored" else 1,
             parsed=revision.as_dict(), duration_ms=int((time.monotonic() - started) * 1000)))
-    return CodeOutcome(tuple(candidates), tuple(revisions), tuple(events), parents)
+    return CodeOutcome(tuple(candidates), tuple(revisions), tuple(events), parents, sources)
 
 
 def _score(number: int, source: str, digest: str, diff: str, parent: str,

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dreamrsi.agents.policy_author import PolicyAuthor
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
+from dreamrsi.dreaming.by_run import by_run_interval
 from dreamrsi.dreaming.code import (
     CODE,
     CodeDreaming,
@@ -54,6 +55,9 @@ from dreamrsi.store.dreams import DreamRecord, PolicyScore, PolicyVersion
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.tasks.spec import Task
 
+INTERVALS = ("run", "tree")
+"""How a dream bootstraps the leader's interval (``DreamConfig.interval``)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DreamConfig:
@@ -86,6 +90,10 @@ class DreamConfig:
         code: Code dreaming (``None``: off): M programs written by a model and scored in the
             sandbox join the candidates (:mod:`dreamrsi.dreaming.code`). Scored by V, so not
             with the Pareto-AUC objective, nor (yet) with the cross-validation gate.
+        interval: How the leader's interval against the incumbent is bootstrapped: ``run``
+            (with pooled branches, resample runs and pool each resample anew, since pooled
+            trees share branches; :mod:`dreamrsi.dreaming.by_run`) or ``tree`` (resample the
+            trees' values as they are). Without pooling both are the same.
     """
 
     families: tuple[str, ...] = tuple(sorted(BUILTIN))
@@ -99,6 +107,7 @@ class DreamConfig:
     crossval: int = 0
     pool_branches: bool = True
     code: CodeSettings | None = None
+    interval: str = "run"
 
     def __post_init__(self) -> None:
         if self.code is not None and (self.crossval or isinstance(self.objective, ParetoAUC)):
@@ -106,6 +115,9 @@ class DreamConfig:
                               "Pareto-AUC objective nor with the cross-validation gate",
                               key="code")
         check_int("seed", self.seed, 0, MAX_SEED)
+        if self.interval not in INTERVALS:
+            raise ConfigError(f"unknown interval '{self.interval}'", key="interval",
+                              expected=" | ".join(INTERVALS))
         if self.crossval < 0 or self.crossval == 1:
             raise ConfigError("crossval must be 0 (off) or at least 2 folds", key="crossval")
         for name, value, kind in (("split", self.split, Split),
@@ -126,10 +138,12 @@ class DreamConfig:
         """The settings as dreams and loops store them (modes by name)."""
         split = self.split.to_json()
         return {"families": list(self.families), "trials": self.trials, "keep": self.keep,
-                "holdout_share": split["holdout_share"], "require_gain": self.require_gain,
+                "holdout_share": split["holdout_share"],
+                "min_split_trees": split["min_split_trees"], "require_gain": self.require_gain,
                 "seed": self.seed, "replay": self.replay.to_json(),
                 **self.objective.to_json(), "select_on": split["select_on"],
                 "crossval": self.crossval, "pool_branches": self.pool_branches,
+                "interval": self.interval,
                 **({} if self.code is None else {"code": self.code.to_json()})}
 
     @classmethod
@@ -137,15 +151,18 @@ class DreamConfig:
         """Read a stored config back, from any version of the code (a dream's row also
         names its history and trees; they are not settings and are left out). A row from
         before a setting existed gets the value the dream ran with: no pooled branches, no
-        cross-validation, selection on the training trees.
+        cross-validation, selection on the training trees, a split from two trees, intervals
+        over trees.
 
         Raises:
             ConfigError: An unknown key or mode, or a value out of range.
         """
         values = {k: v for k, v in data.items() if k not in ("history", "trees")}
         objective = parse_objective(values.pop("objective", "value"),
-                                    values.pop("pareto_lam", 0.1))
-        split = parse_split(values.pop("select_on", "train"), values.pop("holdout_share", 0.25))
+                                    values.pop("pareto_lam", 0.1),
+                                    values.pop("pareto_scores", "auc"))
+        split = parse_split(values.pop("select_on", "train"), values.pop("holdout_share", 0.25),
+                            values.pop("min_split_trees", 2))
         replay_json = values.pop("replay", {})
         code = values.pop("code", None)
         if code is not None:
@@ -154,6 +171,7 @@ class DreamConfig:
             values["code"] = CodeSettings(revisions=code["revisions"], limits=ProgramLimits(
                 **limits, isolation=mode, accept_unisolated=mode is not IsolationMode.REQUIRED))
         values.setdefault("pool_branches", False)
+        values.setdefault("interval", "tree")
         try:
             return cls(families=tuple(values.pop("families", sorted(BUILTIN))), split=split,
                        objective=objective, replay=ReplaySettings.from_json(replay_json),
@@ -195,15 +213,28 @@ def dream(store: RunStore, task: Task, incumbent: PolicySpec,
         config.code, author, sources)
     choice = choose(train, holdout, incumbent, config, QualityScale.of(history.trees),
                     code=code, sources=sources)
+    notes = _notes(config, len(history.trees), choice.selection.promoted)
+    if notes:
+        choice = replace(choice, selection=replace(
+            choice.selection, reason="; ".join((choice.selection.reason, *notes))))
     report = DreamReport(
         dream_id, incumbent, choice.selected, choice.selection.promoted,
         choice.selection.reason, candidate_reports(choice.candidates, choice.selection),
         tuple(t.tree_id for t in train), tuple(t.tree_id for t in holdout),
         holdout is train or len(history.trees) < 2, choice.trials, time.monotonic() - started,
         tuple(r for r, _, _ in history.excluded), config.split, choice.crossval,
-        None if choice.code is None else choice.code.as_dict())
+        None if choice.code is None else choice.code.as_dict(), notes)
     _record(store, task, choice, report, history)
     return report
+
+
+def _notes(config: DreamConfig, trees: int, promoted: bool) -> tuple[str, ...]:
+    """What the record says about the evidence's size: no holdout below the split's threshold,
+    and a promotion on a single tree."""
+    notes = [note] if (note := config.split.note(trees)) else []
+    if trees == 1 and promoted:
+        notes.append("promoted on a single tree: no interval, no holdout")
+    return tuple(notes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +276,7 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
     tree reaches a training tree. With ``code``, its M revisions join the candidates;
     ``sources`` holds the programs of code specs among them (the incumbent's)."""
     everything = _distinct(train, holdout)
+    compared = config.split.selected(train, holdout)
     if config.pool_branches:
         train, holdout = _pooled(train, holdout)
     events, specs, trials = _studies(train, incumbent, config, scale)
@@ -257,10 +289,27 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
                          config.seed)
         candidates += outcome.candidates
         events += outcome.events
+    by_id = {c.version_id: c.spec for c in candidates}
+
+    def by_run(version_id: str) -> tuple[float, float] | tuple[None, None]:
+        def rewards(spec: PolicySpec) -> Callable[[Sequence[RecordedTree]], list[float]]:
+            if spec.name == CODE:  # a program: replayed in its sandboxed worker, by V
+                known = {**(sources or {}), **(outcome.sources if outcome else {})}
+                source = known[spec.params["digest"]]
+                limits = config.code.limits if config.code is not None else ProgramLimits()
+                return lambda trees: [s.value for s in score_program(
+                    source, trees, [], config.replay, scale, limits).train]
+            return lambda trees: config.objective.rewards(spec, trees, trees, config.replay,
+                                                          scale)
+        return by_run_interval(rewards(by_id[version_id]), rewards(incumbent), compared,
+                               seed=config.seed)
+
+    pooled_runs = config.pool_branches and config.interval == "run"
     selection = select({c.version_id: [s.value for s in config.split.selected(c.train,
                                                                                c.holdout)]
                         for c in candidates}, incumbent.version_id(),
-                       require_gain=config.require_gain, seed=config.seed)
+                       require_gain=config.require_gain, seed=config.seed,
+                       interval_of=by_run if pooled_runs else None)
     if not (config.crossval and selection.promoted):
         return Choice(tuple(candidates), selection, tuple(events), trials, code=outcome)
     started = time.monotonic()

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dreamrsi.core.episode import StopReason
 from dreamrsi.core.objective import Objective
 from dreamrsi.core.policy import Policy, PolicySpec
 from dreamrsi.core.replay import (
@@ -31,13 +32,22 @@ from dreamrsi.core.replay import (
     replay,
     rotated,
 )
-from dreamrsi.dreaming.quality import Quality, QualityScale, RankQuality, parse_quality
+from dreamrsi.dreaming.quality import (
+    Quality,
+    QualityScale,
+    RankQuality,
+    parse_quality,
+    with_quality,
+)
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import make_policy
 
-SETTINGS_VERSION = 2
+SETTINGS_VERSION = 3
 """The version of :meth:`ReplaySettings.to_json`, carried in it and so in its digest. Version 1
-(stored without a version) lacked ``root_orders`` and ``charge_misses``."""
+(stored without a version) lacked ``root_orders`` and ``charge_misses``; version 2 lacked
+``plan_miss`` (its plans out of support earned the tree's floor)."""
+PLAN_MISSES = ("nothing", "floor")
+"""What a grid plan out of the recorded support earns (``ReplaySettings.plan_miss``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +70,10 @@ class ReplaySettings:
             as an attempt spent: against ``attempt_budget`` and in V's cost term. Off, such
             selections are free, and a policy that goes beyond what was recorded looks
             cheaper in replay than it is online.
+        plan_miss: What a grid plan beyond the recorded support earns: ``nothing`` (the
+            bottom of the quality mode's scale, as the paper has it; raw quality has no
+            bottom and keeps the floor) or ``floor`` (the quality of the tree's lowest valid
+            score, as settings of version 2 and before had it).
     """
 
     workers: int = 2
@@ -70,6 +84,7 @@ class ReplaySettings:
     quality: Quality = RankQuality()
     root_orders: int = 1
     charge_misses: bool = False
+    plan_miss: str = "nothing"
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -84,6 +99,9 @@ class ReplaySettings:
                               "are read with dreaming.quality.parse_quality)", key="quality")
         if self.root_orders < 1:
             raise ConfigError("root_orders must be at least 1", key="root_orders")
+        if self.plan_miss not in PLAN_MISSES:
+            raise ConfigError(f"unknown plan_miss '{self.plan_miss}'", key="plan_miss",
+                              expected=" | ".join(PLAN_MISSES))
 
     def objective(self) -> Objective:
         """The weights of V."""
@@ -94,7 +112,8 @@ class ReplaySettings:
         return {"version": SETTINGS_VERSION, "workers": self.workers,
                 "max_rounds": self.max_rounds, "attempt_budget": self.attempt_budget,
                 "beta1": self.beta1, "beta2": self.beta2, "quality": self.quality.name,
-                "root_orders": self.root_orders, "charge_misses": self.charge_misses}
+                "root_orders": self.root_orders, "charge_misses": self.charge_misses,
+                "plan_miss": self.plan_miss}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReplaySettings:
@@ -110,6 +129,8 @@ class ReplaySettings:
                               f"code (version {SETTINGS_VERSION})", key="version")
         if "quality" in values:
             values["quality"] = parse_quality(values["quality"])
+        if version < 3:
+            values.setdefault("plan_miss", "floor")
         try:
             return cls(**values)
         except TypeError as exc:
@@ -227,7 +248,11 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
                         seed=_seed(tree.tree_id), attempt_budget=settings.attempt_budget,
                         keep_order=keep_order, plan=plan,
                         charge_misses=settings.charge_misses)
-        results.append(quality.scored(result, tree, scale))
+        result = quality.scored(result, tree, scale)
+        if (result.stop is StopReason.PLAN_OUT_OF_SUPPORT and settings.plan_miss == "nothing"
+                and quality.nothing is not None):
+            result = with_quality(result, quality.nothing)
+        results.append(result)
     value = sum(map(objective.value, results)) / len(results)
     return TreeScore(results[0], value, tuple(results[1:]))
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dreamrsi.core.replay import RecordedTree
+from dreamrsi.engine.history import context_runs
 from dreamrsi.errors import ConfigError
 from dreamrsi.store.base import RunRecord, RunStore
 from dreamrsi.store.integrity import check_tree
@@ -82,22 +83,25 @@ def load_history(store: RunStore, task_name: str, task_digest: str,
         if nodes:
             trees.append(RecordedTree.from_nodes(run.run_id, nodes, task_digest=task_digest,
                                                  evaluator_digest=evaluator_digest,
-                                                 start=run.config.get("start_from") or "seed"))
+                                                 start=run.config.get("start_from") or "seed",
+                                                 saw=context_runs(
+                                                     store, run.config.get("context_nodes", ()))))
     return History(task_digest, evaluator_digest, tuple(trees), tuple(excluded))
 
 
 def pool_branches(trees: Sequence[RecordedTree]) -> list[RecordedTree]:
     """Each tree with the branches of every other tree of the same start appended to its own,
     as further children of its root (the next trees first, in the given order, wrapping
-    round).
+    round), except trees whose proposers saw it (history as context: their branches may start
+    from its own elite, which no fresh start of its run could have drawn).
 
     Replay opens the root's children in order, so a policy that opens no more branches than a
     tree holds sees that tree exactly; one that opens more draws the other trees' branches:
     recorded outcomes of fresh starts from the same workspace, which is what opening them
-    online would have drawn, as long as a branch's proposer sees no sibling and nothing of
-    other runs (true while an attempt's context is its chain alone). Chains stay as long
-    as they were recorded. The pooled trees keep their ids. One difference for a policy that
-    opens no more branches than the tree holds: a pooled tree is rarely revealed whole, so if
+    online would have drawn, as long as a branch's proposer sees no sibling and its run did
+    not see this tree. Chains stay as long as they were recorded. The pooled trees keep their
+    ids. One difference for a policy that opens no more branches than the tree holds: a pooled
+    tree is rarely revealed whole, so if
     it asks for more than the chains hold it goes on missing (until K2, or the budget when
     misses are charged) where the tree alone would have ended the replay.
     """
@@ -105,7 +109,8 @@ def pool_branches(trees: Sequence[RecordedTree]) -> list[RecordedTree]:
     pooled = []
     for i, tree in enumerate(trees):
         lenders = [trees[(i + k) % len(trees)] for k in range(1, len(trees))]
-        lenders = [t for t in lenders if t.start == tree.start and t.root_children]
+        lenders = [t for t in lenders if t.start == tree.start and t.root_children
+                   and tree.tree_id not in t.saw]
         pooled.append(_with_branches(tree, lenders) if lenders else tree)
     return pooled
 
@@ -124,7 +129,7 @@ def _with_branches(tree: RecordedTree, lenders: Sequence[RecordedTree]) -> Recor
         offset += max(n.seq for n in lent) + 1
     return RecordedTree.from_nodes(tree.tree_id, nodes, task_digest=tree.task_digest,
                                    evaluator_digest=tree.evaluator_digest, start=tree.start,
-                                   own_size=tree.recorded_size)
+                                   own_size=tree.recorded_size, saw=tree.saw)
 
 
 def hash_order(trees: Sequence[RecordedTree]) -> list[RecordedTree]:

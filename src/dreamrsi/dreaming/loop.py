@@ -1,13 +1,23 @@
 """The recursive loop: explore online with π_t, append the tree, dream, deploy π_{t+1}.
 
-Round t is one run of the task with the deployed policy and the per-round budget (a ceiling: a
-policy may stop early, and unspent attempts are not carried over). In the ``dream`` arm a dream
-over every recorded tree of the task follows each round but the last; in the ``fixed`` arm the
-initial policy stays deployed, so both arms compare on equal terms.
+Round t is one run of the task with the deployed policy. Its proposers see the completed
+history H_{t−1} as context (the best node of each earlier tree; ``history``), in both arms
+alike, while the tree being built stays its own. In the ``dream`` arm a dream over every
+recorded tree of the task follows each round but the last; in the ``fixed`` arm the initial
+policy stays deployed, so the arms differ in the policy alone.
+
+Two budget protocols: per round (``rounds`` rounds, each with the per-round ceiling; what a
+round leaves unspent is lost) and total (``total_budget``: rounds go on, each with the
+per-round ceiling or what is left, until the total is spent, so what a frugal policy leaves
+unspent buys later rounds).
 
 With ``dream_first`` a dream-arm loop on a store that already holds trees of the task (earlier
 runs or loops) dreams over them before round 1, π_1 the incumbent, so the loop starts from what
 those runs taught instead of from π_1 again.
+
+Each round is recorded (its run named) before its run starts and again with the dream that
+followed it, so a killed loop resumes (:func:`resume_loop`): a round whose run did not finish
+is resumed, a missing dream is dreamt, and the loop goes on with the budget it had left.
 """
 
 from __future__ import annotations
@@ -15,7 +25,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -27,20 +37,24 @@ from dreamrsi.dreaming.report import DreamReport
 from dreamrsi.dreaming.select import interval_text
 from dreamrsi.engine.config import (
     ISOLATION_MODES,
+    MAX_HISTORY,
     MAX_SEED,
     RunConfig,
     check_int,
     default_policy,
 )
-from dreamrsi.engine.run import start_run
+from dreamrsi.engine.run import new_run_id, resume_run, start_run
 from dreamrsi.engine.sandboxing import resolve_isolation
-from dreamrsi.errors import ConfigError
+from dreamrsi.errors import ConfigError, NotFound
+from dreamrsi.policies.registry import parse_spec
 from dreamrsi.programs.stored import CODE
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RunStatus, RunStore
 from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
-from dreamrsi.tasks.spec import Task
+from dreamrsi.tasks.spec import Task, load_task
 
 ARMS = ("dream", "fixed")
+DEFAULT_HISTORY = 4
+"""Elites of earlier trees a loop's proposers see by default (``LoopConfig.history``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +62,8 @@ class LoopConfig:
     """Settings of a loop.
 
     Attributes:
-        rounds: Online rounds.
-        per_round_budget: Attempt ceiling of each round.
+        rounds: Online rounds (with ``total_budget``: the most rounds).
+        per_round_budget: Attempt ceiling of each round (and the replay budget of dreams).
         workers: W of every round (and of replay).
         arm: ``dream`` (dream after each round) or ``fixed`` (keep the initial policy).
         seed: Seed of the loop, 0 to ``2**32 - 1`` (its dreams' seed too); round t runs with
@@ -63,6 +77,12 @@ class LoopConfig:
             stops there too); ``None``: run every round.
         dream_first: In the ``dream`` arm, dream over the task's earlier trees before round 1
             (when the store holds any) and deploy that dream's choice in round 1.
+        total_budget: Attempts of the whole loop (``None``: the per-round protocol). Each
+            round may spend the per-round ceiling or what is left, whichever is less, and
+            rounds go on until the total is spent (or ``rounds`` ran, or a round spent
+            nothing).
+        history: Elites of the task's earlier trees each proposer's context names (0: none;
+            the same in both arms).
     """
 
     rounds: int = 5
@@ -76,10 +96,15 @@ class LoopConfig:
     warm_start: bool = False
     target: float | None = None
     dream_first: bool = True
+    total_budget: int | None = None
+    history: int = DEFAULT_HISTORY
 
     def __post_init__(self) -> None:
         for name in ("rounds", "per_round_budget", "workers"):
             check_int(name, getattr(self, name), 1)
+        if self.total_budget is not None:
+            check_int("total_budget", self.total_budget, 1)
+        check_int("history", self.history, 0, MAX_HISTORY)
         check_int("seed", self.seed, 0, MAX_SEED)
         if self.isolation is not None and self.isolation not in ISOLATION_MODES:
             raise ConfigError(f"unknown isolation '{self.isolation}'", key="isolation",
@@ -92,6 +117,11 @@ class LoopConfig:
         if self.arm not in ARMS:
             raise ConfigError(f"unknown arm '{self.arm}'", key="arm", expected=" | ".join(ARMS))
 
+    @property
+    def protocol(self) -> str:
+        """``per-round`` or ``total``."""
+        return "per-round" if self.total_budget is None else "total"
+
     def initial_policy(self) -> PolicySpec:
         """π_1."""
         return self.initial or default_policy(self.per_round_budget, self.workers)
@@ -102,13 +132,37 @@ class LoopConfig:
                            attempt_budget=self.per_round_budget)
         return replace(self.dream, replay=settings)
 
+    def round_budget(self, spent: int) -> int:
+        """The ceiling of the next round, after ``spent`` attempts."""
+        if self.total_budget is None:
+            return self.per_round_budget
+        return max(0, min(self.per_round_budget, self.total_budget - spent))
+
     def to_json(self) -> dict[str, Any]:
         """The settings as loops store them (π_1 by its canonical string)."""
         return {"rounds": self.rounds, "per_round_budget": self.per_round_budget,
                 "workers": self.workers, "arm": self.arm, "seed": self.seed,
                 "initial": self.initial_policy().label(), "isolation": self.isolation,
                 "dream": self.dream.to_json(), "warm_start": self.warm_start,
-                "target": self.target, "dream_first": self.dream_first}
+                "target": self.target, "dream_first": self.dream_first,
+                "total_budget": self.total_budget, "history": self.history}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LoopConfig:
+        """Read stored settings back (a loop stored before a setting existed gets the value it
+        ran with: the per-round protocol, no history).
+
+        Raises:
+            ConfigError: An unknown key or a bad value.
+        """
+        values = {k: v for k, v in data.items() if k != "first_dream"}
+        values["dream"] = DreamConfig.from_json(values.get("dream", {}))
+        values["initial"] = parse_spec(values["initial"]) if values.get("initial") else None
+        values.setdefault("history", 0)
+        try:
+            return cls(**values)
+        except TypeError as exc:
+            raise ConfigError(f"a stored loop config does not fit: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,11 +179,15 @@ class RoundReport:
     best_so_far: float | None
     cumulative_attempts: int
     dream: dict[str, Any] | None = None
+    budget: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class LoopReport:
-    """A finished loop."""
+    """A finished loop.
+
+    ``protocol`` is ``per-round`` or ``total``; ``total_budget`` and ``spent`` say what the
+    loop could and did spend (each round's ceiling is in its report)."""
 
     loop_id: str
     task: str
@@ -139,6 +197,9 @@ class LoopReport:
     seconds: float
     stop: str = "every round ran"
     first_dream: dict[str, Any] | None = None
+    protocol: str = "per-round"
+    total_budget: int | None = None
+    spent: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -165,63 +226,222 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
         raise ConfigError("code dreaming needs a model to write programs", key="code")
     resolve_isolation(task, config.isolation,
                       accept_unisolated_model_code=accept_unisolated_model_code)
-    started = time.monotonic()
     loop_id = "l" + os.urandom(4).hex()
-    policy = config.initial_policy()
-    why = "the initial policy (π_1)"
-    first = _first_dream(store, task, policy, config, author)
+    driver = _Driver(store, task, config, loop_id, observer, accept_unisolated_model_code,
+                     author)
+    first = _first_dream(store, task, driver.policy, config, author)
     if first is not None:
-        policy, why = first.selected, "before round 1, " + _why(first)
+        driver.policy, driver.why = first.selected, "before round 1, " + _why(first)
+    driver.first = first
     loop_json = config.to_json() | {"first_dream": first.dream_id if first else None}
     store.create_loop(LoopRecord(loop_id, task.digest, config.arm, loop_json, "running",
                                  time.time()))
-    reports: list[RoundReport] = []
-    best: float | None = None
-    best_node: str | None = None
-    spent = 0
-    status, stop = "failed", "every round ran"
-    try:
-        for t in range(1, config.rounds + 1):
-            summary = start_run(store, task, RunConfig(
-                budget=config.per_round_budget, workers=config.workers,
-                seed=config.seed * 1000 + t, policy=policy, isolation=config.isolation,
-                start_from=best_node if config.warm_start else None, target=config.target),
-                accept_unisolated_model_code=accept_unisolated_model_code)
-            round_best = None if summary.best is None else summary.best.raw_score
-            if round_best is not None and (best is None or _better(task, round_best, best)):
-                best = round_best
-                best_node = summary.best.node_id if summary.best else None
-            spent += summary.attempts
-            version_id = policy.version_id()
-            store.put_policy(PolicyVersion(
-                version_id, policy, task.digest, created_at=time.time(),
-                code_digest=str(policy.params["digest"]) if policy.name == CODE else None))
-            reached = (config.target is not None and best is not None
-                       and not _better(task, config.target, best))
-            report = None
-            if config.arm == "dream" and t < config.rounds and not reached:
-                report = dream(store, task, policy, config.dream_config(), author=author)
-            store.add_loop_round(LoopRound(loop_id, t, summary.run_id, version_id,
-                                           report.dream_id if report else None))
-            entry = RoundReport(t, summary.run_id, policy.label(), version_id, why,
-                                summary.attempts, round_best, best, spent,
-                                _dream_summary(report))
-            reports.append(entry)
-            if observer is not None:
-                observer(entry)
-            if reached:
-                stop = f"target reached in round {t} ({config.target:g})"
-                break
-            if report is not None:
-                policy, why = report.selected, _why(report)
-        status = "finished"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    finally:
-        store.set_loop_status(loop_id, status)
-    return LoopReport(loop_id, task.name, config.arm, tuple(reports), best,
-                      time.monotonic() - started, stop, _dream_summary(first))
+    return driver.drive()
+
+
+def resume_loop(store: RunStore, loop_id: str, observer: RoundObserver | None = None, *,
+                accept_unisolated_model_code: bool = False,
+                author: PolicyAuthor | None = None) -> LoopReport:
+    """Go on with a loop that stopped before its end (killed, interrupted, failed).
+
+    Its settings are the stored ones. The rounds it recorded are taken as they are: a round
+    whose run did not finish is resumed (:func:`~dreamrsi.engine.run.resume_run`), a round
+    whose dream did not finish is dreamt again, and the loop goes on from the next round with
+    what it had spent counted (under the total protocol, the budget left carries on).
+    ``author``: as :func:`run_loop` takes it, for a loop that dreams with code.
+
+    Raises:
+        ConfigError: The loop finished, or its task changed since it started, or it dreams
+            with code and no agent was given.
+    """
+    record = store.get_loop(loop_id)
+    if record.status == "finished":
+        raise ConfigError(f"loop {record.loop_id} already finished; start a new loop instead")
+    task = load_task(store.get_task(record.task_digest).spec["directory"])
+    if task.digest != record.task_digest:
+        raise ConfigError(f"the task at {task.directory} changed since loop {record.loop_id} "
+                          f"started (digest {record.task_digest[:19]} then, "
+                          f"{task.digest[:19]} now); resuming needs the same task")
+    config = LoopConfig.from_json(record.config)
+    if config.dream.code is not None and author is None and config.arm == "dream":
+        raise ConfigError("code dreaming needs a model to write programs", key="code")
+    resolve_isolation(task, config.isolation,
+                      accept_unisolated_model_code=accept_unisolated_model_code)
+    store.set_loop_status(record.loop_id, "running")
+    driver = _Driver(store, task, config, record.loop_id, observer,
+                     accept_unisolated_model_code, author)
+    first_id = record.config.get("first_dream")
+    if first_id:
+        first = store.get_dream(first_id)
+        driver.policy = store.get_policy(first.selected or first.incumbent).spec
+        driver.why = f"before round 1, chosen by dream {first_id}"
+    return driver.drive(store.loop_rounds(record.loop_id))
+
+
+class _Driver:
+    """The loop's state between rounds: what it spent, its best, the policy to deploy."""
+
+    def __init__(self, store: RunStore, task: Task, config: LoopConfig, loop_id: str,
+                 observer: RoundObserver | None, accept: bool,
+                 author: PolicyAuthor | None = None) -> None:
+        self.store, self.task, self.config, self.loop_id = store, task, config, loop_id
+        self.observer, self.accept, self.author = observer, accept, author
+        self.started = time.monotonic()
+        self.policy = config.initial_policy()
+        self.why = "the initial policy (π_1)"
+        self.first: DreamReport | None = None
+        self.reports: list[RoundReport] = []
+        self.best: float | None = None
+        self.best_node: str | None = None
+        self.spent = 0
+        self.stop = "every round ran"
+
+    def drive(self, recorded: Sequence[LoopRound] = ()) -> LoopReport:
+        """Finish the rounds ``recorded`` before a resume (their runs resumed, their dreams
+        redone if unfinished), then run new rounds until the loop ends; record its status."""
+        c, status = self.config, "failed"
+        try:
+            ended = False
+            for entry in recorded:
+                self.policy = self.store.get_policy(entry.version_id).spec
+                self._finish_run(entry.round, entry.run_id)
+                ended = self.after_run(entry.round, entry.run_id, entry.dream_id)
+                if ended:
+                    break
+            for t in range(len(recorded) + 1, 0 if ended else c.rounds + 1):
+                run_id = new_run_id()
+                self.store.add_loop_round(LoopRound(self.loop_id, t, run_id, self._deploy(),
+                                                    None))
+                self._finish_run(t, run_id)
+                if self.after_run(t, run_id, None):
+                    break
+            status = "finished"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            self.store.set_loop_status(self.loop_id, status)
+        return self.report()
+
+    def _finish_run(self, t: int, run_id: str) -> None:
+        """Run round ``t`` as ``run_id``: start it, or resume it if it started already."""
+        c = self.config
+        try:
+            run = self.store.get_run(run_id)
+        except NotFound:
+            start_run(self.store, self.task, RunConfig(
+                budget=c.round_budget(self.spent), workers=c.workers, seed=c.seed * 1000 + t,
+                policy=self.policy, isolation=c.isolation,
+                start_from=self.best_node if c.warm_start else None, target=c.target,
+                history=c.history), run_id=run_id, accept_unisolated_model_code=self.accept)
+            return
+        if run.status is not RunStatus.FINISHED:
+            resume_run(self.store, run_id, accept_unisolated_model_code=self.accept)
+
+    def after_run(self, t: int, run_id: str, dream_id: str | None) -> bool:
+        """Account round ``t``'s finished run, dream after it (unless ``dream_id`` names the
+        dream already done) and report it; ``True`` when the loop ends with this round."""
+        c, store = self.config, self.store
+        counts = store.counts(run_id)
+        budget = store.get_run(run_id).config.get("budget")
+        node = store.get_node(counts.best_node) if counts.best_node else None
+        round_best = None if node is None else node.raw_score
+        if round_best is not None and (self.best is None or _better(self.task, round_best,
+                                                                    self.best)):
+            self.best, self.best_node = round_best, node.node_id if node else None
+        self.spent += counts.attempts
+        version_id = self._deploy()
+        reached = (c.target is not None and self.best is not None
+                   and not _better(self.task, c.target, self.best))
+        ends = self._ends(t, counts.attempts, reached)
+        outcome = None if dream_id is None else _stored_outcome(store, dream_id)
+        if outcome is None and c.arm == "dream" and not ends:
+            outcome = _Outcome.of(dream(store, self.task, self.policy, c.dream_config(),
+                                        author=self.author))
+        store.add_loop_round(LoopRound(self.loop_id, t, run_id, version_id,
+                                       outcome.dream_id if outcome else None))
+        entry = RoundReport(t, run_id, self.policy.label(), version_id, self.why,
+                            counts.attempts, round_best, self.best, self.spent,
+                            outcome.summary() if outcome else None, budget)
+        self.reports.append(entry)
+        if self.observer is not None:
+            self.observer(entry)
+        if reached:
+            self.stop = f"target reached in round {t} ({c.target:g})"
+        if outcome is not None:
+            self.policy, self.why = outcome.selected, outcome.why
+        return ends
+
+    def _ends(self, t: int, attempts: int, reached: bool) -> bool:
+        c = self.config
+        if reached or (t >= c.rounds and c.total_budget is None):
+            return True
+        if c.total_budget is None:
+            return False
+        if attempts == 0:
+            self.stop = f"round {t} spent no attempt"
+            return True
+        if self.spent >= c.total_budget:
+            self.stop = f"the total budget ({c.total_budget}) is spent"
+            return True
+        if t >= c.rounds:
+            self.stop = (f"every round ran ({c.rounds}); {c.total_budget - self.spent} "
+                         "attempts of the total left")
+            return True
+        return False
+
+    def _deploy(self) -> str:
+        version_id = self.policy.version_id()
+        self.store.put_policy(PolicyVersion(
+            version_id, self.policy, self.task.digest, created_at=time.time(),
+            code_digest=(str(self.policy.params["digest"]) if self.policy.name == CODE
+                         else None)))
+        return version_id
+
+    def report(self) -> LoopReport:
+        c = self.config
+        return LoopReport(self.loop_id, self.task.name, c.arm, tuple(self.reports), self.best,
+                          time.monotonic() - self.started, self.stop,
+                          _dream_summary(self.first), c.protocol, c.total_budget, self.spent)
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What the loop takes from a dream: its choice, and how to say why."""
+
+    dream_id: str
+    selected: PolicySpec
+    promoted: bool
+    reason: str
+    trials: int
+    seconds: float
+    why: str
+    code: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, report: DreamReport) -> _Outcome:
+        return cls(report.dream_id, report.selected, report.promoted, report.reason,
+                   report.trials, report.seconds, _why(report), report.code)
+
+    def summary(self) -> dict[str, Any]:
+        return {"dream_id": self.dream_id, "selected": self.selected.label(),
+                "promoted": self.promoted, "reason": self.reason, "trials": self.trials,
+                "seconds": round(self.seconds, 2),
+                **({} if self.code is None else {"code": self.code})}
+
+
+def _stored_outcome(store: RunStore, dream_id: str) -> _Outcome | None:
+    """A finished dream's decision, from its record (``None`` if it never finished)."""
+    record = store.get_dream(dream_id)
+    if record.report is None or record.selected is None:
+        return None
+    report = record.report
+    verdict = "promoted" if record.promoted else "kept"
+    return _Outcome(dream_id, store.get_policy(record.selected).spec, bool(record.promoted),
+                    str(report.get("reason", "")), int(report.get("trials", 0)),
+                    float(report.get("seconds", 0.0)),
+                    f"{verdict} by dream {dream_id} (before the loop was resumed): "
+                    f"{report.get('reason', '')}")
 
 
 def _first_dream(store: RunStore, task: Task, initial: PolicySpec,
@@ -251,7 +471,7 @@ def _why(report: DreamReport) -> str:
     if report.crossval is not None:
         gate = "" if report.promoted else "a promotion was refused: "
         why += f"; {gate}{report.crossval.summary()}"
-    return why
+    return "; ".join((why, *report.notes))
 
 
 def _dream_summary(report: DreamReport | None) -> dict[str, Any] | None:
@@ -261,4 +481,3 @@ def _dream_summary(report: DreamReport | None) -> dict[str, Any] | None:
             "promoted": report.promoted, "reason": report.reason, "trials": report.trials,
             "seconds": round(report.seconds, 2),
             **({} if report.code is None else {"code": report.code})}
-

@@ -121,16 +121,26 @@ class ReplayValue:
         return {"objective": self.name}
 
 
+PARETO_SCORES = ("deployed", "auc")
+"""What a Pareto-AUC candidate is compared on (``ParetoAUC.scores``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ParetoAUC:
     """The area under each tree's attainment-per-probe frontier over the family's knob.
 
     Attributes:
         lam: λ, the weight of the parallel penalty (rounds per probe over the sweep).
+        scores: What candidates are compared on once the studies chose them: ``deployed``,
+            the V of the spec as it is deployed (its knob at the sweep's best mean V), so the
+            value deployed is the value scored; or ``auc``, the area over the whole sweep
+            (dreams recorded before this setting existed), which scores a knob range while
+            one knob value is deployed.
     """
 
     name: ClassVar[str] = "pareto"
     lam: float = 0.1
+    scores: str = "deployed"
 
     def __post_init__(self) -> None:
         lam = self.lam
@@ -138,6 +148,9 @@ class ParetoAUC:
                 math.isfinite(lam) and lam >= 0):
             raise ConfigError(f"pareto_lam must be finite and non-negative, got {lam!r}",
                               key="pareto_lam")
+        if self.scores not in PARETO_SCORES:
+            raise ConfigError(f"unknown pareto_scores '{self.scores}'", key="pareto_scores",
+                              expected=" | ".join(PARETO_SCORES))
 
     def fixed(self, family: str) -> tuple[str, ...]:
         """The family's knob: the sweep sets it."""
@@ -153,12 +166,16 @@ class ParetoAUC:
                   holdout: Sequence[RecordedTree], settings: ReplaySettings,
                   scale: QualityScale, *, incumbent: bool) -> Candidate:
         """The spec with its knob at the sweep's best mean V (the incumbent as it is), its
-        replays valued by the Pareto-AUC rewards of their trees."""
+        replays valued by V (``deployed``) or by the Pareto-AUC rewards of their trees
+        (``auc``)."""
         on_train = pareto_score(spec, train, settings, self.lam)
-        on_holdout = pareto_score(spec, holdout, settings, self.lam, history=train)
         if not incumbent:  # deploy the knob value with the best mean V on the sweep
             knob = knob_values(spec.name)[0]
             spec = PolicySpec(spec.name, {**spec.params, knob: on_train.best_knob})
+        if self.scores == "deployed":
+            return ReplayValue().candidate(spec, train, holdout, settings, scale,
+                                           incumbent=incumbent)
+        on_holdout = pareto_score(spec, holdout, settings, self.lam, history=train)
         return Candidate(
             spec, _valued(score_policy(spec, train, settings, scale=scale), on_train.values),
             _valued(score_policy(spec, holdout, settings, history=train, scale=scale),
@@ -167,29 +184,33 @@ class ParetoAUC:
     def rewards(self, spec: PolicySpec, trees: Sequence[RecordedTree],
                 history: Sequence[RecordedTree], settings: ReplaySettings,
                 scale: QualityScale) -> list[float]:
-        """The Pareto-AUC reward on each tree."""
+        """The reward on each tree: V of ``spec`` as given (``deployed``), or its Pareto-AUC
+        reward (``auc``)."""
+        if self.scores == "deployed":
+            return ReplayValue().rewards(spec, trees, history, settings, scale)
         return list(pareto_score(spec, trees, settings, self.lam, history=history).values)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"objective": "pareto", "pareto_lam": lam}``."""
-        return {"objective": self.name, "pareto_lam": self.lam}
+        """``{"objective": "pareto", "pareto_lam": lam, "pareto_scores": scores}``."""
+        return {"objective": self.name, "pareto_lam": self.lam, "pareto_scores": self.scores}
 
 
 OBJECTIVES = (ReplayValue.name, ParetoAUC.name)
 """Every objective's name, the default first."""
 
 
-def parse_objective(name: str, pareto_lam: float = 0.1) -> DreamObjective:
+def parse_objective(name: str, pareto_lam: float = 0.1,
+                    pareto_scores: str = "deployed") -> DreamObjective:
     """The objective called ``name`` (``pareto_lam`` is checked whichever it is, since the
     command line takes it either way).
 
     >>> parse_objective("pareto", 0.05)
-    ParetoAUC(lam=0.05)
+    ParetoAUC(lam=0.05, scores='deployed')
 
     Raises:
         ConfigError: An unknown name, or a λ that is not finite and non-negative.
     """
-    pareto = ParetoAUC(pareto_lam)
+    pareto = ParetoAUC(pareto_lam, pareto_scores)
     if name == ParetoAUC.name:
         return pareto
     if name == ReplayValue.name:

@@ -66,10 +66,14 @@ class Quality(Protocol):
         name: The mode's name, as the command line takes it and dreams store it.
         scaled: Whether the mode measures against the history's scores (a
             :class:`QualityScale`).
+        nothing: The quality of a replay that earns nothing (a grid plan out of the
+            recorded support): the bottom of the mode's scale; ``None`` where the scale has
+            no bottom (raw scores), which keeps the tree's floor.
     """
 
     name: ClassVar[str]
     scaled: ClassVar[bool]
+    nothing: ClassVar[float | None]
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
                scale: QualityScale | None) -> ReplayResult:
@@ -84,6 +88,7 @@ class RawQuality:
 
     name: ClassVar[str] = "raw"
     scaled: ClassVar[bool] = False
+    nothing: ClassVar[float | None] = None
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
                scale: QualityScale | None) -> ReplayResult:
@@ -97,6 +102,7 @@ class RelativeQuality:
 
     name: ClassVar[str] = "relative"
     scaled: ClassVar[bool] = False
+    nothing: ClassVar[float | None] = 0.0
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
                scale: QualityScale | None) -> ReplayResult:
@@ -115,6 +121,7 @@ class RankQuality:
 
     name: ClassVar[str] = "rank"
     scaled: ClassVar[bool] = True
+    nothing: ClassVar[float | None] = 0.0
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
                scale: QualityScale | None) -> ReplayResult:
@@ -128,6 +135,7 @@ class RarityQuality:
 
     name: ClassVar[str] = "rarity"
     scaled: ClassVar[bool] = True
+    nothing: ClassVar[float | None] = 0.0
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
                scale: QualityScale | None) -> ReplayResult:

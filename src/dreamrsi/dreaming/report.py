@@ -81,6 +81,8 @@ class DreamReport:
         crossval: The cross-validation of the promotion, when the gate ran.
         code: Code dreaming's revisions and what they cost, when it ran
             (``dreaming.code.CodeOutcome.as_dict``).
+        notes: What the evidence lacked: no holdout (too few trees to split, with the
+            number), a promotion on a single tree. Also at the end of ``reason``.
     """
 
     dream_id: str
@@ -98,6 +100,7 @@ class DreamReport:
     split: Split = Split()
     crossval: CrossValidation | None = None
     code: dict[str, Any] | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def select_on(self) -> Side:
@@ -124,6 +127,7 @@ class DreamReport:
                 "seconds": self.seconds, "excluded_runs": list(self.excluded_runs),
                 "select_on": self.select_on.value,
                 "crossval": None if self.crossval is None else self.crossval.as_dict(),
+                "notes": list(self.notes),
                 **({} if self.code is None else {"code": self.code})}
 
 

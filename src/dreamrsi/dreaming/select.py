@@ -8,7 +8,7 @@ the incumbent only when its interval exists and lies above zero.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,8 +59,13 @@ def paired_interval(candidate: Sequence[float], incumbent: Sequence[float], *,
     return float(low), float(high)
 
 
+Interval = Callable[[str], tuple[float, float] | tuple[None, None]]
+"""A version's interval against the incumbent, computed another way than over trees."""
+
+
 def select(values: Mapping[str, Sequence[float]], incumbent: str, *,
-           require_gain: bool = False, seed: int = 0) -> Selection:
+           require_gain: bool = False, seed: int = 0,
+           interval_of: Interval | None = None) -> Selection:
     """Choose among versions scored on the same trees.
 
     Args:
@@ -68,6 +73,9 @@ def select(values: Mapping[str, Sequence[float]], incumbent: str, *,
         incumbent: The deployed version; it must be among ``values``.
         require_gain: Promote only when the winner's interval against the incumbent is above 0.
         seed: Seed of the bootstrap.
+        interval_of: The leader's interval (when it leads the incumbent), in place of the
+            paired bootstrap over trees (a dream over pooled trees resamples runs:
+            :mod:`dreamrsi.dreaming.by_run`).
 
     Returns:
         The selection; ties keep the incumbent.
@@ -84,6 +92,9 @@ def select(values: Mapping[str, Sequence[float]], incumbent: str, *,
         comparisons.append(Comparison(version_id, float(np.mean(vs)), base_mean, low, high))
     comparisons.sort(key=lambda c: (-c.mean, c.version_id != incumbent, c.version_id))
     best = comparisons[0]
+    if interval_of is not None and best.version_id != incumbent and best.mean > base_mean:
+        best = Comparison(best.version_id, best.mean, base_mean, *interval_of(best.version_id))
+        comparisons[0] = best
     if best.version_id == incumbent or best.mean <= base_mean:
         return Selection(incumbent, incumbent, False, "no candidate beats the incumbent's mean "
                          "replay score", tuple(comparisons))

@@ -112,12 +112,13 @@ class AttemptRunner:
         cancel: Set to stop every attempt in progress (their nodes become ``lost``).
         model: The proposer of an ``llm`` task (default: one built from the task's settings
             and the environment); unused for a ``command`` task.
+        readable: Further folders the proposer may read (the history's workspaces).
     """
 
     def __init__(self, task: Task, repo: WorkspaceRepo, blobs: Blobs, work_root: Path,
                  isolation: IsolationMode, trusted: Path, deadline: float | None = None,
                  cancel: threading.Event | None = None,
-                 model: LlmProposer | None = None) -> None:
+                 model: LlmProposer | None = None, readable: tuple[Path, ...] = ()) -> None:
         self.task = task
         self.repo = repo
         self.blobs = blobs
@@ -127,6 +128,7 @@ class AttemptRunner:
         self.deadline = deadline
         self.cancel = cancel or threading.Event()
         self._constraints = task.constraints
+        self.readable = readable
         self.model = model if model is not None or task.proposer.kind != "llm" \
             else LlmProposer(task, blobs)
 
@@ -222,7 +224,8 @@ class AttemptRunner:
         env = {**base_env(self.task, io), **self._dream_env(spec),
                "DREAM_CONTEXT": str(context_file), "DREAM_COST": str(cost_file)}
         result = self._command(self.task.proposer.command, self.task.proposer.timeout_s, ws,
-                               proposer_isolation(self.task, self.isolation, ws, io), env)
+                               proposer_isolation(self.task, self.isolation, ws, io,
+                                                  self.readable), env)
         if result is None:
             return rec.finish(NodeStatus.LOST, self._cut_reason(), spec.commit, rec.started)
         rec.add_command(Actor.TACTICAL, result, spec.commit)

@@ -16,6 +16,8 @@ MAX_INT = 2**63 - 1
 MAX_SEED = 2**32 - 1
 """The largest seed of a dream or loop (NumPy's and Optuna's samplers take seeds below 2**32);
 the CLI takes 0 to this for every ``--seed``."""
+MAX_HISTORY = 64
+"""The most elites of earlier trees a proposer's context may name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,10 @@ class RunConfig:
             root (a warm start) instead of the seed folder.
         target: Stop as soon as a recorded raw score reaches this value (at or above it when
             the task maximises, at or below when it minimises); ``None``: no target.
+        history: How many elites of the task's earlier trees every proposer's context names
+            (the best node of each earlier run, best first; 0: none, each run on its own).
+        context_nodes: The elites chosen when the run started (set by the engine, reused on
+            resume, so every attempt of the run sees the same history).
     """
 
     budget: int | None = 60
@@ -56,8 +62,11 @@ class RunConfig:
     plan: GridPlan | None = None
     start_from: str | None = None
     target: float | None = None
+    history: int = 0
+    context_nodes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        check_int("history", self.history, 0, MAX_HISTORY)
         for name in ("budget", "max_rounds", "max_tokens", "workers"):
             value = getattr(self, name)
             if value is not None or name == "workers":
@@ -89,6 +98,7 @@ class RunConfig:
         values = dict(data)
         policy = values.pop("policy")
         plan = values.pop("plan", None)
+        values["context_nodes"] = tuple(values.get("context_nodes", ()))
         return cls(policy=PolicySpec.from_json(policy),
                    plan=None if plan is None else GridPlan(**plan), **values)
 

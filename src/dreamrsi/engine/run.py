@@ -29,6 +29,7 @@ from dreamrsi.core.replay import RecordedTree, make_plan, plan_context
 from dreamrsi.core.view import TreeView
 from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, Attempts, AttemptSpec
 from dreamrsi.engine.config import RunConfig
+from dreamrsi.engine.history import choose_elites, prepare_history
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, DreamError, StoreError
 from dreamrsi.policies.registry import make_policy
@@ -98,7 +99,7 @@ def new_run_id() -> str:
 
 def start_run(store: RunStore, task: Task, config: RunConfig,
               observer: RunObserver | None = None, *, policy: Policy | None = None,
-              attempts: Attempts | None = None,
+              attempts: Attempts | None = None, run_id: str | None = None,
               accept_unisolated_model_code: bool = False) -> RunSummary:
     """Start a new run of ``task`` and drive it until a budget ends or the policy stops.
 
@@ -112,6 +113,8 @@ def start_run(store: RunStore, task: Task, config: RunConfig,
             name, and resuming it needs the object again.
         attempts: What runs each attempt (default: the task's commands in the sandbox,
             :class:`~dreamrsi.engine.attempt.AttemptRunner`).
+        run_id: The new run's id (default: a fresh one; a loop names it before the run
+            starts, so a killed loop finds its round's run).
         accept_unisolated_model_code: Let a task whose proposer is a model run with
             isolation ``off`` or ``auto`` (see
             :func:`~dreamrsi.engine.sandboxing.resolve_isolation`).
@@ -129,7 +132,7 @@ def start_run(store: RunStore, task: Task, config: RunConfig,
     policy = policy if policy is not None else built
     assert policy is not None
     try:
-        return _start(store, task, config, policy, observer, attempts, isolation)
+        return _start(store, task, config, policy, observer, attempts, isolation, run_id)
     finally:
         if isinstance(built, ProgramPolicy):
             built.close()
@@ -145,11 +148,13 @@ def _build_policy(store: RunStore, spec: PolicySpec) -> Policy:
 
 def _start(store: RunStore, task: Task, config: RunConfig, policy: Policy,
            observer: RunObserver | None, attempts: Attempts | None,
-           isolation: IsolationMode) -> RunSummary:
+           isolation: IsolationMode, run_id: str | None = None) -> RunSummary:
     plan = _plan(store, task, policy, config)
     if plan is not None:
         config = replace(config, plan=plan)
-    run_id = new_run_id()
+    if config.history and not config.context_nodes:
+        config = replace(config, context_nodes=choose_elites(store, task, config.history))
+    run_id = run_id or new_run_id()
     now = time.time()
     with store.atomic():
         store.put_task(TaskRecord(task.digest, task.name, task.evaluator_digest, task.summary()))
@@ -161,6 +166,10 @@ def _start(store: RunStore, task: Task, config: RunConfig, policy: Policy,
                 Actor.STRATEGIC, f"plan {config.policy.label()}",
                 parsed={"branch_count": plan.branch_count, "refine_count": plan.refine_count,
                         "reason": plan.reason})], run_id=run_id)
+        if config.context_nodes:
+            store.append_ledger(run_id, [LedgerEvent(
+                Actor.STRATEGIC, "history context", args=config.context_nodes,
+                parsed={"elites": list(config.context_nodes)})], run_id=run_id)
     return _Session(store, task, config, policy, store.get_run(run_id), observer,
                     attempts, isolation).execute()
 
@@ -243,9 +252,12 @@ class _Session:
         if config.wall_time_s is not None:
             deadline = self.started + max(0.0, config.wall_time_s - self.elapsed_before)
         self.work_root = store.work_folder
+        self.history_folder = self.work_root / "history"
+        self.history: list[dict[str, Any]] = []
         self.runner: Attempts = attempts or AttemptRunner(
             task, self.repo, store.blobs, self.work_root, isolation, self.work_root / "trusted",
-            deadline, self.cancel)
+            deadline, self.cancel,
+            readable=(self.history_folder,) if config.context_nodes else ())
         self.deadline = deadline
         self.last_beat = 0.0
         self.state = EpisodeState()
@@ -259,6 +271,9 @@ class _Session:
         status, reason = RunStatus.FAILED, StopReason.FAILED.value
         try:
             self._clean_work_folder()
+            if self.config.context_nodes:
+                self.history = prepare_history(self.store, self.config.context_nodes,
+                                               self.history_folder)
             self.runner.prepare()
             self._record_lost_attempts()
             view = self._load_view()
@@ -463,6 +478,7 @@ class _Session:
             "ancestors": [info(n) for n in _recent(chain[:-1])],
             "ancestors_omitted": max(0, len(chain) - 1 - _CONTEXT_ANCESTORS - 1),
             "lessons": [],
+            "history": self.history,
             "budget": {"attempts_left": None if c.budget is None else c.budget - self.state.spent,
                        "tokens_left": None if c.max_tokens is None else c.max_tokens - self.tokens,
                        "cost_left_usd": None if c.max_cost_usd is None

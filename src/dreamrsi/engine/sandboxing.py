@@ -133,10 +133,11 @@ def _isolation(task: Task, mode: IsolationMode, writable: tuple[Path, ...],
                      network=c.network, pass_env=c.pass_env)
 
 
-def proposer_isolation(task: Task, mode: IsolationMode, workspace: Path, io: Path) -> Isolation:
-    """The proposer may write its workspace and io folder; it reads the system and the task's
-    read paths."""
-    return _isolation(task, mode, (workspace, io))
+def proposer_isolation(task: Task, mode: IsolationMode, workspace: Path, io: Path,
+                       readable: tuple[Path, ...] = ()) -> Isolation:
+    """The proposer may write its workspace and io folder; it reads the system, the task's
+    read paths and ``readable`` (the workspaces of the history's elites)."""
+    return _isolation(task, mode, (workspace, io), readable)
 
 
 def evaluator_isolation(task: Task, mode: IsolationMode, io: Path, trusted: Path) -> Isolation:

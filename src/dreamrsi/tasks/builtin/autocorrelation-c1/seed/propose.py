@@ -4,7 +4,9 @@ The task's parameters come from ``params.json``: the inequality, whether the hei
 non-negative (C1) or take any sign (C3), and the length of a fresh branch. Reads the attempt
 context from the JSON file named by ``$DREAM_CONTEXT`` (defaults when absent: seed 0, perturb the
 sequence in place). A child of the root (depth 0) starts a fresh branch from random heights
-(C1: heavy-tailed Gamma(1/2) at n = 600; C3: uniform at n = 400); any deeper attempt applies one
+(C1: heavy-tailed Gamma(1/2) at n = 600; C3: uniform at n = 400), or, when the context names
+elites of earlier trees (``history``), half the time from an elite's sequence with one operator
+applied (its plan names the elite); any deeper attempt applies one
 random operator to the parent's sequence:
 
 * noise: add gaussian noise scaled to the sequence's rms;
@@ -220,12 +222,41 @@ def read_context() -> dict:
         return json.load(fh)
 
 
+def pick_elite(ctx: dict, rng: np.random.Generator) -> dict | None:
+    """An elite of the completed history to start a fresh branch from, or None.
+
+    The context's ``history`` names the best nodes of the task's earlier trees, each with a
+    folder holding its workspace. When it names any, half the fresh branches start from one
+    of them (chosen uniformly), as an agent reading earlier solutions would; without history
+    nothing is drawn, so a run without it is what it always was.
+    """
+    elites = [e for e in ctx.get("history") or [] if isinstance(e, dict)
+              and isinstance(e.get("workspace"), str)]
+    if not elites or rng.random() < 0.5:
+        return None
+    return elites[int(rng.integers(len(elites)))]
+
+
+def elite_name(elite: dict) -> str:
+    """How a plan names the elite it starts from."""
+    score = elite.get("score")
+    shown = f"{score:.10f}" if isinstance(score, int | float) else "unscored"
+    return f"elite {elite.get('node_id')} of run {elite.get('run_id')} ({shown})"
+
+
 def main() -> int:
     ctx = read_context()
     rng = np.random.default_rng(abs(int(ctx.get("seed") or 0)))
     parent = ctx.get("parent") or {}
     a = load_sequence()
-    if a is None or parent.get("depth") == 0:
+    fresh = a is None or parent.get("depth") == 0
+    elite = pick_elite(ctx, rng) if parent.get("depth") == 0 else None
+    from_elite = None if elite is None else load_sequence(os.path.join(elite["workspace"],
+                                                                      SEQUENCE_FILE))
+    if from_elite is not None:
+        start, idea = perturb(from_elite, rng)
+        idea = f"new branch from {elite_name(elite)}: {idea}"
+    elif fresh:
         start, idea = fresh_start(rng)
     else:
         start, idea = perturb(a, rng)

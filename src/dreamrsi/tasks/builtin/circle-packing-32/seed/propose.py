@@ -3,7 +3,9 @@
 N, the number of circles, is the task's parameter, read from ``params.json`` (``{"n": 26}``).
 Reads the attempt context from the JSON file named by ``$DREAM_CONTEXT`` (defaults when absent:
 seed 0, improve the packing in place). A child of the root starts a fresh branch from a random
-layout. Each chain carries its best packing so far in ``chain_best.json``; any deeper attempt
+layout, or, when the context names elites of earlier trees (``history``), half the time from
+an elite's packing with one operator applied (its plan names the elite). Each chain carries
+its best packing so far in ``chain_best.json``; any deeper attempt
 applies one random operator to the better of that and the parent's packing, so a step that
 scores lower is recorded but the chain goes on from its best (basin hopping with greedy
 acceptance). The operators:
@@ -266,6 +268,28 @@ def better(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
     return a
 
 
+def pick_elite(ctx: dict, rng: np.random.Generator) -> dict | None:
+    """An elite of the completed history to start a fresh branch from, or None.
+
+    The context's ``history`` names the best nodes of the task's earlier trees, each with a
+    folder holding its workspace. When it names any, half the fresh branches start from one
+    of them (chosen uniformly), as an agent reading earlier solutions would; without history
+    nothing is drawn, so a run without it is what it always was.
+    """
+    elites = [e for e in ctx.get("history") or [] if isinstance(e, dict)
+              and isinstance(e.get("workspace"), str)]
+    if not elites or rng.random() < 0.5:
+        return None
+    return elites[int(rng.integers(len(elites)))]
+
+
+def elite_name(elite: dict) -> str:
+    """How a plan names the elite it starts from."""
+    score = elite.get("score")
+    shown = f"{score:.10f}" if isinstance(score, int | float) else "unscored"
+    return f"elite {elite.get('node_id')} of run {elite.get('run_id')} ({shown})"
+
+
 def main() -> int:
     ctx = read_context()
     rng = np.random.default_rng(abs(int(ctx.get("seed") or 0)))
@@ -273,8 +297,16 @@ def main() -> int:
     circles = load_packing()
     fresh = parent.get("depth") == 0
     base = circles if fresh else better(circles, load_packing(CHAIN_BEST_FILE))
-    new, idea = propose(base, fresh, rng)
-    if base is not None and base is not circles:
+    elite = pick_elite(ctx, rng) if fresh else None
+    start = None if elite is None else load_packing(os.path.join(elite["workspace"],
+                                                                 PACKING_FILE))
+    if start is not None:
+        fresh, base = False, start
+        new, idea = propose(start, False, rng)
+        idea = f"new branch from {elite_name(elite)}: {idea}"
+    else:
+        new, idea = propose(base, fresh, rng)
+    if base is not None and base is not circles and start is None:
         idea = f"from the chain's best packing ({base[:, 2].sum():.10f}): {idea}"
     print(f"PLAN: {idea}, re-solve with SLSQP, shrink radii to strict feasibility")
     save_packing(new)

@@ -1,0 +1,51 @@
+"""A bootstrap interval that resamples runs, for dreams over pooled trees.
+
+With pooled branches a tree is replayed with the branches of the other trees of its split, so
+one run's lucky branch raises the values of every tree it is lent to: the trees' values are
+not independent, and resampling them as if they were gives intervals that are too narrow.
+Here a resample draws runs (with replacement), pools the distinct runs drawn among
+themselves only, as a dream over just those runs would, and replays the candidate and the
+incumbent on each drawn tree (a run drawn k times counts k times). The interval is the
+spread of the mean difference over the resamples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from dreamrsi.core.replay import RecordedTree
+from dreamrsi.dreaming.history import pool_branches
+
+Rewards = Callable[[Sequence[RecordedTree]], list[float]]
+"""A policy's reward on each of the given (pooled) trees, in order."""
+
+RESAMPLES = 200
+
+
+def by_run_interval(candidate: Rewards, incumbent: Rewards, trees: Sequence[RecordedTree], *,
+                    resamples: int = RESAMPLES, level: float = 0.95,
+                    seed: int = 0) -> tuple[float, float] | tuple[None, None]:
+    """Bootstrap interval of the candidate's mean reward minus the incumbent's, resampling
+    the runs of ``trees`` (unpooled) and pooling each resample anew; ``(None, None)`` for a
+    single run."""
+    trees = list(trees)
+    n = len(trees)
+    if n < 2:
+        return None, None
+    rng = np.random.default_rng(seed)
+    known: dict[tuple[int, ...], dict[int, float]] = {}
+    means = np.empty(resamples)
+    for b in range(resamples):
+        counts = np.bincount(rng.integers(0, n, size=n), minlength=n)
+        drawn = tuple(int(i) for i in np.flatnonzero(counts))
+        diffs = known.get(drawn)
+        if diffs is None:
+            pooled = pool_branches([trees[i] for i in drawn])
+            gains = np.subtract(candidate(pooled), incumbent(pooled))
+            diffs = known[drawn] = dict(zip(drawn, gains.tolist(), strict=True))
+        means[b] = sum(counts[i] * diffs[i] for i in drawn) / n
+    tail = (1.0 - level) / 2
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return float(low), float(high)
