@@ -202,6 +202,27 @@ def test_the_prompt_holds_the_objective_files_feedback_and_history(
     assert "<<<<<<< SEARCH" in system and "PLAN:" in system
 
 
+def test_the_prompt_shows_the_best_programs_of_earlier_runs(
+        llm_task: LlmTaskFactory, store: SqliteRunStore) -> None:
+    """History as context reaches a model: each elite's run, score, plan, feedback, files."""
+    with FakeOpenAI(responder=improve) as server:
+        task_dir = llm_task(server.base_url)
+        first, nodes = run(store, task_dir, budget=3)
+        alone = server.chats[0].user_text()
+        best = max((n for n in nodes if n.valid), key=lambda n: n.raw_score or 0.0)
+        run(store, task_dir, budget=1, history=2)
+        later = server.chats[-1].user_text()
+    assert "None: no earlier run of this task is in this run's context." in alone
+    assert f"Earlier run {first.run_id}, node {best.node_id}: score {best.raw_score:.10g}" \
+        in later
+    assert f"Plan: {best.plan}" in later and best.feedback.strip() in later
+    shown = later.split("Background: the best programs of earlier runs", 1)[1]
+    shown = shown.split("# The program now", 1)[0]
+    assert "### initial_program.py" in shown
+    assert f"    return {best.raw_score!r}" in shown  # the elite's own program
+    assert "evaluate.py" not in shown  # protected files are not shown
+
+
 def test_prompt_templates_from_the_task_directory(llm_task: LlmTaskFactory,
                                                   store: SqliteRunStore,
                                                   server: FakeOpenAI) -> None:

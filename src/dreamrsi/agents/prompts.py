@@ -11,6 +11,9 @@ are inserted once, so text in them that looks like a placeholder stays as it is.
   one), status and plan;
 - ``{{feedback}}``: the parent's evaluator feedback, in a fenced block;
 - ``{{history}}``: one entry per ancestor, root first: depth, score, status, plan, feedback;
+- ``{{elites}}``: the best program of each earlier run of the task that the run's context
+  names (``dreamrsi run --history N``, ``loop --history N``), best first: its run, node,
+  score, plan, feedback and the text of the files the model may edit here;
 - ``{{files}}``: each file the model may edit: its path, then its text in a fenced block;
 - ``{{edit_format}}``: how to write edits (SEARCH/REPLACE blocks, or whole files);
 - ``{{lessons}}``: lessons from the context (``none`` so far);
@@ -32,7 +35,8 @@ from dreamrsi.errors import ConfigError
 __all__ = ["PLACEHOLDERS", "Prompts", "load_prompts"]
 
 PLACEHOLDERS = ("objective", "task_name", "direction", "score", "status", "plan", "feedback",
-                "history", "files", "edit_format", "lessons", "budget", "attempt_id", "round")
+                "history", "elites", "files", "edit_format", "lessons", "budget", "attempt_id",
+                "round")
 _SLOT = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _NAMES = ("system.md", "user.md")
 _MAX_TEMPLATE_BYTES = 64 * 1024
@@ -109,7 +113,8 @@ def _fill(template: str, values: Mapping[str, str]) -> str:
 
 
 def prompt_values(context: Mapping[str, Any], files: Mapping[str, str], notes: Sequence[str],
-                  edit_format: str) -> dict[str, str]:
+                  edit_format: str,
+                  elite_files: Sequence[Mapping[str, str]] = ()) -> dict[str, str]:
     """The value of every placeholder for one attempt.
 
     Args:
@@ -117,6 +122,8 @@ def prompt_values(context: Mapping[str, Any], files: Mapping[str, str], notes: S
         files: The files the model may edit, path -> text.
         notes: What was left out of ``files`` and why.
         edit_format: ``"diff"`` or ``"full"``.
+        elite_files: For each entry of the context's ``history`` (in order), its text of the
+            files in ``files`` that it holds.
     """
     task = context.get("task", {})
     parent = context.get("parent", {})
@@ -129,6 +136,7 @@ def prompt_values(context: Mapping[str, Any], files: Mapping[str, str], notes: S
         "plan": str(parent.get("plan") or "none (the starting program)"),
         "feedback": fenced(str(parent.get("feedback") or "(none)")),
         "history": _history(context),
+        "elites": _elites(context, elite_files),
         "files": _files(files, notes),
         "edit_format": _DIFF if edit_format == "diff" else _FULL,
         "lessons": "\n".join(f"- {lesson}" for lesson in context.get("lessons") or ())
@@ -164,6 +172,22 @@ def _history(context: Mapping[str, Any]) -> str:
                      f"status {node.get('status', '?')}\nPlan: {node.get('plan') or 'none'}\n"
                      f"Feedback:\n{fenced(str(node.get('feedback') or '(none)'))}")
     return "\n\n".join(lines)
+
+
+def _elites(context: Mapping[str, Any], elite_files: Sequence[Mapping[str, str]]) -> str:
+    elites = list(context.get("history") or ())
+    if not elites:
+        return "None: no earlier run of this task is in this run's context."
+    parts = []
+    for n, entry in enumerate(elites):
+        shown = elite_files[n] if n < len(elite_files) else {}
+        text = (f"## Earlier run {entry.get('run_id', '?')}, node {entry.get('node_id', '?')}: "
+                f"score {_score(entry.get('score'))}\nPlan: {entry.get('plan') or 'none'}\n"
+                f"Feedback:\n{fenced(str(entry.get('feedback') or '(none)'))}")
+        for path, body in shown.items():
+            text += f"\n\n### {path}\n\n{fenced(body, _language(path))}"
+        parts.append(text)
+    return "\n\n".join(parts)
 
 
 def _files(files: Mapping[str, str], notes: Sequence[str]) -> str:

@@ -20,7 +20,13 @@ from typing import Any
 
 from dreamrsi.agents.client import ChatResult, ModelCall, ModelClient
 from dreamrsi.agents.edits import Edit, EditError, apply_edits, parse_answer
-from dreamrsi.agents.files import FileProblem, editable_files, path_problem, write_file
+from dreamrsi.agents.files import (
+    FileProblem,
+    editable_files,
+    path_problem,
+    read_file,
+    write_file,
+)
 from dreamrsi.agents.prompts import Prompts, load_prompts, prompt_values
 from dreamrsi.core.model import Artifact, Cost
 from dreamrsi.errors import ConfigError
@@ -101,7 +107,8 @@ class LlmProposer:
         if not files:
             why = "; ".join(notes) or "no text file outside the protected paths"
             return Proposal("error", f"no file to show the model: {why}", None, (), Cost(), ())
-        values = prompt_values(context, files, notes, self.settings.edit_format)
+        values = prompt_values(context, files, notes, self.settings.edit_format,
+                               _elite_files(context, files))
         result = self.client.chat(self._prompts.messages(values),
                                   random.Random(context.get("seed", 0)), deadline=deadline,
                                   cancel=cancel)
@@ -172,6 +179,32 @@ class LlmProposer:
         return LedgerEvent(Actor.TACTICAL, cmd, exit=0 if call.error is None else 1,
                            artifacts=tuple(artifacts),
                            parsed=parsed, duration_ms=call.latency_ms, node_id=node_id)
+
+
+ELITE_FILES_BYTES = 64 * 1024
+"""At most this much text of each earlier run's best program goes into a prompt."""
+
+
+def _elite_files(context: Mapping[str, Any], files: Mapping[str, str]) -> list[dict[str, str]]:
+    """For each elite the context names, its text of the files the model may edit (read
+    without following links, up to :data:`ELITE_FILES_BYTES` per elite; a file it lacks, or
+    that cannot be read safely, is left out)."""
+    out: list[dict[str, str]] = []
+    for entry in context.get("history") or ():
+        shown: dict[str, str] = {}
+        folder = entry.get("workspace") if isinstance(entry, Mapping) else None
+        left = ELITE_FILES_BYTES
+        for rel in files if isinstance(folder, str) else ():
+            try:
+                text = read_file(Path(folder), rel, max_bytes=left)
+            except (FileProblem, OSError):
+                continue
+            shown[rel] = text
+            left -= len(text.encode())
+            if left <= 0:
+                break
+        out.append(shown)
+    return out
 
 
 def _plan(answer: str) -> str | None:
