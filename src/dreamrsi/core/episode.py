@@ -146,6 +146,19 @@ class EpisodeState:
     batch_sizes: list[int] = field(default_factory=list)
 
 
+def _repeated_rounds(size: int, left: int | None, workers: int, charge: bool,
+                     rounds_left: int) -> int:
+    """Rounds after an idle one (a batch of ``size`` that revealed nothing, decided with
+    ``left`` attempts left) in which the policy sees the same slots, so asks for the same
+    batch: every round left when nothing is spent on a miss; with charged misses, those in
+    which at least W attempts are still left (the slots stay W), none if fewer were left."""
+    if not charge or left is None:
+        return rounds_left
+    if left < workers:
+        return 0
+    return min(rounds_left, (left - workers) // size)
+
+
 def run_episode(policy: Policy, view: TreeView, source: ChildSource,
                 settings: EpisodeSettings, *, state: EpisodeState | None = None,
                 should_stop: Callable[[TreeView], StopReason | None] | None = None,
@@ -156,6 +169,14 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
     ask the policy (reset here with a fresh random source) for a batch and check it; cut it to
     the attempts left; stop on an empty batch; extend; stop if nothing was revealed because
     the source has nothing more to give (not a round); else spend and complete the round.
+
+    A round that revealed nothing leaves the view as the policy saw it. A policy that declares
+    ``view_determined`` (see :class:`~dreamrsi.core.policy.Policy`) would then ask for the same
+    batch in every later round while its slots (``min(W, attempts left)``) stay the same, and
+    reveal nothing again: those rounds are counted at once, as misses, without asking it (in
+    replay only: online every entry reveals a node). The counts, the batch sizes and the stop
+    reason are those of playing them one by one; a property test checks it against a loop
+    that plays every round.
 
     Args:
         policy: The policy (its ``reset`` is called once, here).
@@ -178,6 +199,7 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
     policy.reset(PolicyContext(s.task_name, s.workers, s.mode, random.Random(s.seed),
                                s.attempt_budget, s.round_budget, s.plan))
     select, extend, exhausted = policy.select, source.extend, source.exhausted
+    repeats = getattr(policy, "view_determined", False) is True
     workers, attempts, rounds_cap = s.workers, s.attempt_budget, s.round_budget
     name, charge = s.policy_name, s.charge_misses
     # the counts live in locals while the loop runs (a replay plays millions of rounds)
@@ -218,5 +240,16 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
                 st.rounds, st.spent, st.selections, st.revealed = (rounds, spent, selections,
                                                                    revealed)
                 on_round()
+            elif not count and repeats and rounds_cap is not None and should_stop is None:
+                # nothing revealed, so the view is as the policy saw it: it would ask for the
+                # same batch again while its slots stay the same; count those rounds at once
+                idle = _repeated_rounds(len(batch), left, workers, charge, rounds_cap - rounds)
+                if idle:
+                    rounds += idle
+                    selections += idle * len(batch)
+                    if charge and attempts is not None:
+                        spent += idle * len(batch)
+                    sizes += [0] * idle
+                    view.complete_round(idle)
     finally:
         st.rounds, st.spent, st.selections, st.revealed = rounds, spent, selections, revealed

@@ -300,6 +300,6 @@ class TreeView:
             self._index.update((n[0], n) for n in found)
         return found, opened
 
-    def complete_round(self) -> None:
-        """Count one completed decision round."""
-        self._rounds += 1
+    def complete_round(self, count: int = 1) -> None:
+        """Count ``count`` completed decision rounds (one by default)."""
+        self._rounds += count

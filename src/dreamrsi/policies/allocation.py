@@ -32,6 +32,7 @@ class AllocationScore:
 
     name = "allocation"
     KNOB = "lam"
+    view_determined = True  # see core.policy.Policy
     lam: float = param(0.3, low=0.0, search=(0.0, 2.0))
     fresh: float = param(0.5, search=(0.0, 1.0))
     max_branches: int = param(16, low=1, search=(1, 64))

@@ -29,6 +29,7 @@ class FixedRefinement:
 
     name = "fixed"
     KNOB = "refine"
+    view_determined = True  # see core.policy.Policy
     branches: int = param(10, low=1, search=(1, 32))
     refine: int = param(10, low=0, search=(0, 40))
 

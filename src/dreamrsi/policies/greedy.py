@@ -22,6 +22,7 @@ class GreedyBestFirst:
 
     name = "greedy"
     KNOB = "branches"
+    view_determined = True  # see core.policy.Policy
     branches: int = param(4, low=1, search=(1, 32))
     top: int = param(0, low=0, search=(0, 8))
 

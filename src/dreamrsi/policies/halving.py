@@ -40,6 +40,7 @@ class SuccessiveHalving:
 
     name = "halving"
     KNOB = "r0"
+    view_determined = True  # see core.policy.Policy
     n0: int = param(8, low=1, search=(2, 32))
     r0: int = param(2, low=1, search=(1, 10))
     eta: int = param(2, low=2, search=(2, 4))

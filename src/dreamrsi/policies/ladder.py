@@ -41,6 +41,7 @@ class Ladder:
 
     name = "ladder"
     KNOB = "longest"
+    view_determined = True  # see core.policy.Policy
     longest: int = param(64, low=1, search=(1, 200))
     levels: int = param(3, low=1, high=10, search=(1, 6))
 

@@ -31,6 +31,7 @@ class PlannedGrid:
 
     name = "planned"
     KNOB = "stretch"
+    view_determined = True  # see core.policy.Policy
     quantile: float = param(0.75, low=0.0, high=1.0, search=(0.0, 1.0))
     stretch: float = param(1.0, low=0.0, low_open=True, search=(0.5, 2.0))
     min_branches: int = param(1, low=1, search=(1, 16))

@@ -31,6 +31,7 @@ class Stagnation:
 
     name = "stagnation"
     KNOB = "patience"
+    view_determined = True  # see core.policy.Policy
     patience: int = param(5, low=1, search=(1, 20))
     initial: int = param(0, low=0, search=(0, 16))
     max_branches: int = param(32, low=1, search=(1, 64))

@@ -30,6 +30,7 @@ class UCBBranches:
 
     name = "ucb"
     KNOB = "c"
+    view_determined = True  # see core.policy.Policy
     c: float = param(0.5, low=0.0, search=(0.0, 3.0))
     fresh: float = param(0.5, search=(0.0, 1.0))
     max_branches: int = param(16, low=1, search=(1, 64))
