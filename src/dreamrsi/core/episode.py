@@ -15,10 +15,11 @@ the benchmarks use.
 from __future__ import annotations
 
 import random
+import _random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.core.policy import Budget, GridPlan, Mode, Policy, PolicyContext, check_batch
@@ -136,14 +137,62 @@ class EpisodeState:
         spent: Attempts spent under the spending rule.
         selections: Batch entries the policy made, revealing or not.
         revealed: Nodes revealed by this episode (a resumed run's earlier ones excluded).
-        batch_sizes: Nodes revealed in each round this episode played.
+        batch_sizes: Nodes revealed in each round this episode played (``None``: not
+            recorded, for throughput).
     """
 
     rounds: int = 0
     spent: int = 0
     selections: int = 0
     revealed: int = 0
-    batch_sizes: list[int] = field(default_factory=list)
+    batch_sizes: list[int] | None = field(default_factory=list)
+
+
+class _Random(random.Random):
+    """A ``random.Random`` seeded in the usual way (what :class:`_LazyRandom` becomes)."""
+
+
+class _LazyRandom(random.Random):
+    """``random.Random(seed)``, seeded when first used.
+
+    Seeding the Mersenne twister costs several microseconds, which every replay paid for a
+    policy that may never draw a number (none of the built-in families does). The generator's
+    only sources are ``random()`` and ``getrandbits()`` (every other method draws through
+    them) and its state is reached through ``getstate()``, ``setstate()`` and ``seed()``; each
+    seeds it first (once) and turns the object into a plain :class:`_Random`, so later draws
+    cost what they always did (a bound method kept from before waking checks, then draws). ``tests/core/test_episode.py`` checks that the draws equal
+    ``random.Random(seed)``'s.
+    """
+
+    def __init__(self, seed: int) -> None:
+        self._seed_later = seed
+        self.gauss_next = None
+
+    def _wake(self) -> None:
+        if type(self) is _LazyRandom:  # a bound method kept from before may call again
+            _random.Random.seed(self, self._seed_later)
+            del self._seed_later
+            self.__class__ = _Random
+
+    def random(self) -> float:
+        _LazyRandom._wake(self)
+        return _random.Random.random(self)
+
+    def getrandbits(self, k: int, /) -> int:
+        _LazyRandom._wake(self)
+        return _random.Random.getrandbits(self, k)
+
+    def getstate(self) -> tuple[Any, ...]:
+        _LazyRandom._wake(self)
+        return random.Random.getstate(self)
+
+    def setstate(self, state: tuple[Any, ...]) -> None:
+        _LazyRandom._wake(self)
+        random.Random.setstate(self, state)
+
+    def seed(self, a: Any = None, version: int = 2) -> None:
+        _LazyRandom._wake(self)
+        random.Random.seed(self, a, version)
 
 
 def _repeated_rounds(size: int, left: int | None, workers: int, charge: bool,
@@ -196,7 +245,7 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
     """
     s = settings
     st = state if state is not None else EpisodeState()
-    policy.reset(PolicyContext(s.task_name, s.workers, s.mode, random.Random(s.seed),
+    policy.reset(PolicyContext(s.task_name, s.workers, s.mode, _LazyRandom(s.seed),
                                s.attempt_budget, s.round_budget, s.plan))
     select, extend, exhausted = policy.select, source.extend, source.exhausted
     repeats = getattr(policy, "view_determined", False) is True
@@ -233,7 +282,8 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
                 spent += count - sum(1 for node in found if node[6] is _LOST)  # [6]: status
                 if charge:
                     spent += len(batch) - count
-            sizes.append(count)
+            if sizes is not None:
+                sizes.append(count)
             rounds += 1
             view.complete_round()
             if on_round is not None:
@@ -249,7 +299,8 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
                     selections += idle * len(batch)
                     if charge and attempts is not None:
                         spent += idle * len(batch)
-                    sizes += [0] * idle
+                    if sizes is not None:
+                        sizes += [0] * idle
                     view.complete_round(idle)
     finally:
         st.rounds, st.spent, st.selections, st.revealed = rounds, spent, selections, revealed

@@ -191,8 +191,11 @@ class TreeView:
         return iter(self._tips.values())
 
     def stats_of(self, node_id: str) -> Branch:
-        """Statistics of the branch holding ``node_id`` (a non-root node)."""
+        """Statistics of the branch holding ``node_id`` (a non-root node): at once for a leaf
+        or a branch's first node (its id), by walking up the chain for any other."""
         tip = self._tips.get(node_id)
+        if tip is None:
+            tip = self._stats.get(node_id)
         return tip if tip is not None else self._stats[self.branch(node_id)]
 
     def children(self, node_id: str) -> tuple[str, ...]:

@@ -1,8 +1,12 @@
-"""Small helpers shared by the built-in policies. Everything here is O(branches) or better."""
+"""Small helpers shared by the built-in policies. Everything here is O(branches) or better;
+the per-episode bookkeeping (:class:`BranchLog`, :class:`BestRanking`, :class:`OpenChains`)
+is O(log branches) per revealed node, so a round costs what it selects, not the whole tree.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterable, Sequence
 
 from dreamrsi.core.policy import Budget
 from dreamrsi.core.view import Branch, TreeView
@@ -39,6 +43,165 @@ def by_best(view: TreeView) -> list[Branch]:
     ranked = list(view.branch_stats())
     ranked.sort(key=lambda b: (b.best is None, -(b.best or 0.0)))
     return ranked
+
+
+def rank_key(branch: Branch, position: int) -> tuple[bool, float, int]:
+    """The sort key of :func:`by_best` (no score last, best first, earlier-opened first on
+    ties), with the branch's opening position made explicit."""
+    return branch.best is None, -(branch.best or 0.0), position
+
+
+class BranchLog:
+    """What a policy has seen of one episode's view: the branches in opening order and the
+    nodes revealed since its last look.
+
+    Per-episode state of the kind the policy protocol allows: it is rebuilt from the view
+    alone, from scratch whenever it meets a view other than the one it followed (a new
+    episode, a resumed run) and on :meth:`forget` (``reset``).
+    """
+
+    __slots__ = ("_view", "_seen", "ids", "position")
+
+    def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        """Follow no view (the next :meth:`update` starts from the root)."""
+        self._view: TreeView | None = None
+        self._seen = 1
+        self.ids: list[str] = []  # branch ids in opening order
+        self.position: dict[str, int] = {}  # branch id -> opening position
+
+    def update(self, view: TreeView, changes: bool = True) -> tuple[bool, list[Branch]]:
+        """Catch up with ``view``: whether it is a view not followed so far (everything was
+        forgotten), and (with ``changes``) the current statistics of each branch opened or
+        grown since the last call, in reveal order (a branch may appear more than once)."""
+        fresh = view is not self._view
+        if fresh:
+            self.forget()
+            self._view = view
+        new = view.revealed_since(self._seen)
+        if not new:
+            return fresh, []
+        self._seen += len(new)
+        root, ids, position = view.root_id, self.ids, self.position
+        changed = []
+        for node in new:
+            node_id = node.node_id
+            if node.parent_id == root:
+                position[node_id] = len(ids)
+                ids.append(node_id)
+            if changes:
+                changed.append(view.stats_of(node_id))
+        return fresh, changed
+
+
+class BestRanking:
+    """The branches :func:`by_best` ranks, kept sorted as they grow instead of sorted every
+    round (optionally only those ``keep`` accepts, judged on their current statistics).
+
+    Args:
+        keep: Which branches are ranked (default: all).
+    """
+
+    __slots__ = ("log", "_keep", "_keys", "_sorted")
+
+    def __init__(self, keep: Callable[[Branch], bool] | None = None) -> None:
+        self.log = BranchLog()
+        self._keep = keep
+        self._keys: dict[str, tuple[bool, float, int] | None] = {}
+        self._sorted: list[tuple[bool, float, int]] = []
+
+    def forget(self) -> None:
+        """Start again from the next view seen."""
+        self.log.forget()
+        self._keys, self._sorted = {}, []
+
+    def refresh(self, view: TreeView) -> None:
+        """Catch up with the branches opened or grown since the last call."""
+        fresh, changed = self.log.update(view)
+        if fresh:
+            self._keys, self._sorted = {}, []
+        keep, keys, ranked, position = self._keep, self._keys, self._sorted, self.log.position
+        for branch in changed:
+            branch_id = branch.branch_id
+            key = (rank_key(branch, position[branch_id])
+                   if keep is None or keep(branch) else None)
+            old = keys.get(branch_id)
+            if old == key:
+                continue
+            if old is not None:
+                del ranked[bisect_left(ranked, old)]
+            if key is not None:
+                insort(ranked, key)
+            keys[branch_id] = key
+
+    def __len__(self) -> int:
+        return len(self._sorted)
+
+    def top(self, view: TreeView, n: int) -> list[Branch]:
+        """The first ``n`` ranked branches' statistics (call :meth:`refresh` first)."""
+        ids = self.log.ids
+        return [view.stats_of(ids[key[2]]) for key in self._sorted[:n]]
+
+
+class OpenChains:
+    """:func:`refine_then_open`, kept up to date: the branches that may still be unfinished,
+    in opening order. A branch is dropped once finished (finished attempts only grow), so a
+    round looks at the chains it refines and at those that finished since, not at every
+    branch.
+    """
+
+    __slots__ = ("log", "_open", "_lengths")
+
+    def __init__(self) -> None:
+        self.log = BranchLog()
+        self._open: list[int] = []
+        self._lengths: list[int] = []
+
+    def forget(self) -> None:
+        """Start again from the next view seen."""
+        self.log.forget()
+        self._open, self._lengths = [], []
+
+    def select(self, view: TreeView, n: int, length: Callable[[int], int | None],
+               branches: int) -> list[str]:
+        """What :func:`refine_then_open` selects, with ``length(i)`` the attempts the i-th
+        branch is refined to (``None``: past the end of the lengths, never refined)."""
+        fresh, _ = self.log.update(view, changes=False)
+        ids, pending, lengths = self.log.ids, self._open, self._lengths
+        if fresh:
+            pending.clear()
+            lengths.clear()
+        while len(lengths) < len(ids):  # branches opened since: open until they finish
+            i = len(lengths)
+            want = length(i)
+            lengths.append(0 if want is None else want)
+            if want is not None:
+                pending.append(i)
+        batch: list[str] = []
+        if n <= 0:
+            return batch
+        k = 0
+        while k < len(pending):
+            i = pending[k]
+            branch = view.stats_of(ids[i])
+            if branch.finished >= lengths[i]:
+                del pending[k]
+                continue
+            batch.append(branch.tip)
+            if len(batch) >= n:
+                return batch
+            k += 1
+        batch.extend([view.root_id] * max(0, min(branches - view.branch_count(),
+                                                  n - len(batch))))
+        return batch
+
+
+def lengths_of(lengths: Sequence[int]) -> Callable[[int], int | None]:
+    """The i-th of ``lengths`` (``None`` past their end), for :meth:`OpenChains.select`."""
+    count = len(lengths)
+    return lambda i: lengths[i] if i < count else None
 
 
 def refine_then_open(view: TreeView, n: int, lengths: Iterable[int], branches: int) -> list[str]:

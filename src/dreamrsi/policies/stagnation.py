@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
-from dreamrsi.policies._common import by_best, scale, slots
+from dreamrsi.policies._common import BestRanking, scale, slots
 from dreamrsi.policies.params import check_params, param
 
 
@@ -42,19 +42,24 @@ class Stagnation:
         check_params(self)
         self._seen = 0
         self._trace: list[float] = []
+        self._active = BestRanking(keep=lambda b: not self._stalled(b))
 
     def reset(self, context: PolicyContext) -> None:
-        """Forget the best-score trace (rebuilt from the view on the next call)."""
+        """Forget the best-score trace and the ranking of active branches (both rebuilt from
+        the view on the next call)."""
         self._seen = 0
         self._trace = []
+        self._active.forget()
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Extend improving branches; open new ones when all stall; maybe stop."""
         n = slots(budget)
         if n == 0 or self._dried_up(view):
             return []
-        active = [b for b in by_best(view) if not self._stalled(b)]
-        batch = [b.tip for b in active[:n]]
+        ranking = self._active
+        ranking.refresh(view)
+        active = ranking.top(view, n)
+        batch = [b.tip for b in active]
         opened = view.branch_count()
         want = self.initial or budget.workers
         if len(batch) < n and opened < self.max_branches and (not active or opened < want):
