@@ -3,8 +3,10 @@ round chooses, and the episode driver's count of repeated idle rounds equals pla
 
 Each reference below is a family's select as it was written before its bookkeeping became
 incremental: it ranks every branch every round, and it does not declare ``view_determined``, so
-the driver asks it every round. Replays of both on random trees (many branches, tied scores,
-lost attempts, attempts without wall time), with random budgets, must be equal in every part.
+the driver asks it every round (``halving`` kept its rung bookkeeping before: its reference is
+the family itself, asked every round). Replays of both on random trees (many branches, tied
+scores, lost attempts, attempts without wall time or with a negative one), with random budgets,
+must be equal in every part.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dreamrsi.core.replay import RecordedTree, replay
 from dreamrsi.core.view import TreeView
 from dreamrsi.policies import make_policy
 from dreamrsi.policies._common import by_best, gain, refine_then_open, scale, slots
+from dreamrsi.policies.halving import SuccessiveHalving
 from dreamrsi.policies.ladder import chain_lengths
 
 
@@ -149,7 +152,13 @@ class Allocation(Reference):
         return [node_id for _, node_id in actions[:n]]
 
 
-REFERENCES = {"fixed": Fixed, "ladder": Ladder, "planned": Planned, "greedy": Greedy,
+class Halving(SuccessiveHalving):
+    """Unchanged, but asked every round (its bookkeeping was already kept between calls)."""
+
+    view_determined = False
+
+
+REFERENCES = {"halving": Halving, "fixed": Fixed, "ladder": Ladder, "planned": Planned, "greedy": Greedy,
               "stagnation": Stagnation, "ucb": UCB, "allocation": Allocation}
 
 PARAMS = {
@@ -157,6 +166,9 @@ PARAMS = {
                                     "refine": st.integers(0, 8)}),
     "ladder": st.fixed_dictionaries({"longest": st.integers(1, 12), "levels": st.integers(1, 5)}),
     "planned": st.fixed_dictionaries({}),
+    "halving": st.fixed_dictionaries({"n0": st.integers(1, 12), "r0": st.integers(1, 4),
+                                      "eta": st.integers(2, 3), "brackets": st.integers(1, 3),
+                                      "finish": st.booleans()}),
     "greedy": st.fixed_dictionaries({"branches": st.integers(1, 30), "top": st.integers(0, 4)}),
     "stagnation": st.fixed_dictionaries({"patience": st.integers(1, 5),
                                          "initial": st.integers(0, 6),
@@ -182,13 +194,14 @@ def bushy_trees(draw: st.DrawFn) -> list[Node]:
     tips: list[int] = []
     share = draw(st.sampled_from([0.1, 0.3, 0.6]))
     scores = st.none() | st.sampled_from([0.1, 0.2, 0.5, 0.8]) | st.floats(-1, 2)
-    walls = st.sampled_from([0]) | st.integers(0, 3) | st.integers(100, 5000)
-    wall_kind = draw(walls)
+    wall_kind = draw(st.sampled_from(["none", "small", "large", "odd"]))
+    wall_of = {"none": st.just(0), "small": st.integers(0, 3), "large": st.integers(1, 5000),
+               "odd": st.integers(-3, 3)}[wall_kind]
     for seq in range(1, draw(st.integers(1, 90)) + 1):
         score = draw(scores)
         status = (NodeStatus.LOST if score is None and draw(st.booleans())
                   else NodeStatus.OK if score is not None else NodeStatus.INVALID)
-        wall = draw(st.integers(0, 3)) if wall_kind < 100 else draw(st.integers(1, 5000))
+        wall = draw(wall_of)
         plan = draw(st.sampled_from(["a", "b", None]))
         if not tips or draw(st.floats(0, 1)) < share:
             parent = 0

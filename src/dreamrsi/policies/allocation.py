@@ -109,10 +109,13 @@ class _Ranked:
     reach the W best. Branches without wall time score their key exactly and are kept
     sorted by it. Every candidate is scored by :meth:`AllocationScore.score` itself, and
     ties are broken by opening order, so the choice is the one ranking every branch makes.
-    Everything is keyed again when the span moves (the view's best improved).
+    Everything is keyed again when the span moves (the view's best improved). Once any
+    attempt's wall time is negative or not finite (a tree no engine records), the bound no
+    longer holds and every branch is scored every round.
     """
 
-    __slots__ = ("policy", "log", "_span", "_timed", "_untimed", "_keys", "_wall", "_exact")
+    __slots__ = ("policy", "log", "_span", "_timed", "_untimed", "_keys", "_wall", "_exact",
+                 "_odd")
 
     def __init__(self, policy: AllocationScore) -> None:
         self.policy = policy
@@ -127,6 +130,7 @@ class _Ranked:
         self._keys: dict[str, tuple[bool, tuple[float, int]]] = {}
         self._wall = 0  # wall time of every revealed attempt (an int while all are)
         self._exact = True
+        self._odd = False  # a wall time below 0 or not finite: score every branch
 
     def _key(self, branch: Branch, place: int, span: float) -> tuple[bool, tuple[float, int]]:
         if not branch.wall_ms:
@@ -143,12 +147,13 @@ class _Ranked:
     def refresh(self, view: TreeView, span: float) -> None:
         fresh, changed = self.log.update(view)
         if fresh:
-            self._span, self._wall, self._exact = None, 0, True
+            self._span, self._wall, self._exact, self._odd = None, 0, True, False
             self._timed, self._untimed, self._keys = [], [], {}
         position, keys = self.log.position, self._keys
         for node in view.revealed_since(len(view) - len(changed)) if changed else ():
             wall = node.cost.wall_ms
             self._exact = self._exact and type(wall) is int
+            self._odd = self._odd or not 0 <= wall < math.inf
             self._wall += wall
         if span != self._span:  # every key moves: key them all again
             self._span = span
@@ -180,6 +185,9 @@ class _Ranked:
              mean_cost: float) -> list[tuple[float, int, str]]:
         """The branches that may be among the ``n`` best, scored: ``(score, place, tip)``."""
         policy, ids = self.policy, self.log.ids
+        if self._odd:
+            return [(policy.score(b, span, mean_cost), place, b.tip)
+                    for place, b in enumerate(map(view.stats_of, ids))]
         found: list[tuple[float, int, str]] = []
         top: list[float] = []
         for _, place in self._untimed[:n]:
