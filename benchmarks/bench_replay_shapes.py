@@ -11,9 +11,10 @@ log(seconds per replay) on log(nodes revealed per replay) over the three sizes, 
 With ``--baseline REV`` the same cells are measured, in the same run and interleaved cell by
 cell, on the code of commit REV (its ``src/`` unpacked into a temporary folder by
 ``git archive``), each side in its own process on one core. A baseline replay that takes more
-than ``--cap`` CPU seconds is stopped and reported as such. With ``--peer PYTHON`` a peer
-library's replay, run by that interpreter (``_peer_replay.py``), is measured on the same bushy
-trees where it installs.
+than ``--cap`` CPU seconds is stopped and reported as such. No peer is measured: the peer
+libraries (``openevolve``, ``shinka-evolve`` on PyPI) install, but neither replays a recorded
+tree under an exploration policy (they keep a program database and sample parents from it), so
+there is no peer replay to time on these trees.
 
 With ``--callgrind`` each side instead replays a fixed set of cells once under
 ``valgrind --tool=callgrind`` and the instruction counts per revealed node are compared:
