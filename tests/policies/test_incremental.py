@@ -24,7 +24,14 @@ from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.replay import RecordedTree, replay
 from dreamrsi.core.view import TreeView
 from dreamrsi.policies import make_policy
-from dreamrsi.policies._common import by_best, gain, refine_then_open, scale, slots
+from dreamrsi.policies._common import (
+    Scale,
+    by_best,
+    gain,
+    refine_then_open,
+    scale,
+    slots,
+)
 from dreamrsi.policies.halving import SuccessiveHalving
 from dreamrsi.policies.ladder import chain_lengths
 
@@ -233,3 +240,17 @@ def test_incremental_policies_choose_what_ranking_everything_chooses(
     theirs = replay(REFERENCES[family](**params), tree, workers=workers, max_rounds=k2,
                     seed=seed, attempt_budget=budget, plan=plan, charge_misses=charge)
     assert ours == theirs
+
+
+@settings(max_examples=100, deadline=None)
+@given(nodes=bushy_trees(), every=st.integers(1, 4))
+def test_scale_kept_up_to_date_equals_scale(nodes: list[Node], every: int) -> None:
+    view, kept = TreeView(nodes[0]), Scale()
+    for i, node in enumerate(nodes[1:]):
+        view.reveal(node)
+        if i % every == 0:
+            assert kept.of(view) == scale(view)
+    assert kept.of(view) == scale(view)
+    other = TreeView(nodes[0])  # a view it has not followed: starts again
+    assert kept.of(other) == scale(other) == (0.0 if nodes[0].score is None
+                                             else nodes[0].score, 1e-12)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
-from dreamrsi.policies._common import BranchLog, FirstGains, scale, slots
+from dreamrsi.policies._common import BranchLog, FirstGains, Scale, slots
 from dreamrsi.policies.params import check_params, param
 
 
@@ -43,12 +43,14 @@ class AllocationScore:
         check_params(self)
         self._ranked = _Ranked(self)
         self._firsts = FirstGains()
+        self._scale = Scale()
 
     def reset(self, context: PolicyContext) -> None:
         """Forget the ranking's bookkeeping (decisions depend on the view alone; it is
         rebuilt from it)."""
         self._ranked.forget()
         self._firsts.forget()
+        self._scale.forget()
 
     def score(self, branch: Branch, span: float, mean_cost: float) -> float:
         """The allocation score of extending ``branch``."""
@@ -70,7 +72,7 @@ class AllocationScore:
         n = slots(budget)
         if n == 0:
             return []
-        base, span = scale(view)
+        base, span = self._scale.of(view)
         ranked = self._ranked
         ranked.refresh(view, span)
         mean_cost = ranked.mean_cost(view)

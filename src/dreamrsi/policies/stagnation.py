@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
-from dreamrsi.policies._common import BestRanking, scale, slots
+from dreamrsi.policies._common import BestRanking, Scale, slots
 from dreamrsi.policies.params import check_params, param
 
 
@@ -43,6 +43,7 @@ class Stagnation:
         self._seen = 0
         self._trace: list[float] = []
         self._active = BestRanking(keep=lambda b: not self._stalled(b))
+        self._scale = Scale()
 
     def reset(self, context: PolicyContext) -> None:
         """Forget the best-score trace and the ranking of active branches (both rebuilt from
@@ -50,6 +51,7 @@ class Stagnation:
         self._seen = 0
         self._trace = []
         self._active.forget()
+        self._scale.forget()
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Extend improving branches; open new ones when all stall; maybe stop."""
@@ -85,5 +87,5 @@ class Stagnation:
         self._seen = view.size
         if self.min_gain <= 0 or len(trace) <= self.window:
             return False
-        _, span = scale(view)
+        _, span = self._scale.of(view)
         return (trace[-1] - trace[-1 - self.window]) / self.window / span < self.min_gain

@@ -11,7 +11,7 @@ from typing import Any
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import BranchLog, FirstGains, gain, scale, slots
+from dreamrsi.policies._common import BranchLog, FirstGains, Scale, gain, slots
 from dreamrsi.policies.params import check_params, param
 
 
@@ -42,12 +42,14 @@ class UCBBranches:
         check_params(self)
         self._arms = _LengthGroups()
         self._firsts = FirstGains()
+        self._scale = Scale()
 
     def reset(self, context: PolicyContext) -> None:
         """Forget the arms' bookkeeping (decisions depend on the view alone; the groups are
         rebuilt from it)."""
         self._arms.forget()
         self._firsts.forget()
+        self._scale.forget()
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Play the W arms with the highest upper bounds.
@@ -60,7 +62,7 @@ class UCBBranches:
         n = slots(budget)
         if n == 0:
             return []
-        base, span = scale(view)
+        base, span = self._scale.of(view)
         log_t = math.log(view.size + 1)
         arms = self._arms
         arms.refresh(view)
