@@ -58,7 +58,6 @@ def _child() -> None:
 
     sys.path.insert(0, str(HERE))
     from _shapes import bushy_tree, chain_tree, family_specs
-
     from dreamrsi.core.policy import GridPlan
     from dreamrsi.core.replay import replay
     from dreamrsi.policies import make_policy
@@ -118,7 +117,6 @@ def _callgrind_child(cells: list[dict[str, Any]], reps: int) -> None:
     callgrind twice, with two counts of replays: the difference is the replays' alone)."""
     sys.path.insert(0, str(HERE))
     from _shapes import bushy_tree, chain_tree, family_specs
-
     from dreamrsi.core.policy import GridPlan
     from dreamrsi.core.replay import replay
     from dreamrsi.policies import make_policy
@@ -320,8 +318,9 @@ def run_callgrind(args: argparse.Namespace) -> str:
                     f"{shown} |")
     note = (f"Instructions (valgrind callgrind, `Ir`) of one replay per cell at "
             f"{args.callgrind_size:,} nodes (three replays less one, halved: tree building and "
-            "start-up cancel out), per node revealed" + (f"; in brackets commit {args.baseline} and the ratio before/after"
-                          if args.baseline else "") + ". Deterministic: the same counts on a "
+            "start-up cancel out), per node revealed"
+            + (f"; in brackets commit {args.baseline} and the ratio before/after"
+               if args.baseline else "") + ". Deterministic: the same counts on a "
             "busy machine.")
     return "\n".join(rows) + f"\n\n{note}"
 

@@ -165,8 +165,8 @@ class Halving(SuccessiveHalving):
     view_determined = False
 
 
-REFERENCES = {"halving": Halving, "fixed": Fixed, "ladder": Ladder, "planned": Planned, "greedy": Greedy,
-              "stagnation": Stagnation, "ucb": UCB, "allocation": Allocation}
+REFERENCES = {"halving": Halving, "fixed": Fixed, "ladder": Ladder, "planned": Planned,
+              "greedy": Greedy, "stagnation": Stagnation, "ucb": UCB, "allocation": Allocation}
 
 PARAMS = {
     "fixed": st.fixed_dictionaries({"branches": st.integers(1, 30),

@@ -14,8 +14,8 @@ the benchmarks use.
 
 from __future__ import annotations
 
-import random
 import _random
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -160,8 +160,8 @@ class _LazyRandom(random.Random):
     only sources are ``random()`` and ``getrandbits()`` (every other method draws through
     them) and its state is reached through ``getstate()``, ``setstate()`` and ``seed()``; each
     seeds it first (once) and turns the object into a plain :class:`_Random`, so later draws
-    cost what they always did (a bound method kept from before waking checks, then draws). ``tests/core/test_episode.py`` checks that the draws equal
-    ``random.Random(seed)``'s.
+    cost what they always did (a bound method kept from before waking checks, then draws).
+    ``tests/core/test_episode.py`` checks that the draws equal ``random.Random(seed)``'s.
     """
 
     def __init__(self, seed: int) -> None:
@@ -172,7 +172,7 @@ class _LazyRandom(random.Random):
         if type(self) is _LazyRandom:  # a bound method kept from before may call again
             _random.Random.seed(self, self._seed_later)
             del self._seed_later
-            self.__class__ = _Random
+            self.__class__ = _Random  # type: ignore[assignment]  # a subclass of Random
 
     def random(self) -> float:
         _LazyRandom._wake(self)

@@ -9,6 +9,7 @@ replay never rebuilds the visible set.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import Self
 
 from dreamrsi.core.model import Node, NodeStatus
@@ -95,7 +96,8 @@ class TreeView:
         root: The root node (the evaluated seed workspace).
     """
 
-    __slots__ = ("_root", "_root_id", "_index", "_tips", "_stats", "_best", "_rounds", "_order")
+    __slots__ = ("_root", "_root_id", "_index", "_tips", "_stats", "_best", "_rounds", "_order",
+                 "_table")
 
     def __init__(self, root: Node) -> None:
         if root.parent_id is not None:
@@ -105,6 +107,7 @@ class TreeView:
         self._index: dict[str, Node] | None = None  # id -> node, built when first asked
         self._tips: dict[str, Branch] = {}
         self._stats: dict[str, Branch] = {}
+        self._table = MappingProxyType(self._stats)
         self._best: Node | None = root if root.score is not None else None
         self._rounds = 0
         self._order: list[Node] = [root]
@@ -185,6 +188,12 @@ class TreeView:
     def branch_stats(self) -> Iterator[Branch]:
         """Statistics of every revealed branch, in the order the branches were opened."""
         return iter(self._stats.values())
+
+    def branch_table(self) -> MappingProxyType[str, Branch]:
+        """Statistics of every revealed branch by branch id, in opening order: a read-only
+        mapping that follows the view (ask once, look up many; one lookup per branch for a
+        policy that keeps branch ids)."""
+        return self._table
 
     def leaf_stats(self) -> Iterator[Branch]:
         """The same statistics, in the order of :meth:`leaves` (each branch has one leaf)."""

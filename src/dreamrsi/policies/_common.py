@@ -6,8 +6,9 @@ is O(log branches) per revealed node, so a round costs what it selects, not the 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from heapq import heappop, heappush
 from collections.abc import Callable, Iterable, Sequence
+from heapq import heappop, heappush
+from itertools import islice
 
 from dreamrsi.core.policy import Budget
 from dreamrsi.core.view import Branch, TreeView
@@ -96,47 +97,66 @@ def rank_key(branch: Branch, position: int) -> tuple[bool, float, int]:
 
 
 class BranchLog:
-    """What a policy has seen of one episode's view: the branches in opening order and the
-    nodes revealed since its last look.
+    """What a policy has seen of one episode's view: the branches in opening order and (with
+    ``changes``) the branches grown since its last look.
 
     Per-episode state of the kind the policy protocol allows: it is rebuilt from the view
     alone, from scratch whenever it meets a view other than the one it followed (a new
     episode, a resumed run) and on :meth:`forget` (``reset``).
+
+    Args:
+        changes: Report the branches opened or grown at each :meth:`update` (without, a log
+            follows only which branches opened, at a cost per new branch, not per new node).
     """
 
-    __slots__ = ("_view", "_seen", "ids", "position")
+    __slots__ = ("_changes", "_view", "_seen", "_branch_of", "ids", "position")
 
-    def __init__(self) -> None:
+    def __init__(self, changes: bool = True) -> None:
+        self._changes = changes
         self.forget()
 
     def forget(self) -> None:
         """Follow no view (the next :meth:`update` starts from the root)."""
         self._view: TreeView | None = None
         self._seen = 1
+        self._branch_of: dict[str | None, str] = {}  # a branch's tip when last seen -> its id
         self.ids: list[str] = []  # branch ids in opening order
         self.position: dict[str, int] = {}  # branch id -> opening position
 
-    def update(self, view: TreeView, changes: bool = True) -> tuple[bool, list[Branch]]:
+    def update(self, view: TreeView) -> tuple[bool, list[Branch]]:
         """Catch up with ``view``: whether it is a view not followed so far (everything was
         forgotten), and (with ``changes``) the current statistics of each branch opened or
-        grown since the last call, in reveal order (a branch may appear more than once)."""
+        grown since the last call, once per node revealed since, in reveal order (a branch
+        grown twice appears twice)."""
         fresh = view is not self._view
         if fresh:
             self.forget()
             self._view = view
+        ids, position = self.ids, self.position
+        if not self._changes:
+            self._seen = len(view)
+            opened = view.branch_count() - len(ids)
+            if opened:  # the newest branches are the table's last keys
+                for branch_id in reversed(list(islice(reversed(view.branch_table()), opened))):
+                    position[branch_id] = len(ids)
+                    ids.append(branch_id)
+            return fresh, []
         new = view.revealed_since(self._seen)
         if not new:
             return fresh, []
         self._seen += len(new)
-        root, ids, position = view.root_id, self.ids, self.position
+        root, branch_of, table = view.root_id, self._branch_of, view.branch_table()
         changed = []
         for node in new:
-            node_id = node.node_id
-            if node.parent_id == root:
+            node_id, parent_id = node.node_id, node.parent_id
+            if parent_id == root:
+                branch_id = node_id
                 position[node_id] = len(ids)
                 ids.append(node_id)
-            if changes:
-                changed.append(view.stats_of(node_id))
+            else:  # the parent was its branch's tip (a view's branches are chains)
+                branch_id = branch_of.pop(parent_id)
+            branch_of[node_id] = branch_id
+            changed.append(table[branch_id])
         return fresh, changed
 
 
@@ -186,7 +206,8 @@ class BestRanking:
     def top(self, view: TreeView, n: int) -> list[Branch]:
         """The first ``n`` ranked branches' statistics (call :meth:`refresh` first)."""
         ids = self.log.ids
-        return [view.stats_of(ids[key[2]]) for key in self._sorted[:n]]
+        table = view.branch_table()
+        return [table[ids[key[2]]] for key in self._sorted[:n]]
 
 
 class OpenChains:
@@ -199,7 +220,7 @@ class OpenChains:
     __slots__ = ("log", "_open", "_lengths")
 
     def __init__(self) -> None:
-        self.log = BranchLog()
+        self.log = BranchLog(changes=False)
         self._open: list[int] = []
         self._lengths: list[int] = []
 
@@ -212,7 +233,7 @@ class OpenChains:
                branches: int) -> list[str]:
         """What :func:`refine_then_open` selects, with ``length(i)`` the attempts the i-th
         branch is refined to (``None``: past the end of the lengths, never refined)."""
-        fresh, _ = self.log.update(view, changes=False)
+        fresh, _ = self.log.update(view)
         ids, pending, lengths = self.log.ids, self._open, self._lengths
         if fresh:
             pending.clear()
@@ -226,17 +247,19 @@ class OpenChains:
         batch: list[str] = []
         if n <= 0:
             return batch
-        k = 0
-        while k < len(pending):
-            i = pending[k]
-            branch = view.stats_of(ids[i])
+        table, done = view.branch_table(), []
+        for k, i in enumerate(pending):
+            branch = table[ids[i]]
             if branch.finished >= lengths[i]:
-                del pending[k]
+                done.append(k)
                 continue
             batch.append(branch.tip)
             if len(batch) >= n:
-                return batch
-            k += 1
+                break
+        for k in reversed(done):
+            del pending[k]
+        if len(batch) >= n:
+            return batch
         batch.extend([view.root_id] * max(0, min(branches - view.branch_count(),
                                                   n - len(batch))))
         return batch
@@ -294,9 +317,9 @@ class FirstGains:
         of ``view`` in opening order)."""
         if self._scale != (base, span):
             self._scale, self._upto, self._total, self._valid = (base, span), 0, 0.0, 0
-        total, valid = self._total, self._valid
+        total, valid, table = self._total, self._valid, view.branch_table()
         for i in range(self._upto, len(ids)):
-            first = view.stats_of(ids[i]).first_score
+            first = table[ids[i]].first_score
             if first is not None:
                 total += (first - base) / span
                 valid += 1

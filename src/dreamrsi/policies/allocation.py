@@ -160,7 +160,8 @@ class _Ranked:
         if span != self._span:  # every key moves: key them all again
             self._span = span
             ids = self.log.ids
-            entries = [self._key(view.stats_of(b), i, span) for i, b in enumerate(ids)]
+            table = view.branch_table()
+            entries = [self._key(table[b], i, span) for i, b in enumerate(ids)]
             self._keys = dict(zip(ids, entries, strict=True))
             self._timed = sorted(k for timed, k in entries if timed)
             self._untimed = sorted(k for timed, k in entries if not timed)
@@ -189,11 +190,12 @@ class _Ranked:
         policy, ids = self.policy, self.log.ids
         if self._odd:
             return [(policy.score(b, span, mean_cost), place, b.tip)
-                    for place, b in enumerate(map(view.stats_of, ids))]
+                    for place, b in enumerate(map(view.branch_table().__getitem__, ids))]
         found: list[tuple[float, int, str]] = []
         top: list[float] = []
+        table = view.branch_table()
         for _, place in self._untimed[:n]:
-            branch = view.stats_of(ids[place])
+            branch = table[ids[place]]
             value = policy.score(branch, span, mean_cost)
             found.append((value, place, branch.tip))
             _keep(top, n, value)
@@ -201,7 +203,7 @@ class _Ranked:
         for negative, place in self._timed:
             if len(top) == n and -negative * bound < top[0]:
                 break
-            branch = view.stats_of(ids[place])
+            branch = table[ids[place]]
             value = policy.score(branch, span, mean_cost)
             found.append((value, place, branch.tip))
             _keep(top, n, value)

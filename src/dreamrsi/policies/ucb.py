@@ -82,13 +82,13 @@ class UCBBranches:
         best = view.best
         ceiling = 0.0 if best is None or best.score is None else max(
             0.0, (best.score - base) / span)
-        ids = arms.log.ids
+        ids, table = arms.log.ids, view.branch_table()
         for length in arms.lengths:
             bonus = c * math.sqrt(log_t / length)
             if len(top) == n and ceiling + bonus < top[0]:
                 break
             for key in arms.groups[length]:
-                branch = view.stats_of(ids[key[-1]])
+                branch = table[ids[key[-1]]]
                 value = gain(branch, base, span) + bonus
                 if len(top) == n and value < top[0]:
                     break
@@ -151,9 +151,9 @@ class _LengthGroups:
                 if not group:
                     del groups[old[0]]
                     del self.lengths[bisect_left(self.lengths, old[0])]
-            group = groups.get(branch.length)
-            if group is None:
-                group = groups[branch.length] = []
+            members = groups.get(branch.length)
+            if members is None:
+                members = groups[branch.length] = []
                 insort(self.lengths, branch.length)
-            insort(group, key)
+            insort(members, key)
             keys[branch_id] = entry
