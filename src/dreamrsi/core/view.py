@@ -97,7 +97,7 @@ class TreeView:
     """
 
     __slots__ = ("_root", "_root_id", "_index", "_tips", "_stats", "_best", "_rounds", "_order",
-                 "_table")
+                 "_table", "_leaf_table")
 
     def __init__(self, root: Node) -> None:
         if root.parent_id is not None:
@@ -108,6 +108,7 @@ class TreeView:
         self._tips: dict[str, Branch] = {}
         self._stats: dict[str, Branch] = {}
         self._table = MappingProxyType(self._stats)
+        self._leaf_table = MappingProxyType(self._tips)
         self._best: Node | None = root if root.score is not None else None
         self._rounds = 0
         self._order: list[Node] = [root]
@@ -194,6 +195,11 @@ class TreeView:
         mapping that follows the view (ask once, look up many; one lookup per branch for a
         policy that keeps branch ids)."""
         return self._table
+
+    def leaf_table(self) -> MappingProxyType[str, Branch]:
+        """The same statistics by leaf id (a branch's tip), in the order of :meth:`leaves`:
+        a read-only mapping that follows the view."""
+        return self._leaf_table
 
     def leaf_stats(self) -> Iterator[Branch]:
         """The same statistics, in the order of :meth:`leaves` (each branch has one leaf)."""

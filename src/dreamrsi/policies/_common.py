@@ -8,12 +8,15 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Sequence
 from heapq import heappop, heappush
-from itertools import islice
+from itertools import count, islice
+from operator import attrgetter
 
+from dreamrsi.core.model import Node
 from dreamrsi.core.policy import Budget
 from dreamrsi.core.view import Branch, TreeView
 
 _TINY = 1e-12
+_NODE_ID = attrgetter("node_id")
 
 
 def slots(budget: Budget) -> int:
@@ -58,12 +61,12 @@ class Scale:
         """What ``scale(view)`` returns."""
         if view.root.score is not None:
             return scale(view)
-        fresh, changed = self.log.update(view)
-        heap, bests, position = self._heap, self._bests, self.log.position
-        if fresh:
+        heap, bests = self._heap, self._bests
+        if self.log.update(view):
             heap.clear()
             bests.clear()
-        for branch in changed:
+        position = self.log.position
+        for branch in self.log.changed(view):
             best = branch.best
             place = position[branch.branch_id]
             if best is not None and bests.get(place) != best:
@@ -97,67 +100,51 @@ def rank_key(branch: Branch, position: int) -> tuple[bool, float, int]:
 
 
 class BranchLog:
-    """What a policy has seen of one episode's view: the branches in opening order and (with
-    ``changes``) the branches grown since its last look.
+    """What a policy has seen of one episode's view: the branches in opening order and the
+    nodes revealed since its last look.
 
     Per-episode state of the kind the policy protocol allows: it is rebuilt from the view
     alone, from scratch whenever it meets a view other than the one it followed (a new
     episode, a resumed run) and on :meth:`forget` (``reset``).
-
-    Args:
-        changes: Report the branches opened or grown at each :meth:`update` (without, a log
-            follows only which branches opened, at a cost per new branch, not per new node).
     """
 
-    __slots__ = ("_changes", "_view", "_seen", "_branch_of", "ids", "position")
+    __slots__ = ("_view", "_seen", "new", "ids", "position")
 
-    def __init__(self, changes: bool = True) -> None:
-        self._changes = changes
+    def __init__(self) -> None:
         self.forget()
 
     def forget(self) -> None:
         """Follow no view (the next :meth:`update` starts from the root)."""
         self._view: TreeView | None = None
         self._seen = 1
-        self._branch_of: dict[str | None, str] = {}  # a branch's tip when last seen -> its id
+        self.new: Sequence[Node] = ()  # the nodes the last update caught up with
         self.ids: list[str] = []  # branch ids in opening order
         self.position: dict[str, int] = {}  # branch id -> opening position
 
-    def update(self, view: TreeView) -> tuple[bool, list[Branch]]:
-        """Catch up with ``view``: whether it is a view not followed so far (everything was
-        forgotten), and (with ``changes``) the current statistics of each branch opened or
-        grown since the last call, once per node revealed since, in reveal order (a branch
-        grown twice appears twice)."""
+    def update(self, view: TreeView) -> bool:
+        """Catch up with ``view`` (the branches opened since, in :attr:`ids`; the nodes
+        revealed since, in :attr:`new`): whether it is a view not followed so far
+        (everything was forgotten). Costs a step per branch opened, none per node."""
         fresh = view is not self._view
         if fresh:
             self.forget()
             self._view = view
         ids, position = self.ids, self.position
-        if not self._changes:
-            self._seen = len(view)
-            opened = view.branch_count() - len(ids)
-            if opened:  # the newest branches are the table's last keys
-                for branch_id in reversed(list(islice(reversed(view.branch_table()), opened))):
-                    position[branch_id] = len(ids)
-                    ids.append(branch_id)
-            return fresh, []
-        new = view.revealed_since(self._seen)
-        if not new:
-            return fresh, []
-        self._seen += len(new)
-        root, branch_of, table = view.root_id, self._branch_of, view.branch_table()
-        changed = []
-        for node in new:
-            node_id, parent_id = node.node_id, node.parent_id
-            if parent_id == root:
-                branch_id = node_id
-                position[node_id] = len(ids)
-                ids.append(node_id)
-            else:  # the parent was its branch's tip (a view's branches are chains)
-                branch_id = branch_of.pop(parent_id)
-            branch_of[node_id] = branch_id
-            changed.append(table[branch_id])
-        return fresh, changed
+        opened = view.branch_count() - len(ids)
+        if opened:  # the newest branches are the table's last keys
+            for branch_id in reversed(list(islice(reversed(view.branch_table()), opened))):
+                position[branch_id] = len(ids)
+                ids.append(branch_id)
+        self.new = view.revealed_since(self._seen)
+        self._seen = len(view)
+        return fresh
+
+    def changed(self, view: TreeView) -> list[Branch]:
+        """The current statistics of each branch opened or grown by the nodes in :attr:`new`,
+        once each. A node of ``new`` that is no longer a tip has its branch's newer nodes
+        after it in ``new``, so the tips among them name every such branch once."""
+        tips = view.leaf_table()
+        return [tips[node_id] for node_id in map(_NODE_ID, self.new) if node_id in tips]
 
 
 class BestRanking:
@@ -173,7 +160,8 @@ class BestRanking:
     def __init__(self, keep: Callable[[Branch], bool] | None = None) -> None:
         self.log = BranchLog()
         self._keep = keep
-        self._keys: dict[str, tuple[bool, float, int] | None] = {}
+        # each ranked branch's key (built from the ranking when first needed after a sort)
+        self._keys: dict[str, tuple[bool, float, int]] | None = {}
         self._sorted: list[tuple[bool, float, int]] = []
 
     def forget(self) -> None:
@@ -182,12 +170,23 @@ class BestRanking:
         self._keys, self._sorted = {}, []
 
     def refresh(self, view: TreeView) -> None:
-        """Catch up with the branches opened or grown since the last call."""
-        fresh, changed = self.log.update(view)
-        if fresh:
+        """Catch up with the branches opened or grown since the last call: each moved one
+        is taken out and put back in place, or, when about as many nodes were revealed as
+        there are branches, all are sorted again (as :func:`by_best` would)."""
+        log, keep = self.log, self._keep
+        if log.update(view):
             self._keys, self._sorted = {}, []
-        keep, keys, ranked, position = self._keep, self._keys, self._sorted, self.log.position
-        for branch in changed:
+        if 2 * len(log.new) >= len(log.ids):
+            branches = view.branch_table().values()  # in opening order
+            self._sorted = sorted(
+                map(rank_key, branches, count()) if keep is None else
+                [rank_key(b, place) for place, b in enumerate(branches) if keep(b)])
+            self._keys = None
+            return
+        ranked, position, ids, keys = self._sorted, log.position, log.ids, self._keys
+        if keys is None:
+            keys = self._keys = {ids[key[2]]: key for key in ranked}
+        for branch in log.changed(view):
             branch_id = branch.branch_id
             key = (rank_key(branch, position[branch_id])
                    if keep is None or keep(branch) else None)
@@ -196,9 +195,11 @@ class BestRanking:
                 continue
             if old is not None:
                 del ranked[bisect_left(ranked, old)]
-            if key is not None:
+            if key is None:
+                del keys[branch_id]
+            else:
                 insort(ranked, key)
-            keys[branch_id] = key
+                keys[branch_id] = key
 
     def __len__(self) -> int:
         return len(self._sorted)
@@ -220,7 +221,7 @@ class OpenChains:
     __slots__ = ("log", "_open", "_lengths")
 
     def __init__(self) -> None:
-        self.log = BranchLog(changes=False)
+        self.log = BranchLog()
         self._open: list[int] = []
         self._lengths: list[int] = []
 
@@ -233,7 +234,7 @@ class OpenChains:
                branches: int) -> list[str]:
         """What :func:`refine_then_open` selects, with ``length(i)`` the attempts the i-th
         branch is refined to (``None``: past the end of the lengths, never refined)."""
-        fresh, _ = self.log.update(view)
+        fresh = self.log.update(view)
         ids, pending, lengths = self.log.ids, self._open, self._lengths
         if fresh:
             pending.clear()

@@ -147,12 +147,11 @@ class _Ranked:
                         * rho), place)
 
     def refresh(self, view: TreeView, span: float) -> None:
-        fresh, changed = self.log.update(view)
-        if fresh:
+        if self.log.update(view):
             self._span, self._wall, self._exact, self._odd = None, 0, True, False
             self._timed, self._untimed, self._keys = [], [], {}
         position, keys = self.log.position, self._keys
-        for node in view.revealed_since(len(view) - len(changed)) if changed else ():
+        for node in self.log.new:
             wall = node.cost.wall_ms
             self._exact = self._exact and type(wall) is int
             self._odd = self._odd or not 0 <= wall < math.inf
@@ -166,7 +165,7 @@ class _Ranked:
             self._timed = sorted(k for timed, k in entries if timed)
             self._untimed = sorted(k for timed, k in entries if not timed)
             return
-        for branch in changed:
+        for branch in self.log.changed(view):
             branch_id = branch.branch_id
             entry = self._key(branch, position[branch_id], span)
             old = keys.get(branch_id)

@@ -131,12 +131,11 @@ class _LengthGroups:
         self.groups, self.lengths, self._keys = {}, [], {}
 
     def refresh(self, view: TreeView) -> None:
-        fresh, changed = self.log.update(view)
-        if fresh:
+        if self.log.update(view):
             self.groups, self.lengths, self._keys = {}, [], {}
         groups, keys, position = self.groups, self._keys, self.log.position
         root_score = view.root.score
-        for branch in changed:
+        for branch in self.log.changed(view):
             branch_id, place, best = branch.branch_id, position[branch.branch_id], branch.best
             key: tuple[Any, ...] = (
                 (best is None, -(best or 0.0), place) if root_score is None else
