@@ -57,13 +57,16 @@ class UCBBranches:
         The same arms, values and order as ranking every arm every round, found without
         valuing them all: branches are kept in groups of equal length (equal bonus), each
         sorted by best score (so by value), and a group, or the rest of one, is skipped once
-        its best possible value is below the W-th best found so far.
+        its best possible value is below the W-th best found so far. With few branches
+        (at most ``8 W + 8``) valuing them all costs less, and is done instead.
         """
         n = slots(budget)
         if n == 0:
             return []
         base, span = self._scale.of(view)
         log_t = math.log(view.size + 1)
+        if view.branch_count() <= 8 * n + 8:
+            return self._value_all(view, n, base, span, log_t)
         arms = self._arms
         arms.refresh(view)
         c = self.c
@@ -96,6 +99,32 @@ class UCBBranches:
                 found.append((value, key[-1], branch.tip))
         found.sort(key=_ranked)
         return [node_id for _, _, node_id in found[:n]]
+
+    def _value_all(self, view: TreeView, n: int, base: float, span: float,
+                   log_t: float) -> list[str]:
+        """The W best arms, every arm valued (the groups catch up when next used)."""
+        c = self.c
+        arms: list[tuple[float, str]] = []
+        firsts = 0.0
+        for branch in view.branch_table().values():
+            arms.append((gain(branch, base, span) + c * math.sqrt(log_t / branch.length),
+                         branch.tip))
+            if branch.first_score is not None:
+                firsts += (branch.first_score - base) / span
+        count = len(arms)
+        room = self.max_branches - count
+        if room > 0:
+            prior = firsts / count if count else self.fresh
+            for k in range(min(room, n)):
+                bonus = c * math.sqrt(log_t / (count + k + 1)) if count + k else 1e9
+                arms.append((prior + bonus, view.root_id))
+        arms.sort(key=_first)  # stable: ties keep the order arms were listed in
+        return [node_id for _, node_id in arms[:n]]
+
+
+def _first(arm: tuple[float, str]) -> float:
+    """Highest value first."""
+    return -arm[0]
 
 
 def _ranked(arm: tuple[float, int, str]) -> tuple[float, int]:
