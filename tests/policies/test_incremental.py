@@ -204,7 +204,7 @@ def bushy_trees(draw: st.DrawFn) -> list[Node]:
     wall_kind = draw(st.sampled_from(["none", "small", "large", "odd"]))
     wall_of = {"none": st.just(0), "small": st.integers(0, 3), "large": st.integers(1, 5000),
                "odd": st.integers(-3, 3)}[wall_kind]
-    for seq in range(1, draw(st.integers(1, 90)) + 1):
+    for seq in range(1, draw(st.integers(1, 150)) + 1):  # past 8 W + 8 branches often
         score = draw(scores)
         status = (NodeStatus.LOST if score is None and draw(st.booleans())
                   else NodeStatus.OK if score is not None else NodeStatus.INVALID)

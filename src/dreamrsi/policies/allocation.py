@@ -67,12 +67,15 @@ class AllocationScore:
         """Play the W actions with the highest allocation scores.
 
         The same actions in the same order as scoring every branch every round, found
-        without scoring them all: see :class:`_Ranked`.
+        without scoring them all: see :class:`_Ranked`. With few branches (at most
+        ``8 W + 8``) scoring them all costs less, and is done instead.
         """
         n = slots(budget)
         if n == 0:
             return []
         base, span = self._scale.of(view)
+        if view.branch_count() <= 8 * n + 8:
+            return self._score_all(view, n, base, span)
         ranked = self._ranked
         ranked.refresh(view, span)
         mean_cost = ranked.mean_cost(view)
@@ -87,6 +90,31 @@ class AllocationScore:
                 found.append((score, count + k, view.root_id))
         found.sort(key=_ranked_first)
         return [node_id for _, _, node_id in found[:n]]
+
+    def _score_all(self, view: TreeView, n: int, base: float, span: float) -> list[str]:
+        """The W best actions, every branch scored (the ranking catches up when next used)."""
+        branches = view.branch_table().values()
+        mean_cost = (sum(b.wall_ms for b in branches) / max(1, view.size)) or 1.0
+        actions: list[tuple[float, str]] = []
+        first_gain = valid_first = 0.0
+        for b in branches:
+            if b.first_score is not None:
+                first_gain += (b.first_score - base) / span
+                valid_first += 1
+            actions.append((self.score(b, span, mean_cost), b.tip))
+        count = len(actions)
+        if count < self.max_branches:
+            gain = first_gain / count if count else self.fresh
+            rho = (valid_first + 1) / (count + 2)
+            score = (gain + self.lam) * rho
+            actions.extend([(score, view.root_id)] * min(n, self.max_branches - count))
+        actions.sort(key=_first)  # stable: ties keep the order actions were listed in
+        return [node_id for _, node_id in actions[:n]]
+
+
+def _first(action: tuple[float, str]) -> float:
+    """Highest score first."""
+    return -action[0]
 
 
 def _ranked_first(action: tuple[float, int, str]) -> tuple[float, int]:
