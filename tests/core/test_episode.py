@@ -242,3 +242,41 @@ def test_replay_plans_from_the_same_context_the_dream_builds() -> None:
     replay_tree(planner, pooled[0], ReplaySettings(workers=2), pooled)
     (history,) = planner.seen
     assert [(s.tree_id, s.branch_count) for s in history] == [("b", 2)]
+
+
+@given(st.integers(0, 2**64), st.sampled_from(["random", "getrandbits", "randint", "shuffle",
+                                             "choices", "gauss", "getstate", "seed",
+                                             "setstate", "sample"]))
+def test_the_episodes_random_source_draws_as_random_random_of_its_seed(seed: int,
+                                                                      first: str) -> None:
+    from dreamrsi.core.episode import _LazyRandom
+
+    def draw(rng: random.Random) -> list[object]:
+        items = list(range(20))
+        out: list[object] = []
+        if first == "random":
+            out.append(rng.random())
+        elif first == "getrandbits":
+            out.append(rng.getrandbits(70))
+        elif first == "randint":
+            out.append(rng.randint(0, 10**9))
+        elif first == "shuffle":
+            rng.shuffle(items)
+        elif first == "choices":
+            out.append(rng.choices(items, k=3))
+        elif first == "gauss":
+            out.append(rng.gauss(0, 1))
+        elif first == "getstate":
+            out.append(rng.getstate())
+        elif first == "seed":
+            rng.seed(7)
+        elif first == "setstate":
+            rng.setstate(random.Random(3).getstate())
+        elif first == "sample":
+            out.append(rng.sample(items, 5))
+        return [*out, items, rng.random(), rng.getrandbits(33), rng.gauss(0, 1), rng.getstate()]
+
+    ours = _LazyRandom(seed)
+    assert isinstance(ours, random.Random)
+    assert draw(ours) == draw(random.Random(seed))
+    assert type(ours).__name__ == "_Random"  # woken: later draws run as random.Random's

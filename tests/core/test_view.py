@@ -71,12 +71,32 @@ def test_view_queries_match_their_definitions(nodes: list[Node]) -> None:
         else:
             assert branch.since_best == len(members)
     assert view.branch_count() == len(view.branches())
+    table, leaf_table = view.branch_table(), view.leaf_table()
+    assert list(table) == list(view.branches())
+    assert list(table.values()) == list(view.branch_stats())
+    assert list(leaf_table) == list(view.leaves())
+    assert list(leaf_table.values()) == list(view.leaf_stats())
     for n in nodes:
         chain = view.chain(n.node_id)
         assert chain[0].is_root and chain[-1] is n
         assert view.depth(n.node_id) == len(chain) - 1
         if not n.is_root:
             assert view.branch(n.node_id) == chain[1].node_id
+
+
+def test_branch_and_leaf_tables_follow_the_view_and_are_read_only() -> None:
+    view = TreeView(node(0, None))
+    table, leaves = view.branch_table(), view.leaf_table()
+    view.reveal(node(1, 0))
+    view.reveal(node(2, 1))
+    view.reveal(node(3, 0))
+    assert list(table) == ["r-1", "r-3"] and list(leaves) == ["r-2", "r-3"]
+    assert table["r-1"] is leaves["r-2"] and table["r-1"].length == 2
+    with pytest.raises(TypeError):
+        table["r-1"] = table["r-3"]
+    with pytest.raises(TypeError):
+        del leaves["r-2"]
+    assert list(table) == ["r-1", "r-3"] and list(leaves) == ["r-2", "r-3"]
 
 
 def test_reveal_refuses_broken_trees() -> None:

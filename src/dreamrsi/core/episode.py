@@ -14,11 +14,12 @@ the benchmarks use.
 
 from __future__ import annotations
 
+import _random
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.core.policy import Budget, GridPlan, Mode, Policy, PolicyContext, check_batch
@@ -136,14 +137,75 @@ class EpisodeState:
         spent: Attempts spent under the spending rule.
         selections: Batch entries the policy made, revealing or not.
         revealed: Nodes revealed by this episode (a resumed run's earlier ones excluded).
-        batch_sizes: Nodes revealed in each round this episode played.
+        batch_sizes: Nodes revealed in each round this episode played (``None``: not
+            recorded, for throughput).
     """
 
     rounds: int = 0
     spent: int = 0
     selections: int = 0
     revealed: int = 0
-    batch_sizes: list[int] = field(default_factory=list)
+    batch_sizes: list[int] | None = field(default_factory=list)
+
+
+class _Random(random.Random):
+    """A ``random.Random`` seeded in the usual way (what :class:`_LazyRandom` becomes)."""
+
+
+class _LazyRandom(random.Random):
+    """``random.Random(seed)``, seeded when first used.
+
+    Seeding the Mersenne twister costs several microseconds, which every replay paid for a
+    policy that may never draw a number (none of the built-in families does). The generator's
+    only sources are ``random()`` and ``getrandbits()`` (every other method draws through
+    them) and its state is reached through ``getstate()``, ``setstate()`` and ``seed()``; each
+    seeds it first (once) and turns the object into a plain :class:`_Random`, so later draws
+    cost what they always did (a bound method kept from before waking checks, then draws).
+    ``tests/core/test_episode.py`` checks that the draws equal ``random.Random(seed)``'s.
+    """
+
+    def __init__(self, seed: int) -> None:
+        self._seed_later = seed
+        self.gauss_next = None
+
+    def _wake(self) -> None:
+        if type(self) is _LazyRandom:  # a bound method kept from before may call again
+            _random.Random.seed(self, self._seed_later)
+            del self._seed_later
+            self.__class__ = _Random  # type: ignore[assignment]  # a subclass of Random
+
+    def random(self) -> float:
+        _LazyRandom._wake(self)
+        return _random.Random.random(self)
+
+    def getrandbits(self, k: int, /) -> int:
+        _LazyRandom._wake(self)
+        return _random.Random.getrandbits(self, k)
+
+    def getstate(self) -> tuple[Any, ...]:
+        _LazyRandom._wake(self)
+        return random.Random.getstate(self)
+
+    def setstate(self, state: tuple[Any, ...]) -> None:
+        _LazyRandom._wake(self)
+        random.Random.setstate(self, state)
+
+    def seed(self, a: Any = None, version: int = 2) -> None:
+        _LazyRandom._wake(self)
+        random.Random.seed(self, a, version)
+
+
+def _repeated_rounds(size: int, left: int | None, workers: int, charge: bool,
+                     rounds_left: int) -> int:
+    """Rounds after an idle one (a batch of ``size`` that revealed nothing, decided with
+    ``left`` attempts left) in which the policy sees the same slots, so asks for the same
+    batch: every round left when nothing is spent on a miss; with charged misses, those in
+    which at least W attempts are still left (the slots stay W), none if fewer were left."""
+    if not charge or left is None:
+        return rounds_left
+    if left < workers:
+        return 0
+    return min(rounds_left, (left - workers) // size)
 
 
 def run_episode(policy: Policy, view: TreeView, source: ChildSource,
@@ -156,6 +218,14 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
     ask the policy (reset here with a fresh random source) for a batch and check it; cut it to
     the attempts left; stop on an empty batch; extend; stop if nothing was revealed because
     the source has nothing more to give (not a round); else spend and complete the round.
+
+    A round that revealed nothing leaves the view as the policy saw it. A policy that declares
+    ``view_determined`` (see :class:`~dreamrsi.core.policy.Policy`) would then ask for the same
+    batch in every later round while its slots (``min(W, attempts left)``) stay the same, and
+    reveal nothing again: those rounds are counted at once, as misses, without asking it (in
+    replay only: online every entry reveals a node). The counts, the batch sizes and the stop
+    reason are those of playing them one by one; a property test checks it against a loop
+    that plays every round.
 
     Args:
         policy: The policy (its ``reset`` is called once, here).
@@ -175,9 +245,10 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
     """
     s = settings
     st = state if state is not None else EpisodeState()
-    policy.reset(PolicyContext(s.task_name, s.workers, s.mode, random.Random(s.seed),
+    policy.reset(PolicyContext(s.task_name, s.workers, s.mode, _LazyRandom(s.seed),
                                s.attempt_budget, s.round_budget, s.plan))
     select, extend, exhausted = policy.select, source.extend, source.exhausted
+    repeats = getattr(policy, "view_determined", False) is True
     workers, attempts, rounds_cap = s.workers, s.attempt_budget, s.round_budget
     name, charge = s.policy_name, s.charge_misses
     # the counts live in locals while the loop runs (a replay plays millions of rounds)
@@ -211,12 +282,25 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
                 spent += count - sum(1 for node in found if node[6] is _LOST)  # [6]: status
                 if charge:
                     spent += len(batch) - count
-            sizes.append(count)
+            if sizes is not None:
+                sizes.append(count)
             rounds += 1
             view.complete_round()
             if on_round is not None:
                 st.rounds, st.spent, st.selections, st.revealed = (rounds, spent, selections,
                                                                    revealed)
                 on_round()
+            elif not count and repeats and rounds_cap is not None and should_stop is None:
+                # nothing revealed, so the view is as the policy saw it: it would ask for the
+                # same batch again while its slots stay the same; count those rounds at once
+                idle = _repeated_rounds(len(batch), left, workers, charge, rounds_cap - rounds)
+                if idle:
+                    rounds += idle
+                    selections += idle * len(batch)
+                    if charge and attempts is not None:
+                        spent += idle * len(batch)
+                    if sizes is not None:
+                        sizes += [0] * idle
+                    view.complete_round(idle)
     finally:
         st.rounds, st.spent, st.selections, st.revealed = rounds, spent, selections, revealed

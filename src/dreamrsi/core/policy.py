@@ -190,7 +190,16 @@ class Policy(Protocol):
     Call order: ``reset(context)`` once per episode (a fresh state for every policy–tree pair in
     replay), then ``select(view, budget)`` once per round until it returns an empty batch or the
     budget ends. ``select`` must not modify the view. A policy keeps no state that it could not
-    rebuild from the view and its context, so a resumed run continues it exactly.
+    rebuild from the view and its context, so a resumed run continues it exactly. It may keep
+    bookkeeping between calls to save work (rankings of its branches updated as nodes are
+    revealed), as long as it is rebuilt on ``reset`` and when it meets a view it has not seen.
+
+    A policy may also set ``view_determined = True`` (a class attribute) to promise that its
+    batch is a function of the revealed nodes, ``budget.workers`` and its slots
+    (``min(workers, attempts_left)``) alone: not of ``rounds_left``, the round count or its
+    random source, and asking again on the same view gives the same batch. The episode driver
+    then counts a run of rounds that reveal nothing at once instead of asking the policy every
+    round (:func:`~dreamrsi.core.episode.run_episode`); the outcome is the same.
     """
 
     name: str

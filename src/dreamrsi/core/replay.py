@@ -15,7 +15,7 @@ from functools import lru_cache
 from itertools import islice
 from operator import attrgetter
 
-from dreamrsi.core.episode import EpisodeSettings, StopReason, run_episode
+from dreamrsi.core.episode import EpisodeSettings, EpisodeState, StopReason, run_episode
 from dreamrsi.core.model import Node
 from dreamrsi.core.policy import GridPlan, PlanContext, Policy, TreeSummary
 from dreamrsi.core.view import Branch, TreeView
@@ -226,8 +226,9 @@ class ReplayResult:
         stop: Why the replay ended: the policy's empty batch, K2 (``round budget``), the
             attempt budget, ``exhausted`` (the policy asked for more after the whole tree was
             revealed) or ``plan out of support``.
-        order: Revealed node ids in reveal order (root excluded).
-        batch_sizes: Nodes revealed in each round.
+        order: Revealed node ids in reveal order (root excluded; empty unless the replay
+            kept it).
+        batch_sizes: Nodes revealed in each round (empty unless the replay kept the order).
     """
 
     tree_id: str
@@ -289,7 +290,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
         seed: Seed of the policy's random source for this episode.
         attempt_budget: Cut every batch to the attempts left, as the online engine does.
         task_name: Passed to the policy's context.
-        keep_order: Record the reveal order (turn off for throughput).
+        keep_order: Record the reveal order and the batch sizes (turn off for throughput).
         plan: The policy's grid plan for this tree, if it plans. A plan beyond the tree's
             recorded branch or refine count is out of support: the replay reveals nothing and
             its quality is the tree's floor.
@@ -308,13 +309,15 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
                                plan, charge_misses, getattr(policy, "name",
                                                             type(policy).__name__))
     view = TreeView(tree.root)
-    stop, st = run_episode(policy, view, RecordedSource(tree), settings)
+    stop, st = run_episode(policy, view, RecordedSource(tree), settings,
+                           state=EpisodeState() if keep_order else EpisodeState(
+                               batch_sizes=None))
     best = view.best
     quality = best.score if best is not None and best.score is not None else tree.floor
     order = tuple(n.node_id for n in islice(view.nodes(), 1, None)) if keep_order else ()
     return ReplayResult(tree.tree_id, 0.0 if quality is None else quality, st.revealed,
                         st.rounds, st.selections - st.revealed, st.selections, stop, order,
-                        tuple(st.batch_sizes))
+                        () if st.batch_sizes is None else tuple(st.batch_sizes))
 
 
 class RecordedSource:

@@ -9,6 +9,7 @@ replay never rebuilds the visible set.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import Self
 
 from dreamrsi.core.model import Node, NodeStatus
@@ -95,7 +96,8 @@ class TreeView:
         root: The root node (the evaluated seed workspace).
     """
 
-    __slots__ = ("_root", "_root_id", "_index", "_tips", "_stats", "_best", "_rounds", "_order")
+    __slots__ = ("_root", "_root_id", "_index", "_tips", "_stats", "_best", "_rounds", "_order",
+                 "_table", "_leaf_table")
 
     def __init__(self, root: Node) -> None:
         if root.parent_id is not None:
@@ -105,6 +107,8 @@ class TreeView:
         self._index: dict[str, Node] | None = None  # id -> node, built when first asked
         self._tips: dict[str, Branch] = {}
         self._stats: dict[str, Branch] = {}
+        self._table = MappingProxyType(self._stats)
+        self._leaf_table = MappingProxyType(self._tips)
         self._best: Node | None = root if root.score is not None else None
         self._rounds = 0
         self._order: list[Node] = [root]
@@ -186,13 +190,27 @@ class TreeView:
         """Statistics of every revealed branch, in the order the branches were opened."""
         return iter(self._stats.values())
 
+    def branch_table(self) -> MappingProxyType[str, Branch]:
+        """Statistics of every revealed branch by branch id, in opening order: a read-only
+        mapping that follows the view (ask once, look up many; one lookup per branch for a
+        policy that keeps branch ids)."""
+        return self._table
+
+    def leaf_table(self) -> MappingProxyType[str, Branch]:
+        """The same statistics by leaf id (a branch's tip), in the order of :meth:`leaves`:
+        a read-only mapping that follows the view."""
+        return self._leaf_table
+
     def leaf_stats(self) -> Iterator[Branch]:
         """The same statistics, in the order of :meth:`leaves` (each branch has one leaf)."""
         return iter(self._tips.values())
 
     def stats_of(self, node_id: str) -> Branch:
-        """Statistics of the branch holding ``node_id`` (a non-root node)."""
+        """Statistics of the branch holding ``node_id`` (a non-root node): at once for a leaf
+        or a branch's first node (its id), by walking up the chain for any other."""
         tip = self._tips.get(node_id)
+        if tip is None:
+            tip = self._stats.get(node_id)
         return tip if tip is not None else self._stats[self.branch(node_id)]
 
     def children(self, node_id: str) -> tuple[str, ...]:
@@ -300,6 +318,6 @@ class TreeView:
             self._index.update((n[0], n) for n in found)
         return found, opened
 
-    def complete_round(self) -> None:
-        """Count one completed decision round."""
-        self._rounds += 1
+    def complete_round(self, count: int = 1) -> None:
+        """Count ``count`` completed decision rounds (one by default)."""
+        self._rounds += count

@@ -1,13 +1,22 @@
-"""Small helpers shared by the built-in policies. Everything here is O(branches) or better."""
+"""Small helpers shared by the built-in policies. Everything here is O(branches) or better;
+the per-episode bookkeeping (:class:`BranchLog`, :class:`BestRanking`, :class:`OpenChains`)
+is O(log branches) per revealed node, so a round costs what it selects, not the whole tree.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterable, Sequence
+from heapq import heappop, heappush
+from itertools import count, islice
+from operator import attrgetter
 
+from dreamrsi.core.model import Node
 from dreamrsi.core.policy import Budget
 from dreamrsi.core.view import Branch, TreeView
 
 _TINY = 1e-12
+_NODE_ID = attrgetter("node_id")
 
 
 def slots(budget: Budget) -> int:
@@ -29,6 +38,49 @@ def scale(view: TreeView) -> tuple[float, float]:
     return base, max(span, _TINY)
 
 
+class Scale:
+    """:func:`scale`, kept up to date as the view grows: where the root has no score, the
+    weakest branch best comes from a heap of branch bests instead of a pass over every branch
+    (a branch's best only rises, so an entry below its branch's best is stale and dropped when
+    it reaches the top). The same numbers as :func:`scale`, in O(log branches) per reveal.
+    """
+
+    __slots__ = ("log", "_heap", "_bests")
+
+    def __init__(self) -> None:
+        self.log = BranchLog()
+        self._heap: list[tuple[float, int]] = []  # (a branch best, its opening position)
+        self._bests: dict[int, float] = {}  # opening position -> the branch's best
+
+    def forget(self) -> None:
+        """Start again from the next view seen."""
+        self.log.forget()
+        self._heap, self._bests = [], {}
+
+    def of(self, view: TreeView) -> tuple[float, float]:
+        """What ``scale(view)`` returns."""
+        if view.root.score is not None:
+            return scale(view)
+        heap, bests = self._heap, self._bests
+        if self.log.update(view):
+            heap.clear()
+            bests.clear()
+        position = self.log.position
+        for branch in self.log.changed(view):
+            best = branch.best
+            place = position[branch.branch_id]
+            if best is not None and bests.get(place) != best:
+                bests[place] = best
+                heappush(heap, (best, place))
+        while heap and bests[heap[0][1]] != heap[0][0]:
+            heappop(heap)
+        base = heap[0][0] if heap else 0.0
+        best_node = view.best
+        span = (best_node.score - base) if best_node is not None and (
+            best_node.score is not None) else 0.0
+        return base, max(span, _TINY)
+
+
 def gain(branch: Branch, base: float, span: float) -> float:
     """A branch's best score on the [0, 1]-ish scale of :func:`scale` (0 with no score)."""
     return 0.0 if branch.best is None else (branch.best - base) / span
@@ -39,6 +91,185 @@ def by_best(view: TreeView) -> list[Branch]:
     ranked = list(view.branch_stats())
     ranked.sort(key=lambda b: (b.best is None, -(b.best or 0.0)))
     return ranked
+
+
+def rank_key(branch: Branch, position: int) -> tuple[bool, float, int]:
+    """The sort key of :func:`by_best` (no score last, best first, earlier-opened first on
+    ties), with the branch's opening position made explicit."""
+    return branch.best is None, -(branch.best or 0.0), position
+
+
+class BranchLog:
+    """What a policy has seen of one episode's view: the branches in opening order and the
+    nodes revealed since its last look.
+
+    Per-episode state of the kind the policy protocol allows: it is rebuilt from the view
+    alone, from scratch whenever it meets a view other than the one it followed (a new
+    episode, a resumed run) and on :meth:`forget` (``reset``).
+    """
+
+    __slots__ = ("_view", "_seen", "new", "ids", "position")
+
+    def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        """Follow no view (the next :meth:`update` starts from the root)."""
+        self._view: TreeView | None = None
+        self._seen = 1
+        self.new: Sequence[Node] = ()  # the nodes the last update caught up with
+        self.ids: list[str] = []  # branch ids in opening order
+        self.position: dict[str, int] = {}  # branch id -> opening position
+
+    def update(self, view: TreeView) -> bool:
+        """Catch up with ``view`` (the branches opened since, in :attr:`ids`; the nodes
+        revealed since, in :attr:`new`): whether it is a view not followed so far
+        (everything was forgotten). Costs a step per branch opened, none per node."""
+        fresh = view is not self._view
+        if fresh:
+            self.forget()
+            self._view = view
+        ids, position = self.ids, self.position
+        opened = view.branch_count() - len(ids)
+        if opened:  # the newest branches are the table's last keys
+            for branch_id in reversed(list(islice(reversed(view.branch_table()), opened))):
+                position[branch_id] = len(ids)
+                ids.append(branch_id)
+        self.new = view.revealed_since(self._seen)
+        self._seen = len(view)
+        return fresh
+
+    def changed(self, view: TreeView) -> list[Branch]:
+        """The current statistics of each branch opened or grown by the nodes in :attr:`new`,
+        once each. A node of ``new`` that is no longer a tip has its branch's newer nodes
+        after it in ``new``, so the tips among them name every such branch once."""
+        tips = view.leaf_table()
+        return [tips[node_id] for node_id in map(_NODE_ID, self.new) if node_id in tips]
+
+
+class BestRanking:
+    """The branches :func:`by_best` ranks, kept sorted as they grow instead of sorted every
+    round (optionally only those ``keep`` accepts, judged on their current statistics).
+
+    Args:
+        keep: Which branches are ranked (default: all).
+    """
+
+    __slots__ = ("log", "_keep", "_keys", "_sorted")
+
+    def __init__(self, keep: Callable[[Branch], bool] | None = None) -> None:
+        self.log = BranchLog()
+        self._keep = keep
+        # each ranked branch's key (built from the ranking when first needed after a sort)
+        self._keys: dict[str, tuple[bool, float, int]] | None = {}
+        self._sorted: list[tuple[bool, float, int]] = []
+
+    def forget(self) -> None:
+        """Start again from the next view seen."""
+        self.log.forget()
+        self._keys, self._sorted = {}, []
+
+    def refresh(self, view: TreeView) -> None:
+        """Catch up with the branches opened or grown since the last call: each moved one
+        is taken out and put back in place, or, when about as many nodes were revealed as
+        there are branches, all are sorted again (as :func:`by_best` would)."""
+        log, keep = self.log, self._keep
+        if log.update(view):
+            self._keys, self._sorted = {}, []
+        if 2 * len(log.new) >= len(log.ids):
+            branches = view.branch_table().values()  # in opening order
+            self._sorted = sorted(
+                map(rank_key, branches, count()) if keep is None else
+                [rank_key(b, place) for place, b in enumerate(branches) if keep(b)])
+            self._keys = None
+            return
+        ranked, position, ids, keys = self._sorted, log.position, log.ids, self._keys
+        if keys is None:
+            keys = self._keys = {ids[key[2]]: key for key in ranked}
+        for branch in log.changed(view):
+            branch_id = branch.branch_id
+            key = (rank_key(branch, position[branch_id])
+                   if keep is None or keep(branch) else None)
+            old = keys.get(branch_id)
+            if old == key:
+                continue
+            if old is not None:
+                del ranked[bisect_left(ranked, old)]
+            if key is None:
+                del keys[branch_id]
+            else:
+                insort(ranked, key)
+                keys[branch_id] = key
+
+    def __len__(self) -> int:
+        return len(self._sorted)
+
+    def top(self, view: TreeView, n: int) -> list[Branch]:
+        """The first ``n`` ranked branches' statistics (call :meth:`refresh` first)."""
+        ids = self.log.ids
+        table = view.branch_table()
+        return [table[ids[key[2]]] for key in self._sorted[:n]]
+
+
+class OpenChains:
+    """:func:`refine_then_open`, kept up to date: the branches that may still be unfinished,
+    in opening order. A branch is dropped once finished (finished attempts only grow), so a
+    round looks at the chains it refines and at those that finished since, not at every
+    branch.
+    """
+
+    __slots__ = ("log", "_open", "_lengths")
+
+    def __init__(self) -> None:
+        self.log = BranchLog()
+        self._open: list[int] = []
+        self._lengths: list[int] = []
+
+    def forget(self) -> None:
+        """Start again from the next view seen."""
+        self.log.forget()
+        self._open, self._lengths = [], []
+
+    def select(self, view: TreeView, n: int, length: Callable[[int], int | None],
+               branches: int) -> list[str]:
+        """What :func:`refine_then_open` selects, with ``length(i)`` the attempts the i-th
+        branch is refined to (``None``: past the end of the lengths, never refined)."""
+        fresh = self.log.update(view)
+        ids, pending, lengths = self.log.ids, self._open, self._lengths
+        if fresh:
+            pending.clear()
+            lengths.clear()
+        while len(lengths) < len(ids):  # branches opened since: open until they finish
+            i = len(lengths)
+            want = length(i)
+            lengths.append(0 if want is None else want)
+            if want is not None:
+                pending.append(i)
+        batch: list[str] = []
+        if n <= 0:
+            return batch
+        table, done = view.branch_table(), []
+        for k, i in enumerate(pending):
+            branch = table[ids[i]]
+            if branch.finished >= lengths[i]:
+                done.append(k)
+                continue
+            batch.append(branch.tip)
+            if len(batch) >= n:
+                break
+        for k in reversed(done):
+            del pending[k]
+        if len(batch) >= n:
+            return batch
+        batch.extend([view.root_id] * max(0, min(branches - view.branch_count(),
+                                                  n - len(batch))))
+        return batch
+
+
+def lengths_of(lengths: Sequence[int]) -> Callable[[int], int | None]:
+    """The i-th of ``lengths`` (``None`` past their end), for :meth:`OpenChains.select`."""
+    count = len(lengths)
+    return lambda i: lengths[i] if i < count else None
 
 
 def refine_then_open(view: TreeView, n: int, lengths: Iterable[int], branches: int) -> list[str]:
@@ -60,3 +291,38 @@ def refine_then_open(view: TreeView, n: int, lengths: Iterable[int], branches: i
                 return batch
     batch.extend([view.root_id] * max(0, min(branches - view.branch_count(), n - len(batch))))
     return batch
+
+
+class FirstGains:
+    """The sum, in opening order, of ``(first_score - base) / span`` over the branches with a
+    first score, and how many have one: the mean first-attempt gain that ``ucb`` and
+    ``allocation`` value a new branch at. Extended as branches open; summed again only when
+    the scale (``base``, ``span``) moves, so the sum is the same float a fresh loop gives.
+    """
+
+    __slots__ = ("_scale", "_upto", "_total", "_valid")
+
+    def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        """Sum from scratch on the next call."""
+        self._scale: tuple[float, float] | None = None
+        self._upto = 0
+        self._total = 0.0
+        self._valid = 0
+
+    def of(self, view: TreeView, ids: Sequence[str], base: float,
+           span: float) -> tuple[float, int]:
+        """The sum and the count of branches with a first score, over ``ids`` (every branch
+        of ``view`` in opening order)."""
+        if self._scale != (base, span):
+            self._scale, self._upto, self._total, self._valid = (base, span), 0, 0.0, 0
+        total, valid, table = self._total, self._valid, view.branch_table()
+        for i in range(self._upto, len(ids)):
+            first = table[ids[i]].first_score
+            if first is not None:
+                total += (first - base) / span
+                valid += 1
+        self._upto, self._total, self._valid = len(ids), total, valid
+        return total, valid

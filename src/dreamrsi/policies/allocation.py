@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import heapq
 import math
+from bisect import bisect_left, insort
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
-from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import scale, slots
+from dreamrsi.core.view import Branch, TreeView
+from dreamrsi.policies._common import BranchLog, FirstGains, Scale, slots
 from dreamrsi.policies.params import check_params, param
 
 
@@ -32,44 +34,212 @@ class AllocationScore:
 
     name = "allocation"
     KNOB = "lam"
+    view_determined = True  # see core.policy.Policy
     lam: float = param(0.3, low=0.0, search=(0.0, 2.0))
     fresh: float = param(0.5, search=(0.0, 1.0))
     max_branches: int = param(16, low=1, search=(1, 64))
 
     def __post_init__(self) -> None:
         check_params(self)
+        self._ranked = _Ranked(self)
+        self._firsts = FirstGains()
+        self._scale = Scale()
 
     def reset(self, context: PolicyContext) -> None:
-        """Nothing to reset: decisions depend on the view alone."""
+        """Forget the ranking's bookkeeping (decisions depend on the view alone; it is
+        rebuilt from it)."""
+        self._ranked.forget()
+        self._firsts.forget()
+        self._scale.forget()
+
+    def score(self, branch: Branch, span: float, mean_cost: float) -> float:
+        """The allocation score of extending ``branch``."""
+        first = branch.first_score
+        progress = 0.0
+        if branch.best is not None and first is not None:
+            progress = (branch.best - first) / span / branch.length
+        info = 1.0 / math.sqrt(branch.length)
+        cost = (branch.wall_ms / branch.length) / mean_cost if branch.wall_ms else 1.0
+        rho = (branch.valid + 1) / (branch.length + 2)
+        return (progress + self.lam * info) / max(cost, 1e-6) * rho
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
-        """Play the W actions with the highest allocation scores."""
+        """Play the W actions with the highest allocation scores.
+
+        The same actions in the same order as scoring every branch every round, found
+        without scoring them all: see :class:`_Ranked`. With few branches (at most
+        ``8 W + 8``) scoring them all costs less, and is done instead.
+        """
         n = slots(budget)
         if n == 0:
             return []
-        base, span = scale(view)
-        branches = list(view.branch_stats())
+        base, span = self._scale.of(view)
+        if view.branch_count() <= 8 * n + 8:
+            return self._score_all(view, n, base, span)
+        ranked = self._ranked
+        ranked.refresh(view, span)
+        mean_cost = ranked.mean_cost(view)
+        count = view.branch_count()
+        found = ranked.best(view, n, span, mean_cost)
+        if count < self.max_branches:
+            first_gain, valid_first = self._firsts.of(view, ranked.log.ids, base, span)
+            gain = first_gain / count if count else self.fresh
+            rho = (float(valid_first) + 1) / (count + 2)
+            score = (gain + self.lam) * rho
+            for k in range(min(n, self.max_branches - count)):
+                found.append((score, count + k, view.root_id))
+        found.sort(key=_ranked_first)
+        return [node_id for _, _, node_id in found[:n]]
+
+    def _score_all(self, view: TreeView, n: int, base: float, span: float) -> list[str]:
+        """The W best actions, every branch scored (the ranking catches up when next used)."""
+        branches = view.branch_table().values()
         mean_cost = (sum(b.wall_ms for b in branches) / max(1, view.size)) or 1.0
         actions: list[tuple[float, str]] = []
         first_gain = valid_first = 0.0
         for b in branches:
-            first = b.first_score
-            if first is not None:
-                first_gain += (first - base) / span
+            if b.first_score is not None:
+                first_gain += (b.first_score - base) / span
                 valid_first += 1
-            progress = 0.0
-            if b.best is not None and first is not None:
-                progress = (b.best - first) / span / b.length
-            info = 1.0 / math.sqrt(b.length)
-            cost = (b.wall_ms / b.length) / mean_cost if b.wall_ms else 1.0
-            rho = (b.valid + 1) / (b.length + 2)
-            actions.append(((progress + self.lam * info) / max(cost, 1e-6) * rho, b.tip))
-        if len(branches) < self.max_branches:
-            count = len(branches)
+            actions.append((self.score(b, span, mean_cost), b.tip))
+        count = len(actions)
+        if count < self.max_branches:
             gain = first_gain / count if count else self.fresh
             rho = (valid_first + 1) / (count + 2)
             score = (gain + self.lam) * rho
-            for _ in range(min(n, self.max_branches - count)):
-                actions.append((score, view.root_id))
-        actions.sort(key=lambda a: -a[0])
+            actions.extend([(score, view.root_id)] * min(n, self.max_branches - count))
+        actions.sort(key=_first)  # stable: ties keep the order actions were listed in
         return [node_id for _, node_id in actions[:n]]
+
+
+def _first(action: tuple[float, str]) -> float:
+    """Highest score first."""
+    return -action[0]
+
+
+def _ranked_first(action: tuple[float, int, str]) -> tuple[float, int]:
+    """Highest score first; on ties, the order actions were listed in (branches in opening
+    order, then the new-branch actions)."""
+    return -action[0], action[1]
+
+
+_SLACK = 1e-9  # relative: far above the few roundings between a score and its key
+
+
+class _Ranked:
+    """The branches of an :class:`AllocationScore` episode, kept sorted by what their scores
+    are made of, so a round scores only the few that can be among its W best.
+
+    A branch with wall time scores ``m * key`` up to a few roundings, where ``m`` is the
+    mean cost of an attempt (moving every round, the same for every branch) and ``key`` is
+    its score with ``m`` taken out (moving only when the branch grows, or when the scale's
+    span moves); where its cost is clamped at 1e-6 it scores less. So the branches are
+    kept sorted by key, and a round scores them in that order until ``m * key`` (with a
+    margin for rounding) falls below the W-th best score found: no branch after it can
+    reach the W best. Branches without wall time score their key exactly and are kept
+    sorted by it. Every candidate is scored by :meth:`AllocationScore.score` itself, and
+    ties are broken by opening order, so the choice is the one ranking every branch makes.
+    Everything is keyed again when the span moves (the view's best improved). Once any
+    attempt's wall time is negative or not finite (a tree no engine records), the bound no
+    longer holds and every branch is scored every round.
+    """
+
+    __slots__ = ("policy", "log", "_span", "_timed", "_untimed", "_keys", "_wall", "_exact",
+                 "_odd")
+
+    def __init__(self, policy: AllocationScore) -> None:
+        self.policy = policy
+        self.log = BranchLog()
+        self.forget()
+
+    def forget(self) -> None:
+        self.log.forget()
+        self._span: float | None = None
+        self._timed: list[tuple[float, int]] = []  # (-key, place), wall time > 0
+        self._untimed: list[tuple[float, int]] = []  # (-score, place), no wall time
+        self._keys: dict[str, tuple[bool, tuple[float, int]]] = {}
+        self._wall = 0  # wall time of every revealed attempt (an int while all are)
+        self._exact = True
+        self._odd = False  # a wall time below 0 or not finite: score every branch
+
+    def _key(self, branch: Branch, place: int, span: float) -> tuple[bool, tuple[float, int]]:
+        if not branch.wall_ms:
+            return False, (-self.policy.score(branch, span, 1.0), place)
+        first = branch.first_score
+        progress = 0.0
+        if branch.best is not None and first is not None:
+            progress = (branch.best - first) / span / branch.length
+        info = 1.0 / math.sqrt(branch.length)
+        rho = (branch.valid + 1) / (branch.length + 2)
+        return True, (-((progress + self.policy.lam * info) / (branch.wall_ms / branch.length)
+                        * rho), place)
+
+    def refresh(self, view: TreeView, span: float) -> None:
+        if self.log.update(view):
+            self._span, self._wall, self._exact, self._odd = None, 0, True, False
+            self._timed, self._untimed, self._keys = [], [], {}
+        position, keys = self.log.position, self._keys
+        for node in self.log.new:
+            wall = node.cost.wall_ms
+            self._exact = self._exact and type(wall) is int
+            self._odd = self._odd or not 0 <= wall < math.inf
+            self._wall += wall
+        if span != self._span:  # every key moves: key them all again
+            self._span = span
+            ids = self.log.ids
+            table = view.branch_table()
+            entries = [self._key(table[b], i, span) for i, b in enumerate(ids)]
+            self._keys = dict(zip(ids, entries, strict=True))
+            self._timed = sorted(k for timed, k in entries if timed)
+            self._untimed = sorted(k for timed, k in entries if not timed)
+            return
+        for branch in self.log.changed(view):
+            branch_id = branch.branch_id
+            entry = self._key(branch, position[branch_id], span)
+            old = keys.get(branch_id)
+            if old == entry:
+                continue
+            if old is not None:
+                ranked = self._timed if old[0] else self._untimed
+                del ranked[bisect_left(ranked, old[1])]
+            insort(self._timed if entry[0] else self._untimed, entry[1])
+            keys[branch_id] = entry
+
+    def mean_cost(self, view: TreeView) -> float:
+        """Mean wall time of an attempt, as summing the branches' wall times gives it."""
+        if self._exact:
+            return (self._wall / max(1, view.size)) or 1.0
+        return (sum(b.wall_ms for b in view.branch_stats()) / max(1, view.size)) or 1.0
+
+    def best(self, view: TreeView, n: int, span: float,
+             mean_cost: float) -> list[tuple[float, int, str]]:
+        """The branches that may be among the ``n`` best, scored: ``(score, place, tip)``."""
+        policy, ids = self.policy, self.log.ids
+        if self._odd:
+            return [(policy.score(b, span, mean_cost), place, b.tip)
+                    for place, b in enumerate(map(view.branch_table().__getitem__, ids))]
+        found: list[tuple[float, int, str]] = []
+        top: list[float] = []
+        table = view.branch_table()
+        for _, place in self._untimed[:n]:
+            branch = table[ids[place]]
+            value = policy.score(branch, span, mean_cost)
+            found.append((value, place, branch.tip))
+            _keep(top, n, value)
+        bound = mean_cost * (1 + _SLACK)
+        for negative, place in self._timed:
+            if len(top) == n and -negative * bound < top[0]:
+                break
+            branch = table[ids[place]]
+            value = policy.score(branch, span, mean_cost)
+            found.append((value, place, branch.tip))
+            _keep(top, n, value)
+        return found
+
+
+def _keep(top: list[float], n: int, value: float) -> None:
+    """Keep the ``n`` largest values seen in the min-heap ``top``."""
+    if len(top) < n:
+        heapq.heappush(top, value)
+    elif value > top[0]:
+        heapq.heapreplace(top, value)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import refine_then_open, slots
+from dreamrsi.policies._common import OpenChains, slots
 from dreamrsi.policies.params import check_params, param
 
 
@@ -29,15 +28,20 @@ class FixedRefinement:
 
     name = "fixed"
     KNOB = "refine"
+    view_determined = True  # see core.policy.Policy
     branches: int = param(10, low=1, search=(1, 32))
     refine: int = param(10, low=0, search=(0, 40))
 
     def __post_init__(self) -> None:
         check_params(self)
+        self._chains = OpenChains()
 
     def reset(self, context: PolicyContext) -> None:
-        """Nothing to reset: decisions depend on the view alone."""
+        """Forget the open chains (decisions depend on the view alone; the list of chains
+        still open is rebuilt from it)."""
+        self._chains.forget()
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Refine unfinished chains, then open new branches, up to W nodes."""
-        return refine_then_open(view, slots(budget), repeat(self.refine + 1), self.branches)
+        length = self.refine + 1
+        return self._chains.select(view, slots(budget), lambda i: length, self.branches)

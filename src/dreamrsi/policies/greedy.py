@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import by_best, slots
+from dreamrsi.policies._common import BestRanking, slots
 from dreamrsi.policies.params import check_params, param
 
 
@@ -22,14 +22,17 @@ class GreedyBestFirst:
 
     name = "greedy"
     KNOB = "branches"
+    view_determined = True  # see core.policy.Policy
     branches: int = param(4, low=1, search=(1, 32))
     top: int = param(0, low=0, search=(0, 8))
 
     def __post_init__(self) -> None:
         check_params(self)
+        self._ranking = BestRanking()
 
     def reset(self, context: PolicyContext) -> None:
-        """Nothing to reset: decisions depend on the view alone."""
+        """Forget the ranking of the branches (kept as they grow, rebuilt from the view)."""
+        self._ranking.forget()
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Open missing branches first, then extend the best tips."""
@@ -37,6 +40,8 @@ class GreedyBestFirst:
         opened = view.branch_count()
         batch = [view.root_id] * max(0, min(self.branches - opened, n))
         width = min(self.top or budget.workers, n - len(batch))
-        for branch in by_best(view)[:width]:
-            batch.append(branch.tip)
+        if width > 0:
+            ranking = self._ranking
+            ranking.refresh(view)
+            batch += [branch.tip for branch in ranking.top(view, width)]
         return batch

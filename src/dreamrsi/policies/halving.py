@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
-from dreamrsi.policies._common import slots
+from dreamrsi.policies._common import BranchLog, slots
 from dreamrsi.policies.params import check_params, param
 
 
@@ -40,6 +40,7 @@ class SuccessiveHalving:
 
     name = "halving"
     KNOB = "r0"
+    view_determined = True  # see core.policy.Policy
     n0: int = param(8, low=1, search=(2, 32))
     r0: int = param(2, low=1, search=(1, 10))
     eta: int = param(2, low=2, search=(2, 4))
@@ -56,11 +57,13 @@ class SuccessiveHalving:
 
     def _forget(self, view: TreeView | None) -> None:
         self._view = view
+        self._log = BranchLog()
         self._bracket = 0
         self._start = 0
         self._survivors: list[int] | None = None  # positions in opening order
         self._target = 0
         self._first = 0  # the target of the bracket's first rung
+        self._open: list[int] | None = None  # survivors not seen finished (first rung)
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Work on the first unfinished rung of the first unfinished bracket."""
@@ -78,23 +81,49 @@ class SuccessiveHalving:
                 self._survivors = list(range(self._start, self._start + size))
                 self._target = self._first = self.r0 * self.eta**self._bracket
             positions, target = self._survivors, self._target
-            branches = list(view.branch_stats())
-            survivors = [branches[i] for i in positions]  # in opening order
-            if target > self._first and len(survivors) > 1:
-                survivors.sort(key=_rank)  # past the first rung: best first
-            pending = [br.tip for br in survivors if br.finished < target]
+            self._log.update(view)
+            table, ids = view.branch_table(), self._log.ids
+            if target > self._first and len(positions) > 1:  # past the first rung: best first
+                survivors = sorted((table[ids[i]] for i in positions), key=_rank)
+                pending = [br.tip for br in survivors if br.finished < target]
+            else:  # in opening order
+                pending = self._unfinished(view, positions, target, n)
             if pending:
                 return pending[:n]
             if len(positions) > 1:  # rung done: keep the best 1/eta, eta times deeper
                 keep = max(1, math.ceil(len(positions) / self.eta))
-                self._survivors = sorted(sorted(positions, key=lambda i: _rank(branches[i]))
+                self._survivors = sorted(sorted(positions, key=lambda i: _rank(table[ids[i]]))
                                          [:keep])
                 self._target *= self.eta
+                self._open = None
                 continue
             self._start += max(1, self.n0 // self.eta**self._bracket)  # bracket done
             self._bracket += 1
             self._survivors = None
+            self._open = None
         if not self.finish or not view.branch_count():
             return []
         best = max(view.branch_stats(), key=lambda br: -math.inf if br.best is None else br.best)
         return [best.tip]
+
+    def _unfinished(self, view: TreeView, positions: list[int], target: int,
+                    n: int) -> list[str]:
+        """The tips of the first ``n`` survivors (in opening order) with fewer than
+        ``target`` finished attempts. A survivor seen finished is dropped for the rest of
+        the rung (finished attempts only grow), so a round looks at what it selects."""
+        if self._open is None:
+            self._open = list(positions)
+        table, ids, still = view.branch_table(), self._log.ids, self._open
+        batch: list[str] = []
+        done: list[int] = []
+        for k, i in enumerate(still):
+            branch = table[ids[i]]
+            if branch.finished >= target:
+                done.append(k)
+                continue
+            batch.append(branch.tip)
+            if len(batch) >= n:
+                break
+        for k in reversed(done):
+            del still[k]
+        return batch

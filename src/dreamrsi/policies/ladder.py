@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import refine_then_open, slots
+from dreamrsi.policies._common import OpenChains, lengths_of, slots
 from dreamrsi.policies.params import check_params, param
 
 
@@ -41,17 +41,20 @@ class Ladder:
 
     name = "ladder"
     KNOB = "longest"
+    view_determined = True  # see core.policy.Policy
     longest: int = param(64, low=1, search=(1, 200))
     levels: int = param(3, low=1, high=10, search=(1, 6))
 
     def __post_init__(self) -> None:
         check_params(self)
         self._lengths = chain_lengths(self.longest, self.levels)
+        self._length = lengths_of(self._lengths)
+        self._chains = OpenChains()
 
     def reset(self, context: PolicyContext) -> None:
-        """Nothing to reset: decisions depend on the view alone."""
+        """Forget the open chains (rebuilt from the view)."""
+        self._chains.forget()
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Refine unfinished chains, longest first, then open the next rungs' branches."""
-        lengths = self._lengths
-        return refine_then_open(view, slots(budget), lengths, len(lengths))
+        return self._chains.select(view, slots(budget), self._length, len(self._lengths))

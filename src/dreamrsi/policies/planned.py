@@ -5,11 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
 
 from dreamrsi.core.policy import Budget, GridPlan, PlanContext, PolicyContext
 from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import refine_then_open, slots
+from dreamrsi.policies._common import OpenChains, slots
 from dreamrsi.policies.params import check_params, param
 
 
@@ -31,6 +30,7 @@ class PlannedGrid:
 
     name = "planned"
     KNOB = "stretch"
+    view_determined = True  # see core.policy.Policy
     quantile: float = param(0.75, low=0.0, high=1.0, search=(0.0, 1.0))
     stretch: float = param(1.0, low=0.0, low_open=True, search=(0.5, 2.0))
     min_branches: int = param(1, low=1, search=(1, 16))
@@ -38,6 +38,7 @@ class PlannedGrid:
     def __post_init__(self) -> None:
         check_params(self)
         self._grid = GridPlan(1, 0, "not planned")
+        self._chains = OpenChains()
 
     def plan(self, context: PlanContext) -> GridPlan:
         """The grid for the coming episode, from earlier trees only."""
@@ -60,9 +61,10 @@ class PlannedGrid:
         """Take the plan made for this episode."""
         if context.plan is not None:
             self._grid = context.plan
+        self._chains.forget()
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Refine unfinished chains of the plan, then open its missing branches."""
         grid = self._grid
-        return refine_then_open(view, slots(budget), repeat(grid.refine_count + 1),
-                                grid.branch_count)
+        length = grid.refine_count + 1
+        return self._chains.select(view, slots(budget), lambda i: length, grid.branch_count)

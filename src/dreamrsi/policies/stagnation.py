@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
-from dreamrsi.policies._common import by_best, scale, slots
+from dreamrsi.policies._common import BestRanking, Scale, slots
 from dreamrsi.policies.params import check_params, param
 
 
@@ -31,6 +31,7 @@ class Stagnation:
 
     name = "stagnation"
     KNOB = "patience"
+    view_determined = True  # see core.policy.Policy
     patience: int = param(5, low=1, search=(1, 20))
     initial: int = param(0, low=0, search=(0, 16))
     max_branches: int = param(32, low=1, search=(1, 64))
@@ -41,19 +42,26 @@ class Stagnation:
         check_params(self)
         self._seen = 0
         self._trace: list[float] = []
+        self._active = BestRanking(keep=lambda b: not self._stalled(b))
+        self._scale = Scale()
 
     def reset(self, context: PolicyContext) -> None:
-        """Forget the best-score trace (rebuilt from the view on the next call)."""
+        """Forget the best-score trace and the ranking of active branches (both rebuilt from
+        the view on the next call)."""
         self._seen = 0
         self._trace = []
+        self._active.forget()
+        self._scale.forget()
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Extend improving branches; open new ones when all stall; maybe stop."""
         n = slots(budget)
         if n == 0 or self._dried_up(view):
             return []
-        active = [b for b in by_best(view) if not self._stalled(b)]
-        batch = [b.tip for b in active[:n]]
+        ranking = self._active
+        ranking.refresh(view)
+        active = ranking.top(view, n)
+        batch = [b.tip for b in active]
         opened = view.branch_count()
         want = self.initial or budget.workers
         if len(batch) < n and opened < self.max_branches and (not active or opened < want):
@@ -79,5 +87,5 @@ class Stagnation:
         self._seen = view.size
         if self.min_gain <= 0 or len(trace) <= self.window:
             return False
-        _, span = scale(view)
+        _, span = self._scale.of(view)
         return (trace[-1] - trace[-1 - self.window]) / self.window / span < self.min_gain

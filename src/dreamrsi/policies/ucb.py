@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import heapq
 import math
+from bisect import bisect_left, insort
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import gain, scale, slots
+from dreamrsi.policies._common import BranchLog, FirstGains, Scale, gain, slots
 from dreamrsi.policies.params import check_params, param
 
 
@@ -30,37 +33,155 @@ class UCBBranches:
 
     name = "ucb"
     KNOB = "c"
+    view_determined = True  # see core.policy.Policy
     c: float = param(0.5, low=0.0, search=(0.0, 3.0))
     fresh: float = param(0.5, search=(0.0, 1.0))
     max_branches: int = param(16, low=1, search=(1, 64))
 
     def __post_init__(self) -> None:
         check_params(self)
+        self._arms = _LengthGroups()
+        self._firsts = FirstGains()
+        self._scale = Scale()
 
     def reset(self, context: PolicyContext) -> None:
-        """Nothing to reset: decisions depend on the view alone."""
+        """Forget the arms' bookkeeping (decisions depend on the view alone; the groups are
+        rebuilt from it)."""
+        self._arms.forget()
+        self._firsts.forget()
+        self._scale.forget()
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
-        """Play the W arms with the highest upper bounds."""
+        """Play the W arms with the highest upper bounds.
+
+        The same arms, values and order as ranking every arm every round, found without
+        valuing them all: branches are kept in groups of equal length (equal bonus), each
+        sorted by best score (so by value), and a group, or the rest of one, is skipped once
+        its best possible value is below the W-th best found so far. With few branches
+        (at most ``8 W + 8``) valuing them all costs less, and is done instead.
+        """
         n = slots(budget)
         if n == 0:
             return []
-        base, span = scale(view)
+        base, span = self._scale.of(view)
         log_t = math.log(view.size + 1)
+        if view.branch_count() <= 8 * n + 8:
+            return self._value_all(view, n, base, span, log_t)
+        arms = self._arms
+        arms.refresh(view)
+        c = self.c
+        count = view.branch_count()
+        found: list[tuple[float, int, str]] = []  # (value, place in the ranked list, node)
+        top: list[float] = []  # the n best values so far (a heap)
+        room = self.max_branches - count
+        if room > 0:
+            firsts, _ = self._firsts.of(view, arms.log.ids, base, span)
+            prior = firsts / count if count else self.fresh
+            for k in range(min(room, n)):
+                bonus = c * math.sqrt(log_t / (count + k + 1)) if count + k else 1e9
+                value = prior + bonus
+                found.append((value, count + k, view.root_id))
+                _keep(top, n, value)
+        best = view.best
+        ceiling = 0.0 if best is None or best.score is None else max(
+            0.0, (best.score - base) / span)
+        ids, table = arms.log.ids, view.branch_table()
+        for length in arms.lengths:
+            bonus = c * math.sqrt(log_t / length)
+            if len(top) == n and ceiling + bonus < top[0]:
+                break
+            for key in arms.groups[length]:
+                branch = table[ids[key[-1]]]
+                value = gain(branch, base, span) + bonus
+                if len(top) == n and value < top[0]:
+                    break
+                _keep(top, n, value)
+                found.append((value, key[-1], branch.tip))
+        found.sort(key=_ranked)
+        return [node_id for _, _, node_id in found[:n]]
+
+    def _value_all(self, view: TreeView, n: int, base: float, span: float,
+                   log_t: float) -> list[str]:
+        """The W best arms, every arm valued (the groups catch up when next used)."""
+        c = self.c
         arms: list[tuple[float, str]] = []
         firsts = 0.0
-        count = 0
-        for branch in view.branch_stats():
-            value = gain(branch, base, span)
-            arms.append((value + self.c * math.sqrt(log_t / branch.length), branch.tip))
+        for branch in view.branch_table().values():
+            arms.append((gain(branch, base, span) + c * math.sqrt(log_t / branch.length),
+                         branch.tip))
             if branch.first_score is not None:
                 firsts += (branch.first_score - base) / span
-            count += 1
+        count = len(arms)
         room = self.max_branches - count
         if room > 0:
             prior = firsts / count if count else self.fresh
             for k in range(min(room, n)):
-                bonus = self.c * math.sqrt(log_t / (count + k + 1)) if count + k else 1e9
+                bonus = c * math.sqrt(log_t / (count + k + 1)) if count + k else 1e9
                 arms.append((prior + bonus, view.root_id))
-        arms.sort(key=lambda a: -a[0])
+        arms.sort(key=_first)  # stable: ties keep the order arms were listed in
         return [node_id for _, node_id in arms[:n]]
+
+
+def _first(arm: tuple[float, str]) -> float:
+    """Highest value first."""
+    return -arm[0]
+
+
+def _ranked(arm: tuple[float, int, str]) -> tuple[float, int]:
+    """Highest value first; on ties, the order arms were listed in (branches in opening
+    order, then the new-branch arm)."""
+    return -arm[0], arm[1]
+
+
+def _keep(top: list[float], n: int, value: float) -> None:
+    """Keep the ``n`` largest values seen in the min-heap ``top``."""
+    if len(top) < n:
+        heapq.heappush(top, value)
+    elif value > top[0]:
+        heapq.heapreplace(top, value)
+
+
+class _LengthGroups:
+    """UCB's branches grouped by length (arms of equal length have equal bonuses), each group
+    sorted best score first, earlier-opened first on ties (so by gain, then by place: a
+    branch without a score counts as scoring the root's, its gain 0), with the lengths in
+    use in ascending order."""
+
+    __slots__ = ("log", "groups", "lengths", "_keys")
+
+    def __init__(self) -> None:
+        self.log = BranchLog()
+        self.groups: dict[int, list[tuple[Any, ...]]] = {}
+        self.lengths: list[int] = []
+        self._keys: dict[str, tuple[int, tuple[Any, ...]]] = {}
+
+    def forget(self) -> None:
+        self.log.forget()
+        self.groups, self.lengths, self._keys = {}, [], {}
+
+    def refresh(self, view: TreeView) -> None:
+        if self.log.update(view):
+            self.groups, self.lengths, self._keys = {}, [], {}
+        groups, keys, position = self.groups, self._keys, self.log.position
+        root_score = view.root.score
+        for branch in self.log.changed(view):
+            branch_id, place, best = branch.branch_id, position[branch.branch_id], branch.best
+            key: tuple[Any, ...] = (
+                (best is None, -(best or 0.0), place) if root_score is None else
+                (-(best if best is not None else root_score), place))
+            entry = (branch.length, key)
+            old = keys.get(branch_id)
+            if old == entry:
+                continue
+            if old is not None:
+                group = groups[old[0]]
+                del group[bisect_left(group, old[1])]
+                if not group:
+                    del groups[old[0]]
+                    del self.lengths[bisect_left(self.lengths, old[0])]
+            members = groups.get(branch.length)
+            if members is None:
+                members = groups[branch.length] = []
+                insort(self.lengths, branch.length)
+            insort(members, key)
+            keys[branch_id] = entry

@@ -1,0 +1,373 @@
+"""Replay on any tree shape: reveals per CPU second, and how time per replay grows.
+
+Every built-in family replays, at W = 1 and W = 10, the ten-chain tree of ``bench_replay.py``
+and bushy trees in which 10 %, 30 % or 60 % of the attempts open a branch at the root (the
+others extend a random leaf), at 200, 2,000 and 20,000 attempts. Each family's parameters let
+it explore the whole tree (``_shapes.family_specs``: as many branches as the tree holds,
+chains as long as its longest). Targets: >= 300,000 reveals per CPU second in every cell, and
+time per replay linear in the revealed nodes: the exponent of a least-squares fit of
+log(seconds per replay) on log(nodes revealed per replay) over the three sizes, near 1.
+
+With ``--baseline REV`` the same cells are measured, in the same run and interleaved cell by
+cell, on the code of commit REV (its ``src/`` unpacked into a temporary folder by
+``git archive``), each side in its own process on one core. A baseline replay that takes more
+than ``--cap`` CPU seconds is stopped and reported as such. No peer is measured: the peer
+libraries (``openevolve``, ``shinka-evolve`` on PyPI) install, but neither replays a recorded
+tree under an exploration policy (they keep a program database and sample parents from it), so
+there is no peer replay to time on these trees.
+
+With ``--callgrind`` each side instead replays a fixed set of cells once under
+``valgrind --tool=callgrind`` and the instruction counts per revealed node are compared:
+deterministic where wall and CPU time are noisy.
+
+Usage: python benchmarks/bench_replay_shapes.py [--seconds 0.3] [--repeats 3]
+       [--baseline REV] [--cap 5] [--sizes 200 2000 20000] [--callgrind]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SHAPES = ("chains", "bushy-10", "bushy-30", "bushy-60")
+SIZES = (200, 2_000, 20_000)
+FAMILIES = ("fixed", "greedy", "ucb", "halving", "stagnation", "allocation", "planned",
+            "ladder")
+WORKERS = (1, 10)
+TARGET = 300_000
+
+
+# -- the measuring side (a child process per checkout) -----------------------------------------
+
+def _child() -> None:
+    """Answer measurement requests, one JSON line each, with the code on ``sys.path``."""
+    import gc
+    import signal
+
+    sys.path.insert(0, str(HERE))
+    from _shapes import bushy_tree, chain_tree, family_specs
+    from dreamrsi.core.policy import GridPlan
+    from dreamrsi.core.replay import replay
+    from dreamrsi.policies import make_policy
+
+    trees: dict[tuple[str, int], Any] = {}
+
+    class Capped(Exception):
+        pass
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise Capped
+
+    signal.signal(signal.SIGPROF, on_alarm)
+    for line in sys.stdin:
+        ask = json.loads(line)
+        key = (ask["shape"], ask["size"])
+        if key not in trees:
+            shape = ask["shape"]
+            trees[key] = (chain_tree(ask["size"]) if shape == "chains" else
+                          bushy_tree(ask["size"], int(shape.split("-")[1]) / 100))
+        tree = trees[key]
+        spec, grid = family_specs(tree)[ask["family"]]
+        plan = None if grid is None else GridPlan(grid[0], grid[1], "bench")
+        policy = make_policy(spec)
+        best = None
+        capped = False
+        for _ in range(ask["repeats"]):
+            reveals = replays = 0
+            gc.collect()
+            started = time.process_time()
+            signal.setitimer(signal.ITIMER_PROF, ask["cap"])
+            try:
+                while True:
+                    result = replay(policy, tree, workers=ask["workers"],
+                                    max_rounds=tree.size, plan=plan, keep_order=False)
+                    reveals += result.revealed
+                    replays += 1
+                    elapsed = time.process_time() - started
+                    if elapsed >= ask["seconds"]:
+                        break
+            except Capped:
+                capped = replays == 0
+                elapsed = time.process_time() - started
+            finally:
+                signal.setitimer(signal.ITIMER_PROF, 0)
+            if capped:
+                break
+            window = (reveals / elapsed, elapsed / replays, reveals / replays)
+            best = window if best is None or window[0] > best[0] else best
+        print(json.dumps({"capped": capped, "rate": best and best[0],
+                          "per_replay": best and best[1], "revealed": best and best[2],
+                          "cap": ask["cap"]}), flush=True)
+
+
+def _callgrind_child(cells: list[dict[str, Any]], reps: int) -> None:
+    """Replay each cell ``reps`` times and print the nodes one replay revealed (run under
+    callgrind twice, with two counts of replays: the difference is the replays' alone)."""
+    sys.path.insert(0, str(HERE))
+    from _shapes import bushy_tree, chain_tree, family_specs
+    from dreamrsi.core.policy import GridPlan
+    from dreamrsi.core.replay import replay
+    from dreamrsi.policies import make_policy
+
+    out = []
+    for cell in cells:
+        shape, size = cell["shape"], cell["size"]
+        tree = (chain_tree(size) if shape == "chains" else
+                bushy_tree(size, int(shape.split("-")[1]) / 100))
+        spec, grid = family_specs(tree)[cell["family"]]
+        plan = None if grid is None else GridPlan(grid[0], grid[1], "bench")
+        policy = make_policy(spec)
+        revealed = 0
+        for _ in range(reps):
+            revealed = replay(policy, tree, workers=cell["workers"], max_rounds=tree.size,
+                              plan=plan, keep_order=False).revealed
+        out.append(revealed)
+    print(json.dumps(out), flush=True)
+
+
+# -- the driving side --------------------------------------------------------------------------
+
+class Side:
+    """A measuring child process running one checkout's code."""
+
+    def __init__(self, name: str, src: Path, python: str = sys.executable) -> None:
+        self.name = name
+        env = dict(os.environ, PYTHONPATH=str(src), PYTHONHASHSEED="0")
+        self.proc = subprocess.Popen([python, __file__, "--child"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env)
+
+    def ask(self, **cell: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(cell) + "\n")
+        self.proc.stdin.flush()
+        answer: dict[str, Any] = json.loads(self.proc.stdout.readline())
+        return answer
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait()
+
+
+def unpack(rev: str, into: Path) -> Path:
+    """The ``src/`` folder of commit ``rev``, unpacked under ``into``."""
+    archive = subprocess.run(["git", "archive", "--format=tar", rev, "src"], cwd=ROOT,
+                             check=True, capture_output=True).stdout
+    tar = into / "src.tar"
+    tar.write_bytes(archive)
+    with tarfile.open(tar) as t:
+        t.extractall(into, filter="data")
+    return into / "src"
+
+
+def cells(sizes: tuple[int, ...]) -> Iterator[tuple[str, int, str, int]]:
+    for family in FAMILIES:
+        for workers in WORKERS:
+            for shape in SHAPES:
+                for size in sizes:
+                    yield family, workers, shape, size
+
+
+def exponent(points: list[tuple[float, float]]) -> float | None:
+    """Least-squares slope of log(seconds per replay) on log(revealed per replay)."""
+    pts = [(math.log(r), math.log(t)) for r, t in points if r > 0 and t > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    if sxx == 0:
+        return None
+    return sum((x - mx) * (y - my) for x, y in pts) / sxx
+
+
+def fmt_rate(answer: dict[str, Any] | None) -> str:
+    if answer is None:
+        return ""
+    if answer["capped"]:
+        return f"> {answer['cap']:g} s/replay"
+    return f"{answer['rate'] / 1000:,.0f} k"
+
+
+def measure(args: argparse.Namespace) -> str:
+    sys.path.insert(0, str(HERE))
+    from _report import reference_loop
+
+    before_loop = reference_loop()
+    with tempfile.TemporaryDirectory(prefix="dreamrsi-bench-") as tmp:
+        sides = {"after": Side("after", ROOT / "src")}
+        if args.baseline:
+            sides["before"] = Side("before", unpack(args.baseline, Path(tmp)))
+        results: dict[tuple[str, int, str, int, str], dict[str, Any]] = {}
+        try:
+            for family, workers, shape, size in cells(tuple(args.sizes)):
+                for name, side in sides.items():
+                    cap = args.cap if name == "before" else 600.0
+                    results[family, workers, shape, size, name] = side.ask(
+                        shape=shape, size=size, family=family, workers=workers,
+                        seconds=args.seconds, repeats=args.repeats if name == "after" else 1,
+                        cap=cap)
+                row = results[family, workers, shape, size, "after"]
+                print(f"{family:10} W={workers:<2} {shape:8} {size:>6}: "
+                      f"{fmt_rate(row):>14} ({row['revealed']:.0f} revealed/replay)"
+                      + (f"  before {fmt_rate(results[family, workers, shape, size, 'before'])}"
+                         if args.baseline else ""), flush=True)
+        finally:
+            for side in sides.values():
+                side.close()
+    return table(results, args, before_loop)
+
+
+def table(results: dict[tuple[str, int, str, int, str], dict[str, Any]],
+          args: argparse.Namespace, before_loop: float) -> str:
+    from _report import reference_loop
+
+    sizes = tuple(args.sizes)
+    names = ["after", "before"] if args.baseline else ["after"]
+    head = " | ".join(f"{s:,} nodes" for s in sizes)
+    lines = [f"| family | W | tree | {head} | exponent | target |",
+             "|---|---:|---|" + "---:|" * len(sizes) + "---:|---|"]
+    worst_all = math.inf
+    for family in FAMILIES:
+        for workers in WORKERS:
+            for shape in SHAPES:
+                row = []
+                points: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
+                worst = math.inf
+                for size in sizes:
+                    after = results[family, workers, shape, size, "after"]
+                    cell = fmt_rate(after)
+                    worst = min(worst, after["rate"] or 0.0)
+                    if args.baseline:
+                        cell += f" ({fmt_rate(results[family, workers, shape, size, 'before'])})"
+                    row.append(cell)
+                    for n in names:
+                        a = results[family, workers, shape, size, n]
+                        if not a["capped"]:
+                            points[n].append((a["revealed"], a["per_replay"]))
+                worst_all = min(worst_all, worst)
+                slopes = [exponent(points[n]) for n in names]
+                slope = " (".join("n/a" if s is None else f"{s:.2f}" for s in slopes)
+                slope += ")" if len(slopes) > 1 else ""
+                verdict = "PASS" if worst >= TARGET else "FAIL"
+                lines.append(f"| {family} | {workers} | {shape} | " + " | ".join(row)
+                             + f" | {slope} | {verdict} |")
+    note = (f"Reveals per CPU second of one core (k = 1,000), best of {args.repeats} windows of "
+            f"{args.seconds} s"
+            + (f"; in brackets the same cell on commit {args.baseline} (one window; a replay "
+               f"over {args.cap:g} s of CPU is stopped)" if args.baseline else "")
+            + ". Trees: `chains` is ten chains of equal length; `bushy-P` has P % of its "
+            "attempts opening a branch, the others extending a random leaf (`_shapes.py`); "
+            "every family explores the whole tree (`_shapes.family_specs`), K2 = the tree's "
+            "size. Exponent: slope of log(CPU seconds per replay) on log(nodes revealed per "
+            "replay) over the sizes (1 = linear), before in brackets. Target: >= "
+            f"{TARGET:,} reveals/s in every cell. Reference loop (2M iterations of pure "
+            f"Python): {before_loop:.3f} s before, {reference_loop():.3f} s after.")
+    return "\n".join(lines) + f"\n\n{note}"
+
+
+def run_callgrind(args: argparse.Namespace) -> str:
+    """Instruction counts per revealed node, before and after, for a fixed set of cells."""
+    python = os.path.realpath(sys.executable)
+    picked = [{"family": f, "workers": w, "shape": s, "size": args.callgrind_size}
+              for f in FAMILIES for w in WORKERS for s in ("chains", "bushy-30")]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="dreamrsi-cg-") as tmp:
+        srcs = {"after": ROOT / "src"}
+        if args.baseline:
+            srcs["before"] = unpack(args.baseline, Path(tmp))
+        counts: dict[str, list[tuple[int, int]]] = {}
+        for name, src in srcs.items():
+            counts[name] = []
+            for cell in picked:
+                out = Path(tmp) / f"cg-{name}.out"
+                env = dict(os.environ, PYTHONPATH=str(src), PYTHONHASHSEED="0")
+                totals = []
+                for reps in (1, 3):
+                    run = subprocess.run(
+                        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                         python, __file__, "--callgrind-child", json.dumps([cell]), str(reps)],
+                        env=env, capture_output=True, text=True, check=True)
+                    revealed = json.loads(run.stdout.strip().splitlines()[-1])[0]
+                    totals.append(_instructions(run.stderr))
+                counts[name].append(((totals[1] - totals[0]) // 2, revealed))
+                print(name, cell, counts[name][-1], flush=True)
+    head = "| family | W | tree | instructions per reveal | nodes revealed |"
+    rows = [head, "|---|---:|---|---:|---:|"]
+    for i, cell in enumerate(picked):
+        after, revealed = counts["after"][i]
+        text = f"{after / max(1, revealed):,.0f}"
+        shown = f"{revealed:,}"
+        if "before" in counts:
+            before, rb = counts["before"][i]
+            text += f" ({before / max(1, rb):,.0f}, {before / max(1, after):.1f}x)"
+            shown += f" ({rb:,})"
+        rows.append(f"| {cell['family']} | {cell['workers']} | {cell['shape']} | {text} | "
+                    f"{shown} |")
+    note = (f"Instructions (valgrind callgrind, `Ir`) of one replay per cell at "
+            f"{args.callgrind_size:,} nodes (three replays less one, halved: tree building and "
+            "start-up cancel out), per node revealed"
+            + (f"; in brackets commit {args.baseline} and the ratio before/after"
+               if args.baseline else "") + ". Deterministic: the same counts on a "
+            "busy machine.")
+    return "\n".join(rows) + f"\n\n{note}"
+
+
+def _instructions(stderr: str) -> int:
+    for line in stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.split(":")[-1].strip())
+    raise RuntimeError(f"no instruction count in callgrind's output: {stderr[-500:]}")
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--child"]:
+        _child()
+        return
+    if sys.argv[1:2] == ["--callgrind-child"]:
+        _callgrind_child(json.loads(sys.argv[2]), int(sys.argv[3]))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=0.3)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--baseline", default="")
+    parser.add_argument("--cap", type=float, default=5.0)
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--callgrind", action="store_true")
+    parser.add_argument("--callgrind-size", type=int, default=2_000)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    sys.path.insert(0, str(HERE))
+    from _report import write_section
+
+    extra = f" --baseline {args.baseline}" if args.baseline else ""
+    if args.callgrind:
+        body = run_callgrind(args)
+        name, title = "replay-callgrind", "Replay instruction counts (callgrind)"
+        command = (f"python benchmarks/bench_replay_shapes.py --callgrind --callgrind-size "
+                   f"{args.callgrind_size}{extra}")
+    else:
+        body = measure(args)
+        name, title = "replay-shapes", "Replay on any tree shape (W = 1 and 10)"
+        command = (f"python benchmarks/bench_replay_shapes.py --seconds {args.seconds} "
+                   f"--repeats {args.repeats} --cap {args.cap:g} --sizes "
+                   + " ".join(map(str, args.sizes)) + extra)
+    print(body)
+    if not args.no_write:
+        write_section(name, title, body, command)
+
+
+if __name__ == "__main__":
+    main()
