@@ -196,7 +196,7 @@ def _elite_files(context: Mapping[str, Any], files: Mapping[str, str]) -> list[d
         left = ELITE_FILES_BYTES
         for rel in files if isinstance(folder, str) else ():
             try:
-                text = read_file(Path(folder), rel, max_bytes=left)
+                text = read_file(Path(str(folder)), rel, max_bytes=left)
             except (FileProblem, OSError):
                 continue
             shown[rel] = text
