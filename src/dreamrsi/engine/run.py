@@ -82,11 +82,24 @@ class RunObserver(Protocol):
         ...
 
 
-def _recent(ancestors: list[Node]) -> list[Node]:
-    """The root and the nearest ancestors, so a deep chain's context stays bounded."""
-    if len(ancestors) <= _CONTEXT_ANCESTORS + 1:
-        return ancestors
-    return [ancestors[0], *ancestors[-_CONTEXT_ANCESTORS:]]
+def _recent(view: TreeView, parent: Node) -> tuple[list[tuple[Node, int]], int]:
+    """The root and the parent's nearest ancestors with their depths, root first, and how
+    many ancestors between them are left out, so a deep chain's context stays bounded.
+
+    Walks up at most ``_CONTEXT_ANCESTORS`` steps, never the whole chain: a chain's attempts
+    cost the same at depth 2,000 as at depth 20.
+    """
+    depth = view.depth(parent.node_id)  # a leaf's depth is kept by the view
+    near: list[tuple[Node, int]] = []
+    current = parent.parent_id
+    while current is not None and len(near) < _CONTEXT_ANCESTORS:
+        node = view.node(current)
+        near.append((node, depth - 1 - len(near)))
+        current = node.parent_id
+    if current is not None:  # more above: keep the root, count the rest
+        near.append((view.root, 0))
+    near.reverse()
+    return near, max(0, depth - _CONTEXT_ANCESTORS - 1)
 
 
 def new_run_id() -> str:
@@ -419,21 +432,21 @@ class _Session:
 
     def _context(self, view: TreeView, parent: Node, node_id: str, seq: int,
                  round_no: int) -> dict[str, Any]:
-        chain = view.chain(parent.node_id)
+        ancestors, omitted = _recent(view, parent)
 
-        def info(n: Node) -> dict[str, Any]:
+        def info(n: Node, depth: int) -> dict[str, Any]:
             return {"node_id": n.node_id, "score": n.raw_score, "valid": n.valid,
                     "status": n.status.value, "feedback": n.feedback[:_CONTEXT_FEEDBACK_CHARS],
-                    "metrics": dict(n.metrics), "plan": n.plan, "depth": view.depth(n.node_id)}
+                    "metrics": dict(n.metrics), "plan": n.plan, "depth": depth}
 
         c = self.config
         return {
             "task": {"name": self.task.name, "objective": self.task.objective,
                      "direction": self.task.direction.value},
             "run_id": self.run.run_id, "attempt_id": node_id, "round": round_no,
-            "seed": self._seed_for(seq), "parent": info(parent),
-            "ancestors": [info(n) for n in _recent(chain[:-1])],
-            "ancestors_omitted": max(0, len(chain) - 1 - _CONTEXT_ANCESTORS - 1),
+            "seed": self._seed_for(seq), "parent": info(parent, view.depth(parent.node_id)),
+            "ancestors": [info(n, depth) for n, depth in ancestors],
+            "ancestors_omitted": omitted,
             "lessons": [],
             "budget": {"attempts_left": None if c.budget is None else c.budget - self.state.spent,
                        "tokens_left": None if c.max_tokens is None else c.max_tokens - self.tokens,
