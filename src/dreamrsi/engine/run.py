@@ -33,7 +33,14 @@ from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, DreamError, StoreError
 from dreamrsi.policies.registry import make_policy
 from dreamrsi.sandbox import IsolationMode
-from dreamrsi.store.base import InFlight, RunRecord, RunStatus, RunStore, TaskRecord
+from dreamrsi.store.base import (
+    InFlight,
+    RunCounts,
+    RunRecord,
+    RunStatus,
+    RunStore,
+    TaskRecord,
+)
 from dreamrsi.store.integrity import check_tree
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.tasks.spec import Task, load_task
@@ -237,6 +244,7 @@ class _Session:
         self.next_seq = 1
         self.tokens = 0
         self.money = 0.0
+        self.tally = _Tally()
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -347,6 +355,7 @@ class _Session:
                                      run_id=self.run.run_id)
             self.store.add_node(node)
             self.store.finish_attempt(node.node_id)
+        self.tally.add(node)
 
     def _record_lost_attempts(self) -> None:
         for attempt in self.store.in_flight(self.run.run_id):
@@ -366,6 +375,9 @@ class _Session:
         if not nodes:
             nodes = [self._evaluate_root()]
         view = TreeView(nodes[0])
+        self.tally = _Tally()
+        for node in nodes:
+            self.tally.add(node)
         self.tokens, self.money = nodes[0].cost.tokens, nodes[0].cost.money_usd
         for node in nodes[1:]:
             view.reveal(node)
@@ -469,18 +481,39 @@ class _Session:
             logger.exception("run observer failed on %s", event)
 
     def _progress(self) -> RunProgress:
-        counts = self.store.counts(self.run.run_id)
-        best = self.store.get_node(counts.best_node) if counts.best_node else None
+        """From the session's tally, not the store: a progress event costs the same at the
+        2,000th attempt as at the first."""
+        t = self.tally
+        counts = RunCounts(dict(t.by_status))
         return RunProgress(self.run.run_id, self.task.name, counts.attempts, self.config.budget,
-                           dict(counts.by_status), best, self.state.rounds, self._elapsed())
+                           counts.by_status, t.best, self.state.rounds, self._elapsed())
 
     def _summary(self) -> RunSummary:
         run = self.store.get_run(self.run.run_id)
-        p = self._progress()
-        return RunSummary(run.run_id, run.task_name, run.status, run.stop_reason or "", p.best,
-                          p.by_status, p.attempts, p.rounds, run.elapsed_s)
+        counts = self.store.counts(self.run.run_id)
+        best = self.store.get_node(counts.best_node) if counts.best_node else None
+        return RunSummary(run.run_id, run.task_name, run.status, run.stop_reason or "", best,
+                          dict(counts.by_status), counts.attempts, self.state.rounds,
+                          run.elapsed_s)
 
 
+class _Tally:
+    """The run's recorded nodes by status and its best node, kept as they are recorded (what
+    ``RunStore.counts`` would answer)."""
+
+    __slots__ = ("best", "by_status")
+
+    def __init__(self) -> None:
+        self.by_status: dict[str, int] = {}
+        self.best: Node | None = None
+
+    def add(self, node: Node) -> None:
+        status = node.status.value
+        self.by_status[status] = self.by_status.get(status, 0) + 1
+        best, score = self.best, node.score
+        if score is not None and (best is None or best.score is None or score > best.score
+                                  or (score == best.score and node.seq < best.seq)):
+            self.best = node
 
 
 class _LiveSource:
