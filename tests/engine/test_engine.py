@@ -11,8 +11,8 @@ import pytest
 
 from dreamrsi.core.model import NodeStatus
 from dreamrsi.engine import RunConfig, start_run
-from dreamrsi.engine.run import RunProgress
 from dreamrsi.engine.config import default_policy
+from dreamrsi.engine.run import RunProgress
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import parse_spec
 from dreamrsi.store.base import RunStatus
@@ -21,7 +21,6 @@ from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks import load_task
 from tests.conftest import PROPOSE_STEP, TaskFactory
 from tests.engine.test_bad_input import attempts, run
-
 
 # the step proposer, failing when it extends a node of depth 1
 PROPOSE_STEP_OR_FAIL = PROPOSE_STEP + """
