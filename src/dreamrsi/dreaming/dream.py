@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
+from dreamrsi.dreaming._pool import default_processes, map_in_processes
 from dreamrsi.dreaming.crossval import CrossValidation, fold_trees
 from dreamrsi.dreaming.evaluate import ReplaySettings
 from dreamrsi.dreaming.history import History, load_history, pool_branches
@@ -30,7 +31,7 @@ from dreamrsi.dreaming.objectives import (
 )
 from dreamrsi.dreaming.quality import QualityScale
 from dreamrsi.dreaming.report import DreamReport, candidate_reports
-from dreamrsi.dreaming.search import search_family
+from dreamrsi.dreaming.search import FamilyResult, search_family
 from dreamrsi.dreaming.select import Selection, select
 from dreamrsi.dreaming.splits import Side, Split, parse_split
 from dreamrsi.engine.config import MAX_SEED, check_int
@@ -70,6 +71,12 @@ class DreamConfig:
             that share its start appended (``dreaming.history.pool_branches``), so a policy
             that opens more branches than a tree holds is scored on recorded fresh starts
             instead of revealing nothing. Valid when a branch's proposer sees no sibling.
+        prune: Stop a study's hopeless trials part-way (Optuna's median pruner over the
+            running mean V, tree by tree; :mod:`dreamrsi.dreaming.search`); objectives
+            that score trees one by one only (the mean V).
+        processes: CPU cores for the studies and the candidates' replays (``None``: every
+            core this process may use; 1: none besides this one). The results are the
+            same whatever the number: it is not stored with the dream.
     """
 
     families: tuple[str, ...] = tuple(sorted(BUILTIN))
@@ -82,9 +89,13 @@ class DreamConfig:
     objective: DreamObjective = ReplayValue()
     crossval: int = 0
     pool_branches: bool = True
+    prune: bool = True
+    processes: int | None = None
 
     def __post_init__(self) -> None:
         check_int("seed", self.seed, 0, MAX_SEED)
+        if self.processes is not None:
+            check_int("processes", self.processes, 1, 1024)
         if self.crossval < 0 or self.crossval == 1:
             raise ConfigError("crossval must be 0 (off) or at least 2 folds", key="crossval")
         for name, value, kind in (("split", self.split, Split),
@@ -108,14 +119,20 @@ class DreamConfig:
                 "holdout_share": split["holdout_share"], "require_gain": self.require_gain,
                 "seed": self.seed, "replay": self.replay.to_json(),
                 **self.objective.to_json(), "select_on": split["select_on"],
-                "crossval": self.crossval, "pool_branches": self.pool_branches}
+                "crossval": self.crossval, "pool_branches": self.pool_branches,
+                "prune": self.prune}
+
+    @property
+    def cores(self) -> int:
+        """The worker processes a dream's studies and replays may use."""
+        return self.processes if self.processes is not None else default_processes()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DreamConfig:
         """Read a stored config back, from any version of the code (a dream's row also
         names its history and trees; they are not settings and are left out). A row from
         before a setting existed gets the value the dream ran with: no pooled branches, no
-        cross-validation, selection on the training trees.
+        cross-validation, selection on the training trees, no pruning.
 
         Raises:
             ConfigError: An unknown key or mode, or a value out of range.
@@ -126,6 +143,7 @@ class DreamConfig:
         split = parse_split(values.pop("select_on", "train"), values.pop("holdout_share", 0.25))
         replay_json = values.pop("replay", {})
         values.setdefault("pool_branches", False)
+        values.setdefault("prune", False)
         try:
             return cls(families=tuple(values.pop("families", sorted(BUILTIN))), split=split,
                        objective=objective, replay=ReplaySettings.from_json(replay_json),
@@ -206,9 +224,12 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
     if config.pool_branches:
         train, holdout = _pooled(train, holdout)
     events, specs, trials = _studies(train, incumbent, config, scale)
-    candidates = [config.objective.candidate(spec, train, holdout, config.replay, scale,
-                                             incumbent=spec == incumbent)
-                  for spec in _unique([incumbent, *specs])]
+
+    def candidate(spec: PolicySpec) -> Candidate:
+        return config.objective.candidate(spec, train, holdout, config.replay, scale,
+                                          incumbent=spec == incumbent)
+
+    candidates = map_in_processes(candidate, _unique([incumbent, *specs]), config.cores)
     selection = select({c.version_id: [s.value for s in config.split.selected(c.train,
                                                                                c.holdout)]
                         for c in candidates}, incumbent.version_id(),
@@ -278,28 +299,41 @@ def _distinct(train: list[RecordedTree], holdout: list[RecordedTree]) -> list[Re
 
 def _studies(train: list[RecordedTree], incumbent: PolicySpec, config: DreamConfig,
              scale: QualityScale) -> tuple[list[LedgerEvent], list[PolicySpec], int]:
+    """One study per family (in worker processes when there are cores to spare), each
+    recorded as a ledger event."""
     share, extra = divmod(config.trials, len(config.families))
     objective = config.objective
-    events, specs, total = [], [], 0
-    for i, family in enumerate(config.families):
-        per_family = share + (1 if i < extra else 0)
+    by_tree = getattr(objective, "study_values", None) if config.prune else None
+
+    def scorer(spec: PolicySpec) -> float:
+        return objective.study_score(spec, train, config.replay, scale)
+
+    def tree_values(spec: PolicySpec) -> Iterable[float]:
+        return by_tree(spec, train, config.replay, scale)  # type: ignore[misc]
+
+    def study(i: int) -> tuple[FamilyResult, int]:
+        family = config.families[i]
         started = time.monotonic()
-        start_from = [dict(incumbent.params)] if family == incumbent.name else []
-
-        def scorer(spec: PolicySpec) -> float:
-            return objective.study_score(spec, train, config.replay, scale)
-
-        found = search_family(family, train, config.replay, trials=per_family,
+        found = search_family(family, train, config.replay,
+                              trials=share + (1 if i < extra else 0),
                               seed=(config.seed + i) % (MAX_SEED + 1), keep=config.keep,
-                              start_from=start_from, scorer=scorer,
-                              fixed=objective.fixed(family))
+                              start_from=[dict(incumbent.params)]
+                              if family == incumbent.name else [],
+                              scorer=scorer, fixed=objective.fixed(family),
+                              tree_values=tree_values if by_tree is not None else None)
+        return found, int((time.monotonic() - started) * 1000)
+
+    events, specs, total = [], [], 0
+    for found, ms in map_in_processes(study, range(len(config.families)), config.cores):
         total += found.trials
         specs += [spec for spec, _ in found.best]
         events.append(LedgerEvent(
-            Actor.DREAMER, f"optuna study {family}", args=(f"trials={found.trials}",), exit=0,
-            parsed={"family": family, "trials": found.trials, "train_trees": len(train),
-                    "best": [{"policy": s.label(), "train_mean": v} for s, v in found.best]},
-            duration_ms=int((time.monotonic() - started) * 1000)))
+            Actor.DREAMER, f"optuna study {found.family}", args=(f"trials={found.trials}",),
+            exit=0, parsed={"family": found.family, "trials": found.trials,
+                            "pruned": found.pruned, "train_trees": len(train),
+                            "best": [{"policy": s.label(), "train_mean": v}
+                                     for s, v in found.best]},
+            duration_ms=ms))
     return events, specs, total
 
 
