@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
+import sys
 
 import pytest
 
@@ -13,7 +15,8 @@ from dreamrsi.dreaming import DreamConfig, ReplaySettings
 from dreamrsi.dreaming._pool import map_in_processes
 from dreamrsi.dreaming.dream import choose
 from dreamrsi.dreaming.evaluate import iter_scores, mean_value, score_policy
-from dreamrsi.dreaming.quality import QualityScale
+from dreamrsi.dreaming.history import pool_branches
+from dreamrsi.dreaming.quality import QualityScale, parse_quality
 from dreamrsi.dreaming.search import search_family
 from dreamrsi.errors import ConfigError
 from dreamrsi.testing.builders import grid_nodes
@@ -112,3 +115,35 @@ def test_pruning_is_stored_and_older_dreams_read_as_unpruned() -> None:
     assert DreamConfig.from_json(DreamConfig().to_json()).prune is True
     older = {k: v for k, v in DreamConfig().to_json().items() if k != "prune"}
     assert DreamConfig.from_json(older).prune is False
+
+
+@pytest.mark.parametrize("spec", [PolicySpec("fixed", {"branches": 14, "refine": 3}),
+                                  PolicySpec("greedy", {"branches": 25, "top": 2}),
+                                  PolicySpec("fixed", {"branches": 3, "refine": 9})])
+def test_lending_as_many_branches_as_the_budget_changes_no_replay(spec: PolicySpec) -> None:
+    trees = history(20)  # 6 branches each: a 30-attempt replay draws at most 5 lenders
+    whole, bounded = pool_branches(trees), pool_branches(trees, SETTINGS.attempt_budget)
+    assert sum(t.size for t in bounded) < sum(t.size for t in whole) / 2
+    for a, b in zip(whole, bounded, strict=True):
+        assert (a.tree_id, a.best, a.floor, a.rounds, a.own_size) == \
+            (b.tree_id, b.best, b.floor, b.rounds, b.own_size)
+        assert len(b.root_children) >= 6 + SETTINGS.attempt_budget  # type: ignore[operator]
+    scale = QualityScale.of(trees)
+    for quality in ("rank", "relative", "raw"):
+        settings = dataclasses.replace(SETTINGS, quality=parse_quality(quality))
+        assert score_policy(spec, bounded, settings, scale=scale) == \
+            score_policy(spec, whole, settings, scale=scale)
+
+
+def test_a_dream_over_bounded_pools_chooses_as_over_whole_ones(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    trees = history(10)
+    train, holdout = trees[:7], trees[7:]
+    incumbent = PolicySpec("fixed", {"branches": 2, "refine": 5})
+    config = DreamConfig(families=("fixed", "greedy"), trials=24, keep=2, replay=SETTINGS,
+                         processes=1)
+    bounded = choose(train, holdout, incumbent, config, QualityScale.of(trees))
+    dream_module = sys.modules["dreamrsi.dreaming.dream"]  # the package exports dream()
+    monkeypatch.setattr(dream_module, "_max_lent", lambda settings: None)
+    whole = choose(train, holdout, incumbent, config, QualityScale.of(trees))
+    assert bounded.candidates == whole.candidates and bounded.selection == whole.selection

@@ -222,7 +222,7 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
     tree reaches a training tree."""
     everything = _distinct(train, holdout)
     if config.pool_branches:
-        train, holdout = _pooled(train, holdout)
+        train, holdout = _pooled(train, holdout, _max_lent(config.replay))
     events, specs, trials = _studies(train, incumbent, config, scale)
 
     def candidate(spec: PolicySpec) -> Candidate:
@@ -274,7 +274,8 @@ def crossvalidate(trees: list[RecordedTree], incumbent: PolicySpec, config: Drea
         if not choice.selection.promoted:
             gains += [0.0] * len(fold)
             continue
-        judged = pool_branches(fold) if config.pool_branches else fold
+        judged = pool_branches(fold, _max_lent(config.replay)) if config.pool_branches \
+            else fold
         new = config.objective.rewards(choice.selected, judged, rest, config.replay, scale)
         old = config.objective.rewards(incumbent, judged, rest, config.replay, scale)
         gains += [a - b for a, b in zip(new, old, strict=True)]
@@ -282,11 +283,18 @@ def crossvalidate(trees: list[RecordedTree], incumbent: PolicySpec, config: Drea
                            config.require_gain, config.seed)
 
 
-def _pooled(train: list[RecordedTree],
-            holdout: list[RecordedTree]) -> tuple[list[RecordedTree], list[RecordedTree]]:
+def _pooled(train: list[RecordedTree], holdout: list[RecordedTree], max_lent: int | None
+            ) -> tuple[list[RecordedTree], list[RecordedTree]]:
     """Both splits pooled (with one tree, both are the same list and stay so)."""
-    pooled = pool_branches(train)
-    return pooled, pooled if holdout is train else pool_branches(holdout)
+    pooled = pool_branches(train, max_lent)
+    return pooled, pooled if holdout is train else pool_branches(holdout, max_lent)
+
+
+def _max_lent(settings: ReplaySettings) -> int | None:
+    """Branches worth lending each tree: a replay cut at an attempt budget opens no more than
+    that many, so lending more changes no replay (``pool_branches``); with several root
+    orders the rotations span every lent branch, so all are lent."""
+    return settings.attempt_budget if settings.root_orders == 1 else None
 
 
 def _distinct(train: list[RecordedTree], holdout: list[RecordedTree]) -> list[RecordedTree]:
