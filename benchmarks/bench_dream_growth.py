@@ -5,10 +5,11 @@ noisy improving walks) of 20, 100 and 500 trees, of 110 nodes (10 chains of 11) 
 nodes (20 chains of 100). On each, one dream's decision (``dreaming.dream.choose``: every
 built-in family's study, 1,000 trials in all, then the candidates replayed on every tree and
 the selection; loading from and recording into the store are left out) runs with the
-defaults: hopeless trials pruned and the work spread over every core. Where asked
-(``--compare-upto``), the same dream also runs the former way (no pruning, one process), on
-the same trees in the same script run, and the two must choose the same... not necessarily:
-pruning changes which trials finish, so the table shows both choices' training means.
+defaults: hopeless trials pruned and the work spread over every core, replayed as the trees
+were recorded (W = the chains, an attempt budget of the tree's size). Where asked
+(``--compare-upto``), the same dream also runs the former way (no pruning, one process) on
+the same trees in the same script run; pruning changes which trials finish, so the table
+shows both choices and their training means.
 Target: the cost per tree does not grow with the history (at most linear).
 
 Usage: python benchmarks/bench_dream_growth.py [--trees 20 100 500] [--nodes 110 2000]
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import reference_loop, write_section  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
-from dreamrsi.dreaming import DreamConfig  # noqa: E402
+from dreamrsi.dreaming import DreamConfig, ReplaySettings  # noqa: E402
 from dreamrsi.dreaming.dream import choose  # noqa: E402
 from dreamrsi.dreaming.quality import QualityScale  # noqa: E402
 from dreamrsi.testing.builders import grid_nodes  # noqa: E402
@@ -64,15 +65,21 @@ def main() -> None:
                         help="history sizes to leave out, as TREESxNODES (e.g. 500x2000)")
     args = parser.parse_args()
     ref_before = reference_loop()
-    now = DreamConfig(trials=args.trials)
-    before = replace(now, prune=False, processes=1)
+    configs = {}
+    for nodes in args.nodes:  # replayed as recorded: W = the chains, budget = the tree's size
+        branches, depth = SHAPES[nodes]
+        now = DreamConfig(trials=args.trials, replay=ReplaySettings(
+            workers=branches, attempt_budget=branches * depth))
+        configs[nodes] = (now, replace(now, prune=False, processes=1))
+    cores = DreamConfig().cores
     lines = ["| history | dream (pruned, "
-             f"{now.cores} processes) s | per tree ms | trials pruned | former way (no "
+             f"{cores} processes) s | per tree ms | trials pruned | former way (no "
              "pruning, 1 process) s | per tree ms | speed-up | chosen now (train mean) | "
              "chosen the former way (train mean) |",
              "|---|---:|---:|---:|---:|---:|---:|---|---|"]
     per_tree: dict[int, list[tuple[int, float]]] = {}
     for nodes in args.nodes:
+        now, before = configs[nodes]
         for count in args.trees:
             if f"{count}x{nodes}" in args.skip:
                 continue
@@ -102,9 +109,12 @@ def main() -> None:
     lines += ["", "Cost per tree from the smallest to the largest history: " + "; ".join(
         f"{nodes}-node trees, {n0} to {n1} trees: x{g:.2f}" for nodes, n0, n1, g in growth)
         + f". Target: at most linear (cost per tree x1.1 at most): {verdict}.", "",
-        f"One dream's decision (`dreaming.dream.choose`): {len(now.families)} families' "
-        f"studies, {args.trials} trials in all, then every study's best {now.keep} and the "
-        "incumbent replayed on every tree (branches pooled, the default), and the selection. "
+        f"One dream's decision (`dreaming.dream.choose`): {len(DreamConfig().families)} "
+        f"families' studies, {args.trials} trials in all, then every study's best "
+        f"{DreamConfig().keep} and the incumbent replayed on every tree (branches pooled, "
+        "the default), and the selection. Replays as the trees were recorded: W = the "
+        "tree's chains, an attempt budget of the tree's size (so each tree borrows that many "
+        "branches from the others, not all of theirs). "
         "The history is split 3:1 into training and holdout trees as a dream does. Trials "
         "report their running mean V after each tree; Optuna's median pruner stops them at "
         "every tenth of the trees when below the earlier trials' median. Studies and "
