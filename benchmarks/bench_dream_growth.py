@@ -98,6 +98,14 @@ def main() -> None:
                 row += f" | | | {_chosen(choice)} | |"
             print(row, flush=True)
             lines.append(row)
+            report(lines, per_tree, args, ref_before, done=False)
+    report(lines, per_tree, args, ref_before, done=True)
+
+
+def report(rows: list[str], per_tree: dict[int, list[tuple[int, float]]],
+           args: argparse.Namespace, ref_before: float, *, done: bool) -> None:
+    """Write the section (after every history, so a long run leaves what it measured)."""
+    lines = list(rows)
     ref_after = reference_loop()
     growth = []
     for nodes, points in per_tree.items():
@@ -121,8 +129,11 @@ def main() -> None:
         "candidates run on forked worker processes, with the results of the serial loop. "
         f"Reference loop (2M iterations of pure Python): {ref_before:.3f} s before, "
         f"{ref_after:.3f} s after."]
+    if not done:
+        lines.append("(Run in progress: the histories measured so far.)")
     table = "\n".join(lines)
-    print(table)
+    if done:
+        print(table)
     skip = f" --skip {' '.join(args.skip)}" if args.skip else ""
     write_section("dream-growth", "Dreaming cost as the history grows", table,
                   f"python benchmarks/bench_dream_growth.py --trees "
