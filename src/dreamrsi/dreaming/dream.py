@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -311,13 +311,15 @@ def _studies(train: list[RecordedTree], incumbent: PolicySpec, config: DreamConf
     recorded as a ledger event."""
     share, extra = divmod(config.trials, len(config.families))
     objective = config.objective
-    by_tree = getattr(objective, "study_values", None) if config.prune else None
+    by_tree: Callable[..., Iterable[float]] | None = \
+        getattr(objective, "study_values", None) if config.prune else None
 
     def scorer(spec: PolicySpec) -> float:
         return objective.study_score(spec, train, config.replay, scale)
 
     def tree_values(spec: PolicySpec) -> Iterable[float]:
-        return by_tree(spec, train, config.replay, scale)  # type: ignore[misc]
+        assert by_tree is not None
+        return by_tree(spec, train, config.replay, scale)
 
     def study(i: int) -> tuple[FamilyResult, int]:
         family = config.families[i]
