@@ -135,7 +135,10 @@ def report(rows: list[str], per_tree: dict[int, list[tuple[int, float]]],
     if done:
         print(table)
     skip = f" --skip {' '.join(args.skip)}" if args.skip else ""
-    write_section("dream-growth", "Dreaming cost as the history grows", table,
+    # one section per tree size, so the sizes may be measured by separate runs
+    sizes = "-".join(map(str, args.nodes))
+    write_section(f"dream-growth-{sizes}", f"Dreaming cost as the history grows ({sizes}-node "
+                  "trees)", table,
                   f"python benchmarks/bench_dream_growth.py --trees "
                   f"{' '.join(map(str, args.trees))} --nodes {' '.join(map(str, args.nodes))} "
                   f"--trials {args.trials} --compare-upto {args.compare_upto}{skip}")
