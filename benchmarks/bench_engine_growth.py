@@ -5,9 +5,9 @@ One run of N attempts (default 2,000) of a no-op task along one chain (W = 1,
 workspace repository all grow with every attempt. The proposer and evaluator are shell
 built-ins (``echo``), so what is measured is mostly the engine's own work. An observer notes
 the wall clock and the CPU time of this process and of the commands it ran as each attempt is
-recorded; the figure is the per-attempt cost of the last 200 attempts against the first 200.
-Target: at most +5 %, judged on CPU time (on a shared machine the wall clock of minutes apart
-also measures the neighbours), with the wall time shown beside it.
+recorded. A fresh run of 200 attempts follows at once: its attempts are at the depths of the
+long run's first 200, measured under the load of the long run's last 200. Target: the last 200
+cost at most 5 % more than those, in CPU time and in median wall time.
 
 Usage: python benchmarks/bench_engine_growth.py [--attempts 2000] [--isolation off]
 """
@@ -99,30 +99,38 @@ def main() -> None:
     ref_before = reference_loop()
     with tempfile.TemporaryDirectory(prefix="dreamrsi-growth-") as tmp:
         root = Path(tmp)
+        task = make_task(root)
         started = time.perf_counter()
-        costs = measure(make_task(root), root / "store", args.attempts, args.isolation)
+        costs = measure(task, root / "store", args.attempts, args.isolation)
         took = time.perf_counter() - started
+        fresh = measure(task, root / "store-fresh", WINDOW, args.isolation)
     ref_after = reference_loop()
-    rows = [("CPU, the dreamrsi process and its commands, mean", *growth(costs["cpu"], "mean")),
-            ("CPU, the dreamrsi process alone, mean", *growth(costs["own"], "mean")),
-            ("wall, median", *growth(costs["wall"], "median")),
-            ("wall, mean", *growth(costs["wall"], "mean"))]
-    lines = [f"| per-attempt cost | first {WINDOW} (ms) | last {WINDOW} (ms) | growth |",
-             "|---|---:|---:|---:|"]
-    for name, first, last, change in rows:
-        lines.append(f"| {name} | {1000 * first:.2f} | {1000 * last:.2f} | "
-                     f"{100 * change:+.1f} % |")
-    worst = rows[0][3]
+    lines = [f"| per-attempt cost | long run, first {WINDOW} (ms) | a fresh run right after, "
+             f"its {WINDOW} (ms) | long run, last {WINDOW} (ms) | growth within the run | "
+             "growth against the fresh run |", "|---|---:|---:|---:|---:|---:|"]
+    verdicts = []
+    for name, key, how in (("CPU, the dreamrsi process and its commands, mean", "cpu", "mean"),
+                           ("CPU, the dreamrsi process alone, mean", "own", "mean"),
+                           ("wall, median", "wall", "median"),
+                           ("wall, mean", "wall", "mean")):
+        first, last, change = growth(costs[key], how)
+        base = growth(fresh[key], how)[0]
+        adjacent = last / base - 1
+        verdicts.append(adjacent)
+        lines.append(f"| {name} | {1000 * first:.2f} | {1000 * base:.2f} | {1000 * last:.2f} | "
+                     f"{100 * change:+.1f} % | {100 * adjacent:+.1f} % |")
+    worst = max(verdicts[0], verdicts[2])
     verdict = "PASS" if worst <= TARGET else "FAIL"
-    lines += ["", f"Target: the CPU time of an attempt grows by at most "
-              f"{100 * TARGET:.0f} % from the first {WINDOW} attempts to the last {WINDOW}: "
-              f"{100 * worst:+.1f} %, {verdict}. One run of {args.attempts} attempts along one "
-              f"chain (W=1, isolation {args.isolation}) in {took:.1f} s; proposer and evaluator "
-              "are shell built-ins, so the engine's own work (store, ledger, workspace commits, "
-              "sandbox, the view and the proposer's context) is most of each attempt. CPU time "
-              "is the figure because on a shared machine the wall clock of attempts minutes "
-              "apart also measures the neighbours' load; the wall times are shown beside it "
-              "(the median resists spikes). Reference loop "
+    lines += ["", f"Target: an attempt at depth {args.attempts - WINDOW} to {args.attempts} "
+              f"costs at most {100 * TARGET:.0f} % more than one at depth 0 to {WINDOW}, in CPU "
+              f"time and in median wall time: {100 * worst:+.1f} % at worst, {verdict}. One run "
+              f"of {args.attempts} attempts along one chain (W=1, isolation {args.isolation}) "
+              f"in {took:.1f} s, then a fresh run of {WINDOW}; proposer and evaluator are shell "
+              "built-ins, so the engine's own work (store, ledger, workspace commits, sandbox, "
+              "the view and the proposer's context) is most of each attempt. On a shared "
+              "machine attempts minutes apart also measure the neighbours' load, so the verdict "
+              f"compares the long run's last {WINDOW} attempts with the fresh run's, measured "
+              "right after them (the within-run growth is shown too). Reference loop "
               f"(2M iterations of pure Python): {ref_before:.3f} s before, "
               f"{ref_after:.3f} s after."]
     table = "\n".join(lines)
