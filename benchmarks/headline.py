@@ -148,12 +148,20 @@ def targets(section: Section) -> list[Target]:
                 label = cells[0] + (f" ({bound})" if bound else "")
                 found.append(Target(_short(label), _short(figure, 70), verdict))
             continue
-        if "Target:" in line and VERDICT.search(line):
-            target = line.split("Target:", 1)[1]
-            label, _, rest = re.split(r"(\.\s)", target.strip() + " ", maxsplit=1)
-            figure = VERDICT.split(rest)[0].strip(" :")
-            found.append(Target(_short(label.strip()), _short(figure, 70),
-                                VERDICT.findall(rest or label)[-1]))
+        if "Target:" in line and VERDICT.search(line.split("Target:", 1)[1]):
+            before, target = line.split("Target:", 1)
+            verdict = VERDICT.search(target)
+            assert verdict is not None
+            head = target[:verdict.start()].strip(" ,:")
+            if ". " in head:
+                label, figure = head.split(". ", 1)
+            else:
+                label, _, figure = head.rpartition(":") if ":" in head else (head, "", "")
+            figure = _short(figure.strip(" ,:"), 70)
+            if not figure:  # the figure is the sentence before: keep its end
+                tail = " ".join(before.split()).strip(" .")
+                figure = tail if len(tail) <= 70 else "…" + tail[-69:]
+            found.append(Target(_short(label.strip()), figure, verdict.group(1)))
             continue
         if match := PAYS.search(line):
             x, lo = float(match["x"]), float(match["lo"])

@@ -39,6 +39,8 @@ def test_targets_are_read_as_the_sections_print_them() -> None:
                           "above 1."),
         block("rho", "Spearman correlation, replay score vs online best: **0.26** (bootstrap 95% "
                      "interval over policies [-0.25, 0.70]; 20 policies)"),
+        block("before", "Cost per tree, 20 to 500 trees: x0.41. Target: at most linear: PASS."),
+        block("inline", "Target: at most 5 % more: +30.8 % at worst, FAIL. One run of 2000."),
         block("ceiling", "Seed-by-seed oracle (for each seed, the best): ratio **1.17** "
                          "[0.56, 2.64]; attempts"),
     ])
@@ -51,6 +53,9 @@ def test_targets_are_read_as_the_sections_print_them() -> None:
     assert [t.verdict for t in found["pays-low"]] == ["MISS"]  # lower bound not above 1
     assert found["rho"] == [headline.Target("replay predicts online: Spearman ρ >= 0.6",
                                             "0.26 [-0.25, 0.70]", "MISS")]
+    assert found["before"] == [headline.Target("at most linear",
+                                               "Cost per tree, 20 to 500 trees: x0.41", "PASS")]
+    assert found["inline"] == [headline.Target("at most 5 % more", "+30.8 % at worst", "FAIL")]
     assert found["ceiling"][0].verdict == "< 2: cannot show 2x"
 
 

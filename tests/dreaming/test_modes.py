@@ -99,6 +99,8 @@ def test_stored_configs_keep_their_shape_and_load(tmp_path: Path) -> None:
     for record in dreams:
         config = DreamConfig.from_json(record.config)
         old = dict(record.config)
+        assert "prune" not in old and config.prune is False  # dreamed before pruning existed
+        old["prune"] = False
         new = config.to_json() | {"history": old["history"], "trees": old["trees"]}
         if config.objective == ReplayValue():
             assert "pareto_lam" not in new  # λ is stored with the objective it belongs to

@@ -12,14 +12,21 @@ import pytest
 from dreamrsi.core.model import NodeStatus
 from dreamrsi.engine import RunConfig, start_run
 from dreamrsi.engine.config import default_policy
+from dreamrsi.engine.run import RunProgress
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import parse_spec
 from dreamrsi.store.base import RunStatus
 from dreamrsi.store.ledger import Actor
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks import load_task
-from tests.conftest import TaskFactory
+from tests.conftest import PROPOSE_STEP, TaskFactory
 from tests.engine.test_bad_input import attempts, run
+
+# the step proposer, failing when it extends a node of depth 1
+PROPOSE_STEP_OR_FAIL = PROPOSE_STEP + """
+if ctx["parent"]["depth"] == 1:
+    raise SystemExit(3)
+"""
 
 
 def test_run_spends_its_budget_and_records_everything(
@@ -242,7 +249,11 @@ def test_context_of_a_deep_chain_is_bounded(store: SqliteRunStore,
     propose = """
     import json, os
     ctx = json.load(open(os.environ["DREAM_CONTEXT"]))
-    open("value.txt", "w").write(str(len(ctx["ancestors"]) + 1000 * ctx["ancestors_omitted"]))
+    anc, p = ctx["ancestors"], ctx["parent"]["depth"]
+    expected = [0, *range(p - 50, p)] if ctx["ancestors_omitted"] else list(range(p))
+    ok = [a["depth"] for a in anc] == expected and p == len(anc) + ctx["ancestors_omitted"]
+    open("value.txt", "w").write(str(len(anc) + 1000 * ctx["ancestors_omitted"] if ok else -1))
+    open("ids.json", "w").write(json.dumps([a["node_id"] for a in anc]))
     """
     _, nodes = run(store, make_task(propose=propose), budget=55,
                    policy="fixed:branches=1,refine=60")
@@ -250,6 +261,13 @@ def test_context_of_a_deep_chain_is_bounded(store: SqliteRunStore,
     assert depths_seen[:3] == [0, 1, 2]
     assert depths_seen[51] == 51  # root + 50 nearest: nothing omitted yet
     assert depths_seen[52] == 51 + 1000  # one omitted from here on
+    assert depths_seen[54] == 51 + 3000
+    from dreamrsi.workspace.git import WorkspaceRepo
+
+    out = store.root / "exported"
+    WorkspaceRepo(store.root / "repo.git").export(nodes[55].commit or "", out, [])
+    ids = json.loads((out / "ids.json").read_text())  # the parent is nodes[54]
+    assert ids == [nodes[0].node_id, *(n.node_id for n in nodes[4:54])]
 
 
 def test_replay_of_the_behaviour_policy_reproduces_an_online_run(
@@ -340,3 +358,27 @@ def test_start_run_takes_a_policy_object(store: SqliteRunStore, make_task: TaskF
     assert own.resets == 1 and summary.stop_reason == "empty batch"
     assert [n.parent_id for n in nodes] == [None, nodes[0].node_id, nodes[1].node_id]
     assert store.get_run(summary.run_id).policy == PolicySpec("two-deep")
+
+
+def test_progress_events_agree_with_the_store(store: SqliteRunStore,
+                                              make_task: TaskFactory) -> None:
+    """The engine keeps its progress counts as it records nodes: at every event they are
+    what the store itself counts, failed attempts and the best node included."""
+    propose = PROPOSE_STEP_OR_FAIL
+    seen: list[tuple[str, int, dict[str, int], str | None]] = []
+
+    def observer(event: str, progress: RunProgress, node: object) -> None:
+        counts = store.counts(progress.run_id)
+        assert progress.by_status == counts.by_status, event
+        assert progress.attempts == counts.attempts
+        assert (progress.best.node_id if progress.best else None) == counts.best_node
+        seen.append((event, progress.attempts, dict(progress.by_status),
+                     progress.best.node_id if progress.best else None))
+
+    cfg = RunConfig(budget=8, workers=2, policy=parse_spec("fixed:branches=3,refine=9"))
+    summary = start_run(store, load_task(make_task(propose=propose)), cfg, observer)
+    events = [e for e, *_ in seen]
+    assert events[0] == "start" and events[-1] == "finish" and events.count("node") == 8
+    statuses = seen[-1][2]
+    assert statuses.get("error", 0) > 0 and statuses.get("ok", 0) > 1  # both kinds counted
+    assert summary.by_status == statuses and summary.attempts == 8

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dreamrsi.agents.policy_author import PolicyAuthor
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
+from dreamrsi.dreaming._pool import default_processes, map_in_processes
 from dreamrsi.dreaming.by_run import by_run_interval
 from dreamrsi.dreaming.code import (
     CODE,
@@ -41,7 +42,7 @@ from dreamrsi.dreaming.objectives import (
 )
 from dreamrsi.dreaming.quality import QualityScale
 from dreamrsi.dreaming.report import DreamReport, candidate_reports
-from dreamrsi.dreaming.search import search_family
+from dreamrsi.dreaming.search import FamilyResult, search_family
 from dreamrsi.dreaming.select import Selection, select
 from dreamrsi.dreaming.splits import Side, Split, parse_split
 from dreamrsi.engine.config import MAX_SEED, check_int
@@ -94,6 +95,12 @@ class DreamConfig:
             (with pooled branches, resample runs and pool each resample anew, since pooled
             trees share branches; :mod:`dreamrsi.dreaming.by_run`) or ``tree`` (resample the
             trees' values as they are). Without pooling both are the same.
+        prune: Stop a study's hopeless trials part-way (Optuna's median pruner over the
+            running mean V, tree by tree; :mod:`dreamrsi.dreaming.search`); objectives
+            that score trees one by one only (the mean V).
+        processes: CPU cores for the studies and the candidates' replays (``None``: every
+            core this process may use; 1: none besides this one). The results are the
+            same whatever the number: it is not stored with the dream.
     """
 
     families: tuple[str, ...] = tuple(sorted(BUILTIN))
@@ -108,6 +115,8 @@ class DreamConfig:
     pool_branches: bool = True
     code: CodeSettings | None = None
     interval: str = "run"
+    prune: bool = True
+    processes: int | None = None
 
     def __post_init__(self) -> None:
         if self.code is not None and (self.crossval or isinstance(self.objective, ParetoAUC)):
@@ -118,6 +127,8 @@ class DreamConfig:
         if self.interval not in INTERVALS:
             raise ConfigError(f"unknown interval '{self.interval}'", key="interval",
                               expected=" | ".join(INTERVALS))
+        if self.processes is not None:
+            check_int("processes", self.processes, 1, 1024)
         if self.crossval < 0 or self.crossval == 1:
             raise ConfigError("crossval must be 0 (off) or at least 2 folds", key="crossval")
         for name, value, kind in (("split", self.split, Split),
@@ -143,8 +154,13 @@ class DreamConfig:
                 "seed": self.seed, "replay": self.replay.to_json(),
                 **self.objective.to_json(), "select_on": split["select_on"],
                 "crossval": self.crossval, "pool_branches": self.pool_branches,
-                "interval": self.interval,
+                "interval": self.interval, "prune": self.prune,
                 **({} if self.code is None else {"code": self.code.to_json()})}
+
+    @property
+    def cores(self) -> int:
+        """The worker processes a dream's studies and replays may use."""
+        return self.processes if self.processes is not None else default_processes()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DreamConfig:
@@ -152,7 +168,7 @@ class DreamConfig:
         names its history and trees; they are not settings and are left out). A row from
         before a setting existed gets the value the dream ran with: no pooled branches, no
         cross-validation, selection on the training trees, a split from two trees, intervals
-        over trees.
+        over trees, no pruning.
 
         Raises:
             ConfigError: An unknown key or mode, or a value out of range.
@@ -172,6 +188,7 @@ class DreamConfig:
                 **limits, isolation=mode, accept_unisolated=mode is not IsolationMode.REQUIRED))
         values.setdefault("pool_branches", False)
         values.setdefault("interval", "tree")
+        values.setdefault("prune", False)
         try:
             return cls(families=tuple(values.pop("families", sorted(BUILTIN))), split=split,
                        objective=objective, replay=ReplaySettings.from_json(replay_json),
@@ -278,11 +295,18 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
     everything = _distinct(train, holdout)
     compared = config.split.selected(train, holdout)
     if config.pool_branches:
-        train, holdout = _pooled(train, holdout)
+        train, holdout = _pooled(train, holdout, _max_lent(config.replay))
     events, specs, trials = _studies(train, incumbent, config, scale)
-    candidates = [_candidate(spec, train, holdout, config, scale, sources or {},
-                             incumbent=spec == incumbent)
-                  for spec in _unique([incumbent, *specs])]
+
+    def candidate(spec: PolicySpec) -> Candidate:
+        return _candidate(spec, train, holdout, config, scale, sources or {},
+                          incumbent=spec == incumbent)
+
+    unique = _unique([incumbent, *specs])
+    # Families on every core; programs here (each runs in its own sandboxed worker already).
+    families = iter(map_in_processes(candidate, [s for s in unique if s.name != CODE],
+                                     config.cores))
+    candidates = [candidate(s) if s.name == CODE else next(families) for s in unique]
     outcome = None
     if code is not None:
         outcome = revise(code, candidates[0], train, holdout, config.replay, scale,
@@ -350,7 +374,8 @@ def crossvalidate(trees: list[RecordedTree], incumbent: PolicySpec, config: Drea
         if not choice.selection.promoted:
             gains += [0.0] * len(fold)
             continue
-        judged = pool_branches(fold) if config.pool_branches else fold
+        judged = pool_branches(fold, _max_lent(config.replay)) if config.pool_branches \
+            else fold
         new = config.objective.rewards(choice.selected, judged, rest, config.replay, scale)
         old = config.objective.rewards(incumbent, judged, rest, config.replay, scale)
         gains += [a - b for a, b in zip(new, old, strict=True)]
@@ -393,11 +418,18 @@ def _code_digest(spec: PolicySpec) -> str | None:
     return str(spec.params["digest"]) if spec.name == CODE else None
 
 
-def _pooled(train: list[RecordedTree],
-            holdout: list[RecordedTree]) -> tuple[list[RecordedTree], list[RecordedTree]]:
+def _pooled(train: list[RecordedTree], holdout: list[RecordedTree], max_lent: int | None
+            ) -> tuple[list[RecordedTree], list[RecordedTree]]:
     """Both splits pooled (with one tree, both are the same list and stay so)."""
-    pooled = pool_branches(train)
-    return pooled, pooled if holdout is train else pool_branches(holdout)
+    pooled = pool_branches(train, max_lent)
+    return pooled, pooled if holdout is train else pool_branches(holdout, max_lent)
+
+
+def _max_lent(settings: ReplaySettings) -> int | None:
+    """Branches worth lending each tree: a replay cut at an attempt budget opens no more than
+    that many, so lending more changes no replay (``pool_branches``); with several root
+    orders the rotations span every lent branch, so all are lent."""
+    return settings.attempt_budget if settings.root_orders == 1 else None
 
 
 def _distinct(train: list[RecordedTree], holdout: list[RecordedTree]) -> list[RecordedTree]:
@@ -410,28 +442,43 @@ def _distinct(train: list[RecordedTree], holdout: list[RecordedTree]) -> list[Re
 
 def _studies(train: list[RecordedTree], incumbent: PolicySpec, config: DreamConfig,
              scale: QualityScale) -> tuple[list[LedgerEvent], list[PolicySpec], int]:
+    """One study per family (in worker processes when there are cores to spare), each
+    recorded as a ledger event."""
     share, extra = divmod(config.trials, len(config.families))
     objective = config.objective
-    events, specs, total = [], [], 0
-    for i, family in enumerate(config.families):
-        per_family = share + (1 if i < extra else 0)
+    by_tree: Callable[..., Iterable[float]] | None = \
+        getattr(objective, "study_values", None) if config.prune else None
+
+    def scorer(spec: PolicySpec) -> float:
+        return objective.study_score(spec, train, config.replay, scale)
+
+    def tree_values(spec: PolicySpec) -> Iterable[float]:
+        assert by_tree is not None
+        return by_tree(spec, train, config.replay, scale)
+
+    def study(i: int) -> tuple[FamilyResult, int]:
+        family = config.families[i]
         started = time.monotonic()
-        start_from = [dict(incumbent.params)] if family == incumbent.name else []
-
-        def scorer(spec: PolicySpec) -> float:
-            return objective.study_score(spec, train, config.replay, scale)
-
-        found = search_family(family, train, config.replay, trials=per_family,
+        found = search_family(family, train, config.replay,
+                              trials=share + (1 if i < extra else 0),
                               seed=(config.seed + i) % (MAX_SEED + 1), keep=config.keep,
-                              start_from=start_from, scorer=scorer,
-                              fixed=objective.fixed(family))
+                              start_from=[dict(incumbent.params)]
+                              if family == incumbent.name else [],
+                              scorer=scorer, fixed=objective.fixed(family),
+                              tree_values=tree_values if by_tree is not None else None)
+        return found, int((time.monotonic() - started) * 1000)
+
+    events, specs, total = [], [], 0
+    for found, ms in map_in_processes(study, range(len(config.families)), config.cores):
         total += found.trials
         specs += [spec for spec, _ in found.best]
         events.append(LedgerEvent(
-            Actor.DREAMER, f"optuna study {family}", args=(f"trials={found.trials}",), exit=0,
-            parsed={"family": family, "trials": found.trials, "train_trees": len(train),
-                    "best": [{"policy": s.label(), "train_mean": v} for s, v in found.best]},
-            duration_ms=int((time.monotonic() - started) * 1000)))
+            Actor.DREAMER, f"optuna study {found.family}", args=(f"trials={found.trials}",),
+            exit=0, parsed={"family": found.family, "trials": found.trials,
+                            "pruned": found.pruned, "train_trees": len(train),
+                            "best": [{"policy": s.label(), "train_mean": v}
+                                     for s, v in found.best]},
+            duration_ms=ms))
     return events, specs, total
 
 

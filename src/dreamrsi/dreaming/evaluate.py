@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -277,10 +277,20 @@ def score_policy(spec: PolicySpec | Policy, trees: Sequence[RecordedTree],
     (default: the scores of ``history``) is the yardstick of a scaled quality mode;
     ``keep_order`` keeps each replay's reveal order.
     """
+    return list(iter_scores(spec, trees, settings, history, scale, keep_order))
+
+
+def iter_scores(spec: PolicySpec | Policy, trees: Sequence[RecordedTree],
+                settings: ReplaySettings, history: Sequence[RecordedTree] | None = None,
+                scale: QualityScale | None = None,
+                keep_order: bool = False) -> Iterator[TreeScore]:
+    """:func:`score_policy` one tree at a time, so a caller may stop part-way (a pruned
+    trial); the scores are the same, in the same order."""
     policy = make_policy(spec)
     past = trees if history is None else history
     yardstick = scale or (QualityScale.of(past) if settings.quality.scaled else None)
-    return [replay_tree(policy, tree, settings, past, yardstick, keep_order) for tree in trees]
+    for tree in trees:
+        yield replay_tree(policy, tree, settings, past, yardstick, keep_order)
 
 
 def mean_value(scores: Sequence[TreeScore]) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.engine.history import context_runs
@@ -89,7 +89,8 @@ def load_history(store: RunStore, task_name: str, task_digest: str,
     return History(task_digest, evaluator_digest, tuple(trees), tuple(excluded))
 
 
-def pool_branches(trees: Sequence[RecordedTree]) -> list[RecordedTree]:
+def pool_branches(trees: Sequence[RecordedTree],
+                  max_lent: int | None = None) -> list[RecordedTree]:
     """Each tree with the branches of every other tree of the same start appended to its own,
     as further children of its root (the next trees first, in the given order, wrapping
     round), except trees whose proposers saw it (history as context: their branches may start
@@ -104,15 +105,54 @@ def pool_branches(trees: Sequence[RecordedTree]) -> list[RecordedTree]:
     tree is rarely revealed whole, so if
     it asks for more than the chains hold it goes on missing (until K2, or the budget when
     misses are charged) where the tree alone would have ended the replay.
+
+    Every tree holding every other's branches makes a history of n trees n² nodes.
+    ``max_lent`` (a replay's attempt budget: a replay cannot open more branches than it
+    makes attempts) lends each tree only the first lenders' branches until at least that many
+    are lent; the tree keeps the best, floor and rounds of the whole pool, so replays cut by
+    that budget are the same as over the whole pool.
     """
     trees = list(trees)
+    extremes = {t.tree_id: _lent_extremes(t) for t in trees}
     pooled = []
     for i, tree in enumerate(trees):
         lenders = [trees[(i + k) % len(trees)] for k in range(1, len(trees))]
         lenders = [t for t in lenders if t.start == tree.start and t.root_children
                    and tree.tree_id not in t.saw]
-        pooled.append(_with_branches(tree, lenders) if lenders else tree)
+        if not lenders:
+            pooled.append(tree)
+            continue
+        lent = _with_branches(tree, _enough(lenders, max_lent))
+        best, floor, rounds = tree.best, tree.floor, tree.rounds
+        for lender in lenders:
+            high, low, last = extremes[lender.tree_id]
+            best = high if best is None or (high is not None and high > best) else best
+            floor = low if floor is None or (low is not None and low < floor) else floor
+            rounds = max(rounds, last)
+        pooled.append(replace(lent, best=best, floor=floor, rounds=rounds))
     return pooled
+
+
+def _enough(lenders: list[RecordedTree], max_lent: int | None) -> list[RecordedTree]:
+    """The first lenders whose branches number at least ``max_lent`` (all: ``None``)."""
+    if max_lent is None:
+        return lenders
+    chosen, count = [], 0
+    for lender in lenders:
+        if count >= max_lent:
+            break
+        chosen.append(lender)
+        count += len(lender.root_children)
+    return chosen
+
+
+def _lent_extremes(tree: RecordedTree) -> tuple[float | None, float | None, int]:
+    """Highest and lowest score and last round of a tree's non-root nodes (what it lends)."""
+    scores = [n.score for n in tree.nodes.values()
+              if n.parent_id is not None and n.score is not None]
+    rounds = [n.round for n in tree.nodes.values() if n.parent_id is not None]
+    return (max(scores) if scores else None, min(scores) if scores else None,
+            max(rounds, default=0))
 
 
 def _with_branches(tree: RecordedTree, lenders: Sequence[RecordedTree]) -> RecordedTree:

@@ -18,13 +18,19 @@ cross-validation gate measures on trees left out (:meth:`DreamObjective.rewards`
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
-from dreamrsi.dreaming.evaluate import ReplaySettings, TreeScore, mean_value, score_policy
+from dreamrsi.dreaming.evaluate import (
+    ReplaySettings,
+    TreeScore,
+    iter_scores,
+    mean_value,
+    score_policy,
+)
 from dreamrsi.dreaming.pareto import knob_values, pareto_score
 from dreamrsi.dreaming.quality import QualityScale
 from dreamrsi.errors import ConfigError
@@ -100,6 +106,12 @@ class ReplayValue:
                     settings: ReplaySettings, scale: QualityScale) -> float:
         """Mean V over the training trees."""
         return mean_value(score_policy(spec, train, settings, scale=scale))
+
+    def study_values(self, spec: PolicySpec, train: Sequence[RecordedTree],
+                     settings: ReplaySettings, scale: QualityScale) -> Iterator[float]:
+        """V on each training tree, one at a time (their mean is :meth:`study_score`): lets
+        a study prune a hopeless trial part-way."""
+        return (s.value for s in iter_scores(spec, train, settings, scale=scale))
 
     def candidate(self, spec: PolicySpec, train: Sequence[RecordedTree],
                   holdout: Sequence[RecordedTree], settings: ReplaySettings,

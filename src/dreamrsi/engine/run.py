@@ -36,7 +36,14 @@ from dreamrsi.policies.registry import make_policy
 from dreamrsi.programs import ProgramPolicy
 from dreamrsi.programs.stored import CODE, load_program
 from dreamrsi.sandbox import IsolationMode
-from dreamrsi.store.base import InFlight, RunRecord, RunStatus, RunStore, TaskRecord
+from dreamrsi.store.base import (
+    InFlight,
+    RunCounts,
+    RunRecord,
+    RunStatus,
+    RunStore,
+    TaskRecord,
+)
 from dreamrsi.store.integrity import check_tree
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.tasks.spec import Task, load_task
@@ -85,11 +92,24 @@ class RunObserver(Protocol):
         ...
 
 
-def _recent(ancestors: list[Node]) -> list[Node]:
-    """The root and the nearest ancestors, so a deep chain's context stays bounded."""
-    if len(ancestors) <= _CONTEXT_ANCESTORS + 1:
-        return ancestors
-    return [ancestors[0], *ancestors[-_CONTEXT_ANCESTORS:]]
+def _recent(view: TreeView, parent: Node) -> tuple[list[tuple[Node, int]], int]:
+    """The root and the parent's nearest ancestors with their depths, root first, and how
+    many ancestors between them are left out, so a deep chain's context stays bounded.
+
+    Walks up at most ``_CONTEXT_ANCESTORS`` steps, never the whole chain: a chain's attempts
+    cost the same at depth 2,000 as at depth 20.
+    """
+    depth = view.depth(parent.node_id)  # a leaf's depth is kept by the view
+    near: list[tuple[Node, int]] = []
+    current = parent.parent_id
+    while current is not None and len(near) < _CONTEXT_ANCESTORS:
+        node = view.node(current)
+        near.append((node, depth - 1 - len(near)))
+        current = node.parent_id
+    if current is not None:  # more above: keep the root, count the rest
+        near.append((view.root, 0))
+    near.reverse()
+    return near, max(0, depth - _CONTEXT_ANCESTORS - 1)
 
 
 def new_run_id() -> str:
@@ -264,6 +284,7 @@ class _Session:
         self.next_seq = 1
         self.tokens = 0
         self.money = 0.0
+        self.tally = _Tally()
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -377,6 +398,7 @@ class _Session:
                                      run_id=self.run.run_id)
             self.store.add_node(node)
             self.store.finish_attempt(node.node_id)
+        self.tally.add(node)
 
     def _record_lost_attempts(self) -> None:
         for attempt in self.store.in_flight(self.run.run_id):
@@ -396,6 +418,9 @@ class _Session:
         if not nodes:
             nodes = [self._evaluate_root()]
         view = TreeView(nodes[0])
+        self.tally = _Tally()
+        for node in nodes:
+            self.tally.add(node)
         self.tokens, self.money = nodes[0].cost.tokens, nodes[0].cost.money_usd
         for node in nodes[1:]:
             view.reveal(node)
@@ -462,21 +487,21 @@ class _Session:
 
     def _context(self, view: TreeView, parent: Node, node_id: str, seq: int,
                  round_no: int) -> dict[str, Any]:
-        chain = view.chain(parent.node_id)
+        ancestors, omitted = _recent(view, parent)
 
-        def info(n: Node) -> dict[str, Any]:
+        def info(n: Node, depth: int) -> dict[str, Any]:
             return {"node_id": n.node_id, "score": n.raw_score, "valid": n.valid,
                     "status": n.status.value, "feedback": n.feedback[:_CONTEXT_FEEDBACK_CHARS],
-                    "metrics": dict(n.metrics), "plan": n.plan, "depth": view.depth(n.node_id)}
+                    "metrics": dict(n.metrics), "plan": n.plan, "depth": depth}
 
         c = self.config
         return {
             "task": {"name": self.task.name, "objective": self.task.objective,
                      "direction": self.task.direction.value},
             "run_id": self.run.run_id, "attempt_id": node_id, "round": round_no,
-            "seed": self._seed_for(seq), "parent": info(parent),
-            "ancestors": [info(n) for n in _recent(chain[:-1])],
-            "ancestors_omitted": max(0, len(chain) - 1 - _CONTEXT_ANCESTORS - 1),
+            "seed": self._seed_for(seq), "parent": info(parent, view.depth(parent.node_id)),
+            "ancestors": [info(n, depth) for n, depth in ancestors],
+            "ancestors_omitted": omitted,
             "lessons": [],
             "history": self.history,
             "budget": {"attempts_left": None if c.budget is None else c.budget - self.state.spent,
@@ -500,18 +525,39 @@ class _Session:
             logger.exception("run observer failed on %s", event)
 
     def _progress(self) -> RunProgress:
-        counts = self.store.counts(self.run.run_id)
-        best = self.store.get_node(counts.best_node) if counts.best_node else None
+        """From the session's tally, not the store: a progress event costs the same at the
+        2,000th attempt as at the first."""
+        t = self.tally
+        counts = RunCounts(dict(t.by_status))
         return RunProgress(self.run.run_id, self.task.name, counts.attempts, self.config.budget,
-                           dict(counts.by_status), best, self.state.rounds, self._elapsed())
+                           counts.by_status, t.best, self.state.rounds, self._elapsed())
 
     def _summary(self) -> RunSummary:
         run = self.store.get_run(self.run.run_id)
-        p = self._progress()
-        return RunSummary(run.run_id, run.task_name, run.status, run.stop_reason or "", p.best,
-                          p.by_status, p.attempts, p.rounds, run.elapsed_s)
+        counts = self.store.counts(self.run.run_id)
+        best = self.store.get_node(counts.best_node) if counts.best_node else None
+        return RunSummary(run.run_id, run.task_name, run.status, run.stop_reason or "", best,
+                          dict(counts.by_status), counts.attempts, self.state.rounds,
+                          run.elapsed_s)
 
 
+class _Tally:
+    """The run's recorded nodes by status and its best node, kept as they are recorded (what
+    ``RunStore.counts`` would answer)."""
+
+    __slots__ = ("best", "by_status")
+
+    def __init__(self) -> None:
+        self.by_status: dict[str, int] = {}
+        self.best: Node | None = None
+
+    def add(self, node: Node) -> None:
+        status = node.status.value
+        self.by_status[status] = self.by_status.get(status, 0) + 1
+        best, score = self.best, node.score
+        if score is not None and (best is None or best.score is None or score > best.score
+                                  or (score == best.score and node.seq < best.seq)):
+            self.best = node
 
 
 class _LiveSource:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
-from dreamrsi.core.model import Node, NodeStatus
+from dreamrsi.core.model import Cost, Node, NodeStatus
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.store.base import RunRecord, RunStatus, TaskRecord
 from dreamrsi.store.ledger import Actor, LedgerEvent
@@ -48,3 +49,26 @@ def node_fields(node: Node) -> dict[str, Any]:
 def event(cmd: str, **changes: Any) -> LedgerEvent:
     """An ``execution`` ledger event that ran ``cmd`` and exited 0."""
     return LedgerEvent(Actor.EXECUTION, cmd, exit=0, **changes)
+
+
+def grid_nodes(run_id: str, rng: random.Random, branches: int = 10,
+               depth: int = 11) -> list[Node]:
+    """A recorded tree of ``branches`` chains of ``depth`` attempts, as fixed refinement with
+    W = ``branches`` records it (round r extends every chain), scores following noisy
+    improving walks, about one attempt in twelve invalid: a history for dreaming."""
+    nodes = [Node(f"{run_id}-0", run_id, None, 0, 0, "c", NodeStatus.OK, True, 0.0, 0.0)]
+    tips = [nodes[0].node_id] * branches
+    level = [rng.gauss(0.5, 0.2) for _ in range(branches)]
+    seq = 0
+    for step in range(depth):
+        for b in range(branches):
+            seq += 1
+            level[b] += rng.gauss(0.02, 0.05)
+            ok = rng.random() > 0.08
+            score = level[b] if ok else None
+            nodes.append(Node(f"{run_id}-{seq}", run_id, tips[b], seq, step + 1, "c",
+                              NodeStatus.OK if ok else NodeStatus.INVALID, ok, score, score,
+                              plan=f"step {rng.randrange(5)}",
+                              cost=Cost(rng.randint(500, 3000))))
+            tips[b] = nodes[-1].node_id
+    return nodes

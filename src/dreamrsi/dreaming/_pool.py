@@ -1,0 +1,56 @@
+"""Independent pieces of a dream (studies, candidates) on several CPU cores, in order.
+
+Each piece is a pure function of its input (a study is seeded, a replay is deterministic), so
+running them in worker processes changes nothing but the wall time: the results are those of
+the serial loop, in the same order. Workers are forked, so they inherit the recorded trees
+instead of receiving a pickled copy of them; the jobs are handed over through a module global
+set before the fork, and only results travel back. A forked worker ends with ``os._exit``
+(``multiprocessing`` does so), so it never finalises what it inherited (the store's open
+database connection among them).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_JOBS: tuple[Callable[[Any], Any], Sequence[Any]] | None = None
+
+
+def default_processes() -> int:
+    """The CPU cores this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        os.cpu_count() or 1
+
+
+def map_in_processes(fn: Callable[[T], R], items: Sequence[T], processes: int) -> list[R]:
+    """``[fn(x) for x in items]``, on up to ``processes`` forked workers.
+
+    Serial when one process is asked for, when there is at most one item, where ``fork`` is
+    not available, or inside a worker already (no pool of pools). An exception in ``fn`` is
+    raised here, as the serial loop would raise it.
+    """
+    global _JOBS
+    workers = min(processes, len(items))
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods() \
+            or multiprocessing.current_process().daemon or _JOBS is not None:
+        return [fn(x) for x in items]
+    _JOBS = (fn, items)
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_run, range(len(items))))
+    finally:
+        _JOBS = None
+
+
+def _run(index: int) -> Any:
+    """In a worker: the job at ``index`` of the jobs inherited from the parent."""
+    assert _JOBS is not None, "a dream worker started without its jobs"
+    fn, items = _JOBS
+    return fn(items[index])
