@@ -118,6 +118,8 @@ SPEARMAN = re.compile(rf"Spearman correlation, replay score vs online \w+: "
                       rf"\[(?P<lo>{NUMBER}), (?P<hi>{NUMBER})\]")
 ORACLE = re.compile(rf"Seed-by-seed oracle .*?ratio \*\*(?P<x>{NUMBER})\*\* "
                     rf"\[(?P<lo>{NUMBER}), (?P<hi>{NUMBER})\]")
+MET = re.compile(r"(?P<label>[^.]*?): \*\*(?P<figure>[^*]+)\*\* \(target (?P<bound>[^:]+): "
+                 r"(?P<verdict>met|missed|not met)")
 VERDICT = re.compile(r"\b(PASS|FAIL|MISS)\b")
 
 
@@ -163,7 +165,11 @@ def targets(section: Section) -> list[Target]:
                 figure = tail if len(tail) <= 70 else "…" + tail[-69:]
             found.append(Target(_short(label.strip()), figure, verdict.group(1)))
             continue
-        if match := PAYS.search(line):
+        if match := MET.search(line):
+            found.append(Target(_short(f"{match['label'].strip()} ({match['bound']})"),
+                                match["figure"],
+                                "PASS" if match["verdict"] == "met" else "FAIL"))
+        elif match := PAYS.search(line):
             x, lo = float(match["x"]), float(match["lo"])
             found.append(Target("dreaming pays: attempts ratio >= 2, interval above 1",
                                 f"{match['x']} [{match['lo']}, {match['hi']}]",

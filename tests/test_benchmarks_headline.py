@@ -41,6 +41,8 @@ def test_targets_are_read_as_the_sections_print_them() -> None:
                      "interval over policies [-0.25, 0.70]; 20 policies)"),
         block("before", "Cost per tree, 20 to 500 trees: x0.41. Target: at most linear: PASS."),
         block("inline", "Target: at most 5 % more: +30.8 % at worst, FAIL. One run of 2000."),
+        block("met", "Programs scored per minute (W = 2): **132 per minute** (target >= 60: met; "
+                     "30 programs)."),
         block("ceiling", "Seed-by-seed oracle (for each seed, the best): ratio **1.17** "
                          "[0.56, 2.64]; attempts"),
     ])
@@ -56,6 +58,8 @@ def test_targets_are_read_as_the_sections_print_them() -> None:
     assert found["before"] == [headline.Target("at most linear",
                                                "Cost per tree, 20 to 500 trees: x0.41", "PASS")]
     assert found["inline"] == [headline.Target("at most 5 % more", "+30.8 % at worst", "FAIL")]
+    assert found["met"] == [headline.Target("Programs scored per minute (W = 2) (>= 60)",
+                                            "132 per minute", "PASS")]
     assert found["ceiling"][0].verdict == "< 2: cannot show 2x"
 
 
