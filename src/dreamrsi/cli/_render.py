@@ -7,17 +7,21 @@ through :func:`_e`: Rich would read ``[...]`` in it as markup, and a stray ``[/]
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from dreamrsi.core.model import Direction, Node
-from dreamrsi.engine import CheckReport, RunProgress
-from dreamrsi.store.ledger import ChainHead, VerifyReport
+from dreamrsi.cli._shared import head_dict
+from dreamrsi.core.model import Direction
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from dreamrsi.core.model import Node
+    from dreamrsi.engine import CheckReport, RunProgress
+    from dreamrsi.store.ledger import ChainHead, VerifyReport
 
 
 def _e(value: object) -> str:
@@ -33,6 +37,14 @@ class RunProgressBar:
     """A live progress bar; also the engine's observer (call it with progress events)."""
 
     def __init__(self, console: Console, budget: int | None) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         self._progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("best {task.fields[best]}"), TextColumn("{task.fields[rate]}/s"),
@@ -169,11 +181,6 @@ def ledger_table(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
                       str(r["duration_ms"]), "yes" if r["admissible"] else "no",
                       _e(r["node_id"] or ""))
     console.print(table)
-
-
-def head_dict(head: ChainHead) -> dict[str, Any]:
-    """A chain head as JSON: ``{"length": ..., "hash": ...}``."""
-    return {"length": head.length, "hash": head.hash}
 
 
 def head_line(console: Console, chain: str, head: ChainHead) -> None:

@@ -6,26 +6,44 @@ Errors are translated here, once: a :class:`DreamError` becomes one message and 
 
 from __future__ import annotations
 
+import functools
 import json
 import signal
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from dreamrsi.errors import DreamError
-from dreamrsi.store import RunStore, open_store
 
-console = Console()
-err_console = Console(stderr=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from dreamrsi.store.base import RunStore
+    from dreamrsi.store.ledger import ChainHead
+
 state = {"debug": False}
 """Global options of the invocation (set by the app's callback)."""
 
 T = TypeVar("T")
+
+
+@functools.cache
+def console() -> Console:
+    """The console of the command's output (Rich is loaded when first asked for)."""
+    from rich.console import Console
+
+    return Console()
+
+
+@functools.cache
+def err_console() -> Console:
+    """The console of messages and errors, on stderr."""
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 def guard(fn: Callable[[], T]) -> T:
@@ -37,13 +55,16 @@ def guard(fn: Callable[[], T]) -> T:
             raise
         fail(str(exc))
     except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted[/]; `dreamrsi resume RUN` continues the run")
+        err_console().print("[yellow]interrupted[/]; `dreamrsi resume RUN` continues the run")
         raise typer.Exit(130) from None
 
 
 def fail(message: str) -> NoReturn:
     """Print ``message`` as an error and exit 1."""
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    from rich.markup import escape
+
+    err_console().print(f"[bold red]error:[/] {escape(message)}", highlight=False,
+                        soft_wrap=True)
     raise typer.Exit(1)
 
 
@@ -52,8 +73,15 @@ def print_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
 
 
+def head_dict(head: ChainHead) -> dict[str, Any]:
+    """A chain head as JSON: ``{"length": ..., "hash": ...}``."""
+    return {"length": head.length, "hash": head.hash}
+
+
 def reader(store: Path) -> RunStore:
     """The store at ``store``, opened for reading."""
+    from dreamrsi.store.factory import open_store
+
     return open_store(store, writer=False)
 
 

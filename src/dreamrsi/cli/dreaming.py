@@ -1,13 +1,16 @@
-"""Commands for dreaming: ``dream``, ``loop``, ``policies``, ``replay``."""
+"""Commands for dreaming: ``dream``, ``loop``, ``policies``, ``replay``.
+
+Each command imports the services it calls inside its body (Optuna, NumPy and SciPy come with
+them), so ``--help`` and the other commands do not pay for them.
+"""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from dreamrsi.cli import _render
 from dreamrsi.cli._shared import console, guard, print_json, reader, sigterm_as_interrupt
 from dreamrsi.cli.options import (
     COUNT,
@@ -21,21 +24,10 @@ from dreamrsi.cli.options import (
     WorkersOpt,
     seed_option,
 )
-from dreamrsi.dreaming import (
-    DreamConfig,
-    LoopConfig,
-    ReplaySettings,
-    parse_objective,
-    parse_quality,
-    parse_split,
-    run_loop,
-)
-from dreamrsi.dreaming import dream as run_dream
-from dreamrsi.dreaming import queries as dq
 from dreamrsi.engine.config import MAX_INT
-from dreamrsi.policies.registry import BUILTIN, parse_spec
-from dreamrsi.store import open_store
-from dreamrsi.tasks import resolve_task
+
+if TYPE_CHECKING:
+    from dreamrsi.dreaming import DreamConfig, ReplaySettings
 
 # the replay settings of dream, loop and replay
 Beta1Opt = Annotated[float, typer.Option(
@@ -80,6 +72,9 @@ def _dream_config(trials: int, families: str | None, holdout: float, require_gai
                   seed: int, settings: ReplaySettings, objective: str,
                   pareto_lam: float, select_on: str = "train",
                   crossval: int = 0, pool_branches: bool = True) -> DreamConfig:
+    from dreamrsi.dreaming import DreamConfig, parse_objective, parse_split
+    from dreamrsi.policies.registry import BUILTIN
+
     names = tuple(sorted(BUILTIN)) if not families else tuple(
         f.strip() for f in families.split(",") if f.strip())
     return DreamConfig(families=names, trials=trials, split=parse_split(select_on, holdout),
@@ -91,6 +86,8 @@ def _dream_config(trials: int, families: str | None, holdout: float, require_gai
 def _replay_settings(workers: int, k2: int | None, budget: int | None, beta1: float,
                      beta2: float, quality: str, root_orders: int,
                      charge_misses: bool) -> ReplaySettings:
+    from dreamrsi.dreaming import ReplaySettings, parse_quality
+
     return ReplaySettings(workers=workers, max_rounds=k2, attempt_budget=budget, beta1=beta1,
                           beta2=beta2, quality=parse_quality(quality), root_orders=root_orders,
                           charge_misses=charge_misses)
@@ -123,6 +120,12 @@ def dream(
     """Dream over TASK's recorded trees: search policies by replay and select the next one."""
 
     def body() -> None:
+        from dreamrsi.cli import _render
+        from dreamrsi.dreaming import dream as run_dream
+        from dreamrsi.dreaming import queries as dq
+        from dreamrsi.store import open_store
+        from dreamrsi.tasks import resolve_task
+
         loaded = resolve_task(task)
         # checked before the store is opened (and created); W is filled in from the store
         settings = _replay_settings(workers or 1, k2, budget, beta1, beta2, quality,
@@ -138,7 +141,7 @@ def dream(
         if as_json:
             print_json(report.as_dict())
         else:
-            _render.dream_table(console, report.as_dict())
+            _render.dream_table(console(), report.as_dict())
 
     guard(body)
 
@@ -184,6 +187,12 @@ def loop(
     the rounds are done or the target is reached)."""
 
     def body() -> None:
+        from dreamrsi.cli import _render
+        from dreamrsi.dreaming import LoopConfig, run_loop
+        from dreamrsi.policies.registry import parse_spec
+        from dreamrsi.store import open_store
+        from dreamrsi.tasks import resolve_task
+
         loaded = resolve_task(task)
         settings = _replay_settings(workers, None, per_round_budget, beta1, beta2, quality,
                                     root_orders, charge_misses)
@@ -196,13 +205,13 @@ def loop(
         with open_store(store, writer=True, holder=f"loop {loaded.name}") as handle:
             sigterm_as_interrupt()
             observer = None if as_json else (
-                lambda r: _render.loop_round(console, r, handle.chain_head(r.run_id)))
+                lambda r: _render.loop_round(console(), r, handle.chain_head(r.run_id)))
             report = run_loop(handle, loaded, config, observer,
                               accept_unisolated_model_code=accept_unisolated)
         if as_json:
             print_json(report.as_dict())
         else:
-            _render.loop_summary(console, report)
+            _render.loop_summary(console(), report)
 
     guard(body)
 
@@ -211,6 +220,9 @@ def policies(task: TaskArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = 
     """List every policy version of TASK: lineage, parameters, replay scores per dream."""
 
     def body() -> None:
+        from dreamrsi.dreaming import queries as dq
+        from dreamrsi.tasks import resolve_task
+
         loaded = resolve_task(task)
         with reader(store) as handle:
             rows = dq.policy_rows(handle, loaded)
@@ -219,7 +231,9 @@ def policies(task: TaskArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = 
             print_json({"task": loaded.name, "deployed": deployed.label(),
                         "deployed_from": source, "versions": rows})
         else:
-            _render.policies_table(console, loaded.name, rows, deployed.label(), source)
+            from dreamrsi.cli import _render
+
+            _render.policies_table(console(), loaded.name, rows, deployed.label(), source)
 
     guard(body)
 
@@ -243,6 +257,11 @@ def replay(
     """Replay one policy over TASK's recorded trees and print its table."""
 
     def body() -> None:
+        from dreamrsi.cli import _render
+        from dreamrsi.dreaming import queries as dq
+        from dreamrsi.policies.registry import parse_spec
+        from dreamrsi.tasks import resolve_task
+
         loaded = resolve_task(task)
         with reader(store) as handle:
             spec = parse_spec(policy) if policy else dq.deployed_policy(handle, loaded)[0]
@@ -253,6 +272,6 @@ def replay(
         if as_json:
             print_json(table)
         else:
-            _render.replay_table(console, table)
+            _render.replay_table(console(), table)
 
     guard(body)

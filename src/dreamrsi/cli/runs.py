@@ -1,16 +1,26 @@
-"""Commands for online runs: ``run``, ``resume``, ``status``, ``show``, ``best``."""
+"""Commands for online runs: ``run``, ``resume``, ``status``, ``show``, ``best``.
+
+Each command imports the services it calls inside its body, so ``--help`` and the reading
+commands never load the engine, the task formats or the model client.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dreamrsi.cli import _render
-from dreamrsi.cli._shared import console, guard, print_json, reader, sigterm_as_interrupt
+from dreamrsi.cli._shared import (
+    console,
+    guard,
+    head_dict,
+    print_json,
+    reader,
+    sigterm_as_interrupt,
+)
 from dreamrsi.cli.options import (
     COUNT,
     DEFAULT_STORE,
@@ -25,10 +35,9 @@ from dreamrsi.cli.options import (
     path_value,
     seed_option,
 )
-from dreamrsi.engine import RunConfig, default_policy, queries, resume_run, start_run
-from dreamrsi.policies.registry import parse_spec
-from dreamrsi.store import RunStore, open_store
-from dreamrsi.tasks import resolve_task
+
+if TYPE_CHECKING:
+    from dreamrsi.store.base import RunStore
 
 
 def run(
@@ -57,6 +66,11 @@ def run(
     or the policy stops."""
 
     def body() -> None:
+        from dreamrsi.engine import RunConfig, default_policy, start_run
+        from dreamrsi.policies.registry import parse_spec
+        from dreamrsi.store import open_store
+        from dreamrsi.tasks import resolve_task
+
         spec = parse_spec(policy) if policy else default_policy(budget, workers)
         config = RunConfig(budget=budget, workers=workers, max_rounds=rounds,
                            wall_time_s=wall_time, max_tokens=max_tokens, max_cost_usd=max_cost,
@@ -77,6 +91,9 @@ def resume(run_id: RunArg, accept_unisolated: AcceptUnisolatedOpt = False,
     """Continue a run that was killed or interrupted; in-flight attempts become `lost`."""
 
     def body() -> None:
+        from dreamrsi.engine import resume_run
+        from dreamrsi.store import open_store
+
         with open_store(store, writer=True, holder=f"resume {run_id}") as handle:
             sigterm_as_interrupt()
             record = handle.get_run(run_id)
@@ -89,32 +106,41 @@ def resume(run_id: RunArg, accept_unisolated: AcceptUnisolatedOpt = False,
 
 
 def _drive(start: Callable[[Any], Any], as_json: bool, budget: int | None) -> Any:
-    if as_json or not console.is_terminal and os.environ.get("DREAMRSI_PROGRESS") != "1":
+    if as_json or not console().is_terminal and os.environ.get("DREAMRSI_PROGRESS") != "1":
         return start(None)
-    with _render.RunProgressBar(console, budget) as bar:
+    from dreamrsi.cli import _render
+
+    with _render.RunProgressBar(console(), budget) as bar:
         return start(bar)
 
 
 def _finish(handle: RunStore, run_id: str, as_json: bool) -> None:
+    from dreamrsi.cli import _render
+    from dreamrsi.engine import queries
+
     summary = queries.run_summary(handle, handle.get_run(run_id))
     head = handle.chain_head(run_id)
     if as_json:
-        print_json({**summary, "ledger_head": _render.head_dict(head)})
+        print_json({**summary, "ledger_head": head_dict(head)})
     else:
-        _render.summary_table(console, summary)
-        _render.head_line(console, run_id, head)
+        _render.summary_table(console(), summary)
+        _render.head_line(console(), run_id, head)
 
 
 def status(store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
     """List the runs of the store with their state, counts and best score."""
 
     def body() -> None:
+        from dreamrsi.engine import queries
+
         with reader(store) as handle:
             runs = queries.list_runs(handle)
         if as_json:
             print_json({"store": str(store), "runs": runs})
         else:
-            _render.runs_table(console, runs)
+            from dreamrsi.cli import _render
+
+            _render.runs_table(console(), runs)
 
     guard(body)
 
@@ -123,13 +149,17 @@ def show(run_id: RunArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = Fal
     """Show a run's tree: one line per node with depth, score, status and plan."""
 
     def body() -> None:
+        from dreamrsi.engine import queries
+
         with reader(store) as handle:
             summary = queries.run_summary(handle, handle.get_run(run_id))
             rows = queries.tree_rows(handle, run_id)
         if as_json:
             print_json({"run": summary, "nodes": rows})
         else:
-            _render.tree_table(console, summary, rows)
+            from dreamrsi.cli import _render
+
+            _render.tree_table(console(), summary, rows)
 
     guard(body)
 
@@ -146,12 +176,16 @@ def best(
     """Show the best node of a run, and optionally export its workspace."""
 
     def body() -> None:
+        from dreamrsi.engine import queries
+
         with reader(store) as handle:
             info = (queries.export_best(handle, run_id, export) if export
                     else queries.best(handle, run_id))
         if as_json:
             print_json(info)
         else:
-            _render.best_panel(console, info)
+            from dreamrsi.cli import _render
+
+            _render.best_panel(console(), info)
 
     guard(body)
