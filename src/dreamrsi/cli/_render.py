@@ -106,22 +106,55 @@ def runs_table(console: Console, runs: Sequence[Mapping[str, Any]]) -> None:
     console.print(table)
 
 
-def tree_table(console: Console, summary: Mapping[str, Any],
-               rows: Sequence[Mapping[str, Any]]) -> None:
-    """``dreamrsi show``: one line per node, branch by branch."""
-    table = Table(title=_e(f"run {summary['run_id']} ({summary['task']}): {len(rows)} nodes, "
-                           f"best {_fmt(summary['best_score'])}"))
+BRANCH_ROWS = 10
+"""``show`` tables this many branches, best first."""
+
+
+def tree_view(console: Console, overview: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+              title: str, offset: int, page: int | None) -> None:
+    """``dreamrsi show``: the tree in numbers, its best branches, then the nodes listed."""
+    s, tree = overview["run"], overview["tree"]
+    best = "-" if s["best_node"] is None else f"{_fmt(s['best_score'])} ({_e(s['best_node'])})"
+    console.print(_e(f"run {s['run_id']} ({s['task']}): {tree['nodes']} nodes, "
+                     f"{tree['branches']} branches, depth {tree['depth']}, best ") + best,
+                  highlight=False, soft_wrap=True)
+    branches = sorted(overview["branches"], key=lambda b: (b["best_score"] is None,
+                                                            _rank(b, s["direction"])))
+    if branches:
+        shown = branches[:BRANCH_ROWS]
+        more = (f", {len(shown)} best of {len(branches)}; --depth 1 lists every branch's first "
+                "node" if len(branches) > len(shown) else "")
+        table = Table(title=f"branches (best first{more})")
+        for col in ("branch", "first node", "nodes", "depth", "best", "best node"):
+            table.add_column(col, no_wrap=col in ("first node", "best node"))
+        table.add_column("by status", overflow="fold")
+        for b in shown:
+            table.add_row(str(b["branch"]), _e(b["head"]), str(b["nodes"]), str(b["depth"]),
+                          _fmt(b["best_score"]), _e(b["best_node"] or "-"),
+                          ", ".join(f"{k} {v}" for k, v in b["counts"].items()))
+        console.print(table)
+    table = Table(title=_e(f"nodes: {title}"))
     table.add_column("node", no_wrap=True)
-    for col in ("depth", "round", "score", "status", "plan"):
+    for col in ("branch", "depth", "round", "score", "status", "plan"):
         table.add_column(col, overflow="fold")
     for r in rows:
         plan = _e(r["plan"] or "")
         if r["duplicate_of"]:
             plan = f"[dim](duplicate of {_e(r['duplicate_of'])})[/] {plan}"
         indent = "  " * min(r["depth"], 1) + ("└ " if r["depth"] else "")
-        table.add_row(f"{indent}{_e(r['node_id'])}", str(r["depth"]), str(r["round"]),
-                      _fmt(r["score"]), r["status"], plan)
+        table.add_row(f"{indent}{_e(r['node_id'])}", str(r["branch"] or "-"), str(r["depth"]),
+                      str(r["round"]), _fmt(r["score"]), r["status"], plan)
     console.print(table)
+    if page is not None and len(rows) == page:
+        console.print(f"more may follow: --offset {offset + page} lists the next {page}; "
+                      "--all, --branch K and --depth D choose other nodes", highlight=False)
+
+
+def _rank(branch: Mapping[str, Any], direction: str) -> float:
+    score: float | None = branch["best_score"]
+    if score is None:
+        return 0.0
+    return -score if direction == "maximize" else score
 
 
 def best_panel(console: Console, info: Mapping[str, Any]) -> None:

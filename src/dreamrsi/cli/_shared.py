@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 import json
 import signal
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -71,6 +72,23 @@ def fail(message: str) -> NoReturn:
 def print_json(data: Any) -> None:
     """Print ``data`` as indented JSON (anything not JSON as its ``str``)."""
     typer.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+
+
+def stream_json(head: dict[str, Any], key: str, items: Iterable[Any]) -> None:
+    """Print ``head`` with ``key`` added last, holding ``items``, as :func:`print_json` would
+    print the whole, writing the items as they come (a list of 100,000 is never built)."""
+    out = sys.stdout
+    text = json.dumps(head, indent=2, default=str)
+    out.write(text[:-2] + f",\n  {json.dumps(key)}: [" if head else f"{{\n  {json.dumps(key)}: [")
+    chunk: list[str] = []
+    sep = "\n    "
+    for item in items:
+        chunk.append(sep + json.dumps(item, indent=2, default=str).replace("\n", "\n    "))
+        sep = ",\n    "
+        if len(chunk) >= 1000:
+            out.write("".join(chunk))
+            chunk.clear()
+    out.write("".join(chunk) + ("\n  ]\n}\n" if sep != "\n    " else "]\n}\n"))
 
 
 def head_dict(head: ChainHead) -> dict[str, Any]:

@@ -13,6 +13,8 @@ import typer
 
 from dreamrsi.engine.config import MAX_INT, MAX_SEED
 
+__all__ = ["MAX_INT", "MAX_SEED"]  # re-exported for the command modules
+
 DEFAULT_STORE = Path(".dreamrsi")
 COUNT = {"min": 1, "max": MAX_INT}
 POSITIVE_HELP = " (a finite number above 0; leave it out for no limit)."

@@ -20,10 +20,12 @@ from dreamrsi.cli._shared import (
     print_json,
     reader,
     sigterm_as_interrupt,
+    stream_json,
 )
 from dreamrsi.cli.options import (
     COUNT,
     DEFAULT_STORE,
+    MAX_INT,
     POSITIVE_HELP,
     AcceptUnisolatedOpt,
     JsonOpt,
@@ -38,6 +40,11 @@ from dreamrsi.cli.options import (
 
 if TYPE_CHECKING:
     from dreamrsi.store.base import RunStore
+
+SMALL_TREE = 100
+"""``show`` lists every node of a tree this small."""
+PAGE = 100
+"""``show`` lists at most this many nodes in text unless ``--limit`` says otherwise."""
 
 
 def run(
@@ -145,23 +152,67 @@ def status(store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
     guard(body)
 
 
-def show(run_id: RunArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
-    """Show a run's tree: one line per node with depth, score, status and plan."""
+def show(
+    run_id: RunArg,
+    all_nodes: Annotated[bool, typer.Option(
+        "--all", help="List every node (the default for a tree of at most "
+        f"{SMALL_TREE} nodes, and for --json).")] = False,
+    branch: Annotated[int | None, typer.Option(
+        **COUNT, help="List branch K only (branches are numbered by creation order).")] = None,
+    depth: Annotated[int | None, typer.Option(
+        min=0, max=MAX_INT, help="List nodes down to this depth only (1: the branches' "
+        "first nodes).")] = None,
+    offset: Annotated[int, typer.Option(
+        min=0, max=MAX_INT, help="Skip this many nodes of the listing.")] = 0,
+    limit: Annotated[int | None, typer.Option(
+        **COUNT, help=f"List at most this many nodes (default {PAGE} in text, all in "
+        "--json).")] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a run's tree: its branches (size, depth, best score), then its nodes branch by
+    branch (depth, score, status, plan): every node of a small tree; of a large one, the best
+    node's branch down to it, unless --all, --branch or --depth choose."""
 
     def body() -> None:
         from dreamrsi.engine import queries
 
         with reader(store) as handle:
-            summary = queries.run_summary(handle, handle.get_run(run_id))
-            rows = queries.tree_rows(handle, run_id)
-        if as_json:
-            print_json({"run": summary, "nodes": rows})
-        else:
+            overview = queries.tree_overview(handle, run_id)
+            tree = overview["tree"]
+            chosen, max_depth, title = _selection(tree, all_nodes or as_json, branch, depth)
+            page = limit if limit is not None or as_json else PAGE
+            rows = queries.tree_rows(handle, run_id, branch=chosen, max_depth=max_depth,
+                                     offset=offset, limit=page)
+            if as_json:
+                stream_json(overview, "nodes", rows)
+                return
             from dreamrsi.cli import _render
 
-            _render.tree_table(console(), summary, rows)
+            _render.tree_view(console(), overview, list(rows), title, offset, page)
 
     guard(body)
+
+
+def _selection(tree: dict[str, Any], every: bool, branch: int | None,
+               depth: int | None) -> tuple[int | None, int | None, str]:
+    """Which nodes ``show`` lists: (branch, depth limit, what the listing is called)."""
+    if branch is not None and branch > tree["branches"]:
+        raise _user_error(f"the run has {tree['branches']} branches; --branch takes 1 to "
+                          f"{max(tree['branches'], 1)}")
+    if every or branch is not None or depth is not None or tree["nodes"] <= SMALL_TREE:
+        what = f"branch {branch}" if branch is not None else "every node"
+        return branch, depth, what + ("" if depth is None else f" down to depth {depth}")
+    if tree["best_branch"] is None:
+        return None, 1, "the root and the first node of each branch (no scored node yet)"
+    return (tree["best_branch"], tree["best_depth"],
+            f"branch {tree['best_branch']} down to the best node")
+
+
+def _user_error(message: str) -> Exception:
+    from dreamrsi.errors import ConfigError
+
+    return ConfigError(message, key="--branch")
 
 
 def best(
