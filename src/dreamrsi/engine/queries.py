@@ -15,7 +15,6 @@ from typing import Any
 from dreamrsi.core.model import Direction
 from dreamrsi.errors import NotFound
 from dreamrsi.store.base import RunRecord, RunStatus, RunStore
-from dreamrsi.workspace.git import GitCall, check_export_dest
 
 STALE_AFTER_S = 30.0
 
@@ -137,6 +136,8 @@ def export_best(store: RunStore, run_id: str, dest: Path) -> dict[str, Any]:
     Raises:
         StoreError: ``dest`` is not a new or empty directory, or the export failed.
     """
+    from dreamrsi.workspace.git import GitCall, check_export_dest
+
     check_export_dest(dest)
     info = best(store, run_id)
     calls: list[GitCall] = []

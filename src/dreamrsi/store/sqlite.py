@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dreamrsi.core.model import Cost, Node, NodeStatus
 from dreamrsi.errors import (
@@ -70,7 +70,9 @@ from dreamrsi.store.rows import (
 )
 from dreamrsi.store.tree_sql import TreeQueries
 from dreamrsi.store.workfolder import work_folder_for
-from dreamrsi.workspace.git import WorkspaceRepo
+
+if TYPE_CHECKING:
+    from dreamrsi.workspace.git import WorkspaceRepo
 
 DB_FILE = "store.db"
 LOCK_FILE = "writer.lock"
@@ -241,6 +243,8 @@ class SqliteRunStore(TreeQueries, DreamTables, RecordAudit):
     def workspaces(self) -> WorkspaceRepo:
         """The bare git repository ``repo.git`` (created for a writer when first asked for;
         a reader never writes it)."""
+        from dreamrsi.workspace.git import WorkspaceRepo  # git is not needed to read records
+
         git_dir = self.root / "repo.git"
         return WorkspaceRepo.open(git_dir) if self.writer else WorkspaceRepo(git_dir)
 
