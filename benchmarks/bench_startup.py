@@ -165,8 +165,8 @@ def main() -> None:
         lines.append(f"| {label} | {name} | {wall:.3f} | {cpu:.3f} | {extra:+.3f} "
                      f"({wall / base_wall:.1f}x) | {seconds:.3f} s ({seconds / wall:.0%}) | "
                      f"{heaviest} | {verdict} (<= +{TARGET_EXTRA_S} s) |")
-    summary = ("Target met by every command of this checkout." if all(v == "PASS" for v in verdicts)
-               else "Target NOT met by every command of this checkout.")
+    met = all(v == "PASS" for v in verdicts)
+    summary = f"Target {'met' if met else 'NOT met'} by every command of this checkout."
     body = "\n".join(lines) + (
         f"\n\n{summary} Medians of {args.rounds} rounds; each round runs every command once, "
         "in turn. The console script is the one installed next to the Python running the "
