@@ -75,20 +75,23 @@ def print_json(data: Any) -> None:
 
 
 def stream_json(head: dict[str, Any], key: str, items: Iterable[Any]) -> None:
-    """Print ``head`` with ``key`` added last, holding ``items``, as :func:`print_json` would
-    print the whole, writing the items as they come (a list of 100,000 is never built)."""
+    """Print ``head`` with ``key`` added last, holding ``items``, as :func:`print_json` would,
+    except that each item takes one line; the items are written as they come (a list of
+    100,000 is never built, and each is encoded by the C encoder: indenting would not be)."""
     out = sys.stdout
     text = json.dumps(head, indent=2, default=str)
-    out.write(text[:-2] + f",\n  {json.dumps(key)}: [" if head else f"{{\n  {json.dumps(key)}: [")
+    key_text = f"{json.dumps(key)}: ["
+    out.write(f"{text[:-2]},\n  {key_text}" if head else f"{{\n  {key_text}")
+    encode = json.JSONEncoder(default=str).encode
     chunk: list[str] = []
     sep = "\n    "
     for item in items:
-        chunk.append(sep + json.dumps(item, indent=2, default=str).replace("\n", "\n    "))
+        chunk.append(sep + encode(item))
         sep = ",\n    "
         if len(chunk) >= 1000:
             out.write("".join(chunk))
             chunk.clear()
-    out.write("".join(chunk) + ("\n  ]\n}\n" if sep != "\n    " else "]\n}\n"))
+    out.write("".join(chunk) + ("]\n}\n" if sep == "\n    " else "\n  ]\n}\n"))
 
 
 def head_dict(head: ChainHead) -> dict[str, Any]:

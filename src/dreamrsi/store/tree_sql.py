@@ -43,18 +43,20 @@ SELECT head, count(*), max(depth), max(score), best, {counts} FROM ranked
 
 _LISTED = """
 SELECT n.node_id, n.parent_id, n.seq, n.round, w.depth, w.head, n.raw_score, n.valid, n.status,
-       n.plan, (SELECT d.node_id FROM nodes AS d INDEXED BY nodes_candidate
-                 WHERE d.run_id = :run AND d.candidate_hash = n.candidate_hash
-                   AND d.seq < n.seq ORDER BY d.seq LIMIT 1), n.wall_ms
+       n.plan, n.candidate_hash, n.wall_ms
   FROM walk AS w JOIN nodes AS n ON n.node_id = w.node_id
  ORDER BY w.head, w.depth, w.seq LIMIT :limit OFFSET :offset"""
 
 _ROOT_ROW = """
-SELECT node_id, parent_id, seq, round, 0, 0, raw_score, valid, status, plan,
-       (SELECT d.node_id FROM nodes AS d INDEXED BY nodes_candidate
-         WHERE d.run_id = :run AND d.candidate_hash = n.candidate_hash AND d.seq < n.seq
-         ORDER BY d.seq LIMIT 1), wall_ms
-  FROM nodes AS n WHERE node_id = :root"""
+SELECT node_id, parent_id, seq, round, 0, 0, raw_score, valid, status, plan, candidate_hash,
+       wall_ms
+  FROM nodes WHERE node_id = :root"""
+
+_FIRSTS = """
+SELECT candidate_hash, node_id, min(seq) FROM nodes INDEXED BY nodes_candidate
+ WHERE run_id = ? AND candidate_hash IS NOT NULL GROUP BY candidate_hash HAVING count(*) > 1"""
+"""The earliest node of each candidate hash that several nodes share (SQLite takes the bare
+column ``node_id`` from the row of the minimum)."""
 
 _LINE = """
 WITH RECURSIVE up(node_id, parent_id, seq, n) AS (
@@ -123,7 +125,8 @@ class TreeQueries:
                 params["limit"] = limit - 1
         sql = _WALK.format(head=head, depth=depth) + _LISTED
         number = {seq: k for seq, (k, _) in heads.items()}
-        return self._listed(sql, params, number, with_root)
+        firsts = {h: (i, s) for h, i, s in self._rows(_FIRSTS, (run_id,))}
+        return self._listed(sql, params, number, firsts, with_root)
 
     def node_depth(self, node_id: str) -> int:
         node = self.get_node(node_id)
@@ -137,17 +140,17 @@ class TreeQueries:
         return len(line) - 1
 
     def _listed(self, sql: str, params: dict[str, Any], number: dict[int, int],
-                with_root: bool) -> Iterator[TreeRow]:
+                firsts: dict[str, tuple[str, int]], with_root: bool) -> Iterator[TreeRow]:
         if with_root:
             for row in self._rows(_ROOT_ROW, params):
-                yield _tree_row(row, 0)
+                yield _tree_row(row, 0, firsts)
         depth = params["depth"]
         if params.get("head", 0) is None or params["limit"] == 0 or (depth is not None
                                                                     and depth < 1):
             return  # no such branch, the page held only the root, or only the root is asked
         try:
             for row in self._conn.execute(sql, params):
-                yield _tree_row(row, number.get(row[5], 0))
+                yield _tree_row(row, number.get(row[5], 0), firsts)
         except sqlite3.Error as exc:
             raise StoreError(f"store {self.root}: {exc}") from exc
 
@@ -170,7 +173,10 @@ class TreeQueries:
             raise StoreError(f"store {self.root}: {exc}") from exc
 
 
-def _tree_row(row: Sequence[Any], branch: int) -> TreeRow:
-    node_id, parent, seq, round_, depth, _, raw, valid, status, plan, original, wall = row
+def _tree_row(row: Sequence[Any], branch: int,
+              firsts: dict[str, tuple[str, int]]) -> TreeRow:
+    node_id, parent, seq, round_, depth, _, raw, valid, status, plan, digest, wall = row
+    first = firsts.get(digest) if digest is not None else None
+    original = first[0] if first is not None and first[1] < seq else None
     return TreeRow(node_id, parent, seq, round_, depth, branch, raw if valid else None,
                    bool(valid), status, plan, original, wall)
