@@ -97,3 +97,24 @@ def test_the_probe_sees_heavy_imports(small_store: tuple[Path, str]) -> None:
     assert out["code"] == 1 and "pydantic" in out["loaded"]  # type: ignore[operator]
     out = _probe("dream", "no-such-task", "--trials", "1")
     assert out["code"] == 1 and "optuna" in out["loaded"]  # type: ignore[operator]
+
+
+def test_the_app_of_one_command_answers_as_the_whole_app(
+        small_store: tuple[Path, str]) -> None:
+    from typer.testing import CliRunner
+
+    from dreamrsi.cli.main import _COMMANDS, app, app_for
+
+    runner = CliRunner()
+    store, run_id = small_store
+    assert app_for([]) is app and app_for(["--debug", "status"]) is app
+    assert app_for(["ledger", "head"]) is app
+    cases = [[name, "--help"] for name in _COMMANDS]
+    cases += [[name, "--no-such-option"] for name in _COMMANDS]
+    cases += [["show", run_id, "--store", str(store), "--json"], ["show", run_id, "--branch", "0"],
+              ["status", "--store", str(store)], ["best", "nope", "--store", str(store)]]
+    for args in cases:
+        single = app_for(args)
+        assert single is not app
+        want, got = runner.invoke(app, args), runner.invoke(single, args)
+        assert (got.exit_code, got.output) == (want.exit_code, want.output), args
