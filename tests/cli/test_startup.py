@@ -118,3 +118,10 @@ def test_the_app_of_one_command_answers_as_the_whole_app(
         assert single is not app
         want, got = runner.invoke(app, args), runner.invoke(single, args)
         assert (got.exit_code, got.output) == (want.exit_code, want.output), args
+
+
+def test_the_cli_limits_are_the_engines() -> None:
+    from dreamrsi.cli import options
+    from dreamrsi.engine import config
+
+    assert (options.MAX_INT, options.MAX_SEED) == (config.MAX_INT, config.MAX_SEED)

@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
-from rich.panel import Panel
 from rich.table import Table
 
 from dreamrsi.cli._shared import head_dict
@@ -159,6 +158,8 @@ def _rank(branch: Mapping[str, Any], direction: str) -> float:
 
 def best_panel(console: Console, info: Mapping[str, Any]) -> None:
     """``dreamrsi best``."""
+    from rich.panel import Panel
+
     lines = [f"node {info['node_id']} (depth {info['depth']}, round {info['round']})",
              f"score {_fmt(info['score'])}", f"commit {info['commit']}",
              f"plan {info['plan'] or '-'}", f"feedback {info['feedback']}"]
@@ -190,6 +191,8 @@ def check_dict(report: CheckReport) -> dict[str, Any]:
 
 def check_panel(console: Console, report: CheckReport) -> None:
     """``dreamrsi task check``."""
+    from rich.panel import Panel
+
     d = check_dict(report)
     direction = Direction(report.task.direction)
     head = ("[green]evaluator works[/]" if report.ok else "[red]evaluator failed[/]")

@@ -15,6 +15,7 @@ from dreamrsi.cli._shared import console, guard, print_json, reader, sigterm_as_
 from dreamrsi.cli.options import (
     COUNT,
     DEFAULT_STORE,
+    MAX_INT,
     AcceptUnisolatedOpt,
     IsolationOpt,
     JsonOpt,
@@ -24,7 +25,6 @@ from dreamrsi.cli.options import (
     WorkersOpt,
     seed_option,
 )
-from dreamrsi.engine.config import MAX_INT
 
 if TYPE_CHECKING:
     from dreamrsi.dreaming import DreamConfig, ReplaySettings

@@ -11,9 +11,11 @@ from typing import Annotated, Any
 
 import typer
 
-from dreamrsi.engine.config import MAX_INT, MAX_SEED
-
-__all__ = ["MAX_INT", "MAX_SEED"]  # re-exported for the command modules
+MAX_INT = 2**63 - 1
+"""``dreamrsi.engine.config.MAX_INT`` (importing the engine's config would load the core at
+start-up; ``tests/cli/test_startup.py`` checks that both agree)."""
+MAX_SEED = 2**32 - 1
+"""``dreamrsi.engine.config.MAX_SEED``."""
 
 DEFAULT_STORE = Path(".dreamrsi")
 COUNT = {"min": 1, "max": MAX_INT}
