@@ -118,7 +118,7 @@ class TreeQueries:
             params["head"] = next((s for s, (k, _) in heads.items() if k == branch), None)
         if max_depth is not None:
             depth = "AND w.depth < :depth"
-        with_root = branch is None and offset == 0
+        with_root = branch is None and offset == 0 and (max_depth is None or max_depth >= 0)
         if branch is None:  # the root comes first in branch order
             params["offset"] = max(offset - 1, 0)
             if with_root and limit is not None:
