@@ -1,33 +1,55 @@
-"""dreamrsi: durable discovery runs around a frozen model or program, improved by dreaming."""
+"""dreamrsi: durable discovery runs around a frozen model or program, improved by dreaming.
 
-from dreamrsi.core import (
-    Budget,
-    Cost,
-    Direction,
-    GridPlan,
-    Node,
-    NodeStatus,
-    Policy,
-    PolicyContext,
-    PolicySpec,
-    TreeView,
-)
-from dreamrsi.engine import RunConfig, RunSummary, check_task, resume_run, start_run
-from dreamrsi.errors import (
-    AlreadyRecorded,
-    ConfigError,
-    DreamError,
-    NotFound,
-    PolicyError,
-    SandboxError,
-    SchemaVersionError,
-    StoreBusy,
-    StoreError,
-)
-from dreamrsi.store import MemoryRunStore, RunStore, SqliteRunStore, open_store
-from dreamrsi.tasks import Task, load_task, resolve_task
+The names below are imported when first used (PEP 562), so ``import dreamrsi`` (and every
+command of the CLI, which imports its subpackages) pays only for what it touches.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dreamrsi.core import (
+        Budget,
+        Cost,
+        Direction,
+        GridPlan,
+        Node,
+        NodeStatus,
+        Policy,
+        PolicyContext,
+        PolicySpec,
+        TreeView,
+    )
+    from dreamrsi.engine import RunConfig, RunSummary, check_task, resume_run, start_run
+    from dreamrsi.errors import (
+        AlreadyRecorded,
+        ConfigError,
+        DreamError,
+        NotFound,
+        PolicyError,
+        SandboxError,
+        SchemaVersionError,
+        StoreBusy,
+        StoreError,
+    )
+    from dreamrsi.store import MemoryRunStore, RunStore, SqliteRunStore, open_store
+    from dreamrsi.tasks import Task, load_task, resolve_task
 
 __version__ = "0.1.0"
+
+_HOMES = {
+    "dreamrsi.core": ("Budget", "Cost", "Direction", "GridPlan", "Node", "NodeStatus", "Policy",
+                      "PolicyContext", "PolicySpec", "TreeView"),
+    "dreamrsi.engine": ("RunConfig", "RunSummary", "check_task", "resume_run", "start_run"),
+    "dreamrsi.errors": ("AlreadyRecorded", "ConfigError", "DreamError", "NotFound",
+                        "PolicyError", "SandboxError", "SchemaVersionError", "StoreBusy",
+                        "StoreError"),
+    "dreamrsi.store": ("MemoryRunStore", "RunStore", "SqliteRunStore", "open_store"),
+    "dreamrsi.tasks": ("Task", "load_task", "resolve_task"),
+}
+_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "AlreadyRecorded",
@@ -62,3 +84,16 @@ __all__ = [
     "resume_run",
     "start_run",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dreamrsi' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

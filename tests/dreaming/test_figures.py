@@ -33,6 +33,7 @@ DREAMS = 7
 def golden(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteRunStore]:
     root = tmp_path_factory.mktemp("golden")
     shutil.copy(GOLDEN, root / "store.db")
+    SqliteRunStore.open(root, writer=True, upgrade=True).close()  # schema 4: indexes
     with SqliteRunStore.open(root) as store:
         yield store
 

@@ -93,6 +93,7 @@ def test_dream_configs_round_trip(config: DreamConfig) -> None:
 
 def test_stored_configs_keep_their_shape_and_load(tmp_path: Path) -> None:
     shutil.copy(GOLDEN, tmp_path / "store.db")
+    SqliteRunStore.open(tmp_path, writer=True, upgrade=True).close()  # schema 4: indexes
     with SqliteRunStore.open(tmp_path) as store:
         [task] = {run.task_digest for run in store.list_runs()}
         dreams = store.list_dreams(task)

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.markup import escape
-from rich.panel import Panel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from dreamrsi.core.model import Direction, Node
-from dreamrsi.engine import CheckReport, RunProgress
-from dreamrsi.store.ledger import ChainHead, VerifyReport
+from dreamrsi.cli._shared import head_dict
+from dreamrsi.core.model import Direction
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from dreamrsi.core.model import Node
+    from dreamrsi.engine import CheckReport, RunProgress
+    from dreamrsi.store.ledger import ChainHead, VerifyReport
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -43,6 +46,14 @@ class RunProgressBar:
     """A live progress bar; also the engine's observer (call it with progress events)."""
 
     def __init__(self, console: Console, budget: int | None) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         self._progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("best {task.fields[best]}"), TextColumn("{task.fields[rate]}/s"),
@@ -104,26 +115,61 @@ def runs_table(console: Console, runs: Sequence[Mapping[str, Any]]) -> None:
     console.print(table)
 
 
-def tree_table(console: Console, summary: Mapping[str, Any],
-               rows: Sequence[Mapping[str, Any]]) -> None:
-    """``dreamrsi show``: one line per node, branch by branch."""
-    table = Table(title=_e(f"run {summary['run_id']} ({summary['task']}): {len(rows)} nodes, "
-                           f"best {_fmt(summary['best_score'])}"))
+BRANCH_ROWS = 10
+"""``show`` tables this many branches, best first."""
+
+
+def tree_view(console: Console, overview: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+              title: str, offset: int, page: int | None) -> None:
+    """``dreamrsi show``: the tree in numbers, its best branches, then the nodes listed."""
+    s, tree = overview["run"], overview["tree"]
+    best = "-" if s["best_node"] is None else f"{_fmt(s['best_score'])} ({_e(s['best_node'])})"
+    console.print(_e(f"run {s['run_id']} ({s['task']}): {tree['nodes']} nodes, "
+                     f"{tree['branches']} branches, depth {tree['depth']}, best ") + best,
+                  highlight=False, soft_wrap=True)
+    branches = sorted(overview["branches"], key=lambda b: (b["best_score"] is None,
+                                                            _rank(b, s["direction"])))
+    if branches:
+        shown = branches[:BRANCH_ROWS]
+        more = (f", {len(shown)} best of {len(branches)}; --depth 1 lists every branch's first "
+                "node" if len(branches) > len(shown) else "")
+        table = Table(title=f"branches (best first{more})")
+        for col in ("branch", "first node", "nodes", "depth", "best", "best node"):
+            table.add_column(col, no_wrap=col in ("first node", "best node"))
+        table.add_column("by status", overflow="fold")
+        for b in shown:
+            table.add_row(str(b["branch"]), _e(b["head"]), str(b["nodes"]), str(b["depth"]),
+                          _fmt(b["best_score"]), _e(b["best_node"] or "-"),
+                          ", ".join(f"{k} {v}" for k, v in b["counts"].items()))
+        console.print(table)
+    table = Table(title=_e(f"nodes: {title}"))
     table.add_column("node", no_wrap=True)
-    for col in ("depth", "round", "score", "status", "plan"):
+    for col in ("branch", "depth", "round", "score", "status", "plan"):
         table.add_column(col, overflow="fold")
     for r in rows:
         plan = _e(r["plan"] or "")
         if r["duplicate_of"]:
             plan = f"[dim](duplicate of {_e(r['duplicate_of'])})[/] {plan}"
         indent = "  " * min(r["depth"], 1) + ("└ " if r["depth"] else "")
-        table.add_row(f"{indent}{_e(r['node_id'])}", str(r["depth"]), str(r["round"]),
-                      _fmt(r["score"]), r["status"], plan)
+        table.add_row(f"{indent}{_e(r['node_id'])}", str(r["branch"] or "-"), str(r["depth"]),
+                      str(r["round"]), _fmt(r["score"]), r["status"], plan)
     console.print(table)
+    if page is not None and len(rows) == page:
+        console.print(f"more may follow: --offset {offset + page} lists the next {page}; "
+                      "--all, --branch K and --depth D choose other nodes", highlight=False)
+
+
+def _rank(branch: Mapping[str, Any], direction: str) -> float:
+    score: float | None = branch["best_score"]
+    if score is None:
+        return 0.0
+    return -score if direction == "maximize" else score
 
 
 def best_panel(console: Console, info: Mapping[str, Any]) -> None:
     """``dreamrsi best``."""
+    from rich.panel import Panel
+
     lines = [f"node {info['node_id']} (depth {info['depth']}, round {info['round']})",
              f"score {_fmt(info['score'])}", f"commit {info['commit']}",
              f"plan {info['plan'] or '-'}", f"feedback {info['feedback']}"]
@@ -155,6 +201,8 @@ def check_dict(report: CheckReport) -> dict[str, Any]:
 
 def check_panel(console: Console, report: CheckReport) -> None:
     """``dreamrsi task check``."""
+    from rich.panel import Panel
+
     d = check_dict(report)
     direction = Direction(report.task.direction)
     head = ("[green]evaluator works[/]" if report.ok else "[red]evaluator failed[/]")
@@ -179,11 +227,6 @@ def ledger_table(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
                       str(r["duration_ms"]), "yes" if r["admissible"] else "no",
                       _e(r["node_id"] or ""))
     console.print(table)
-
-
-def head_dict(head: ChainHead) -> dict[str, Any]:
-    """A chain head as JSON: ``{"length": ..., "hash": ...}``."""
-    return {"length": head.length, "hash": head.hash}
 
 
 def head_line(console: Console, chain: str, head: ChainHead) -> None:

@@ -6,27 +6,45 @@ Errors are translated here, once: a :class:`DreamError` becomes one message and 
 
 from __future__ import annotations
 
+import functools
 import json
 import signal
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from dreamrsi.cli._render import visible
 from dreamrsi.errors import DreamError
-from dreamrsi.store import RunStore, open_store
 
-console = Console()
-err_console = Console(stderr=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from dreamrsi.store.base import RunStore
+    from dreamrsi.store.ledger import ChainHead
+
 state = {"debug": False}
 """Global options of the invocation (set by the app's callback)."""
 
 T = TypeVar("T")
+
+
+@functools.cache
+def console() -> Console:
+    """The console of the command's output (Rich is loaded when first asked for)."""
+    from rich.console import Console
+
+    return Console()
+
+
+@functools.cache
+def err_console() -> Console:
+    """The console of messages and errors, on stderr."""
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 def guard(fn: Callable[[], T]) -> T:
@@ -38,14 +56,18 @@ def guard(fn: Callable[[], T]) -> T:
             raise
         fail(str(exc))
     except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted[/]; `dreamrsi resume RUN` continues the run")
+        err_console().print("[yellow]interrupted[/]; `dreamrsi resume RUN` continues the run")
         raise typer.Exit(130) from None
 
 
 def fail(message: str) -> NoReturn:
     """Print ``message`` as an error and exit 1."""
-    err_console.print(f"[bold red]error:[/] {escape(visible(message))}", highlight=False,
-                      soft_wrap=True)
+    from rich.markup import escape
+
+    from dreamrsi.cli._render import visible
+
+    err_console().print(f"[bold red]error:[/] {escape(visible(message))}", highlight=False,
+                        soft_wrap=True)
     raise typer.Exit(1)
 
 
@@ -54,8 +76,35 @@ def print_json(data: Any) -> None:
     typer.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
 
 
+def stream_json(head: dict[str, Any], key: str, items: Iterable[Any]) -> None:
+    """Print ``head`` with ``key`` added last, holding ``items``, as :func:`print_json` would,
+    except that each item takes one line; the items are written as they come (a list of
+    100,000 is never built, and each is encoded by the C encoder: indenting would not be)."""
+    out = sys.stdout
+    text = json.dumps(head, indent=2, default=str)
+    key_text = f"{json.dumps(key)}: ["
+    out.write(f"{text[:-2]},\n  {key_text}" if head else f"{{\n  {key_text}")
+    encode = json.JSONEncoder(default=str).encode
+    chunk: list[str] = []
+    sep = "\n    "
+    for item in items:
+        chunk.append(sep + encode(item))
+        sep = ",\n    "
+        if len(chunk) >= 1000:
+            out.write("".join(chunk))
+            chunk.clear()
+    out.write("".join(chunk) + ("]\n}\n" if sep == "\n    " else "\n  ]\n}\n"))
+
+
+def head_dict(head: ChainHead) -> dict[str, Any]:
+    """A chain head as JSON: ``{"length": ..., "hash": ...}``."""
+    return {"length": head.length, "hash": head.hash}
+
+
 def reader(store: Path) -> RunStore:
     """The store at ``store``, opened for reading."""
+    from dreamrsi.store.factory import open_store
+
     return open_store(store, writer=False)
 
 

@@ -1,18 +1,22 @@
-"""Commands for dreaming: ``dream``, ``loop``, ``policies``, ``replay``."""
+"""Commands for dreaming: ``dream``, ``loop``, ``policies``, ``replay``.
+
+Each command imports the services it calls inside its body (Optuna, NumPy and SciPy come with
+them), so ``--help`` and the other commands do not pay for them.
+"""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from dreamrsi.cli import _render
 from dreamrsi.cli._shared import console, guard, print_json, reader, sigterm_as_interrupt
 from dreamrsi.cli.options import (
     COUNT,
+    DEFAULT_HISTORY,
     DEFAULT_STORE,
+    MAX_INT,
     AcceptUnisolatedOpt,
     HistoryOpt,
     IsolationOpt,
@@ -23,27 +27,12 @@ from dreamrsi.cli.options import (
     WorkersOpt,
     seed_option,
 )
-from dreamrsi.dreaming import (
-    DreamConfig,
-    LoopConfig,
-    ReplaySettings,
-    parse_objective,
-    parse_quality,
-    parse_split,
-    resume_loop,
-    run_loop,
-)
-from dreamrsi.dreaming import dream as run_dream
-from dreamrsi.dreaming import queries as dq
-from dreamrsi.dreaming.code import CodeSettings, make_author
-from dreamrsi.dreaming.loop import DEFAULT_HISTORY
-from dreamrsi.engine.config import MAX_INT
-from dreamrsi.errors import ConfigError
-from dreamrsi.policies.registry import BUILTIN
-from dreamrsi.programs.stored import parse_policy
-from dreamrsi.store import open_store
-from dreamrsi.tasks import resolve_task
-from dreamrsi.tasks.spec import Task
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from dreamrsi.dreaming import DreamConfig, ReplaySettings
+    from dreamrsi.tasks.spec import Task
 
 # the replay settings of dream, loop and replay
 Beta1Opt = Annotated[float, typer.Option(
@@ -100,6 +89,9 @@ def _dream_config(trials: int, families: str | None, holdout: float, require_gai
                   pareto_lam: float, select_on: str = "train",
                   crossval: int = 0, pool_branches: bool = True,
                   code: int | None = None) -> DreamConfig:
+    from dreamrsi.dreaming import CodeSettings, DreamConfig, parse_objective, parse_split
+    from dreamrsi.policies.registry import BUILTIN
+
     names = tuple(sorted(BUILTIN)) if not families else tuple(
         f.strip() for f in families.split(",") if f.strip())
     return DreamConfig(families=names, trials=trials, split=parse_split(select_on, holdout),
@@ -112,6 +104,8 @@ def _dream_config(trials: int, families: str | None, holdout: float, require_gai
 def _replay_settings(workers: int, k2: int | None, budget: int | None, beta1: float,
                      beta2: float, quality: str, root_orders: int,
                      charge_misses: bool) -> ReplaySettings:
+    from dreamrsi.dreaming import ReplaySettings, parse_quality
+
     return ReplaySettings(workers=workers, max_rounds=k2, attempt_budget=budget, beta1=beta1,
                           beta2=beta2, quality=parse_quality(quality), root_orders=root_orders,
                           charge_misses=charge_misses)
@@ -149,6 +143,13 @@ def dream(
     """Dream over TASK's recorded trees: search policies by replay and select the next one."""
 
     def body() -> None:
+        from dreamrsi.cli import _render
+        from dreamrsi.dreaming import dream as run_dream
+        from dreamrsi.dreaming import make_author
+        from dreamrsi.dreaming import queries as dq
+        from dreamrsi.store import open_store
+        from dreamrsi.tasks import resolve_task
+
         loaded = resolve_task(task)
         # checked before the store is opened (and created); W is filled in from the store
         settings = _replay_settings(workers or 1, k2, budget, beta1, beta2, quality,
@@ -167,7 +168,7 @@ def dream(
         if as_json:
             print_json(report.as_dict())
         else:
-            _render.dream_table(console, report.as_dict())
+            _render.dream_table(console(), report.as_dict())
 
     guard(body)
 
@@ -229,6 +230,13 @@ def loop(
     the rounds are done or the target is reached)."""
 
     def body() -> None:
+        from dreamrsi.cli import _render
+        from dreamrsi.dreaming import LoopConfig, make_author, run_loop
+        from dreamrsi.errors import ConfigError
+        from dreamrsi.programs.stored import parse_policy
+        from dreamrsi.store import open_store
+        from dreamrsi.tasks import resolve_task
+
         loaded = resolve_task(task)
         if resume is not None:
             given = sorted(name for name in ctx.params
@@ -253,7 +261,7 @@ def loop(
         with open_store(store, writer=True, holder=f"loop {loaded.name}") as handle:
             sigterm_as_interrupt()
             observer = None if as_json else (
-                lambda r: _render.loop_round(console, r, handle.chain_head(r.run_id)))
+                lambda r: _render.loop_round(console(), r, handle.chain_head(r.run_id)))
             author = make_author(loaded, handle, model=code_model, base_url=code_base_url,
                                  api_key_env=code_api_key_env) if code else None
             report = run_loop(handle, loaded, config, observer,
@@ -261,7 +269,7 @@ def loop(
         if as_json:
             print_json(report.as_dict())
         else:
-            _render.loop_summary(console, report)
+            _render.loop_summary(console(), report)
 
     guard(body)
 
@@ -280,6 +288,11 @@ def _resume_loop(task: Task, loop_id: str, store: Path, as_json: bool,
                  accept_unisolated: bool, model: dict[str, str | None]) -> None:
     """``dreamrsi loop TASK --resume LOOP``: the stored loop of TASK, continued (a loop that
     dreams with code gets its agent from ``model``: the --code-* options)."""
+    from dreamrsi.cli import _render
+    from dreamrsi.dreaming import LoopConfig, make_author, resume_loop
+    from dreamrsi.errors import ConfigError
+    from dreamrsi.store import open_store
+
     with open_store(store, writer=True, holder=f"loop {task.name}") as handle:
         record = handle.get_loop(loop_id)
         if record.task_digest != task.digest:
@@ -287,7 +300,7 @@ def _resume_loop(task: Task, loop_id: str, store: Path, as_json: bool,
                               "now (its task digest differs)")
         sigterm_as_interrupt()
         observer = None if as_json else (
-            lambda r: _render.loop_round(console, r, handle.chain_head(r.run_id)))
+            lambda r: _render.loop_round(console(), r, handle.chain_head(r.run_id)))
         codes = LoopConfig.from_json(record.config).dream.code is not None
         author = make_author(task, handle, **model) if codes else None
         report = resume_loop(handle, record.loop_id, observer,
@@ -295,13 +308,16 @@ def _resume_loop(task: Task, loop_id: str, store: Path, as_json: bool,
     if as_json:
         print_json(report.as_dict())
     else:
-        _render.loop_summary(console, report)
+        _render.loop_summary(console(), report)
 
 
 def policies(task: TaskArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
     """List every policy version of TASK: lineage, parameters, replay scores per dream."""
 
     def body() -> None:
+        from dreamrsi.dreaming import queries as dq
+        from dreamrsi.tasks import resolve_task
+
         loaded = resolve_task(task)
         with reader(store) as handle:
             rows = dq.policy_rows(handle, loaded)
@@ -310,7 +326,9 @@ def policies(task: TaskArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = 
             print_json({"task": loaded.name, "deployed": deployed.label(),
                         "deployed_from": source, "versions": rows})
         else:
-            _render.policies_table(console, loaded.name, rows, deployed.label(), source)
+            from dreamrsi.cli import _render
+
+            _render.policies_table(console(), loaded.name, rows, deployed.label(), source)
 
     guard(body)
 
@@ -335,6 +353,11 @@ def replay(
     """Replay one policy over TASK's recorded trees and print its table."""
 
     def body() -> None:
+        from dreamrsi.cli import _render
+        from dreamrsi.dreaming import queries as dq
+        from dreamrsi.programs.stored import parse_policy
+        from dreamrsi.tasks import resolve_task
+
         loaded = resolve_task(task)
         with reader(store) as handle:
             spec = parse_policy(policy) if policy else dq.deployed_policy(handle, loaded)[0]
@@ -345,6 +368,6 @@ def replay(
         if as_json:
             print_json(table)
         else:
-            _render.replay_table(console, table)
+            _render.replay_table(console(), table)
 
     guard(body)

@@ -6,11 +6,15 @@ from typing import Annotated
 
 import typer
 
-from dreamrsi.cli import _render
-from dreamrsi.cli._shared import console, err_console, guard, print_json, reader
+from dreamrsi.cli._shared import (
+    console,
+    err_console,
+    guard,
+    head_dict,
+    print_json,
+    reader,
+)
 from dreamrsi.cli.options import DEFAULT_STORE, ChainArg, JsonOpt, StoreOpt
-from dreamrsi.engine import queries
-from dreamrsi.store.ledger import ChainHead
 
 HeadOpt = Annotated[str | None, typer.Option(
     "--head", help="A head kept outside the store, as `dreamrsi ledger head` printed it "
@@ -23,15 +27,19 @@ def verify(run_id: ChainArg, head: HeadOpt = None, store: StoreOpt = DEFAULT_STO
     records, the blobs and commits it names; exit 1 naming the first problem."""
 
     def body() -> None:
+        from dreamrsi.cli import _render
+        from dreamrsi.engine import queries
+        from dreamrsi.store.ledger import ChainHead
+
         given = None if head is None else ChainHead.parse(head)
         with reader(store) as handle:
             report = handle.verify(queries.ledger_chain(handle, run_id), given)
         if as_json:
             print_json(_render.verify_dict(report))
         elif report.ok:
-            console.print(_render.verify_text(report), highlight=False, soft_wrap=True)
+            console().print(_render.verify_text(report), highlight=False, soft_wrap=True)
         else:
-            err_console.print(_render.verify_text(report), highlight=False, soft_wrap=True)
+            err_console().print(_render.verify_text(report), highlight=False, soft_wrap=True)
         if not report.ok:
             raise typer.Exit(1)
 
@@ -43,11 +51,13 @@ def head(run_id: ChainArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = F
     the store and pass it to `ledger verify --head` later."""
 
     def body() -> None:
+        from dreamrsi.engine import queries
+
         with reader(store) as handle:
             chain = queries.ledger_chain(handle, run_id)
             chain_head = handle.chain_head(chain)
         if as_json:
-            print_json({"run_id": chain, **_render.head_dict(chain_head)})
+            print_json({"run_id": chain, **head_dict(chain_head)})
         else:
             typer.echo(f"{chain_head.length} {chain_head.hash}")
 
@@ -58,12 +68,15 @@ def show(run_id: ChainArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = F
     """Print a run's (or dream's) ledger rows in order."""
 
     def body() -> None:
+        from dreamrsi.cli import _render
+        from dreamrsi.engine import queries
+
         with reader(store) as handle:
             chain = queries.ledger_chain(handle, run_id)
             rows = [r.as_dict() for r in handle.ledger(chain)]
         if as_json:
             print_json(rows)
         else:
-            _render.ledger_table(console, rows)
+            _render.ledger_table(console(), rows)
 
     guard(body)

@@ -11,7 +11,15 @@ from typing import Annotated, Any
 
 import typer
 
-from dreamrsi.engine.config import MAX_HISTORY, MAX_INT, MAX_SEED
+MAX_INT = 2**63 - 1
+"""``dreamrsi.engine.config.MAX_INT`` (importing the engine's config would load the core at
+start-up; ``tests/cli/test_startup.py`` checks that both agree)."""
+MAX_SEED = 2**32 - 1
+"""``dreamrsi.engine.config.MAX_SEED``."""
+MAX_HISTORY = 64
+"""``dreamrsi.engine.config.MAX_HISTORY``."""
+DEFAULT_HISTORY = 4
+"""``dreamrsi.dreaming.loop.DEFAULT_HISTORY``."""
 
 DEFAULT_STORE = Path(".dreamrsi")
 COUNT = {"min": 1, "max": MAX_INT}

@@ -1,19 +1,31 @@
-"""Commands for online runs: ``run``, ``resume``, ``status``, ``show``, ``best``."""
+"""Commands for online runs: ``run``, ``resume``, ``status``, ``show``, ``best``.
+
+Each command imports the services it calls inside its body, so ``--help`` and the reading
+commands never load the engine, the task formats or the model client.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dreamrsi.cli import _render
-from dreamrsi.cli._shared import console, guard, print_json, reader, sigterm_as_interrupt
+from dreamrsi.cli._shared import (
+    console,
+    guard,
+    head_dict,
+    print_json,
+    reader,
+    sigterm_as_interrupt,
+    stream_json,
+)
 from dreamrsi.cli.options import (
     COUNT,
     DEFAULT_STORE,
+    MAX_INT,
     POSITIVE_HELP,
     AcceptUnisolatedOpt,
     HistoryOpt,
@@ -26,10 +38,14 @@ from dreamrsi.cli.options import (
     path_value,
     seed_option,
 )
-from dreamrsi.engine import RunConfig, default_policy, queries, resume_run, start_run
-from dreamrsi.programs.stored import parse_policy
-from dreamrsi.store import RunStore, open_store
-from dreamrsi.tasks import resolve_task
+
+if TYPE_CHECKING:
+    from dreamrsi.store.base import RunStore
+
+SMALL_TREE = 100
+"""``show`` lists every node of a tree this small."""
+PAGE = 100
+"""``show`` lists at most this many nodes in text unless ``--limit`` says otherwise."""
 
 
 def run(
@@ -59,6 +75,11 @@ def run(
     or the policy stops."""
 
     def body() -> None:
+        from dreamrsi.engine import RunConfig, default_policy, start_run
+        from dreamrsi.programs.stored import parse_policy
+        from dreamrsi.store import open_store
+        from dreamrsi.tasks import resolve_task
+
         spec = parse_policy(policy) if policy else default_policy(budget, workers)
         config = RunConfig(budget=budget, workers=workers, max_rounds=rounds,
                            wall_time_s=wall_time, max_tokens=max_tokens, max_cost_usd=max_cost,
@@ -80,6 +101,9 @@ def resume(run_id: RunArg, accept_unisolated: AcceptUnisolatedOpt = False,
     """Continue a run that was killed or interrupted; in-flight attempts become `lost`."""
 
     def body() -> None:
+        from dreamrsi.engine import resume_run
+        from dreamrsi.store import open_store
+
         with open_store(store, writer=True, holder=f"resume {run_id}") as handle:
             sigterm_as_interrupt()
             record = handle.get_run(run_id)
@@ -92,49 +116,106 @@ def resume(run_id: RunArg, accept_unisolated: AcceptUnisolatedOpt = False,
 
 
 def _drive(start: Callable[[Any], Any], as_json: bool, budget: int | None) -> Any:
-    if as_json or not console.is_terminal and os.environ.get("DREAMRSI_PROGRESS") != "1":
+    if as_json or not console().is_terminal and os.environ.get("DREAMRSI_PROGRESS") != "1":
         return start(None)
-    with _render.RunProgressBar(console, budget) as bar:
+    from dreamrsi.cli import _render
+
+    with _render.RunProgressBar(console(), budget) as bar:
         return start(bar)
 
 
 def _finish(handle: RunStore, run_id: str, as_json: bool) -> None:
+    from dreamrsi.cli import _render
+    from dreamrsi.engine import queries
+
     summary = queries.run_summary(handle, handle.get_run(run_id))
     head = handle.chain_head(run_id)
     if as_json:
-        print_json({**summary, "ledger_head": _render.head_dict(head)})
+        print_json({**summary, "ledger_head": head_dict(head)})
     else:
-        _render.summary_table(console, summary)
-        _render.head_line(console, run_id, head)
+        _render.summary_table(console(), summary)
+        _render.head_line(console(), run_id, head)
 
 
 def status(store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
     """List the runs of the store with their state, counts and best score."""
 
     def body() -> None:
+        from dreamrsi.engine import queries
+
         with reader(store) as handle:
             runs = queries.list_runs(handle)
         if as_json:
             print_json({"store": str(store), "runs": runs})
         else:
-            _render.runs_table(console, runs)
+            from dreamrsi.cli import _render
+
+            _render.runs_table(console(), runs)
 
     guard(body)
 
 
-def show(run_id: RunArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
-    """Show a run's tree: one line per node with depth, score, status and plan."""
+def show(
+    run_id: RunArg,
+    all_nodes: Annotated[bool, typer.Option(
+        "--all", help="List every node (the default for a tree of at most "
+        f"{SMALL_TREE} nodes, and for --json).")] = False,
+    branch: Annotated[int | None, typer.Option(
+        **COUNT, help="List branch K only (branches are numbered by creation order).")] = None,
+    depth: Annotated[int | None, typer.Option(
+        min=0, max=MAX_INT, help="List nodes down to this depth only (1: the branches' "
+        "first nodes).")] = None,
+    offset: Annotated[int, typer.Option(
+        min=0, max=MAX_INT, help="Skip this many nodes of the listing.")] = 0,
+    limit: Annotated[int | None, typer.Option(
+        **COUNT, help=f"List at most this many nodes (default {PAGE} in text, all in "
+        "--json).")] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a run's tree: its branches (size, depth, best score), then its nodes branch by
+    branch (depth, score, status, plan): every node of a small tree; of a large one, the best
+    node's branch down to it, unless --all, --branch or --depth choose."""
 
     def body() -> None:
+        from dreamrsi.engine import queries
+
         with reader(store) as handle:
-            summary = queries.run_summary(handle, handle.get_run(run_id))
-            rows = queries.tree_rows(handle, run_id)
-        if as_json:
-            print_json({"run": summary, "nodes": rows})
-        else:
-            _render.tree_table(console, summary, rows)
+            overview = queries.tree_overview(handle, run_id)
+            tree = overview["tree"]
+            chosen, max_depth, title = _selection(tree, all_nodes or as_json, branch, depth)
+            page = limit if limit is not None or as_json else PAGE
+            rows = queries.tree_rows(handle, run_id, branch=chosen, max_depth=max_depth,
+                                     offset=offset, limit=page)
+            if as_json:
+                stream_json(overview, "nodes", rows)
+                return
+            from dreamrsi.cli import _render
+
+            _render.tree_view(console(), overview, list(rows), title, offset, page)
 
     guard(body)
+
+
+def _selection(tree: dict[str, Any], every: bool, branch: int | None,
+               depth: int | None) -> tuple[int | None, int | None, str]:
+    """Which nodes ``show`` lists: (branch, depth limit, what the listing is called)."""
+    if branch is not None and branch > tree["branches"]:
+        raise _user_error(f"the run has {tree['branches']} branches; --branch takes 1 to "
+                          f"{max(tree['branches'], 1)}")
+    if every or branch is not None or depth is not None or tree["nodes"] <= SMALL_TREE:
+        what = f"branch {branch}" if branch is not None else "every node"
+        return branch, depth, what + ("" if depth is None else f" down to depth {depth}")
+    if tree["best_branch"] is None:
+        return None, 1, "the root and the first node of each branch (no scored node yet)"
+    return (tree["best_branch"], tree["best_depth"],
+            f"branch {tree['best_branch']} down to the best node")
+
+
+def _user_error(message: str) -> Exception:
+    from dreamrsi.errors import ConfigError
+
+    return ConfigError(message, key="--branch")
 
 
 def best(
@@ -149,12 +230,16 @@ def best(
     """Show the best node of a run, and optionally export its workspace."""
 
     def body() -> None:
+        from dreamrsi.engine import queries
+
         with reader(store) as handle:
             info = (queries.export_best(handle, run_id, export) if export
                     else queries.best(handle, run_id))
         if as_json:
             print_json(info)
         else:
-            _render.best_panel(console, info)
+            from dreamrsi.cli import _render
+
+            _render.best_panel(console(), info)
 
     guard(body)

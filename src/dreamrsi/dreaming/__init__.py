@@ -1,27 +1,76 @@
-"""Dreaming: replay recorded trees to score candidate policies, select, redeploy, repeat."""
+"""Dreaming: replay recorded trees to score candidate policies, select, redeploy, repeat.
 
-from dreamrsi.dreaming.code import CodeSettings, make_author
-from dreamrsi.dreaming.dream import DreamConfig, dream
-from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy
-from dreamrsi.dreaming.history import History, load_history
-from dreamrsi.dreaming.loop import (
-    LoopConfig,
-    LoopReport,
-    RoundReport,
-    resume_loop,
-    run_loop,
-)
-from dreamrsi.dreaming.objectives import DreamObjective, ParetoAUC, ReplayValue, parse_objective
-from dreamrsi.dreaming.quality import (
-    Quality,
-    RankQuality,
-    RarityQuality,
-    RawQuality,
-    RelativeQuality,
-    parse_quality,
-)
-from dreamrsi.dreaming.report import DreamReport
-from dreamrsi.dreaming.splits import Side, Split, parse_split
+The names below are imported when first used (PEP 562): ``dreamrsi.dreaming.queries`` (what
+``dreamrsi policies`` reads) does not load Optuna, NumPy or SciPy. The name ``dream`` is the
+function, as it was when this package imported everything at once: importing the submodule
+``dreamrsi.dreaming.dream`` does not rebind it (:class:`_Package`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dreamrsi.dreaming.code import CodeSettings, make_author
+    from dreamrsi.dreaming.dream import DreamConfig, dream
+    from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy
+    from dreamrsi.dreaming.history import History, load_history
+    from dreamrsi.dreaming.loop import (
+        LoopConfig,
+        LoopReport,
+        RoundReport,
+        resume_loop,
+        run_loop,
+    )
+    from dreamrsi.dreaming.objectives import (
+        DreamObjective,
+        ParetoAUC,
+        ReplayValue,
+        parse_objective,
+    )
+    from dreamrsi.dreaming.quality import (
+        Quality,
+        RankQuality,
+        RarityQuality,
+        RawQuality,
+        RelativeQuality,
+        parse_quality,
+    )
+    from dreamrsi.dreaming.report import DreamReport
+    from dreamrsi.dreaming.splits import Side, Split, parse_split
+
+_MODULE_OF = {
+    "CodeSettings": "dreamrsi.dreaming.code",
+    "make_author": "dreamrsi.dreaming.code",
+    "DreamConfig": "dreamrsi.dreaming.dream",
+    "dream": "dreamrsi.dreaming.dream",
+    "ReplaySettings": "dreamrsi.dreaming.evaluate",
+    "score_policy": "dreamrsi.dreaming.evaluate",
+    "History": "dreamrsi.dreaming.history",
+    "load_history": "dreamrsi.dreaming.history",
+    "LoopConfig": "dreamrsi.dreaming.loop",
+    "LoopReport": "dreamrsi.dreaming.loop",
+    "RoundReport": "dreamrsi.dreaming.loop",
+    "run_loop": "dreamrsi.dreaming.loop",
+    "resume_loop": "dreamrsi.dreaming.loop",
+    "DreamObjective": "dreamrsi.dreaming.objectives",
+    "ParetoAUC": "dreamrsi.dreaming.objectives",
+    "ReplayValue": "dreamrsi.dreaming.objectives",
+    "parse_objective": "dreamrsi.dreaming.objectives",
+    "Quality": "dreamrsi.dreaming.quality",
+    "RankQuality": "dreamrsi.dreaming.quality",
+    "RarityQuality": "dreamrsi.dreaming.quality",
+    "RawQuality": "dreamrsi.dreaming.quality",
+    "RelativeQuality": "dreamrsi.dreaming.quality",
+    "parse_quality": "dreamrsi.dreaming.quality",
+    "DreamReport": "dreamrsi.dreaming.report",
+    "Side": "dreamrsi.dreaming.splits",
+    "Split": "dreamrsi.dreaming.splits",
+    "parse_split": "dreamrsi.dreaming.splits",
+}
 
 __all__ = [
     "CodeSettings",
@@ -52,3 +101,24 @@ __all__ = [
     "run_loop",
     "score_policy",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dreamrsi.dreaming' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+class _Package(types.ModuleType):
+    """This package: a submodule named like an exported function does not take its name."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and name in _MODULE_OF:
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dreamrsi.core.policy import PolicySpec
-from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy, summary
-from dreamrsi.dreaming.history import load_history, pool_branches
 from dreamrsi.engine.config import default_policy
 from dreamrsi.errors import ConfigError
-from dreamrsi.programs import ProgramLimits
-from dreamrsi.programs.stored import CODE, load_program
-from dreamrsi.store.base import RunStore
-from dreamrsi.tasks.spec import Task
+
+if TYPE_CHECKING:
+    from dreamrsi.core.policy import PolicySpec
+    from dreamrsi.dreaming.evaluate import ReplaySettings
+    from dreamrsi.store.base import RunStore
+    from dreamrsi.tasks.spec import Task
 
 
 def deployed_policy(store: RunStore, task: Task) -> tuple[PolicySpec, str]:
@@ -74,6 +73,11 @@ def replay_rows(store: RunStore, task: Task, spec: PolicySpec,
     """One policy's replay of every comparable tree of the task (with ``pool``, each tree with
     the branches of the others of the same start appended, as a dream with
     ``pool_branches`` replays them)."""
+    from dreamrsi.dreaming.evaluate import score_policy, summary
+    from dreamrsi.dreaming.history import load_history, pool_branches
+    from dreamrsi.programs import ProgramLimits
+    from dreamrsi.programs.stored import CODE, load_program
+
     history = load_history(store, task.name, task.digest, task.evaluator_digest)
     if not history.trees:
         raise ConfigError(f"no recorded trees of task {task.name} to replay; run it first")

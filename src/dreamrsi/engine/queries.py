@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dreamrsi.core.model import Direction, Node, best_node
+from dreamrsi.core.model import Direction
 from dreamrsi.errors import NotFound
 from dreamrsi.store.base import RunRecord, RunStatus, RunStore
-from dreamrsi.store.integrity import check_tree
-from dreamrsi.workspace.git import GitCall, check_export_dest
 
 STALE_AFTER_S = 30.0
 
@@ -29,10 +28,12 @@ def run_state(run: RunRecord) -> str:
     return "running" if alive and fresh else "stale"
 
 
-def run_summary(store: RunStore, run: RunRecord) -> dict[str, Any]:
-    """One run: ids, state, policy, counts by node status, best score."""
+def run_summary(store: RunStore, run: RunRecord,
+                direction: Direction | None = None) -> dict[str, Any]:
+    """One run: ids, state, policy, counts by node status, best score (``direction``: the
+    task's, when the caller knows it)."""
     counts = store.counts(run.run_id)
-    direction = _direction(store, run)
+    direction = direction or _direction(store, run)
     best_raw = None if counts.best_score is None else direction.denormalise(counts.best_score)
     return {
         "run_id": run.run_id,
@@ -55,48 +56,77 @@ def run_summary(store: RunStore, run: RunRecord) -> dict[str, Any]:
 
 def list_runs(store: RunStore) -> list[dict[str, Any]]:
     """Every run of the store, oldest first."""
-    return [run_summary(store, run) for run in store.list_runs()]
+    directions: dict[str, Direction] = {}
+    out = []
+    for run in store.list_runs():
+        if run.task_digest not in directions:
+            directions[run.task_digest] = _direction(store, run)
+        out.append(run_summary(store, run, directions[run.task_digest]))
+    return out
 
 
-def tree_rows(store: RunStore, run_id: str) -> list[dict[str, Any]]:
-    """The nodes of a run, branch by branch, each with depth and duplicate marker.
+def tree_overview(store: RunStore, run_id: str) -> dict[str, Any]:
+    """A run's summary, its tree in numbers (nodes, branches, depth) and every branch (size,
+    depth, best node and score, counts by status), branches by number.
 
     Raises:
         StoreError: The run's nodes are not one tree (the database was edited).
     """
     run = store.get_run(run_id)
-    nodes = _tree_nodes(store, run)
-    by_id = {n.node_id: n for n in nodes}
-    depth: dict[str, int] = {}
-    first_seen: dict[str, str] = {}
-    rows = []
-    for node in _branch_order(nodes):
-        depth[node.node_id] = 0 if node.parent_id is None else depth[node.parent_id] + 1
-        duplicate_of = None
-        if node.candidate_hash:
-            duplicate_of = first_seen.get(node.candidate_hash)
-        rows.append(_node_row(node, depth[node.node_id], duplicate_of))
-        if node.candidate_hash and node.candidate_hash not in first_seen:
-            first_seen[node.candidate_hash] = node.node_id
-    assert len(rows) == len(by_id)
-    return rows
+    direction = _direction(store, run)
+    summary = run_summary(store, run, direction)
+    tree = store.tree_summary(run.run_id)
+    branches = [{"branch": b.number, "head": b.head_id, "nodes": b.nodes, "depth": b.depth,
+                 "best_node": b.best_id,
+                 "best_score": None if b.best_score is None else direction.denormalise(
+                     b.best_score),
+                 "counts": dict(b.by_status)} for b in tree.branches]
+    best_branch = best_depth = None
+    if summary["best_node"] is not None:
+        best_depth = store.node_depth(summary["best_node"])
+        best_branch = next((b["branch"] for b in branches
+                            if b["best_node"] == summary["best_node"]), None)
+    return {"run": summary,
+            "tree": {"root": tree.root_id, "nodes": tree.nodes, "branches": len(branches),
+                     "depth": tree.depth, "best_branch": best_branch, "best_depth": best_depth},
+            "branches": branches}
+
+
+def tree_rows(store: RunStore, run_id: str, *, branch: int | None = None,
+              max_depth: int | None = None, offset: int = 0,
+              limit: int | None = None) -> Iterator[dict[str, Any]]:
+    """A run's nodes in branch order (the root, then each branch from its head down), each
+    with its depth, branch number and the earliest node it duplicates; one branch's, down to
+    ``max_depth``, from ``offset``, at most ``limit``, as asked. Read as they are consumed."""
+    run = store.get_run(run_id)
+    for r in store.tree_listing(run.run_id, branch=branch, max_depth=max_depth, offset=offset,
+                                limit=limit):
+        yield {"node_id": r.node_id, "parent_id": r.parent_id, "seq": r.seq, "round": r.round,
+               "depth": r.depth, "branch": r.branch, "score": r.raw_score, "valid": r.valid,
+               "status": r.status, "plan": r.plan, "duplicate_of": r.duplicate_of,
+               "wall_ms": r.wall_ms}
 
 
 def best(store: RunStore, run_id: str) -> dict[str, Any]:
-    """The best node of a run (highest score, earliest on ties).
+    """The best node of a run (highest score, earliest on ties), read through the store's
+    index, its line of ancestors checked.
 
     Raises:
         NotFound: No node of the run has a valid score.
-        StoreError: The run's nodes are not one tree (the database was edited).
+        StoreError: A node on the best node's line is missing or recorded before its parent
+            (the database was edited).
     """
     run = store.get_run(run_id)
-    nodes = _tree_nodes(store, run)
-    top = best_node(nodes)
-    if top is None:
+    best_id = store.counts(run.run_id).best_node
+    if best_id is None:
         raise NotFound(f"run {run.run_id} has no valid scored node yet")
-    depth = sum(1 for _ in _ancestors(top, {n.node_id: n for n in nodes}))
-    return {**_node_row(top, depth, None), "commit": top.commit, "metrics": dict(top.metrics),
-            "feedback": top.feedback}
+    top = store.get_node(best_id)
+    depth = store.node_depth(best_id)
+    return {"node_id": top.node_id, "parent_id": top.parent_id, "seq": top.seq,
+            "round": top.round, "depth": depth, "score": top.raw_score if top.valid else None,
+            "valid": top.valid, "status": top.status.value, "plan": top.plan,
+            "duplicate_of": None, "wall_ms": top.cost.wall_ms, "commit": top.commit,
+            "metrics": dict(top.metrics), "feedback": top.feedback}
 
 
 def export_best(store: RunStore, run_id: str, dest: Path) -> dict[str, Any]:
@@ -106,6 +136,8 @@ def export_best(store: RunStore, run_id: str, dest: Path) -> dict[str, Any]:
     Raises:
         StoreError: ``dest`` is not a new or empty directory, or the export failed.
     """
+    from dreamrsi.workspace.git import GitCall, check_export_dest
+
     check_export_dest(dest)
     info = best(store, run_id)
     calls: list[GitCall] = []
@@ -129,50 +161,6 @@ def ledger_chain(store: RunStore, name: str) -> str:
             if store.chain_head(name).length:
                 return name
             raise NotFound(f"no run or dream '{name}' in the store at {store.location}") from None
-
-
-def _tree_nodes(store: RunStore, run: RunRecord) -> list[Node]:
-    nodes = store.nodes(run.run_id)
-    check_tree(store.location, run.run_id, nodes)
-    return nodes
-
-
-def _node_row(node: Node, depth: int, duplicate_of: str | None) -> dict[str, Any]:
-    return {
-        "node_id": node.node_id,
-        "parent_id": node.parent_id,
-        "seq": node.seq,
-        "round": node.round,
-        "depth": depth,
-        "score": node.raw_score if node.valid else None,
-        "valid": node.valid,
-        "status": node.status.value,
-        "plan": node.plan,
-        "duplicate_of": duplicate_of,
-        "wall_ms": node.cost.wall_ms,
-    }
-
-
-def _branch_order(nodes: list[Node]) -> list[Node]:
-    """Root, then each branch's chain from top to bottom, branches by creation order."""
-    children: dict[str | None, list[Node]] = {}
-    for node in nodes:
-        children.setdefault(node.parent_id, []).append(node)
-    out: list[Node] = []
-    stack = list(reversed(children.get(None, [])))
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        stack.extend(reversed(children.get(node.node_id, [])))
-    return out
-
-
-def _ancestors(node: Node, by_id: dict[str, Node]) -> list[Node]:
-    out = []
-    while node.parent_id is not None:
-        node = by_id[node.parent_id]
-        out.append(node)
-    return out
 
 
 def _direction(store: RunStore, run: RunRecord) -> Direction:

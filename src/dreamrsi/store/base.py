@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any, Self
 
 from dreamrsi.core.model import Node
 from dreamrsi.core.policy import PolicySpec
+from dreamrsi.store import trees
 from dreamrsi.store.ledger import ChainHead, LedgerEvent, LedgerRow, VerifyReport
+from dreamrsi.store.trees import TreeRow, TreeSummary
 
 if TYPE_CHECKING:
     from dreamrsi.store.blobs import Blobs
@@ -244,6 +246,40 @@ class RunStore(abc.ABC):
     @abc.abstractmethod
     def counts(self, run_id: str) -> RunCounts:
         """Nodes of a run by status, and its best node (highest score, lowest seq on ties)."""
+
+    # -- reading trees: these load the run's nodes; a backend may answer them with queries ---
+
+    def tree_summary(self, run_id: str) -> TreeSummary:
+        """A run's tree in a few numbers: nodes, depth, and each branch's size, depth, best
+        node and counts by status (``dreamrsi.store.trees``).
+
+        Raises:
+            StoreError: The run's nodes are not one tree (the database was edited).
+        """
+        return trees.summarize(self.location, run_id, self.nodes(run_id))
+
+    def tree_listing(self, run_id: str, *, branch: int | None = None,
+                     max_depth: int | None = None, offset: int = 0,
+                     limit: int | None = None) -> Iterator[TreeRow]:
+        """A run's nodes in branch order, as rows: all, or one branch's (by number), down to
+        ``max_depth``, from ``offset`` on, at most ``limit``.
+
+        Raises:
+            StoreError: The run's nodes are not one tree (the database was edited).
+        """
+        return trees.listing(self.location, run_id, self.nodes(run_id), branch=branch,
+                             max_depth=max_depth, offset=offset, limit=limit)
+
+    def node_depth(self, node_id: str) -> int:
+        """The depth of a node in its run's tree (the root's is 0), after checking its line of
+        ancestors up to the run's root.
+
+        Raises:
+            NotFound: No such node.
+            StoreError: A node of that line is missing or recorded before its parent.
+        """
+        node = self.get_node(node_id)
+        return trees.node_depth(self.location, node.run_id, self.nodes(node.run_id), node_id)
 
     @abc.abstractmethod
     def start_attempts(self, attempts: Sequence[InFlight]) -> None:

@@ -42,6 +42,35 @@ def tree_problem(nodes: Sequence[Node]) -> str | None:
     return None
 
 
+def ancestry_problem(line: Sequence[tuple[str, str | None, int]],
+                     first: tuple[str, str | None]) -> str | None:
+    """What is wrong with one node's line of ancestors, or ``None``: ``line`` holds
+    ``(node_id, parent_id, seq)`` from the node up as far as the store holds parents, ``first``
+    the ``(node_id, parent_id)`` of the run's first node (by seq).
+
+    >>> ancestry_problem([("r-2", "r-1", 2), ("r-1", "r-0", 1), ("r-0", None, 0)], ("r-0", None))
+    """
+    if first[1] is not None:
+        return (f"has no root node: its first node {first[0]} names parent {first[1]}, which "
+                "is not in the store")
+    for (child, parent, seq), (_, _, parent_seq) in zip(line, line[1:], strict=False):
+        if parent_seq >= seq:
+            return f"holds node {child} recorded before its parent {parent}"
+    top, parent, _ = line[-1]
+    if parent is not None:
+        return f"holds node {top} whose parent {parent} is not in the store"
+    if top != first[0]:
+        return f"has a second root node {top}"
+    return None
+
+
+def inconsistent(location: str | Path, run_id: str, problem: str) -> StoreError:
+    """The error a reader raises for a run whose nodes are not one tree."""
+    return StoreError(f"the store at {location} is inconsistent: run {run_id} {problem} (its "
+                      "database was edited or damaged; `dreamrsi ledger verify "
+                      f"{run_id}` checks the evidence ledger)")
+
+
 def check_tree(location: str | Path, run_id: str, nodes: Sequence[Node]) -> None:
     """Raise unless ``nodes`` (the nodes of run ``run_id`` of the store at ``location``, as
     ``RunStore.location`` names it) form one tree.
@@ -52,6 +81,4 @@ def check_tree(location: str | Path, run_id: str, nodes: Sequence[Node]) -> None
     """
     problem = tree_problem(nodes)
     if problem:
-        raise StoreError(f"the store at {location} is inconsistent: run {run_id} {problem} (its "
-                         "database was edited or damaged; `dreamrsi ledger verify "
-                         f"{run_id}` checks the evidence ledger)")
+        raise inconsistent(location, run_id, problem)

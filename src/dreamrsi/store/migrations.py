@@ -2,12 +2,13 @@
 
 Each migration is SQL; the one numbered :data:`RECORDS_VERSION` also runs a step in Python
 (``SqliteRunStore._anchor_records``) that writes the records of the runs and nodes already in
-the store into their chains.
+the store into their chains. Migration 4 only adds indexes (``dreamrsi.store.tree_sql`` reads
+trees through them).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 RECORDS_VERSION = 3
 
 MIGRATIONS: dict[int, tuple[str, str]] = {
@@ -164,5 +165,13 @@ MIGRATIONS: dict[int, tuple[str, str]] = {
         "ledger records: each run and node recorded in its run's chain (those already in the "
         "store anchored at this upgrade)",
         "",
+    ),
+    4: (
+        "indexes for reading big trees: nodes by status, by parent, by candidate",
+        """
+        CREATE INDEX nodes_status ON nodes(run_id, status, score);
+        CREATE INDEX nodes_children ON nodes(run_id, parent_id, seq, node_id, status, score);
+        CREATE INDEX nodes_candidate ON nodes(run_id, candidate_hash, seq)
+        """,
     ),
 }

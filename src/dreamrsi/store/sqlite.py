@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dreamrsi.core.model import Cost, Node, NodeStatus
 from dreamrsi.errors import (
@@ -68,8 +68,11 @@ from dreamrsi.store.rows import (
     task_from_row,
     task_row,
 )
+from dreamrsi.store.tree_sql import TreeQueries
 from dreamrsi.store.workfolder import work_folder_for
-from dreamrsi.workspace.git import WorkspaceRepo
+
+if TYPE_CHECKING:
+    from dreamrsi.workspace.git import WorkspaceRepo
 
 DB_FILE = "store.db"
 LOCK_FILE = "writer.lock"
@@ -84,7 +87,7 @@ _REPLAY_COLUMNS = (
 _EMPTY: Any = MappingProxyType({})
 
 
-class SqliteRunStore(DreamTables, RecordAudit):
+class SqliteRunStore(TreeQueries, DreamTables, RecordAudit):
     """A run store in a directory (see the module docstring).
 
     Open it with :meth:`open`. A writer holds an exclusive lock on the directory for as long as
@@ -240,6 +243,8 @@ class SqliteRunStore(DreamTables, RecordAudit):
     def workspaces(self) -> WorkspaceRepo:
         """The bare git repository ``repo.git`` (created for a writer when first asked for;
         a reader never writes it)."""
+        from dreamrsi.workspace.git import WorkspaceRepo  # git is not needed to read records
+
         git_dir = self.root / "repo.git"
         return WorkspaceRepo.open(git_dir) if self.writer else WorkspaceRepo(git_dir)
 
@@ -444,13 +449,21 @@ class SqliteRunStore(DreamTables, RecordAudit):
         return node_from_row(rows[0])
 
     def counts(self, run_id: str) -> RunCounts:
-        by_status = {r[0]: r[1] for r in self._query(
-            "SELECT status, count(*) FROM nodes WHERE run_id = ? GROUP BY status", (run_id,))}
-        best = self._query("SELECT node_id, score FROM nodes WHERE run_id = ? AND score IS NOT "
-                           "NULL ORDER BY score DESC, seq ASC LIMIT 1", (run_id,))
-        if best:
-            return RunCounts(by_status, best[0]["score"], best[0]["node_id"])
-        return RunCounts(by_status)
+        """One pass over the run's entries of the index ``nodes_status``, then a look-up of the
+        earliest node with the best score."""
+        groups = self._tuples("SELECT status, count(*), max(score) FROM nodes INDEXED BY "
+                              "nodes_status WHERE run_id = ? GROUP BY status", (run_id,))
+        by_status = {status: count for status, count, _ in groups}
+        scores = [top for _, _, top in groups if top is not None]
+        if not scores:
+            return RunCounts(by_status)
+        best = max(scores)
+        statuses = [status for status, _, top in groups if top == best]
+        marks = ", ".join("?" * len(statuses))
+        rows = self._tuples(f"SELECT node_id FROM nodes INDEXED BY nodes_status WHERE run_id = ? "
+                            f"AND status IN ({marks}) AND score = ? ORDER BY seq LIMIT 1",
+                            (run_id, *statuses, best))
+        return RunCounts(by_status, best, rows[0][0])
 
     def start_attempts(self, attempts: Sequence[InFlight]) -> None:
         with self._write(several=len(attempts) > 1) as conn:

@@ -21,7 +21,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml  # type: ignore[import-untyped]
 from pydantic import ValidationError
 
 from dreamrsi.errors import ConfigError
@@ -96,6 +95,8 @@ def read_openevolve_config(path: Path) -> OpenEvolveConfig:
 
 
 def _load(path: Path) -> dict[str, Any]:
+    import yaml  # type: ignore[import-untyped]  # loaded only for a peer's config file
+
     raw = path.read_bytes()
     if len(raw) > _MAX_BYTES:
         raise ConfigError(f"the file holds {len(raw)} bytes, more than {_MAX_BYTES} accepted",

@@ -1,0 +1,131 @@
+"""Start-up: what the CLI imports for ``--help`` and the reading commands.
+
+Each check runs the command in a fresh interpreter and lists the heavy modules it loaded
+(``benchmarks/bench_startup.py`` measures the time they would cost).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dreamrsi.store.base import TaskRecord
+from dreamrsi.store.sqlite import SqliteRunStore
+from dreamrsi.testing.builders import TASK, make_node, make_run
+
+HEAVY = ("numpy", "scipy", "optuna", "openai", "httpx", "pydantic", "yaml", "rich.markdown",
+         "rich.traceback", "rich.progress", "rich.table", "rich.console", "importlib.metadata")
+"""Modules that a command loads only when it needs them (``rich.console`` and ``rich.table``
+too: only the text output of a reading command uses them)."""
+
+PROBE = """
+import json, sys
+from dreamrsi.cli.main import main
+heavy = json.loads(sys.argv[2])
+sys.argv = ["dreamrsi", *json.loads(sys.argv[1])]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+loaded = sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy))
+print("\\nPROBE " + json.dumps({"code": code, "loaded": loaded}))
+"""
+
+
+def _probe(*args: str, heavy: tuple[str, ...] = HEAVY) -> dict[str, object]:
+    """Run ``dreamrsi ARGS`` in a fresh interpreter; its exit code and the heavy modules it
+    loaded."""
+    res = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args), json.dumps(heavy)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    line = res.stdout.rsplit("\nPROBE ", 1)[1]
+    return dict(json.loads(line))
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A store holding one run of five nodes, written through the store itself."""
+    root = tmp_path_factory.mktemp("startup") / "store"
+    task = TaskRecord(TASK.digest, TASK.name, TASK.evaluator_digest, {"direction": "maximize"})
+    run = make_run()
+    with SqliteRunStore.open(root, writer=True) as store:
+        store.put_task(task)
+        store.create_run(run)
+        store.add_nodes([make_node(run.run_id, 0, None),
+                         *(make_node(run.run_id, k, k - 1) for k in range(1, 5))])
+    return root, run.run_id
+
+
+def test_help_loads_nothing_heavy() -> None:
+    for args in (["--help"], ["run", "--help"], ["dream", "--help"], ["show", "--help"]):
+        assert _probe(*args) == {"code": 0, "loaded": []}, args
+
+
+def test_a_usage_error_loads_nothing_heavy() -> None:
+    assert _probe("run", "--budget", "zero") == {"code": 2, "loaded": []}
+
+
+def test_json_readers_load_nothing_heavy(small_store: tuple[Path, str]) -> None:
+    store, run_id = small_store
+    for args in (["status"], ["show", run_id], ["show", run_id, "--all"], ["best", run_id],
+                 ["ledger", "head", run_id]):
+        assert _probe(*args, "--store", str(store), "--json") == {"code": 0, "loaded": []}, args
+
+
+def test_text_readers_load_only_rich_tables(small_store: tuple[Path, str]) -> None:
+    store, run_id = small_store
+    heavy = tuple(h for h in HEAVY if h not in ("rich.console", "rich.table"))
+    for args in (["status"], ["show", run_id], ["best", run_id]):
+        assert _probe(*args, "--store", str(store), heavy=heavy) == {"code": 0, "loaded": []}
+
+
+def test_an_error_loads_nothing_heavy_but_rich_console(tmp_path: Path) -> None:
+    heavy = tuple(h for h in HEAVY if h != "rich.console")
+    out = _probe("status", "--store", str(tmp_path / "none"), heavy=heavy)
+    assert out == {"code": 1, "loaded": []}
+
+
+def test_the_probe_sees_heavy_imports(small_store: tuple[Path, str]) -> None:
+    """The check can fail: the commands that need NumPy, Optuna and pydantic load them."""
+    out = _probe("task", "check", "no-such-task")
+    assert out["code"] == 1 and "pydantic" in out["loaded"]  # type: ignore[operator]
+    out = _probe("dream", "no-such-task", "--trials", "1")
+    assert out["code"] == 1 and "optuna" in out["loaded"]  # type: ignore[operator]
+
+
+def test_the_app_of_one_command_answers_as_the_whole_app(
+        small_store: tuple[Path, str]) -> None:
+    from typer.testing import CliRunner
+
+    from dreamrsi.cli.main import _COMMANDS, app, app_for
+
+    runner = CliRunner()
+    store, run_id = small_store
+    assert app_for([]) is app and app_for(["--debug", "status"]) is app
+    assert app_for(["ledger", "head"]) is app
+    cases = [[name, "--help"] for name in _COMMANDS]
+    cases += [[name, "--no-such-option"] for name in _COMMANDS]
+    cases += [["show", run_id, "--store", str(store), "--json"], ["show", run_id, "--branch", "0"],
+              ["status", "--store", str(store)], ["best", "nope", "--store", str(store)]]
+    for args in cases:
+        single = app_for(args)
+        assert single is not app
+        want, got = runner.invoke(app, args), runner.invoke(single, args)
+        assert (got.exit_code, got.output) == (want.exit_code, want.output), args
+
+
+def test_the_cli_limits_are_the_engines() -> None:
+    from dreamrsi.cli import options
+    from dreamrsi.engine import config
+
+    assert (options.MAX_INT, options.MAX_SEED, options.MAX_HISTORY) == (
+        config.MAX_INT, config.MAX_SEED, config.MAX_HISTORY)
+    from dreamrsi.dreaming import loop
+
+    assert options.DEFAULT_HISTORY == loop.DEFAULT_HISTORY
