@@ -9,14 +9,16 @@ among its parent's recorded children), hands the policy every visible node as a 
 and the pick reveals the picked node's next recorded child. The horizon is the peer's own
 default (``rollout_world_payload``: as many steps as the tree has non-root nodes, at least 8).
 
-Two pick rules stand in for ours (both written here, from the peer's documented frontier
-fields; nothing of the peer is copied):
+Three pick rules stand in for ours (written here from the peer's documented frontier fields;
+nothing of the peer is copied):
 
-* ``greedy`` is the peer's greedy baseline (``greedy_rollout_score``): the visible node with
-  the best recorded score, every step;
-* ``fixed`` is the closest analogue of our ``fixed`` family: pick the root until it has opened
-  as many branches as the tree holds, then the earliest-created visible node never picked yet
-  (so every chain is extended to its end).
+* ``fixed``, the closest analogue of our ``fixed``: pick the root until it has opened as many
+  branches as the tree holds, then the earliest-created visible node never picked yet (so every
+  chain is extended to its end);
+* ``greedy``, the closest analogue of our ``greedy``: the same branches first, then the visible
+  node never picked yet with the best recorded score;
+* ``baseline``, the peer's own greedy baseline (``greedy_rollout_score``): the visible node
+  with the best recorded score, every step, picked again and again once it is a leaf.
 
 A reveal is the same thing on both sides: a recorded non-root node that becomes visible to the
 policy for the first time. Counted from the picks after each rollout, outside the timing.
@@ -71,7 +73,7 @@ def to_peer(tree: Any) -> Any:
     return peer
 
 
-def greedy_pick() -> PeerPick:
+def baseline_pick() -> PeerPick:
     """The peer's greedy baseline: the best visible recorded score."""
     def pick(visible: list[dict[str, Any]], step: int) -> str | None:
         return max(visible, key=lambda e: e["score"])["node_id"] if visible else None
@@ -89,6 +91,26 @@ def fixed_pick(root_id: str, branches: int) -> PeerPick:
                 return str(entry["node_id"])
         return root_id
     return pick
+
+
+def greedy_pick(root_id: str, branches: int) -> PeerPick:
+    """Open ``branches`` branches at the root, then extend the best node never picked."""
+    def pick(visible: list[dict[str, Any]], step: int) -> str | None:
+        best = None
+        for entry in visible:
+            if entry["node_id"] == root_id:
+                if entry["children"] < branches:
+                    return root_id
+            elif entry["children"] == 0 and (best is None or entry["score"] > best["score"]):
+                best = entry
+        return root_id if best is None else str(best["node_id"])
+    return pick
+
+
+PICKS: dict[str, Callable[[str, int], PeerPick]] = {
+    "fixed": fixed_pick, "greedy": greedy_pick,
+    "baseline": lambda root_id, branches: baseline_pick(),
+}
 
 
 def revealed(picks: list[str], child_lists: dict[str, list[str]]) -> int:
@@ -129,8 +151,7 @@ def serve() -> None:
             signal.setitimer(signal.ITIMER_PROF, ask["cap"])
             try:
                 while True:
-                    pick = (fixed_pick(tree.root.node_id, tree.branch_count)
-                            if ask["family"] == "fixed" else greedy_pick())
+                    pick = PICKS[ask["family"]](tree.root.node_id, tree.branch_count)
                     rewards, picks, _invalid, error = _simulate_step_rewards(world, pick)
                     if error:
                         raise RuntimeError(f"the peer's rollout failed: {error}")

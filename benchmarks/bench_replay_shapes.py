@@ -285,7 +285,8 @@ def table(results: dict[tuple[str, int, str, int, str], dict[str, Any]],
     return "\n".join(lines) + f"\n\n{note}"
 
 
-PEER_FAMILIES = ("fixed", "greedy")
+#: The peer's pick rules (``_peer_replay.PICKS``) and the family of ours measured beside each.
+PEER_FAMILIES = {"fixed": "fixed", "greedy": "greedy", "baseline": "greedy"}
 
 
 def measure_peer(args: argparse.Namespace) -> str:
@@ -305,12 +306,13 @@ def measure_peer(args: argparse.Namespace) -> str:
     try:
         for size in args.sizes:
             over_cap = False
-            for family in PEER_FAMILIES:
+            for family, our_family in PEER_FAMILIES.items():
                 for shape in SHAPES:
-                    cell = {"shape": shape, "size": size, "family": family, "workers": 1,
+                    cell = {"shape": shape, "size": size, "workers": 1,
                             "seconds": args.seconds, "repeats": args.repeats}
-                    mine = ours.ask(**cell, cap=600.0)
-                    theirs = None if over_cap else peer.ask(**cell, cap=args.peer_cap)
+                    mine = ours.ask(**cell, family=our_family, cap=600.0)
+                    theirs = (None if over_cap else
+                              peer.ask(**cell, family=family, cap=args.peer_cap))
                     over_cap = over_cap or bool(theirs and theirs["capped"])
                     rows.append((family, shape, size, mine, theirs))
                     print(f"{family:7} {shape:8} {size:>6}: ours {fmt_any_rate(mine):>10} "
@@ -346,7 +348,9 @@ def peer_table(rows: list[tuple[str, str, int, dict[str, Any], dict[str, Any] | 
             peer_cells = (f"{fmt_any_rate(theirs)} | {theirs['revealed']:,.0f} | "
                           f"{theirs['steps_rate'] / 1000:,.1f} k |")
             ratio = f"{mine['rate'] / max(theirs['rate'], 1e-9):,.0f}x"
-        lines.append(f"| {family} | {shape} | {size:,} | {fmt_any_rate(mine)} | "
+        policy = family if family == PEER_FAMILIES[family] else \
+            f"{PEER_FAMILIES[family]} (peer: its {family})"
+        lines.append(f"| {policy} | {shape} | {size:,} | {fmt_any_rate(mine)} | "
                      f"{mine['revealed']:,.0f} | {peer_cells} {ratio} |")
     note = (
         f"Peer: Open Dream-RSI {peer_version} (`open_dream_rsi`), its counterfactual rollout "
@@ -356,20 +360,24 @@ def peer_table(rows: list[tuple[str, str, int, dict[str, Any], dict[str, Any] | 
         f"(k = 1,000), best of {args.repeats} windows of {args.seconds} s (the peer: one "
         "window once a replay takes over a CPU second), each side in its own process, "
         "interleaved cell by cell. A reveal, on both sides: a recorded non-root node made "
-        "visible to the policy for the first time. Ours is `replay` at W = 1 with the "
-        "family's parameters of `_shapes.family_specs`. The peer's `greedy` is its greedy "
-        "baseline (best visible score every step: it stops revealing once the best node is a "
-        "leaf); its `fixed` opens as many branches as the tree holds, then extends the "
-        "earliest node never picked (our `fixed`'s closest analogue). Steps/s: the peer's "
-        "decisions per CPU second; every step shows the policy every visible node again, as "
-        "a fresh dict, and recomputes visibility over the whole tree, so a replay costs "
-        "O(nodes x steps). Apples to apples in what is counted and on which trees; not in "
-        "the policies (the peer's `greedy` reveals far fewer nodes than ours, so its rate "
-        "compares cost per reveal, not work done) nor in what each replay computes besides "
-        "(the peer also pays each step a reward; ours keeps branch statistics). "
-        f"Ratio: ours / peer; a capped peer cell gives a lower bound (cap {args.peer_cap:g} s "
-        f"per replay). Reference loop (2M iterations of pure Python): {before_loop:.3f} s "
-        f"before, {after_loop:.3f} s after.")
+        "visible to the policy for the first time. Ours: `replay` at W = 1 with the family's "
+        "parameters of `_shapes.family_specs` (at W = 1 our `fixed` refines its first "
+        "branch and stops when the recorded chain ends before `refine`, hence few reveals on "
+        "bushy trees). The peer's pick rules (`_peer_replay.py`): `fixed` opens as many "
+        "branches as the tree holds, then extends the earliest node never picked; `greedy` "
+        "the same branches, then the best node never picked; `its baseline` is the peer's "
+        "own greedy baseline (the best visible score every step: it sticks on the first leaf "
+        "that is best, so reveals about 2 nodes per replay). Steps/s: the peer's decisions "
+        "per CPU second; every step shows the policy every visible node again, as a fresh "
+        "dict, and recomputes visibility over the whole tree, so one replay costs "
+        "O(nodes x steps) and reveals/s fall about tenfold per tenfold nodes. Apples to "
+        "apples in what is counted and on which trees (and on `chains`, where both sides "
+        "reveal the whole tree, in the work done); elsewhere the two sides reveal different "
+        "numbers of nodes per replay, so the ratio compares cost per reveal, and the peer's "
+        "replay also pays a reward each step while ours keeps branch statistics. Ratio: "
+        "ours / peer; a capped peer cell gives a lower bound (ours x cap / nodes; cap "
+        f"{args.peer_cap:g} s per replay). Reference loop (2M iterations of pure Python): "
+        f"{before_loop:.3f} s before, {after_loop:.3f} s after.")
     return "\n".join(lines) + f"\n\n{note}"
 
 

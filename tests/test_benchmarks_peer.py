@@ -38,9 +38,17 @@ def test_fixed_opens_its_branches_then_extends_the_earliest_node_never_picked() 
     assert pick([entry("r", 0.0, 2), entry("a", 0.9, 1)], 3) == "r"
 
 
-def test_greedy_picks_the_best_visible_score() -> None:
-    pick = peer.greedy_pick()
-    assert pick([entry("r", 0.0, 1), entry("a", 0.2, 0), entry("b", 0.7, 0)], 0) == "b"
+def test_greedy_opens_its_branches_then_extends_the_best_node_never_picked() -> None:
+    pick = peer.greedy_pick("r", branches=2)
+    assert pick([entry("r", 0.0, 1), entry("a", 0.9, 0)], 0) == "r"
+    assert pick([entry("r", 0.0, 2), entry("a", 0.9, 1), entry("b", 0.1, 0),
+                 entry("a1", 0.5, 0)], 1) == "a1"
+    assert pick([entry("r", 0.0, 2), entry("a", 0.9, 1)], 2) == "r"
+
+
+def test_the_peers_baseline_picks_the_best_visible_score_even_if_picked_before() -> None:
+    pick = peer.PICKS["baseline"]("r", 2)
+    assert pick([entry("r", 0.0, 1), entry("a", 0.2, 0), entry("b", 0.7, 5)], 0) == "b"
     assert pick([], 0) is None
 
 
@@ -67,11 +75,13 @@ def test_capped_and_skipped_peer_cells_read_as_such() -> None:
     capped = {"capped": True, "rate": None, "revealed": None, "cap": 30.0}
     body = shapes.peer_table([("fixed", "chains", 200, mine, theirs),
                               ("fixed", "chains", 20_000, mine, capped),
-                              ("fixed", "bushy-10", 20_000, mine, None)],
+                              ("fixed", "bushy-10", 20_000, mine, None),
+                              ("baseline", "chains", 200, mine, theirs)],
                              args, 0.1, 0.1, "0.3.14")
     rows = body.splitlines()
     assert rows[2] == "| fixed | chains | 200 | 200 k | 200 | 8,000 | 180 | 9.0 k | 25x |"
     # a capped peer replay: the ratio is a lower bound, ours * cap / nodes
     assert rows[3] == "| fixed | chains | 20,000 | 200 k | 200 | > 30 s/replay | | | > 300x |"
     assert "not run (a peer replay of 20,000 nodes exceeded the cap)" in rows[4]
+    assert rows[5].startswith("| greedy (peer: its baseline) | chains | 200 |")
     assert "Open Dream-RSI 0.3.14" in body
