@@ -11,10 +11,15 @@ log(seconds per replay) on log(nodes revealed per replay) over the three sizes, 
 With ``--baseline REV`` the same cells are measured, in the same run and interleaved cell by
 cell, on the code of commit REV (its ``src/`` unpacked into a temporary folder by
 ``git archive``), each side in its own process on one core. A baseline replay that takes more
-than ``--cap`` CPU seconds is stopped and reported as such. No peer is measured: the peer
-libraries (``openevolve``, ``shinka-evolve`` on PyPI) install, but neither replays a recorded
-tree under an exploration policy (they keep a program database and sample parents from it), so
-there is no peer replay to time on these trees.
+than ``--cap`` CPU seconds is stopped and reported as such.
+
+With ``--peer`` the script instead measures, in the same run and interleaved cell by cell, our
+``fixed`` and ``greedy`` at W = 1 beside the replay of the peer library Open Dream-RSI
+(``pip install open-dream-rsi``; ``_peer_replay.py`` says what is timed and what a reveal is
+on each side) on the same trees, and writes its own section. A peer replay over ``--peer-cap``
+CPU seconds is stopped; the peer's other cells of that size are then not run. (``openevolve``
+and ``shinka-evolve`` keep a program database and sample parents from it: no tree replay to
+time.)
 
 With ``--callgrind`` each side instead replays a fixed set of cells once under
 ``valgrind --tool=callgrind`` and the instruction counts per revealed node are compared:
@@ -22,6 +27,7 @@ deterministic where wall and CPU time are noisy.
 
 Usage: python benchmarks/bench_replay_shapes.py [--seconds 0.3] [--repeats 3]
        [--baseline REV] [--cap 5] [--sizes 200 2000 20000] [--callgrind]
+       [--peer [--peer-cap 30]]
 """
 
 from __future__ import annotations
@@ -142,10 +148,11 @@ def _callgrind_child(cells: list[dict[str, Any]], reps: int) -> None:
 class Side:
     """A measuring child process running one checkout's code."""
 
-    def __init__(self, name: str, src: Path, python: str = sys.executable) -> None:
+    def __init__(self, name: str, src: Path, python: str = sys.executable,
+                 mode: str = "--child") -> None:
         self.name = name
         env = dict(os.environ, PYTHONPATH=str(src), PYTHONHASHSEED="0")
-        self.proc = subprocess.Popen([python, __file__, "--child"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([python, __file__, mode], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env)
 
     def ask(self, **cell: Any) -> dict[str, Any]:
@@ -278,6 +285,102 @@ def table(results: dict[tuple[str, int, str, int, str], dict[str, Any]],
     return "\n".join(lines) + f"\n\n{note}"
 
 
+#: The peer's pick rules (``_peer_replay.PICKS``) and the family of ours measured beside each.
+PEER_FAMILIES = {"fixed": "fixed", "greedy": "greedy", "baseline": "greedy"}
+
+
+def measure_peer(args: argparse.Namespace) -> str:
+    """Our ``fixed`` and ``greedy`` at W = 1 beside the peer's replay, cell by cell."""
+    sys.path.insert(0, str(HERE))
+    from _peer_replay import unavailable, version
+    from _report import reference_loop
+
+    why = unavailable()
+    if why:
+        return (f"The peer's replay was not measured: {why}. Nothing else is measured by "
+                "`--peer`; the other sections are unchanged.")
+    before_loop = reference_loop()
+    ours = Side("ours", ROOT / "src")
+    peer = Side("peer", ROOT / "src", mode="--peer-child")
+    rows: list[tuple[str, str, int, dict[str, Any], dict[str, Any] | None]] = []
+    try:
+        for size in args.sizes:
+            over_cap = False
+            for family, our_family in PEER_FAMILIES.items():
+                for shape in SHAPES:
+                    cell = {"shape": shape, "size": size, "workers": 1,
+                            "seconds": args.seconds, "repeats": args.repeats}
+                    mine = ours.ask(**cell, family=our_family, cap=600.0)
+                    theirs = (None if over_cap else
+                              peer.ask(**cell, family=family, cap=args.peer_cap))
+                    over_cap = over_cap or bool(theirs and theirs["capped"])
+                    rows.append((family, shape, size, mine, theirs))
+                    print(f"{family:7} {shape:8} {size:>6}: ours {fmt_any_rate(mine):>10} "
+                          f"({mine['revealed']:.0f}/replay)  peer "
+                          f"{fmt_any_rate(theirs) if theirs else 'not run':>16}", flush=True)
+    finally:
+        ours.close()
+        peer.close()
+    return peer_table(rows, args, before_loop, reference_loop(), version())
+
+
+def fmt_any_rate(answer: dict[str, Any]) -> str:
+    """A rate in k from 10,000 up, in units below (the peer's slow cells)."""
+    if answer["capped"] or answer["rate"] >= 10_000:
+        return fmt_rate(answer)
+    return f"{answer['rate']:,.0f}"
+
+
+def peer_table(rows: list[tuple[str, str, int, dict[str, Any], dict[str, Any] | None]],
+               args: argparse.Namespace, before_loop: float, after_loop: float,
+               peer_version: str) -> str:
+    lines = ["| policy | tree | nodes | ours: reveals/s | ours: revealed/replay | "
+             "peer: reveals/s | peer: revealed/replay | peer: steps/s | ours / peer |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for family, shape, size, mine, theirs in rows:
+        if theirs is None:
+            peer_cells = f"not run (a peer replay of {size:,} nodes exceeded the cap) | | |"
+            ratio = ""
+        elif theirs["capped"]:
+            peer_cells = f"{fmt_any_rate(theirs)} | | |"
+            ratio = f"> {mine['rate'] * args.peer_cap / max(1, size):,.0f}x"
+        else:
+            peer_cells = (f"{fmt_any_rate(theirs)} | {theirs['revealed']:,.0f} | "
+                          f"{theirs['steps_rate'] / 1000:,.1f} k |")
+            ratio = f"{mine['rate'] / max(theirs['rate'], 1e-9):,.0f}x"
+        policy = family if family == PEER_FAMILIES[family] else \
+            f"{PEER_FAMILIES[family]} (peer: its {family})"
+        lines.append(f"| {policy} | {shape} | {size:,} | {fmt_any_rate(mine)} | "
+                     f"{mine['revealed']:,.0f} | {peer_cells} {ratio} |")
+    note = (
+        f"Peer: Open Dream-RSI {peer_version} (`open_dream_rsi`), its counterfactual rollout "
+        "(`core.policygen._simulate_step_rewards`) on our trees converted to its "
+        "`DiscoveryTree` (same ids, parents and order; no score = 0.0), with its default "
+        "horizon (one step per non-root node). Reveals per CPU second of one core (k = "
+        f"1,000), best of {args.repeats} windows of {args.seconds} s (the peer: one window "
+        "once a replay takes over a CPU second), each side in its own process, interleaved "
+        "cell by cell. A reveal, on both sides: a recorded non-root node made visible to the "
+        "policy for the first time. Ours: `replay` at W = 1 with the family's parameters of "
+        "`_shapes.family_specs` (at W = 1 our `fixed` keeps asking to refine its first branch"
+        " once that branch's recorded chain has ended: selections out of support, nothing "
+        "revealed, until the round budget; hence few reveals on bushy trees). The peer's pick"
+        " rules (`_peer_replay.py`): `fixed` opens as many branches as the tree holds, then "
+        "extends the earliest node never picked; `greedy` the same branches, then the best "
+        "node never picked; `its baseline` is the peer's own greedy baseline (the best "
+        "visible score every step: it sticks on the first leaf that is best, so it reveals "
+        "only the few nodes before that leaf). Steps/s: the peer's decisions per CPU second; "
+        "every step shows the policy every visible node again, as a fresh dict, and "
+        "recomputes visibility over the whole tree, so one replay costs O(nodes x steps). "
+        "Apples to apples in what is counted and on which trees (and, for `fixed` on "
+        "`chains`, where both sides reveal the whole tree, in the work done); elsewhere the "
+        "two sides reveal different numbers of nodes per replay, so the ratio compares cost "
+        "per reveal, and the peer's replay also pays a reward each step while ours keeps "
+        "branch statistics. Ratio: ours / peer; a capped peer cell gives a lower bound (ours "
+        f"x cap / nodes; cap {args.peer_cap:g} s per replay). Reference loop (2M iterations of"
+        f" pure Python): {before_loop:.3f} s before, {after_loop:.3f} s after.")
+    return "\n".join(lines) + f"\n\n{note}"
+
+
 def run_callgrind(args: argparse.Namespace) -> str:
     """Instruction counts per revealed node, before and after, for a fixed set of cells."""
     python = os.path.realpath(sys.executable)
@@ -336,6 +439,12 @@ def main() -> None:
     if sys.argv[1:2] == ["--child"]:
         _child()
         return
+    if sys.argv[1:2] == ["--peer-child"]:
+        sys.path.insert(0, str(HERE))
+        from _peer_replay import serve
+
+        serve()
+        return
     if sys.argv[1:2] == ["--callgrind-child"]:
         _callgrind_child(json.loads(sys.argv[2]), int(sys.argv[3]))
         return
@@ -348,12 +457,20 @@ def main() -> None:
     parser.add_argument("--callgrind", action="store_true")
     parser.add_argument("--callgrind-size", type=int, default=2_000)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--peer", action="store_true")
+    parser.add_argument("--peer-cap", type=float, default=30.0)
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     from _report import write_section
 
     extra = f" --baseline {args.baseline}" if args.baseline else ""
-    if args.callgrind:
+    if args.peer:
+        body = measure_peer(args)
+        name, title = "replay-peer", "Replay beside the peer's (Open Dream-RSI), W = 1"
+        command = (f"python benchmarks/bench_replay_shapes.py --peer --seconds {args.seconds} "
+                   f"--repeats {args.repeats} --peer-cap {args.peer_cap:g} --sizes "
+                   + " ".join(map(str, args.sizes)))
+    elif args.callgrind:
         body = run_callgrind(args)
         name, title = "replay-callgrind", "Replay instruction counts (callgrind)"
         command = (f"python benchmarks/bench_replay_shapes.py --callgrind --callgrind-size "
