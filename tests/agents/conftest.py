@@ -78,8 +78,10 @@ def write_llm_task(root: Path, base_url: str, *, proposer: str = "", name: str =
 
 
 def improve(seen: Seen) -> Reply:
-    """A good answer: add one to the number ``value()`` returns in the prompt's program."""
-    found = _RETURN.search(seen.user_text())
+    """A good answer: add one to the number ``value()`` returns in the prompt's program (the
+    one under "The program now", not an earlier run's shown as background)."""
+    text = seen.user_text()
+    found = _RETURN.search(text.split("# The program now", 1)[-1])
     if found is None:
         return Reply.text("PLAN: nothing to improve")
     old = found.group(1)
