@@ -8,14 +8,13 @@ screen, set the title, reset the terminal), which are shown as ``\x1b`` and the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
 
-from dreamrsi.cli._shared import head_dict
+from dreamrsi.cli._shared import head_dict, visible
 from dreamrsi.core.model import Direction
 
 if TYPE_CHECKING:
@@ -24,14 +23,6 @@ if TYPE_CHECKING:
     from dreamrsi.core.model import Node
     from dreamrsi.engine import CheckReport, RunProgress
     from dreamrsi.store.ledger import ChainHead, VerifyReport
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def visible(text: str) -> str:
-    """``text`` with every control character but newline and tab written as ``\\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
-
 
 def _e(value: object) -> str:
     """``value`` as text that Rich prints as it is (no markup, no control characters)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import signal
 import sys
 from collections.abc import Callable, Iterable
@@ -60,11 +61,17 @@ def guard(fn: Callable[[], T]) -> T:
         raise typer.Exit(130) from None
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character but newline and tab written as ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
+
 def fail(message: str) -> NoReturn:
     """Print ``message`` as an error and exit 1."""
     from rich.markup import escape
-
-    from dreamrsi.cli._render import visible
 
     err_console().print(f"[bold red]error:[/] {escape(visible(message))}", highlight=False,
                         soft_wrap=True)
