@@ -191,6 +191,7 @@ def value():
             print(path + ": " + data.decode(errors="replace")[:2000], file=sys.stderr)
         except OSError as exc:
             print(path + ": " + type(exc).__name__, file=sys.stderr)
+    # the attacker's guess at the host's home folders: the paths it probes, not ours
     for path in glob.glob("/root/.*") + glob.glob("/home/*/.*"):
         print("sees " + path, file=sys.stderr)
     return 2.0'''
