@@ -14,13 +14,19 @@ to all seeds): a correlation with replay cannot exceed what the online outcome i
 Then the Spearman correlation between replay score and mean online V, with a bootstrap 95%
 interval over policies, and the same against the online best raw score as before.
 
+The policies are the dream's top candidates (``--dream-top K``: the best distinct specs of one
+Optuna study per family over the same pooled history, ``--dream-trials`` trials each, as a dream
+would rank them) and random ones (families and parameters sampled uniformly) for the rest.
+The correlation is reported for all policies and for those inside the recorded support (no
+selection without a recorded continuation on any history tree, so replay saw all they did).
+
 Replay is scored twice, with out-of-support selections free (the replay rule) and charged as
 attempts (``--charge-misses``); for each, the table also compares the attempts replay expects a
 policy to spend (revealed, plus charged misses) with what it spent online.
 
 Usage: python benchmarks/bench_replay_predicts.py [--task autocorrelation-c3] [--policies 20]
        [--history 10] [--online-seeds 5] [--budget 40] [--workers 2] [--initial NAME:params]
-       [--no-pool-branches]
+       [--no-pool-branches] [--dream-top K] [--dream-trials T]
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from dreamrsi.dreaming.evaluate import (  # noqa: E402
 )
 from dreamrsi.dreaming.history import load_history, pool_branches  # noqa: E402
 from dreamrsi.dreaming.quality import QualityScale  # noqa: E402
+from dreamrsi.dreaming.search import search_family  # noqa: E402
 from dreamrsi.engine import RunConfig, default_policy, start_run  # noqa: E402
 from dreamrsi.policies.params import Kind  # noqa: E402
 from dreamrsi.policies.registry import BUILTIN, make_policy, parse_spec, space  # noqa: E402
@@ -68,6 +75,24 @@ def sample_policy(rng: random.Random) -> PolicySpec:
     return PolicySpec(family, params)
 
 
+def dream_top(trees: list[RecordedTree], settings: ReplaySettings, scale: QualityScale,
+              count: int, trials: int, seed: int) -> list[PolicySpec]:
+    """The ``count`` best distinct specs one study per family finds over ``trees`` (mean V)."""
+    found: list[tuple[float, PolicySpec]] = []
+    for i, family in enumerate(sorted(BUILTIN)):
+        result = search_family(
+            family, trees, settings, trials=trials, seed=seed + i, keep=count,
+            scorer=lambda spec: mean_value(score_policy(spec, trees, settings, scale=scale)))
+        found.extend((value, spec) for spec, value in result.best)
+    found.sort(key=lambda vs: -vs[0])
+    return [spec for _, spec in found[:count]]
+
+
+def misses(scores: list[TreeScore]) -> int:
+    """Selections without a recorded continuation, summed over the trees."""
+    return sum(s.result.out_of_support for s in scores)
+
+
 def expected_attempts(scores: list[TreeScore], charged: bool) -> float:
     """Attempts replay expects per run: revealed, plus the misses when they are charged."""
     return float(np.mean([s.result.revealed + (s.result.out_of_support if charged else 0)
@@ -84,6 +109,8 @@ def spearman(x: list[float], y: list[float], seed: int) -> tuple[float, float, f
         idx = boot.integers(0, len(xs), len(xs))
         if len(set(xs[idx])) > 1 and len(set(ys[idx])) > 1:
             samples.append(float(spearmanr(xs[idx], ys[idx]).statistic))
+    if not samples:  # too few distinct pairs to resample
+        return rho, float("nan"), float("nan")
     low, high = np.quantile(samples, [0.025, 0.975])
     return rho, float(low), float(high)
 
@@ -117,6 +144,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-pool-branches", action="store_true",
                         help="replay each history tree alone (default: pooled, as dreams do)")
+    parser.add_argument("--dream-top", type=int, default=10,
+                        help="policies taken from a dream's top candidates (the rest random)")
+    parser.add_argument("--dream-trials", type=int, default=60,
+                        help="Optuna trials per family for --dream-top")
     parser.add_argument("--initial", default=None,
                         help="the policy that records the history (default: the loop's π_1)")
     args = parser.parse_args()
@@ -141,7 +172,9 @@ def main() -> None:
         own = list(history.trees)
         trees = own if args.no_pool_branches else pool_branches(own)
         scale = QualityScale.of(own)
-        specs = [sample_policy(rng) for _ in range(args.policies)]
+        top = dream_top(trees, settings, scale, min(args.dream_top, args.policies),
+                        args.dream_trials, args.seed)
+        specs = top + [sample_policy(rng) for _ in range(args.policies - len(top))]
         for k, spec in enumerate(specs):
             free_scores = score_policy(spec, trees, settings, scale=scale)
             paid_scores = score_policy(spec, trees, charged, scale=scale)
@@ -159,7 +192,8 @@ def main() -> None:
                     spent.append(summary.attempts)
             rows.append((spec, replay_score, values, bests, spent, paid_score,
                          expected_attempts(free_scores, False),
-                         expected_attempts(paid_scores, True)))
+                         expected_attempts(paid_scores, True), misses(free_scores),
+                         "dream" if k < len(top) else "random"))
             print(f"{spec.label()}: replay {replay_score:.4f} (charged {paid_score:.4f}), "
                   f"online V {np.mean(values):.4f} over {len(values)} seeds, attempts "
                   f"{np.mean(spent):.1f}", flush=True)
@@ -172,6 +206,18 @@ def write(args: argparse.Namespace, initial: PolicySpec, rows: list[tuple[Any, .
     half, full = split_half([r[2] for r in rows])
     rho, low, high = spearman([r[1] for r in rows], mean_v, args.seed)
     rho_c, low_c, high_c = spearman([r[5] for r in rows], mean_v, args.seed)
+    inside = [(r[1], v) for r, v in zip(rows, mean_v, strict=True) if r[8] == 0]
+    if len(inside) >= 4:
+        rho_i, low_i, high_i = spearman([x for x, _ in inside], [v for _, v in inside],
+                                        args.seed)
+        support = (f"Inside the recorded support ({len(inside)} of {len(rows)} policies made no "
+                   f"selection without a recorded continuation on any history tree): "
+                   f"**{rho_i:.2f}** [{low_i:.2f}, {high_i:.2f}]. Target: >= 0.6 "
+                   f"{'PASS' if rho_i >= 0.6 else 'MISS'}.")
+    else:
+        support = (f"Inside the recorded support: only {len(inside)} of {len(rows)} policies "
+                   "made no selection without a recorded continuation; too few for a "
+                   "correlation.")
     best_raw = [np.median([b.score for b in r[3] if b is not None] or [np.nan]) for r in rows]
     scored = [(r[1], b) for r, b in zip(rows, best_raw, strict=True) if not np.isnan(b)]
     rho_b, low_b, high_b = spearman([x for x, _ in scored], [b for _, b in scored], args.seed)
@@ -181,7 +227,9 @@ def write(args: argparse.Namespace, initial: PolicySpec, rows: list[tuple[Any, .
     pooled = "each tree alone" if args.no_pool_branches else "pooled branches"
     lines = [f"Task `{args.task}`: history of {args.history} runs of `{initial.label()}` "
              f"({args.budget} attempts, W={args.workers}; replayed with {pooled}); "
-             f"{len(rows)} sampled policies, each scored by replay over that history and run "
+             f"{len(rows)} policies ({args.dream_top} from a dream's top candidates, "
+             f"{args.dream_trials} trials per family; the rest sampled), each scored by replay "
+             "over that history and run "
              f"online {args.online_seeds} times with the same budget. Online outcome: V of "
              "each online tree (quality on the history's yardstick, with its cost terms), the "
              "same units as the replay score.", "",
@@ -191,16 +239,17 @@ def write(args: argparse.Namespace, initial: PolicySpec, rows: list[tuple[Any, .
              f"Spearman correlation, replay score vs mean online V: **{rho:.2f}** (bootstrap "
              f"95% interval over policies [{low:.2f}, {high:.2f}]); with misses charged "
              f"**{rho_c:.2f}** [{low_c:.2f}, {high_c:.2f}]. Against the median online best "
-             f"score: {rho_b:.2f} [{low_b:.2f}, {high_b:.2f}].", "",
+             f"score: {rho_b:.2f} [{low_b:.2f}, {high_b:.2f}].", "", support, "",
              "Attempts per run, replay's expectation against online (mean over seeds), mean "
              f"absolute gap: {gap_free:.1f} with misses free, {gap_paid:.1f} with misses "
              "charged.", "",
-             "| policy | replay score (mean V) | charged | online V: mean (min, max) | online "
-             "attempts (mean) | replay attempts (free / charged) |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| policy | from | replay score (mean V) | charged | misses | online V: mean (min, "
+             "max) | online attempts (mean) | replay attempts (free / charged) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     for row, v, n in sorted(zip(rows, mean_v, spent, strict=True), key=lambda x: -x[0][1]):
-        spec, replay_score, values, _, _, paid, free_n, paid_n = row
-        lines.append(f"| `{spec.label()}` | {replay_score:.4f} | {paid:.4f} | {v:.4f} "
+        spec, replay_score, values, _, _, paid, free_n, paid_n, missed, origin = row
+        lines.append(f"| `{spec.label()}` | {origin} | {replay_score:.4f} | {paid:.4f} | "
+                     f"{missed} | {v:.4f} "
                      f"({min(values):.4f}, {max(values):.4f}) | {n:.1f} | {free_n:.1f} / "
                      f"{paid_n:.1f} |")
     table = "\n".join(lines)
@@ -214,7 +263,8 @@ def write(args: argparse.Namespace, initial: PolicySpec, rows: list[tuple[Any, .
                   f"python benchmarks/bench_replay_predicts.py --task {args.task} --policies "
                   f"{args.policies} --history {args.history} --online-seeds "
                   f"{args.online_seeds} --budget {args.budget} --workers {args.workers} "
-                  f"--seed {args.seed}"
+                  f"--seed {args.seed} --dream-top {args.dream_top} --dream-trials "
+                  f"{args.dream_trials}"
                   + (f" --initial {args.initial}" if args.initial else "")
                   + (" --no-pool-branches" if args.no_pool_branches else ""))
 
