@@ -150,6 +150,12 @@ def finished_loops(log: Path) -> dict[tuple[str, int], dict[str, object]]:
     return loops
 
 
+def fixed_arm_folder(stores: Path, task: str, history: int) -> Path:
+    """Where ``bench_pays_ceiling.py --stores STORES`` keeps a task's fixed-arm loops (one
+    folder per history setting, so loops recorded with different contexts never mix)."""
+    return stores / (task if history == 0 else f"{task}--history-{history}")
+
+
 def recorded_fixed_arm(folder: Path, seeds: int) -> dict[tuple[str, int], dict[str, object]]:
     """The fixed arm's loops as ``bench_pays_ceiling.py --stores`` keeps them, by seed."""
     loops: dict[tuple[str, int], dict[str, object]] = {}
@@ -344,12 +350,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.prior < 0:
         parser.error(f"--prior must be 0 or more, not {args.prior}")
-    if args.fixed_from and (args.history or args.protocol != "per-round"):
-        parser.error("--fixed-from reuses loops recorded per round without history; it cannot "
-                     "stand for a fixed arm with --history or --protocol total")
+    if args.fixed_from and args.protocol != "per-round":
+        parser.error("--fixed-from reuses loops recorded per round; it cannot stand for a "
+                     "fixed arm with --protocol total")
     done = finished_loops(args.resume) if args.resume else {}
     if args.fixed_from:
-        done.update(recorded_fixed_arm(args.fixed_from / args.task, args.seeds))
+        done.update(recorded_fixed_arm(
+            fixed_arm_folder(args.fixed_from, args.task, args.history), args.seeds))
     jobs = [(arm, seed) for seed in range(args.seeds)
             for arm in (("dream", "fixed") if seed % 2 == 0 else ("fixed", "dream"))
             if arm in args.arms]

@@ -16,7 +16,7 @@ part of a dreamed policy replay cannot see.
 
 Usage: python benchmarks/bench_pays_ceiling.py --task circle-packing-26 --seeds 10
        [--rounds 5] [--per-round-budget 40] [--workers 2] [--initial NAME:params]
-       [--trials 300] [--stores DIR] [--online POLICY ...]
+       [--trials 300] [--stores DIR] [--history N] [--online POLICY ...]
 
 ``--online POLICY ...`` checks shapes for real instead: for every seed, a loop deploys the
 policy (its round 1 replaced by π_1's recorded round 1, as in the loop), and its attempts to
@@ -24,6 +24,11 @@ reach the target are compared with the fixed arm's.
 
 ``--stores DIR`` keeps each seed's recorded loop under DIR/TASK/seed-S and reuses those already
 there (a loop is recorded once; the analysis can be rerun on it in seconds).
+``bench_dreaming_pays.py --fixed-from DIR`` takes its fixed arm from there.
+
+``--history N`` records the fixed arm as the loop runs it with history as context (every
+round's proposers read the N best nodes of the earlier rounds; kept under DIR/TASK--history-N).
+Replay stays exact on the recorded rounds: a node's outcome is what it was.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from _report import write_section  # noqa: E402
 from bench_dreaming_pays import (  # noqa: E402
     add_loop_arguments,
     attempts_to_reach,
+    fixed_arm_folder,
     ratio_interval,
 )
 from dreamrsi.core.model import Direction  # noqa: E402
@@ -79,7 +85,7 @@ def record(task: str, seed: int, args: argparse.Namespace, folder: Path,
         cmd = [sys.executable, "-m", "dreamrsi", "loop", task, "--arm", "fixed", "--seed",
                str(seed), "--rounds", str(args.rounds), "--per-round-budget",
                str(args.per_round_budget), "--workers", str(args.workers), "--store",
-               str(folder / "store"), "--json", "--history", "0"] + (
+               str(folder / "store"), "--json", "--history", str(args.history)] + (
                    ["--initial", initial] if initial else [])
         out = subprocess.run(cmd, check=True, capture_output=True, text=True)
         done.write_text(out.stdout)
@@ -139,13 +145,15 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=300, help="Optuna trials per family")
     parser.add_argument("--stores", type=Path, default=None,
                         help="keep (and reuse) the recorded loops here")
+    parser.add_argument("--history", type=int, default=0,
+                        help="elites of the earlier rounds every proposer reads (0: none)")
     parser.add_argument("--online", nargs="+", default=None, metavar="POLICY",
                         help="instead of the studies: deploy these policies online from "
                              "round 2 and compare them with the fixed arm")
     args = parser.parse_args()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dreamrsi-ceiling-") as tmp:
-        root = (args.stores or Path(tmp)) / args.task
+        root = fixed_arm_folder(args.stores or Path(tmp), args.task, args.history)
         seeds = []
         for s in range(args.seeds):
             report = record(args.task, s, args, root / f"seed-{s}")
@@ -163,7 +171,8 @@ def main() -> None:
                  "recording the loops).")
     print(text)
     initial = f" --initial {args.initial}" if args.initial else ""
-    variant = (f", π_1 = {args.initial}" if args.initial else "")
+    variant = (f", π_1 = {args.initial}" if args.initial else "") + (
+        f", history {args.history}" if args.history else "")
     if args.per_round_budget != 40 or args.rounds != 5:
         variant += f", {args.rounds}x{args.per_round_budget}"
     name = (f"ceiling-{args.task}" + ("--online" if args.online else "")
@@ -175,7 +184,8 @@ def main() -> None:
                   f"{args.seeds} --rounds {args.rounds} --per-round-budget "
                   f"{args.per_round_budget} --workers {args.workers}"
                   + (" --online " + " ".join(args.online) if args.online
-                     else f" --trials {args.trials}") + initial)
+                     else f" --trials {args.trials}") + initial
+                  + (f" --history {args.history}" if args.history else ""))
 
 
 def online_check(args: argparse.Namespace, seeds: list[Seed], root: Path) -> str:
