@@ -127,17 +127,17 @@ def _fit(columns: Sequence[Column], rows: Sequence[Sequence[Spans]], room: int) 
     """Each column's width with its padding: its widest line, narrowed while the table is
     wider than ``room`` (the widest wrappable column first, down to its longest word, then to
     two cells of text, then the others down to two)."""
-    widths, floors = [], []
+    widths: list[int] = []
+    words: list[int] = []
     for k in range(len(columns)):
         lines = [line for row in rows for line in _plain(row[k]).split("\n")]
         widths.append(max(_width(line) for line in lines) + 2)
-        words = [w for line in lines for w in line.split(" ")]
-        floors.append(max(_width(w) for w in words) + 2)
-    for floor_of, allowed in ((lambda k: floors[k], True), (lambda k: _NARROWEST, True),
-                              (lambda k: _NARROWEST, False)):
+        words.append(max(_width(w) for line in lines for w in line.split(" ")) + 2)
+    narrowest = [_NARROWEST] * len(columns)
+    for lowest, wraps in ((words, True), (narrowest, True), (narrowest, False)):
         while sum(widths) > room:
             candidates = [k for k, col in enumerate(columns)
-                          if col.wrap is allowed and widths[k] > floor_of(k)]
+                          if col.wrap is wraps and widths[k] > lowest[k]]
             if not candidates:
                 break
             widest = max(candidates, key=lambda k: widths[k])
