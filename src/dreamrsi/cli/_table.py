@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import unicodedata
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -115,6 +114,8 @@ def _width(text: str) -> int:
     """Terminal cells that ``text`` takes (wide East Asian characters take two)."""
     if text.isascii():
         return len(text)
+    import unicodedata  # only for text that is not ASCII
+
     return sum(0 if unicodedata.combining(ch) else
                2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
 
