@@ -2,7 +2,7 @@
 commands (``status``, ``show``, ``best``, ``policies``, ``tasks``, ``ledger show``).
 
 Rich lays a table out cell by cell, measuring and wrapping each through its renderables: about
-a millisecond a row, and 40 ms to import, which made ``status`` of 100 runs and ``show`` of a
+a millisecond a row, and about 40 ms to import, which made ``status`` of 100 runs and ``show`` of a
 page of nodes wait on the drawing more than on the store. The tables here take what those
 commands print: a title, columns of text, a header, rows. A table that fits the width looks
 exactly as Rich's default table does (``tests/cli/test_table.py`` compares them); a wider one
@@ -84,15 +84,14 @@ class TextTable:
         sys.stdout.write(self.render(width, styled))
 
 
-def panel(title: str, text: str, width: int, styled: bool = False) -> str:
+def panel(title: str, text: str, width: int) -> str:
     """``text`` in a rounded box as wide as ``width``, ``title`` centred in its top edge (as
     Rich's default panel)."""
     inner = max(width - 4, 1)
     lines = [line for part in text.split("\n") for line in _wrap_line(_expand(part), inner)]
     label = f" {_crop(title, max(width - 4, 1))} "
     left = (width - 2 - _width(label)) // 2
-    top = "╭" + "─" * left + _styled(label, ITALIC if styled else "") + "─" * (
-        width - 2 - left - _width(label)) + "╮"
+    top = "╭" + "─" * left + label + "─" * (width - 2 - left - _width(label)) + "╮"
     body = [f"│ {line}{' ' * (inner - _width(line))} │" for line in lines]
     return "\n".join([top, *body, "╰" + "─" * (width - 2) + "╯"]) + "\n"
 
