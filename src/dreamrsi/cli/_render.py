@@ -1,20 +1,24 @@
-"""Rich rendering of the CLI's outputs: progress, summaries, trees and tables.
+"""Rendering of the CLI's outputs: progress, summaries, trees and tables.
+
+The reading commands (``status``, ``show``, ``best``, ``policies``, ``tasks``, ``ledger show``)
+draw their tables with :mod:`dreamrsi.cli._table` (plain text drawn as Rich draws it, without
+Rich's cost); the others print through Rich, imported when they do.
 
 Text that comes from outside (plans, feedback, metrics, commands, policy labels, reasons) goes
-through :func:`_e`: Rich would read ``[...]`` in it as markup, and a stray ``[/]`` would crash;
-and a model's plan or a candidate's feedback may hold terminal control sequences (clear the
-screen, set the title, reset the terminal), which are shown as ``\x1b`` and the like instead.
+through :func:`_v` into a plain table, and through :func:`_e` into Rich: a model's plan or a
+candidate's feedback may hold terminal control sequences (clear the screen, set the title,
+reset the terminal), which are shown as ``\x1b`` and the like instead; and Rich would read
+``[...]`` in it as markup, where a stray ``[/]`` would crash.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-from rich.table import Table
-
 from dreamrsi.cli._shared import head_dict, visible
+from dreamrsi.cli._table import DIM, Column, TextTable, output_shape, panel, wrap
 from dreamrsi.core.model import Direction
 
 if TYPE_CHECKING:
@@ -26,7 +30,27 @@ if TYPE_CHECKING:
 
 def _e(value: object) -> str:
     """``value`` as text that Rich prints as it is (no markup, no control characters)."""
+    from rich.markup import escape
+
     return escape(visible(str(value)))
+
+
+def _v(value: object) -> str:
+    """``value`` as text for a plain table (no control characters)."""
+    return visible(str(value))
+
+
+def _rich_table(**settings: Any) -> Any:
+    """A Rich table (Rich is imported by the commands that print one)."""
+    from rich.table import Table
+
+    return Table(**settings)
+
+
+def _line(text: str) -> None:
+    """Print ``text`` wrapped at the output's width, as Rich prints a plain line."""
+    width, _ = output_shape()
+    sys.stdout.write("".join(f"{line}\n" for line in wrap(text, width)))
 
 
 def _fmt(score: float | None) -> str:
@@ -75,7 +99,7 @@ class RunProgressBar:
 
 def summary_table(console: Console, s: Mapping[str, Any]) -> None:
     """The end-of-run summary."""
-    table = Table(title=_e(f"run {s['run_id']} ({s['task']})"), show_header=False)
+    table = _rich_table(title=_e(f"run {s['run_id']} ({s['task']})"), show_header=False)
     table.add_column(style="bold")
     table.add_column()
     table.add_row("status", _e(f"{s['status']}: {s['stop_reason'] or ''}"))
@@ -88,66 +112,64 @@ def summary_table(console: Console, s: Mapping[str, Any]) -> None:
     console.print(table)
 
 
-def runs_table(console: Console, runs: Sequence[Mapping[str, Any]]) -> None:
+def runs_table(runs: Sequence[Mapping[str, Any]]) -> None:
     """``dreamrsi status``."""
     if not runs:
-        console.print("no runs yet")
+        sys.stdout.write("no runs yet\n")
         return
-    table = Table(title="runs")
-    for col in ("run", "task", "state"):
-        table.add_column(col, no_wrap=True)
-    for col in ("policy", "attempts", "best", "by status", "stop reason"):
-        table.add_column(col, overflow="fold")
+    table = TextTable("runs", [Column("run", wrap=False), Column("task", wrap=False),
+                               Column("state", wrap=False), Column("policy"),
+                               Column("attempts"), Column("best"), Column("by status"),
+                               Column("stop reason")])
     for r in runs:
-        table.add_row(_e(r["run_id"]), _e(r["task"]), r["status"], _e(r["policy"]),
+        table.add_row(_v(r["run_id"]), _v(r["task"]), r["status"], _v(r["policy"]),
                       str(r["attempts"]), _fmt(r["best_score"]),
                       ", ".join(f"{k} {v}" for k, v in r["counts"].items()),
-                      _e(r["stop_reason"] or ""))
-    console.print(table)
+                      _v(r["stop_reason"] or ""))
+    table.print()
 
 
 BRANCH_ROWS = 10
 """``show`` tables this many branches, best first."""
 
 
-def tree_view(console: Console, overview: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
-              title: str, offset: int, page: int | None) -> None:
+def tree_view(overview: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], title: str,
+              offset: int, page: int | None) -> None:
     """``dreamrsi show``: the tree in numbers, its best branches, then the nodes listed."""
     s, tree = overview["run"], overview["tree"]
-    best = "-" if s["best_node"] is None else f"{_fmt(s['best_score'])} ({_e(s['best_node'])})"
-    console.print(_e(f"run {s['run_id']} ({s['task']}): {tree['nodes']} nodes, "
-                     f"{tree['branches']} branches, depth {tree['depth']}, best ") + best,
-                  highlight=False, soft_wrap=True)
+    best = "-" if s["best_node"] is None else f"{_fmt(s['best_score'])} ({_v(s['best_node'])})"
+    sys.stdout.write(_v(f"run {s['run_id']} ({s['task']}): {tree['nodes']} nodes, "
+                        f"{tree['branches']} branches, depth {tree['depth']}, best ")
+                     + best + "\n")
     branches = sorted(overview["branches"], key=lambda b: (b["best_score"] is None,
                                                             _rank(b, s["direction"])))
     if branches:
         shown = branches[:BRANCH_ROWS]
         more = (f", {len(shown)} best of {len(branches)}; --depth 1 lists every branch's first "
                 "node" if len(branches) > len(shown) else "")
-        table = Table(title=f"branches (best first{more})")
-        for col in ("branch", "first node", "nodes", "depth", "best", "best node"):
-            table.add_column(col, no_wrap=col in ("first node", "best node"))
-        table.add_column("by status", overflow="fold")
+        table = TextTable(f"branches (best first{more})", [
+            Column("branch"), Column("first node", wrap=False), Column("nodes"),
+            Column("depth"), Column("best"), Column("best node", wrap=False),
+            Column("by status")])
         for b in shown:
-            table.add_row(str(b["branch"]), _e(b["head"]), str(b["nodes"]), str(b["depth"]),
-                          _fmt(b["best_score"]), _e(b["best_node"] or "-"),
+            table.add_row(str(b["branch"]), _v(b["head"]), str(b["nodes"]), str(b["depth"]),
+                          _fmt(b["best_score"]), _v(b["best_node"] or "-"),
                           ", ".join(f"{k} {v}" for k, v in b["counts"].items()))
-        console.print(table)
-    table = Table(title=_e(f"nodes: {title}"))
-    table.add_column("node", no_wrap=True)
-    for col in ("branch", "depth", "round", "score", "status", "plan"):
-        table.add_column(col, overflow="fold")
+        table.print()
+    table = TextTable(_v(f"nodes: {title}"), [
+        Column("node", wrap=False), Column("branch"), Column("depth"), Column("round"),
+        Column("score"), Column("status"), Column("plan")])
     for r in rows:
-        plan = _e(r["plan"] or "")
+        plan: str | tuple[tuple[str, str], ...] = _v(r["plan"] or "")
         if r["duplicate_of"]:
-            plan = f"[dim](duplicate of {_e(r['duplicate_of'])})[/] {plan}"
+            plan = ((f"(duplicate of {_v(r['duplicate_of'])})", DIM), (f" {plan}", ""))
         indent = "  " * min(r["depth"], 1) + ("└ " if r["depth"] else "")
-        table.add_row(f"{indent}{_e(r['node_id'])}", str(r["branch"] or "-"), str(r["depth"]),
+        table.add_row(f"{indent}{_v(r['node_id'])}", str(r["branch"] or "-"), str(r["depth"]),
                       str(r["round"]), _fmt(r["score"]), r["status"], plan)
-    console.print(table)
+    table.print()
     if page is not None and len(rows) == page:
-        console.print(f"more may follow: --offset {offset + page} lists the next {page}; "
-                      "--all, --branch K and --depth D choose other nodes", highlight=False)
+        _line(f"more may follow: --offset {offset + page} lists the next {page}; --all, "
+              "--branch K and --depth D choose other nodes")
 
 
 def _rank(branch: Mapping[str, Any], direction: str) -> float:
@@ -157,26 +179,24 @@ def _rank(branch: Mapping[str, Any], direction: str) -> float:
     return -score if direction == "maximize" else score
 
 
-def best_panel(console: Console, info: Mapping[str, Any]) -> None:
+def best_panel(info: Mapping[str, Any]) -> None:
     """``dreamrsi best``."""
-    from rich.panel import Panel
-
     lines = [f"node {info['node_id']} (depth {info['depth']}, round {info['round']})",
              f"score {_fmt(info['score'])}", f"commit {info['commit']}",
              f"plan {info['plan'] or '-'}", f"feedback {info['feedback']}"]
     if info.get("exported_to"):
         lines.append(f"exported to {info['exported_to']}")
-    console.print(Panel(_e("\n".join(lines)), title="best"), highlight=False)
+    width, _ = output_shape()
+    sys.stdout.write(panel("best", _v("\n".join(lines)), width))
 
 
-def tasks_table(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
+def tasks_table(rows: Sequence[Mapping[str, Any]]) -> None:
     """``dreamrsi tasks``."""
-    table = Table(title="built-in tasks")
-    for col in ("name", "direction", "objective"):
-        table.add_column(col, overflow="fold")
+    table = TextTable("built-in tasks", [Column("name"), Column("direction"),
+                                         Column("objective")])
     for r in rows:
-        table.add_row(_e(r["name"]), r["direction"], _e(r["objective"]))
-    console.print(table)
+        table.add_row(_v(r["name"]), r["direction"], _v(r["objective"]))
+    table.print()
 
 
 def check_dict(report: CheckReport) -> dict[str, Any]:
@@ -208,16 +228,15 @@ def check_panel(console: Console, report: CheckReport) -> None:
     console.print(Panel("\n".join(lines), title=_e(f"task {d['task']}")), highlight=False)
 
 
-def ledger_table(console: Console, rows: Sequence[Mapping[str, Any]]) -> None:
+def ledger_table(rows: Sequence[Mapping[str, Any]]) -> None:
     """``dreamrsi ledger show``."""
-    table = Table(title="ledger")
-    for col in ("seq", "t", "actor", "cmd", "exit", "ms", "admissible", "node"):
-        table.add_column(col, overflow="fold")
+    table = TextTable("ledger", [Column(c) for c in ("seq", "t", "actor", "cmd", "exit", "ms",
+                                                      "admissible", "node")])
     for r in rows:
-        table.add_row(str(r["seq"]), r["t"], r["actor"], _e(r["cmd"][:80]), str(r["exit"]),
+        table.add_row(str(r["seq"]), r["t"], r["actor"], _v(r["cmd"][:80]), str(r["exit"]),
                       str(r["duration_ms"]), "yes" if r["admissible"] else "no",
-                      _e(r["node_id"] or ""))
-    console.print(table)
+                      _v(r["node_id"] or ""))
+    table.print()
 
 
 def head_line(console: Console, chain: str, head: ChainHead) -> None:
@@ -238,6 +257,8 @@ def verify_dict(r: VerifyReport) -> dict[str, Any]:
 
 def verify_text(r: VerifyReport) -> str:
     """``dreamrsi ledger verify``: one line saying what was checked, or what is broken."""
+    from rich.markup import escape
+
     if not r.ok:
         where = f" at row {r.bad_seq}" if r.bad_seq else ""
         where += f" ({r.bad_id})" if r.bad_id else ""
@@ -265,7 +286,7 @@ def _count(value: float) -> str:
 
 def dream_table(console: Console, report: Mapping[str, Any]) -> None:
     """``dreamrsi dream``: the candidates, best first, and the decision."""
-    table = Table(title=f"dream {report['dream_id']}: {len(report['train_trees'])} training "
+    table = _rich_table(title=f"dream {report['dream_id']}: {len(report['train_trees'])} training "
                   f"trees, {len(report['holdout_trees'])} holdout, {report['trials']} trials, "
                   f"{report['seconds']:.1f} s")
     split = report.get("select_on", "train")
@@ -294,7 +315,7 @@ def dream_table(console: Console, report: Mapping[str, Any]) -> None:
 
 def code_revisions(console: Console, code: Mapping[str, Any]) -> None:
     """The programs a model wrote in a dream, and what became of each."""
-    table = Table(title=f"policy programs: {code['scored']} scored, {code['rejected']} "
+    table = _rich_table(title=f"policy programs: {code['scored']} scored, {code['rejected']} "
                   f"rejected; {code['tokens_in']} + {code['tokens_out']} tokens, "
                   f"${code['money_usd']:.4f}")
     for col in ("revision", "status", "program", "mean V train", "reason"):
@@ -325,7 +346,7 @@ def loop_round(console: Console, r: Any, head: ChainHead | None = None) -> None:
 
 def loop_summary(console: Console, report: Any) -> None:
     """The end of a loop."""
-    table = Table(title=_e(f"loop {report.loop_id} ({report.task}, arm {report.arm})"))
+    table = _rich_table(title=_e(f"loop {report.loop_id} ({report.task}, arm {report.arm})"))
     for col in ("round", "run", "policy", "attempts", "round best", "best so far"):
         table.add_column(col, overflow="fold")
     for r in report.rounds:
@@ -336,18 +357,18 @@ def loop_summary(console: Console, report: Any) -> None:
                   highlight=False)
 
 
-def policies_table(console: Console, task: str, rows: Sequence[Mapping[str, Any]],
-                   deployed: str, source: str) -> None:
+def policies_table(task: str, rows: Sequence[Mapping[str, Any]], deployed: str,
+                   source: str) -> None:
     """``dreamrsi policies``."""
-    table = Table(title=_e(f"policy versions of {task} (deployed: {deployed}, from {source})"))
-    for col in ("version", "policy", "parent", "dream", "mean V by dream (train / holdout)"):
-        table.add_column(col, overflow="fold")
+    table = TextTable(_v(f"policy versions of {task} (deployed: {deployed}, from {source})"),
+                      [Column(c) for c in ("version", "policy", "parent", "dream",
+                                           "mean V by dream (train / holdout)")])
     for r in rows:
         scores = "; ".join(f"{d}: {_num(v.get('train'))} / {_num(v.get('holdout'))}"
                            for d, v in r["scores"].items())
-        table.add_row(r["version_id"], _e(r["policy"]), r["parent_id"] or "-",
+        table.add_row(r["version_id"], _v(r["policy"]), r["parent_id"] or "-",
                       r["dream_id"] or "-", scores or "-")
-    console.print(table)
+    table.print()
 
 
 def replay_table(console: Console, data: Mapping[str, Any]) -> None:
@@ -359,7 +380,7 @@ def replay_table(console: Console, data: Mapping[str, Any]) -> None:
     charged = bool(data.get("charge_misses"))
     if charged:
         title += "; misses charged: attempts online = revealed + out of support"
-    table = Table(title=title)
+    table = _rich_table(title=title)
     for col in ("tree", "size", "V", "quality", "revealed" if charged else "attempts",
                 *(("attempts online",) if charged else ()), "rounds", "parallelism",
                 "out of support", "stop"):

@@ -328,7 +328,7 @@ def policies(task: TaskArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = 
         else:
             from dreamrsi.cli import _render
 
-            _render.policies_table(console(), loaded.name, rows, deployed.label(), source)
+            _render.policies_table(loaded.name, rows, deployed.label(), source)
 
     guard(body)
 

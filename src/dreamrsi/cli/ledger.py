@@ -77,6 +77,6 @@ def show(run_id: ChainArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = F
         if as_json:
             print_json(rows)
         else:
-            _render.ledger_table(console(), rows)
+            _render.ledger_table(rows)
 
     guard(body)

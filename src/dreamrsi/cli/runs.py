@@ -150,7 +150,7 @@ def status(store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
         else:
             from dreamrsi.cli import _render
 
-            _render.runs_table(console(), runs)
+            _render.runs_table(runs)
 
     guard(body)
 
@@ -192,7 +192,7 @@ def show(
                 return
             from dreamrsi.cli import _render
 
-            _render.tree_view(console(), overview, list(rows), title, offset, page)
+            _render.tree_view(overview, list(rows), title, offset, page)
 
     guard(body)
 
@@ -240,6 +240,6 @@ def best(
         else:
             from dreamrsi.cli import _render
 
-            _render.best_panel(console(), info)
+            _render.best_panel(info)
 
     guard(body)

@@ -22,7 +22,7 @@ def tasks(as_json: JsonOpt = False) -> None:
         else:
             from dreamrsi.cli import _render
 
-            _render.tasks_table(console(), rows)
+            _render.tasks_table(rows)
 
     guard(body)
 
