@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import islice
 from operator import attrgetter
+from typing import NamedTuple
 
 from dreamrsi.core.episode import EpisodeSettings, EpisodeState, StopReason, run_episode
 from dreamrsi.core.model import Node
@@ -22,6 +23,7 @@ from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.errors import PolicyError
 
 _SEQ, _SCORE, _ROUND = attrgetter("seq"), attrgetter("score"), attrgetter("round")
+_tuple_new = tuple.__new__  # builds a named tuple without its Python-level __new__
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -212,9 +214,10 @@ def _refine_count(tree: RecordedTree) -> int:
     return longest
 
 
-@dataclass(frozen=True, slots=True)
-class ReplayResult:
-    """What one policy revealed on one tree. The parts of the replay score stay separate.
+class ReplayResult(NamedTuple):
+    """What one policy revealed on one tree. The parts of the replay score stay separate (a
+    named tuple: every replay makes one, and a frozen dataclass costs ten times as much to
+    build).
 
     Attributes:
         tree_id: The tree replayed.
@@ -305,9 +308,9 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
         floor = tree.floor if tree.floor is not None else 0.0
         return ReplayResult(tree.tree_id, floor, 0, 0, 1, 1, StopReason.PLAN_OUT_OF_SUPPORT,
                             (), ())
-    settings = EpisodeSettings(workers, attempt_budget, max_rounds, "replay", seed, task_name,
-                               plan, charge_misses, getattr(policy, "name",
-                                                            type(policy).__name__))
+    settings = _tuple_new(EpisodeSettings, (
+        workers, attempt_budget, max_rounds, "replay", seed, task_name, plan, charge_misses,
+        getattr(policy, "name", type(policy).__name__)))
     view = TreeView(tree.root)
     stop, st = run_episode(policy, view, RecordedSource(tree), settings,
                            state=EpisodeState() if keep_order else EpisodeState(
@@ -315,9 +318,10 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
     best = view.best
     quality = best.score if best is not None and best.score is not None else tree.floor
     order = tuple(n.node_id for n in islice(view.nodes(), 1, None)) if keep_order else ()
-    return ReplayResult(tree.tree_id, 0.0 if quality is None else quality, st.revealed,
-                        st.rounds, st.selections - st.revealed, st.selections, stop, order,
-                        () if st.batch_sizes is None else tuple(st.batch_sizes))
+    return _tuple_new(ReplayResult, (
+        tree.tree_id, 0.0 if quality is None else quality, st.revealed, st.rounds,
+        st.selections - st.revealed, st.selections, stop, order,
+        () if st.batch_sizes is None else tuple(st.batch_sizes)))
 
 
 class RecordedSource:
