@@ -270,6 +270,7 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
             chosen = select(view, _tuple_new(Budget, (
                 workers, left, None if rounds_cap is None else rounds_cap - rounds)))
             # the common batch, one eligible id, accepted here; anything else is checked
+            batch: tuple[str, ...]
             if ((type(chosen) is list or type(chosen) is tuple) and len(chosen) == 1
                     and one_fits and type(first := chosen[0]) is str
                     and (first == root_id or first in tips)):
