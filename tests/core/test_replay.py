@@ -166,6 +166,51 @@ def test_illegal_selection_names_policy_and_round() -> None:
         replay(Cheater(), tree, workers=2, max_rounds=5)
 
 
+class Scripted:
+    """Returns each of its batches in turn, as they are (one id, mostly: the driver's fast
+    path at W = 1)."""
+
+    name = "scripted"
+
+    def __init__(self, *batches: object) -> None:
+        self.batches = batches
+
+    def reset(self, context: PolicyContext) -> None:
+        self.left = list(self.batches)
+
+    def select(self, view: TreeView, budget: Budget) -> object:
+        return self.left.pop(0) if self.left else []
+
+
+class Shifty(str):
+    """An id that is a ``str`` subclass: the driver's fast path leaves it to ``check_batch``."""
+
+
+@pytest.mark.parametrize(("batch", "error"), [
+    (["r-1"], "round 3: node r-1 is outside the eligible set.*not a leaf"),
+    (["r-999"], "round 3: node r-999 is outside the eligible set.*not revealed"),
+    ([3], "round 3: node ids are strings, got 3"),
+    ("r-2", "round 3: select\\(\\) must return a list"),
+    ({"r-2"}, "round 3: select\\(\\) must return a list"),
+    ([None], "round 3: node ids are strings, got None"),
+])
+def test_one_id_batches_are_checked_like_any_other(batch: object, error: str) -> None:
+    tree = RecordedTree.from_nodes("r", [node(0, None), node(1, 0), node(2, 1), node(3, 2)])
+    with pytest.raises(PolicyError, match="policy 'scripted', " + error):
+        replay(Scripted(["r-0"], ["r-1"], batch), tree, workers=1, max_rounds=5)
+
+
+def test_one_id_batches_reveal_what_the_same_batch_as_a_tuple_or_a_subclass_reveals() -> None:
+    tree = RecordedTree.from_nodes("r", [node(0, None), node(1, 0), node(2, 1), node(3, 0)])
+    for batches in ((["r-0"], ("r-1",), ["r-0"], []),
+                    ([Shifty("r-0")], [Shifty("r-1")], (Shifty("r-0"),), ())):
+        result = replay(Scripted(*batches), tree, workers=1, max_rounds=9)
+        assert result.order == ("r-1", "r-2", "r-3") and result.stop == "empty batch"
+        assert result.batch_sizes == (1, 1, 1) and result.selections == 3
+    with pytest.raises(PolicyError, match="selected 1 nodes, more than W=0"):
+        replay(Scripted(["r-0"]), tree, workers=0, max_rounds=9)
+
+
 def test_recorded_tree_rejects_non_chains() -> None:
     with pytest.raises(ValueError, match="has two children"):
         RecordedTree.from_nodes("r", [node(0, None), node(1, 0), node(2, 1), node(3, 1)])

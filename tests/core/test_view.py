@@ -191,20 +191,25 @@ def test_registry_builds_policies() -> None:
 def test_replay_reveals_build_the_same_view_as_one_by_one_reveals(nodes: list[Node],
                                                                    width: int) -> None:
     tree = RecordedTree.from_nodes("r", nodes)
-    fast, slow = TreeView(nodes[0]), TreeView(nodes[0])
+    fast, slow, bound = TreeView(nodes[0]), TreeView(nodes[0]), TreeView(nodes[0])
     source = RecordedSource(tree)
+    step = bound.stepper(tree.state_after, tree.branch_starts)  # what replay() uses
     while True:  # every leaf and `width` root entries each round, as a greedy replay would
         batch = (*fast.leaves(), *[fast.root_id] * width)
         found = source.extend(fast, batch, 1)
+        assert step(bound, (*bound.leaves(), *[bound.root_id] * width), 1) == found
         if not found:
             break
         slow.reveal_all(found)
-    assert fast.size == slow.size == tree.size
-    assert list(fast.nodes()) == list(slow.nodes())
-    assert fast.leaves() == slow.leaves() and fast.best == slow.best
-    for a, b in zip(fast.branch_stats(), slow.branch_stats(), strict=True):
+    assert fast.size == slow.size == bound.size == tree.size
+    assert list(fast.nodes()) == list(slow.nodes()) == list(bound.nodes())
+    assert fast.leaves() == slow.leaves() == bound.leaves()
+    assert fast.best == slow.best == bound.best
+    for a, b, c in zip(fast.branch_stats(), slow.branch_stats(), bound.branch_stats(),
+                       strict=True):
         fields = Branch.__slots__
-        assert [getattr(a, f) for f in fields] == [getattr(b, f) for f in fields]
+        assert [getattr(a, f) for f in fields] == [getattr(b, f) for f in fields] == [
+            getattr(c, f) for f in fields]
         assert a.tip_node.node_id == a.tip
         assert (a.prev_node is None) == (a.length == 1)
         if a.prev_node is not None:

@@ -28,6 +28,7 @@ from dreamrsi.core.view import TreeView
 __all__ = ["ChildSource", "EpisodeSettings", "EpisodeState", "StopReason", "run_episode"]
 
 _LOST = NodeStatus.LOST
+_tuple_new = tuple.__new__  # builds a named tuple without its Python-level __new__
 
 
 class StopReason(StrEnum):
@@ -245,8 +246,8 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
     """
     s = settings
     st = state if state is not None else EpisodeState()
-    policy.reset(PolicyContext(s.task_name, s.workers, s.mode, _LazyRandom(s.seed),
-                               s.attempt_budget, s.round_budget, s.plan))
+    policy.reset(_tuple_new(PolicyContext, (s.task_name, s.workers, s.mode, _LazyRandom(s.seed),
+                                            s.attempt_budget, s.round_budget, s.plan)))
     select, extend, exhausted = policy.select, source.extend, source.exhausted
     repeats = getattr(policy, "view_determined", False) is True
     workers, attempts, rounds_cap = s.workers, s.attempt_budget, s.round_budget
@@ -254,6 +255,7 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
     # the counts live in locals while the loop runs (a replay plays millions of rounds)
     rounds, spent, selections, revealed = st.rounds, st.spent, st.selections, st.revealed
     sizes = st.batch_sizes
+    root_id, tips, one_fits = view.root_id, view.leaf_table(), workers >= 1
     try:
         while True:
             if rounds_cap is not None and rounds >= rounds_cap:
@@ -265,9 +267,17 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
                     return StopReason.ATTEMPT_BUDGET, st
             if should_stop is not None and (reason := should_stop(view)) is not None:
                 return reason, st
-            batch = check_batch(view, select(view, Budget(
-                workers, left, None if rounds_cap is None else rounds_cap - rounds)),
-                workers, policy_name=name, round_no=rounds + 1)
+            chosen = select(view, _tuple_new(Budget, (
+                workers, left, None if rounds_cap is None else rounds_cap - rounds)))
+            # the common batch, one eligible id, accepted here; anything else is checked
+            batch: tuple[str, ...]
+            if ((type(chosen) is list or type(chosen) is tuple) and len(chosen) == 1
+                    and one_fits and type(first := chosen[0]) is str
+                    and (first == root_id or first in tips)):
+                batch = (first,)
+            else:
+                batch = check_batch(view, chosen, workers, policy_name=name,
+                                    round_no=rounds + 1)
             if left is not None:
                 batch = batch[:left]
             if not batch:

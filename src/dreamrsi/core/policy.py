@@ -96,9 +96,9 @@ class PlanContext:
     hard_max_refine_count: int = 1000
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyContext:
-    """What a policy learns when an episode starts.
+class PolicyContext(NamedTuple):
+    """What a policy learns when an episode starts (a named tuple: every replay makes one,
+    millions in a dream, and a frozen dataclass costs ten times as much to build).
 
     Attributes:
         task_name: The task being explored.

@@ -125,18 +125,25 @@ class BranchLog:
         """Catch up with ``view`` (the branches opened since, in :attr:`ids`; the nodes
         revealed since, in :attr:`new`): whether it is a view not followed so far
         (everything was forgotten). Costs a step per branch opened, none per node."""
+        fresh = self.branches(view)
+        self.new = new = view.revealed_since(self._seen)
+        self._seen += len(new)
+        return fresh
+
+    def branches(self, view: TreeView) -> bool:
+        """:meth:`update` for :attr:`ids` and :attr:`position` alone (:attr:`new` is left
+        as it was: for a policy that never reads it, and calls only this)."""
         fresh = view is not self._view
         if fresh:
             self.forget()
             self._view = view
-        ids, position = self.ids, self.position
+        ids = self.ids
         opened = view.branch_count() - len(ids)
         if opened:  # the newest branches are the table's last keys
+            position = self.position
             for branch_id in reversed(list(islice(reversed(view.branch_table()), opened))):
                 position[branch_id] = len(ids)
                 ids.append(branch_id)
-        self.new = view.revealed_since(self._seen)
-        self._seen = len(view)
         return fresh
 
     def changed(self, view: TreeView) -> list[Branch]:
@@ -234,7 +241,7 @@ class OpenChains:
                branches: int) -> list[str]:
         """What :func:`refine_then_open` selects, with ``length(i)`` the attempts the i-th
         branch is refined to (``None``: past the end of the lengths, never refined)."""
-        fresh = self.log.update(view)
+        fresh = self.log.branches(view)  # first: a fresh view gets a new list of ids
         ids, pending, lengths = self.log.ids, self._open, self._lengths
         if fresh:
             pending.clear()
@@ -245,10 +252,15 @@ class OpenChains:
             lengths.append(0 if want is None else want)
             if want is not None:
                 pending.append(i)
-        batch: list[str] = []
         if n <= 0:
-            return batch
-        table, done = view.branch_table(), []
+            return []
+        table = view.branch_table()
+        # the first open chain, while unfinished, is the whole batch of a one-slot round
+        if n == 1 and pending and (branch := table[ids[pending[0]]]).finished < lengths[
+                pending[0]]:
+            return [branch.tip]
+        batch: list[str] = []
+        done = []
         for k, i in enumerate(pending):
             branch = table[ids[i]]
             if branch.finished >= lengths[i]:
@@ -261,8 +273,7 @@ class OpenChains:
             del pending[k]
         if len(batch) >= n:
             return batch
-        batch.extend([view.root_id] * max(0, min(branches - view.branch_count(),
-                                                  n - len(batch))))
+        batch.extend([view.root_id] * max(0, min(branches - len(ids), n - len(batch))))
         return batch
 
 

@@ -97,11 +97,19 @@ class AllocationScore:
         mean_cost = (sum(b.wall_ms for b in branches) / max(1, view.size)) or 1.0
         actions: list[tuple[float, str]] = []
         first_gain = valid_first = 0.0
+        lam, sqrt = self.lam, math.sqrt
         for b in branches:
-            if b.first_score is not None:
-                first_gain += (b.first_score - base) / span
+            first, best, length, wall = b.first_score, b.best, b.length, b.wall_ms
+            if first is not None:
+                first_gain += (first - base) / span
                 valid_first += 1
-            actions.append((self.score(b, span, mean_cost), b.tip))
+            # score(b, span, mean_cost), the same operations in the same order, inlined
+            progress = (best - first) / span / length if (
+                best is not None and first is not None) else 0.0
+            cost = (wall / length) / mean_cost if wall else 1.0
+            actions.append(((progress + lam * (1.0 / sqrt(length)))
+                            / (1e-6 if 1e-6 > cost else cost)  # max(cost, 1e-6), NaN kept
+                            * ((b.valid + 1) / (length + 2)), b.tip))
         count = len(actions)
         if count < self.max_branches:
             gain = first_gain / count if count else self.fresh

@@ -81,7 +81,7 @@ class SuccessiveHalving:
                 self._survivors = list(range(self._start, self._start + size))
                 self._target = self._first = self.r0 * self.eta**self._bracket
             positions, target = self._survivors, self._target
-            self._log.update(view)
+            self._log.branches(view)  # the ids alone: it reads no new nodes
             table, ids = view.branch_table(), self._log.ids
             if target > self._first and len(positions) > 1:  # past the first rung: best first
                 survivors = sorted((table[ids[i]] for i in positions), key=_rank)

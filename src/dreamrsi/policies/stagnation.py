@@ -75,7 +75,11 @@ class Stagnation:
         return bool(plan) and before is not None and before.plan == plan
 
     def _dried_up(self, view: TreeView) -> bool:
-        """Update the best-score trace with new nodes; True when gains fell below min_gain."""
+        """Update the best-score trace with new nodes; True when gains fell below min_gain
+        (never with ``min_gain`` 0: the trace is then not kept, and catches up from the
+        first node if it is ever needed)."""
+        if self.min_gain <= 0:
+            return False
         trace = self._trace
         if not trace:
             trace.append(-1e300 if view.root.score is None else view.root.score)

@@ -103,14 +103,15 @@ class UCBBranches:
     def _value_all(self, view: TreeView, n: int, base: float, span: float,
                    log_t: float) -> list[str]:
         """The W best arms, every arm valued (the groups catch up when next used)."""
-        c = self.c
+        c, sqrt = self.c, math.sqrt
         arms: list[tuple[float, str]] = []
         firsts = 0.0
         for branch in view.branch_table().values():
-            arms.append((gain(branch, base, span) + c * math.sqrt(log_t / branch.length),
-                         branch.tip))
-            if branch.first_score is not None:
-                firsts += (branch.first_score - base) / span
+            best, first = branch.best, branch.first_score  # gain(), inlined:
+            arms.append(((0.0 if best is None else (best - base) / span)
+                         + c * sqrt(log_t / branch.length), branch.tip))
+            if first is not None:
+                firsts += (first - base) / span
         count = len(arms)
         room = self.max_branches - count
         if room > 0:
