@@ -4,6 +4,7 @@ that hold copies of every lent node, built by ``RecordedTree.from_nodes``."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import pytest
@@ -11,8 +12,10 @@ import pytest
 from dreamrsi.core.model import Node
 from dreamrsi.core.replay import RecordedTree, own_part, replay, summarize
 from dreamrsi.dreaming import ReplaySettings
+from dreamrsi.dreaming.by_run import by_run_interval
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy
 from dreamrsi.dreaming.history import pool_branches
+from dreamrsi.dreaming.lending import LentBranches
 from dreamrsi.policies.registry import make_policy, parse_spec
 from dreamrsi.testing.builders import grid_nodes
 
@@ -116,3 +119,36 @@ def test_a_node_of_a_tree_not_lent_is_not_in_the_pool() -> None:
     assert far.node_id not in first.nodes
     with pytest.raises(KeyError):
         first.nodes[far.node_id]  # noqa: B018
+
+
+def test_an_index_of_more_trees_pools_a_subset_as_its_own_would() -> None:
+    trees = history(8, 5)
+    shared = LentBranches(trees)
+    subset = [trees[6], trees[1], trees[3]]
+    for max_lent in (None, 2):
+        mine = pool_branches(subset, max_lent)
+        reused = pool_branches(subset, max_lent, shared)
+        for a, b in zip(mine, reused, strict=True):
+            assert (a.root_children, a.size, a.best, a.floor, a.rounds) == (
+                b.root_children, b.size, b.best, b.floor, b.rounds)
+            _same_nodes(a, b)
+            for text in SPECS[:5]:
+                assert replay(make_policy(text), a, workers=2, max_rounds=40) == \
+                    replay(make_policy(text), b, workers=2, max_rounds=40)
+
+
+def test_the_run_bootstrap_lends_as_the_budget_allows_and_gives_the_same_interval() -> None:
+    trees = history(6, 11)
+    settings = ReplaySettings(workers=2, attempt_budget=7)
+    scale = QualityScale.of(trees)
+
+    def rewards(text: str) -> Callable[[Sequence[RecordedTree]], list[float]]:
+        return lambda pooled: [s.value for s in score_policy(parse_spec(text), pooled,
+                                                             settings, scale=scale)]
+
+    wide, narrow = rewards("fixed:branches=7,refine=0"), rewards("fixed:branches=1,refine=6")
+    whole = by_run_interval(wide, narrow, trees, resamples=40, seed=2)
+    cut = by_run_interval(wide, narrow, trees, resamples=40, seed=2, max_lent=7)
+    assert whole == cut and whole[0] is not None
+    # lending fewer branches than the budget opens changes the interval: the test can tell
+    assert by_run_interval(wide, narrow, trees, resamples=40, seed=2, max_lent=1) != whole

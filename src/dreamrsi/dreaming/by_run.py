@@ -17,6 +17,7 @@ import numpy as np
 
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming.history import pool_branches
+from dreamrsi.dreaming.lending import LentBranches
 
 Rewards = Callable[[Sequence[RecordedTree]], list[float]]
 """A policy's reward on each of the given (pooled) trees, in order."""
@@ -25,16 +26,18 @@ RESAMPLES = 200
 
 
 def by_run_interval(candidate: Rewards, incumbent: Rewards, trees: Sequence[RecordedTree], *,
-                    resamples: int = RESAMPLES, level: float = 0.95,
-                    seed: int = 0) -> tuple[float, float] | tuple[None, None]:
+                    resamples: int = RESAMPLES, level: float = 0.95, seed: int = 0,
+                    max_lent: int | None = None) -> tuple[float, float] | tuple[None, None]:
     """Bootstrap interval of the candidate's mean reward minus the incumbent's, resampling
-    the runs of ``trees`` (unpooled) and pooling each resample anew; ``(None, None)`` for a
-    single run."""
+    the runs of ``trees`` (unpooled) and pooling each resample anew (``max_lent``: as
+    ``pool_branches`` takes it); ``(None, None)`` for a single run. The trees' branches are
+    indexed for lending once, for every resample."""
     trees = list(trees)
     n = len(trees)
     if n < 2:
         return None, None
     rng = np.random.default_rng(seed)
+    shared = LentBranches([t for t in trees if t.root_children])
     known: dict[tuple[int, ...], dict[int, float]] = {}
     means = np.empty(resamples)
     for b in range(resamples):
@@ -42,7 +45,7 @@ def by_run_interval(candidate: Rewards, incumbent: Rewards, trees: Sequence[Reco
         drawn = tuple(int(i) for i in np.flatnonzero(counts))
         diffs = known.get(drawn)
         if diffs is None:
-            pooled = pool_branches([trees[i] for i in drawn])
+            pooled = pool_branches([trees[i] for i in drawn], max_lent, shared)
             gains = np.subtract(candidate(pooled), incumbent(pooled))
             diffs = known[drawn] = dict(zip(drawn, gains.tolist(), strict=True))
         means[b] = sum(counts[i] * diffs[i] for i in drawn) / n

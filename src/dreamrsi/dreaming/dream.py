@@ -326,7 +326,7 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
             return lambda trees: config.objective.rewards(spec, trees, trees, config.replay,
                                                           scale)
         return by_run_interval(rewards(by_id[version_id]), rewards(incumbent), compared,
-                               seed=config.seed)
+                               seed=config.seed, max_lent=_max_lent(config.replay))
 
     pooled_runs = config.pool_branches and config.interval == "run"
     selection = select({c.version_id: [s.value for s in config.split.selected(c.train,

@@ -90,8 +90,8 @@ def load_history(store: RunStore, task_name: str, task_digest: str,
     return History(task_digest, evaluator_digest, tuple(trees), tuple(excluded))
 
 
-def pool_branches(trees: Sequence[RecordedTree],
-                  max_lent: int | None = None) -> list[RecordedTree]:
+def pool_branches(trees: Sequence[RecordedTree], max_lent: int | None = None,
+                  shared: LentBranches | None = None) -> list[RecordedTree]:
     """Each tree with the branches of every other tree of the same start appended to its own,
     as further children of its root (the next trees first, in the given order, wrapping
     round), except trees whose proposers saw it (history as context: their branches may start
@@ -113,11 +113,12 @@ def pool_branches(trees: Sequence[RecordedTree],
     attempt budget: a replay cannot open more branches than it makes attempts) lends each
     tree only the first lenders' branches until at least that many are lent; the tree keeps
     the best, floor and rounds of the whole pool, so replays cut by
-    that budget are the same as over the whole pool.
+    that budget are the same as over the whole pool. ``shared``: the trees' branches indexed
+    for lending already (by a caller pooling subsets of the same trees again and again).
     """
     trees = list(trees)
-    extremes = {t.tree_id: _lent_extremes(t) for t in trees}
-    shared: LentBranches | None = None
+    extremes = shared.extremes if shared is not None else {
+        t.tree_id: _lent_extremes(t) for t in trees}
     pooled = []
     for i, tree in enumerate(trees):
         lenders = [trees[(i + k) % len(trees)] for k in range(1, len(trees))]

@@ -16,7 +16,7 @@ lent nodes differ (each lender's range instead of numbers following the borrower
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import cast
+from typing import NamedTuple, cast
 
 from dreamrsi.core.model import Node
 from dreamrsi.core.replay import RecordedTree
@@ -24,7 +24,8 @@ from dreamrsi.core.view import Branch
 
 
 class LentBranches:
-    """Every tree's non-root nodes as lent to others, indexed once for all the pooled trees.
+    """Every tree's non-root nodes as lent to others, indexed once for all the pooled trees,
+    with the highest and lowest score and the last round among them (``extremes``).
 
     Args:
         trees: The trees that may lend (any order; each is indexed once).
@@ -38,6 +39,8 @@ class LentBranches:
         self.order: dict[str, tuple[Node, ...]] = {}
         self.firsts: dict[str, tuple[Node, ...]] = {}
         self.after: dict[str, Branch | None] = {}
+        self.extremes: dict[str, tuple[float | None, float | None, int]] = {}
+        self._lent_to: dict[tuple[str, str], _Lent] = {}
         child: list[Node | None] = [None] * base
         for tree in trees:
             if tree.tree_id in self.base:
@@ -63,6 +66,9 @@ class LentBranches:
                 self.nodes[node.node_id] = node
                 self.owner[node.node_id] = tree.tree_id
             self.order[tree.tree_id] = tuple(lent)
+            scores = [n.score for n in lent if n.score is not None]
+            self.extremes[tree.tree_id] = (max(scores, default=None), min(scores, default=None),
+                                           max((n.round for n in lent), default=0))
             self.firsts[tree.tree_id] = tuple(n for n in lent if n.parent_id == root_id)
             base = top
         self.child: tuple[Node | None, ...] = tuple(child)
@@ -70,20 +76,16 @@ class LentBranches:
     def lend(self, tree: RecordedTree, lenders: Sequence[RecordedTree]) -> RecordedTree:
         """``tree`` with the branches of ``lenders`` appended to its root's children, in order
         (``best``, ``floor`` and ``rounds`` are the tree's own: the caller sets them)."""
-        root_id = tree.root.node_id
         firsts: dict[str, Node] = {}
         starts: list[Branch] = []
         own_after: dict[str, Branch | None] = dict(tree.state_after)
         size = tree.size
         for lender in lenders:
             size += lender.size
-            for shared in self.firsts[lender.tree_id]:
-                first = shared._replace(parent_id=root_id)
-                firsts[first.node_id] = first
-                state = Branch(first)
-                starts.append(state)
-                second = self.child[first.seq]
-                own_after[first.node_id] = None if second is None else state.grown(second)
+            lent = self._lent(tree.root.node_id, lender.tree_id)
+            firsts.update(zip(lent.ids, lent.firsts, strict=True))
+            starts += lent.starts
+            own_after.update(zip(lent.ids, lent.seconds, strict=True))
         nodes = PooledNodes(tree, firsts, {t.tree_id for t in lenders}, self)
         return RecordedTree(
             tree.tree_id, tree.root, nodes, tree.root_children + tuple(firsts), size,
@@ -91,6 +93,31 @@ class LentBranches:
             cast(tuple[Node | None, ...], PooledChildren(tree.child_by_seq, self.child)),
             tree.root_nodes + tuple(firsts.values()), tree.branch_starts + tuple(starts),
             PooledStates(own_after, self.after), tree.start, tree.recorded_size, tree.saw)
+
+    def _lent(self, root_id: str, lender: str) -> _Lent:
+        """A lender's first nodes as children of the root ``root_id``, with their first two
+        states (made once per root and lender: a bootstrap pools the same pairs again)."""
+        key = (root_id, lender)
+        found = self._lent_to.get(key)
+        if found is None:
+            firsts = tuple(n._replace(parent_id=root_id) for n in self.firsts[lender])
+            starts = tuple(map(Branch, firsts))
+            seconds = tuple(None if (second := self.child[first.seq]) is None
+                            else start.grown(second)
+                            for first, start in zip(firsts, starts, strict=True))
+            found = self._lent_to[key] = _Lent(tuple(n.node_id for n in firsts), firsts,
+                                               starts, seconds)
+        return found
+
+
+class _Lent(NamedTuple):
+    """One lender's branches as one root's children: their first nodes' ids, the nodes, and
+    the states once each first node, and then its child, is revealed."""
+
+    ids: tuple[str, ...]
+    firsts: tuple[Node, ...]
+    starts: tuple[Branch, ...]
+    seconds: tuple[Branch | None, ...]
 
 
 class PooledStates(dict[str, Branch | None]):
