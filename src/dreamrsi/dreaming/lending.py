@@ -16,6 +16,7 @@ lent nodes differ (each lender's range instead of numbers following the borrower
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple, cast
 
 from dreamrsi.core.model import Node
@@ -40,6 +41,7 @@ class LentBranches:
         self.firsts: dict[str, tuple[Node, ...]] = {}
         self.after: dict[str, Branch | None] = {}
         self.extremes: dict[str, tuple[float | None, float | None, int]] = {}
+        self.refine: dict[str, int] = {}
         self._lent_to: dict[tuple[str, str], _Lent] = {}
         child: list[Node | None] = [None] * base
         for tree in trees:
@@ -66,6 +68,7 @@ class LentBranches:
                 self.nodes[node.node_id] = node
                 self.owner[node.node_id] = tree.tree_id
             self.order[tree.tree_id] = tuple(lent)
+            self.refine[tree.tree_id] = tree.refine_count
             scores = [n.score for n in lent if n.score is not None]
             self.extremes[tree.tree_id] = (max(scores, default=None), min(scores, default=None),
                                            max((n.round for n in lent), default=0))
@@ -87,12 +90,14 @@ class LentBranches:
             starts += lent.starts
             own_after.update(zip(lent.ids, lent.seconds, strict=True))
         nodes = PooledNodes(tree, firsts, {t.tree_id for t in lenders}, self)
-        return RecordedTree(
+        longest = max([tree.refine_count, *(self.refine[t.tree_id] for t in lenders)])
+        return PooledTree(
             tree.tree_id, tree.root, nodes, tree.root_children + tuple(firsts), size,
             tree.rounds, tree.best, tree.floor, tree.task_digest, tree.evaluator_digest,
             cast(tuple[Node | None, ...], PooledChildren(tree.child_by_seq, self.child)),
             tree.root_nodes + tuple(firsts.values()), tree.branch_starts + tuple(starts),
-            PooledStates(own_after, self.after), tree.start, tree.recorded_size, tree.saw)
+            PooledStates(own_after, self.after), tree.start, tree.recorded_size, tree.saw,
+            longest)
 
     def _lent(self, root_id: str, lender: str) -> _Lent:
         """A lender's first nodes as children of the root ``root_id``, with their first two
@@ -108,6 +113,19 @@ class LentBranches:
             found = self._lent_to[key] = _Lent(tuple(n.node_id for n in firsts), firsts,
                                                starts, seconds)
         return found
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PooledTree(RecordedTree):
+    """A tree with lent branches whose longest refinement is known from its own and its
+    lenders' (``refine_count`` would otherwise walk every lent chain)."""
+
+    longest: int = 0
+
+    @property
+    def refine_count(self) -> int:
+        """Longest recorded chain below a branch's first node, own or lent."""
+        return self.longest
 
 
 class _Lent(NamedTuple):
