@@ -89,7 +89,7 @@ class LentBranches:
             firsts.update(zip(lent.ids, lent.firsts, strict=True))
             starts += lent.starts
             own_after.update(zip(lent.ids, lent.seconds, strict=True))
-        nodes = PooledNodes(tree, firsts, {t.tree_id for t in lenders}, self)
+        nodes = PooledNodes(tree, firsts, [t.tree_id for t in lenders], self)
         longest = max([tree.refine_count, *(self.refine[t.tree_id] for t in lenders)])
         return PooledTree(
             tree.tree_id, tree.root, nodes, tree.root_children + tuple(firsts), size,
@@ -169,10 +169,10 @@ class PooledNodes(Mapping[str, Node]):
     """Every node of a pooled tree by id: its own, then each lender's in its order, the lent
     first nodes as children of its root."""
 
-    def __init__(self, tree: RecordedTree, firsts: dict[str, Node], lenders: set[str],
+    def __init__(self, tree: RecordedTree, firsts: dict[str, Node], lenders: list[str],
                  shared: LentBranches) -> None:
-        self.own, self.firsts, self.lenders, self.shared = tree.nodes, firsts, lenders, shared
-        self.lender_order = [shared.owner[n] for n in firsts]
+        self.own, self.firsts, self.shared = tree.nodes, firsts, shared
+        self.lender_order, self.lenders = lenders, set(lenders)
 
     def __getitem__(self, node_id: str) -> Node:
         found = self.own.get(node_id)
@@ -186,7 +186,7 @@ class PooledNodes(Mapping[str, Node]):
 
     def __iter__(self) -> Iterator[str]:
         yield from self.own
-        for lender in dict.fromkeys(self.lender_order):
+        for lender in self.lender_order:
             for node in self.shared.order[lender]:
                 yield node.node_id
 
