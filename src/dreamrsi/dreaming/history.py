@@ -112,9 +112,9 @@ def pool_branches(trees: Sequence[RecordedTree], max_lent: int | None = None,
     tree its own nodes and the first node of each lent branch. ``max_lent`` (a replay's
     attempt budget: a replay cannot open more branches than it makes attempts) lends each
     tree only the first lenders' branches until at least that many are lent; the tree keeps
-    the best, floor and rounds of the whole pool, so replays cut by
-    that budget are the same as over the whole pool. ``shared``: the trees' branches indexed
-    for lending already (by a caller pooling subsets of the same trees again and again).
+    the best, floor and rounds of the whole pool, so replays cut by that budget are the same
+    as over the whole pool. ``shared``: these trees' branches (or more trees') indexed for
+    lending already, by a caller pooling subsets of the same trees again and again.
     """
     trees = list(trees)
     extremes = shared.extremes if shared is not None else {
