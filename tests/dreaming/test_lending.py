@@ -152,3 +152,6 @@ def test_the_run_bootstrap_lends_as_the_budget_allows_and_gives_the_same_interva
     assert whole == cut and whole[0] is not None
     # lending fewer branches than the budget opens changes the interval: the test can tell
     assert by_run_interval(wide, narrow, trees, resamples=40, seed=2, max_lent=1) != whole
+    # the resamples replayed on two forked workers give the same interval
+    assert by_run_interval(wide, narrow, trees, resamples=40, seed=2, max_lent=7,
+                           processes=2) == whole
