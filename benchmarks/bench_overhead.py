@@ -1,17 +1,26 @@
-"""Orchestration overhead: `dreamrsi run` against a shell loop running the same commands alike.
+"""Orchestration overhead: `dreamrsi run` against a loop written by hand running the same commands.
 
 A no-op task whose proposer and evaluator are one-line `python3 -c` commands (write a file;
-print the result JSON) runs N attempts through `dreamrsi run` (W=1, one chain) and through a
-shell loop. With isolation on, the shell loop runs each command under the very bubblewrap
-invocation dreamrsi uses (the same ``prlimit`` limits, ``bwrap`` mounts and namespaces,
-``setpriv`` to an unprivileged uid, the same environment), after handing the writable folders
-to that uid as dreamrsi does; it copies the seed folder for the proposer and the proposer's
-folder for the evaluator. So the ratio is what dreamrsi adds: the store, workspace commits,
-the ledger, the trusted copy, the supervision of each command, and the process's start-up.
+print the result JSON) runs N attempts through `dreamrsi run` (W=1, one chain) and through the
+baseline, a loop a careful engineer would write by hand in Python. Per attempt the baseline
+starts exactly two processes, the ones dreamrsi must also start: the proposer and the
+evaluator, each as the argument vector dreamrsi's sandbox builds for it (``prlimit`` limits;
+with isolation on, the same ``bwrap`` mounts and namespaces and ``setpriv`` to an unprivileged
+uid; ``sh -c`` and the command), with the same allow-listed environment, spawned as dreamrsi
+spawns it (a new session, closed descriptors, output read through pipes). Everything else it
+does in its own process, with no further process start: it empties the attempt folders,
+copies the seed folder into the workspace and makes the io folder, hands both to the sandbox
+uid (``os.lchown`` over the tree, as dreamrsi does), copies the workspace into the evaluator's
+folder and opens it to others (``os.chmod`` a+rX), and parses the evaluator's JSON answer.
+One uid is leased for the whole loop. So the ratio is what dreamrsi adds: the store,
+workspace commits, the ledger, the trusted copy, the supervision of each command, and the
+process's start-up (shown apart: the start-up share, and the ratio without it).
 
-Each size runs as sandwiches, shell half, dreamrsi, shell half, so that a machine getting
-busier or quieter weighs on both sides alike. The figure is the ratio of total wall times.
-Targets (isolation on): <= 1.3 at 50 attempts, <= 1.1 at 1,000.
+Each size runs as sandwiches, baseline half, dreamrsi, baseline half, so that a machine
+getting busier or quieter weighs on both sides alike. The figure is the ratio of total wall
+times. The table prints both loops' per-attempt times; the machine's reference figures (a bare
+``python3``, one bare ``bwrap``, ``true`` under the full sandbox line, ``dreamrsi --help``)
+follow it. Targets (isolation on): <= 1.3 at 50 attempts, <= 1.1 at 1,000.
 
 Usage: python benchmarks/bench_overhead.py [--sizes 50 1000] [--repeats 3 1] [--with-off]
 """
@@ -19,6 +28,7 @@ Usage: python benchmarks/bench_overhead.py [--sizes 50 1000] [--repeats 3 1] [--
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import shutil
@@ -28,6 +38,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -74,69 +85,100 @@ def make_task(root: Path) -> Path:
     return root / "task"
 
 
-def _wrapped(command: str, cwd: Path, isolation: Isolation, env: dict[str, str], task: Task,
-             uid: int | None, timeout_s: float) -> str:
-    """The shell line that runs ``command`` exactly as dreamrsi's sandbox starts it."""
+@dataclass(frozen=True)
+class Command:
+    """One command as the sandbox starts it: its argv, environment and working folder."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+
+    def shell_line(self) -> str:
+        """The same start as one shell line (``env -i`` and the argv)."""
+        return "env -i " + " ".join(shlex.quote(f"{k}={v}") for k, v in self.env.items()) + \
+            " " + shlex.join(self.argv)
+
+
+def _sandbox_argv(command: str, cwd: Path, isolation: Isolation, env: dict[str, str],
+                  task: Task, uid: int | None, timeout_s: float) -> Command:
+    """The argument vector and environment dreamrsi's sandbox starts ``command`` with."""
     plan = plan_rlimits(command_limits(task.constraints, timeout_s))
     argv, _, _ = _build_argv(command, cwd, isolation, choose_bwrap(isolation), plan, uid)
-    clean = sandbox_env(env, task.constraints.pass_env)
-    return "env -i " + " ".join(shlex.quote(f"{k}={v}") for k, v in clean.items()) + " " + \
-        shlex.join(argv)
+    return Command(argv, sandbox_env(env, task.constraints.pass_env), cwd)
 
 
-def isolated_lines(task: Task, work: Path, uid: int | None, propose: str,
-                   evaluate: str) -> tuple[str, str]:
-    """The proposer's and the evaluator's shell lines under dreamrsi's bubblewrap argv."""
+def sandbox_commands(task: Task, work: Path, uid: int | None, propose: str, evaluate: str,
+                     isolated: bool) -> tuple[Command, Command]:
+    """The proposer's and the evaluator's starts under dreamrsi's sandbox line (bubblewrap
+    when ``isolated``, else the line of isolation ``off``)."""
     ws, io, view, trusted = work / "ws", work / "io", work / "eval", work / "trusted"
     for d in (ws, io, view, trusted):  # the mounts must exist while the argv is built
         d.mkdir(parents=True, exist_ok=True)
-    mode = IsolationMode.REQUIRED
+    mode = IsolationMode.REQUIRED if isolated else IsolationMode.OFF
     env = {**base_env(task, io), "DREAM_ATTEMPT_ID": "x", "DREAM_RUN_ID": "x",
            "DREAM_SEED": "0", "DREAM_CONTEXT": str(io / "context.json"),
            "DREAM_COST": str(io / "cost.json")}
     eenv = evaluator_env(task, io, trusted, {"DREAM_RESULT": str(io / "result.json")})
-    return (_wrapped(propose, ws, proposer_isolation(task, mode, ws, io), env, task, uid,
-                     task.proposer.timeout_s),
-            _wrapped(evaluate, view, evaluator_isolation(task, mode, io, trusted), eenv, task,
-                     uid, task.evaluator.timeout_s))
+    return (_sandbox_argv(propose, ws, proposer_isolation(task, mode, ws, io), env, task, uid,
+                          task.proposer.timeout_s),
+            _sandbox_argv(evaluate, view, evaluator_isolation(task, mode, io, trusted), eenv,
+                          task, uid, task.evaluator.timeout_s))
 
 
-def shell_script(task_dir: Path, work: Path, n: int, isolated: bool, uid: int | None) -> str:
-    """A bash loop of ``n`` attempts: copy, propose, copy, evaluate (isolated or not)."""
-    ws, io, view = work / "ws", work / "io", work / "eval"
-    seed = task_dir / "seed"
-    q = shlex.quote
-    if not isolated:
-        propose, evaluate, hand = PROPOSE, EVALUATE, ":"
-    else:
-        propose, evaluate = isolated_lines(load_task(task_dir), work, uid, PROPOSE, EVALUATE)
-        hand = f"chown -R {uid}:{uid} {q(str(ws))} {q(str(io))}" if uid is not None else ":"
-    return textwrap.dedent(f"""\
-        set -e
-        for i in $(seq 1 {n}); do
-          rm -rf {q(str(ws))} {q(str(io))} {q(str(view))}
-          cp -r {q(str(seed))} {q(str(ws))}; mkdir {q(str(io))}
-          {hand}
-          cd {q(str(ws))}; {propose}
-          cp -r {q(str(ws))} {q(str(view))}; chmod -R a+rX {q(str(view))}
-          cd {q(str(view))}; {evaluate} > /dev/null
-          cd {q(str(work))}
-        done
-        """)
+def _start(command: Command) -> bytes:
+    """Run one command as dreamrsi's sandbox spawns it; its standard output."""
+    proc = subprocess.Popen(command.argv, cwd=command.cwd, env=command.env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        raise SystemExit(f"{command.argv[-1]!r} failed ({proc.returncode}): {err.decode()}")
+    return out
 
 
-def shell_loop(task: Path, work: Path, n: int, isolated: bool) -> float:
+def _hand_to(top: Path, uid: int) -> None:
+    """Give ``top`` and everything in it to ``uid`` (links changed themselves)."""
+    os.lchown(top, uid, uid)
+    for folder, dirs, files in os.walk(top):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(folder, name), uid, uid)
+
+
+def _open_to_others(top: Path) -> None:
+    """``chmod -R a+rX``: readable by all, folders enterable."""
+    for folder, _dirs, files in os.walk(top):
+        os.chmod(folder, os.stat(folder).st_mode | 0o555)
+        for name in files:
+            path = os.path.join(folder, name)
+            os.chmod(path, os.stat(path).st_mode | 0o444)
+
+
+def hand_loop(task_dir: Path, work: Path, n: int, isolated: bool) -> float:
+    """Wall seconds of ``n`` attempts of the baseline (see the module's docstring): two
+    process starts per attempt, the proposer's and the evaluator's, and the file work done
+    in this process."""
     if n <= 0:
         return 0.0
-    # the same python3 the dreamrsi commands get: this interpreter's folder first on PATH
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONDONTWRITEBYTECODE": "1"}
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
+    ws, io, view, seed = work / "ws", work / "io", work / "eval", task_dir / "seed"
     with lease_uid() if isolated and os.geteuid() == 0 else _no_uid() as uid:
-        script = shell_script(task, work, n, isolated, uid)
+        propose, evaluate = sandbox_commands(load_task(task_dir), work, uid, PROPOSE, EVALUATE,
+                                             isolated)
         start = time.perf_counter()
-        subprocess.run(["bash", "-c", script], check=True, env=env, cwd=work)
+        for _ in range(n):
+            for folder in (ws, io, view):
+                shutil.rmtree(folder, ignore_errors=True)
+            shutil.copytree(seed, ws, symlinks=True)
+            io.mkdir()
+            if uid is not None:
+                _hand_to(ws, uid)
+                _hand_to(io, uid)
+            _start(propose)
+            shutil.copytree(ws, view, symlinks=True)
+            _open_to_others(view)
+            if json.loads(_start(evaluate)) != {"score": 1.0, "valid": True}:
+                raise SystemExit("the evaluator's answer changed")
         took = time.perf_counter() - start
     shutil.rmtree(work, ignore_errors=True)
     return took
@@ -183,15 +225,15 @@ def references(task: Path, work: Path, isolated: bool) -> dict[str, float]:
             [bwrap, "--ro-bind", "/", "/", "/bin/true"], 15)
         shutil.rmtree(work, ignore_errors=True)
         with lease_uid() if os.geteuid() == 0 else _no_uid() as uid:
-            line, _ = isolated_lines(load_task(task), work, uid, "true", "true")
+            true, _ = sandbox_commands(load_task(task), work, uid, "true", "true", True)
             if uid is not None:
-                subprocess.run(["chown", "-R", f"{uid}:{uid}", str(work / "ws"),
-                                str(work / "io")], check=True)
+                _hand_to(work / "ws", uid)
+                _hand_to(work / "io", uid)
             figures["`true` under dreamrsi's full bwrap invocation (prlimit, bwrap, setpriv)"] = \
-                timed(["bash", "-c", f"cd {shlex.quote(str(work / 'ws'))} && {line}"], 15)
+                timed(["bash", "-c", f"cd {shlex.quote(str(true.cwd))} && {true.shell_line()}"],
+                      15)
         shutil.rmtree(work, ignore_errors=True)
     return figures
-
 
 
 def main() -> None:
@@ -200,7 +242,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, nargs="+", default=[3, 1],
                         help="sandwiches per size (one number per size)")
     parser.add_argument("--with-off", action="store_true",
-                        help="also compare with isolation off (a plain shell loop)")
+                        help="also compare with isolation off (both under the sandbox "
+                        "line of 'off')")
     args = parser.parse_args()
     if len(args.repeats) != len(args.sizes):
         raise SystemExit("give one --repeats number per --sizes number")
@@ -214,21 +257,24 @@ def main() -> None:
         root = Path(tmp)
         task = make_task(root)
         os.chmod(root, 0o755)  # the sandbox user reads the seed copies and python3 below
-        # the shell loop works where dreamrsi puts attempt folders (a tmpfs when there is one)
-        work = work_folder_for(root / "store-probe") / "shell"
+        # the baseline works where dreamrsi puts attempt folders (a tmpfs when there is one)
+        work = work_folder_for(root / "store-probe") / "baseline"
         refs = references(task, work, True)
         try:
             for size, repeats in zip(args.sizes, args.repeats, strict=True):
                 for label, mode, isolated in modes:
-                    shell = ours = 0.0
+                    base = ours = 0.0
                     for block in range(repeats):
                         half = size // 2
-                        shell += shell_loop(task, work, half, isolated)
+                        base += hand_loop(task, work, half, isolated)
                         store = root / f"store-{size}-{block}-{mode}"
                         ours += dreamrsi_run(task, store, size, mode)
                         shutil.rmtree(store, ignore_errors=True)
-                        shell += shell_loop(task, work, size - half, isolated)
-                    rows.append((size, label, shell, ours, repeats))
+                        base += hand_loop(task, work, size - half, isolated)
+                    print(f"{size} attempts x{repeats}, {label}: baseline "
+                          f"{1000 * base / (size * repeats):.1f} ms/attempt, dreamrsi "
+                          f"{1000 * ours / (size * repeats):.1f} ms/attempt", flush=True)
+                    rows.append((size, label, base, ours, repeats))
         finally:
             shutil.rmtree(work.parent, ignore_errors=True)
     ref_after = reference_loop()
@@ -238,35 +284,37 @@ def main() -> None:
 def render(rows: list[tuple[int, str, float, float, int]], refs: dict[str, float],
            ref_before: float, ref_after: float, args: argparse.Namespace) -> str:
     start_up = refs["`dreamrsi --help` (the process's imports and start-up)"]
-    lines = ["| attempts | isolation | shell loop ms/attempt | dreamrsi ms/attempt | "
+    lines = ["| attempts | isolation | baseline ms/attempt | dreamrsi ms/attempt | "
              "ratio | start-up share of dreamrsi | ratio without start-up | target |",
              "|---:|---|---:|---:|---:|---:|---:|---|"]
     verdicts = []
-    for size, label, shell, ours, repeats in rows:
+    for size, label, base, ours, repeats in rows:
         n = size * repeats
-        ratio = ours / shell
+        ratio = ours / base
         share = start_up * repeats / ours
-        bare = (ours - start_up * repeats) / shell
+        bare = (ours - start_up * repeats) / base
         target = TARGETS.get(size) if label == "bubblewrap" else None
         verdict = "" if target is None else \
             f"<= {target}: {'PASS' if ratio <= target else 'FAIL'}"
         if target is not None:
             verdicts.append(ratio <= target)
-        lines.append(f"| {size} (x{repeats}) | {label} | {1000 * shell / n:.1f} | "
+        lines.append(f"| {size} (x{repeats}) | {label} | {1000 * base / n:.1f} | "
                      f"{1000 * ours / n:.1f} | {ratio:.2f} | {100 * share:.1f} % | "
                      f"{bare:.2f} | {verdict} |")
     lines += ["", "Reference figures of this machine during the run (median wall time):", "",
               "| reference | ms |", "|---|---:|"]
     lines += [f"| {name} | {1000 * secs:.1f} |" for name, secs in refs.items()]
-    lines += ["", f"Each size runs as sandwiches (shell loop, half the attempts; one `dreamrsi "
-              f"run` of all of them, W=1, one chain, start-up included; shell loop, the other "
-              f"half). With bubblewrap the shell loop runs both commands under the argv "
-              f"dreamrsi's sandbox builds for them (prlimit, bwrap, setpriv to a leased uid, the "
-              f"same environment) after `chown -R` of the writable folders, and copies the "
-              f"workspace for the evaluator; both work on the folder kind dreamrsi uses for "
-              f"attempts. The start-up share is the median time of `dreamrsi --help` over the "
-              f"dreamrsi wall time. Reference loop (2M iterations of pure Python): "
-              f"{ref_before:.3f} s before, {ref_after:.3f} s after."]
+    lines += ["", "Each size runs as sandwiches (baseline, half the attempts; one `dreamrsi run` "
+              "of all of them, W=1, one chain, start-up included; baseline, the other half). "
+              "The baseline is a loop written by hand in Python that starts two processes per "
+              "attempt, the proposer and the evaluator, under the argv, environment and spawn "
+              "dreamrsi's sandbox uses for them (with bubblewrap: prlimit, bwrap, setpriv to a "
+              "leased uid); it copies the seed into the workspace, hands the writable folders "
+              "to that uid, copies the workspace for the evaluator and parses its answer in "
+              "its own process, on the folder kind dreamrsi uses for attempts. The start-up "
+              "share is the median time of `dreamrsi --help` over the dreamrsi wall time. "
+              f"Reference loop (2M iterations of pure Python): {ref_before:.3f} s before, "
+              f"{ref_after:.3f} s after."]
     table = "\n".join(lines)
     write_section("overhead", "Orchestration overhead", table,
                   f"python benchmarks/bench_overhead.py --sizes {' '.join(map(str, args.sizes))}"

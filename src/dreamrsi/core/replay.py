@@ -392,10 +392,13 @@ def plan_history(trees: Iterable[RecordedTree],
 
 @lru_cache(maxsize=4096)
 def own_part(tree: RecordedTree) -> RecordedTree:
-    """The tree without the branches other runs lent it (its own run's nodes only)."""
+    """The tree without the branches other runs lent it (its own run's nodes only). A pooled
+    tree lists its own nodes first, so only those ``own_size`` are read."""
     if all(n.run_id == tree.tree_id for n in tree.nodes.values()):
         return tree
-    own = [n for n in tree.nodes.values() if n.run_id == tree.tree_id]
+    head = islice(tree.nodes.values(), tree.own_size + 1) if 0 < tree.own_size < tree.size \
+        else tree.nodes.values()
+    own = [n for n in head if n.run_id == tree.tree_id]
     return RecordedTree.from_nodes(tree.tree_id, own, task_digest=tree.task_digest,
                                    evaluator_digest=tree.evaluator_digest, start=tree.start,
                                    saw=tree.saw)

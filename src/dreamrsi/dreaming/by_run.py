@@ -16,7 +16,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from dreamrsi.core.replay import RecordedTree
+from dreamrsi.dreaming._pool import map_in_processes
 from dreamrsi.dreaming.history import pool_branches
+from dreamrsi.dreaming.lending import LentBranches
 
 Rewards = Callable[[Sequence[RecordedTree]], list[float]]
 """A policy's reward on each of the given (pooled) trees, in order."""
@@ -25,27 +27,32 @@ RESAMPLES = 200
 
 
 def by_run_interval(candidate: Rewards, incumbent: Rewards, trees: Sequence[RecordedTree], *,
-                    resamples: int = RESAMPLES, level: float = 0.95,
-                    seed: int = 0) -> tuple[float, float] | tuple[None, None]:
+                    resamples: int = RESAMPLES, level: float = 0.95, seed: int = 0,
+                    max_lent: int | None = None,
+                    processes: int = 1) -> tuple[float, float] | tuple[None, None]:
     """Bootstrap interval of the candidate's mean reward minus the incumbent's, resampling
-    the runs of ``trees`` (unpooled) and pooling each resample anew; ``(None, None)`` for a
-    single run."""
+    the runs of ``trees`` (unpooled) and pooling each resample anew (``max_lent``: as
+    ``pool_branches`` takes it); ``(None, None)`` for a single run. The trees' branches are
+    indexed for lending once, for every resample; the distinct resamples are replayed on up
+    to ``processes`` CPU cores (the interval is the same whatever the number)."""
     trees = list(trees)
     n = len(trees)
     if n < 2:
         return None, None
     rng = np.random.default_rng(seed)
-    known: dict[tuple[int, ...], dict[int, float]] = {}
-    means = np.empty(resamples)
-    for b in range(resamples):
-        counts = np.bincount(rng.integers(0, n, size=n), minlength=n)
-        drawn = tuple(int(i) for i in np.flatnonzero(counts))
-        diffs = known.get(drawn)
-        if diffs is None:
-            pooled = pool_branches([trees[i] for i in drawn])
-            gains = np.subtract(candidate(pooled), incumbent(pooled))
-            diffs = known[drawn] = dict(zip(drawn, gains.tolist(), strict=True))
-        means[b] = sum(counts[i] * diffs[i] for i in drawn) / n
+    shared = LentBranches([t for t in trees if t.root_children])
+    counts = [np.bincount(rng.integers(0, n, size=n), minlength=n) for _ in range(resamples)]
+    draws = [tuple(int(i) for i in np.flatnonzero(c)) for c in counts]
+
+    def gains(drawn: tuple[int, ...]) -> dict[int, float]:
+        pooled = pool_branches([trees[i] for i in drawn], max_lent, shared)
+        diffs = np.subtract(candidate(pooled), incumbent(pooled))
+        return dict(zip(drawn, diffs.tolist(), strict=True))
+
+    distinct = list(dict.fromkeys(draws))
+    known = dict(zip(distinct, map_in_processes(gains, distinct, processes), strict=True))
+    means = np.array([sum(c[i] * known[drawn][i] for i in drawn) / n
+                      for c, drawn in zip(counts, draws, strict=True)])
     tail = (1.0 - level) / 2
     low, high = np.quantile(means, [tail, 1.0 - tail])
     return float(low), float(high)

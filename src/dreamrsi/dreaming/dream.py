@@ -325,8 +325,11 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
                     source, trees, [], config.replay, scale, limits).train]
             return lambda trees: config.objective.rewards(spec, trees, trees, config.replay,
                                                           scale)
+        # families on every core; a program here (it runs in its own sandboxed worker)
+        programs = CODE in (by_id[version_id].name, incumbent.name)
         return by_run_interval(rewards(by_id[version_id]), rewards(incumbent), compared,
-                               seed=config.seed)
+                               seed=config.seed, max_lent=_max_lent(config.replay),
+                               processes=1 if programs else config.cores)
 
     pooled_runs = config.pool_branches and config.interval == "run"
     selection = select({c.version_id: [s.value for s in config.split.selected(c.train,

@@ -236,8 +236,9 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
     """
     k2 = settings.max_rounds if settings.max_rounds is not None else default_rounds(
         tree, settings.attempt_budget)
+    # only a planning policy sees the history (its summaries cost a look-up per tree)
     plan = make_plan(policy, plan_context("", settings.workers, settings.attempt_budget,
-                                          history, tree))
+                                          history, tree)) if hasattr(policy, "plan") else None
     quality = settings.quality
     if quality.scaled and scale is None:
         scale = QualityScale.of(history or (tree,))

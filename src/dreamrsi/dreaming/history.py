@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from dreamrsi.core.replay import RecordedTree
+from dreamrsi.dreaming.lending import LentBranches
 from dreamrsi.engine.history import context_runs
 from dreamrsi.errors import ConfigError
 from dreamrsi.store.base import RunRecord, RunStore
@@ -89,8 +90,8 @@ def load_history(store: RunStore, task_name: str, task_digest: str,
     return History(task_digest, evaluator_digest, tuple(trees), tuple(excluded))
 
 
-def pool_branches(trees: Sequence[RecordedTree],
-                  max_lent: int | None = None) -> list[RecordedTree]:
+def pool_branches(trees: Sequence[RecordedTree], max_lent: int | None = None,
+                  shared: LentBranches | None = None) -> list[RecordedTree]:
     """Each tree with the branches of every other tree of the same start appended to its own,
     as further children of its root (the next trees first, in the given order, wrapping
     round), except trees whose proposers saw it (history as context: their branches may start
@@ -106,14 +107,18 @@ def pool_branches(trees: Sequence[RecordedTree],
     it asks for more than the chains hold it goes on missing (until K2, or the budget when
     misses are charged) where the tree alone would have ended the replay.
 
-    Every tree holding every other's branches makes a history of n trees n² nodes.
-    ``max_lent`` (a replay's attempt budget: a replay cannot open more branches than it
-    makes attempts) lends each tree only the first lenders' branches until at least that many
-    are lent; the tree keeps the best, floor and rounds of the whole pool, so replays cut by
-    that budget are the same as over the whole pool.
+    Every tree holding every other's branches makes a history of n trees n² nodes; the lent
+    branches are shared, not copied (:mod:`dreamrsi.dreaming.lending`), so pooling costs each
+    tree its own nodes and the first node of each lent branch. ``max_lent`` (a replay's
+    attempt budget: a replay cannot open more branches than it makes attempts) lends each
+    tree only the first lenders' branches until at least that many are lent; the tree keeps
+    the best, floor and rounds of the whole pool, so replays cut by that budget are the same
+    as over the whole pool. ``shared``: these trees' branches (or more trees') indexed for
+    lending already, by a caller pooling subsets of the same trees again and again.
     """
     trees = list(trees)
-    extremes = {t.tree_id: _lent_extremes(t) for t in trees}
+    extremes = shared.extremes if shared is not None else {
+        t.tree_id: _lent_extremes(t) for t in trees}
     pooled = []
     for i, tree in enumerate(trees):
         lenders = [trees[(i + k) % len(trees)] for k in range(1, len(trees))]
@@ -122,7 +127,9 @@ def pool_branches(trees: Sequence[RecordedTree],
         if not lenders:
             pooled.append(tree)
             continue
-        lent = _with_branches(tree, _enough(lenders, max_lent))
+        if shared is None:  # indexed once, for every tree that borrows
+            shared = LentBranches([t for t in trees if t.root_children])
+        lent = shared.lend(tree, _enough(lenders, max_lent))
         best, floor, rounds = tree.best, tree.floor, tree.rounds
         for lender in lenders:
             high, low, last = extremes[lender.tree_id]
@@ -153,23 +160,6 @@ def _lent_extremes(tree: RecordedTree) -> tuple[float | None, float | None, int]
     rounds = [n.round for n in tree.nodes.values() if n.parent_id is not None]
     return (max(scores) if scores else None, min(scores) if scores else None,
             max(rounds, default=0))
-
-
-def _with_branches(tree: RecordedTree, lenders: Sequence[RecordedTree]) -> RecordedTree:
-    root_id = tree.root.node_id
-    nodes = list(tree.nodes.values())
-    offset = max(n.seq for n in nodes) + 1
-    for lender in lenders:
-        lent = lender.nodes.values()
-        moved = [n._replace(seq=n.seq + offset,
-                            parent_id=root_id if n.parent_id == lender.root.node_id
-                            else n.parent_id)
-                 for n in lent if n.parent_id is not None]
-        nodes += moved
-        offset += max(n.seq for n in lent) + 1
-    return RecordedTree.from_nodes(tree.tree_id, nodes, task_digest=tree.task_digest,
-                                   evaluator_digest=tree.evaluator_digest, start=tree.start,
-                                   own_size=tree.recorded_size, saw=tree.saw)
 
 
 def hash_order(trees: Sequence[RecordedTree]) -> list[RecordedTree]:

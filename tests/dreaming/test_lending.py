@@ -1,0 +1,157 @@
+"""Pooled trees share their lenders' branches (dreaming.lending) and replay exactly as trees
+that hold copies of every lent node, built by ``RecordedTree.from_nodes``."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import pytest
+
+from dreamrsi.core.model import Node
+from dreamrsi.core.replay import RecordedTree, own_part, replay, summarize
+from dreamrsi.dreaming import ReplaySettings
+from dreamrsi.dreaming.by_run import by_run_interval
+from dreamrsi.dreaming.evaluate import QualityScale, score_policy
+from dreamrsi.dreaming.history import pool_branches
+from dreamrsi.dreaming.lending import LentBranches
+from dreamrsi.policies.registry import make_policy, parse_spec
+from dreamrsi.testing.builders import grid_nodes
+
+SPECS = ("fixed:branches=3,refine=6", "fixed:branches=40,refine=0",
+         "fixed:branches=14,refine=2", "greedy:branches=12,top=2", "greedy:branches=3,top=1",
+         "halving:brackets=2,eta=3,finish=True,n0=9,r0=1", "ucb", "allocation", "ladder",
+         "stagnation", "planned")
+
+
+def copied(tree: RecordedTree, lenders: list[RecordedTree], pooled: RecordedTree
+           ) -> RecordedTree:
+    """``tree`` with a copy of every lender's branches appended, numbered after its own: the
+    pooled tree as ``RecordedTree.from_nodes`` builds it from all its nodes (with the best,
+    floor and rounds of the whole pool, taken from ``pooled``)."""
+    nodes = list(tree.nodes.values())
+    offset = max(n.seq for n in nodes) + 1
+    for lender in lenders:
+        nodes += [n._replace(seq=n.seq + offset, parent_id=tree.root.node_id
+                             if n.parent_id == lender.root.node_id else n.parent_id)
+                  for n in lender.nodes.values() if n.parent_id is not None]
+        offset += max(n.seq for n in lender.nodes.values()) + 1
+    copy = RecordedTree.from_nodes(tree.tree_id, nodes, start=tree.start,
+                                   own_size=tree.recorded_size, saw=tree.saw)
+    return replace(copy, best=pooled.best, floor=pooled.floor, rounds=pooled.rounds)
+
+
+def history(count: int, seed: int) -> list[RecordedTree]:
+    rng = random.Random(seed)
+    return [RecordedTree.from_nodes(f"r{i}", grid_nodes(f"r{i}", rng, rng.randint(1, 5),
+                                                        rng.randint(1, 7)))
+            for i in range(count)]
+
+
+def _lenders(trees: list[RecordedTree], i: int, max_lent: int | None) -> list[RecordedTree]:
+    lenders = [trees[(i + k) % len(trees)] for k in range(1, len(trees))]
+    if max_lent is None:
+        return lenders
+    chosen, count = [], 0
+    for lender in lenders:
+        if count >= max_lent:
+            break
+        chosen.append(lender)
+        count += len(lender.root_children)
+    return chosen
+
+
+def _same_nodes(a: RecordedTree, b: RecordedTree) -> None:
+    """The same nodes (ids, in the same order, every field but the lent nodes' ``seq``)."""
+    assert list(a.nodes) == list(b.nodes) and len(a.nodes) == len(b.nodes)
+
+    def fields(n: Node) -> tuple[object, ...]:
+        return n._replace(seq=0)
+
+    assert [fields(n) for n in a.nodes.values()] == [fields(n) for n in b.nodes.values()]
+    for node_id in a.nodes:
+        assert a.child_of(node_id) == b.child_of(node_id)
+        assert fields(a.nodes[node_id]) == fields(b.nodes[node_id])
+
+
+@pytest.mark.parametrize(("seed", "max_lent"), [(1, None), (2, 6), (3, 1), (4, 40)])
+def test_shared_lending_replays_exactly_as_copies(seed: int, max_lent: int | None) -> None:
+    trees = history(7, seed)
+    pooled = pool_branches(trees, max_lent)
+    for i, (tree, lent) in enumerate(zip(trees, pooled, strict=True)):
+        copy = copied(tree, _lenders(trees, i, max_lent), lent)
+        assert (lent.tree_id, lent.size, lent.own_size, lent.root_children,
+                lent.branch_count, lent.refine_count) == (
+            copy.tree_id, copy.size, copy.own_size, copy.root_children, copy.branch_count,
+            copy.refine_count)
+        assert lent.root.node_id not in lent.root_children
+        _same_nodes(lent, copy)
+        assert summarize(lent) == summarize(copy)
+        assert own_part(lent).nodes == tree.nodes
+        for text in SPECS:
+            for workers, budget in ((1, 9), (3, 25), (4, None)):
+                a = replay(make_policy(text), lent, workers=workers, max_rounds=60,
+                           attempt_budget=budget)
+                b = replay(make_policy(text), copy, workers=workers, max_rounds=60,
+                           attempt_budget=budget)
+                assert a == b, (text, workers, budget)
+
+
+def test_a_dream_scores_shared_and_copied_pools_alike() -> None:
+    trees = history(6, 9)
+    settings = ReplaySettings(workers=3, attempt_budget=12)
+    pooled = pool_branches(trees, 12)
+    copies = [copied(t, _lenders(trees, i, 12), p)
+              for i, (t, p) in enumerate(zip(trees, pooled, strict=True))]
+    scale = QualityScale.of(trees)
+    for text in SPECS:
+        spec = parse_spec(text)
+        assert score_policy(spec, pooled, settings, scale=scale) == \
+            score_policy(spec, copies, settings, scale=scale), text
+
+
+def test_a_node_of_a_tree_not_lent_is_not_in_the_pool() -> None:
+    trees = history(5, 4)
+    first = pool_branches(trees, 1)[0]  # lent the next tree's branches only
+    assert trees[1].root_children[0] in first.nodes
+    far = next(n for n in trees[3].nodes.values() if n.parent_id is not None)
+    assert far.node_id not in first.nodes
+    with pytest.raises(KeyError):
+        first.nodes[far.node_id]  # noqa: B018
+
+
+def test_an_index_of_more_trees_pools_a_subset_as_its_own_would() -> None:
+    trees = history(8, 5)
+    shared = LentBranches(trees)
+    subset = [trees[6], trees[1], trees[3]]
+    for max_lent in (None, 2):
+        mine = pool_branches(subset, max_lent)
+        reused = pool_branches(subset, max_lent, shared)
+        for a, b in zip(mine, reused, strict=True):
+            assert (a.root_children, a.size, a.best, a.floor, a.rounds) == (
+                b.root_children, b.size, b.best, b.floor, b.rounds)
+            _same_nodes(a, b)
+            for text in SPECS[:5]:
+                assert replay(make_policy(text), a, workers=2, max_rounds=40) == \
+                    replay(make_policy(text), b, workers=2, max_rounds=40)
+
+
+def test_the_run_bootstrap_lends_as_the_budget_allows_and_gives_the_same_interval() -> None:
+    trees = history(6, 11)
+    settings = ReplaySettings(workers=2, attempt_budget=7)
+    scale = QualityScale.of(trees)
+
+    def rewards(text: str) -> Callable[[Sequence[RecordedTree]], list[float]]:
+        return lambda pooled: [s.value for s in score_policy(parse_spec(text), pooled,
+                                                             settings, scale=scale)]
+
+    wide, narrow = rewards("fixed:branches=7,refine=0"), rewards("fixed:branches=1,refine=6")
+    whole = by_run_interval(wide, narrow, trees, resamples=40, seed=2)
+    cut = by_run_interval(wide, narrow, trees, resamples=40, seed=2, max_lent=7)
+    assert whole == cut and whole[0] is not None
+    # lending fewer branches than the budget opens changes the interval: the test can tell
+    assert by_run_interval(wide, narrow, trees, resamples=40, seed=2, max_lent=1) != whole
+    # the resamples replayed on two forked workers give the same interval
+    assert by_run_interval(wide, narrow, trees, resamples=40, seed=2, max_lent=7,
+                           processes=2) == whole
