@@ -57,6 +57,12 @@ SUPERSEDED: dict[str, str] = {
         "a setting explored once (π_1 = ladder)",
     "pays-autocorrelation-c3--π-1---ladder-longest-12-levels-3--misses-charged":
         "a setting explored once (π_1 = ladder, misses charged)",
+    "pays-autocorrelation-c3--branches-pooled": "before history as context became the loop's "
+                                                "default; superseded by pays-autocorrelation-c3"
+                                                "--branches-pooled--history-4--5x20",
+    "replay-w10": "the ten-chain tree at W=10 only; superseded by replay-shapes (every family, "
+                  "W=1 and 10, chains and bushy trees)",
+    "dream-cost": "one history size; superseded by dream-growth and dream-growth-2000",
     "predicts-autocorrelation-c3": "4 trees and one online seed per policy; superseded by "
                                    "predicts-autocorrelation-c3--ladder-history",
 }
