@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -81,7 +82,9 @@ def record(task: str, seed: int, args: argparse.Namespace, folder: Path,
     initial = initial or args.initial
     done = folder / "loop.json"
     if not done.exists():
-        folder.mkdir(parents=True, exist_ok=True)
+        if folder.exists():  # a loop killed part-way: its trees would join the new one's history
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
         cmd = [sys.executable, "-m", "dreamrsi", "loop", task, "--arm", "fixed", "--seed",
                str(seed), "--rounds", str(args.rounds), "--per-round-budget",
                str(args.per_round_budget), "--workers", str(args.workers), "--store",
