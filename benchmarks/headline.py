@@ -63,6 +63,9 @@ SUPERSEDED: dict[str, str] = {
     "replay-w10": "the ten-chain tree at W=10 only; superseded by replay-shapes (every family, "
                   "W=1 and 10, chains and bushy trees)",
     "dream-cost": "one history size; superseded by dream-growth and dream-growth-2000",
+    "predicts-autocorrelation-c3--ladder-history": "4 trees of a ladder π_1 and one online seed "
+                                                   "per policy; superseded by predicts-"
+                                                   "autocorrelation-c3--pooled--5-online-seeds",
     "predicts-autocorrelation-c3": "4 trees and one online seed per policy; superseded by "
                                    "predicts-autocorrelation-c3--ladder-history",
 }
