@@ -14,9 +14,10 @@ to all seeds): a correlation with replay cannot exceed what the online outcome i
 Then the Spearman correlation between replay score and mean online V, with a bootstrap 95%
 interval over policies, and the same against the online best raw score as before.
 
-The policies are the dream's top candidates (``--dream-top K``: the best distinct specs of one
-Optuna study per family over the same pooled history, ``--dream-trials`` trials each, as a dream
-would rank them) and random ones (families and parameters sampled uniformly) for the rest.
+The policies are the dream's top candidates (``--dream-top K``: from one Optuna study per
+family over the same pooled history, ``--dream-trials`` trials each, every family's best first,
+then the next best overall) and random ones (families and parameters sampled uniformly) for
+the rest.
 The correlation is reported for all policies and for those inside the recorded support (no
 selection without a recorded continuation on any history tree, so replay saw all they did).
 
@@ -77,15 +78,21 @@ def sample_policy(rng: random.Random) -> PolicySpec:
 
 def dream_top(trees: list[RecordedTree], settings: ReplaySettings, scale: QualityScale,
               count: int, trials: int, seed: int) -> list[PolicySpec]:
-    """The ``count`` best distinct specs one study per family finds over ``trees`` (mean V)."""
-    found: list[tuple[float, PolicySpec]] = []
+    """``count`` of the best specs one study per family finds over ``trees`` (mean V): each
+    family's best first (best family first), then the next best overall, so near-ties of one
+    family do not fill the list."""
+    firsts: list[tuple[float, PolicySpec]] = []
+    rest: list[tuple[float, PolicySpec]] = []
     for i, family in enumerate(sorted(BUILTIN)):
         result = search_family(
             family, trees, settings, trials=trials, seed=seed + i, keep=count,
             scorer=lambda spec: mean_value(score_policy(spec, trees, settings, scale=scale)))
-        found.extend((value, spec) for spec, value in result.best)
-    found.sort(key=lambda vs: -vs[0])
-    return [spec for _, spec in found[:count]]
+        ranked = [(value, spec) for spec, value in result.best]
+        firsts.extend(ranked[:1])
+        rest.extend(ranked[1:])
+    firsts.sort(key=lambda vs: -vs[0])
+    rest.sort(key=lambda vs: -vs[0])
+    return [spec for _, spec in (firsts + rest)[:count]]
 
 
 def misses(scores: list[TreeScore]) -> int:
