@@ -355,8 +355,14 @@ def main() -> None:
                      "fixed arm with --protocol total")
     done = finished_loops(args.resume) if args.resume else {}
     if args.fixed_from:
-        done.update(recorded_fixed_arm(
-            fixed_arm_folder(args.fixed_from, args.task, args.history), args.seeds))
+        folder = fixed_arm_folder(args.fixed_from, args.task, args.history)
+        missing = [s for s in range(args.seeds)
+                   if not (folder / f"seed-{s}" / "loop.json").is_file()]
+        if missing:
+            parser.error(f"--fixed-from: {folder} holds no finished loop for seeds {missing}; "
+                         "record them first with bench_pays_ceiling.py --stores "
+                         f"{args.fixed_from} (same task, seeds, rounds, budget and --history)")
+        done.update(recorded_fixed_arm(folder, args.seeds))
     jobs = [(arm, seed) for seed in range(args.seeds)
             for arm in (("dream", "fixed") if seed % 2 == 0 else ("fixed", "dream"))
             if arm in args.arms]

@@ -154,6 +154,8 @@ def main() -> None:
                         help="instead of the studies: deploy these policies online from "
                              "round 2 and compare them with the fixed arm")
     args = parser.parse_args()
+    if args.history < 0:
+        parser.error(f"--history must be 0 or more, not {args.history}")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dreamrsi-ceiling-") as tmp:
         root = fixed_arm_folder(args.stores or Path(tmp), args.task, args.history)

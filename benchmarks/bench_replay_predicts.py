@@ -161,6 +161,9 @@ def main() -> None:
     if args.online_seeds < 2:
         parser.error("--online-seeds must be at least 2 (the split-half reliability needs two "
                      "halves)")
+    if not 0 <= args.dream_top <= args.policies or args.dream_trials < 1:
+        parser.error("--dream-top must be between 0 and --policies, and --dream-trials at "
+                     "least 1")
     task = resolve_task(args.task)
     rng = random.Random(args.seed)
     settings = ReplaySettings(workers=args.workers, attempt_budget=args.budget)
