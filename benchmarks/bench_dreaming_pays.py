@@ -168,6 +168,19 @@ def recorded_fixed_arm(folder: Path, seeds: int) -> dict[tuple[str, int], dict[s
     return loops
 
 
+def total_protocol_gap(rounds: list[dict[str, object]], count: int, budget: int) -> str | None:
+    """Why a fixed-arm loop recorded per round cannot stand for the total-budget protocol's
+    (``None`` if it can). With a total budget of ``count x budget`` a round's ceiling is
+    ``min(budget, what is left)``; a fixed arm that spent its whole ceiling in each of ``count``
+    rounds ran exactly the rounds the total protocol would run (same seeds, same ceilings,
+    same policy), and the total budget ends the loop there."""
+    spent = [int(r["attempts"]) for r in rounds]
+    if len(spent) != count or any(a != budget for a in spent):
+        return (f"its rounds spent {spent}, not {count} rounds of {budget}: the total "
+                "protocol's unspent attempts would have bought more")
+    return None
+
+
 def ratio_interval(fixed: list[int], dream: list[int], seed: int = 0) -> tuple[float, float]:
     rng = np.random.default_rng(seed)
     f, d = np.asarray(fixed, float), np.asarray(dream, float)
@@ -350,9 +363,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.prior < 0:
         parser.error(f"--prior must be 0 or more, not {args.prior}")
-    if args.fixed_from and args.protocol != "per-round":
-        parser.error("--fixed-from reuses loops recorded per round; it cannot stand for a "
-                     "fixed arm with --protocol total")
     done = finished_loops(args.resume) if args.resume else {}
     if args.fixed_from:
         folder = fixed_arm_folder(args.fixed_from, args.task, args.history)
@@ -362,6 +372,12 @@ def main() -> None:
             parser.error(f"--fixed-from: {folder} holds no finished loop for seeds {missing}; "
                          "record them first with bench_pays_ceiling.py --stores "
                          f"{args.fixed_from} (same task, seeds, rounds, budget and --history)")
+        for seed in range(args.seeds) if args.protocol == "total" else ():
+            report = json.loads((folder / f"seed-{seed}" / "loop.json").read_text())
+            gap = total_protocol_gap(report["rounds"], args.rounds, args.per_round_budget)
+            if gap:
+                parser.error(f"--fixed-from with --protocol total: seed {seed}'s loop cannot "
+                             f"stand for the total protocol's: {gap}")
         done.update(recorded_fixed_arm(folder, args.seeds))
     jobs = [(arm, seed) for seed in range(args.seeds)
             for arm in (("dream", "fixed") if seed % 2 == 0 else ("fixed", "dream"))
@@ -385,6 +401,10 @@ def main() -> None:
     if args.fixed_from:
         text += ("\n\nThe fixed arm's loops are those `bench_pays_ceiling.py --stores STORES` "
                  "recorded with the same settings (`--fixed-from STORES`), not run again.")
+        if args.protocol == "total":
+            text += (" They were recorded per round; each spent its whole ceiling in every "
+                     "one of its rounds (checked), so the total protocol would have run the "
+                     "same rounds with the same seeds, and its total budget ends there.")
     if reused:
         text += (f"\n\n{reused} of these {len(results)} loops were reused from the log of an "
                  "earlier run with the same settings for them (`--resume`), not run again.")
