@@ -135,3 +135,21 @@ def test_the_cli_limits_are_the_engines() -> None:
     from dreamrsi.dreaming import loop
 
     assert options.DEFAULT_HISTORY == loop.DEFAULT_HISTORY
+
+
+def test_policies_of_a_recorded_task_does_not_validate_it(tmp_path: Path) -> None:
+    """``policies`` looks the task up by the digest of its files; the store validated it when
+    recording it, so the schema (pydantic) is not imported. A task the store does not know is
+    loaded, so a broken one still gets its error."""
+    from dreamrsi.tasks import resolve_task
+
+    task = resolve_task("circle-packing-26")
+    store = tmp_path / "store"
+    with SqliteRunStore.open(store, writer=True) as writer:
+        writer.put_task(TaskRecord(task.digest, task.name, task.evaluator_digest,
+                                   {"direction": task.direction.value}))
+    heavy = (*(h for h in HEAVY if h != "dreamrsi.tasks"), "dreamrsi.tasks.spec", "rich")
+    assert _probe("policies", "circle-packing-26", "--store", str(store), "--json",
+                  heavy=heavy) == {"code": 0, "loaded": []}
+    unknown = _probe("policies", "circle-packing-32", "--store", str(store), "--json")
+    assert unknown["code"] == 0 and "dreamrsi.tasks.spec" in unknown["loaded"]  # type: ignore[operator]

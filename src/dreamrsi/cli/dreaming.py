@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from dreamrsi.dreaming import DreamConfig, ReplaySettings
+    from dreamrsi.store import RunStore
     from dreamrsi.tasks.spec import Task
 
 # the replay settings of dream, loop and replay
@@ -158,7 +159,7 @@ def dream(
                                objective, pareto_lam, select_on, crossval, pool_branches,
                                revisions if code else None)
         with open_store(store, writer=True, holder=f"dream {loaded.name}") as handle:
-            incumbent, _ = dq.deployed_policy(handle, loaded)
+            incumbent, _ = dq.deployed_policy(handle, loaded.digest)
             if workers is None:
                 config = replace(config, replay=replace(
                     settings, workers=dq.default_workers(handle, loaded)))
@@ -311,24 +312,44 @@ def _resume_loop(task: Task, loop_id: str, store: Path, as_json: bool,
         _render.loop_summary(console(), report)
 
 
+def _task_digest_and_name(handle: RunStore, task: str) -> tuple[str, str]:
+    """TASK's digest and name: from its files alone when the store recorded a task with that
+    digest (validated then, the same bytes now), else by loading and validating it."""
+    from dreamrsi.errors import NotFound
+    from dreamrsi.tasks.catalog import task_path
+    from dreamrsi.tasks.digest import TASK_FILE, unvalidated_digest
+
+    path = task_path(task)
+    directory = path.parent if path.name == TASK_FILE and path.is_file() else path
+    digest = unvalidated_digest(directory) if directory.is_dir() else None
+    if digest is not None:
+        try:
+            return digest, handle.get_task(digest).name
+        except NotFound:
+            pass
+    from dreamrsi.tasks import resolve_task
+
+    loaded = resolve_task(task)
+    return loaded.digest, loaded.name
+
+
 def policies(task: TaskArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
     """List every policy version of TASK: lineage, parameters, replay scores per dream."""
 
     def body() -> None:
         from dreamrsi.dreaming import queries as dq
-        from dreamrsi.tasks import resolve_task
 
-        loaded = resolve_task(task)
         with reader(store) as handle:
-            rows = dq.policy_rows(handle, loaded)
-            deployed, source = dq.deployed_policy(handle, loaded)
+            digest, name = _task_digest_and_name(handle, task)
+            rows = dq.policy_rows(handle, digest)
+            deployed, source = dq.deployed_policy(handle, digest)
         if as_json:
-            print_json({"task": loaded.name, "deployed": deployed.label(),
+            print_json({"task": name, "deployed": deployed.label(),
                         "deployed_from": source, "versions": rows})
         else:
             from dreamrsi.cli import _render
 
-            _render.policies_table(loaded.name, rows, deployed.label(), source)
+            _render.policies_table(name, rows, deployed.label(), source)
 
     guard(body)
 
@@ -360,7 +381,7 @@ def replay(
 
         loaded = resolve_task(task)
         with reader(store) as handle:
-            spec = parse_policy(policy) if policy else dq.deployed_policy(handle, loaded)[0]
+            spec = parse_policy(policy) if policy else dq.deployed_policy(handle, loaded.digest)[0]
             settings = _replay_settings(workers or dq.default_workers(handle, loaded), k2,
                                         budget, beta1, beta2, quality, root_orders,
                                         charge_misses)

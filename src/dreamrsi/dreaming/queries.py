@@ -15,19 +15,19 @@ if TYPE_CHECKING:
     from dreamrsi.tasks.spec import Task
 
 
-def deployed_policy(store: RunStore, task: Task) -> tuple[PolicySpec, str]:
+def deployed_policy(store: RunStore, task_digest: str) -> tuple[PolicySpec, str]:
     """The policy now deployed for ``task`` and where that comes from.
 
     The latest dream's choice (its selection when it promoted, else its incumbent); without a
     dream, the policy of the task's latest run; without a run, the default policy.
     """
-    dreams = store.list_dreams(task.digest)
+    dreams = store.list_dreams(task_digest)
     if dreams:
         last = dreams[-1]
         chosen = last.selected if last.promoted and last.selected else last.incumbent
         version = store.get_policy(chosen)
         return version.spec, f"dream {last.dream_id}"
-    runs = store.list_runs(task.digest)
+    runs = store.list_runs(task_digest)
     if runs:
         return runs[-1].policy, f"run {runs[-1].run_id}"
     return default_policy(60, 1), "the default policy"
@@ -39,14 +39,14 @@ def default_workers(store: RunStore, task: Task) -> int:
     return int(runs[-1].config.get("workers", 2)) if runs else 2
 
 
-def policy_rows(store: RunStore, task: Task) -> list[dict[str, Any]]:
+def policy_rows(store: RunStore, task_digest: str) -> list[dict[str, Any]]:
     """Every version of the task with lineage, parameters and its replay scores per dream;
     a program also with the blob of its diff against its parent (``diff``)."""
-    diffs = {r["version_id"]: r["diff"] for d in store.list_dreams(task.digest)
+    diffs = {r["version_id"]: r["diff"] for d in store.list_dreams(task_digest)
              for r in ((d.report or {}).get("code") or {}).get("revisions", [])
              if r.get("version_id")}
     rows = []
-    for version in store.list_policies(task.digest):
+    for version in store.list_policies(task_digest):
         per_dream: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         trees: dict[str, dict[str, float]] = defaultdict(dict)
         for score in store.scores(version_id=version.version_id):

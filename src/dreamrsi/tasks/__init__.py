@@ -1,7 +1,21 @@
-"""Task definitions: the ``task.toml`` format and the built-in tasks."""
+"""Task definitions: the ``task.toml`` format and the built-in tasks.
 
-from dreamrsi.tasks.catalog import builtin_tasks, describe_builtin_tasks, resolve_task
-from dreamrsi.tasks.spec import CommandSpec, Constraints, SurvivalSpec, Task, load_task
+The names below load on first use, so a command that only resolves a task's path or digest
+(``catalog.task_path``, ``digest.unvalidated_digest``) does not import the validating schema.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dreamrsi.tasks.catalog import builtin_tasks, describe_builtin_tasks, resolve_task
+    from dreamrsi.tasks.spec import CommandSpec, Constraints, SurvivalSpec, Task, load_task
+
+_WHERE = {"builtin_tasks": "catalog", "describe_builtin_tasks": "catalog",
+          "resolve_task": "catalog", "CommandSpec": "spec", "Constraints": "spec",
+          "SurvivalSpec": "spec", "Task": "spec", "load_task": "spec"}
 
 __all__ = [
     "CommandSpec",
@@ -13,3 +27,9 @@ __all__ = [
     "load_task",
     "resolve_task",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"dreamrsi.tasks.{_WHERE[name]}"), name)

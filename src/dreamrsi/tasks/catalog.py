@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dreamrsi.errors import ConfigError
-from dreamrsi.tasks.spec import TASK_FILE, Task, load_task
+from dreamrsi.tasks.digest import TASK_FILE
+
+if TYPE_CHECKING:
+    from dreamrsi.tasks.spec import Task
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 
@@ -25,6 +28,8 @@ def describe_builtin_tasks() -> list[dict[str, Any]]:
     Raises:
         ConfigError: A built-in task does not load.
     """
+    from dreamrsi.tasks.spec import load_task
+
     rows = []
     for name, directory in builtin_tasks().items():
         task = load_task(directory)
@@ -47,6 +52,19 @@ def resolve_task(name_or_path: str | Path) -> Task:
         ConfigError: Empty, or neither a task directory nor a built-in name (lists the
             built-ins).
     """
+    from dreamrsi.tasks.spec import load_task
+
+    return load_task(task_path(name_or_path))
+
+
+def task_path(name_or_path: str | Path) -> Path:
+    """The path a task name or path stands for, as ``resolve_task`` reads it (a path that
+    exists wins over a built-in name); the task is not loaded.
+
+    Raises:
+        ConfigError: Empty, or neither an existing path nor a built-in name (lists the
+            built-ins).
+    """
     builtins = builtin_tasks()
     expected = ("a directory with task.toml, an OpenEvolve- or ShinkaEvolve-style directory, "
                 "or one of " + ", ".join(builtins))
@@ -54,8 +72,8 @@ def resolve_task(name_or_path: str | Path) -> Task:
         raise ConfigError("the task name is empty", expected=expected)
     path = Path(name_or_path)
     if path.exists():
-        return load_task(path)
+        return path
     if str(name_or_path) in builtins:
-        return load_task(builtins[str(name_or_path)])
+        return builtins[str(name_or_path)]
     raise ConfigError(f"no task directory or built-in task named '{name_or_path}'",
                       expected=expected)

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import tomllib
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -22,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dreamrsi.core.model import Direction
 from dreamrsi.errors import ConfigError
+from dreamrsi.tasks.digest import TASK_FILE, combine, file_digests
 from dreamrsi.tasks.peers import PeerSpec, peer_evaluator, peer_task_table
 from dreamrsi.tasks.proposers import (
     CommandProposer,
@@ -31,7 +30,6 @@ from dreamrsi.tasks.proposers import (
     proposer_spec,
 )
 
-TASK_FILE = "task.toml"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PROPOSERS: dict[str, type[CommandProposer] | type[LlmProposer]] = {
     "command": CommandProposer, "llm": LlmProposer}
@@ -279,7 +277,7 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
     constraints = Constraints(protected_paths, c.on_protected_change, c.memory_mb,
                               c.cpu_s, c.max_processes, c.max_output_bytes, c.max_workspace_mb,
                               c.isolation, c.network, tuple(c.pass_env), tuple(c.read_paths))
-    seed_files = _file_digests(seed_dir)
+    seed_files = file_digests(seed_dir)
     protected = {p: d for p, d in seed_files.items() if _under_any(p, constraints.protected_paths)}
     prompts = {} if proposer.llm is None else check_llm(
         file, proposer.llm, seed_dir, constraints.protected_paths, constraints.pass_env)
@@ -294,9 +292,9 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
         proposer=proposer,
         constraints=constraints,
         survival=SurvivalSpec(spec.survival.repeats, tuple(spec.survival.commands)),
-        digest=_digest({"task.toml": hashlib.sha256(raw_bytes).hexdigest(), **seed_files,
+        digest=combine({"task.toml": hashlib.sha256(raw_bytes).hexdigest(), **seed_files,
                         **{f"\0{k}": v for k, v in prompts.items()}, **adapter}),
-        evaluator_digest=_digest({"command": evaluator.command, **protected, **adapter}),
+        evaluator_digest=combine({"command": evaluator.command, **protected, **adapter}),
         peer=peer,
     )
 
@@ -379,33 +377,3 @@ def _check_sandbox_asks(file: Path, c: _Constraints) -> None:
 
 def _under_any(path: str, prefixes: tuple[str, ...]) -> bool:
     return any(path == p.rstrip("/") or path.startswith(p.rstrip("/") + "/") for p in prefixes)
-
-
-def _file_digests(root: Path) -> dict[str, str]:
-    """sha256 of every file under ``root`` (skipping ``.git`` and caches), by relative path.
-
-    A symbolic link is never followed: it enters as ``link:`` and its target text, as the
-    workspace stores it, so a link to a file outside the seed is not read.
-    """
-    out: dict[str, str] = {}
-    for folder, dirs, files in os.walk(root):  # lists linked folders without entering them
-        base = Path(folder)
-        top = base == root
-        for name in sorted([*dirs, *files]):
-            path = base / name
-            if name == "__pycache__" or (top and name == ".git"):
-                continue
-            rel = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                out[rel] = "link:" + os.readlink(path)
-            elif path.is_file():
-                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-        dirs[:] = [d for d in dirs if d != "__pycache__" and not (top and d == ".git")]
-    return out
-
-
-def _digest(parts: Mapping[str, str]) -> str:
-    h = hashlib.sha256()
-    for key in sorted(parts):
-        h.update(f"{key}\0{parts[key]}\n".encode())
-    return "sha256:" + h.hexdigest()

@@ -1,0 +1,76 @@
+"""A task's digest from its files alone: what ``load_task`` computes, without validating.
+
+Validating a task needs its pydantic schema, whose import costs a reading command more than
+the reading itself. A command that only needs the digest, to look the task up in a store
+(which validated it when recording it, and holds the same bytes under that digest), uses
+``unvalidated_digest``; everything else loads the task.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+
+TASK_FILE = "task.toml"
+
+
+def file_digests(root: Path) -> dict[str, str]:
+    """sha256 of every file under ``root`` (skipping ``.git`` and caches), by relative path.
+
+    A symbolic link is never followed: it enters as ``link:`` and its target text, as the
+    workspace stores it, so a link to a file outside the seed is not read.
+    """
+    out: dict[str, str] = {}
+    for folder, dirs, files in os.walk(root):  # lists linked folders without entering them
+        base = Path(folder)
+        top = base == root
+        for name in sorted([*dirs, *files]):
+            path = base / name
+            if name == "__pycache__" or (top and name == ".git"):
+                continue
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                out[rel] = "link:" + os.readlink(path)
+            elif path.is_file():
+                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        dirs[:] = [d for d in dirs if d != "__pycache__" and not (top and d == ".git")]
+    return out
+
+
+def combine(parts: Mapping[str, str]) -> str:
+    """One digest of named parts, independent of their order."""
+    h = hashlib.sha256()
+    for key in sorted(parts):
+        h.update(f"{key}\0{parts[key]}\n".encode())
+    return "sha256:" + h.hexdigest()
+
+
+def unvalidated_digest(directory: Path) -> str | None:
+    """The digest ``load_task(directory)`` gives if the task is valid, or ``None`` where this
+    shortcut does not apply (no ``task.toml``, a file that is not TOML, a seed folder that is
+    missing or outside the directory, an ``llm`` proposer, whose prompts enter the digest, or
+    a peer's evaluator, whose adapter does).
+
+    The task is not validated: a caller trusts the digest only once a store knows it.
+    """
+    directory = directory.resolve()
+    try:
+        raw = (directory / TASK_FILE).read_bytes()
+        table = tomllib.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    workspace = table.get("workspace")
+    proposer, evaluator = table.get("proposer", {}), table.get("evaluator", {})
+    seed = workspace.get("seed") if isinstance(workspace, dict) else None
+    if not isinstance(seed, str) or not seed or Path(seed).is_absolute():
+        return None
+    if not isinstance(proposer, dict) or proposer.get("kind", "command") != "command" or (
+            not isinstance(evaluator, dict) or evaluator.get("kind", "command") != "command"):
+        return None
+    seed_dir = (directory / seed).resolve()
+    if not seed_dir.is_relative_to(directory) or not seed_dir.is_dir():
+        return None
+    return combine({TASK_FILE: hashlib.sha256(raw).hexdigest(), **file_digests(seed_dir)})

@@ -1,0 +1,89 @@
+"""A task's digest from its files alone agrees with the validated task's, or declines."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dreamrsi.errors import ConfigError
+from dreamrsi.tasks import builtin_tasks, load_task
+from dreamrsi.tasks.catalog import task_path
+from dreamrsi.tasks.digest import unvalidated_digest
+
+EXAMPLES = Path(__file__).parent / "examples"
+
+
+def test_every_builtin_and_example_task_digests_as_it_loads() -> None:
+    dirs = [*builtin_tasks().values(),
+            *(p.parent for p in EXAMPLES.glob("*/task.toml"))]
+    checked = 0
+    for directory in dirs:
+        try:
+            task = load_task(directory)
+        except ConfigError:
+            continue
+        quick = unvalidated_digest(directory)
+        if task.proposer.kind != "command" or task.peer is not None:
+            assert quick is None, directory
+        else:
+            assert quick == task.digest, directory
+            checked += 1
+    assert checked >= len(builtin_tasks())
+
+
+def copy_task(tmp_path: Path, name: str = "circle-packing-26") -> Path:
+    target = tmp_path / name
+    shutil.copytree(builtin_tasks()[name], target,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+def test_the_digest_follows_every_file_and_link(tmp_path: Path) -> None:
+    task = copy_task(tmp_path)
+    seed = task / load_task(task).seed_dir.relative_to(task.resolve())
+    before = unvalidated_digest(task)
+    (seed / "notes.txt").write_text("one more file\n")
+    (seed / "link").symlink_to("/etc/hostname")
+    after = unvalidated_digest(task)
+    assert after != before and after == load_task(task).digest
+    with (task / "task.toml").open("a") as f:
+        f.write("\n# a comment changes the bytes\n")
+    assert unvalidated_digest(task) == load_task(task).digest != after
+
+
+@pytest.mark.parametrize("edit, why", [
+    (lambda t: (t / "task.toml").write_text("name = [unclosed"), "not TOML"),
+    (lambda t: (t / "task.toml").write_bytes(b"\xff\xfe"), "not UTF-8"),
+    (lambda t: (t / "task.toml").unlink(), "no task.toml"),
+    (lambda t: shutil.rmtree(t / "seed"), "seed folder missing"),
+    (lambda t: (t / "task.toml").write_text(
+        (t / "task.toml").read_text().replace('seed = "seed"', 'seed = "../.."')),
+     "seed folder outside"),
+    (lambda t: (t / "task.toml").write_text(
+        (t / "task.toml").read_text().replace('seed = "seed"', 'seed = "/tmp"')),
+     "absolute seed folder"),
+    (lambda t: (t / "task.toml").write_text(
+        (t / "task.toml").read_text().replace('kind = "command"', 'kind = "llm"')),
+     "llm proposer"),
+    (lambda t: (t / "task.toml").write_text(
+        (t / "task.toml").read_text().replace("[evaluator]\n", '[evaluator]\nkind = "shinka"\n')),
+     "a peer's evaluator"),
+])
+def test_the_shortcut_declines_what_it_cannot_stand_for(tmp_path: Path, edit, why) -> None:
+    task = copy_task(tmp_path)
+    text = (task / "task.toml").read_text()
+    assert 'seed = "seed"' in text and 'kind = "command"' in text
+    edit(task)
+    assert unvalidated_digest(task) is None, why
+
+
+def test_task_path_resolves_as_resolve_task(tmp_path: Path) -> None:
+    assert task_path("lasso-path") == builtin_tasks()["lasso-path"]
+    task = copy_task(tmp_path)
+    assert task_path(str(task)) == task
+    with pytest.raises(ConfigError, match="no task directory or built-in task"):
+        task_path("no-such-task")
+    with pytest.raises(ConfigError, match="the task name is empty"):
+        task_path("  ")
