@@ -85,7 +85,10 @@ def test_a_bad_answer_is_an_error_node_and_the_run_goes_on(
         case: str, llm_task: LlmTaskFactory, store: SqliteRunStore, tmp_path: Path) -> None:
     reply, why = BAD_ANSWERS[case]
     with FakeOpenAI(responder=first_then_improve(reply)) as server:
-        task = llm_task(server.base_url)
+        # A 2 MB body can take longer than the default 2 s call timeout on a loaded machine;
+        # a timed-out call would be retried and get the next (good) answer.
+        task = llm_task(server.base_url, proposer="call_timeout_s = 30\n"
+                        if case == "a 2 MB answer" else "")
         (task / "seed" / "lib").symlink_to(tmp_path)
         if case == "500 forever":
             server.responder = lambda seen: reply
