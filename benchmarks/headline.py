@@ -66,6 +66,23 @@ SUPERSEDED: dict[str, str] = {
     "predicts-autocorrelation-c3--ladder-history": "4 trees of a ladder π_1 and one online seed "
                                                    "per policy; superseded by predicts-"
                                                    "autocorrelation-c3--pooled--5-online-seeds",
+    "ceiling-lasso-path--3x12": "3 rounds of 12 without history as context; superseded by "
+                                "ceiling-lasso-path--history-4--5x10 (the pays protocol)",
+    "pays-circle-packing-26--branches-pooled": "before history as context became the loop's "
+                                               "default; superseded by pays-circle-packing-26"
+                                               "--branches-pooled--history-4--5x20",
+    "pays-autocorrelation-c3--branches-pooled--2-prior-loops":
+        "prior loops dreamed over before round 1, without history as context; superseded by "
+        "pays-autocorrelation-c3--branches-pooled--history-4--5x20",
+    "pays-circle-packing-26--branches-pooled--2-prior-loops":
+        "prior loops dreamed over before round 1, without history as context; superseded by "
+        "pays-circle-packing-26--branches-pooled--history-4--5x20",
+    "pays-circle-packing-32--branches-pooled": "circle-packing-32 before history as context "
+                                               "became the loop's default; not re-measured "
+                                               "(issue 16 measures lasso-path, "
+                                               "circle-packing-26 and autocorrelation-c3)",
+    "pays-circle-packing-32--branches-pooled--2-prior-loops":
+        "circle-packing-32 with prior loops, before history as context; not re-measured",
     "predicts-autocorrelation-c3": "4 trees and one online seed per policy; superseded by "
                                    "predicts-autocorrelation-c3--ladder-history",
 }
