@@ -88,7 +88,8 @@ def test_without_bubblewrap_the_cli_says_how_to_fix_it(llm_task: LlmTaskFactory,
                                                        server: FakeOpenAI,
                                                        tmp_path: Path) -> None:
     path, store = _path_without_bwrap(tmp_path), tmp_path / "store"
-    task = str(llm_task(server.base_url))
+    # one chat in all: a call timeout a loaded machine cannot exceed, so no call is retried
+    task = str(llm_task(server.base_url, proposer="call_timeout_s = 30\n"))
     refused = _cli(["run", task, "--budget", "1"], path, store)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
     message = " ".join(refused.stderr.split())
