@@ -38,6 +38,16 @@ tree, fixed and greedy; it was also process-wide while other threads ran).
    concurrent pauses restore the collector only when the last one ends. Used by
    ``SqliteRunStore.add_nodes`` and ``nodes``. Gain: bulk append of 100,000 nodes 1.19x,
    loading a tree with every field 1.22x.
+4. **Node record text** (:func:`node_record_text`): the JSON of a node's record in its chain
+   (``{"node": RECORD}``), written in one f-string straight from the stored row instead of
+   building the record's dict (parsing its two list columns, tagging infinities) and encoding
+   it: the list columns are spliced in as the text just written to the row, what :func:`dumps`
+   writes for them. CPython detail: an f-string formats an ``int`` as ``int.__repr__`` and
+   ``!r`` a ``float`` as ``float.__repr__``, what the C encoder writes. A row holding any other
+   class of value, or an infinity, is left to the general path. The record's dict, which the
+   ledger event carries, is then read back from the text (``loads``, cheaper than building
+   it). Gain: bulk append of 100,000 nodes 1.22x in CPU time (two alternating pairs, issue 17;
+   the record's part of a node's instructions fell from about 190,000 to 110,000).
 """
 
 from __future__ import annotations
@@ -59,6 +69,7 @@ __all__ = [
     "dumps",
     "dumps_pairs",
     "dumps_strings",
+    "node_record_text",
     "gc_paused",
     "loads",
     "shared_pieces",
@@ -184,3 +195,53 @@ def gc_paused() -> Iterator[None]:
             _gc_pauses -= 1
             if _gc_pauses == 0 and _gc_was_enabled:
                 gc.enable()
+
+
+# -- 4. node record text ---------------------------------------------------------------------
+
+_NULLABLE = (str, type(None))
+_FLOAT_OR_NULL = (float, type(None))
+_NODE_TYPES = ((str,), (str,), _NULLABLE, (int,), (int,), _NULLABLE, (str,), (int,),
+               _FLOAT_OR_NULL, _FLOAT_OR_NULL, (str,), (str,), _NULLABLE, (int,), (int,), (int,),
+               (int,), (float,), _NULLABLE, (str,), (str,), (float,))
+"""The classes the text below writes as they are, by column (``records.NODE_COLUMNS``)."""
+_PLAIN: dict[tuple[type, ...], bool] = {}
+
+
+def node_record_text(row: Sequence[Any], feedback_sha256: str,
+                     metrics_sha256: str) -> str | None:
+    """``dumps({"node": records.node_record(row)})`` for a node's stored row whose values are
+    all of the classes the store writes (text, integers, finite floats, ``None``) and whose
+    list columns (artifacts, evidence) hold the text :func:`dumps` writes for them (the caller
+    vouches for that); ``None`` for any other row. The digests are the record's."""
+    classes = tuple(map(type, row))
+    plain = _PLAIN.get(classes)
+    if plain is None:
+        plain = len(classes) == len(_NODE_TYPES) and all(
+            c in allowed for c, allowed in zip(classes, _NODE_TYPES, strict=False))
+        if len(_PLAIN) < 256:  # a few combinations of None occur; never grow without bound
+            _PLAIN[classes] = plain
+    if not plain:
+        return None
+    (node_id, run_id, parent_id, seq, round_, commit, status, valid, score, raw_score, _, _,
+     plan, wall_ms, cpu_ms, tokens_in, tokens_out, money_usd, candidate_hash, artifacts,
+     evidence, created_at) = row
+    # x - x is 0.0 for a finite float and NaN (true) for an infinite one
+    if (money_usd - money_usd or created_at - created_at
+            or (score is not None and score - score)
+            or (raw_score is not None and raw_score - raw_score)):
+        return None
+    q = _quote_ascii
+    return (
+        f'{{"node":{{"artifacts":{artifacts},'
+        f'"candidate_hash":{"null" if candidate_hash is None else q(candidate_hash)},'
+        f'"commit_id":{"null" if commit is None else q(commit)},"cpu_ms":{cpu_ms},'
+        f'"created_at":{created_at!r},"evidence":{evidence},'
+        f'"feedback_sha256":{q(feedback_sha256)},"metrics_sha256":{q(metrics_sha256)},'
+        f'"money_usd":{money_usd!r},"node_id":{q(node_id)},'
+        f'"parent_id":{"null" if parent_id is None else q(parent_id)},'
+        f'"plan":{"null" if plan is None else q(plan)},'
+        f'"raw_score":{"null" if raw_score is None else repr(raw_score)},"round":{round_},'
+        f'"run_id":{q(run_id)},"score":{"null" if score is None else repr(score)},'
+        f'"seq":{seq},"status":{q(status)},"tokens_in":{tokens_in},'
+        f'"tokens_out":{tokens_out},"valid":{valid},"wall_ms":{wall_ms}}}}}')

@@ -13,7 +13,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -151,13 +151,16 @@ class EventJson(NamedTuple):
     belief_updates: str
 
 
-def event_json(event: LedgerEvent) -> EventJson:
-    """The stored JSON columns of ``event``; ``ValueError`` if it holds NaN or infinity."""
+def event_json(event: LedgerEvent, parsed: str | None = None) -> EventJson:
+    """The stored JSON columns of ``event``; ``ValueError`` if it holds NaN or infinity.
+    ``parsed``, when given, is the JSON of ``event.parsed`` as :func:`dumps` writes it."""
     e = event
+    if parsed is None and e.parsed is not None:
+        parsed = dumps(dict(e.parsed))
     return EventJson(
         dumps_strings(e.args) if e.args else "[]",
         dumps_pairs(e.artifacts) if e.artifacts else "[]",
-        None if e.parsed is None else dumps(dict(e.parsed)),
+        parsed,
         dumps([dict(b) for b in e.belief_updates]) if e.belief_updates else "[]",
     )
 
@@ -169,16 +172,18 @@ def chain_encoded(
     events: Iterable[LedgerEvent],
     run_id: str | None,
     dream_id: str | None,
+    parsed: Sequence[str] | None = None,
 ) -> list[tuple[LedgerRow, EventJson]]:
     """Chain ``events`` after the row with hash ``prev_hash`` at position ``start_seq - 1``:
     each row with its stored JSON columns. Every field is encoded once: the hashed text is
     assembled from the same pieces (:func:`dreamrsi.store._fast.canonical_text`), byte for byte
-    what ``row_hash(canonical_fields(...))`` hashes, which the tests check."""
+    what ``row_hash(canonical_fields(...))`` hashes, which the tests check. ``parsed``, when
+    given, holds each event's ``parsed`` already encoded (:func:`event_json`)."""
     shared = shared_pieces(chain, dream_id, run_id)  # quoted once for the batch
     out = []
     seq, prev = start_seq, prev_hash
-    for event in events:
-        columns = event_json(event)
+    for k, event in enumerate(events):
+        columns = event_json(event, parsed[k] if parsed is not None else None)
         text = (canonical_text(seq, event, prev, columns, shared) if shared is not None
                 else None) or _CANONICAL.encode(canonical_fields(chain, seq, event, run_id,
                                                                  dream_id, prev))

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dreamrsi.store._fast import dumps, loads
+from dreamrsi.store._fast import dumps, loads, node_record_text
 from dreamrsi.store.ledger import Actor, ChainHead, LedgerEvent, now_iso
 
 NODE_COLUMNS = (
@@ -48,6 +48,60 @@ def node_record(row: Sequence[Any]) -> dict[str, Any]:
     record["artifacts"] = _parse(record["artifacts"])
     record["evidence"] = _parse(record["evidence"])
     return _finite(record, _NODE_REAL)
+
+
+_LISTS = (NODE_COLUMNS.index("artifacts"), NODE_COLUMNS.index("evidence"))
+_FEEDBACK, _METRICS = NODE_COLUMNS.index("feedback"), NODE_COLUMNS.index("metrics")
+
+
+def node_record_event(row: Sequence[Any], written: Sequence[Any],
+                      t: str) -> tuple[LedgerEvent, str]:
+    """The record event of a node (as :func:`record_event` makes it from
+    :func:`node_record`) and the JSON of its ``parsed``, what ``dumps`` writes for it.
+
+    Args:
+        row: The node's row as the store holds it (read back after the insert).
+        written: The row as it was inserted (``rows.node_row``); where the stored list columns
+            are the same text, the JSON is written from the row directly
+            (:func:`~dreamrsi.store._fast.node_record_text`).
+        t: The time of the row.
+    """
+    text = None
+    if all(row[i] == written[i] for i in _LISTS):
+        text = node_record_text(row, _digest(row[_FEEDBACK]), _digest(row[_METRICS]))
+    parsed: Mapping[str, Any]
+    if text is None:
+        parsed = {"node": node_record(row)}
+        text = dumps(parsed)
+    else:
+        parsed = _RecordOnRead(row)
+    return LedgerEvent(Actor.EXECUTION, RECORD_NODE, parsed=parsed, node_id=row[0], t=t), text
+
+
+class _RecordOnRead(Mapping[str, Any]):
+    """``{"node": node_record(row)}``, built when first read: the store writes the record's
+    JSON from the row, and a bulk append never reads the event's dict (building it, or
+    parsing it back from the JSON, costs as much as writing the JSON)."""
+
+    __slots__ = ("_row", "_value")
+
+    def __init__(self, row: Sequence[Any]) -> None:
+        self._row = row
+        self._value: dict[str, Any] | None = None
+
+    def _record(self) -> dict[str, Any]:
+        if self._value is None:
+            self._value = {"node": node_record(self._row)}
+        return self._value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._record()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._record())
+
+    def __len__(self) -> int:
+        return len(self._record())
 
 
 def run_record(row: Sequence[Any]) -> dict[str, Any]:

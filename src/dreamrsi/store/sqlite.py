@@ -50,6 +50,7 @@ from dreamrsi.store.records import (
     NODE_COLUMNS,
     RUN_COLUMNS,
     node_record,
+    node_record_event,
     record_event,
     run_record,
 )
@@ -406,19 +407,23 @@ class SqliteRunStore(TreeQueries, DreamTables, RecordAudit):
             return
         with self._write(several=True) as conn, gc_paused():
             last = conn.execute("SELECT max(rowid) FROM nodes").fetchone()[0] or 0
+            written = [node_row(n) for n in nodes]
             conn.executemany(f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({_marks(22)})",
-                             [node_row(n) for n in nodes])
+                             written)
             stored = conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE rowid > ? "
                                   "ORDER BY rowid", (last,)).fetchall()
             if len(stored) != len(nodes):
                 raise StoreError(f"store {self.root}: {len(nodes)} nodes written, "
                                  f"{len(stored)} read back")
-            by_run: dict[str, list[LedgerEvent]] = {}
+            by_run: dict[str, tuple[list[LedgerEvent], list[str]]] = {}
             t = now_iso()
-            for row in stored:
-                by_run.setdefault(row[1], []).append(record_event("node", node_record(row), t=t))
-            for run_id, events in by_run.items():
-                self._append(conn, run_id, events, run_id, None)
+            for row, values in zip(stored, written, strict=True):
+                event, text = node_record_event(row, values, t)
+                events, texts = by_run.setdefault(row[1], ([], []))
+                events.append(event)
+                texts.append(text)
+            for run_id, (events, texts) in by_run.items():
+                self._append(conn, run_id, events, run_id, None, texts)
 
     def nodes(self, run_id: str) -> list[Node]:
         with gc_paused():
@@ -491,12 +496,14 @@ class SqliteRunStore(TreeQueries, DreamTables, RecordAudit):
 
     @staticmethod
     def _append(conn: sqlite3.Connection, chain: str, events: Sequence[LedgerEvent],
-                run_id: str | None, dream_id: str | None) -> list[LedgerRow]:
-        """Chain and insert ``events`` (at least one) inside the caller's transaction."""
+                run_id: str | None, dream_id: str | None,
+                parsed: Sequence[str] | None = None) -> list[LedgerRow]:
+        """Chain and insert ``events`` (at least one) inside the caller's transaction;
+        ``parsed``: their ``parsed`` already encoded, if it is (``ledger.chain_encoded``)."""
         head = conn.execute("SELECT length, head FROM chains WHERE chain = ?",
                             (chain,)).fetchone()
         length, prev = (head[0], head[1]) if head else (0, GENESIS)
-        encoded = chain_encoded(chain, length + 1, prev, events, run_id, dream_id)
+        encoded = chain_encoded(chain, length + 1, prev, events, run_id, dream_id, parsed)
         conn.executemany(f"INSERT INTO ledger ({_LEDGER_COLUMNS}) VALUES ({_marks(20)})",
                          [ledger_row(r, j) for r, j in encoded])
         rows = [r for r, _ in encoded]
