@@ -244,14 +244,12 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
     Raises:
         PolicyError: A batch breaks the decision interface.
     """
-    s = settings
+    workers, attempts, rounds_cap, mode, seed, task_name, plan, charge, name = settings
     st = state if state is not None else EpisodeState()
-    policy.reset(_tuple_new(PolicyContext, (s.task_name, s.workers, s.mode, _LazyRandom(s.seed),
-                                            s.attempt_budget, s.round_budget, s.plan)))
+    policy.reset(_tuple_new(PolicyContext, (task_name, workers, mode, _LazyRandom(seed),
+                                            attempts, rounds_cap, plan)))
     select, extend, exhausted = policy.select, source.extend, source.exhausted
     repeats = getattr(policy, "view_determined", False) is True
-    workers, attempts, rounds_cap = s.workers, s.attempt_budget, s.round_budget
-    name, charge = s.policy_name, s.charge_misses
     # the counts live in locals while the loop runs (a replay plays millions of rounds)
     rounds, spent, selections, revealed = st.rounds, st.spent, st.selections, st.revealed
     sizes = st.batch_sizes
@@ -295,7 +293,7 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
             if sizes is not None:
                 sizes.append(count)
             rounds += 1
-            view.complete_round()
+            view._rounds += 1  # view.complete_round(), inlined: every round of every replay
             if on_round is not None:
                 st.rounds, st.spent, st.selections, st.revealed = (rounds, spent, selections,
                                                                    revealed)

@@ -6,7 +6,7 @@ is O(log branches) per revealed node, so a round costs what it selects, not the 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from heapq import heappop, heappush
 from itertools import count, islice
 from operator import attrgetter
@@ -222,43 +222,47 @@ class OpenChains:
     """:func:`refine_then_open`, kept up to date: the branches that may still be unfinished,
     in opening order. A branch is dropped once finished (finished attempts only grow), so a
     round looks at the chains it refines and at those that finished since, not at every
-    branch.
+    branch. Rebuilt from the view whenever it meets a view other than the one it followed.
     """
 
-    __slots__ = ("log", "_open", "_lengths")
+    __slots__ = ("_view", "_table", "_ids", "_open", "_lengths")
 
     def __init__(self) -> None:
-        self.log = BranchLog()
-        self._open: list[int] = []
-        self._lengths: list[int] = []
+        self.forget()
 
     def forget(self) -> None:
         """Start again from the next view seen."""
-        self.log.forget()
-        self._open, self._lengths = [], []
+        self._view: TreeView | None = None
+        self._table: Mapping[str, Branch] = {}  # the view's branch table, once seen
+        self._ids: list[str] = []  # branch ids in opening order
+        self._open: list[int] = []  # positions of the branches that may be unfinished
+        self._lengths: list[int] = []  # the attempts each branch is refined to
 
     def select(self, view: TreeView, n: int, length: Callable[[int], int | None],
                branches: int) -> list[str]:
         """What :func:`refine_then_open` selects, with ``length(i)`` the attempts the i-th
         branch is refined to (``None``: past the end of the lengths, never refined)."""
-        fresh = self.log.branches(view)  # first: a fresh view gets a new list of ids
-        ids, pending, lengths = self.log.ids, self._open, self._lengths
-        if fresh:
-            pending.clear()
-            lengths.clear()
-        while len(lengths) < len(ids):  # branches opened since: open until they finish
-            i = len(lengths)
-            want = length(i)
-            lengths.append(0 if want is None else want)
-            if want is not None:
-                pending.append(i)
-        if n <= 0:
-            return []
-        table = view.branch_table()
-        # the first open chain, while unfinished, is the whole batch of a one-slot round
+        table = self._table
+        if view is not self._view:
+            self.forget()
+            self._view, table = view, view.branch_table()
+            self._table = table
+        ids, pending, lengths = self._ids, self._open, self._lengths
+        if len(table) != len(ids):  # branches opened since (the table's last keys)
+            opened = len(table) - len(ids)
+            ids.extend(reversed(list(islice(reversed(table), opened))))
+            while len(lengths) < len(ids):  # open until they finish
+                want = length(len(lengths))
+                if want is not None:
+                    pending.append(len(lengths))
+                lengths.append(0 if want is None else want)
+        # written for speed (a replay asks every round): the first open chain, while
+        # unfinished, is the whole batch of a one-slot round
         if n == 1 and pending and (branch := table[ids[pending[0]]]).finished < lengths[
                 pending[0]]:
             return [branch.tip]
+        if n <= 0:
+            return []
         batch: list[str] = []
         done = []
         for k, i in enumerate(pending):
