@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
-from dreamrsi.policies._common import BestRanking, Scale, slots
+from dreamrsi.policies._common import BestRanking, Scale
 from dreamrsi.policies.params import check_params, param
 
 
@@ -55,17 +55,16 @@ class Stagnation:
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Extend improving branches; open new ones when all stall; maybe stop."""
-        n = slots(budget)
-        if n == 0 or self._dried_up(view):
+        left = budget.attempts_left  # slots(budget), inlined: asked every round
+        n = budget.workers if left is None else max(0, min(budget.workers, left))
+        if n == 0 or (self.min_gain > 0 and self._dried_up(view)):
             return []
-        ranking = self._active
-        ranking.refresh(view)
-        active = ranking.top(view, n)
-        batch = [b.tip for b in active]
-        opened = view.branch_count()
-        want = self.initial or budget.workers
-        if len(batch) < n and opened < self.max_branches and (not active or opened < want):
-            batch += [view.root_id] * min(n - len(batch), self.max_branches - opened)
+        batch = self._active.tips(view, n)
+        if len(batch) < n:
+            opened = view.branch_count()
+            if opened < self.max_branches and (not batch or opened < (self.initial
+                                                                     or budget.workers)):
+                batch += [view.root_id] * min(n - len(batch), self.max_branches - opened)
         return batch
 
     def _stalled(self, branch: Branch) -> bool:
