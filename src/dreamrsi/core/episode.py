@@ -209,6 +209,24 @@ def _repeated_rounds(size: int, left: int | None, workers: int, charge: bool,
     return min(rounds_left, (left - workers) // size)
 
 
+_BUDGETS: dict[int, list[Budget]] = {}  # per W: Budget(W, None, r) at index r
+_BUDGETS_UPTO = 1 << 16
+
+
+def _budgets(workers: int, upto: int) -> list[Budget] | None:
+    """``Budget(workers, None, r)`` at index ``r``, for every ``r`` up to ``upto`` (``None``
+    past 65,536): built once per W and shared by every episode without an attempt budget,
+    as a named tuple costs more to build than the rest of a replay's round. Replaced, never
+    changed, when a longer one is needed (another thread may hold the shorter one)."""
+    if upto > _BUDGETS_UPTO:
+        return None
+    kept = _BUDGETS.get(workers)
+    if kept is None or len(kept) <= upto:
+        kept = [_tuple_new(Budget, (workers, None, r)) for r in range(2 * upto + 1)]
+        _BUDGETS[workers] = kept
+    return kept
+
+
 def run_episode(policy: Policy, view: TreeView, source: ChildSource,
                 settings: EpisodeSettings, *, state: EpisodeState | None = None,
                 should_stop: Callable[[TreeView], StopReason | None] | None = None,
@@ -254,6 +272,8 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
     rounds, spent, selections, revealed = st.rounds, st.spent, st.selections, st.revealed
     sizes = st.batch_sizes
     root_id, tips, one_fits = view.root_id, view.leaf_table(), workers >= 1
+    budgets = None if attempts is not None or rounds_cap is None else _budgets(
+        workers, rounds_cap - rounds)
     try:
         while True:
             if rounds_cap is not None and rounds >= rounds_cap:
@@ -265,8 +285,9 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
                     return StopReason.ATTEMPT_BUDGET, st
             if should_stop is not None and (reason := should_stop(view)) is not None:
                 return reason, st
-            chosen = select(view, _tuple_new(Budget, (
-                workers, left, None if rounds_cap is None else rounds_cap - rounds)))
+            chosen = select(view, budgets[rounds_cap - rounds] if budgets is not None else (
+                _tuple_new(Budget, (workers, left, None if rounds_cap is None
+                                    else rounds_cap - rounds))))
             # the common batch, one eligible id, accepted here; anything else is checked
             batch: tuple[str, ...]
             if ((type(chosen) is list or type(chosen) is tuple) and len(chosen) == 1
