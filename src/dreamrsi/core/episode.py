@@ -83,6 +83,11 @@ _LEGACY = (("the policy stopped", StopReason.EMPTY_BATCH), ("K2", StopReason.ROU
            ("cost budget reached", StopReason.COST_BUDGET))
 
 
+# read once: a member read from the enum class costs about as much as a round's checks
+_ROUND_BUDGET, _ATTEMPT_BUDGET = StopReason.ROUND_BUDGET, StopReason.ATTEMPT_BUDGET
+_EMPTY_BATCH, _EXHAUSTED = StopReason.EMPTY_BATCH, StopReason.EXHAUSTED
+
+
 class ChildSource(Protocol):
     """Where an episode's children come from.
 
@@ -277,12 +282,12 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
     try:
         while True:
             if rounds_cap is not None and rounds >= rounds_cap:
-                return StopReason.ROUND_BUDGET, st
+                return _ROUND_BUDGET, st
             left = None
             if attempts is not None:
                 left = attempts - spent
                 if left <= 0:
-                    return StopReason.ATTEMPT_BUDGET, st
+                    return _ATTEMPT_BUDGET, st
             if should_stop is not None and (reason := should_stop(view)) is not None:
                 return reason, st
             chosen = select(view, budgets[rounds_cap - rounds] if budgets is not None else (
@@ -300,11 +305,11 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
             if left is not None:
                 batch = batch[:left]
             if not batch:
-                return StopReason.EMPTY_BATCH, st
+                return _EMPTY_BATCH, st
             found = extend(view, batch, rounds + 1)
             count = len(found)
             if not count and exhausted(view):  # asked for more than is left: not a round
-                return StopReason.EXHAUSTED, st
+                return _EXHAUSTED, st
             selections += len(batch)
             revealed += count
             if attempts is not None:  # the spending rule: finished nodes, and misses if charged

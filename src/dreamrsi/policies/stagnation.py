@@ -42,7 +42,7 @@ class Stagnation:
         check_params(self)
         self._seen = 0
         self._trace: list[float] = []
-        self._active = BestRanking(keep=lambda b: not self._stalled(b))
+        self._active = BestRanking(keep=self._active_branch)
         self._scale = Scale()
 
     def reset(self, context: PolicyContext) -> None:
@@ -67,11 +67,13 @@ class Stagnation:
                 batch += [view.root_id] * min(n - len(batch), self.max_branches - opened)
         return batch
 
-    def _stalled(self, branch: Branch) -> bool:
+    def _active_branch(self, branch: Branch) -> bool:
+        """Whether ``branch`` has not stalled: improved within ``patience`` attempts, and
+        its newest attempt's plan line differs from the one before (or it has none)."""
         if branch.since_best >= self.patience:
-            return True
+            return False
         plan, before = branch.tip_node.plan, branch.prev_node
-        return bool(plan) and before is not None and before.plan == plan
+        return not plan or before is None or before.plan != plan
 
     def _dried_up(self, view: TreeView) -> bool:
         """Update the best-score trace with new nodes; True when gains fell below min_gain
