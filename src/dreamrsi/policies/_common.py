@@ -264,8 +264,8 @@ class BestRanking:
             return [table[ids[key[2]]].tip for key in self._sorted[:n]]
         # one slot, written for speed (greedy's and stagnation's every round at W = 1):
         # where the one node revealed since the last look grew the leading branch (its
-        # statistics changed) and no branch opened, only the leader is ranked again, and
-        # where it still leads, nothing else is done
+        # statistics changed) and no branch opened, only the leader is keyed again; a
+        # branch's best only rises, so, still ranked (kept), it leads still
         log, ranked, lead = self.log, self._sorted, self._lead
         table, ids = log._table, log.ids
         if (lead is not None and view is log._view and view.size == log._seen
@@ -274,15 +274,13 @@ class BestRanking:
             grown = table[ids[top[2]]]
             if grown is not lead and (self._keep is None or self._keep(grown)):
                 best = grown.best
-                key = (best is None, -(best or 0.0), top[2])  # rank_key, inlined
-                if key == top or len(ranked) == 1 or key < ranked[1]:
-                    ranked[0] = key
-                    if (keys := self._keys) is not None:  # else built from the ranking
-                        keys[grown.branch_id] = key
-                    log._seen += 1  # what update() would have caught up with
-                    log.new = ()
-                    self._lead = grown
-                    return [grown.tip]
+                ranked[0] = key = (best is None, -(best or 0.0), top[2])  # rank_key, inlined
+                if (keys := self._keys) is not None:  # else built from the ranking
+                    keys[grown.branch_id] = key
+                log._seen += 1  # what update() would have caught up with
+                log.new = ()
+                self._lead = grown
+                return [grown.tip]
         self.refresh(view)
         if not self._sorted:
             self._lead = None
