@@ -290,9 +290,12 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
                     return _ATTEMPT_BUDGET, st
             if should_stop is not None and (reason := should_stop(view)) is not None:
                 return reason, st
-            chosen = select(view, budgets[rounds_cap - rounds] if budgets is not None else (
-                _tuple_new(Budget, (workers, left, None if rounds_cap is None
-                                    else rounds_cap - rounds))))
+            if budgets is not None:  # shared Budgets: only with a round cap
+                budget = budgets[rounds_cap - rounds]  # type: ignore[operator]
+            else:
+                budget = _tuple_new(Budget, (workers, left, None if rounds_cap is None
+                                             else rounds_cap - rounds))
+            chosen = select(view, budget)
             # the common batch, one eligible id, accepted here; anything else is checked
             batch: tuple[str, ...]
             if ((type(chosen) is list or type(chosen) is tuple) and len(chosen) == 1

@@ -349,9 +349,11 @@ class TreeView:
                     continue
                 tips[state.tip] = stats[state.branch_id] = state
                 order.append(node := state.tip_node)
-                # as in advance(): only a branch's new best may lead (Node[8] is its score)
+                # as in advance(): only a branch's new best may lead (Node[8] is its score,
+                # never None for the view's best)
                 if state.since_best == 0 and (score := state.best) is not None and (
-                        (best := self._best) is None or score > best[8]):
+                        (best := self._best) is None
+                        or score > best[8]):  # type: ignore[operator]
                     self._best = node
             found = order[before:]
             if self._index is not None:

@@ -6,16 +6,18 @@ is O(log branches) per revealed node, so a round costs what it selects, not the 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from heapq import heappop, heappush
 from itertools import islice
 from operator import attrgetter
+from types import MappingProxyType
 
 from dreamrsi.core.model import Node
 from dreamrsi.core.policy import Budget
 from dreamrsi.core.view import Branch, TreeView
 
 _TINY = 1e-12
+_EMPTY: MappingProxyType[str, Branch] = MappingProxyType({})  # no view's table yet
 _NODE_ID = attrgetter("node_id")
 
 
@@ -116,8 +118,8 @@ class BranchLog:
     def forget(self) -> None:
         """Follow no view (the next :meth:`update` starts from the root)."""
         self._view: TreeView | None = None
-        self._table: Mapping[str, Branch] = {}  # the view's branch table, once followed
-        self._tips: Mapping[str, Branch] = {}  # and its leaf table
+        self._table: MappingProxyType[str, Branch] = _EMPTY  # the view's branch table
+        self._tips: MappingProxyType[str, Branch] = _EMPTY  # and its leaf table
         self._seen = 1
         self.new: Sequence[Node] = ()  # the nodes the last update caught up with
         self.ids: list[str] = []  # branch ids in opening order
@@ -304,7 +306,7 @@ class OpenChains:
     def forget(self) -> None:
         """Start again from the next view seen."""
         self._view: TreeView | None = None
-        self._table: Mapping[str, Branch] = {}  # the view's branch table, once seen
+        self._table: MappingProxyType[str, Branch] = _EMPTY  # the view's branch table
         self._ids: list[str] = []  # branch ids in opening order
         self._open: list[int] = []  # positions of the branches that may be unfinished
         self._lengths: list[int] = []  # the attempts each branch is refined to
