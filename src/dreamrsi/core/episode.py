@@ -83,6 +83,11 @@ _LEGACY = (("the policy stopped", StopReason.EMPTY_BATCH), ("K2", StopReason.ROU
            ("cost budget reached", StopReason.COST_BUDGET))
 
 
+# read once: a member read from the enum class costs about as much as a round's checks
+_ROUND_BUDGET, _ATTEMPT_BUDGET = StopReason.ROUND_BUDGET, StopReason.ATTEMPT_BUDGET
+_EMPTY_BATCH, _EXHAUSTED = StopReason.EMPTY_BATCH, StopReason.EXHAUSTED
+
+
 class ChildSource(Protocol):
     """Where an episode's children come from.
 
@@ -209,6 +214,24 @@ def _repeated_rounds(size: int, left: int | None, workers: int, charge: bool,
     return min(rounds_left, (left - workers) // size)
 
 
+_BUDGETS: dict[int, list[Budget]] = {}  # per W: Budget(W, None, r) at index r
+_BUDGETS_UPTO = 1 << 16
+
+
+def _budgets(workers: int, upto: int) -> list[Budget] | None:
+    """``Budget(workers, None, r)`` at index ``r``, for every ``r`` up to ``upto`` (``None``
+    past 65,536): built once per W and shared by every episode without an attempt budget,
+    as a named tuple costs more to build than the rest of a replay's round. Replaced, never
+    changed, when a longer one is needed (another thread may hold the shorter one)."""
+    if upto > _BUDGETS_UPTO:
+        return None
+    kept = _BUDGETS.get(workers)
+    if kept is None or len(kept) <= upto:
+        kept = [_tuple_new(Budget, (workers, None, r)) for r in range(2 * upto + 1)]
+        _BUDGETS[workers] = kept
+    return kept
+
+
 def run_episode(policy: Policy, view: TreeView, source: ChildSource,
                 settings: EpisodeSettings, *, state: EpisodeState | None = None,
                 should_stop: Callable[[TreeView], StopReason | None] | None = None,
@@ -244,31 +267,35 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
     Raises:
         PolicyError: A batch breaks the decision interface.
     """
-    s = settings
+    workers, attempts, rounds_cap, mode, seed, task_name, plan, charge, name = settings
     st = state if state is not None else EpisodeState()
-    policy.reset(_tuple_new(PolicyContext, (s.task_name, s.workers, s.mode, _LazyRandom(s.seed),
-                                            s.attempt_budget, s.round_budget, s.plan)))
+    policy.reset(_tuple_new(PolicyContext, (task_name, workers, mode, _LazyRandom(seed),
+                                            attempts, rounds_cap, plan)))
     select, extend, exhausted = policy.select, source.extend, source.exhausted
     repeats = getattr(policy, "view_determined", False) is True
-    workers, attempts, rounds_cap = s.workers, s.attempt_budget, s.round_budget
-    name, charge = s.policy_name, s.charge_misses
     # the counts live in locals while the loop runs (a replay plays millions of rounds)
     rounds, spent, selections, revealed = st.rounds, st.spent, st.selections, st.revealed
     sizes = st.batch_sizes
     root_id, tips, one_fits = view.root_id, view.leaf_table(), workers >= 1
+    budgets = None if attempts is not None or rounds_cap is None else _budgets(
+        workers, rounds_cap - rounds)
     try:
         while True:
             if rounds_cap is not None and rounds >= rounds_cap:
-                return StopReason.ROUND_BUDGET, st
+                return _ROUND_BUDGET, st
             left = None
             if attempts is not None:
                 left = attempts - spent
                 if left <= 0:
-                    return StopReason.ATTEMPT_BUDGET, st
+                    return _ATTEMPT_BUDGET, st
             if should_stop is not None and (reason := should_stop(view)) is not None:
                 return reason, st
-            chosen = select(view, _tuple_new(Budget, (
-                workers, left, None if rounds_cap is None else rounds_cap - rounds)))
+            if budgets is not None:  # shared Budgets: only with a round cap
+                budget = budgets[rounds_cap - rounds]  # type: ignore[operator]
+            else:
+                budget = _tuple_new(Budget, (workers, left, None if rounds_cap is None
+                                             else rounds_cap - rounds))
+            chosen = select(view, budget)
             # the common batch, one eligible id, accepted here; anything else is checked
             batch: tuple[str, ...]
             if ((type(chosen) is list or type(chosen) is tuple) and len(chosen) == 1
@@ -281,11 +308,11 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
             if left is not None:
                 batch = batch[:left]
             if not batch:
-                return StopReason.EMPTY_BATCH, st
+                return _EMPTY_BATCH, st
             found = extend(view, batch, rounds + 1)
             count = len(found)
             if not count and exhausted(view):  # asked for more than is left: not a round
-                return StopReason.EXHAUSTED, st
+                return _EXHAUSTED, st
             selections += len(batch)
             revealed += count
             if attempts is not None:  # the spending rule: finished nodes, and misses if charged
@@ -295,7 +322,7 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
             if sizes is not None:
                 sizes.append(count)
             rounds += 1
-            view.complete_round()
+            view._rounds += 1  # view.complete_round(), inlined: every round of every replay
             if on_round is not None:
                 st.rounds, st.spent, st.selections, st.revealed = (rounds, spent, selections,
                                                                    revealed)

@@ -313,8 +313,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
         getattr(policy, "name", type(policy).__name__)))
     view = TreeView(tree.root)
     stop, st = run_episode(policy, view, _BoundSource(tree, view), settings,
-                           state=EpisodeState() if keep_order else EpisodeState(
-                               batch_sizes=None))
+                           state=EpisodeState(0, 0, 0, 0, [] if keep_order else None))
     best = view.best
     quality = best.score if best is not None and best.score is not None else tree.floor
     order = tuple(n.node_id for n in islice(view.nodes(), 1, None)) if keep_order else ()

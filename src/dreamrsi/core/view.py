@@ -337,8 +337,6 @@ class TreeView:
 
         def step(view: TreeView, batch: Sequence[str], round_no: int) -> list[Node]:
             before = len(order)
-            best = self._best
-            best_score = None if best is None else best[8]  # Node is a named tuple: score
             for parent_id in batch:
                 if parent_id != root_id:
                     state = after[parent_id]
@@ -350,12 +348,13 @@ class TreeView:
                 else:
                     continue
                 tips[state.tip] = stats[state.branch_id] = state
-                order.append(state.tip_node)
-                score = state.best  # as in advance(): only a branch's new best may lead
-                if state.since_best == 0 and score is not None and (best_score is None
-                                                                    or score > best_score):
-                    best, best_score = state.tip_node, score
-            self._best = best
+                order.append(node := state.tip_node)
+                # as in advance(): only a branch's new best may lead (Node[8] is its score,
+                # never None for the view's best)
+                if state.since_best == 0 and (score := state.best) is not None and (
+                        (best := self._best) is None
+                        or score > best[8]):  # type: ignore[operator]
+                    self._best = node
             found = order[before:]
             if self._index is not None:
                 self._index.update((n[0], n) for n in found)

@@ -8,14 +8,16 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Sequence
 from heapq import heappop, heappush
-from itertools import count, islice
+from itertools import islice
 from operator import attrgetter
+from types import MappingProxyType
 
 from dreamrsi.core.model import Node
 from dreamrsi.core.policy import Budget
 from dreamrsi.core.view import Branch, TreeView
 
 _TINY = 1e-12
+_EMPTY: MappingProxyType[str, Branch] = MappingProxyType({})  # no view's table yet
 _NODE_ID = attrgetter("node_id")
 
 
@@ -108,7 +110,7 @@ class BranchLog:
     episode, a resumed run) and on :meth:`forget` (``reset``).
     """
 
-    __slots__ = ("_view", "_seen", "new", "ids", "position")
+    __slots__ = ("_view", "_table", "_tips", "_seen", "new", "ids", "position")
 
     def __init__(self) -> None:
         self.forget()
@@ -116,6 +118,8 @@ class BranchLog:
     def forget(self) -> None:
         """Follow no view (the next :meth:`update` starts from the root)."""
         self._view: TreeView | None = None
+        self._table: MappingProxyType[str, Branch] = _EMPTY  # the view's branch table
+        self._tips: MappingProxyType[str, Branch] = _EMPTY  # and its leaf table
         self._seen = 1
         self.new: Sequence[Node] = ()  # the nodes the last update caught up with
         self.ids: list[str] = []  # branch ids in opening order
@@ -125,7 +129,11 @@ class BranchLog:
         """Catch up with ``view`` (the branches opened since, in :attr:`ids`; the nodes
         revealed since, in :attr:`new`): whether it is a view not followed so far
         (everything was forgotten). Costs a step per branch opened, none per node."""
-        fresh = self.branches(view)
+        fresh = view is not self._view
+        if fresh:
+            self._follow(view)
+        if len(self._table) != len(self.ids):
+            self._opened()
         self.new = new = view.revealed_since(self._seen)
         self._seen += len(new)
         return fresh
@@ -135,22 +143,32 @@ class BranchLog:
         as it was: for a policy that never reads it, and calls only this)."""
         fresh = view is not self._view
         if fresh:
-            self.forget()
-            self._view = view
-        ids = self.ids
-        opened = view.branch_count() - len(ids)
-        if opened:  # the newest branches are the table's last keys
-            position = self.position
-            for branch_id in reversed(list(islice(reversed(view.branch_table()), opened))):
-                position[branch_id] = len(ids)
-                ids.append(branch_id)
+            self._follow(view)
+        if len(self._table) != len(self.ids):
+            self._opened()
         return fresh
+
+    def _follow(self, view: TreeView) -> None:
+        self.forget()
+        self._view, self._table, self._tips = view, view.branch_table(), view.leaf_table()
+
+    def _opened(self) -> None:
+        """Take in the branches opened since (the newest are the table's last keys)."""
+        ids, position = self.ids, self.position
+        for branch_id in reversed(list(islice(reversed(self._table), len(self._table)
+                                              - len(ids)))):
+            position[branch_id] = len(ids)
+            ids.append(branch_id)
+
+    def leaf(self, node_id: str) -> Branch | None:
+        """The statistics of the branch whose tip is ``node_id``, if it is a leaf."""
+        return self._tips.get(node_id)
 
     def changed(self, view: TreeView) -> list[Branch]:
         """The current statistics of each branch opened or grown by the nodes in :attr:`new`,
         once each. A node of ``new`` that is no longer a tip has its branch's newer nodes
         after it in ``new``, so the tips among them name every such branch once."""
-        tips = view.leaf_table()
+        tips = self._tips
         return [tips[node_id] for node_id in map(_NODE_ID, self.new) if node_id in tips]
 
 
@@ -162,11 +180,12 @@ class BestRanking:
         keep: Which branches are ranked (default: all).
     """
 
-    __slots__ = ("log", "_keep", "_keys", "_sorted")
+    __slots__ = ("log", "_keep", "_keys", "_sorted", "_lead")
 
     def __init__(self, keep: Callable[[Branch], bool] | None = None) -> None:
         self.log = BranchLog()
         self._keep = keep
+        self._lead: Branch | None = None  # the leader's statistics at the last one-slot look
         # each ranked branch's key (built from the ranking when first needed after a sort)
         self._keys: dict[str, tuple[bool, float, int]] | None = {}
         self._sorted: list[tuple[bool, float, int]] = []
@@ -174,39 +193,60 @@ class BestRanking:
     def forget(self) -> None:
         """Start again from the next view seen."""
         self.log.forget()
-        self._keys, self._sorted = {}, []
+        self._keys, self._sorted, self._lead = {}, [], None
 
     def refresh(self, view: TreeView) -> None:
         """Catch up with the branches opened or grown since the last call: each moved one
         is taken out and put back in place, or, when about as many nodes were revealed as
         there are branches, all are sorted again (as :func:`by_best` would)."""
         log, keep = self.log, self._keep
+        self._lead = None
         if log.update(view):
             self._keys, self._sorted = {}, []
-        if 2 * len(log.new) >= len(log.ids):
+        new = log.new
+        if 2 * len(new) >= len(log.ids):
             branches = view.branch_table().values()  # in opening order
+            # rank_key(b, place), inlined: every branch is keyed
             self._sorted = sorted(
-                map(rank_key, branches, count()) if keep is None else
-                [rank_key(b, place) for place, b in enumerate(branches) if keep(b)])
+                [(b.best is None, -(b.best or 0.0), place) for place, b in enumerate(branches)]
+                if keep is None else
+                [(b.best is None, -(b.best or 0.0), place) for place, b in enumerate(branches)
+                 if keep(b)])
             self._keys = None
             return
-        ranked, position, ids, keys = self._sorted, log.position, log.ids, self._keys
+        keys = self._keys
         if keys is None:
-            keys = self._keys = {ids[key[2]]: key for key in ranked}
+            ids = log.ids
+            keys = self._keys = {ids[key[2]]: key for key in self._sorted}
+        if len(new) == 1:  # a round at W = 1, written for speed; Node[0] is its id
+            branch = log.leaf(new[0][0])
+            if branch is not None:
+                self._move(branch, keys)
+            return
         for branch in log.changed(view):
-            branch_id = branch.branch_id
-            key = (rank_key(branch, position[branch_id])
-                   if keep is None or keep(branch) else None)
-            old = keys.get(branch_id)
-            if old == key:
-                continue
+            self._move(branch, keys)
+
+    def _move(self, branch: Branch, keys: dict[str, tuple[bool, float, int]]) -> None:
+        """Put a grown or opened branch where its key ranks it (or out of the ranking)."""
+        branch_id, best = branch.branch_id, branch.best
+        key = ((best is None, -(best or 0.0), self.log.position[branch_id])  # rank_key
+               if self._keep is None or self._keep(branch) else None)
+        old = keys.get(branch_id)
+        if old == key:
+            return
+        ranked = self._sorted
+        if old is not None and key is not None and ranked[0] is old and (
+                len(ranked) == 1 or key < ranked[1]):
+            ranked[0] = key  # the leader, grown, leads still (greedy's every round)
+        else:
             if old is not None:
                 del ranked[bisect_left(ranked, old)]
-            if key is None:
-                del keys[branch_id]
-            else:
+            if key is not None:
                 insort(ranked, key)
-                keys[branch_id] = key
+        if key is None:
+            del keys[branch_id]
+        else:
+            keys[branch_id] = key
 
     def __len__(self) -> int:
         return len(self._sorted)
@@ -217,48 +257,85 @@ class BestRanking:
         table = view.branch_table()
         return [table[ids[key[2]]] for key in self._sorted[:n]]
 
+    def tips(self, view: TreeView, n: int) -> list[str]:
+        """The tips of the first ``n`` ranked branches, caught up with ``view`` first
+        (:meth:`refresh`, then :meth:`top`'s tips)."""
+        if n != 1:
+            self.refresh(view)
+            ids, table = self.log.ids, view.branch_table()
+            return [table[ids[key[2]]].tip for key in self._sorted[:n]]
+        # one slot, written for speed (greedy's and stagnation's every round at W = 1):
+        # where the one node revealed since the last look grew the leading branch (its
+        # statistics changed) and no branch opened, only the leader is keyed again; a
+        # branch's best only rises, so, still ranked (kept), it leads still
+        log, ranked, lead = self.log, self._sorted, self._lead
+        table, ids = log._table, log.ids
+        if (lead is not None and view is log._view and view.size == log._seen
+                and len(table) == len(ids)):
+            top = ranked[0]
+            grown = table[ids[top[2]]]
+            if grown is not lead and (self._keep is None or self._keep(grown)):
+                best = grown.best
+                ranked[0] = key = (best is None, -(best or 0.0), top[2])  # rank_key, inlined
+                if (keys := self._keys) is not None:  # else built from the ranking
+                    keys[grown.branch_id] = key
+                log._seen += 1  # what update() would have caught up with
+                log.new = ()
+                self._lead = grown
+                return [grown.tip]
+        self.refresh(view)
+        if not self._sorted:
+            self._lead = None
+            return []
+        self._lead = lead = log._table[log.ids[self._sorted[0][2]]]
+        return [lead.tip]
+
 
 class OpenChains:
     """:func:`refine_then_open`, kept up to date: the branches that may still be unfinished,
     in opening order. A branch is dropped once finished (finished attempts only grow), so a
     round looks at the chains it refines and at those that finished since, not at every
-    branch.
+    branch. Rebuilt from the view whenever it meets a view other than the one it followed.
     """
 
-    __slots__ = ("log", "_open", "_lengths")
+    __slots__ = ("_view", "_table", "_ids", "_open", "_lengths")
 
     def __init__(self) -> None:
-        self.log = BranchLog()
-        self._open: list[int] = []
-        self._lengths: list[int] = []
+        self.forget()
 
     def forget(self) -> None:
         """Start again from the next view seen."""
-        self.log.forget()
-        self._open, self._lengths = [], []
+        self._view: TreeView | None = None
+        self._table: MappingProxyType[str, Branch] = _EMPTY  # the view's branch table
+        self._ids: list[str] = []  # branch ids in opening order
+        self._open: list[int] = []  # positions of the branches that may be unfinished
+        self._lengths: list[int] = []  # the attempts each branch is refined to
 
     def select(self, view: TreeView, n: int, length: Callable[[int], int | None],
                branches: int) -> list[str]:
         """What :func:`refine_then_open` selects, with ``length(i)`` the attempts the i-th
         branch is refined to (``None``: past the end of the lengths, never refined)."""
-        fresh = self.log.branches(view)  # first: a fresh view gets a new list of ids
-        ids, pending, lengths = self.log.ids, self._open, self._lengths
-        if fresh:
-            pending.clear()
-            lengths.clear()
-        while len(lengths) < len(ids):  # branches opened since: open until they finish
-            i = len(lengths)
-            want = length(i)
-            lengths.append(0 if want is None else want)
-            if want is not None:
-                pending.append(i)
-        if n <= 0:
-            return []
-        table = view.branch_table()
-        # the first open chain, while unfinished, is the whole batch of a one-slot round
+        table = self._table
+        if view is not self._view:
+            self.forget()
+            self._view, table = view, view.branch_table()
+            self._table = table
+        ids, pending, lengths = self._ids, self._open, self._lengths
+        if len(table) != len(ids):  # branches opened since (the table's last keys)
+            opened = len(table) - len(ids)
+            ids.extend(reversed(list(islice(reversed(table), opened))))
+            while len(lengths) < len(ids):  # open until they finish
+                want = length(len(lengths))
+                if want is not None:
+                    pending.append(len(lengths))
+                lengths.append(0 if want is None else want)
+        # written for speed (a replay asks every round): the first open chain, while
+        # unfinished, is the whole batch of a one-slot round
         if n == 1 and pending and (branch := table[ids[pending[0]]]).finished < lengths[
                 pending[0]]:
             return [branch.tip]
+        if n <= 0:
+            return []
         batch: list[str] = []
         done = []
         for k, i in enumerate(pending):

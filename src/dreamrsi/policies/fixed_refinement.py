@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import OpenChains, slots
+from dreamrsi.policies._common import OpenChains
 from dreamrsi.policies.params import check_params, param
 
 
@@ -35,6 +35,7 @@ class FixedRefinement:
     def __post_init__(self) -> None:
         check_params(self)
         self._chains = OpenChains()
+        self._length = lambda i: self.refine + 1  # asked once per branch
 
     def reset(self, context: PolicyContext) -> None:
         """Forget the open chains (decisions depend on the view alone; the list of chains
@@ -43,5 +44,6 @@ class FixedRefinement:
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Refine unfinished chains, then open new branches, up to W nodes."""
-        length = self.refine + 1
-        return self._chains.select(view, slots(budget), lambda i: length, self.branches)
+        left = budget.attempts_left  # slots(budget), inlined: asked every round
+        n = budget.workers if left is None else max(0, min(budget.workers, left))
+        return self._chains.select(view, n, self._length, self.branches)

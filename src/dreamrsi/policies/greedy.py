@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import BestRanking, slots
+from dreamrsi.policies._common import BestRanking
 from dreamrsi.policies.params import check_params, param
 
 
@@ -36,12 +36,22 @@ class GreedyBestFirst:
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Open missing branches first, then extend the best tips."""
-        n = slots(budget)
-        opened = view.branch_count()
-        batch = [view.root_id] * max(0, min(self.branches - opened, n))
-        width = min(self.top or budget.workers, n - len(batch))
+        left = budget.attempts_left  # slots(budget), inlined: asked every round
+        n = budget.workers if left is None else max(0, min(budget.workers, left))
+        opening = self.branches - view.branch_count()
+        if opening > 0:
+            if opening >= n:  # a round that only opens branches
+                return [view.root_id] * n
+            batch = [view.root_id] * opening
+        else:
+            batch = []
+        width = n - len(batch)
+        if self.top and self.top < width:
+            width = self.top
+        elif not self.top and budget.workers < width:
+            width = budget.workers
         if width > 0:
-            ranking = self._ranking
-            ranking.refresh(view)
-            batch += [branch.tip for branch in ranking.top(view, width)]
+            if not batch:
+                return self._ranking.tips(view, width)
+            batch += self._ranking.tips(view, width)
         return batch

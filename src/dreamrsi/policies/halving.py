@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
-from dreamrsi.policies._common import BranchLog, slots
+from dreamrsi.policies._common import BranchLog
 from dreamrsi.policies.params import check_params, param
 
 
-def _rank(branch: Branch) -> tuple[bool, float]:
-    """Sort key: best score first, branches without a score last (ties keep their order)."""
-    return branch.best is None, -(branch.best or 0.0)
+def _by_rank(branches: list[Branch]) -> list[tuple[int, Branch]]:
+    """``(index, branch)`` for each of ``branches``, best score first, branches without a
+    score last, ties in their order (a stable sort by ``(best is None, -best)``; each keyed
+    without a call, as this runs for every rung)."""
+    keyed = sorted([(b.best is None, -(b.best or 0.0), k) for k, b in enumerate(branches)])
+    return [(k, branches[k]) for _, _, k in keyed]
 
 
 @dataclass(eq=False)
@@ -57,6 +60,9 @@ class SuccessiveHalving:
 
     def _forget(self, view: TreeView | None) -> None:
         self._view = view
+        self._table: Mapping[str, Branch] = {} if view is None else view.branch_table()
+        self._lead: Branch | None = None  # a one-slot round's answer, and the view's size then
+        self._size = 0
         self._log = BranchLog()
         self._bracket = 0
         self._start = 0
@@ -67,33 +73,47 @@ class SuccessiveHalving:
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Work on the first unfinished rung of the first unfinished bracket."""
-        n = slots(budget)
+        left = budget.attempts_left  # slots(budget), inlined: asked every round
+        n = budget.workers if left is None else max(0, min(budget.workers, left))
         if n == 0:
             return []
         if self._view is not view:  # a view it has not seen: start from bracket 0
             self._forget(view)
+        lead = self._lead
+        if lead is not None:
+            # one slot, written for speed (every round at W = 1): the branch answered last
+            # round, grown by the one node revealed since and still short of the rung's
+            # target, is the answer again (growing cannot lower it in the rung's order)
+            self._lead = None
+            grown = self._table[lead.branch_id]
+            if (n == 1 and grown is not lead and view.size == self._size + 1
+                    and grown.finished < self._target):
+                self._lead, self._size = grown, self._size + 1
+                return [grown.tip]
         while self._bracket < self.brackets:
             if self._survivors is None:
                 size = max(1, self.n0 // self.eta**self._bracket)
-                opened = view.branch_count()
-                if opened < self._start + size:
-                    return [view.root_id] * min(self._start + size - opened, n)
+                missing = self._start + size - len(self._table)
+                if missing > 0:
+                    return [view.root_id] * (n if n < missing else missing)
                 self._survivors = list(range(self._start, self._start + size))
                 self._target = self._first = self.r0 * self.eta**self._bracket
             positions, target = self._survivors, self._target
             self._log.branches(view)  # the ids alone: it reads no new nodes
             table, ids = view.branch_table(), self._log.ids
             if target > self._first and len(positions) > 1:  # past the first rung: best first
-                survivors = sorted((table[ids[i]] for i in positions), key=_rank)
-                pending = [br.tip for br in survivors if br.finished < target]
+                pending = [br for _, br in _by_rank([table[ids[i]] for i in positions])
+                           if br.finished < target]
             else:  # in opening order
                 pending = self._unfinished(view, positions, target, n)
             if pending:
-                return pending[:n]
+                if n == 1:
+                    self._lead, self._size = pending[0], view.size
+                return [br.tip for br in pending[:n]]
             if len(positions) > 1:  # rung done: keep the best 1/eta, eta times deeper
                 keep = max(1, math.ceil(len(positions) / self.eta))
-                self._survivors = sorted(sorted(positions, key=lambda i: _rank(table[ids[i]]))
-                                         [:keep])
+                ranked = _by_rank([table[ids[i]] for i in positions])
+                self._survivors = sorted(positions[k] for k, _ in ranked[:keep])
                 self._target *= self.eta
                 self._open = None
                 continue
@@ -107,21 +127,21 @@ class SuccessiveHalving:
         return [best.tip]
 
     def _unfinished(self, view: TreeView, positions: list[int], target: int,
-                    n: int) -> list[str]:
-        """The tips of the first ``n`` survivors (in opening order) with fewer than
+                    n: int) -> list[Branch]:
+        """The first ``n`` survivors (in opening order) with fewer than
         ``target`` finished attempts. A survivor seen finished is dropped for the rest of
         the rung (finished attempts only grow), so a round looks at what it selects."""
         if self._open is None:
             self._open = list(positions)
         table, ids, still = view.branch_table(), self._log.ids, self._open
-        batch: list[str] = []
+        batch: list[Branch] = []
         done: list[int] = []
         for k, i in enumerate(still):
             branch = table[ids[i]]
             if branch.finished >= target:
                 done.append(k)
                 continue
-            batch.append(branch.tip)
+            batch.append(branch)
             if len(batch) >= n:
                 break
         for k in reversed(done):

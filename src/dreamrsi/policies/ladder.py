@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import OpenChains, lengths_of, slots
+from dreamrsi.policies._common import OpenChains, lengths_of
 from dreamrsi.policies.params import check_params, param
 
 
@@ -57,4 +57,6 @@ class Ladder:
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Refine unfinished chains, longest first, then open the next rungs' branches."""
-        return self._chains.select(view, slots(budget), self._length, len(self._lengths))
+        left = budget.attempts_left  # slots(budget), inlined: asked every round
+        n = budget.workers if left is None else max(0, min(budget.workers, left))
+        return self._chains.select(view, n, self._length, len(self._lengths))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, GridPlan, PlanContext, PolicyContext
 from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import OpenChains, slots
+from dreamrsi.policies._common import OpenChains
 from dreamrsi.policies.params import check_params, param
 
 
@@ -39,6 +39,7 @@ class PlannedGrid:
         check_params(self)
         self._grid = GridPlan(1, 0, "not planned")
         self._chains = OpenChains()
+        self._length = lambda i: self._grid.refine_count + 1  # asked once per branch
 
     def plan(self, context: PlanContext) -> GridPlan:
         """The grid for the coming episode, from earlier trees only."""
@@ -65,6 +66,6 @@ class PlannedGrid:
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Refine unfinished chains of the plan, then open its missing branches."""
-        grid = self._grid
-        length = grid.refine_count + 1
-        return self._chains.select(view, slots(budget), lambda i: length, grid.branch_count)
+        left = budget.attempts_left  # slots(budget), inlined: asked every round
+        n = budget.workers if left is None else max(0, min(budget.workers, left))
+        return self._chains.select(view, n, self._length, self._grid.branch_count)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
-from dreamrsi.policies._common import BestRanking, Scale, slots
+from dreamrsi.policies._common import BestRanking, Scale
 from dreamrsi.policies.params import check_params, param
 
 
@@ -42,7 +42,7 @@ class Stagnation:
         check_params(self)
         self._seen = 0
         self._trace: list[float] = []
-        self._active = BestRanking(keep=lambda b: not self._stalled(b))
+        self._active = BestRanking(keep=self._active_branch)
         self._scale = Scale()
 
     def reset(self, context: PolicyContext) -> None:
@@ -55,24 +55,25 @@ class Stagnation:
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Extend improving branches; open new ones when all stall; maybe stop."""
-        n = slots(budget)
-        if n == 0 or self._dried_up(view):
+        left = budget.attempts_left  # slots(budget), inlined: asked every round
+        n = budget.workers if left is None else max(0, min(budget.workers, left))
+        if n == 0 or (self.min_gain > 0 and self._dried_up(view)):
             return []
-        ranking = self._active
-        ranking.refresh(view)
-        active = ranking.top(view, n)
-        batch = [b.tip for b in active]
-        opened = view.branch_count()
-        want = self.initial or budget.workers
-        if len(batch) < n and opened < self.max_branches and (not active or opened < want):
-            batch += [view.root_id] * min(n - len(batch), self.max_branches - opened)
+        batch = self._active.tips(view, n)
+        if len(batch) < n:
+            opened = view.branch_count()
+            if opened < self.max_branches and (not batch or opened < (self.initial
+                                                                     or budget.workers)):
+                batch += [view.root_id] * min(n - len(batch), self.max_branches - opened)
         return batch
 
-    def _stalled(self, branch: Branch) -> bool:
+    def _active_branch(self, branch: Branch) -> bool:
+        """Whether ``branch`` has not stalled: improved within ``patience`` attempts, and
+        its newest attempt's plan line differs from the one before (or it has none)."""
         if branch.since_best >= self.patience:
-            return True
+            return False
         plan, before = branch.tip_node.plan, branch.prev_node
-        return bool(plan) and before is not None and before.plan == plan
+        return not plan or before is None or before.plan != plan
 
     def _dried_up(self, view: TreeView) -> bool:
         """Update the best-score trace with new nodes; True when gains fell below min_gain
