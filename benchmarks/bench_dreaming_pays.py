@@ -181,6 +181,27 @@ def total_protocol_gap(rounds: list[dict[str, object]], count: int, budget: int)
     return None
 
 
+def round_one_control(by_arm: dict[str, list[dict[str, object]]]) -> str:
+    """Round 1 runs π_1 in both arms with the same seeds, so it is the run's control: a
+    deterministic task repeats it exactly, and a timed one shows how far the machine drifted
+    between the arms' loops (which would bias the comparison)."""
+    fixed = {r["seed"]: r["rounds"][0]["round_best"] for r in by_arm["fixed"]}  # type: ignore[index]
+    pairs = [(r["rounds"][0]["round_best"], fixed[r["seed"]])  # type: ignore[index]
+             for r in by_arm["dream"] if fixed.get(r["seed"]) is not None  # type: ignore[arg-type]
+             and r["rounds"][0]["round_best"] is not None]  # type: ignore[index]
+    if not pairs:
+        return "Control (round 1, π_1 in both arms): no seed has it in both arms."
+    diffs = [(d - f) / abs(f) if f else 0.0 for d, f in pairs]
+    higher = sum(1 for d, f in pairs if d > f)
+    lower = sum(1 for d, f in pairs if d < f)
+    return (f"Control: round 1 runs π_1 in both arms with the same seeds. Its best, dream arm "
+            f"against fixed arm seed by seed: higher in {higher}, equal in "
+            f"{len(pairs) - higher - lower}, lower in {lower} of {len(pairs)}; median relative "
+            f"difference {100 * statistics.median(diffs):+.1f} %. A deterministic task repeats "
+            "it; on a timed task a large difference means the machine's state differed "
+            "between the arms' loops, and the comparison is confounded.")
+
+
 def ratio_interval(fixed: list[int], dream: list[int], seed: int = 0) -> tuple[float, float]:
     rng = np.random.default_rng(seed)
     f, d = np.asarray(fixed, float), np.asarray(dream, float)
@@ -302,6 +323,8 @@ def summarise(task: str, results: list[dict[str, object]], args: argparse.Namesp
                   f"seeds ({args.prior * args.rounds} trees, attempts not counted above); the "
                   "dream arm dreamed over them before round 1 and deployed, in round 1: " +
                   ", ".join(f"`{p}`" for p in first)]
+    else:
+        lines += ["", round_one_control(by_arm)]
     policies = [r["rounds"][-1]["policy"] for r in by_arm["dream"]]  # type: ignore[index]
     lines += ["", "Policies the dream arm deployed in its last round: " +
               ", ".join(f"`{p}`" for p in policies)]

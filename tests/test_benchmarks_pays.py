@@ -43,3 +43,30 @@ def test_fixed_from_with_total_refuses_a_loop_that_left_attempts(tmp_path: Path)
     assert out.returncode == 2
     assert "seed 1's loop cannot stand for the total protocol's" in out.stderr
     assert "[10, 3]" in out.stderr
+
+
+def arms(dream: list[float | None], fixed: list[float | None]) -> dict[str, list[dict[str, object]]]:
+    def loops(values: list[float | None]) -> list[dict[str, object]]:
+        return [{"seed": s, "rounds": [{"round_best": v}]} for s, v in enumerate(values)]
+    return {"dream": loops(dream), "fixed": loops(fixed)}
+
+
+def test_the_round_one_control_counts_seeds_and_the_median_difference() -> None:
+    text = pays.round_one_control(arms([90.0, 100.0, 120.0, None], [100.0, 100.0, 100.0, 5.0]))
+    assert "higher in 1, equal in 1, lower in 1 of 3" in text
+    assert "median relative difference +0.0 %" in text
+    drifted = pays.round_one_control(arms([80.0, 90.0], [100.0, 100.0]))
+    assert "lower in 2 of 2" in drifted and "-15.0 %" in drifted
+    assert "no seed" in pays.round_one_control(arms([None], [1.0]))
+
+
+def test_the_control_flags_the_recorded_lasso_total_run_and_not_the_deterministic_c3() -> None:
+    logs = ROOT / "benchmarks" / "logs"
+
+    def control(name: str) -> str:
+        loops = list(pays.finished_loops(logs / name).values())
+        return pays.round_one_control({a: [r for r in loops if r["arm"] == a]
+                                       for a in ("dream", "fixed")})
+
+    assert "lower in 9 of 10" in control("pays-lasso-5x10-h4-total.jsonl")
+    assert "equal in 10" in control("pays-c3-5x20-h4.jsonl")
