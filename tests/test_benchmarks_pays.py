@@ -45,7 +45,8 @@ def test_fixed_from_with_total_refuses_a_loop_that_left_attempts(tmp_path: Path)
     assert "[10, 3]" in out.stderr
 
 
-def arms(dream: list[float | None], fixed: list[float | None]) -> dict[str, list[dict[str, object]]]:
+def arms(dream: list[float | None],
+         fixed: list[float | None]) -> dict[str, list[dict[str, object]]]:
     def loops(values: list[float | None]) -> list[dict[str, object]]:
         return [{"seed": s, "rounds": [{"round_best": v}]} for s, v in enumerate(values)]
     return {"dream": loops(dream), "fixed": loops(fixed)}
