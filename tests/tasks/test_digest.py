@@ -53,23 +53,23 @@ def test_the_digest_follows_every_file_and_link(tmp_path: Path) -> None:
     assert unvalidated_digest(task) == load_task(task).digest != after
 
 
+def edit_toml(old: str, new: str):
+    """An edit of the copied task's ``task.toml`` that replaces ``old`` by ``new``."""
+    def edit(task: Path) -> None:
+        toml = task / "task.toml"
+        toml.write_text(toml.read_text().replace(old, new))
+    return edit
+
+
 @pytest.mark.parametrize("edit, why", [
     (lambda t: (t / "task.toml").write_text("name = [unclosed"), "not TOML"),
     (lambda t: (t / "task.toml").write_bytes(b"\xff\xfe"), "not UTF-8"),
     (lambda t: (t / "task.toml").unlink(), "no task.toml"),
     (lambda t: shutil.rmtree(t / "seed"), "seed folder missing"),
-    (lambda t: (t / "task.toml").write_text(
-        (t / "task.toml").read_text().replace('seed = "seed"', 'seed = "../.."')),
-     "seed folder outside"),
-    (lambda t: (t / "task.toml").write_text(
-        (t / "task.toml").read_text().replace('seed = "seed"', 'seed = "/tmp"')),
-     "absolute seed folder"),
-    (lambda t: (t / "task.toml").write_text(
-        (t / "task.toml").read_text().replace('kind = "command"', 'kind = "llm"')),
-     "llm proposer"),
-    (lambda t: (t / "task.toml").write_text(
-        (t / "task.toml").read_text().replace("[evaluator]\n", '[evaluator]\nkind = "shinka"\n')),
-     "a peer's evaluator"),
+    (edit_toml('seed = "seed"', 'seed = "../.."'), "seed folder outside"),
+    (edit_toml('seed = "seed"', 'seed = "/tmp"'), "absolute seed folder"),
+    (edit_toml('kind = "command"', 'kind = "llm"'), "llm proposer"),
+    (edit_toml("[evaluator]\n", '[evaluator]\nkind = "shinka"\n'), "a peer's evaluator"),
 ])
 def test_the_shortcut_declines_what_it_cannot_stand_for(tmp_path: Path, edit, why) -> None:
     task = copy_task(tmp_path)
