@@ -153,3 +153,19 @@ def test_policies_of_a_recorded_task_does_not_validate_it(tmp_path: Path) -> Non
                   heavy=heavy) == {"code": 0, "loaded": []}
     unknown = _probe("policies", "circle-packing-32", "--store", str(store), "--json")
     assert unknown["code"] == 0 and "dreamrsi.tasks.spec" in unknown["loaded"]  # type: ignore[operator]
+
+
+def test_a_run_of_a_command_task_loads_no_model_client(tmp_path: Path) -> None:
+    """Only a model's run loads the model client (``openai`` and its HTTP stack: the largest
+    import of a run, paid by every short run before)."""
+    task = tmp_path / "task"
+    (task / "seed").mkdir(parents=True)
+    (task / "seed" / "data.txt").write_text("seed\n")
+    (task / "task.toml").write_text(
+        'name = "noop"\nobjective = "o"\ndirection = "maximize"\n[workspace]\nseed = "seed"\n'
+        "[evaluator]\ncommand = \"echo '{\\\"score\\\": 1.0, \\\"valid\\\": true}'\"\n"
+        '[proposer]\nkind = "command"\ncommand = "echo x > out.txt"\n')
+    heavy = ("openai", "httpx", "dreamrsi.agents.client", "dreamrsi.agents.proposer")
+    out = _probe("run", str(task), "--budget", "2", "--isolation", "off", "--store",
+                 str(tmp_path / "store"), "--json", heavy=heavy)
+    assert out == {"code": 0, "loaded": []}

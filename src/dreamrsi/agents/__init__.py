@@ -9,11 +9,32 @@ The engine imports this package; it never imports the engine, dreaming or the in
 - ``edits.py``: SEARCH/REPLACE blocks and whole-file answers, confined to EVOLVE-BLOCK
   regions; ``files.py``: reading and writing workspace files without following links;
   ``prompts.py``: the templates and their placeholders.
+
+The names below are imported when first used (PEP 562): the engine imports this package,
+and a run whose proposer is a command never loads the model client (``openai``).
 """
 
-from dreamrsi.agents.client import ChatResult, ModelCall, ModelClient
-from dreamrsi.agents.edits import Edit, EditError, apply_edits, parse_answer
-from dreamrsi.agents.proposer import LlmProposer, Proposal
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dreamrsi.agents.client import ChatResult, ModelCall, ModelClient
+    from dreamrsi.agents.edits import Edit, EditError, apply_edits, parse_answer
+    from dreamrsi.agents.proposer import LlmProposer, Proposal
+
+_MODULE_OF = {
+    "ChatResult": "dreamrsi.agents.client",
+    "ModelCall": "dreamrsi.agents.client",
+    "ModelClient": "dreamrsi.agents.client",
+    "Edit": "dreamrsi.agents.edits",
+    "EditError": "dreamrsi.agents.edits",
+    "apply_edits": "dreamrsi.agents.edits",
+    "parse_answer": "dreamrsi.agents.edits",
+    "LlmProposer": "dreamrsi.agents.proposer",
+    "Proposal": "dreamrsi.agents.proposer",
+}
 
 __all__ = [
     "ChatResult",
@@ -26,3 +47,12 @@ __all__ = [
     "apply_edits",
     "parse_answer",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dreamrsi.agents' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

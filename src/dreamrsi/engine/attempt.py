@@ -16,9 +16,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from dreamrsi.agents import LlmProposer
 from dreamrsi.core.model import Artifact, Cost, Node, NodeStatus
 from dreamrsi.engine.evaluation import Evaluation, parse_evaluation
 from dreamrsi.engine.peers import prepare_trusted, read_verdict
@@ -42,6 +41,9 @@ from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.tasks.spec import Task
 from dreamrsi.workspace.git import GitCall, GitFailed, WorkspaceRepo
 from dreamrsi.workspace.trusted import open_to_all, overlay_trusted, scan_workspace
+
+if TYPE_CHECKING:
+    from dreamrsi.agents.proposer import LlmProposer
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +132,7 @@ class AttemptRunner:
         self._constraints = task.constraints
         self.readable = readable
         self.model = model if model is not None or task.proposer.kind != "llm" \
-            else LlmProposer(task, blobs)
+            else _model_proposer(task, blobs)
 
     # -- public ----------------------------------------------------------------------------
 
@@ -386,6 +388,13 @@ class _Recorder:
             cost=cost, candidate_hash=ev.candidate_hash, evidence=evidence,
             created_at=time.time())
         return AttemptOutcome(node, tuple(self.events))
+
+
+def _model_proposer(task: Task, blobs: Blobs) -> LlmProposer:
+    """The proposer of an ``llm`` task (only such a run loads the model client)."""
+    from dreamrsi.agents.proposer import LlmProposer
+
+    return LlmProposer(task, blobs)
 
 
 def _plan(stdout: str) -> str | None:

@@ -20,8 +20,6 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from dreamrsi.agents import ModelClient
-from dreamrsi.agents.prompts import load_prompts
 from dreamrsi.core.episode import EpisodeSettings, EpisodeState, StopReason, run_episode
 from dreamrsi.core.model import Node, NodeStatus, node_id_for
 from dreamrsi.core.policy import GridPlan, Policy, PolicySpec
@@ -199,7 +197,10 @@ def _preflight(task: Task, config: RunConfig, accept_unisolated_model_code: bool
     """What must hold before a run starts or resumes: its isolation, a model's prompts."""
     isolation = resolve_isolation(task, config.isolation,
                                   accept_unisolated_model_code=accept_unisolated_model_code)
-    if task.proposer.llm is not None:
+    if task.proposer.llm is not None:  # only a model's run loads the model client
+        from dreamrsi.agents.client import ModelClient
+        from dreamrsi.agents.prompts import load_prompts
+
         load_prompts(task.directory, task.proposer.llm.prompt_dir)
         ModelClient(task.proposer.llm).close()
     return isolation
