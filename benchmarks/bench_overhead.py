@@ -16,6 +16,14 @@ One uid is leased for the whole loop. So the ratio is what dreamrsi adds: the st
 workspace commits, the ledger, the trusted copy, the supervision of each command, and the
 process's start-up (shown apart: the start-up share, and the ratio without it).
 
+CPU time is measured too, since a busy machine inflates wall times: each loop's own CPU time
+(the baseline's process; dreamrsi's process, all its threads, read by a small wrapper that
+runs its command line and reports ``RUSAGE_SELF`` at exit) and its total (own plus what the
+reaped children used, the commands' processes as far as the kernel charges them to their
+reaper: the same for both loops, which start the same argv). The CPU ratio compares totals.
+``--against SRC`` also runs the dreamrsi of another checkout's ``src`` folder in the same
+sandwiches (before and after a change, side by side in one run).
+
 Each size runs as sandwiches, baseline half, dreamrsi, baseline half, so that a machine
 getting busier or quieter weighs on both sides alike. The figure is the ratio of total wall
 times. The table prints both loops' per-attempt times; the machine's reference figures (a bare
@@ -23,6 +31,7 @@ times. The table prints both loops' per-attempt times; the machine's reference f
 follow it. Targets (isolation on): <= 1.3 at 50 attempts, <= 1.1 at 1,000.
 
 Usage: python benchmarks/bench_overhead.py [--sizes 50 1000] [--repeats 3 1] [--with-off]
+    [--against OTHER/src]
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import shutil
 import statistics
@@ -62,6 +72,44 @@ from dreamrsi.tasks import Task, load_task  # noqa: E402
 PROPOSE = "python3 -c \"open('out.txt', 'w').write('x')\""
 EVALUATE = "python3 -c \"print('{\\\"score\\\": 1.0, \\\"valid\\\": true}')\""
 TARGETS = {50: 1.3, 1000: 1.1}
+SELF_CPU = "BENCH-SELF-CPU"
+# runs dreamrsi's command line in this interpreter and reports the process's own CPU time
+CPU_PROBE = textwrap.dedent(f"""\
+    import resource, sys
+    from dreamrsi.cli.main import main
+    sys.argv[0] = "dreamrsi"
+    try:
+        main()
+    finally:
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        sys.stderr.write(f"\\n{SELF_CPU} {{used.ru_utime + used.ru_stime}}\\n")
+    """)
+RUN_IMPORTS = ("dreamrsi.cli.runs", "dreamrsi.engine.run", "dreamrsi.store.sqlite",
+               "dreamrsi.tasks.spec", "dreamrsi.programs.stored")
+
+
+@dataclass
+class Took:
+    """Wall seconds, own CPU seconds and CPU seconds of the reaped children of a loop."""
+
+    wall: float = 0.0
+    own: float = 0.0
+    children: float = 0.0
+
+    def __iadd__(self, other: Took) -> Took:
+        self.wall += other.wall
+        self.own += other.own
+        self.children += other.children
+        return self
+
+    @property
+    def cpu(self) -> float:
+        return self.own + self.children
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def make_task(root: Path) -> Path:
@@ -153,19 +201,19 @@ def _open_to_others(top: Path) -> None:
             os.chmod(path, os.stat(path).st_mode | 0o444)
 
 
-def hand_loop(task_dir: Path, work: Path, n: int, isolated: bool) -> float:
-    """Wall seconds of ``n`` attempts of the baseline (see the module's docstring): two
-    process starts per attempt, the proposer's and the evaluator's, and the file work done
+def hand_loop(task_dir: Path, work: Path, n: int, isolated: bool) -> Took:
+    """Wall and CPU seconds of ``n`` attempts of the baseline (see the module's docstring):
+    two process starts per attempt, the proposer's and the evaluator's, and the file work done
     in this process."""
     if n <= 0:
-        return 0.0
+        return Took()
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     ws, io, view, seed = work / "ws", work / "io", work / "eval", task_dir / "seed"
     with lease_uid() if isolated and os.geteuid() == 0 else _no_uid() as uid:
         propose, evaluate = sandbox_commands(load_task(task_dir), work, uid, PROPOSE, EVALUATE,
                                              isolated)
-        start = time.perf_counter()
+        start, own, children = time.perf_counter(), time.process_time(), _children_cpu()
         for _ in range(n):
             for folder in (ws, io, view):
                 shutil.rmtree(folder, ignore_errors=True)
@@ -179,7 +227,8 @@ def hand_loop(task_dir: Path, work: Path, n: int, isolated: bool) -> float:
             _open_to_others(view)
             if json.loads(_start(evaluate)) != {"score": 1.0, "valid": True}:
                 raise SystemExit("the evaluator's answer changed")
-        took = time.perf_counter() - start
+        took = Took(time.perf_counter() - start, time.process_time() - own,
+                    _children_cpu() - children)
     shutil.rmtree(work, ignore_errors=True)
     return took
 
@@ -192,33 +241,52 @@ class _no_uid:  # noqa: N801 - a context manager used like lease_uid()
         return None
 
 
-def dreamrsi_run(task: Path, store: Path, n: int, isolation: str) -> float:
-    cmd = [sys.executable, "-m", "dreamrsi", "run", str(task), "--budget", str(n),
+def dreamrsi_run(task: Path, store: Path, n: int, isolation: str,
+                 src: Path | None = None) -> Took:
+    """Wall and CPU seconds of one ``dreamrsi run`` of ``n`` attempts (the dreamrsi of
+    ``src`` when given, else the one this interpreter imports)."""
+    cmd = [sys.executable, "-c", CPU_PROBE, "run", str(task), "--budget", str(n),
            "--workers", "1", "--policy", f"fixed:branches=1,refine={n}", "--isolation",
            isolation, "--store", str(store), "--json"]
-    start = time.perf_counter()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
-    took = time.perf_counter() - start
-    if '"ok": ' not in out.stdout or f'"attempts": {n}' not in out.stdout:
-        raise SystemExit(f"the dreamrsi run did not finish {n} ok attempts:\n{out.stdout}")
-    return took
+    env = None if src is None else {**os.environ, "PYTHONPATH": str(src)}
+    start, children = time.perf_counter(), _children_cpu()
+    out = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env)
+    wall, total = time.perf_counter() - start, _children_cpu() - children
+    if out.returncode != 0 or '"ok": ' not in out.stdout or f'"attempts": {n}' not in out.stdout:
+        raise SystemExit(f"the dreamrsi run did not finish {n} ok attempts:\n{out.stdout}"
+                         f"\n{out.stderr[-3000:]}")
+    own = float(out.stderr.rsplit(SELF_CPU, 1)[1].split()[0])
+    return Took(wall, own, total - own)
 
 
-def timed(argv: list[str], times: int) -> float:
-    """Median wall seconds of running ``argv`` (which must succeed)."""
-    took = []
+def timed(argv: list[str], times: int,
+          env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Median wall seconds and median CPU seconds (as charged to this process's reaped
+    children) of running ``argv`` (which must succeed)."""
+    took, cpu = [], []
     for _ in range(times):
-        start = time.perf_counter()
-        subprocess.run(argv, check=True, capture_output=True)
+        start, children = time.perf_counter(), _children_cpu()
+        subprocess.run(argv, check=True, capture_output=True, env=env)
         took.append(time.perf_counter() - start)
-    return statistics.median(took)
+        cpu.append(_children_cpu() - children)
+    return statistics.median(took), statistics.median(cpu)
 
 
-def references(task: Path, work: Path, isolated: bool) -> dict[str, float]:
+RUN_START = "the imports of `dreamrsi run` (the modules a run loads)"
+RUN_START_AGAINST = "the same imports from the `--against` folder"
+
+
+def references(task: Path, work: Path, isolated: bool,
+               against: Path | None = None) -> dict[str, tuple[float, float]]:
     """The machine's reference figures: a bare python3, one bare bwrap call, start-up."""
     figures = {"`python3 -c pass`": timed([sys.executable, "-c", "pass"], 15),
                "`dreamrsi --help` (the process's imports and start-up)":
-               timed([sys.executable, "-m", "dreamrsi", "--help"], 5)}
+               timed([sys.executable, "-m", "dreamrsi", "--help"], 5),
+               RUN_START: timed([sys.executable, "-c", f"import {', '.join(RUN_IMPORTS)}"], 5)}
+    if against is not None:
+        figures[RUN_START_AGAINST] = timed(
+            [sys.executable, "-c", f"import {', '.join(RUN_IMPORTS)}"], 5,
+            {**os.environ, "PYTHONPATH": str(against)})
     if isolated:
         bwrap = shutil.which("bwrap") or "bwrap"
         figures["one bare bwrap call (`bwrap --ro-bind / / /bin/true`)"] = timed(
@@ -244,6 +312,9 @@ def main() -> None:
     parser.add_argument("--with-off", action="store_true",
                         help="also compare with isolation off (both under the sandbox "
                         "line of 'off')")
+    parser.add_argument("--against", type=Path, default=None, metavar="SRC",
+                        help="also run the dreamrsi of this src folder (another checkout's) "
+                        "in the same sandwiches")
     args = parser.parse_args()
     if len(args.repeats) != len(args.sizes):
         raise SystemExit("give one --repeats number per --sizes number")
@@ -252,58 +323,99 @@ def main() -> None:
         raise SystemExit(f"this benchmark compares isolated runs, and {problem}")
     modes = [("bubblewrap", "required", True)] + ([("off", "off", False)] if args.with_off else [])
     ref_before = reference_loop()
-    rows: list[tuple[int, str, float, float, int]] = []
+    if args.against is not None and not (args.against / "dreamrsi" / "__init__.py").is_file():
+        raise SystemExit(f"--against {args.against}: no dreamrsi package there (give a src "
+                         "folder)")
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="dreamrsi-bench-") as tmp:
         root = Path(tmp)
         task = make_task(root)
         os.chmod(root, 0o755)  # the sandbox user reads the seed copies and python3 below
         # the baseline works where dreamrsi puts attempt folders (a tmpfs when there is one)
         work = work_folder_for(root / "store-probe") / "baseline"
-        refs = references(task, work, True)
+        refs = references(task, work, True, args.against)
         try:
             for size, repeats in zip(args.sizes, args.repeats, strict=True):
                 for label, mode, isolated in modes:
-                    base = ours = 0.0
+                    base, ours, other = Took(), Took(), Took()
                     for block in range(repeats):
                         half = size // 2
                         base += hand_loop(task, work, half, isolated)
                         store = root / f"store-{size}-{block}-{mode}"
                         ours += dreamrsi_run(task, store, size, mode)
                         shutil.rmtree(store, ignore_errors=True)
+                        if args.against is not None:
+                            other += dreamrsi_run(task, store, size, mode, args.against)
+                            shutil.rmtree(store, ignore_errors=True)
                         base += hand_loop(task, work, size - half, isolated)
+                    n = size * repeats
                     print(f"{size} attempts x{repeats}, {label}: baseline "
-                          f"{1000 * base / (size * repeats):.1f} ms/attempt, dreamrsi "
-                          f"{1000 * ours / (size * repeats):.1f} ms/attempt", flush=True)
-                    rows.append((size, label, base, ours, repeats))
+                          f"{1000 * base.wall / n:.1f} ms/attempt (CPU {1000 * base.cpu / n:.1f}),"
+                          f" dreamrsi {1000 * ours.wall / n:.1f} (CPU {1000 * ours.cpu / n:.1f})"
+                          + (f", --against {1000 * other.wall / n:.1f} "
+                             f"(CPU {1000 * other.cpu / n:.1f})" if args.against else ""),
+                          flush=True)
+                    rows.append(Row(size, label, repeats, base, ours, "dreamrsi"))
+                    if args.against is not None:
+                        rows.append(Row(size, label, repeats, base, other, "--against"))
         finally:
             shutil.rmtree(work.parent, ignore_errors=True)
     ref_after = reference_loop()
     print(render(rows, refs, ref_before, ref_after, args))
 
 
-def render(rows: list[tuple[int, str, float, float, int]], refs: dict[str, float],
-           ref_before: float, ref_after: float, args: argparse.Namespace) -> str:
-    start_up = refs["`dreamrsi --help` (the process's imports and start-up)"]
-    lines = ["| attempts | isolation | baseline ms/attempt | dreamrsi ms/attempt | "
-             "ratio | start-up share of dreamrsi | ratio without start-up | target |",
-             "|---:|---|---:|---:|---:|---:|---:|---|"]
-    verdicts = []
-    for size, label, base, ours, repeats in rows:
-        n = size * repeats
-        ratio = ours / base
-        share = start_up * repeats / ours
-        bare = (ours - start_up * repeats) / base
-        target = TARGETS.get(size) if label == "bubblewrap" else None
+@dataclass(frozen=True)
+class Row:
+    """One size and isolation: the baseline's and one dreamrsi's sums over the sandwiches."""
+
+    size: int
+    label: str
+    repeats: int
+    base: Took
+    ours: Took
+    by: str
+
+
+def _per(took: Took, n: int) -> str:
+    return (f"{1000 * took.wall / n:.1f} (CPU {1000 * took.cpu / n:.1f}, "
+            f"own {1000 * took.own / n:.1f})")
+
+
+def _commit_of(folder: Path) -> str:
+    """The short commit of the checkout holding ``folder`` (no path of this machine is
+    written to BENCHMARKS.md)."""
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=folder, check=False,
+                         capture_output=True, text=True).stdout.strip()
+    return f"commit {out}" if out else "another checkout"
+
+
+def render(rows: list[Row], refs: dict[str, tuple[float, float]], ref_before: float,
+           ref_after: float, args: argparse.Namespace) -> str:
+    lines = ["| attempts | isolation | dreamrsi | baseline ms/attempt (CPU, own CPU) | "
+             "dreamrsi ms/attempt (CPU, own CPU) | ratio | CPU ratio | own CPU added ms/attempt "
+             "| start-up share of dreamrsi | ratio without start-up | target |",
+             "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for row in rows:
+        n = row.size * row.repeats
+        base, ours = row.base, row.ours
+        start_up = refs[RUN_START if row.by == "dreamrsi" else RUN_START_AGAINST][0] \
+            * row.repeats
+        target = TARGETS.get(row.size) if row.label == "bubblewrap" and row.by == "dreamrsi" \
+            else None
+        ratio = ours.wall / base.wall
         verdict = "" if target is None else \
             f"<= {target}: {'PASS' if ratio <= target else 'FAIL'}"
-        if target is not None:
-            verdicts.append(ratio <= target)
-        lines.append(f"| {size} (x{repeats}) | {label} | {1000 * base / n:.1f} | "
-                     f"{1000 * ours / n:.1f} | {ratio:.2f} | {100 * share:.1f} % | "
-                     f"{bare:.2f} | {verdict} |")
-    lines += ["", "Reference figures of this machine during the run (median wall time):", "",
-              "| reference | ms |", "|---|---:|"]
-    lines += [f"| {name} | {1000 * secs:.1f} |" for name, secs in refs.items()]
+        by = "this checkout" if row.by == "dreamrsi" else f"{_commit_of(args.against)} " \
+            "(`--against`)"
+        lines.append(f"| {row.size} (x{row.repeats}) | {row.label} | {by} | {_per(base, n)} | "
+                     f"{_per(ours, n)} | {ratio:.2f} | {ours.cpu / base.cpu:.2f} | "
+                     f"{1000 * (ours.own - base.own) / n:.1f} | "
+                     f"{100 * start_up / ours.wall:.1f} % | "
+                     f"{(ours.wall - start_up) / base.wall:.2f} | {verdict} |")
+    lines += ["", "Reference figures of this machine during the run (medians):", "",
+              "| reference | wall ms | CPU ms |", "|---|---:|---:|"]
+    lines += [f"| {name} | {1000 * wall:.1f} | {1000 * cpu:.1f} |"
+              for name, (wall, cpu) in refs.items()]
     lines += ["", "Each size runs as sandwiches (baseline, half the attempts; one `dreamrsi run` "
               "of all of them, W=1, one chain, start-up included; baseline, the other half). "
               "The baseline is a loop written by hand in Python that starts two processes per "
@@ -312,14 +424,18 @@ def render(rows: list[tuple[int, str, float, float, int]], refs: dict[str, float
               "leased uid); it copies the seed into the workspace, hands the writable folders "
               "to that uid, copies the workspace for the evaluator and parses its answer in "
               "its own process, on the folder kind dreamrsi uses for attempts. The start-up "
-              "share is the median time of `dreamrsi --help` over the dreamrsi wall time. "
+              "share is the median time of importing the modules a `dreamrsi run` loads over "
+              "the dreamrsi wall time. CPU: the loop's own CPU time (dreamrsi's process with "
+              "all its threads) plus what its reaped children used, per attempt; own CPU "
+              "added is dreamrsi's own CPU time less the baseline's. "
               f"Reference loop (2M iterations of pure Python): {ref_before:.3f} s before, "
               f"{ref_after:.3f} s after."]
     table = "\n".join(lines)
     write_section("overhead", "Orchestration overhead", table,
                   f"python benchmarks/bench_overhead.py --sizes {' '.join(map(str, args.sizes))}"
                   f" --repeats {' '.join(map(str, args.repeats))}"
-                  + (" --with-off" if args.with_off else ""))
+                  + (" --with-off" if args.with_off else "")
+                  + (" --against SRC" if args.against else ""))
     return table
 
 
