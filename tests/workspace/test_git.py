@@ -141,3 +141,34 @@ def test_export_refuses_a_non_empty_folder(tmp_path: Path) -> None:
         repo.export(commit, tmp_path / "busy", [])
     assert (tmp_path / "busy" / "f").read_text() == "mine"
     shutil.rmtree(tmp_path / "busy")
+
+
+def _git_says(git_dir: Path, *args: str) -> str:
+    return subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def test_a_new_repository_is_made_in_process_and_git_reads_it(tmp_path: Path) -> None:
+    repo = WorkspaceRepo.open(tmp_path / "store" / "repo.git")
+    assert [p.name for p in (tmp_path / "store").iterdir()] == ["repo.git"]  # no leftovers
+    assert _git_says(repo.git_dir, "rev-parse", "--is-bare-repository") == "true"
+    assert _git_says(repo.git_dir, "config", "gc.auto") == "0"
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "f.txt").write_text("hello")
+    calls: list = []
+    commit = repo.snapshot(work, tmp_path / "idx", None, "m", "refs/dreamrsi/nodes/x", calls)
+    assert all(c.in_process for c in calls)
+    assert _git_says(repo.git_dir, "cat-file", "-t", commit) == "commit"
+    _git_says(repo.git_dir, "fsck", "--strict", "--no-dangling")
+    assert WorkspaceRepo.open(repo.git_dir).resolve("refs/dreamrsi/nodes/x") == commit
+
+
+def test_a_half_made_repository_folder_is_finished_by_git(tmp_path: Path) -> None:
+    half = tmp_path / "repo.git"
+    half.mkdir()
+    (half / "stray").write_text("left by a killed init")
+    repo = WorkspaceRepo.open(half)
+    assert _git_says(repo.git_dir, "rev-parse", "--is-bare-repository") == "true"
+    assert _git_says(repo.git_dir, "config", "gc.auto") == "0"
+    assert (half / "stray").read_text() == "left by a killed init"

@@ -241,7 +241,9 @@ class _Supervisor:
         self._cpu_ms = 0
         self._exited = False
         self._drain_until = 0.0
-        self._next_poll = 0.0
+        # the first walk one interval after the start, as every later one: a walk at once
+        # finds little more than the root, which the tree has just read
+        self._next_poll = time.monotonic() + _POLL_S
         self._tree_busy = True
         self._register()
 

@@ -9,6 +9,7 @@ checkout is never read or written after the seed is imported.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import shutil
@@ -78,8 +79,9 @@ class WorkspaceRepo:
         repo = cls(git_dir)
         if not (git_dir / "HEAD").exists():
             git_dir.parent.mkdir(parents=True, exist_ok=True)
-            repo._git(["init", "--bare", "--quiet", str(git_dir)], [], env_git_dir=False)
-            repo._git(["config", "gc.auto", "0"], [])
+            if not _init_bare(repo.git_dir):  # a folder left half-made: let git finish it
+                repo._git(["init", "--bare", "--quiet", str(git_dir)], [], env_git_dir=False)
+                repo._git(["config", "gc.auto", "0"], [])
         return repo
 
     # -- commands --------------------------------------------------------------------------
@@ -208,6 +210,35 @@ class WorkspaceRepo:
             raise GitFailed(f"git {' '.join(args[:2])} failed ({proc.returncode}): "
                             f"{proc.stderr.strip()[-500:]}")
         return proc.stdout
+
+
+_BARE_CONFIG = ("[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n"
+                "[gc]\n\tauto = 0\n")
+
+
+def _init_bare(git_dir: Path) -> bool:
+    """Create the bare repository ``git init --bare`` and ``git config gc.auto 0`` would
+    (without the sample hooks and description), in-process: a new store starts no git.
+
+    It is made beside ``git_dir`` and renamed into place, so no half-made repository is ever
+    seen. Returns False, creating nothing, when ``git_dir`` already exists.
+    """
+    tmp = git_dir.with_name(f".{git_dir.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    try:
+        for folder in ("objects/info", "objects/pack", "refs/heads", "refs/tags", "info"):
+            (tmp / folder).mkdir(parents=True)
+        (tmp / "config").write_text(_BARE_CONFIG)
+        (tmp / "HEAD").write_text("ref: refs/heads/main\n")
+        os.rename(tmp, git_dir)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno != errno.ENOTEMPTY:
+            raise GitFailed(f"cannot create the repository {git_dir}: {exc}") from exc
+        return False
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return True
 
 
 def _is_object_id(text: str) -> bool:
