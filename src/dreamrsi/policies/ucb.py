@@ -14,6 +14,8 @@ from dreamrsi.core.view import TreeView
 from dreamrsi.policies._common import BranchLog, FirstGains, Scale, gain, slots
 from dreamrsi.policies.params import check_params, param
 
+_FEW = 8
+
 
 @dataclass(eq=False)
 class UCBBranches:
@@ -65,7 +67,7 @@ class UCBBranches:
             return []
         base, span = self._scale.of(view)
         log_t = math.log(view.size + 1)
-        if view.branch_count() <= 8 * n + 8:
+        if view.branch_count() <= _FEW * n + _FEW:
             return self._value_all(view, n, base, span, log_t)
         arms = self._arms
         arms.refresh(view)
