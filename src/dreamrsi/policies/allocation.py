@@ -204,8 +204,8 @@ class _Ranked:
             rho = (float(valid_first) + 1) / (count + 2)
             score = (gain + policy.lam) * rho
             for k in range(min(n, policy.max_branches - count)):
-                found.append((score, count + k, view.root_id))
-        found.sort(key=_ranked_first)
+                found.append((-score, count + k, view.root_id))  # a new -score each time
+        found.sort()  # (-score, place, node): highest first, ties in opening order
         return [node_id for _, _, node_id in found[:n]]
 
     def _one(self, view: TreeView) -> list[str] | None:
@@ -314,17 +314,18 @@ class _Ranked:
 
     def _candidates(self, view: TreeView, n: int, span: float,
                     mean_cost: float) -> list[tuple[float, int, str]]:
-        """The branches that may be among the ``n`` best, scored: ``(score, place, tip)``."""
+        """The branches that may be among the ``n`` best, scored: ``(-score, place, tip)``
+        (so that tuples sort as :func:`_ranked_first` sorts the actions)."""
         score, ids, table = self.policy.score, self.log.ids, view.branch_table()
         if self._odd:
-            return [(score(b, span, mean_cost), place, b.tip)
+            return [(-score(b, span, mean_cost), place, b.tip)
                     for place, b in enumerate(map(table.__getitem__, ids))]
         found: list[tuple[float, int, str]] = []
         top: list[float] = []  # the n best scores so far (a min-heap)
         for _, place in self._untimed[:n]:
             branch = table[ids[place]]
             value = score(branch, span, mean_cost)
-            found.append((value, place, branch.tip))
+            found.append((-value, place, branch.tip))
             _keep(top, n, value)
         bound = mean_cost * (1 + _SLACK)
         for negative, place in self._timed:
@@ -332,7 +333,7 @@ class _Ranked:
                 break
             branch = table[ids[place]]
             value = score(branch, span, mean_cost)
-            found.append((value, place, branch.tip))
+            found.append((-value, place, branch.tip))
             _keep(top, n, value)
         return found
 
