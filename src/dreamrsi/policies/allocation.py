@@ -116,12 +116,6 @@ def _first(action: tuple[float, str]) -> float:
     return -action[0]
 
 
-def _ranked_first(action: tuple[float, int, str]) -> tuple[float, int]:
-    """Highest score first; on ties, the order actions were listed in (branches in opening
-    order, then the new-branch actions)."""
-    return -action[0], action[1]
-
-
 _TINY = 1e-12  # the smallest span (policies._common.scale)
 _SLACK = 1e-9  # relative: far above the few roundings between a score and its key
 
@@ -209,16 +203,16 @@ class _Ranked:
         return [node_id for _, _, node_id in found[:n]]
 
     def _one(self, view: TreeView) -> list[str] | None:
-        """:meth:`choose` with one slot, after a round in which one node grew a branch and
-        the scale did not move, with every wall time so far a whole number of at least 0
-        (most rounds at W = 1), written for speed: the grown branch is keyed again and
+        """:meth:`choose` with one slot, after a round in which one node grew or opened a
+        branch and the scale did not move, with every wall time so far a whole number of at
+        least 0 (most rounds at W = 1), written for speed: the branch is keyed again and
         moved in place, and the first keys scored. ``None`` (nothing done) for any other
         round."""
         log = self.log
         seen = log._seen
         root_score = view.root.score
         if (view is not log._view or view.size != seen or root_score is None or self._odd
-                or not self._exact or len(log._table) != len(log.ids)):
+                or not self._exact):
             return None  # not one node since, a scale from the branches, or odd wall times
         span = view.best.score - root_score  # type: ignore[union-attr,operator]  # scale(), inlined
         if span < _TINY:  # max(span, _TINY), NaN kept
@@ -228,11 +222,15 @@ class _Ranked:
         branch = log._tips.get(node[0])  # Node[0]: its id
         if span != self._span or branch is None or type(wall) is not int or wall < 0:
             return None
-        log._seen, log.new = seen + 1, (node,)  # what log.update() would catch up with
+        # what log.update() would catch up with: the node, and the branch it opened if any
+        opened = len(log._table) != len(log.ids)
+        if opened:
+            log._opened()
+        log._seen, log.new = seen + 1, (node,)
         self._wall += wall
         policy, ids, table = self.policy, log.ids, log._table
         total, length, branch_id = branch.wall_ms, branch.length, branch.branch_id
-        if total:  # self._move(branch, place, span), inlined for a timed branch
+        if total and not opened:  # self._move(branch, place, span), inlined: a timed branch
             best, first = branch.best, branch.first_score
             progress = ((best - first) / span / length if best is not None and first is not None
                         else 0.0)
@@ -251,30 +249,30 @@ class _Ranked:
             self._move(branch, log.position[branch_id], span)
         score, untimed = policy.score, self._untimed
         mean_cost = (self._wall / seen) or 1.0
-        found: list[tuple[float, int, str]] = []
+        found: list[tuple[float, int, str]] = []  # (-score, place, node), as in choose()
         top = None  # the best score found: _candidates with one slot
         if untimed:
             place = untimed[0][1]
             branch = table[ids[place]]
             top = score(branch, span, mean_cost)
-            found.append((top, place, branch.tip))
+            found.append((-top, place, branch.tip))
         bound = mean_cost * (1 + _SLACK)
         for negative, place in self._timed:
             if top is not None and -negative * bound < top:
                 break
             branch = table[ids[place]]
             value = score(branch, span, mean_cost)
-            found.append((value, place, branch.tip))
+            found.append((-value, place, branch.tip))
             if top is None or value > top:
                 top = value
         count = len(ids)
         if count < policy.max_branches:
             first_gain, valid_first = self._firsts.of(view, ids, root_score, span)
             gain = first_gain / count if count else policy.fresh
-            found.append(((gain + policy.lam) * ((float(valid_first) + 1) / (count + 2)),
+            found.append((-((gain + policy.lam) * ((float(valid_first) + 1) / (count + 2))),
                           count, view.root_id))
         if len(found) > 1:
-            found.sort(key=_ranked_first)
+            found.sort()
         return [found[0][2]]
 
     def _catch_up(self, view: TreeView, span: float) -> None:
@@ -315,7 +313,7 @@ class _Ranked:
     def _candidates(self, view: TreeView, n: int, span: float,
                     mean_cost: float) -> list[tuple[float, int, str]]:
         """The branches that may be among the ``n`` best, scored: ``(-score, place, tip)``
-        (so that tuples sort as :func:`_ranked_first` sorts the actions)."""
+        (tuples that sort highest score first, ties in opening order)."""
         score, ids, table = self.policy.score, self.log.ids, view.branch_table()
         if self._odd:
             return [(-score(b, span, mean_cost), place, b.tip)
