@@ -286,16 +286,35 @@ class _Ranked:
             self._wall += wall
         if span != self._span:  # every key moves: key them all again
             self._span = span
-            ids = log.ids
-            table = view.branch_table()
-            entries = [self._key(table[b], i, span) for i, b in enumerate(ids)]
-            self._keys = dict(zip(ids, entries, strict=True))
-            self._timed = sorted(k for timed, k in entries if timed)
-            self._untimed = sorted(k for timed, k in entries if not timed)
+            self._key_all(view, span)
             return
         position = log.position
         for branch in log.changed(view):
             self._move(branch, position[branch.branch_id], span)
+
+    def _key_all(self, view: TreeView, span: float) -> None:
+        """Key every branch (what :meth:`_key` gives each) and sort them."""
+        table, lam, key = view.branch_table(), self.policy.lam, self._key
+        timed: list[tuple[float, int]] = []
+        untimed: list[tuple[float, int]] = []
+        keys: dict[str, tuple[bool, tuple[float, int]]] = {}
+        for place, branch_id in enumerate(self.log.ids):
+            branch = table[branch_id]
+            total = branch.wall_ms
+            if total:  # self._key(branch, place, span), inlined for a timed branch
+                best, first, length = branch.best, branch.first_score, branch.length
+                progress = ((best - first) / span / length
+                            if best is not None and first is not None else 0.0)
+                entry = (-((progress + lam * (1.0 / sqrt(length))) / (total / length)
+                           * ((branch.valid + 1) / (length + 2))), place)
+                timed.append(entry)
+                keys[branch_id] = True, entry
+            else:
+                keys[branch_id] = untimed_entry = key(branch, place, span)
+                untimed.append(untimed_entry[1])
+        timed.sort()
+        untimed.sort()
+        self._timed, self._untimed, self._keys = timed, untimed, keys
 
     def _move(self, branch: Branch, place: int, span: float) -> None:
         """Key a grown or opened branch again and put it where its key ranks it."""
