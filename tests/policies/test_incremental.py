@@ -312,7 +312,7 @@ def test_best_ranking_one_slot_sees_every_node_revealed_since() -> None:
     assert ranking.tips(view, 3) == ["n-7", "n-5", "n-3"]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes=bushy_trees(), family=st.sampled_from(["allocation", "ucb"]), data=st.data(),
        workers=st.sampled_from([1, 1, 1, 2, 3]), k2=st.integers(1, 200),
        budget=st.none() | st.integers(1, 120), charge=st.booleans(),
