@@ -179,8 +179,9 @@ def unpack(rev: str, into: Path) -> Path:
     return into / "src"
 
 
-def cells(sizes: tuple[int, ...]) -> Iterator[tuple[str, int, str, int]]:
-    for family in FAMILIES:
+def cells(sizes: tuple[int, ...],
+          families: tuple[str, ...] = FAMILIES) -> Iterator[tuple[str, int, str, int]]:
+    for family in families:
         for workers in WORKERS:
             for shape in SHAPES:
                 for size in sizes:
@@ -219,7 +220,7 @@ def measure(args: argparse.Namespace) -> str:
             sides["before"] = Side("before", unpack(args.baseline, Path(tmp)))
         results: dict[tuple[str, int, str, int, str], dict[str, Any]] = {}
         try:
-            for family, workers, shape, size in cells(tuple(args.sizes)):
+            for family, workers, shape, size in cells(tuple(args.sizes), tuple(args.families)):
                 for name, side in sides.items():
                     cap = args.cap if name == "before" else 600.0
                     results[family, workers, shape, size, name] = side.ask(
@@ -247,7 +248,7 @@ def table(results: dict[tuple[str, int, str, int, str], dict[str, Any]],
     lines = [f"| family | W | tree | {head} | exponent | target |",
              "|---|---:|---|" + "---:|" * len(sizes) + "---:|---|"]
     worst_all = math.inf
-    for family in FAMILIES:
+    for family in args.families:
         for workers in WORKERS:
             for shape in SHAPES:
                 row = []
@@ -385,7 +386,8 @@ def run_callgrind(args: argparse.Namespace) -> str:
     """Instruction counts per revealed node, before and after, for a fixed set of cells."""
     python = os.path.realpath(sys.executable)
     picked = [{"family": f, "workers": w, "shape": s, "size": args.callgrind_size}
-              for f in FAMILIES for w in WORKERS for s in ("chains", "bushy-30")]
+              for f in args.families for w in WORKERS
+              for s in ("chains", "bushy-30")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="dreamrsi-cg-") as tmp:
         srcs = {"after": ROOT / "src"}
@@ -456,6 +458,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--callgrind", action="store_true")
     parser.add_argument("--callgrind-size", type=int, default=2_000)
+    parser.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES),
+                        help="measure these families only (the section is then not written)")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--peer", action="store_true")
     parser.add_argument("--peer-cap", type=float, default=30.0)
@@ -482,7 +486,7 @@ def main() -> None:
                    f"--repeats {args.repeats} --cap {args.cap:g} --sizes "
                    + " ".join(map(str, args.sizes)) + extra)
     print(body)
-    if not args.no_write:
+    if not args.no_write and (args.peer or tuple(args.families) == FAMILIES):
         write_section(name, title, body, command)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from itertools import repeat
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -309,3 +310,31 @@ def test_best_ranking_one_slot_sees_every_node_revealed_since() -> None:
     view.reveal(node(7, 6, 0.95))
     assert ranking.tips(view, 1) == ["n-7"]
     assert ranking.tips(view, 3) == ["n-7", "n-5", "n-3"]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=bushy_trees(), family=st.sampled_from(["allocation", "ucb"]), data=st.data(),
+       workers=st.sampled_from([1, 1, 1, 2, 3]), k2=st.integers(1, 200),
+       budget=st.none() | st.integers(1, 120), charge=st.booleans(),
+       few=st.sampled_from([0, 1, 8]))
+def test_kept_rankings_choose_what_ranking_everything_chooses_at_any_branch_count(
+        nodes: list[Node], family: str, data: st.DataObject, workers: int, k2: int,
+        budget: int | None, charge: bool, few: int) -> None:
+    """``ucb`` and ``allocation`` value every arm while they have at most ``_FEW W + _FEW``
+    branches and keep rankings past that; with the threshold lowered, their kept rankings
+    (and their one-slot paths, mostly W = 1 here) are the ones playing from the first round
+    on, and still choose what the references choose."""
+    import dreamrsi.policies.allocation as allocation_module
+    import dreamrsi.policies.ucb as ucb_module
+
+    module = allocation_module if family == "allocation" else ucb_module
+    params = data.draw(PARAMS[family])
+    tree = RecordedTree.from_nodes("r", nodes)
+    spec = family + ":" + ",".join(f"{k}={v}" for k, v in params.items())
+    theirs = replay(REFERENCES[family](**params), tree, workers=workers, max_rounds=k2,
+                    attempt_budget=budget, charge_misses=charge)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "_FEW", few)
+        ours = replay(make_policy(spec), tree, workers=workers, max_rounds=k2,
+                      attempt_budget=budget, charge_misses=charge)
+    assert ours == theirs

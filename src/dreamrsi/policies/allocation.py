@@ -7,11 +7,14 @@ import math
 from bisect import bisect_left, insort
 from collections.abc import Sequence
 from dataclasses import dataclass
+from math import sqrt
 
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
-from dreamrsi.policies._common import BranchLog, FirstGains, Scale, slots
+from dreamrsi.policies._common import BranchLog, FirstGains, Scale
 from dreamrsi.policies.params import check_params, param
+
+_FEW = 2  # with at most _FEW W + _FEW branches, score them all (cheaper than the ranking)
 
 
 @dataclass(eq=False)
@@ -41,9 +44,9 @@ class AllocationScore:
 
     def __post_init__(self) -> None:
         check_params(self)
-        self._ranked = _Ranked(self)
         self._firsts = FirstGains()
         self._scale = Scale()
+        self._ranked = _Ranked(self, self._scale, self._firsts)
 
     def reset(self, context: PolicyContext) -> None:
         """Forget the ranking's bookkeeping (decisions depend on the view alone; it is
@@ -68,28 +71,16 @@ class AllocationScore:
 
         The same actions in the same order as scoring every branch every round, found
         without scoring them all: see :class:`_Ranked`. With few branches (at most
-        ``8 W + 8``) scoring them all costs less, and is done instead.
+        ``2 W + 2``) scoring them all costs less, and is done instead.
         """
-        n = slots(budget)
+        workers, left = budget[0], budget[1]  # slots(budget), inlined: every round
+        n = workers if left is None else max(0, min(workers, left))
         if n == 0:
             return []
-        base, span = self._scale.of(view)
-        if view.branch_count() <= 8 * n + 8:
+        if view.branch_count() <= _FEW * n + _FEW:
+            base, span = self._scale.of(view)
             return self._score_all(view, n, base, span)
-        ranked = self._ranked
-        ranked.refresh(view, span)
-        mean_cost = ranked.mean_cost(view)
-        count = view.branch_count()
-        found = ranked.best(view, n, span, mean_cost)
-        if count < self.max_branches:
-            first_gain, valid_first = self._firsts.of(view, ranked.log.ids, base, span)
-            gain = first_gain / count if count else self.fresh
-            rho = (float(valid_first) + 1) / (count + 2)
-            score = (gain + self.lam) * rho
-            for k in range(min(n, self.max_branches - count)):
-                found.append((score, count + k, view.root_id))
-        found.sort(key=_ranked_first)
-        return [node_id for _, _, node_id in found[:n]]
+        return self._ranked.choose(view, n)
 
     def _score_all(self, view: TreeView, n: int, base: float, span: float) -> list[str]:
         """The W best actions, every branch scored (the ranking catches up when next used)."""
@@ -125,12 +116,7 @@ def _first(action: tuple[float, str]) -> float:
     return -action[0]
 
 
-def _ranked_first(action: tuple[float, int, str]) -> tuple[float, int]:
-    """Highest score first; on ties, the order actions were listed in (branches in opening
-    order, then the new-branch actions)."""
-    return -action[0], action[1]
-
-
+_TINY = 1e-12  # the smallest span (policies._common.scale)
 _SLACK = 1e-9  # relative: far above the few roundings between a score and its key
 
 
@@ -147,21 +133,29 @@ class _Ranked:
     reach the W best. Branches without wall time score their key exactly and are kept
     sorted by it. Every candidate is scored by :meth:`AllocationScore.score` itself, and
     ties are broken by opening order, so the choice is the one ranking every branch makes.
-    Everything is keyed again when the span moves (the view's best improved). Once any
-    attempt's wall time is negative or not finite (a tree no engine records), the bound no
-    longer holds and every branch is scored every round.
+    Everything is keyed again when the span moves (the view's best improved: a handful of
+    times a replay). Once any attempt's wall time is negative or not finite (a tree no
+    engine records), the bound no longer holds and every branch is scored every round.
+
+    A round's work is one catch-up with the view (the branches its new nodes grew, each
+    taken out and put back in place) and the scoring of the few candidates, in one call.
     """
 
-    __slots__ = ("policy", "log", "_span", "_timed", "_untimed", "_keys", "_wall", "_exact",
-                 "_odd")
+    __slots__ = ("policy", "log", "_scale", "_firsts", "_span", "_timed", "_untimed", "_keys",
+                 "_wall", "_exact", "_odd")
 
-    def __init__(self, policy: AllocationScore) -> None:
+    def __init__(self, policy: AllocationScore, scale: Scale, firsts: FirstGains) -> None:
         self.policy = policy
         self.log = BranchLog()
+        self._scale, self._firsts = scale, firsts
         self.forget()
 
     def forget(self) -> None:
         self.log.forget()
+        self._restart()
+
+    def _restart(self) -> None:
+        """Hold nothing of a view (the log aside)."""
         self._span: float | None = None
         self._timed: list[tuple[float, int]] = []  # (-key, place), wall time > 0
         self._untimed: list[tuple[float, int]] = []  # (-score, place), no wall time
@@ -182,65 +176,181 @@ class _Ranked:
         return True, (-((progress + self.policy.lam * info) / (branch.wall_ms / branch.length)
                         * rho), place)
 
-    def refresh(self, view: TreeView, span: float) -> None:
-        if self.log.update(view):
-            self._span, self._wall, self._exact, self._odd = None, 0, True, False
-            self._timed, self._untimed, self._keys = [], [], {}
-        position, keys = self.log.position, self._keys
-        for node in self.log.new:
+    def choose(self, view: TreeView, n: int) -> list[str]:
+        """The ``n`` (at least 1) best actions' nodes, best first: what
+        :meth:`AllocationScore._score_all` returns."""
+        if n == 1 and (batch := self._one(view)) is not None:
+            return batch
+        log = self.log
+        if log.update(view):  # a view not followed so far
+            self._restart()
+        base, span = self._scale.of(view)
+        self._catch_up(view, span)
+        size = view.size
+        mean_cost = (((self._wall if self._exact else sum(b.wall_ms for b in view.branch_stats()))
+                      / (size if size > 1 else 1)) or 1.0)
+        found = self._candidates(view, n, span, mean_cost)
+        ids, policy = log.ids, self.policy
+        count = len(ids)
+        if count < policy.max_branches:
+            first_gain, valid_first = self._firsts.of(view, ids, base, span)
+            gain = first_gain / count if count else policy.fresh
+            rho = (float(valid_first) + 1) / (count + 2)
+            score = (gain + policy.lam) * rho
+            for k in range(min(n, policy.max_branches - count)):
+                found.append((-score, count + k, view.root_id))  # a new -score each time
+        found.sort()  # (-score, place, node): highest first, ties in opening order
+        return [node_id for _, _, node_id in found[:n]]
+
+    def _one(self, view: TreeView) -> list[str] | None:
+        """:meth:`choose` with one slot, after a round in which one node grew or opened a
+        branch and the scale did not move, with every wall time so far a whole number of at
+        least 0 (most rounds at W = 1), written for speed: the branch is keyed again and
+        moved in place, and the first keys scored. ``None`` (nothing done) for any other
+        round."""
+        log = self.log
+        seen = log._seen
+        root_score = view.root.score
+        if (view is not log._view or view.size != seen or root_score is None or self._odd
+                or not self._exact):
+            return None  # not one node since, a scale from the branches, or odd wall times
+        span = view.best.score - root_score  # type: ignore[union-attr,operator]  # scale(), inlined
+        if span < _TINY:  # max(span, _TINY), NaN kept
+            span = _TINY
+        node = view.revealed_since(seen)[0]
+        wall = node.cost.wall_ms
+        branch = log._tips.get(node[0])  # Node[0]: its id
+        if span != self._span or branch is None or type(wall) is not int or wall < 0:
+            return None
+        # what log.update() would catch up with: the node, and the branch it opened if any
+        opened = len(log._table) != len(log.ids)
+        if opened:
+            log._opened()
+        log._seen, log.new = seen + 1, (node,)
+        self._wall += wall
+        policy, ids, table = self.policy, log.ids, log._table
+        total, length, branch_id = branch.wall_ms, branch.length, branch.branch_id
+        if total and not opened:  # self._move(branch, place, span), inlined: a timed branch
+            best, first = branch.best, branch.first_score
+            progress = ((best - first) / span / length if best is not None and first is not None
+                        else 0.0)
+            entry = (-((progress + policy.lam * (1.0 / sqrt(length))) / (total / length)
+                       * ((branch.valid + 1) / (length + 2))), log.position[branch_id])
+            old = self._keys[branch_id]
+            if old[1] != entry:
+                timed = self._timed
+                if old[0]:
+                    del timed[bisect_left(timed, old[1])]
+                else:
+                    del self._untimed[bisect_left(self._untimed, old[1])]
+                insort(timed, entry)
+                self._keys[branch_id] = True, entry
+        else:
+            self._move(branch, log.position[branch_id], span)
+        score, untimed = policy.score, self._untimed
+        mean_cost = (self._wall / seen) or 1.0
+        found: list[tuple[float, int, str]] = []  # (-score, place, node), as in choose()
+        top = None  # the best score found: _candidates with one slot
+        if untimed:
+            place = untimed[0][1]
+            branch = table[ids[place]]
+            top = score(branch, span, mean_cost)
+            found.append((-top, place, branch.tip))
+        bound = mean_cost * (1 + _SLACK)
+        for negative, place in self._timed:
+            if top is not None and -negative * bound < top:
+                break
+            branch = table[ids[place]]
+            value = score(branch, span, mean_cost)
+            found.append((-value, place, branch.tip))
+            if top is None or value > top:
+                top = value
+        count = len(ids)
+        if count < policy.max_branches:
+            first_gain, valid_first = self._firsts.of(view, ids, root_score, span)
+            gain = first_gain / count if count else policy.fresh
+            found.append((-((gain + policy.lam) * ((float(valid_first) + 1) / (count + 2))),
+                          count, view.root_id))
+        if len(found) > 1:
+            found.sort()
+        return [found[0][2]]
+
+    def _catch_up(self, view: TreeView, span: float) -> None:
+        """Take in the nodes revealed since the last round (their wall times, the branches
+        they grew), or key everything again if the span moved."""
+        log = self.log
+        for node in log.new:
             wall = node.cost.wall_ms
             self._exact = self._exact and type(wall) is int
             self._odd = self._odd or not 0 <= wall < math.inf
             self._wall += wall
         if span != self._span:  # every key moves: key them all again
             self._span = span
-            ids = self.log.ids
-            table = view.branch_table()
-            entries = [self._key(table[b], i, span) for i, b in enumerate(ids)]
-            self._keys = dict(zip(ids, entries, strict=True))
-            self._timed = sorted(k for timed, k in entries if timed)
-            self._untimed = sorted(k for timed, k in entries if not timed)
+            self._key_all(view, span)
             return
-        for branch in self.log.changed(view):
-            branch_id = branch.branch_id
-            entry = self._key(branch, position[branch_id], span)
-            old = keys.get(branch_id)
-            if old == entry:
-                continue
-            if old is not None:
-                ranked = self._timed if old[0] else self._untimed
-                del ranked[bisect_left(ranked, old[1])]
-            insort(self._timed if entry[0] else self._untimed, entry[1])
-            keys[branch_id] = entry
+        position = log.position
+        for branch in log.changed(view):
+            self._move(branch, position[branch.branch_id], span)
 
-    def mean_cost(self, view: TreeView) -> float:
-        """Mean wall time of an attempt, as summing the branches' wall times gives it."""
-        if self._exact:
-            return (self._wall / max(1, view.size)) or 1.0
-        return (sum(b.wall_ms for b in view.branch_stats()) / max(1, view.size)) or 1.0
+    def _key_all(self, view: TreeView, span: float) -> None:
+        """Key every branch (what :meth:`_key` gives each) and sort them."""
+        table, lam, key = view.branch_table(), self.policy.lam, self._key
+        timed: list[tuple[float, int]] = []
+        untimed: list[tuple[float, int]] = []
+        keys: dict[str, tuple[bool, tuple[float, int]]] = {}
+        for place, branch_id in enumerate(self.log.ids):
+            branch = table[branch_id]
+            total = branch.wall_ms
+            if total:  # self._key(branch, place, span), inlined for a timed branch
+                best, first, length = branch.best, branch.first_score, branch.length
+                progress = ((best - first) / span / length
+                            if best is not None and first is not None else 0.0)
+                entry = (-((progress + lam * (1.0 / sqrt(length))) / (total / length)
+                           * ((branch.valid + 1) / (length + 2))), place)
+                timed.append(entry)
+                keys[branch_id] = True, entry
+            else:
+                keys[branch_id] = untimed_entry = key(branch, place, span)
+                untimed.append(untimed_entry[1])
+        timed.sort()
+        untimed.sort()
+        self._timed, self._untimed, self._keys = timed, untimed, keys
 
-    def best(self, view: TreeView, n: int, span: float,
-             mean_cost: float) -> list[tuple[float, int, str]]:
-        """The branches that may be among the ``n`` best, scored: ``(score, place, tip)``."""
-        policy, ids = self.policy, self.log.ids
+    def _move(self, branch: Branch, place: int, span: float) -> None:
+        """Key a grown or opened branch again and put it where its key ranks it."""
+        keys, branch_id = self._keys, branch.branch_id
+        entry = self._key(branch, place, span)
+        old = keys.get(branch_id)
+        if old == entry:
+            return
+        if old is not None:
+            ranked = self._timed if old[0] else self._untimed
+            del ranked[bisect_left(ranked, old[1])]
+        insort(self._timed if entry[0] else self._untimed, entry[1])
+        keys[branch_id] = entry
+
+    def _candidates(self, view: TreeView, n: int, span: float,
+                    mean_cost: float) -> list[tuple[float, int, str]]:
+        """The branches that may be among the ``n`` best, scored: ``(-score, place, tip)``
+        (tuples that sort highest score first, ties in opening order)."""
+        score, ids, table = self.policy.score, self.log.ids, view.branch_table()
         if self._odd:
-            return [(policy.score(b, span, mean_cost), place, b.tip)
-                    for place, b in enumerate(map(view.branch_table().__getitem__, ids))]
+            return [(-score(b, span, mean_cost), place, b.tip)
+                    for place, b in enumerate(map(table.__getitem__, ids))]
         found: list[tuple[float, int, str]] = []
-        top: list[float] = []
-        table = view.branch_table()
+        top: list[float] = []  # the n best scores so far (a min-heap)
         for _, place in self._untimed[:n]:
             branch = table[ids[place]]
-            value = policy.score(branch, span, mean_cost)
-            found.append((value, place, branch.tip))
+            value = score(branch, span, mean_cost)
+            found.append((-value, place, branch.tip))
             _keep(top, n, value)
         bound = mean_cost * (1 + _SLACK)
         for negative, place in self._timed:
             if len(top) == n and -negative * bound < top[0]:
                 break
             branch = table[ids[place]]
-            value = policy.score(branch, span, mean_cost)
-            found.append((value, place, branch.tip))
+            value = score(branch, span, mean_cost)
+            found.append((-value, place, branch.tip))
             _keep(top, n, value)
         return found
 

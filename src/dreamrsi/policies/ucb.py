@@ -10,9 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from dreamrsi.core.policy import Budget, PolicyContext
-from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import BranchLog, FirstGains, Scale, gain, slots
+from dreamrsi.core.view import Branch, TreeView
+from dreamrsi.policies._common import BranchLog, FirstGains, Scale, gain
 from dreamrsi.policies.params import check_params, param
+
+_FEW = 8  # with at most _FEW W + _FEW branches, value every arm (cheaper than the groups)
+_TINY = 1e-12  # the smallest span (policies._common.scale)
 
 
 @dataclass(eq=False)
@@ -60,13 +63,16 @@ class UCBBranches:
         its best possible value is below the W-th best found so far. With few branches
         (at most ``8 W + 8``) valuing them all costs less, and is done instead.
         """
-        n = slots(budget)
+        workers, left = budget[0], budget[1]  # slots(budget), inlined: every round
+        n = workers if left is None else max(0, min(workers, left))
         if n == 0:
             return []
+        if view.branch_count() <= _FEW * n + _FEW:
+            return self._value_all(view, n)
+        if n == 1 and (batch := self._one(view)) is not None:
+            return batch
         base, span = self._scale.of(view)
         log_t = math.log(view.size + 1)
-        if view.branch_count() <= 8 * n + 8:
-            return self._value_all(view, n, base, span, log_t)
         arms = self._arms
         arms.refresh(view)
         c = self.c
@@ -100,16 +106,76 @@ class UCBBranches:
         found.sort(key=_ranked)
         return [node_id for _, _, node_id in found[:n]]
 
-    def _value_all(self, view: TreeView, n: int, base: float, span: float,
-                   log_t: float) -> list[str]:
+    def _one(self, view: TreeView) -> list[str] | None:
+        """:meth:`select` with one slot, after a round in which one node grew a branch,
+        where the root has a score and the groups are in use (most rounds at W = 1), written
+        for speed: the grown branch moves to its group and the groups' heads are valued.
+        ``None`` (nothing done) for any other round."""
+        arms = self._arms
+        log = arms.log
+        seen = log._seen
+        root_score = view.root.score
+        count = len(log.ids)
+        if (view is not log._view or view.size != seen or root_score is None
+                or len(log._table) != count or count <= _FEW + _FEW):
+            return None
+        node = view.revealed_since(seen)[0]
+        grown = log._tips.get(node[0])  # Node[0]: its id
+        if grown is None:
+            return None
+        log._seen, log.new = seen + 1, (node,)  # what log.update() would catch up with
+        ids = log.ids
+        arms.move(grown, log.position[grown.branch_id], root_score)
+        best: float = view.best.score  # type: ignore[union-attr,assignment]  # the root has one
+        span = best - root_score  # scale(view), inlined
+        if span < _TINY:  # max(span, _TINY), NaN kept
+            span = _TINY
+        c, log_t = self.c, math.log(seen + 1)
+        found: list[tuple[float, int, str]] = []
+        top = None  # the best value found (the heap of select with one slot)
+        if self.max_branches > count:
+            firsts, _ = self._firsts.of(view, ids, root_score, span)
+            top = firsts / count + c * math.sqrt(log_t / (count + 1))
+            found.append((top, count, view.root_id))
+        ceiling = (best - root_score) / span
+        if ceiling < 0.0:  # max(0.0, ceiling), NaN kept
+            ceiling = 0.0
+        groups, table, sqrt = arms.groups, log._table, math.sqrt
+        for length in arms.lengths:
+            bonus = c * sqrt(log_t / length)
+            if top is not None and ceiling + bonus < top:
+                break
+            for key in groups[length]:
+                branch = table[ids[key[-1]]]
+                mean = branch.best  # gain(), inlined
+                value = (0.0 if mean is None else (mean - root_score) / span) + bonus
+                if top is not None and value < top:
+                    break
+                if top is None or value > top:
+                    top = value
+                found.append((value, key[-1], branch.tip))
+        if len(found) > 1:
+            found.sort(key=_ranked)
+        return [found[0][2]]
+
+    def _value_all(self, view: TreeView, n: int) -> list[str]:
         """The W best arms, every arm valued (the groups catch up when next used)."""
-        c, sqrt = self.c, math.sqrt
-        arms: list[tuple[float, str]] = []
+        root_score = view.root.score
+        if root_score is None:
+            base, span = self._scale.of(view)
+        else:  # scale(view), inlined: the view's best is never None here
+            base, span = root_score, view.best.score - root_score  # type: ignore[union-attr,operator]
+            if span < _TINY:  # max(span, _TINY), NaN kept
+                span = _TINY
+        c, sqrt, log_t = self.c, math.sqrt, math.log(view.size + 1)
+        # (-value, place, node): sorted as they are, highest value first, ties in the order
+        # arms are listed (branches in opening order, then the new-branch arm)
+        arms: list[tuple[float, int, str]] = []
         firsts = 0.0
-        for branch in view.branch_table().values():
+        for place, branch in enumerate(view.branch_table().values()):
             best, first = branch.best, branch.first_score  # gain(), inlined:
-            arms.append(((0.0 if best is None else (best - base) / span)
-                         + c * sqrt(log_t / branch.length), branch.tip))
+            arms.append((-((0.0 if best is None else (best - base) / span)
+                           + c * sqrt(log_t / branch.length)), place, branch.tip))
             if first is not None:
                 firsts += (first - base) / span
         count = len(arms)
@@ -118,14 +184,9 @@ class UCBBranches:
             prior = firsts / count if count else self.fresh
             for k in range(min(room, n)):
                 bonus = c * math.sqrt(log_t / (count + k + 1)) if count + k else 1e9
-                arms.append((prior + bonus, view.root_id))
-        arms.sort(key=_first)  # stable: ties keep the order arms were listed in
-        return [node_id for _, node_id in arms[:n]]
-
-
-def _first(arm: tuple[float, str]) -> float:
-    """Highest value first."""
-    return -arm[0]
+                arms.append((-(prior + bonus), count + k, view.root_id))
+        arms.sort()
+        return [node_id for _, _, node_id in arms[:n]]
 
 
 def _ranked(arm: tuple[float, int, str]) -> tuple[float, int]:
@@ -163,26 +224,29 @@ class _LengthGroups:
     def refresh(self, view: TreeView) -> None:
         if self.log.update(view):
             self.groups, self.lengths, self._keys = {}, [], {}
-        groups, keys, position = self.groups, self._keys, self.log.position
-        root_score = view.root.score
+        root_score, position = view.root.score, self.log.position
         for branch in self.log.changed(view):
-            branch_id, place, best = branch.branch_id, position[branch.branch_id], branch.best
-            key: tuple[Any, ...] = (
-                (best is None, -(best or 0.0), place) if root_score is None else
-                (-(best if best is not None else root_score), place))
-            entry = (branch.length, key)
-            old = keys.get(branch_id)
-            if old == entry:
-                continue
-            if old is not None:
-                group = groups[old[0]]
-                del group[bisect_left(group, old[1])]
-                if not group:
-                    del groups[old[0]]
-                    del self.lengths[bisect_left(self.lengths, old[0])]
-            members = groups.get(branch.length)
-            if members is None:
-                members = groups[branch.length] = []
-                insort(self.lengths, branch.length)
-            insort(members, key)
-            keys[branch_id] = entry
+            self.move(branch, position[branch.branch_id], root_score)
+
+    def move(self, branch: Branch, place: int, root_score: float | None) -> None:
+        """Put an opened or grown branch (``place``: its opening position) in its group."""
+        groups, keys = self.groups, self._keys
+        branch_id, best, length = branch.branch_id, branch.best, branch.length
+        key: tuple[Any, ...] = (
+            (best is None, -(best or 0.0), place) if root_score is None else
+            (-(best if best is not None else root_score), place))
+        old = keys.get(branch_id)
+        if old is not None:
+            if old[0] == length and old[1] == key:
+                return
+            group = groups[old[0]]
+            del group[bisect_left(group, old[1])]
+            if not group:
+                del groups[old[0]]
+                del self.lengths[bisect_left(self.lengths, old[0])]
+        members = groups.get(length)
+        if members is None:
+            members = groups[length] = []
+            insort(self.lengths, length)
+        insort(members, key)
+        keys[branch_id] = (length, key)
