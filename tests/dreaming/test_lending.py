@@ -8,14 +8,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from dreamrsi.core.model import Node
+from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.core.replay import RecordedTree, own_part, replay, summarize
 from dreamrsi.dreaming import ReplaySettings
 from dreamrsi.dreaming.by_run import by_run_interval
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy
 from dreamrsi.dreaming.history import pool_branches
-from dreamrsi.dreaming.lending import LentBranches
+from dreamrsi.dreaming.lending import LentBranches, PooledTree
 from dreamrsi.policies.registry import make_policy, parse_spec
 from dreamrsi.testing.builders import grid_nodes
 
@@ -155,3 +157,78 @@ def test_the_run_bootstrap_lends_as_the_budget_allows_and_gives_the_same_interva
     # the resamples replayed on two forked workers give the same interval
     assert by_run_interval(wide, narrow, trees, resamples=40, seed=2, max_lent=7,
                            processes=2) == whole
+
+
+def _random_tree(tree_id: str, shape: list[list[float | None]]) -> RecordedTree:
+    """A root with one chain per list of ``shape``, created branch by branch (``None``: an
+    invalid attempt)."""
+    root = Node(f"{tree_id}-0", tree_id, None, 0, 0, "c", NodeStatus.OK, True, 0.0, 0.0)
+    nodes, seq = [root], 0
+    for chain in shape:
+        parent = root.node_id
+        for score in chain:
+            seq += 1
+            nodes.append(Node(f"{tree_id}-{seq}", tree_id, parent, seq, seq, "c",
+                              NodeStatus.OK if score is not None else NodeStatus.INVALID,
+                              score is not None, score, score))
+            parent = nodes[-1].node_id
+    return RecordedTree.from_nodes(tree_id, nodes)
+
+
+_SCORES = st.one_of(st.none(), st.floats(-5, 5, allow_nan=False))
+_HISTORIES = st.lists(st.lists(st.lists(_SCORES, min_size=1, max_size=5), min_size=0,
+                               max_size=4), min_size=2, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_HISTORIES, st.one_of(st.none(), st.integers(1, 12)), st.sampled_from(SPECS),
+       st.integers(1, 4), st.one_of(st.none(), st.integers(1, 30)), st.integers(1, 3))
+def test_a_pool_built_lazily_replays_as_copies_on_any_history(
+        shapes: list[list[list[float | None]]], max_lent: int | None, text: str,
+        workers: int, budget: int | None, orders: int) -> None:
+    trees = [_random_tree(f"h{i}", shape) for i, shape in enumerate(shapes)]
+    lending = [t for t in trees if t.root_children]
+    if not lending:
+        return
+    pooled = pool_branches(lending, max_lent)
+    copies = [copied(t, _lenders(lending, i, max_lent), p)
+              for i, (t, p) in enumerate(zip(lending, pooled, strict=True))]
+    for lent, copy in zip(pooled, copies, strict=True):
+        a = replay(make_policy(text), lent, workers=workers, max_rounds=40,
+                   attempt_budget=budget)
+        b = replay(make_policy(text), copy, workers=workers, max_rounds=40,
+                   attempt_budget=budget)
+        assert a == b
+    scale = QualityScale.of(lending)
+    replay_settings = ReplaySettings(workers=workers, attempt_budget=budget,
+                                     root_orders=orders)
+    spec = parse_spec(text)
+    assert score_policy(spec, pooled, replay_settings, scale=scale) == \
+        score_policy(spec, copies, replay_settings, scale=scale)
+    for lent, copy in zip(pool_branches(lending, max_lent), copies, strict=True):
+        _same_nodes(lent, copy)  # looked up by id before any replay made a lender's parts
+
+
+def test_a_pooled_tree_makes_a_lenders_first_nodes_only_when_a_replay_reaches_them() -> None:
+    trees = history(6, 13)
+    trees = [t for t in trees if t.root_children]
+    pooled = pool_branches(trees)
+    tree, own = pooled[0], trees[0].branch_count
+    assert isinstance(tree, PooledTree) and tree.lenders_made == 0
+    replay(make_policy(f"fixed:branches={own},refine=3"), tree, workers=2, max_rounds=40)
+    assert tree.lenders_made == 0  # its own branches only: nothing lent was made
+    replay(make_policy(f"fixed:branches={own + 1},refine=0"), tree, workers=2, max_rounds=40)
+    assert tree.lenders_made == 1  # one lent branch: its lender's parts, no other's
+    assert len(tree.branch_starts) == len(tree.root_children) == len(tree.root_nodes)
+    # the root's children as nodes read like a tuple: by index, from the end, by slice
+    nodes = tree.root_nodes
+    assert [n.node_id for n in nodes] == list(tree.root_children)
+    assert nodes[-1].node_id == tree.root_children[-1]
+    assert [n.node_id for n in nodes[own - 1:own + 2]] == list(tree.root_children[own - 1:
+                                                                                 own + 2])
+    assert all(n.parent_id == tree.root.node_id for n in nodes)
+    with pytest.raises(IndexError):
+        nodes[len(nodes)]  # noqa: B018
+    with pytest.raises(IndexError):
+        nodes[-len(nodes) - 1]  # noqa: B018
+    assert tree.lenders_made == len(trees) - 1
