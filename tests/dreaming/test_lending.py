@@ -207,6 +207,19 @@ def test_a_pool_built_lazily_replays_as_copies_on_any_history(
         score_policy(spec, copies, replay_settings, scale=scale)
     for lent, copy in zip(pool_branches(lending, max_lent), copies, strict=True):
         _same_nodes(lent, copy)  # looked up by id before any replay made a lender's parts
+    # one index pooling subsets again and again, as the run bootstrap does: each pool
+    # replays as its own copies, whatever the pools before it made
+    shared = LentBranches(lending)
+    for subset in (lending, lending[::-1][:-1], lending[1:], lending):
+        if not subset:
+            continue
+        pooled = pool_branches(subset, max_lent, shared)
+        for i, (tree, lent) in enumerate(zip(subset, pooled, strict=True)):
+            copy = copied(tree, _lenders(subset, i, max_lent), lent)
+            assert replay(make_policy(text), lent, workers=workers, max_rounds=40,
+                          attempt_budget=budget) == \
+                replay(make_policy(text), copy, workers=workers, max_rounds=40,
+                       attempt_budget=budget)
 
 
 def test_a_pooled_tree_makes_a_lenders_first_nodes_only_when_a_replay_reaches_them() -> None:

@@ -57,6 +57,7 @@ class LentBranches:
         self.extremes: dict[str, tuple[float | None, float | None, int]] = {}
         self.refine: dict[str, int] = {}
         self._lent_to: dict[tuple[str, str], _Lent] = {}
+        self._states: dict[str, RootStates] = {}
         child: list[Node | None] = [None] * base
         for tree in trees:
             if tree.tree_id in self.base:
@@ -99,7 +100,7 @@ class LentBranches:
         the first nodes' ids are laid out here; a lender's first nodes and their states are
         made when first reached (:class:`_LentParts`)."""
         ids = [t.tree_id for t in lenders]
-        states = PooledStates(dict(tree.state_after))
+        states = self.states_of(tree)
         parts = _LentParts(tree.root.node_id, ids, len(tree.root_nodes), self, states)
         nodes = PooledNodes(tree.nodes, parts)
         longest = max([tree.refine_count, *(self.refine[t] for t in ids)])
@@ -112,6 +113,17 @@ class LentBranches:
             cast(tuple[Node, ...], LentSequence(tree.root_nodes, parts, 1)),
             cast(tuple[Branch, ...], LentSequence(tree.branch_starts, parts, 2)),
             states, tree.start, tree.recorded_size, tree.saw, longest)
+
+    def states_of(self, tree: RecordedTree) -> RootStates:
+        """The replay states of ``tree`` pooled: its own, and the lent first nodes' of every
+        lender made for its root so far; one per tree, shared by every pooling of it (each
+        replay reads only the states of nodes its own pool revealed)."""
+        found = self._states.get(tree.tree_id)
+        if found is None or found.tree is not tree:
+            found = RootStates(tree.state_after)
+            found.tree, found.shared = tree, self
+            self._states[tree.tree_id] = found
+        return found
 
     def lent(self, root_id: str, lender: str) -> _Lent:
         """A lender's first nodes as children of the root ``root_id``, with their first two
@@ -145,7 +157,7 @@ class PooledTree(RecordedTree):
     def lenders_made(self) -> int:
         """Lenders whose first nodes and states this tree has made so far (the others' are
         still only ids)."""
-        return cast(PooledStates, self.state_after).parts.made_count()
+        return cast(LentSequence[Branch], self.branch_starts).parts.made_count()
 
 
 class _Lent(NamedTuple):
@@ -158,22 +170,23 @@ class _Lent(NamedTuple):
     seconds: tuple[Branch | None, ...]
 
 
-class PooledStates(dict[str, Branch | None]):
-    """A pooled tree's replay states: its own, and the lent first nodes' of each lender
-    reached so far, here (a plain ``dict`` look-up, what a replay does every reveal); the
-    rest through :meth:`__missing__`."""
+class RootStates(dict[str, Branch | None]):
+    """A pooled tree's replay states: its own, and the lent first nodes' of each lender made
+    for its root so far, here (a plain ``dict`` look-up, what a replay does every reveal);
+    the rest through :meth:`__missing__`. One per tree (:meth:`LentBranches.states_of`)."""
 
-    parts: _LentParts
+    tree: RecordedTree
+    shared: LentBranches
 
     def __missing__(self, node_id: str) -> Branch | None:
-        """A lent first node's state, its lender's parts made now; any other lent node's
-        from the shared index."""
-        parts = self.parts
-        at = parts.lender_index.get(parts.shared.owner.get(node_id, ""))
-        if at is not None and node_id in parts.shared.first_at:
-            parts.made(at)
+        """A lent first node's state as a child of this root, its lender's first nodes made
+        now; any other lent node's from the shared index."""
+        shared = self.shared
+        if node_id in shared.first_at:
+            found = shared.lent(self.tree.root.node_id, shared.owner[node_id])
+            self.update(zip(found.ids, found.seconds, strict=True))
             return dict.__getitem__(self, node_id)
-        return parts.shared.after[node_id]
+        return shared.after[node_id]
 
 
 class _LentParts:
@@ -185,7 +198,7 @@ class _LentParts:
                  "_made")
 
     def __init__(self, root_id: str, lenders: list[str], own: int, shared: LentBranches,
-                 states: PooledStates) -> None:
+                 states: RootStates) -> None:
         self.root_id, self.lenders, self.shared, self.states = root_id, lenders, shared, states
         self.lender_index = {t: i for i, t in enumerate(lenders)}
         offsets, count = [], own
@@ -194,11 +207,11 @@ class _LentParts:
             count += len(shared.first_ids[lender])
         self.offsets, self.count = offsets, count
         self._made: list[_Lent | None] = [None] * len(lenders)
-        states.parts = self
 
     def made(self, at: int) -> _Lent:
         """The ``at``-th lender's first nodes and states as this root's (its states join the
-        pooled tree's on the first call)."""
+        tree's :class:`RootStates` on the first call, if another pooling has not put them
+        there already)."""
         found = self._made[at]
         if found is None:
             found = self._made[at] = self.shared.lent(self.root_id, self.lenders[at])
