@@ -3,12 +3,13 @@ that hold copies of every lent node, built by ``RecordedTree.from_nodes``."""
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dreamrsi.core.model import Node, NodeStatus
@@ -159,10 +160,12 @@ def test_the_run_bootstrap_lends_as_the_budget_allows_and_gives_the_same_interva
                            processes=2) == whole
 
 
-def _random_tree(tree_id: str, shape: list[list[float | None]]) -> RecordedTree:
+def _random_tree(tree_id: str, shape: list[list[float | None]],
+                 root_score: float | None = 0.0) -> RecordedTree:
     """A root with one chain per list of ``shape``, created branch by branch (``None``: an
     invalid attempt)."""
-    root = Node(f"{tree_id}-0", tree_id, None, 0, 0, "c", NodeStatus.OK, True, 0.0, 0.0)
+    root = Node(f"{tree_id}-0", tree_id, None, 0, 0, "c", NodeStatus.OK,
+                root_score is not None, root_score, root_score)
     nodes, seq = [root], 0
     for chain in shape:
         parent = root.node_id
@@ -245,3 +248,70 @@ def test_a_pooled_tree_makes_a_lenders_first_nodes_only_when_a_replay_reaches_th
     with pytest.raises(IndexError):
         nodes[-len(nodes) - 1]  # noqa: B018
     assert tree.lenders_made == len(trees) - 1
+
+
+def _folded_pool(trees: list[RecordedTree], max_lent: int | None
+                 ) -> list[tuple[object, ...]]:
+    """What pooling gives each tree, folded over every lender in order (the first of equal
+    values kept): its lent branches' first ids, best, floor and rounds; ``None`` for a tree
+    nothing is lent to."""
+    out: list[tuple[object, ...]] = []
+    for i, tree in enumerate(trees):
+        lenders = [t for t in (trees[(i + k) % len(trees)] for k in range(1, len(trees)))
+                   if t.start == tree.start and t.root_children and tree.tree_id not in t.saw]
+        if not lenders:
+            out.append((None,))
+            continue
+        best, floor, rounds = tree.best, tree.floor, tree.rounds
+        for lender in lenders:
+            lent = [n for n in lender.nodes.values() if n.parent_id is not None]
+            scores = [n.score for n in lent if n.score is not None]
+            high, low = max(scores, default=None), min(scores, default=None)
+            best = high if best is None or (high is not None and high > best) else best
+            floor = low if floor is None or (low is not None and low < floor) else floor
+            rounds = max(rounds, max(n.round for n in lent))
+        ids = tree.root_children + tuple(
+            c for t in _enough_of(lenders, max_lent) for c in t.root_children)
+        out.append((ids, _signed(best), _signed(floor), rounds))
+    return out
+
+
+def _enough_of(lenders: list[RecordedTree], max_lent: int | None) -> list[RecordedTree]:
+    """The first lenders whose branches number at least ``max_lent`` (all: ``None``)."""
+    if max_lent is None:
+        return lenders
+    chosen: list[RecordedTree] = []
+    while len(chosen) < len(lenders) and sum(t.branch_count for t in chosen) < max_lent:
+        chosen.append(lenders[len(chosen)])
+    return chosen
+
+
+def _signed(value: float | None) -> object:
+    """A value with its zero's sign made visible (``0.0 == -0.0``)."""
+    return value if value is None else (value, math.copysign(1.0, value))
+
+
+_ZEROS = st.sampled_from([None, 0.0, -0.0, 1.5, -1.5, 3.0])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(
+    st.lists(st.lists(_ZEROS, min_size=1, max_size=3), max_size=3), _ZEROS,
+    st.sampled_from(["seed", "seed", "h0-1"]), st.sets(st.integers(0, 5), max_size=2)),
+    min_size=1, max_size=6), st.one_of(st.none(), st.integers(0, 5)))
+@example([([[None]], None, "seed", set()), ([[0.0]], None, "seed", set()),
+          ([[-0.0]], None, "seed", set())], None)  # zeros of both signs: the first lent
+def test_pooling_reads_each_trees_extremes_as_a_fold_over_its_lenders(
+        specs: list[tuple[list[list[float | None]], float | None, str, set[int]]],
+        max_lent: int | None) -> None:
+    trees = [replace(_random_tree(f"h{i}", shape, root), start=start,
+                     saw=frozenset(f"h{j}" for j in saw))
+             for i, (shape, root, start, saw) in enumerate(specs)]
+    expected = _folded_pool(trees, max_lent)
+    for tree, pooled, want in zip(trees, pool_branches(trees, max_lent), expected,
+                                  strict=True):
+        if want == (None,):
+            assert pooled is tree
+        else:
+            assert (pooled.root_children, _signed(pooled.best), _signed(pooled.floor),
+                    pooled.rounds) == want
