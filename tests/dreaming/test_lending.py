@@ -3,19 +3,22 @@ that hold copies of every lent node, built by ``RecordedTree.from_nodes``."""
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from dreamrsi.core.model import Node
+from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.core.replay import RecordedTree, own_part, replay, summarize
 from dreamrsi.dreaming import ReplaySettings
 from dreamrsi.dreaming.by_run import by_run_interval
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy
 from dreamrsi.dreaming.history import pool_branches
-from dreamrsi.dreaming.lending import LentBranches
+from dreamrsi.dreaming.lending import LentBranches, PooledTree
 from dreamrsi.policies.registry import make_policy, parse_spec
 from dreamrsi.testing.builders import grid_nodes
 
@@ -155,3 +158,160 @@ def test_the_run_bootstrap_lends_as_the_budget_allows_and_gives_the_same_interva
     # the resamples replayed on two forked workers give the same interval
     assert by_run_interval(wide, narrow, trees, resamples=40, seed=2, max_lent=7,
                            processes=2) == whole
+
+
+def _random_tree(tree_id: str, shape: list[list[float | None]],
+                 root_score: float | None = 0.0) -> RecordedTree:
+    """A root with one chain per list of ``shape``, created branch by branch (``None``: an
+    invalid attempt)."""
+    root = Node(f"{tree_id}-0", tree_id, None, 0, 0, "c", NodeStatus.OK,
+                root_score is not None, root_score, root_score)
+    nodes, seq = [root], 0
+    for chain in shape:
+        parent = root.node_id
+        for score in chain:
+            seq += 1
+            nodes.append(Node(f"{tree_id}-{seq}", tree_id, parent, seq, seq, "c",
+                              NodeStatus.OK if score is not None else NodeStatus.INVALID,
+                              score is not None, score, score))
+            parent = nodes[-1].node_id
+    return RecordedTree.from_nodes(tree_id, nodes)
+
+
+_SCORES = st.one_of(st.none(), st.floats(-5, 5, allow_nan=False))
+_HISTORIES = st.lists(st.lists(st.lists(_SCORES, min_size=1, max_size=5), min_size=0,
+                               max_size=4), min_size=2, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_HISTORIES, st.one_of(st.none(), st.integers(1, 12)), st.sampled_from(SPECS),
+       st.integers(1, 4), st.one_of(st.none(), st.integers(1, 30)), st.integers(1, 3))
+def test_a_pool_built_lazily_replays_as_copies_on_any_history(
+        shapes: list[list[list[float | None]]], max_lent: int | None, text: str,
+        workers: int, budget: int | None, orders: int) -> None:
+    trees = [_random_tree(f"h{i}", shape) for i, shape in enumerate(shapes)]
+    lending = [t for t in trees if t.root_children]
+    if not lending:
+        return
+    pooled = pool_branches(lending, max_lent)
+    copies = [copied(t, _lenders(lending, i, max_lent), p)
+              for i, (t, p) in enumerate(zip(lending, pooled, strict=True))]
+    for lent, copy in zip(pooled, copies, strict=True):
+        a = replay(make_policy(text), lent, workers=workers, max_rounds=40,
+                   attempt_budget=budget)
+        b = replay(make_policy(text), copy, workers=workers, max_rounds=40,
+                   attempt_budget=budget)
+        assert a == b
+    scale = QualityScale.of(lending)
+    replay_settings = ReplaySettings(workers=workers, attempt_budget=budget,
+                                     root_orders=orders)
+    spec = parse_spec(text)
+    assert score_policy(spec, pooled, replay_settings, scale=scale) == \
+        score_policy(spec, copies, replay_settings, scale=scale)
+    for lent, copy in zip(pool_branches(lending, max_lent), copies, strict=True):
+        _same_nodes(lent, copy)  # looked up by id before any replay made a lender's parts
+    # one index pooling subsets again and again, as the run bootstrap does: each pool
+    # replays as its own copies, whatever the pools before it made
+    shared = LentBranches(lending)
+    for subset in (lending, lending[::-1][:-1], lending[1:], lending):
+        if not subset:
+            continue
+        pooled = pool_branches(subset, max_lent, shared)
+        for i, (tree, lent) in enumerate(zip(subset, pooled, strict=True)):
+            copy = copied(tree, _lenders(subset, i, max_lent), lent)
+            assert replay(make_policy(text), lent, workers=workers, max_rounds=40,
+                          attempt_budget=budget) == \
+                replay(make_policy(text), copy, workers=workers, max_rounds=40,
+                       attempt_budget=budget)
+
+
+def test_a_pooled_tree_makes_a_lenders_first_nodes_only_when_a_replay_reaches_them() -> None:
+    trees = history(6, 13)
+    trees = [t for t in trees if t.root_children]
+    pooled = pool_branches(trees)
+    tree, own = pooled[0], trees[0].branch_count
+    assert isinstance(tree, PooledTree) and tree.lenders_made == 0
+    replay(make_policy(f"fixed:branches={own},refine=3"), tree, workers=2, max_rounds=40)
+    assert tree.lenders_made == 0  # its own branches only: nothing lent was made
+    replay(make_policy(f"fixed:branches={own + 1},refine=0"), tree, workers=2, max_rounds=40)
+    assert tree.lenders_made == 1  # one lent branch: its lender's parts, no other's
+    assert len(tree.branch_starts) == len(tree.root_children) == len(tree.root_nodes)
+    # the root's children as nodes read like a tuple: by index, from the end, by slice
+    nodes = tree.root_nodes
+    assert [n.node_id for n in nodes] == list(tree.root_children)
+    assert nodes[-1].node_id == tree.root_children[-1]
+    assert [n.node_id for n in nodes[own - 1:own + 2]] == list(tree.root_children[own - 1:
+                                                                                 own + 2])
+    assert all(n.parent_id == tree.root.node_id for n in nodes)
+    with pytest.raises(IndexError):
+        nodes[len(nodes)]  # noqa: B018
+    with pytest.raises(IndexError):
+        nodes[-len(nodes) - 1]  # noqa: B018
+    assert tree.lenders_made == len(trees) - 1
+
+
+def _folded_pool(trees: list[RecordedTree], max_lent: int | None
+                 ) -> list[tuple[object, ...]]:
+    """What pooling gives each tree, folded over every lender in order (the first of equal
+    values kept): its lent branches' first ids, best, floor and rounds; ``None`` for a tree
+    nothing is lent to."""
+    out: list[tuple[object, ...]] = []
+    for i, tree in enumerate(trees):
+        lenders = [t for t in (trees[(i + k) % len(trees)] for k in range(1, len(trees)))
+                   if t.start == tree.start and t.root_children and tree.tree_id not in t.saw]
+        if not lenders:
+            out.append((None,))
+            continue
+        best, floor, rounds = tree.best, tree.floor, tree.rounds
+        for lender in lenders:
+            lent = [n for n in lender.nodes.values() if n.parent_id is not None]
+            scores = [n.score for n in lent if n.score is not None]
+            high, low = max(scores, default=None), min(scores, default=None)
+            best = high if best is None or (high is not None and high > best) else best
+            floor = low if floor is None or (low is not None and low < floor) else floor
+            rounds = max(rounds, max(n.round for n in lent))
+        ids = tree.root_children + tuple(
+            c for t in _enough_of(lenders, max_lent) for c in t.root_children)
+        out.append((ids, _signed(best), _signed(floor), rounds))
+    return out
+
+
+def _enough_of(lenders: list[RecordedTree], max_lent: int | None) -> list[RecordedTree]:
+    """The first lenders whose branches number at least ``max_lent`` (all: ``None``)."""
+    if max_lent is None:
+        return lenders
+    chosen: list[RecordedTree] = []
+    while len(chosen) < len(lenders) and sum(t.branch_count for t in chosen) < max_lent:
+        chosen.append(lenders[len(chosen)])
+    return chosen
+
+
+def _signed(value: float | None) -> object:
+    """A value with its zero's sign made visible (``0.0 == -0.0``)."""
+    return value if value is None else (value, math.copysign(1.0, value))
+
+
+_ZEROS = st.sampled_from([None, 0.0, -0.0, 1.5, -1.5, 3.0])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(
+    st.lists(st.lists(_ZEROS, min_size=1, max_size=3), max_size=3), _ZEROS,
+    st.sampled_from(["seed", "seed", "h0-1"]), st.sets(st.integers(0, 5), max_size=2)),
+    min_size=1, max_size=6), st.one_of(st.none(), st.integers(0, 5)))
+@example([([[None]], None, "seed", set()), ([[0.0]], None, "seed", set()),
+          ([[-0.0]], None, "seed", set())], None)  # zeros of both signs: the first lent
+def test_pooling_reads_each_trees_extremes_as_a_fold_over_its_lenders(
+        specs: list[tuple[list[list[float | None]], float | None, str, set[int]]],
+        max_lent: int | None) -> None:
+    trees = [replace(_random_tree(f"h{i}", shape, root), start=start,
+                     saw=frozenset(f"h{j}" for j in saw))
+             for i, (shape, root, start, saw) in enumerate(specs)]
+    expected = _folded_pool(trees, max_lent)
+    for tree, pooled, want in zip(trees, pool_branches(trees, max_lent), expected,
+                                  strict=True):
+        if want == (None,):
+            assert pooled is tree
+        else:
+            assert (pooled.root_children, _signed(pooled.best), _signed(pooled.floor),
+                    pooled.rounds) == want

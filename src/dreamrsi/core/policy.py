@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
@@ -72,6 +73,24 @@ class TreeSummary:
     best_depths: tuple[int, ...]
     branch_bests: tuple[float | None, ...]
     root_score: float | None
+
+
+class PlanHistory(tuple[TreeSummary, ...]):
+    """Summaries of earlier trees (a tuple, as ``PlanContext.history`` holds them) with their
+    branches' best depths already counted (``depth_counts``, as :func:`best_depth_counts`
+    gives them): replay counts a whole history once and takes each episode's own tree out,
+    instead of every plan walking every branch of the history again."""
+
+    depth_counts: tuple[tuple[int, int], ...] = ()
+
+
+def best_depth_counts(history: Sequence[TreeSummary]) -> tuple[tuple[int, int], ...]:
+    """Every positive best depth among the history's branches with how many branches peaked
+    there, by increasing depth: the sorted best depths, run-length coded."""
+    if isinstance(history, PlanHistory):
+        return history.depth_counts
+    counts = Counter(d for t in history for d in t.best_depths if d > 0)
+    return tuple(sorted(counts.items()))
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ command, and ends on an empty batch, after ``K2`` rounds, or when the whole tree
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -18,7 +19,7 @@ from typing import NamedTuple
 
 from dreamrsi.core.episode import EpisodeSettings, EpisodeState, StopReason, run_episode
 from dreamrsi.core.model import Node
-from dreamrsi.core.policy import GridPlan, PlanContext, Policy, TreeSummary
+from dreamrsi.core.policy import GridPlan, PlanContext, PlanHistory, Policy, TreeSummary
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.errors import PolicyError
 
@@ -385,8 +386,24 @@ def plan_history(trees: Iterable[RecordedTree],
         trees: The task's recorded trees (pooled ones included).
         episode: The tree being replayed, if any.
     """
+    summaries, counts = _summaries(tuple(trees))
     skip = None if episode is None else episode.tree_id
-    return tuple(summarize(own_part(t)) for t in trees if t.tree_id != skip)
+    history = PlanHistory(s for s in summaries if s.tree_id != skip)
+    if len(history) < len(summaries):
+        counts = counts.copy()
+        counts.subtract(d for s in summaries if s.tree_id == skip for d in s.best_depths
+                        if d > 0)
+    history.depth_counts = tuple(sorted((d, c) for d, c in counts.items() if c > 0))
+    return history
+
+
+@lru_cache(maxsize=32)
+def _summaries(trees: tuple[RecordedTree, ...]) -> tuple[tuple[TreeSummary, ...],
+                                                          Counter[int]]:
+    """Every tree's summary and their branches' positive best depths counted, once per
+    history (a dream plans every tree of the same history: only the episode's own differs)."""
+    summaries = tuple(summarize(own_part(t)) for t in trees)
+    return summaries, Counter(d for s in summaries for d in s.best_depths if d > 0)
 
 
 @lru_cache(maxsize=4096)

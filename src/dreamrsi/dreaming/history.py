@@ -9,7 +9,7 @@ others, it refuses and names them. How a dream splits the trees into training an
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from dreamrsi.core.replay import RecordedTree
@@ -109,7 +109,9 @@ def pool_branches(trees: Sequence[RecordedTree], max_lent: int | None = None,
 
     Every tree holding every other's branches makes a history of n trees n² nodes; the lent
     branches are shared, not copied (:mod:`dreamrsi.dreaming.lending`), so pooling costs each
-    tree its own nodes and the first node of each lent branch. ``max_lent`` (a replay's
+    tree the ids of the lent branches' first nodes (the nodes themselves are made when a replay
+    reaches them), and the pool's best, floor and rounds are read from the lenders' extremes
+    sorted once per call, not folded over every lender of every tree. ``max_lent`` (a replay's
     attempt budget: a replay cannot open more branches than it makes attempts) lends each
     tree only the first lenders' branches until at least that many are lent; the tree keeps
     the best, floor and rounds of the whole pool, so replays cut by that budget are the same
@@ -119,31 +121,36 @@ def pool_branches(trees: Sequence[RecordedTree], max_lent: int | None = None,
     trees = list(trees)
     extremes = shared.extremes if shared is not None else {
         t.tree_id: _lent_extremes(t) for t in trees}
+    pool = _PoolExtremes(trees, extremes)
     pooled = []
     for i, tree in enumerate(trees):
-        lenders = [trees[(i + k) % len(trees)] for k in range(1, len(trees))]
-        lenders = [t for t in lenders if t.start == tree.start and t.root_children
-                   and tree.tree_id not in t.saw]
-        if not lenders:
+        found = pool.of(i)
+        if found is None:  # no tree lends it anything
             pooled.append(tree)
             continue
         if shared is None:  # indexed once, for every tree that borrows
             shared = LentBranches([t for t in trees if t.root_children])
-        lent = shared.lend(tree, _enough(lenders, max_lent))
-        best, floor, rounds = tree.best, tree.floor, tree.rounds
-        for lender in lenders:
-            high, low, last = extremes[lender.tree_id]
-            best = high if best is None or (high is not None and high > best) else best
-            floor = low if floor is None or (low is not None and low < floor) else floor
-            rounds = max(rounds, last)
-        pooled.append(replace(lent, best=best, floor=floor, rounds=rounds))
+        lent = shared.lend(tree, _enough(_lenders(trees, i), max_lent))
+        pooled.append(replace(lent, best=found[0], floor=found[1], rounds=found[2]))
     return pooled
 
 
-def _enough(lenders: list[RecordedTree], max_lent: int | None) -> list[RecordedTree]:
-    """The first lenders whose branches number at least ``max_lent`` (all: ``None``)."""
+def _lenders(trees: list[RecordedTree], i: int) -> Iterator[RecordedTree]:
+    """The trees that lend ``trees[i]`` branches, in order: the next trees first, wrapping
+    round; those of the same start with branches, that did not see it."""
+    tree = trees[i]
+    for k in range(1, len(trees)):
+        lender = trees[(i + k) % len(trees)]
+        if lender.start == tree.start and lender.root_children \
+                and tree.tree_id not in lender.saw:
+            yield lender
+
+
+def _enough(lenders: Iterable[RecordedTree], max_lent: int | None) -> list[RecordedTree]:
+    """The first lenders whose branches number at least ``max_lent`` (all: ``None``), read
+    no further than that."""
     if max_lent is None:
-        return lenders
+        return list(lenders)
     chosen, count = [], 0
     for lender in lenders:
         if count >= max_lent:
@@ -151,6 +158,85 @@ def _enough(lenders: list[RecordedTree], max_lent: int | None) -> list[RecordedT
         chosen.append(lender)
         count += len(lender.root_children)
     return chosen
+
+
+class _PoolExtremes:
+    """The best and floor scores and the last round of each tree with everything its lenders
+    hold (``None`` when nothing is lent to it), without walking every lender for each tree.
+
+    Per start, the lenders' highest scores are kept sorted (and their lowest, and their last
+    rounds): a tree's value is the first one not its own nor of a tree that saw it. The
+    extremes are the same as folding over the lenders in their order, except that a fold keeps
+    the first of equal values: which zero (``0.0`` or ``-0.0``) wins depends on the order,
+    and NaN compares with nothing; those trees are folded as before.
+    """
+
+    def __init__(self, trees: list[RecordedTree],
+                 extremes: dict[str, tuple[float | None, float | None, int]]) -> None:
+        self.trees, self.extremes = trees, extremes
+        groups: dict[str, list[int]] = {}
+        for j, tree in enumerate(trees):
+            if tree.root_children:
+                groups.setdefault(tree.start, []).append(j)
+        self.count = {start: len(js) for start, js in groups.items()}
+        self.highs = {start: sorted(((extremes[trees[j].tree_id][0], j) for j in js
+                                     if extremes[trees[j].tree_id][0] is not None),
+                                    reverse=True) for start, js in groups.items()}
+        self.lows = {start: sorted((extremes[trees[j].tree_id][1], j) for j in js
+                                   if extremes[trees[j].tree_id][1] is not None)
+                     for start, js in groups.items()}
+        self.lasts = {start: sorted(((extremes[trees[j].tree_id][2], j) for j in js),
+                                    reverse=True) for start, js in groups.items()}
+        self.saw_it: dict[str, set[int]] = {}  # a tree's id: the lenders that saw it
+        for j in (j for js in groups.values() for j in js):
+            for seen in trees[j].saw:
+                self.saw_it.setdefault(seen, set()).add(j)
+        values = [v for js in groups.values() for j in js
+                  for v in extremes[trees[j].tree_id][:2] if v is not None]
+        values += [v for t in trees for v in (t.best, t.floor) if v is not None]
+        # equal floats other than zeros are the same number: any of them is the fold's
+        self.exact = len({t.tree_id for t in trees}) == len(trees) and all(
+            type(v) is float and v == v for v in values)
+
+    def of(self, i: int) -> tuple[float | None, float | None, int] | None:
+        """``(best, floor, rounds)`` of ``trees[i]`` pooled; ``None``: it has no lender."""
+        tree = self.trees[i]
+        if not self.exact:
+            return self._folded(i)
+        saw = {j for j in self.saw_it.get(tree.tree_id, ())
+               if self.trees[j].start == tree.start and j != i}
+        own = 1 if tree.root_children else 0
+        if self.count.get(tree.start, 0) - own - len(saw) <= 0:
+            return None
+        skip = {i, *saw}
+        high = next((v for v, j in self.highs[tree.start] if j not in skip), None)
+        low = next((v for v, j in self.lows[tree.start] if j not in skip), None)
+        last = next(v for v, j in self.lasts[tree.start] if j not in skip)
+        best = _pick(tree.best, high, max)
+        floor = _pick(tree.floor, low, min)
+        if best == 0.0 or floor == 0.0:  # which zero: as the fold finds it
+            return self._folded(i)
+        return best, floor, max(tree.rounds, last)
+
+    def _folded(self, i: int) -> tuple[float | None, float | None, int] | None:
+        """The extremes folded over the lenders in order (the first of equal values kept)."""
+        tree = self.trees[i]
+        best, floor, rounds, any_lender = tree.best, tree.floor, tree.rounds, False
+        for lender in _lenders(self.trees, i):
+            any_lender = True
+            high, low, last = self.extremes[lender.tree_id]
+            best = high if best is None or (high is not None and high > best) else best
+            floor = low if floor is None or (low is not None and low < floor) else floor
+            rounds = max(rounds, last)
+        return (best, floor, rounds) if any_lender else None
+
+
+def _pick(own: float | None, lent: float | None,
+          better: Callable[[float, float], float]) -> float | None:
+    """The better of two optional values (``better``: ``max`` or ``min``)."""
+    if own is None or lent is None:
+        return lent if own is None else own
+    return better(own, lent)
 
 
 def _lent_extremes(tree: RecordedTree) -> tuple[float | None, float | None, int]:

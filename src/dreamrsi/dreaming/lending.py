@@ -5,8 +5,16 @@ their replay states if every pooled tree were built afresh (``RecordedTree.from_
 its own and its lenders' nodes): the cost per tree grows with the history. Here each tree's
 branches are indexed for lending once (:class:`LentBranches`): copies of its nodes numbered
 into a range of ``seq`` of their own, above every tree's own numbers, with their replay states.
-A pooled tree then holds its own index, new copies of the lent branches' first nodes (children
-of its root) with their first two states, and looks everything deeper up in the shared index.
+A pooled tree then holds its own index and the ids of the lent branches' first nodes, and
+looks everything else up in the shared index.
+
+The lent first nodes are the one part a borrower cannot share: as children of its root they
+carry its root's id, and so do the states that reveal them and their children. A pooled tree
+makes them for one lender at a time, when something first reaches past its own branches into
+that lender's (a replay opening that many branches, a look-up by id), and the index keeps
+them for the next pooling of the same root and lender (a bootstrap pools the same pairs
+again). A replay that opens no more branches than the tree holds makes none: pooling costs
+each tree its own states and a few numbers per lender, whatever the history's size.
 
 Replays over a pooled tree built here and over one built from copies are the same: the root's
 children come in the same order with the same nodes and states; only the ``seq`` numbers of
@@ -15,13 +23,17 @@ lent nodes differ (each lender's range instead of numbers following the borrower
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, cast
+from itertools import chain
+from typing import NamedTuple, TypeVar, cast, overload
 
 from dreamrsi.core.model import Node
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.core.view import Branch
+
+T = TypeVar("T")
 
 
 class LentBranches:
@@ -39,10 +51,13 @@ class LentBranches:
         self.owner: dict[str, str] = {}
         self.order: dict[str, tuple[Node, ...]] = {}
         self.firsts: dict[str, tuple[Node, ...]] = {}
+        self.first_ids: dict[str, tuple[str, ...]] = {}
+        self.first_at: dict[str, int] = {}
         self.after: dict[str, Branch | None] = {}
         self.extremes: dict[str, tuple[float | None, float | None, int]] = {}
         self.refine: dict[str, int] = {}
         self._lent_to: dict[tuple[str, str], _Lent] = {}
+        self._states: dict[str, RootStates] = {}
         child: list[Node | None] = [None] * base
         for tree in trees:
             if tree.tree_id in self.base:
@@ -72,34 +87,45 @@ class LentBranches:
             scores = [n.score for n in lent if n.score is not None]
             self.extremes[tree.tree_id] = (max(scores, default=None), min(scores, default=None),
                                            max((n.round for n in lent), default=0))
-            self.firsts[tree.tree_id] = tuple(n for n in lent if n.parent_id == root_id)
+            firsts = tuple(n for n in lent if n.parent_id == root_id)
+            self.firsts[tree.tree_id] = firsts
+            self.first_ids[tree.tree_id] = tuple(n.node_id for n in firsts)
+            self.first_at.update((n.node_id, i) for i, n in enumerate(firsts))
             base = top
         self.child: tuple[Node | None, ...] = tuple(child)
 
     def lend(self, tree: RecordedTree, lenders: Sequence[RecordedTree]) -> RecordedTree:
         """``tree`` with the branches of ``lenders`` appended to its root's children, in order
-        (``best``, ``floor`` and ``rounds`` are the tree's own: the caller sets them)."""
-        firsts: dict[str, Node] = {}
-        starts: list[Branch] = []
-        own_after: dict[str, Branch | None] = dict(tree.state_after)
-        size = tree.size
-        for lender in lenders:
-            size += lender.size
-            lent = self._lent(tree.root.node_id, lender.tree_id)
-            firsts.update(zip(lent.ids, lent.firsts, strict=True))
-            starts += lent.starts
-            own_after.update(zip(lent.ids, lent.seconds, strict=True))
-        nodes = PooledNodes(tree, firsts, [t.tree_id for t in lenders], self)
-        longest = max([tree.refine_count, *(self.refine[t.tree_id] for t in lenders)])
+        (``best``, ``floor`` and ``rounds`` are the tree's own: the caller sets them). Only
+        the first nodes' ids are laid out here; a lender's first nodes and their states are
+        made when first reached (:class:`_LentParts`)."""
+        ids = [t.tree_id for t in lenders]
+        states = self.states_of(tree)
+        parts = _LentParts(tree.root.node_id, ids, len(tree.root_nodes), self, states)
+        nodes = PooledNodes(tree.nodes, parts)
+        longest = max([tree.refine_count, *(self.refine[t] for t in ids)])
         return PooledTree(
-            tree.tree_id, tree.root, nodes, tree.root_children + tuple(firsts), size,
-            tree.rounds, tree.best, tree.floor, tree.task_digest, tree.evaluator_digest,
+            tree.tree_id, tree.root, nodes,
+            tree.root_children + tuple(chain.from_iterable(self.first_ids[t] for t in ids)),
+            tree.size + sum(t.size for t in lenders), tree.rounds, tree.best, tree.floor,
+            tree.task_digest, tree.evaluator_digest,
             cast(tuple[Node | None, ...], PooledChildren(tree.child_by_seq, self.child)),
-            tree.root_nodes + tuple(firsts.values()), tree.branch_starts + tuple(starts),
-            PooledStates(own_after, self.after), tree.start, tree.recorded_size, tree.saw,
-            longest)
+            cast(tuple[Node, ...], LentSequence(tree.root_nodes, parts, 1)),
+            cast(tuple[Branch, ...], LentSequence(tree.branch_starts, parts, 2)),
+            states, tree.start, tree.recorded_size, tree.saw, longest)
 
-    def _lent(self, root_id: str, lender: str) -> _Lent:
+    def states_of(self, tree: RecordedTree) -> RootStates:
+        """The replay states of ``tree`` pooled: its own, and the lent first nodes' of every
+        lender made for its root so far; one per tree, shared by every pooling of it (each
+        replay reads only the states of nodes its own pool revealed)."""
+        found = self._states.get(tree.tree_id)
+        if found is None or found.tree is not tree:
+            found = RootStates(tree.state_after)
+            found.tree, found.shared = tree, self
+            self._states[tree.tree_id] = found
+        return found
+
+    def lent(self, root_id: str, lender: str) -> _Lent:
         """A lender's first nodes as children of the root ``root_id``, with their first two
         states (made once per root and lender: a bootstrap pools the same pairs again)."""
         key = (root_id, lender)
@@ -110,8 +136,8 @@ class LentBranches:
             seconds = tuple(None if (second := self.child[first.seq]) is None
                             else start.grown(second)
                             for first, start in zip(firsts, starts, strict=True))
-            found = self._lent_to[key] = _Lent(tuple(n.node_id for n in firsts), firsts,
-                                               starts, seconds)
+            found = self._lent_to[key] = _Lent(self.first_ids[lender], firsts, starts,
+                                               seconds)
         return found
 
 
@@ -127,6 +153,12 @@ class PooledTree(RecordedTree):
         """Longest recorded chain below a branch's first node, own or lent."""
         return self.longest
 
+    @property
+    def lenders_made(self) -> int:
+        """Lenders whose first nodes and states this tree has made so far (the others' are
+        still only ids)."""
+        return cast(LentSequence[Branch], self.branch_starts).parts.made_count()
+
 
 class _Lent(NamedTuple):
     """One lender's branches as one root's children: their first nodes' ids, the nodes, and
@@ -138,16 +170,94 @@ class _Lent(NamedTuple):
     seconds: tuple[Branch | None, ...]
 
 
-class PooledStates(dict[str, Branch | None]):
-    """A pooled tree's replay states: its own and its lent first nodes' here, the deeper lent
-    ones looked up in the shared index (a plain ``dict`` look-up for the tree's own)."""
+class RootStates(dict[str, Branch | None]):
+    """A pooled tree's replay states: its own, and the lent first nodes' of each lender made
+    for its root so far, here (a plain ``dict`` look-up, what a replay does every reveal);
+    the rest through :meth:`__missing__`. One per tree (:meth:`LentBranches.states_of`)."""
 
-    def __init__(self, own: dict[str, Branch | None], shared: dict[str, Branch | None]) -> None:
-        super().__init__(own)
-        self.shared = shared
+    tree: RecordedTree
+    shared: LentBranches
 
     def __missing__(self, node_id: str) -> Branch | None:
-        return self.shared[node_id]
+        """A lent first node's state as a child of this root, its lender's first nodes made
+        now; any other lent node's from the shared index."""
+        shared = self.shared
+        if node_id in shared.first_at:
+            found = shared.lent(self.tree.root.node_id, shared.owner[node_id])
+            self.update(zip(found.ids, found.seconds, strict=True))
+            return dict.__getitem__(self, node_id)
+        return shared.after[node_id]
+
+
+class _LentParts:
+    """What one pooled tree borrows: its lenders in order, where each one's branches start
+    among the root's children (after the tree's own ``own`` branches), and each lender's
+    first nodes and states once made (:meth:`made`)."""
+
+    __slots__ = ("root_id", "lenders", "lender_index", "offsets", "count", "shared", "states",
+                 "_made")
+
+    def __init__(self, root_id: str, lenders: list[str], own: int, shared: LentBranches,
+                 states: RootStates) -> None:
+        self.root_id, self.lenders, self.shared, self.states = root_id, lenders, shared, states
+        self.lender_index = {t: i for i, t in enumerate(lenders)}
+        offsets, count = [], own
+        for lender in lenders:
+            offsets.append(count)
+            count += len(shared.first_ids[lender])
+        self.offsets, self.count = offsets, count
+        self._made: list[_Lent | None] = [None] * len(lenders)
+
+    def made(self, at: int) -> _Lent:
+        """The ``at``-th lender's first nodes and states as this root's (its states join the
+        tree's :class:`RootStates` on the first call, if another pooling has not put them
+        there already)."""
+        found = self._made[at]
+        if found is None:
+            found = self._made[at] = self.shared.lent(self.root_id, self.lenders[at])
+            self.states.update(zip(found.ids, found.seconds, strict=True))
+        return found
+
+    def made_count(self) -> int:
+        """How many lenders' parts are made."""
+        return sum(m is not None for m in self._made)
+
+    def item(self, index: int, part: int) -> object:
+        """Part ``part`` of ``_Lent`` (1: first nodes, 2: starts) of the root's child at
+        ``index`` (at least the tree's own branch count, below :attr:`count`)."""
+        at = bisect_right(self.offsets, index) - 1
+        return self.made(at)[part][index - self.offsets[at]]
+
+
+class LentSequence(Sequence[T]):
+    """The root's children of a pooled tree as nodes or as first states: the tree's own, then
+    each lender's, made when first read (a slice reads every item in it)."""
+
+    __slots__ = ("own", "parts", "part")
+
+    def __init__(self, own: Sequence[T], parts: _LentParts, part: int) -> None:
+        self.own, self.parts, self.part = own, parts, part
+
+    def __len__(self) -> int:
+        return self.parts.count
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[T, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> T | tuple[T, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(self.parts.count)))
+        own, count = self.own, self.parts.count
+        if index < 0:
+            index += count
+        if 0 <= index < len(own):
+            return own[index]
+        if not 0 <= index < count:
+            raise IndexError("pooled tree root child index out of range")
+        return cast(T, self.parts.item(index, self.part))
 
 
 class PooledChildren(Sequence[Node | None]):
@@ -169,26 +279,28 @@ class PooledNodes(Mapping[str, Node]):
     """Every node of a pooled tree by id: its own, then each lender's in its order, the lent
     first nodes as children of its root."""
 
-    def __init__(self, tree: RecordedTree, firsts: dict[str, Node], lenders: list[str],
-                 shared: LentBranches) -> None:
-        self.own, self.firsts, self.shared = tree.nodes, firsts, shared
-        self.lender_order, self.lenders = lenders, set(lenders)
+    def __init__(self, own: Mapping[str, Node], parts: _LentParts) -> None:
+        self.own, self.parts = own, parts
 
     def __getitem__(self, node_id: str) -> Node:
         found = self.own.get(node_id)
-        if found is None:
-            found = self.firsts.get(node_id)
         if found is not None:
             return found
-        if self.shared.owner.get(node_id) in self.lenders:
-            return self.shared.nodes[node_id]
-        raise KeyError(node_id)
+        parts = self.parts
+        shared = parts.shared
+        at = parts.lender_index.get(shared.owner.get(node_id, ""))
+        if at is None:
+            raise KeyError(node_id)
+        first = shared.first_at.get(node_id)
+        return shared.nodes[node_id] if first is None else parts.made(at).firsts[first]
 
     def __iter__(self) -> Iterator[str]:
         yield from self.own
-        for lender in self.lender_order:
-            for node in self.shared.order[lender]:
+        shared = self.parts.shared
+        for lender in self.parts.lenders:
+            for node in shared.order[lender]:
                 yield node.node_id
 
     def __len__(self) -> int:
-        return len(self.own) + sum(len(self.shared.order[t]) for t in self.lenders)
+        shared = self.parts.shared
+        return len(self.own) + sum(len(shared.order[t]) for t in self.parts.lenders)

@@ -6,7 +6,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dreamrsi.core.policy import Budget, GridPlan, PlanContext, PolicyContext
+from dreamrsi.core.policy import (
+    Budget,
+    GridPlan,
+    PlanContext,
+    PolicyContext,
+    best_depth_counts,
+)
 from dreamrsi.core.view import TreeView
 from dreamrsi.policies._common import OpenChains
 from dreamrsi.policies.params import check_params, param
@@ -44,19 +50,20 @@ class PlannedGrid:
     def plan(self, context: PlanContext) -> GridPlan:
         """The grid for the coming episode, from earlier trees only."""
         budget = context.attempt_budget
-        depths = sorted(d for t in context.history for d in t.best_depths if d > 0)
-        if not depths:
+        counts = best_depth_counts(context.history)  # the sorted depths, run-length coded
+        total = sum(c for _, c in counts)
+        if not total:
             branches = max(self.min_branches, context.workers)
             refine = 0 if budget is None else max(0, budget // branches - 1)
             return GridPlan(branches, min(refine, context.hard_max_refine_count),
                             "no history yet: one branch per worker sharing the budget")
-        depth = depths[min(len(depths) - 1, int(self.quantile * len(depths)))]
+        depth = _nth(counts, min(total - 1, int(self.quantile * total)))
         refine = min(context.hard_max_refine_count,
                      max(0, math.ceil(depth * self.stretch) - 1))
         branches = self.min_branches if budget is None else max(
             self.min_branches, budget // (refine + 1))
         return GridPlan(branches, refine, f"past branches peaked by depth {depth} "
-                        f"(quantile {self.quantile:g} of {len(depths)} branches)")
+                        f"(quantile {self.quantile:g} of {total} branches)")
 
     def reset(self, context: PolicyContext) -> None:
         """Take the plan made for this episode."""
@@ -69,3 +76,12 @@ class PlannedGrid:
         left = budget.attempts_left  # slots(budget), inlined: asked every round
         n = budget.workers if left is None else max(0, min(budget.workers, left))
         return self._chains.select(view, n, self._length, self._grid.branch_count)
+
+
+def _nth(counts: Sequence[tuple[int, int]], index: int) -> int:
+    """The ``index``-th (from 0) of the sorted values that ``counts`` run-length codes."""
+    for value, count in counts:
+        if index < count:
+            return value
+        index -= count
+    raise IndexError(index)
