@@ -83,10 +83,11 @@ SUPERSEDED: dict[str, str] = {
                                                "circle-packing-26 and autocorrelation-c3)",
     "pays-circle-packing-32--branches-pooled--2-prior-loops":
         "circle-packing-32 with prior loops, before history as context; not re-measured",
-    "pays-lasso-path--branches-pooled--history-4--total-budget--5x10":
+    "pays-lasso-path--branches-pooled--history-4--total-budget--5x10--fixed-from-confounded":
         "confounded by the machine's state: its control, round 1 (pi_1 in both arms, same "
         "seeds), scored about 20 % lower in the dream arm (load and a slowed VM; see "
-        "docs/dreaming.md); to be measured again with the arms interleaved",
+        "docs/dreaming.md); measured again with the arms interleaved as "
+        "pays-lasso-path--branches-pooled--history-4--total-budget--5x10",
     "predicts-autocorrelation-c3": "4 trees and one online seed per policy; superseded by "
                                    "predicts-autocorrelation-c3--ladder-history",
 }

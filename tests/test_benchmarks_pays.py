@@ -61,7 +61,7 @@ def test_the_round_one_control_counts_seeds_and_the_median_difference() -> None:
     assert "no seed" in pays.round_one_control(arms([None], [1.0]))
 
 
-def test_the_control_flags_the_recorded_lasso_total_run_and_not_the_deterministic_c3() -> None:
+def test_the_control_flags_the_confounded_lasso_total_run_and_not_the_interleaved_one() -> None:
     logs = ROOT / "benchmarks" / "logs"
 
     def control(name: str) -> str:
@@ -69,5 +69,6 @@ def test_the_control_flags_the_recorded_lasso_total_run_and_not_the_deterministi
         return pays.round_one_control({a: [r for r in loops if r["arm"] == a]
                                        for a in ("dream", "fixed")})
 
-    assert "lower in 9 of 10" in control("pays-lasso-5x10-h4-total.jsonl")
+    assert "lower in 9 of 10" in control("pays-lasso-5x10-h4-total-fixed-from-confounded.jsonl")
+    assert "higher in 5, equal in 0, lower in 5 of 10" in control("pays-lasso-5x10-h4-total.jsonl")
     assert "equal in 10" in control("pays-c3-5x20-h4.jsonl")
