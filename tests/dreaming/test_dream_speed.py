@@ -5,7 +5,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import signal
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -99,6 +103,51 @@ def test_pool_keeps_order_and_raises_what_a_job_raises() -> None:
     inner = map_in_processes(lambda x: map_in_processes(lambda y: os.getpid(), range(3), 2),
                              range(2), 2)
     assert all(len(set(pids)) == 1 for pids in inner)
+
+
+WORKERS_THAT_WAIT = """
+import os, sys, time
+from pathlib import Path
+from dreamrsi.dreaming._pool import map_in_processes
+
+def wait(x):
+    Path(sys.argv[1], str(os.getpid())).touch()
+    time.sleep(120)
+    return x
+
+map_in_processes(wait, range(2), 2)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_workers_end_when_the_dreaming_process_is_killed(tmp_path: Path) -> None:
+    parent = subprocess.Popen([sys.executable, "-c", WORKERS_THAT_WAIT, str(tmp_path)])
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workers = [int(p.name) for p in tmp_path.iterdir()]
+        assert len(workers) == 2, "the workers did not start"
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 10
+    alive = workers
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in workers if _running(pid)]
+        time.sleep(0.05)
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    assert alive == [], "workers outlived the killed dreaming process"
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie, reaped by init soon, counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
 
 
 @pytest.mark.parametrize("processes", [0, -1, 1.5, True, "2"])

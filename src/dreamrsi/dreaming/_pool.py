@@ -6,13 +6,16 @@ the serial loop, in the same order. Workers are forked, so they inherit the reco
 instead of receiving a pickled copy of them; the jobs are handed over through a module global
 set before the fork, and only results travel back. A forked worker ends with ``os._exit``
 (``multiprocessing`` does so), so it never finalises what it inherited (the store's open
-database connection among them).
+database connection among them). On Linux a worker also ends when the dreaming process does,
+so a dream that was killed leaves no workers behind.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -43,10 +46,26 @@ def map_in_processes(fn: Callable[[T], R], items: Sequence[T], processes: int) -
         return [fn(x) for x in items]
     _JOBS = (fn, items)
     try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
             return list(pool.map(_run, range(len(items))))
     finally:
         _JOBS = None
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """In a worker, first: be killed when the process that forked it ends (Linux's
+    ``PR_SET_PDEATHSIG``; elsewhere nothing), and end now if it already has."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _run(index: int) -> Any:
