@@ -88,6 +88,10 @@ SUPERSEDED: dict[str, str] = {
         "seeds), scored about 20 % lower in the dream arm (load and a slowed VM; see "
         "docs/dreaming.md); measured again with the arms interleaved as "
         "pays-lasso-path--branches-pooled--history-4--total-budget--5x10",
+    "dream-growth": "the script's former section name (no 2,000-node cell past 20 trees); "
+                    "superseded by dream-growth-110-2000",
+    "dream-growth-2000": "100 trials, 20 and 100 trees; superseded by dream-growth-110-2000 "
+                         "(1,000 trials, up to 500 trees of both sizes)",
     "predicts-autocorrelation-c3": "4 trees and one online seed per policy; superseded by "
                                    "predicts-autocorrelation-c3--ladder-history",
 }
