@@ -13,6 +13,7 @@ SRC = Path(dreamrsi.__file__).parent
 # Lower numbers are lower layers. A module may import its own layer or any below it.
 LAYERS = {
     "errors": 0,
+    "_lazy": 0,  # the lazy exports of package __init__ files
     "core": 1,
     "policies": 2,
     "store": 3,

@@ -6,8 +6,9 @@ command of the CLI, which imports its subpackages) pays only for what it touches
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dreamrsi._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dreamrsi.core import (
@@ -86,13 +87,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dreamrsi' has no attribute '{name}'")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _MODULE_OF)
 
 
 def __dir__() -> list[str]:

@@ -8,10 +8,11 @@ function, as it was when this package imported everything at once: importing the
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
+
+from dreamrsi._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dreamrsi.dreaming.code import CodeSettings, make_author
@@ -103,13 +104,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dreamrsi.dreaming' has no attribute '{name}'")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _MODULE_OF)
 
 
 class _Package(types.ModuleType):

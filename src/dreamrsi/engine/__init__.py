@@ -6,8 +6,9 @@ The names below are imported when first used (PEP 562): a command that only read
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dreamrsi._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dreamrsi.engine.check import CheckReport, check_task
@@ -37,10 +38,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dreamrsi.engine' has no attribute '{name}'")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _MODULE_OF)

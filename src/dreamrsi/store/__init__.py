@@ -8,8 +8,9 @@ memory store.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dreamrsi._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dreamrsi.store.base import (
@@ -70,10 +71,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dreamrsi.store' has no attribute '{name}'")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _MODULE_OF)

@@ -6,16 +6,18 @@ The names below load on first use, so a command that only resolves a task's path
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dreamrsi._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dreamrsi.tasks.catalog import builtin_tasks, describe_builtin_tasks, resolve_task
     from dreamrsi.tasks.spec import CommandSpec, Constraints, SurvivalSpec, Task, load_task
 
-_WHERE = {"builtin_tasks": "catalog", "describe_builtin_tasks": "catalog",
-          "resolve_task": "catalog", "CommandSpec": "spec", "Constraints": "spec",
-          "SurvivalSpec": "spec", "Task": "spec", "load_task": "spec"}
+_MODULE_OF = {name: f"dreamrsi.tasks.{module}" for name, module in {
+    "builtin_tasks": "catalog", "describe_builtin_tasks": "catalog", "resolve_task": "catalog",
+    "CommandSpec": "spec", "Constraints": "spec", "SurvivalSpec": "spec", "Task": "spec",
+    "load_task": "spec"}.items()}
 
 __all__ = [
     "CommandSpec",
@@ -29,7 +31,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f"dreamrsi.tasks.{_WHERE[name]}"), name)
+__getattr__ = lazy_exports(__name__, _MODULE_OF)
