@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.core.objective import Objective
 from dreamrsi.core.policy import Budget, PolicyContext
-from dreamrsi.core.replay import RecordedTree, replay
+from dreamrsi.core.replay import RecordedTree, make_states, replay
 from dreamrsi.core.view import TreeView
 from dreamrsi.errors import PolicyError
 from dreamrsi.policies import FixedRefinement
@@ -272,3 +272,59 @@ def test_charging_misses_changes_nothing_for_a_policy_that_stays_in_support(
         assert paid.revealed <= free.revealed
         spent = sum(1 for n in paid.order if tree.nodes[n].status is not NodeStatus.LOST)
         assert spent + paid.out_of_support <= budget
+
+
+# -- replay states, made a branch at a time -----------------------------------------------
+
+_FIELDS = ("branch_id", "tip", "tip_node", "prev_node", "length", "finished", "valid", "best",
+           "best_node", "since_best", "first_score", "wall_ms")
+
+
+def _fields(state: object) -> tuple[object, ...] | None:
+    return None if state is None else tuple(getattr(state, f) for f in _FIELDS)
+
+
+@settings(max_examples=200, deadline=None)
+@given(nodes=chain_trees(), order=st.randoms(use_true_random=False))
+def test_replay_states_made_on_demand_are_what_revealing_the_tree_gives(
+        nodes: list[Node], order: random.Random) -> None:
+    view = TreeView(nodes[0])
+    expected: dict[str, tuple[object, ...] | None] = {}
+    for n in nodes[1:]:
+        view.reveal(n)
+        expected[n.node_id] = None  # until its child comes
+        if n.parent_id != nodes[0].node_id:
+            expected[n.parent_id] = _fields(view.stats_of(n.node_id))
+    tree = RecordedTree.from_nodes("r", nodes)
+    assert dict.__len__(tree.state_after) == 0  # loading makes no state
+    ids = list(expected)
+    order.shuffle(ids)
+    for node_id in ids:  # any order: a look-up makes the node's whole branch
+        assert _fields(tree.state_after[node_id]) == expected[node_id]
+    assert {k: _fields(v) for k, v in tree.state_after.items()} == expected
+    for missing in (nodes[0].node_id, "no-such-node"):
+        with pytest.raises(KeyError):
+            tree.state_after[missing]
+        with pytest.raises(KeyError):
+            tree.state_after.branch(missing)
+
+
+def test_a_replay_makes_the_states_of_the_branches_it_opens_only() -> None:
+    nodes = [node(0, None, 0.0)]
+    for _ in range(4):  # four chains of five, opened in turn
+        first = len(nodes)
+        nodes.append(node(first, 0, 1.0))
+        nodes += [node(first + i, first + i - 1, 1.0 + i) for i in range(1, 5)]
+    tree = RecordedTree.from_nodes("r", nodes)
+    result = replay(FixedRefinement(branches=1, refine=2), tree, workers=1, max_rounds=10)
+    assert result.revealed == 3
+    assert sorted(tree.state_after) == sorted(n.node_id for n in nodes[1:6])
+
+
+def test_make_states_makes_every_state_once_for_workers_to_inherit() -> None:
+    nodes = [node(0, None, 0.0), node(1, 0), node(2, 1), node(3, 0), node(4, 3), node(5, 4)]
+    tree = RecordedTree.from_nodes("r", nodes)
+    assert dict.__len__(tree.state_after) == 0
+    make_states([tree])
+    assert dict.__len__(tree.state_after) == 5
+    assert tree.state_after["r-4"].tip == "r-5" and tree.state_after["r-5"] is None

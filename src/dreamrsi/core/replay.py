@@ -10,7 +10,7 @@ command, and ends on an empty batch, after ``K2`` rounds, or when the whole tree
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import islice
@@ -118,13 +118,14 @@ class RecordedTree:
             else:
                 by_seq[parent.seq] = n
         scores = [s for s in map(_SCORE, ordered) if s is not None]
-        starts, after = _recorded_states(ordered, root.node_id)
+        below = tuple(by_seq)
+        starts = tuple(map(Branch, root_nodes))
         return cls(tree_id, root, by_id, tuple(n.node_id for n in root_nodes),
                    len(ordered) - 1, max(map(_ROUND, ordered)),
                    max(scores) if scores else None, min(scores) if scores else None,
-                   task_digest, evaluator_digest, tuple(by_seq), tuple(root_nodes), starts,
-                   after, start, len(ordered) - 1 if own_size is None else own_size,
-                   frozenset(saw))
+                   task_digest, evaluator_digest, below, tuple(root_nodes), starts,
+                   RecordedStates(by_id, below, starts), start,
+                   len(ordered) - 1 if own_size is None else own_size, frozenset(saw))
 
     @property
     def recorded_size(self) -> int:
@@ -151,33 +152,77 @@ class RecordedTree:
         return None if below is None else below.node_id
 
 
-def _recorded_states(ordered: list[Node],
-                     root_id: str) -> tuple[tuple[Branch, ...], dict[str, Branch | None]]:
-    """Every state of every recorded branch: the first of each, and, for each non-root node,
-    the one its recorded child leads to (``None`` for a chain's last node). Built in creation
-    order, with equal counts sharing one int object, so a replay reads its states from memory
-    laid out in the order it asks for them."""
-    counts: dict[int, int] = {}
-    starts: list[Branch] = []
-    after: dict[str, Branch | None] = {}
-    tips: dict[str, Branch] = {}
-    for node in ordered:
-        parent_id = node.parent_id
-        if parent_id is None:
-            continue
-        if parent_id == root_id:
-            state = Branch(node)
-            starts.append(state)
-        else:
-            state = tips.pop(parent_id).grown(node)
+class RecordedStates(dict[str, "Branch | None"]):
+    """``state_after`` of a tree built by :meth:`RecordedTree.from_nodes`: for each non-root
+    node (by id), the statistics of its branch once its recorded child is revealed (``None``
+    for a chain's last node; ``KeyError`` for the root or an unknown id).
+
+    A plain ``dict`` look-up for every node of a branch already reached, which is what a
+    replay does each reveal. The first look-up of a node of another branch makes that whole
+    branch's states, in chain order, with equal counts sharing one int object. Loading a tree
+    thus costs no states, and a replay pays only for the branches it opens.
+    """
+
+    def __init__(self, nodes: Mapping[str, Node], below: Sequence[Node | None],
+                 starts: Sequence[Branch]) -> None:
+        super().__init__()
+        self._nodes, self._below = nodes, below
+        self._starts = {s.branch_id: s for s in starts}
+        self._counts: dict[int, int] = {}
+
+    def __missing__(self, node_id: str) -> Branch | None:
+        self._fill(self._first(node_id))
+        return dict.__getitem__(self, node_id)
+
+    def branch(self, node_id: str) -> list[tuple[str, Branch | None]]:
+        """Every entry of the branch holding ``node_id``, in chain order, made if need be
+        (``KeyError`` for the root or an unknown id)."""
+        node = self._first(node_id)
+        if not dict.__contains__(self, node.node_id):
+            self._fill(node)
+        below, entries = self._below, [(node.node_id, dict.__getitem__(self, node.node_id))]
+        while (node := below[node.seq]) is not None:  # type: ignore[assignment]
+            entries.append((node.node_id, dict.__getitem__(self, node.node_id)))
+        return entries
+
+    def make_all(self) -> None:
+        """Make every branch's states not made yet."""
+        for first in self._starts.values():
+            if not dict.__contains__(self, first.branch_id):
+                self._fill(first.tip_node)
+
+    def _first(self, node_id: str) -> Node:
+        """The first node of the branch holding ``node_id``."""
+        nodes = self._nodes
+        node = nodes.get(node_id)
+        if node is None or node.parent_id is None:
+            raise KeyError(node_id)
+        while (parent := nodes[node.parent_id]).parent_id is not None:
+            node = parent
+        return node
+
+    def _fill(self, first: Node) -> None:
+        below, counts = self._below, self._counts
+        state, node = self._starts[first.node_id], first
+        while (child := below[node.seq]) is not None:
+            state = state.grown(child)
             state.length = counts.setdefault(state.length, state.length)
             state.finished = counts.setdefault(state.finished, state.finished)
             state.valid = counts.setdefault(state.valid, state.valid)
             state.since_best = counts.setdefault(state.since_best, state.since_best)
-            after[parent_id] = state
-        after[node.node_id] = None
-        tips[node.node_id] = state
-    return tuple(starts), after
+            self[node.node_id] = state
+            node = child
+        self[node.node_id] = None
+
+
+def make_states(trees: Iterable[RecordedTree]) -> None:
+    """Make every replay state of these trees now (those :meth:`RecordedTree.from_nodes`
+    built; the others have theirs): what a caller does once before forking workers that
+    replay them, so that each worker inherits the states instead of making its own."""
+    for tree in trees:
+        states = tree.state_after
+        if isinstance(states, RecordedStates):
+            states.make_all()
 
 
 def default_rounds(tree: RecordedTree, attempt_budget: int | None) -> int:

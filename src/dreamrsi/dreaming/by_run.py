@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from dreamrsi.core.replay import RecordedTree
+from dreamrsi.core.replay import RecordedTree, make_states
 from dreamrsi.dreaming._pool import map_in_processes
 from dreamrsi.dreaming.history import pool_branches
 from dreamrsi.dreaming.lending import LentBranches
@@ -40,6 +40,8 @@ def by_run_interval(candidate: Rewards, incumbent: Rewards, trees: Sequence[Reco
     if n < 2:
         return None, None
     rng = np.random.default_rng(seed)
+    if processes > 1:  # once here, not in every forked worker
+        make_states(trees)
     shared = LentBranches([t for t in trees if t.root_children])
     counts = [np.bincount(rng.integers(0, n, size=n), minlength=n) for _ in range(resamples)]
     draws = [tuple(int(i) for i in np.flatnonzero(c)) for c in counts]

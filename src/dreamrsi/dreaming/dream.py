@@ -19,7 +19,7 @@ from typing import Any
 
 from dreamrsi.agents.policy_author import PolicyAuthor
 from dreamrsi.core.policy import PolicySpec
-from dreamrsi.core.replay import RecordedTree
+from dreamrsi.core.replay import RecordedTree, make_states
 from dreamrsi.dreaming._pool import default_processes, map_in_processes
 from dreamrsi.dreaming.by_run import by_run_interval
 from dreamrsi.dreaming.code import (
@@ -293,6 +293,8 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
     tree reaches a training tree. With ``code``, its M revisions join the candidates;
     ``sources`` holds the programs of code specs among them (the incumbent's)."""
     everything = _distinct(train, holdout)
+    if config.cores > 1:  # once here, not in every forked worker
+        make_states(everything)
     compared = config.split.selected(train, holdout)
     if config.pool_branches:
         train, holdout = _pooled(train, holdout, _max_lent(config.replay))

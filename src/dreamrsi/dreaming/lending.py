@@ -30,7 +30,7 @@ from itertools import chain
 from typing import NamedTuple, TypeVar, cast, overload
 
 from dreamrsi.core.model import Node
-from dreamrsi.core.replay import RecordedTree
+from dreamrsi.core.replay import RecordedStates, RecordedTree
 from dreamrsi.core.view import Branch
 
 T = TypeVar("T")
@@ -179,8 +179,13 @@ class RootStates(dict[str, Branch | None]):
     shared: LentBranches
 
     def __missing__(self, node_id: str) -> Branch | None:
-        """A lent first node's state as a child of this root, its lender's first nodes made
-        now; any other lent node's from the shared index."""
+        """An own node's state, with the rest of its branch, from the tree's own states
+        (made there when first reached); a lent first node's state as a child of this root,
+        its lender's first nodes made now; any other lent node's from the shared index."""
+        own = self.tree.state_after
+        if node_id in self.tree.nodes and isinstance(own, RecordedStates):
+            self.update(own.branch(node_id))
+            return dict.__getitem__(self, node_id)
         shared = self.shared
         if node_id in shared.first_at:
             found = shared.lent(self.tree.root.node_id, shared.owner[node_id])
