@@ -169,3 +169,38 @@ def test_a_run_of_a_command_task_loads_no_model_client(tmp_path: Path) -> None:
     out = _probe("run", str(task), "--budget", "2", "--isolation", "off", "--store",
                  str(tmp_path / "store"), "--json", heavy=heavy)
     assert out == {"code": 0, "loaded": []}
+
+
+DATACLASSES = """
+import dataclasses, json, sys
+made = []
+process = dataclasses._process_class
+def counted(cls, *args, **kwargs):
+    made.append(f"{cls.__module__}.{cls.__qualname__}")
+    return process(cls, *args, **kwargs)
+dataclasses._process_class = counted
+from dreamrsi.cli.main import main
+sys.argv = ["dreamrsi", *json.loads(sys.argv[1])]
+try:
+    main()
+except SystemExit:
+    pass
+print("\\nPROBE " + json.dumps(sorted(m for m in made if m.startswith("dreamrsi."))))
+"""
+STARTUP_DATACLASSES = ["dreamrsi.core.policy.GridPlan", "dreamrsi.core.policy.PolicySpec",
+                       "dreamrsi.store.ledger.LedgerEvent"]
+"""The dataclasses a reading command makes: Python 3.11 compiles each one's methods when it
+is made (about 4 M instructions, a named tuple under 1 M), so the plain records on this path
+are named tuples (docs/architecture.md, "Start-up")."""
+
+
+@pytest.mark.parametrize("command", [("status",), ("show", "RUN"), ("best", "RUN", "--json")])
+def test_reading_commands_make_only_the_dataclasses_they_need(
+        small_store: tuple[Path, str], command: tuple[str, ...]) -> None:
+    root, run_id = small_store
+    args = [run_id if a == "RUN" else a for a in command]
+    res = subprocess.run([sys.executable, "-c", DATACLASSES,
+                          json.dumps([*args, "--store", str(root)])],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout.rsplit("\nPROBE ", 1)[1]) == STARTUP_DATACLASSES

@@ -50,8 +50,7 @@ class GridPlan:
             raise ValueError("branch_count and refine_count must be non-negative")
 
 
-@dataclass(frozen=True, slots=True)
-class TreeSummary:
+class TreeSummary(NamedTuple):
     """What a plan may know of one past tree: its shape and where its best results were.
 
     Attributes:
@@ -93,8 +92,7 @@ def best_depth_counts(history: Sequence[TreeSummary]) -> tuple[tuple[int, int], 
     return tuple(sorted(counts.items()))
 
 
-@dataclass(frozen=True, slots=True)
-class PlanContext:
+class PlanContext(NamedTuple):
     """What a ``plan`` hook sees: past trees only, never the episode it plans for.
 
     Attributes:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
 from dreamrsi.store.base import RunStore
@@ -78,7 +77,7 @@ class RecordAudit(RunStore):
         own = self.chain_head(chain)
         report = verify_chain(chain, index.scan(self._ledger_dicts(chain)), own.length or 0,
                               own.hash)
-        report = replace(report, head=own if report.ok else None, given_head=head)
+        report = report._replace(head=own if report.ok else None, given_head=head)
         if not report.ok:
             return report
         counts = _Counts()
@@ -86,11 +85,11 @@ class RecordAudit(RunStore):
                    or self._node_problem(chain, index, counts)
                    or self._blob_problem(index, counts)
                    or self._commit_problem(index, counts))
-        report = replace(report, nodes=counts.nodes, anchored=counts.anchored,
+        report = report._replace(nodes=counts.nodes, anchored=counts.anchored,
                          blobs=counts.blobs, commits=counts.commits, objects=counts.objects)
         if problem is None:
             return report
-        return replace(report, ok=False, bad_seq=problem.seq, bad_id=problem.row_id,
+        return report._replace(ok=False, bad_seq=problem.seq, bad_id=problem.row_id,
                        problem=problem.text, node_id=problem.node_id, field=problem.field)
 
     def _run_problem(self, chain: str, index: ChainIndex) -> Problem | None:
@@ -159,15 +158,13 @@ class RecordAudit(RunStore):
         return None
 
 
-@dataclass(slots=True)
 class _Counts:
     """What verification found intact, for the report."""
 
-    nodes: int = 0
-    anchored: int = 0
-    blobs: int = 0
-    commits: int = 0
-    objects: int = 0
+    __slots__ = ("nodes", "anchored", "blobs", "commits", "objects")
+
+    def __init__(self) -> None:
+        self.nodes = self.anchored = self.blobs = self.commits = self.objects = 0
 
 
 def _difference(what: str, ref: RecordRef, current: dict[str, Any],

@@ -14,10 +14,10 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 from dreamrsi.core.model import Node
 from dreamrsi.core.policy import PolicySpec
@@ -46,8 +46,7 @@ class RunStatus(StrEnum):
     FAILED = "failed"
 
 
-@dataclass(frozen=True, slots=True)
-class TaskRecord:
+class TaskRecord(NamedTuple):
     """A task as recorded with its runs (its digests fix which trees may be compared)."""
 
     digest: str
@@ -57,8 +56,7 @@ class TaskRecord:
     created_at: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class RunRecord:
+class RunRecord(NamedTuple):
     """One online exploration of one task under one policy and budget."""
 
     run_id: str
@@ -76,8 +74,7 @@ class RunRecord:
     elapsed_s: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class InFlight:
+class InFlight(NamedTuple):
     """An attempt that was launched and has not been recorded yet."""
 
     node_id: str
@@ -89,11 +86,10 @@ class InFlight:
     started_at: float
 
 
-@dataclass(frozen=True, slots=True)
-class RunCounts:
+class RunCounts(NamedTuple):
     """Nodes of a run by status, and its best score."""
 
-    by_status: Mapping[str, int] = field(default_factory=dict)
+    by_status: Mapping[str, int] = MappingProxyType({})
     best_score: float | None = None
     best_node: str | None = None
 

@@ -13,8 +13,7 @@ import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.errors import ConfigError, NotFound
@@ -24,8 +23,7 @@ if TYPE_CHECKING:
     from dreamrsi.store.rows import RowLike
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyVersion:
+class PolicyVersion(NamedTuple):
     """A policy as stored: family, parameters, optional code digest, and lineage."""
 
     version_id: str
@@ -37,8 +35,7 @@ class PolicyVersion:
     created_at: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyScore:
+class PolicyScore(NamedTuple):
     """One version's replay of one tree in one dream; the parts of V stay separate.
 
     When the dream replayed each tree under several orders of its root's children, ``value``
@@ -57,8 +54,7 @@ class PolicyScore:
     selections: float
 
 
-@dataclass(frozen=True, slots=True)
-class DreamRecord:
+class DreamRecord(NamedTuple):
     """One offline improvement step over a task's history."""
 
     dream_id: str
@@ -74,8 +70,7 @@ class DreamRecord:
     finished_at: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class LoopRecord:
+class LoopRecord(NamedTuple):
     """A recursive loop: online rounds interleaved with dreams (or a frozen-policy arm)."""
 
     loop_id: str
@@ -86,8 +81,7 @@ class LoopRecord:
     created_at: float
 
 
-@dataclass(frozen=True, slots=True)
-class LoopRound:
+class LoopRound(NamedTuple):
     """Which run a loop's round was, under which policy, and the dream that followed it."""
 
     loop_id: str

@@ -222,8 +222,7 @@ class ChainHead(NamedTuple):
         return cls(length, found[2].lower())
 
 
-@dataclass(frozen=True, slots=True)
-class VerifyReport:
+class VerifyReport(NamedTuple):
     """Outcome of verifying one chain: ``ok``, rows checked, and the first problem if any.
 
     :meth:`~dreamrsi.store.base.RunStore.verify` also fills in what it checked beyond

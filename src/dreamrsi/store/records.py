@@ -16,8 +16,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from dreamrsi.store._fast import dumps, loads, node_record_text
 from dreamrsi.store.ledger import Actor, ChainHead, LedgerEvent, now_iso
@@ -182,8 +181,7 @@ def shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
+class Problem(NamedTuple):
     """The first thing verification found wrong beyond the chain's own rows."""
 
     text: str
@@ -193,8 +191,7 @@ class Problem:
     field: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RecordRef:
+class RecordRef(NamedTuple):
     """A record found in a chain: where it is and what it says."""
 
     seq: int
@@ -203,21 +200,24 @@ class RecordRef:
     anchored: bool
 
 
-@dataclass(slots=True)
 class ChainIndex:
     """What verification needs beyond the chain itself, gathered from the rows in the pass
     that checks their hashes: the records, the blobs and commits the rows name, and the row
-    that a head given from outside the store names."""
+    that a head given from outside the store names (``head``, if any)."""
 
-    head: ChainHead | None = None
-    runs: list[RecordRef] = field(default_factory=list)
-    nodes: dict[str, RecordRef] = field(default_factory=dict)
-    repeated: RecordRef | None = None
-    malformed: RecordRef | None = None
-    blobs: dict[str, tuple[int, str]] = field(default_factory=dict)
-    commits: dict[str, tuple[int, str]] = field(default_factory=dict)
-    head_row: tuple[int, str, str] | None = None
-    rows: int = 0
+    __slots__ = ("head", "runs", "nodes", "repeated", "malformed", "blobs", "commits",
+                 "head_row", "rows")
+
+    def __init__(self, head: ChainHead | None = None) -> None:
+        self.head = head
+        self.runs: list[RecordRef] = []
+        self.nodes: dict[str, RecordRef] = {}
+        self.repeated: RecordRef | None = None
+        self.malformed: RecordRef | None = None
+        self.blobs: dict[str, tuple[int, str]] = {}
+        self.commits: dict[str, tuple[int, str]] = {}
+        self.head_row: tuple[int, str, str] | None = None
+        self.rows = 0
 
     def scan(self, rows: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
         """Pass ``rows`` (dicts of a row's fields) through, indexing each."""

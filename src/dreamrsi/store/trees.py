@@ -14,16 +14,15 @@ first and raises ``StoreError`` as :func:`~dreamrsi.store.integrity.check_tree` 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from itertools import islice
+from types import MappingProxyType
 from typing import NamedTuple
 
 from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.store.integrity import ancestry_problem, check_tree, inconsistent
 
 
-@dataclass(frozen=True, slots=True)
-class BranchSummary:
+class BranchSummary(NamedTuple):
     """One branch of a tree.
 
     Attributes:
@@ -42,11 +41,10 @@ class BranchSummary:
     depth: int
     best_id: str | None
     best_score: float | None
-    by_status: Mapping[str, int] = field(default_factory=dict)
+    by_status: Mapping[str, int] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
-class TreeSummary:
+class TreeSummary(NamedTuple):
     """A run's tree in a few numbers, and its branches by number."""
 
     root_id: str | None

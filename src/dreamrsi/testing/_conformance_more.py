@@ -5,7 +5,6 @@ fixtures."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +201,7 @@ class DreamTableTests:
             empty.get_dream("d")
         score = PolicyScore("d1", "p1", "r1", "train", 1.5, 1.6, 10, 3, 1, 12)
         empty.add_scores([score, PolicyScore("d1", "p1", "r2", "holdout", 1, 1, 1, 1, 0, 1)])
-        empty.add_scores([replace(score, value=2.5, revealed=2.5)])
+        empty.add_scores([score._replace(value=2.5, revealed=2.5)])
         with pytest.raises(AlreadyRecorded):  # a score of a dream the store lacks
             empty.add_scores([PolicyScore("d1", "p1", "r3", "train", 0, 0, 0, 0, 0, 0),
                               PolicyScore("dX", "p1", "r1", "train", 0, 0, 0, 0, 0, 0)])

@@ -4,7 +4,6 @@ plain data: to check that a failed transaction changed nothing, or that two back
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict
 from functools import partial
 from typing import Any
 
@@ -38,7 +37,7 @@ def plain(value: Any, *, comparable: bool = False) -> Any:
     if isinstance(value, VerifyReport):
         if comparable:
             return {k: getattr(value, k) for k in _REPORT_KEPT}
-        return asdict(value)
+        return value._asdict()
     if isinstance(value, list | tuple) and not hasattr(value, "_fields"):
         return [plain(v, comparable=comparable) for v in value]
     return value
