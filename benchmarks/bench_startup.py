@@ -27,6 +27,7 @@ import argparse
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -114,6 +115,23 @@ def import_seconds(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
     return sum(s for s, _ in top), heaviest
 
 
+def instructions(cmd: list[str], env: dict[str, str], work: Path) -> int | None:
+    """Instructions one run of ``cmd`` executes, counted by callgrind with a fixed hash seed
+    (the same count every run, where wall and CPU time vary with the machine's load);
+    ``None`` without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    out = work / "callgrind.out"
+    res = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *cmd],
+                         env={**env, "PYTHONHASHSEED": "0"}, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    out.unlink(missing_ok=True)
+    found = re.search(r"Collected : (\d+)", res.stderr)
+    if res.returncode != 0 or found is None:
+        raise SystemExit(f"{cmd} under callgrind failed: {res.stderr[-2000:]}")
+    return int(found.group(1))
+
+
 def baseline_src(ref: str, work: Path) -> Path:
     """The ``src`` folder of commit ``ref``, unpacked under ``work``."""
     dest = work / "baseline"
@@ -135,6 +153,15 @@ def measure(sides: list[Side], rounds: int) -> dict[tuple[str, str], list[tuple[
     return runs
 
 
+def _millions(count: int | None) -> str:
+    return "(no valgrind)" if count is None else f"{count / 1e6:,.1f} M"
+
+
+def _extra_millions(count: int | None, base: int | None) -> str:
+    return "(no valgrind)" if count is None or base is None else \
+        f"{(count - base) / 1e6:+,.1f} M"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -152,13 +179,17 @@ def main() -> None:
         runs = measure(sides, args.rounds)
         imports = {(s.name, name): import_seconds(cmd, s.env) for s in sides
                    for name, cmd in s.commands().items()}
+        counts = {(s.name, name): instructions(cmd, s.env, work) for s in sides
+                  for name, cmd in s.commands().items()}
+        base_count = instructions([sys.executable, "-c", "pass"], sides[0].env, work)
     base_wall = statistics.median(w for w, _ in runs[("", "python3 -c pass")])
     base_cpu = statistics.median(c for _, c in runs[("", "python3 -c pass")])
     lines = ["| code | command | wall s (median) | CPU s (median) | extra wall over "
-             "`python3 -c pass` | extra CPU | imports (share of wall) | heaviest imports | "
-             "target |",
-             "|---|---|---:|---:|---:|---:|---:|---|---|",
-             f"| | python3 -c pass | {base_wall:.3f} | {base_cpu:.3f} | | | | | |"]
+             "`python3 -c pass` | extra CPU | extra instructions (callgrind) | "
+             "imports (share of wall) | heaviest imports | target |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+             f"| | python3 -c pass | {base_wall:.3f} | {base_cpu:.3f} | | | "
+             f"{_millions(base_count)} | | | |"]
     verdicts = []
     for (side, name), samples in runs.items():
         if not side:
@@ -173,6 +204,7 @@ def main() -> None:
         label = "this checkout" if side == "this" else f"commit {side}"
         lines.append(f"| {label} | {name} | {wall:.3f} | {cpu:.3f} | {extra:+.3f} "
                      f"({wall / base_wall:.1f}x) | {cpu - base_cpu:+.3f} | "
+                     f"{_extra_millions(counts[(side, name)], base_count)} | "
                      f"{seconds:.3f} s ({seconds / wall:.0%}) | "
                      f"{heaviest} | {verdict} (<= +{TARGET_EXTRA_S} s) |")
     met = all(v == "PASS" for v in verdicts)
@@ -183,7 +215,9 @@ def main() -> None:
         "benchmark, run with each version's `src` first on `PYTHONPATH` and its bytecode cached "
         "(as an installed package's is). Extra CPU: user + system seconds over those of "
         "`python3 -c pass`, which a busy machine inflates less than wall time (the target is on "
-        "wall time). Imports: the sum of "
+        "wall time). Extra instructions: what callgrind counts for one run of the command "
+        "(hash seed fixed) less what it counts for `python3 -c pass` (in the first row, in "
+        "full): the same figure on a busy machine as on an idle one. Imports: the sum of "
         "the top-level imports that `python -X importtime` reports for one more run (its own "
         "overhead included), so the share is approximate. Reference loop (2M iterations of "
         f"pure Python): {ref_before:.3f} s before, {reference_loop():.3f} s after.")
