@@ -447,6 +447,7 @@ class _Supervisor:
             if stream is not None:
                 stream.close()
         self._selector.close()
+        self._tree.close()
 
     def result(self, command: str, duration_ms: int, digest: str) -> CommandResult:
         """Return the command's result.
