@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from dreamrsi.errors import SandboxError
-from dreamrsi.sandbox._bwrap import BWRAP_WRAPPER_DEPTH, bwrap_argv, choose_bwrap
+from dreamrsi.sandbox._bwrap import BWRAP_WRAPPER_DEPTH, _covered, bwrap_argv, choose_bwrap
 from dreamrsi.sandbox._config import Isolation, Limits, env_digest, sandbox_env
 from dreamrsi.sandbox._pidns import PIDNS_WRAPPER_DEPTH, pidns_prefix
 from dreamrsi.sandbox._proctree import ProcessTree, killpg
@@ -138,7 +138,7 @@ def _check_enterable(cwd: Path, isolation: Isolation) -> None:
     Raises:
         SandboxError: ``cwd`` lies in no writable directory and is not ``o+rx``.
     """
-    if any(cwd.is_relative_to(w.resolve()) for w in isolation.writable):
+    if _covered(os.fspath(cwd), [os.path.realpath(w) for w in isolation.writable]):
         return
     if cwd.stat().st_mode & 0o005 != 0o005:
         raise SandboxError(f"working directory {str(cwd)!r} is closed to other users; as root "
