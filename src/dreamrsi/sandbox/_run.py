@@ -233,6 +233,7 @@ class _Supervisor:
         self._pending = memoryview(stdin or b"")
         self._selector = selectors.DefaultSelector()
         self._pidfd = _open_pidfd(proc.pid)
+        self._pidfd_ready = False
         self._timed_out = False
         self._too_many = False
         self._kill_at: float | None = None
@@ -320,7 +321,10 @@ class _Supervisor:
         return wake
 
     def _root_exited(self) -> bool:
-        """Whether the command's process has exited, leaving it unreaped."""
+        """Whether the command's process has exited, leaving it unreaped (asked of the kernel
+        only once its pidfd turned readable, when there is one)."""
+        if self._pidfd is not None and not self._pidfd_ready:
+            return False
         flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
         try:
             return os.waitid(os.P_PID, self._proc.pid, flags) is not None
@@ -387,11 +391,13 @@ class _Supervisor:
         return any(isinstance(key.data, _Pipe) for key in self._selector.get_map().values())
 
     def _on_ready(self, key: selectors.SelectorKey) -> None:
-        """Read from an output pipe or write to stdin (the pidfd needs no action here)."""
+        """Read from an output pipe, write to stdin, or note that the pidfd turned readable."""
         if isinstance(key.data, _Pipe):
             self._read(key.data)
         elif key.fileobj is self._proc.stdin:
             self._write_stdin()
+        elif key.fd == self._pidfd:
+            self._pidfd_ready = True
 
     def _read(self, pipe: _Pipe) -> None:
         """Read one chunk from a pipe; at end of file stop watching it."""
