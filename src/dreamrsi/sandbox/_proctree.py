@@ -336,42 +336,33 @@ class ProcessTree:
     def __del__(self) -> None:
         self.close()
 
-    def _stat(self, pid: int) -> ProcStat | None:
-        """The member's stat, read through its open file when it has one."""
-        files = self._files.get(pid)
-        if files is None:
-            return read_stat(pid)
-        data = _pread(files.stat, 4096)
-        if not data:  # reaped: a process that reuses the pid is another one
-            files.close()
+    def _reread(self, pid: int, held: _Files) -> ProcStat | None:
+        """The stat of a member whose files are open, re-read in place (None once reaped: a
+        process that reuses the pid is another one, and its files are closed)."""
+        data = _pread(held.stat, 4096)
+        if not data:
+            held.close()
             del self._files[pid]
             return None
         return _parse_stat(pid, data)
 
-    def _keep_open(self, pid: int, stat: ProcStat) -> None:
+    def _keep_open(self, pid: int, stat: ProcStat) -> _Files | None:
         """Open the files of a newly found member, while fewer than _OPEN_MEMBERS are open.
 
         The stat file is checked to belong to the process just read (same start time)."""
         if len(self._files) >= _OPEN_MEMBERS or self._loadavg is None:
-            return
+            return None
         fd = _open(f"/proc/{pid}/stat")
         if fd is None:
-            return
+            return None
         data = _pread(fd, 4096)
         again = _parse_stat(pid, data) if data else None
         if again is None or again.starttime != stat.starttime:
             os.close(fd)
-            return
+            return None
         kids = _open(f"/proc/{pid}/task/{pid}/children") if _HAS_CHILDREN_FILES else None
-        self._files[pid] = _Files(fd, kids)
-
-    def _kids(self, stat: ProcStat) -> list[int]:
-        """The member's children, read through its open children file when it has one."""
-        files = self._files.get(stat.pid)
-        if files is None or files.children is None or stat.num_threads != 1:
-            return _children(stat)
-        data = _pread(files.children, 1 << 16)
-        return [int(pid) for pid in data.split()] if data else []
+        held = self._files[pid] = _Files(fd, kids)
+        return held
 
     @property
     def cpu_ms(self) -> int:
@@ -399,31 +390,42 @@ class ProcessTree:
         """
         self._note_last_pid()
         index = None if _HAS_CHILDREN_FILES else _children_index()
+        files, wrappers = self._files, self._wrapper_depth
         found: dict[int, _Member] = {}
         ticks = count = 0
         stack = [(pid, m.starttime, m.depth) for pid, m in reversed(self._known.items())]
-        while stack:
+        while stack:  # kept lean: a walk runs every 15 ms of every command
             pid, expected_start, depth = stack.pop()
             if pid in found:
                 continue
-            stat = self._stat(pid)
+            held = files.get(pid)
+            stat = read_stat(pid) if held is None else self._reread(pid, held)
             if stat is None or (expected_start >= 0 and stat.starttime != expected_start):
                 continue
-            found[pid] = _Member(stat.starttime, depth, stat.alive)
+            alive = stat.state not in _DEAD_STATES
+            found[pid] = _Member(stat.starttime, depth, alive)
             ticks += stat.cpu_ticks
-            if not stat.alive:
+            if not alive:
                 continue
-            if pid not in self._files:
-                self._keep_open(pid, stat)
-            count += depth >= self._wrapper_depth
-            if stop_above is not None and count > stop_above:
-                self._known.update(found)
-                return count
-            kids = self._kids(stat) if index is None else index.get(pid, [])
-            stack.extend((kid, -1, depth + 1) for kid in reversed(kids))
+            if held is None:
+                held = self._keep_open(pid, stat)
+            if depth >= wrappers:
+                count += 1
+                if stop_above is not None and count > stop_above:
+                    self._known.update(found)
+                    return count
+            if index is not None:
+                kids: list[int] = index.get(pid, [])
+            elif held is not None and held.children is not None and stat.num_threads == 1:
+                data = _pread(held.children, 1 << 16)
+                kids = [int(kid) for kid in data.split()] if data else []
+            else:
+                kids = _children(stat)
+            for kid in reversed(kids):
+                stack.append((kid, -1, depth + 1))
         self._known = found
-        for pid in [pid for pid in self._files if pid not in found]:
-            self._files.pop(pid).close()
+        for pid in [pid for pid in files if pid not in found]:
+            files.pop(pid).close()
         self._cpu_ticks = max(self._cpu_ticks, ticks)
         return count
 
