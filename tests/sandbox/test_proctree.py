@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from dreamrsi.sandbox import IsolationMode, Limits, run_command
 from dreamrsi.sandbox._config import Isolation
@@ -80,3 +83,64 @@ def test_commands_leave_no_descriptor_open(tmp_path: Path) -> None:
                              isolation=Isolation(mode=IsolationMode.AUTO))
         assert result.exit_code == 0
     assert _open_fds() == before
+
+
+def test_quiet_polls_reread_members_without_children_files(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no pid allocated since a settled walk, a poll re-reads only the stat files."""
+    from dreamrsi.sandbox import _proctree
+
+    last = [4242]  # the namespace's last allocated pid, as the tree reads it
+    monkeypatch.setattr(_proctree, "last_pid", lambda loadavg=None: last[0])
+    reads = {"children": 0}
+    real_pread, real_children = _proctree._pread, _proctree._children
+
+    def pread(fd: int, size: int) -> bytes | None:
+        reads["children"] += size == 1 << 16
+        return real_pread(fd, size)
+
+    def children(stat: _proctree.ProcStat) -> list[int]:
+        reads["children"] += 1
+        return real_children(stat)
+
+    monkeypatch.setattr(_proctree, "_pread", pread)
+    monkeypatch.setattr(_proctree, "_children", children)
+    proc = subprocess.Popen(["sh", "-c", "sleep 30 & wait; exec sleep 30"],
+                            start_new_session=True)
+    tree = ProcessTree(proc.pid)
+    try:
+        time.sleep(0.3)  # the first sleep has started before the first walk
+        assert tree.poll() == 2  # a full walk, with the last pid unchanged: settles the tree
+        reads["children"] = 0
+        for _ in range(3):
+            assert tree.poll() == 2
+        assert reads["children"] == 0
+        sleeper = next(pid for pid, m in tree._known.items() if m.depth == 1)
+        os.kill(sleeper, signal.SIGKILL)
+        assert _poll_until(tree, 1) == 1  # a member lost is seen by the quiet polls
+        assert reads["children"] == 0
+        last[0] += 1  # a pid was allocated: the next poll walks the children files again
+        assert tree.poll() == 1
+        assert reads["children"] > 0
+    finally:
+        tree.close()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def test_processes_started_after_quiet_polls_are_found() -> None:
+    script = ("import os, time\ntime.sleep(0.5)\nfor _ in range(3):\n"
+              "    if os.fork() == 0:\n        time.sleep(30)\n        os._exit(0)\n"
+              "time.sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    tree = ProcessTree(proc.pid)
+    try:
+        for _ in range(20):  # quiet polls while the command only sleeps
+            assert tree.poll() == 1
+            time.sleep(0.015)
+        assert _poll_until(tree, 4) == 4
+    finally:
+        tree.close()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -523,3 +523,15 @@ def test_exit_is_seen_without_pidfds(mode: str, tmp_path: Path,
     assert time.monotonic() - started < 5
     timed = _run("sleep 30", tmp_path, mode, timeout_s=0.5)
     assert timed.timed_out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_process_limit_after_a_quiet_start(mode: str, tmp_path: Path) -> None:
+    """Forks after polls that found the tree unchanged (and skipped its children files)."""
+    tag = _unique_sleep()
+    start = time.monotonic()
+    command = f"sleep 0.6; for i in $(seq 50); do sleep {tag} & done; wait"
+    result = _run(command, tmp_path, mode, max_processes=20)
+    assert time.monotonic() - start < 4.0
+    assert result.limit_hit == "processes"
+    assert not _alive_with(tag)

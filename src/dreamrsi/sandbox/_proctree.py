@@ -292,6 +292,7 @@ class ProcessTree:
         "_pids_wrapped",
         "_root",
         "_root_start",
+        "_settled",
         "_tag",
         "_wrapper_depth",
     )
@@ -308,6 +309,7 @@ class ProcessTree:
         self._cpu_ticks = 0
         self._last_pid = last_pid()
         self._pids_wrapped = self._last_pid is None or self._last_pid < root_pid
+        self._settled = False
         if root is not None:
             self._known[root_pid] = _Member(root.starttime, 0, root.alive)
 
@@ -320,8 +322,42 @@ class ProcessTree:
 
         Returns:
             The number of live processes of the command (past ``stop_above``: a lower bound).
+
+        A process cannot join the tree without a new pid, and every pid allocated for the
+        command (in its own pid namespace too) moves this namespace's last allocated pid. So
+        when that has not moved since a walk that began after it had already stood still for
+        a whole interval, the tree can only have lost members: the poll then re-reads the
+        remembered members' stat files (liveness and CPU time) and skips the children files.
         """
-        return self._walk(stop_above)
+        before = self._last_pid
+        self._note_last_pid()
+        quiet = self._last_pid is not None and self._last_pid == before
+        if quiet and self._settled:
+            return self._refresh()
+        count = self._walk(stop_above)
+        self._settled = quiet
+        return count
+
+    def _refresh(self) -> int:
+        """Re-read the remembered members (no process joined since the last full walk);
+        return how many live non-wrapper members are left."""
+        files, wrappers = self._files, self._wrapper_depth
+        found: dict[int, _Member] = {}
+        ticks = count = 0
+        for pid, member in self._known.items():  # parents first, as a walk keeps them
+            held = files.get(pid)
+            stat = read_stat(pid) if held is None else self._reread(pid, held)
+            if stat is None or stat.starttime != member.starttime:
+                continue
+            alive = stat.state not in _DEAD_STATES
+            found[pid] = _Member(stat.starttime, member.depth, alive)
+            ticks += stat.cpu_ticks
+            count += alive and member.depth >= wrappers
+        self._known = found
+        for pid in [pid for pid in files if pid not in found]:
+            files.pop(pid).close()
+        self._cpu_ticks = max(self._cpu_ticks, ticks)
+        return count
 
     def close(self) -> None:
         """Close the /proc files kept open between walks (idempotent; the tree keeps working,
@@ -388,7 +424,7 @@ class ProcessTree:
         Returns:
             The number of live non-wrapper members found.
         """
-        self._note_last_pid()
+        self._settled = False  # poll() decides whether this walk settles the tree
         index = None if _HAS_CHILDREN_FILES else _children_index()
         files, wrappers = self._files, self._wrapper_depth
         found: dict[int, _Member] = {}
@@ -466,6 +502,7 @@ class ProcessTree:
         Returns:
             How many processes were signalled.
         """
+        self._note_last_pid()
         self._walk()
         sent = 0
         for pid, member in self._known.items():
@@ -494,6 +531,7 @@ class ProcessTree:
         pause = _KILL_PAUSE_S
         while True:
             killpg(self._root, signal.SIGKILL)
+            self._note_last_pid()
             self._walk()
             victims = {pid: m for pid, m in self._known.items() if m.alive}
             if sweep:
