@@ -508,3 +508,30 @@ def test_a_closed_working_directory_is_a_clear_error_as_root(bwrap: str, tmp_pat
     result = run_command("touch made", closed, env={}, limits=Limits(timeout_s=5),
                          isolation=Isolation(mode=IsolationMode.REQUIRED, writable=(closed,)))
     assert result.ok() and ((closed / "made").stat().st_uid != 0) == (os.geteuid() == 0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_exit_is_seen_without_pidfds(mode: str, tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a kernel without pidfds the supervisor asks waitid on every wake-up instead."""
+    import dreamrsi.sandbox._run as run_module
+
+    monkeypatch.setattr(run_module, "_open_pidfd", lambda pid: None)
+    started = time.monotonic()
+    result = _run("sleep 0.2; echo done", tmp_path, mode)
+    assert result.ok() and result.stdout == "done\n"
+    assert time.monotonic() - started < 5
+    timed = _run("sleep 30", tmp_path, mode, timeout_s=0.5)
+    assert timed.timed_out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_process_limit_after_a_quiet_start(mode: str, tmp_path: Path) -> None:
+    """Forks after polls that found the tree unchanged (and skipped its children files)."""
+    tag = _unique_sleep()
+    start = time.monotonic()
+    command = f"sleep 0.6; for i in $(seq 50); do sleep {tag} & done; wait"
+    result = _run(command, tmp_path, mode, max_processes=20)
+    assert time.monotonic() - start < 4.0
+    assert result.limit_hit == "processes"
+    assert not _alive_with(tag)

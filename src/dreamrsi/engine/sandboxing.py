@@ -107,9 +107,9 @@ def base_env(task: Task, home: Path) -> dict[str, str]:
     """
     host = os.environ
     env = {name: host[name] for name in _HOST_NAMES if name in host}
-    env.update({name: value for name, value in host.items() if name.startswith("LC_")})
+    env.update({name: host[name] for name in host if name.startswith("LC_")})
     env.update({name: host[name] for name in task.constraints.pass_env if name in host})
-    bindir = str(Path(sys.executable).parent)
+    bindir = os.path.dirname(sys.executable)
     env["PATH"] = bindir + os.pathsep + host.get("PATH", os.defpath)
     env["HOME"] = str(home)
     env["PYTHONDONTWRITEBYTECODE"] = "1"

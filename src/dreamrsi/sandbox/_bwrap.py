@@ -83,6 +83,12 @@ def _system_view() -> tuple[str, ...]:
 
 def _system_argv() -> list[str]:
     """Bind the system folders read-only (mirroring symlinks) and make the fresh folders."""
+    return list(_system_argv_once())
+
+
+@functools.cache
+def _system_argv_once() -> tuple[str, ...]:
+    """:func:`_system_argv`, worked out once per process, as :func:`_system_view` is."""
     argv: list[str] = []
     for path in _system_view():
         if os.path.islink(path):
@@ -92,7 +98,7 @@ def _system_argv() -> list[str]:
     argv += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp",
              "--perms", "1777", "--tmpfs", "/dev/shm", "--dir", "/var",
              "--perms", "1777", "--tmpfs", "/var/tmp"]
-    return argv
+    return tuple(argv)
 
 
 def _namespace_argv(*, network: bool, uid: int | None) -> list[str]:
@@ -202,17 +208,17 @@ def _resolved(paths: tuple[Path, ...], what: str, *, dirs_only: bool) -> list[st
     """
     resolved: list[str] = []
     for path in paths:
-        real = path.resolve()
-        if not (real.is_dir() if dirs_only else real.exists()):
+        real = os.path.realpath(path)  # what Path.resolve() gives, without its objects
+        if not (os.path.isdir(real) if dirs_only else os.path.exists(real)):
             raise SandboxError(f"{what} {str(path)!r} does not exist")
-        if str(real) not in resolved:
-            resolved.append(str(real))
+        if real not in resolved:
+            resolved.append(real)
     return resolved
 
 
 def _covered(path: str, roots: tuple[str, ...] | list[str]) -> bool:
     """Whether ``path`` is one of ``roots`` or lies under one."""
-    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+    return path in roots or path.startswith(tuple([root.rstrip("/") + "/" for root in roots]))
 
 
 def _mounts(cwd: Path, isolation: Isolation) -> list[_Mount]:

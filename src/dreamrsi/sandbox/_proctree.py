@@ -1,9 +1,12 @@
 """Following and killing every process a command starts, through ``/proc``.
 
 A :class:`ProcessTree` walks from the command's pid down the ``children`` files of
-``/proc/<pid>/task/<tid>/`` (only the tree's own processes are read, so a poll costs tens of
-microseconds per member) and remembers every member it has seen, identified by pid *and* start
-time so that a reused pid is never mistaken for a member. A member whose parent exits is
+``/proc/<pid>/task/<tid>/`` (only the tree's own processes are read) and remembers every member
+it has seen, identified by pid *and* start time so that a reused pid is never mistaken for a
+member. The ``stat`` and ``children`` files of the first members are kept open between walks
+and re-read in place: an open ``/proc/<pid>`` file stays bound to the process it was opened
+for (once that process is reaped it reads as gone, never as a newcomer with the same pid), and
+a walk then costs a few microseconds per member. A member whose parent exits is
 re-parented to init and falls out of the walk; it stays a member because it is remembered.
 Processes that escaped before any walk saw them (``setsid cmd &`` from a shell that exits at
 once) are found by a sweep of ``/proc`` for the run's RLIMIT_LOCKS tag.
@@ -20,6 +23,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["ProcStat", "ProcessTree", "killpg", "last_pid", "read_stat", "send_signal"]
 
@@ -30,10 +34,12 @@ _PF_EXITING = 0x4
 _NAMESPACE_PATIENCE_S = 0.5
 _KILL_PAUSE_S = 0.002
 _MS_PER_TICK = 1000 / os.sysconf("SC_CLK_TCK")
+_OPEN_MEMBERS = 16
+"""Members per tree whose /proc files stay open between walks (two descriptors each); the
+rest, a fork bomb's thousands included, are opened and closed per walk."""
 
 
-@dataclass(frozen=True, slots=True)
-class ProcStat:
+class ProcStat(NamedTuple):
     """The fields of ``/proc/<pid>/stat`` the sandbox uses.
 
     Attributes:
@@ -90,20 +96,39 @@ def read_stat(pid: int) -> ProcStat | None:
         The stat fields, or None.
     """
     data = _read(f"/proc/{pid}/stat")
-    if not data:
-        return None
-    fields = data[data.rfind(b")") + 2 :].split()  # the command name may hold spaces and ')'
+    return _parse_stat(pid, data) if data else None
+
+
+def _parse_stat(pid: int, data: bytes) -> ProcStat | None:
+    """Parse the bytes of ``/proc/<pid>/stat`` (None when malformed)."""
+    # the command name may hold spaces and ')'; only the fields up to starttime are split
+    fields = data[data.rfind(b")") + 2 :].split(None, 20)
     try:
         return ProcStat(
-            pid=pid,
-            ppid=int(fields[1]),
-            state=fields[0].decode("ascii", "replace"),
-            num_threads=int(fields[17]),
-            starttime=int(fields[19]),
-            cpu_ticks=sum(int(ticks) for ticks in fields[11:15]),
-            flags=int(fields[6]),
+            pid,
+            int(fields[1]),
+            fields[0].decode("ascii", "replace"),
+            int(fields[17]),
+            int(fields[19]),
+            int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14]),
+            int(fields[6]),
         )
     except (IndexError, ValueError):
+        return None
+
+
+def _pread(fd: int, size: int) -> bytes | None:
+    """Re-read an open /proc file from its start; None once its process is gone."""
+    try:
+        return os.pread(fd, size, 0)
+    except OSError:
+        return None
+
+
+def _open(path: str) -> int | None:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
         return None
 
 
@@ -153,9 +178,10 @@ def _all_stats(after: int = 0, upto: int | None = None) -> list[ProcStat]:
     return stats
 
 
-def last_pid() -> int | None:
-    """Return the most recently allocated pid of this pid namespace, from ``/proc/loadavg``."""
-    data = _read("/proc/loadavg", 256)
+def last_pid(loadavg: int | None = None) -> int | None:
+    """Return the most recently allocated pid of this pid namespace, from ``/proc/loadavg``
+    (read through ``loadavg``, an open descriptor of it, when given)."""
+    data = _read("/proc/loadavg", 256) if loadavg is None else _pread(loadavg, 256)
     try:
         return int(data.split()[4]) if data else None
     except (IndexError, ValueError):
@@ -228,11 +254,23 @@ def killpg(pgid: int, sig: int) -> None:
         pass
 
 
-@dataclass(frozen=True, slots=True)
-class _Member:
+class _Member(NamedTuple):
     starttime: int
     depth: int
     alive: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Files:
+    """A member's open ``stat`` file and its main thread's ``children`` file."""
+
+    stat: int
+    children: int | None
+
+    def close(self) -> None:
+        os.close(self.stat)
+        if self.children is not None:
+            os.close(self.children)
 
 
 class ProcessTree:
@@ -247,16 +285,21 @@ class ProcessTree:
 
     __slots__ = (
         "_cpu_ticks",
+        "_files",
         "_known",
         "_last_pid",
+        "_loadavg",
         "_pids_wrapped",
         "_root",
         "_root_start",
+        "_settled",
         "_tag",
         "_wrapper_depth",
     )
 
     def __init__(self, root_pid: int, *, wrapper_depth: int = 0, tag: int | None = None) -> None:
+        self._files: dict[int, _Files] = {}
+        self._loadavg = _open("/proc/loadavg")
         self._root = root_pid
         self._wrapper_depth = wrapper_depth
         self._tag = tag
@@ -266,6 +309,7 @@ class ProcessTree:
         self._cpu_ticks = 0
         self._last_pid = last_pid()
         self._pids_wrapped = self._last_pid is None or self._last_pid < root_pid
+        self._settled = False
         if root is not None:
             self._known[root_pid] = _Member(root.starttime, 0, root.alive)
 
@@ -278,8 +322,83 @@ class ProcessTree:
 
         Returns:
             The number of live processes of the command (past ``stop_above``: a lower bound).
+
+        A process cannot join the tree without a new pid, and every pid allocated for the
+        command (in its own pid namespace too) moves this namespace's last allocated pid. So
+        when that has not moved since a walk that began after it had already stood still for
+        a whole interval, the tree can only have lost members: the poll then re-reads the
+        remembered members' stat files (liveness and CPU time) and skips the children files.
         """
-        return self._walk(stop_above)
+        before = self._last_pid
+        self._note_last_pid()
+        quiet = self._last_pid is not None and self._last_pid == before
+        if quiet and self._settled:
+            return self._refresh()
+        count = self._walk(stop_above)
+        self._settled = quiet
+        return count
+
+    def _refresh(self) -> int:
+        """Re-read the remembered members (no process joined since the last full walk);
+        return how many live non-wrapper members are left."""
+        files, wrappers = self._files, self._wrapper_depth
+        found: dict[int, _Member] = {}
+        ticks = count = 0
+        for pid, member in self._known.items():  # parents first, as a walk keeps them
+            held = files.get(pid)
+            stat = read_stat(pid) if held is None else self._reread(pid, held)
+            if stat is None or stat.starttime != member.starttime:
+                continue
+            alive = stat.state not in _DEAD_STATES
+            found[pid] = _Member(stat.starttime, member.depth, alive)
+            ticks += stat.cpu_ticks
+            count += alive and member.depth >= wrappers
+        self._known = found
+        for pid in [pid for pid in files if pid not in found]:
+            files.pop(pid).close()
+        self._cpu_ticks = max(self._cpu_ticks, ticks)
+        return count
+
+    def close(self) -> None:
+        """Close the /proc files kept open between walks (idempotent; the tree keeps working,
+        opening files per walk)."""
+        for files in self._files.values():
+            files.close()
+        self._files.clear()
+        if self._loadavg is not None:
+            os.close(self._loadavg)
+            self._loadavg = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def _reread(self, pid: int, held: _Files) -> ProcStat | None:
+        """The stat of a member whose files are open, re-read in place (None once reaped: a
+        process that reuses the pid is another one, and its files are closed)."""
+        data = _pread(held.stat, 4096)
+        if not data:
+            held.close()
+            del self._files[pid]
+            return None
+        return _parse_stat(pid, data)
+
+    def _keep_open(self, pid: int, stat: ProcStat) -> _Files | None:
+        """Open the files of a newly found member, while fewer than _OPEN_MEMBERS are open.
+
+        The stat file is checked to belong to the process just read (same start time)."""
+        if len(self._files) >= _OPEN_MEMBERS or self._loadavg is None:
+            return None
+        fd = _open(f"/proc/{pid}/stat")
+        if fd is None:
+            return None
+        data = _pread(fd, 4096)
+        again = _parse_stat(pid, data) if data else None
+        if again is None or again.starttime != stat.starttime:
+            os.close(fd)
+            return None
+        kids = _open(f"/proc/{pid}/task/{pid}/children") if _HAS_CHILDREN_FILES else None
+        held = self._files[pid] = _Files(fd, kids)
+        return held
 
     @property
     def cpu_ms(self) -> int:
@@ -305,35 +424,50 @@ class ProcessTree:
         Returns:
             The number of live non-wrapper members found.
         """
-        self._note_last_pid()
+        self._settled = False  # poll() decides whether this walk settles the tree
         index = None if _HAS_CHILDREN_FILES else _children_index()
+        files, wrappers = self._files, self._wrapper_depth
         found: dict[int, _Member] = {}
         ticks = count = 0
         stack = [(pid, m.starttime, m.depth) for pid, m in reversed(self._known.items())]
-        while stack:
+        while stack:  # kept lean: a walk runs every 15 ms of every command
             pid, expected_start, depth = stack.pop()
             if pid in found:
                 continue
-            stat = read_stat(pid)
+            held = files.get(pid)
+            stat = read_stat(pid) if held is None else self._reread(pid, held)
             if stat is None or (expected_start >= 0 and stat.starttime != expected_start):
                 continue
-            found[pid] = _Member(stat.starttime, depth, stat.alive)
+            alive = stat.state not in _DEAD_STATES
+            found[pid] = _Member(stat.starttime, depth, alive)
             ticks += stat.cpu_ticks
-            if not stat.alive:
+            if not alive:
                 continue
-            count += depth >= self._wrapper_depth
-            if stop_above is not None and count > stop_above:
-                self._known.update(found)
-                return count
-            kids = _children(stat) if index is None else index.get(pid, [])
-            stack.extend((kid, -1, depth + 1) for kid in reversed(kids))
+            if held is None:
+                held = self._keep_open(pid, stat)
+            if depth >= wrappers:
+                count += 1
+                if stop_above is not None and count > stop_above:
+                    self._known.update(found)
+                    return count
+            if index is not None:
+                kids: list[int] = index.get(pid, [])
+            elif held is not None and held.children is not None and stat.num_threads == 1:
+                data = _pread(held.children, 1 << 16)
+                kids = [int(kid) for kid in data.split()] if data else []
+            else:
+                kids = _children(stat)
+            for kid in reversed(kids):
+                stack.append((kid, -1, depth + 1))
         self._known = found
+        for pid in [pid for pid in files if pid not in found]:
+            files.pop(pid).close()
         self._cpu_ticks = max(self._cpu_ticks, ticks)
         return count
 
     def _note_last_pid(self) -> None:
         """Track the last allocated pid, noticing when pid numbers wrap around."""
-        latest = last_pid()
+        latest = last_pid(self._loadavg)
         if latest is None or self._last_pid is None or latest < self._last_pid:
             self._pids_wrapped = True
         self._last_pid = latest
@@ -368,6 +502,7 @@ class ProcessTree:
         Returns:
             How many processes were signalled.
         """
+        self._note_last_pid()
         self._walk()
         sent = 0
         for pid, member in self._known.items():
@@ -396,6 +531,7 @@ class ProcessTree:
         pause = _KILL_PAUSE_S
         while True:
             killpg(self._root, signal.SIGKILL)
+            self._note_last_pid()
             self._walk()
             victims = {pid: m for pid, m in self._known.items() if m.alive}
             if sweep:

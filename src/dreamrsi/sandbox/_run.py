@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from dreamrsi.errors import SandboxError
-from dreamrsi.sandbox._bwrap import BWRAP_WRAPPER_DEPTH, bwrap_argv, choose_bwrap
+from dreamrsi.sandbox._bwrap import BWRAP_WRAPPER_DEPTH, _covered, bwrap_argv, choose_bwrap
 from dreamrsi.sandbox._config import Isolation, Limits, env_digest, sandbox_env
 from dreamrsi.sandbox._pidns import PIDNS_WRAPPER_DEPTH, pidns_prefix
 from dreamrsi.sandbox._proctree import ProcessTree, killpg
@@ -138,7 +138,7 @@ def _check_enterable(cwd: Path, isolation: Isolation) -> None:
     Raises:
         SandboxError: ``cwd`` lies in no writable directory and is not ``o+rx``.
     """
-    if any(cwd.is_relative_to(w.resolve()) for w in isolation.writable):
+    if _covered(os.fspath(cwd), [os.path.realpath(w) for w in isolation.writable]):
         return
     if cwd.stat().st_mode & 0o005 != 0o005:
         raise SandboxError(f"working directory {str(cwd)!r} is closed to other users; as root "
@@ -233,6 +233,7 @@ class _Supervisor:
         self._pending = memoryview(stdin or b"")
         self._selector = selectors.DefaultSelector()
         self._pidfd = _open_pidfd(proc.pid)
+        self._pidfd_ready = False
         self._timed_out = False
         self._too_many = False
         self._kill_at: float | None = None
@@ -320,7 +321,10 @@ class _Supervisor:
         return wake
 
     def _root_exited(self) -> bool:
-        """Whether the command's process has exited, leaving it unreaped."""
+        """Whether the command's process has exited, leaving it unreaped (asked of the kernel
+        only once its pidfd turned readable, when there is one)."""
+        if self._pidfd is not None and not self._pidfd_ready:
+            return False
         flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
         try:
             return os.waitid(os.P_PID, self._proc.pid, flags) is not None
@@ -387,11 +391,13 @@ class _Supervisor:
         return any(isinstance(key.data, _Pipe) for key in self._selector.get_map().values())
 
     def _on_ready(self, key: selectors.SelectorKey) -> None:
-        """Read from an output pipe or write to stdin (the pidfd needs no action here)."""
+        """Read from an output pipe, write to stdin, or note that the pidfd turned readable."""
         if isinstance(key.data, _Pipe):
             self._read(key.data)
         elif key.fileobj is self._proc.stdin:
             self._write_stdin()
+        elif key.fd == self._pidfd:
+            self._pidfd_ready = True
 
     def _read(self, pipe: _Pipe) -> None:
         """Read one chunk from a pipe; at end of file stop watching it."""
@@ -447,6 +453,7 @@ class _Supervisor:
             if stream is not None:
                 stream.close()
         self._selector.close()
+        self._tree.close()
 
     def result(self, command: str, duration_ms: int, digest: str) -> CommandResult:
         """Return the command's result.

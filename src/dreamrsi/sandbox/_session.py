@@ -207,6 +207,7 @@ class SandboxSession:
             for key in list(self._selector.get_map().values()):
                 self._selector.unregister(key.fileobj)
             self._selector.close()
+            self._tree.close()
             for stream in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
                 if stream is not None:
                     try:

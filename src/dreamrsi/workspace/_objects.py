@@ -33,15 +33,30 @@ def write_object(git_dir: Path, kind: bytes, body: bytes) -> bytes:
     digest.update(body)
     oid = digest.digest()
     hexid = oid.hex()
-    path = git_dir / "objects" / hexid[:2] / hexid[2:]
-    if not path.exists():
-        path.parent.mkdir(exist_ok=True)
-        tmp = path.with_name(f"tmp_{hexid[2:]}_{os.getpid()}_{time.monotonic_ns()}")
-        with open(tmp, "wb") as fh:
-            fh.write(zlib.compress(header + body, _COMPRESSION))
-        os.chmod(tmp, 0o444)
+    folder = os.path.join(git_dir, "objects", hexid[:2])
+    path = os.path.join(folder, hexid[2:])
+    if not os.path.exists(path):
+        tmp = os.path.join(folder, f"tmp_{hexid[2:]}_{os.getpid()}_{time.monotonic_ns()}")
+        _write_new(tmp, zlib.compress(header + body, _COMPRESSION), 0o444)
         os.replace(tmp, path)
     return oid
+
+
+def _write_new(path: str, data: bytes, mode: int) -> None:
+    """Create the file ``path`` (and its folder when missing) holding ``data``, with ``mode``."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, flags, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def read_object(git_dir: Path, hexid: str) -> tuple[bytes, bytes]:
@@ -50,10 +65,10 @@ def read_object(git_dir: Path, hexid: str) -> tuple[bytes, bytes]:
     Raises:
         Unsupported: The object is not loose (packed, or missing).
     """
-    path = git_dir / "objects" / hexid[:2] / hexid[2:]
     try:
-        raw = zlib.decompress(path.read_bytes())
-    except FileNotFoundError:
+        with open(os.path.join(git_dir, "objects", hexid[:2], hexid[2:]), "rb") as fh:
+            raw = zlib.decompress(fh.read())
+    except (FileNotFoundError, NotADirectoryError):
         raise Unsupported(f"object {hexid} is not a loose object") from None
     header, _, body = raw.partition(b"\0")
     kind, _, size = header.partition(b" ")
@@ -183,10 +198,10 @@ def write_commit(git_dir: Path, tree: str, parent: str | None, message: str,
 
 def write_ref(git_dir: Path, ref: str, oid: str) -> None:
     """Point the loose ref ``ref`` (e.g. ``refs/dreamrsi/nodes/x``) at ``oid``, atomically."""
-    path = git_dir / ref
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.lock")
-    tmp.write_text(oid + "\n")
+    path = os.path.join(git_dir, ref)
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{time.monotonic_ns()}.lock")
+    _write_new(tmp, (oid + "\n").encode(), 0o644)
     os.replace(tmp, path)
 
 

@@ -1,0 +1,146 @@
+"""The process-tree watchdog's /proc files: kept open between walks, bounded, closed after."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dreamrsi.sandbox import IsolationMode, Limits, run_command
+from dreamrsi.sandbox._config import Isolation
+from dreamrsi.sandbox._proctree import _OPEN_MEMBERS, ProcessTree
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _poll_until(tree: ProcessTree, count: int) -> int:
+    give_up = time.monotonic() + 10
+    found = tree.poll()
+    while found != count and time.monotonic() < give_up:
+        time.sleep(0.02)
+        found = tree.poll()
+    return found
+
+
+def test_a_big_tree_is_counted_whole_with_a_bounded_number_of_open_files() -> None:
+    children = 2 * _OPEN_MEMBERS
+    before = _open_fds()
+    proc = subprocess.Popen(["sh", "-c", f"for i in $(seq {children}); do sleep 30 & done; wait"],
+                            start_new_session=True)
+    tree = ProcessTree(proc.pid)
+    try:
+        assert _poll_until(tree, children + 1) == children + 1
+        assert tree.poll() == children + 1  # walked again through the files kept open
+        assert _open_fds() <= before + 2 * _OPEN_MEMBERS + 1
+    finally:
+        tree.close()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert _open_fds() == before
+
+
+def test_a_reaped_member_reads_as_gone() -> None:
+    proc = subprocess.Popen(["sleep", "30"])
+    tree = ProcessTree(proc.pid)
+    try:
+        assert tree.poll() == 1
+        assert tree.poll() == 1  # now read through the open stat file
+        proc.kill()
+        proc.wait()  # reaped: its pid may go to any new process
+        assert tree.poll() == 0
+        assert tree.poll() == 0
+    finally:
+        tree.close()
+
+
+def test_a_closed_tree_still_walks() -> None:
+    proc = subprocess.Popen(["sh", "-c", "sleep 30 & wait"], start_new_session=True)
+    tree = ProcessTree(proc.pid)
+    try:
+        assert _poll_until(tree, 2) == 2
+        tree.close()
+        tree.close()
+        assert tree.poll() == 2
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        tree.close()
+
+
+def test_commands_leave_no_descriptor_open(tmp_path: Path) -> None:
+    limits = Limits(timeout_s=10)
+    run_command("true", tmp_path, env={}, limits=limits, isolation=Isolation(mode="off"))
+    before = _open_fds()
+    for _ in range(3):
+        result = run_command("sleep 0.05 & sleep 0.05; wait", tmp_path, env={}, limits=limits,
+                             isolation=Isolation(mode=IsolationMode.AUTO))
+        assert result.exit_code == 0
+    assert _open_fds() == before
+
+
+def test_quiet_polls_reread_members_without_children_files(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no pid allocated since a settled walk, a poll re-reads only the stat files."""
+    from dreamrsi.sandbox import _proctree
+
+    last = [4242]  # the namespace's last allocated pid, as the tree reads it
+    monkeypatch.setattr(_proctree, "last_pid", lambda loadavg=None: last[0])
+    reads = {"children": 0}
+    real_pread, real_children = _proctree._pread, _proctree._children
+
+    def pread(fd: int, size: int) -> bytes | None:
+        reads["children"] += size == 1 << 16
+        return real_pread(fd, size)
+
+    def children(stat: _proctree.ProcStat) -> list[int]:
+        reads["children"] += 1
+        return real_children(stat)
+
+    monkeypatch.setattr(_proctree, "_pread", pread)
+    monkeypatch.setattr(_proctree, "_children", children)
+    proc = subprocess.Popen(["sh", "-c", "sleep 30 & wait; exec sleep 30"],
+                            start_new_session=True)
+    tree = ProcessTree(proc.pid)
+    try:
+        time.sleep(0.3)  # the first sleep has started before the first walk
+        assert tree.poll() == 2  # a full walk, with the last pid unchanged: settles the tree
+        reads["children"] = 0
+        for _ in range(3):
+            assert tree.poll() == 2
+        assert reads["children"] == 0
+        sleeper = next(pid for pid, m in tree._known.items() if m.depth == 1)
+        os.kill(sleeper, signal.SIGKILL)
+        assert _poll_until(tree, 1) == 1  # a member lost is seen by the quiet polls
+        assert reads["children"] == 0
+        last[0] += 1  # a pid was allocated: the next poll walks the children files again
+        assert tree.poll() == 1
+        assert reads["children"] > 0
+    finally:
+        tree.close()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def test_processes_started_after_quiet_polls_are_found() -> None:
+    script = ("import os, time\ntime.sleep(0.5)\nfor _ in range(3):\n"
+              "    if os.fork() == 0:\n        time.sleep(30)\n        os._exit(0)\n"
+              "time.sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    tree = ProcessTree(proc.pid)
+    try:
+        for _ in range(20):  # quiet polls while the command only sleeps
+            assert tree.poll() == 1
+            time.sleep(0.015)
+        assert _poll_until(tree, 4) == 4
+    finally:
+        tree.close()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
