@@ -93,6 +93,7 @@ def test_quiet_polls_reread_members_without_children_files(
 
     last = [4242]  # the namespace's last allocated pid, as the tree reads it
     monkeypatch.setattr(_proctree, "last_pid", lambda loadavg=None: last[0])
+    monkeypatch.setattr(_proctree, "QUIET_POLLS", 10**6)  # the bound: its own test below
     reads = {"children": 0}
     real_pread, real_children = _proctree._pread, _proctree._children
 
@@ -123,6 +124,41 @@ def test_quiet_polls_reread_members_without_children_files(
         last[0] += 1  # a pid was allocated: the next poll walks the children files again
         assert tree.poll() == 1
         assert reads["children"] > 0
+    finally:
+        tree.close()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def test_a_child_that_joined_without_moving_the_last_pid_is_found_within_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Quiet polls trust the last allocated pid; a fork stalled in the kernel past two walks
+    would join unannounced. Simulated by a last pid that never moves: the child is still found
+    by a full walk within QUIET_POLLS + 1 polls."""
+    from dreamrsi.sandbox import _proctree
+
+    monkeypatch.setattr(_proctree, "last_pid", lambda loadavg=None: 4242)
+    script = ("import os, sys, time\nsys.stdin.read(1)\n"
+              "if os.fork() == 0:\n    time.sleep(30)\n    os._exit(0)\ntime.sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                            start_new_session=True)
+    tree = ProcessTree(proc.pid)
+    try:
+        for _ in range(5):  # settled, then quiet
+            assert tree.poll() == 1
+        assert proc.stdin is not None
+        proc.stdin.write(b"x")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            kids = _proctree.read_stat(proc.pid)
+            if kids is not None and _proctree._children(kids):
+                break
+            time.sleep(0.01)  # the fork has happened once the parent lists a child
+        polls = [tree.poll() for _ in range(_proctree.QUIET_POLLS + 1)]
+        assert polls[-1] == 2, polls
+        assert polls.count(1) <= _proctree.QUIET_POLLS
     finally:
         tree.close()
         os.killpg(proc.pid, signal.SIGKILL)

@@ -178,6 +178,10 @@ def _all_stats(after: int = 0, upto: int | None = None) -> list[ProcStat]:
     return stats
 
 
+QUIET_POLLS = 7
+"""Most polls in a row that skip the children files (see :meth:`ProcessTree.poll`)."""
+
+
 def last_pid(loadavg: int | None = None) -> int | None:
     """Return the most recently allocated pid of this pid namespace, from ``/proc/loadavg``
     (read through ``loadavg``, an open descriptor of it, when given)."""
@@ -292,6 +296,7 @@ class ProcessTree:
         "_pids_wrapped",
         "_root",
         "_root_start",
+        "_quiet_polls",
         "_settled",
         "_tag",
         "_wrapper_depth",
@@ -310,6 +315,7 @@ class ProcessTree:
         self._last_pid = last_pid()
         self._pids_wrapped = self._last_pid is None or self._last_pid < root_pid
         self._settled = False
+        self._quiet_polls = 0
         if root is not None:
             self._known[root_pid] = _Member(root.starttime, 0, root.alive)
 
@@ -328,12 +334,17 @@ class ProcessTree:
         when that has not moved since a walk that began after it had already stood still for
         a whole interval, the tree can only have lost members: the poll then re-reads the
         remembered members' stat files (liveness and CPU time) and skips the children files.
+        At most :data:`QUIET_POLLS` polls in a row do so: the next walks the tree again, so a
+        child whose fork stalled in the kernel past two walks is found a few intervals late,
+        never missed for the rest of the command.
         """
         before = self._last_pid
         self._note_last_pid()
         quiet = self._last_pid is not None and self._last_pid == before
-        if quiet and self._settled:
+        if quiet and self._settled and self._quiet_polls < QUIET_POLLS:
+            self._quiet_polls += 1
             return self._refresh()
+        self._quiet_polls = 0
         count = self._walk(stop_above)
         self._settled = quiet
         return count
