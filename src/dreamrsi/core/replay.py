@@ -17,6 +17,7 @@ from itertools import islice
 from operator import attrgetter
 from typing import NamedTuple
 
+from dreamrsi.core import one_slot
 from dreamrsi.core.episode import EpisodeSettings, EpisodeState, StopReason, run_episode
 from dreamrsi.core.model import Node
 from dreamrsi.core.policy import GridPlan, PlanContext, PlanHistory, Policy, TreeSummary
@@ -309,6 +310,25 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
         floor = tree.floor if tree.floor is not None else 0.0
         return ReplayResult(tree.tree_id, floor, 0, 0, 1, 1, StopReason.PLAN_OUT_OF_SUPPORT,
                             (), ())
+    if workers == 1 and plan is None and type(max_rounds) is int and (
+            (make := getattr(policy, "one_slot", None)) is not None
+            and (choose := make(tree)) is not None):
+        stop, st, best, nodes = one_slot.play(
+            choose, policy, tree, rounds_cap=max_rounds, attempts=attempt_budget,
+            charge=charge_misses, keep_order=keep_order, seed=seed, task_name=task_name)
+        return _result(tree, stop, st, best, () if nodes is None else
+                       tuple(n.node_id for n in nodes))
+    return replay_generic(policy, tree, workers=workers, max_rounds=max_rounds, seed=seed,
+                          attempt_budget=attempt_budget, task_name=task_name,
+                          keep_order=keep_order, plan=plan, charge_misses=charge_misses)
+
+
+def replay_generic(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
+                   seed: int = 0, attempt_budget: int | None = None, task_name: str = "",
+                   keep_order: bool = True, plan: GridPlan | None = None,
+                   charge_misses: bool = False) -> ReplayResult:
+    """:func:`replay` through the episode loop, never a family's one-slot loop (what that
+    loop is checked against; a plan is taken as in support)."""
     settings = _tuple_new(EpisodeSettings, (
         workers, attempt_budget, max_rounds, "replay", seed, task_name, plan, charge_misses,
         getattr(policy, "name", type(policy).__name__)))
@@ -316,8 +336,13 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
     stop, st = run_episode(policy, view, _BoundSource(tree, view), settings,
                            state=EpisodeState(0, 0, 0, 0, [] if keep_order else None))
     best = view.best
-    quality = best.score if best is not None and best.score is not None else tree.floor
     order = tuple(n.node_id for n in islice(view.nodes(), 1, None)) if keep_order else ()
+    return _result(tree, stop, st, None if best is None else best.score, order)
+
+
+def _result(tree: RecordedTree, stop: StopReason, st: EpisodeState, best: float | None,
+            order: tuple[str, ...]) -> ReplayResult:
+    quality = best if best is not None else tree.floor
     return _tuple_new(ReplayResult, (
         tree.tree_id, 0.0 if quality is None else quality, st.revealed, st.rounds,
         st.selections - st.revealed, st.selections, stop, order,

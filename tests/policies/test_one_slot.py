@@ -1,0 +1,91 @@
+"""The families' one-slot replay loops (``core/one_slot.py``) against the generic episode loop:
+whole replay results (revealed nodes in order, batch sizes, counts, stop reason, quality) equal
+on random trees, parameters, budgets and round caps."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dreamrsi.core.model import Cost, Node, NodeStatus
+from dreamrsi.core.one_slot import tame
+from dreamrsi.core.replay import RecordedTree, replay, replay_generic
+from dreamrsi.policies import make_policy
+from tests.policies.test_incremental import PARAMS, bushy_trees
+
+FAMILIES = sorted(name for name in PARAMS
+                  if hasattr(make_policy(name), "one_slot"))
+
+
+def _spec(family: str, params: dict[str, object]) -> str:
+    return family + (":" + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
+
+
+def test_the_families_with_a_one_slot_loop() -> None:
+    assert "ucb" in FAMILIES
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=bushy_trees(), family=st.sampled_from(FAMILIES), data=st.data(),
+       k2=st.integers(0, 200), budget=st.none() | st.integers(0, 120), charge=st.booleans(),
+       keep=st.booleans(), seed=st.integers(0, 9))
+def test_one_slot_replay_equals_the_episode_loop(nodes: list[Node], family: str,
+                                                 data: st.DataObject, k2: int,
+                                                 budget: int | None, charge: bool, keep: bool,
+                                                 seed: int) -> None:
+    tree = RecordedTree.from_nodes("r", nodes)
+    policy = make_policy(_spec(family, data.draw(PARAMS[family])))
+    fast = replay(policy, tree, workers=1, max_rounds=k2, seed=seed, attempt_budget=budget,
+                  charge_misses=charge, keep_order=keep)
+    slow = replay_generic(policy, tree, workers=1, max_rounds=k2, seed=seed,
+                          attempt_budget=budget, charge_misses=charge, keep_order=keep)
+    assert fast == slow
+    assert (policy.one_slot(tree) is not None) == (tree.root.score is not None and tame(tree))
+
+
+def _long_chains() -> RecordedTree:
+    """24 branches of 30 nodes, each opening high and falling back: ucb opens about 20."""
+    rng = random.Random(1)
+    nodes = [Node("r-0", "r", None, 0, 0, "c", NodeStatus.OK, True, 0.0, 0.0)]
+    for branch in range(24):
+        parent = "r-0"
+        for depth in range(30):
+            seq = 30 * branch + depth + 1
+            score = 0.9 + rng.random() / 10 if depth == 0 else rng.random() / 2
+            nodes.append(Node(f"r-{seq}", "r", parent, seq, 1, "c", NodeStatus.OK, True,
+                              score, score, cost=Cost(seq)))
+            parent = f"r-{seq}"
+    return RecordedTree.from_nodes("r", nodes)
+
+
+def test_the_one_slot_loop_is_taken_and_hands_over_alike() -> None:
+    tree = _long_chains()
+    for family in FAMILIES:
+        policy = make_policy(family + ":max_branches=30" if family in ("ucb",) else family)
+        assert policy.one_slot(tree) is not None
+        fast = replay(policy, tree, workers=1, max_rounds=400)
+        assert fast == replay_generic(policy, tree, workers=1, max_rounds=400)
+        assert fast.revealed == 400
+        if family == "ucb":  # its chooser gave up past 16 branches: the episode loop went on
+            assert sum(1 for i in fast.order if tree.nodes[i].parent_id == "r-0") > 16
+
+
+@given(bad=st.sampled_from([math.nan, math.inf, -math.inf, 1e200]), wall=st.integers(-2, 2))
+@settings(max_examples=40, deadline=None)
+def test_untame_trees_replay_generically_and_alike(bad: float, wall: int) -> None:
+    nodes = [Node("r-0", "r", None, 0, 0, "c", NodeStatus.OK, True, 0.0, 0.0)]
+    for seq in range(1, 12):
+        score = bad if seq == 5 else seq / 10
+        nodes.append(Node(f"r-{seq}", "r", "r-0" if seq % 3 == 1 else f"r-{seq - 1}", seq, 1,
+                          "c", NodeStatus.OK, True, score, score,
+                          cost=Cost(wall if seq == 7 else 10)))
+    tree = RecordedTree.from_nodes("r", nodes)
+    assert not tame(tree)
+    for family in FAMILIES:
+        policy = make_policy(family)
+        assert policy.one_slot(tree) is None
+        assert replay(policy, tree, workers=1, max_rounds=30) == replay_generic(
+            policy, tree, workers=1, max_rounds=30)
