@@ -8,11 +8,16 @@ from bisect import bisect_left, insort
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import sqrt
+from typing import TYPE_CHECKING
 
+from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog, FirstGains, Scale
 from dreamrsi.policies.params import check_params, param
+
+if TYPE_CHECKING:
+    from dreamrsi.core.replay import RecordedTree
 
 _FEW = 2  # with at most _FEW W + _FEW branches, score them all (cheaper than the ranking)
 
@@ -82,6 +87,18 @@ class AllocationScore:
             return self._score_all(view, n, base, span)
         return self._ranked.choose(view, n)
 
+    def one_slot(self, tree: RecordedTree) -> Chooser | None:
+        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
+        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` where it does not
+        apply: a subclass, a root without a score, or a tree that is not
+        :func:`~dreamrsi.core.one_slot.tame` (whole wall times of at least 0, so the bound of
+        :class:`_Ranked` holds). It keeps the branches sorted by key as :class:`_Ranked`
+        does and scores the first few with :meth:`score`'s operations."""
+        if (type(self) is not AllocationScore or tree.root.score is None or not tame(tree)
+                or not (math.isfinite(self.lam) and math.isfinite(self.fresh))):
+            return None
+        return _one_slot(self.lam, self.fresh, self.max_branches, tree.root.score)
+
     def _score_all(self, view: TreeView, n: int, base: float, span: float) -> list[str]:
         """The W best actions, every branch scored (the ranking catches up when next used)."""
         branches = view.branch_table().values()
@@ -109,6 +126,115 @@ class AllocationScore:
             actions.extend([(score, view.root_id)] * min(n, self.max_branches - count))
         actions.sort(key=_first)  # stable: ties keep the order actions were listed in
         return [node_id for _, node_id in actions[:n]]
+
+
+def _one_slot(lam: float, fresh: float, max_branches: int, base: float) -> Chooser:
+    """Allocation's one-slot chooser over a root scored ``base`` (see
+    :meth:`AllocationScore.one_slot`): timed branches sorted by key (their score with the
+    mean cost taken out), untimed ones by their exact score, each moved as it grows and all
+    keyed again when the span moves; a round scores the untimed leader and the timed
+    branches in key order while their bound can reach the best score found."""
+    arms: list[Branch] = []  # each branch's state, in opening order
+    place: dict[str, int] = {}  # branch id -> opening position
+    keys: list[tuple[bool, tuple[float, int]]] = []  # by place: (timed, its entry)
+    timed: list[tuple[float, int]] = []  # (-key, place)
+    untimed: list[tuple[float, int]] = []  # (-score, place)
+    best, span, firsts, valid_first, size, wall = base, _TINY, 0.0, 0, 0, 0
+
+    def key(branch: Branch, at: int) -> tuple[bool, tuple[float, int]]:
+        mean, first, length, total = (branch.best, branch.first_score, branch.length,
+                                      branch.wall_ms)
+        progress = (mean - first) / span / length if mean is not None and first is not None \
+            else 0.0
+        rho = (branch.valid + 1) / (length + 2)
+        if total:
+            return True, (-((progress + lam * (1.0 / sqrt(length))) / (total / length) * rho),
+                          at)
+        return False, (-((progress + lam * (1.0 / sqrt(length))) / 1.0 * rho), at)
+
+    def score(branch: Branch, mean_cost: float) -> float:  # _score_all's operations
+        mean, first, length, total = (branch.best, branch.first_score, branch.length,
+                                      branch.wall_ms)
+        progress = (mean - first) / span / length if mean is not None and first is not None \
+            else 0.0
+        cost = (total / length) / mean_cost if total else 1.0
+        return ((progress + lam * (1.0 / sqrt(length))) / (1e-6 if 1e-6 > cost else cost)
+                * ((branch.valid + 1) / (length + 2)))
+
+    def choose(revealed: Branch | None) -> Branch | str:
+        nonlocal best, span, firsts, valid_first, size, wall, timed, untimed
+        if revealed is not None:
+            size += 1
+            wall += revealed.tip_node.cost.wall_ms
+            mean, length, total = revealed.best, revealed.length, revealed.wall_ms
+            if revealed.since_best == 0 and mean is not None and mean > best:
+                best = mean
+                span = best - base
+                if span < _TINY:  # max(span, _TINY)
+                    span = _TINY
+                if length == 1:  # a branch opened
+                    place[revealed.branch_id] = len(arms)
+                    arms.append(revealed)
+                    valid_first += revealed.first_score is not None
+                else:
+                    arms[place[revealed.branch_id]] = revealed
+                # the scale moved: every key, and the sum of first gains, again
+                firsts = 0.0
+                keys[:] = [key(arm, at) for at, arm in enumerate(arms)]
+                timed = sorted([entry for is_timed, entry in keys if is_timed])
+                untimed = sorted([entry for is_timed, entry in keys if not is_timed])
+                for arm in arms:
+                    if (first := arm.first_score) is not None:
+                        firsts += (first - base) / span
+            else:
+                if length == 1:  # a branch opened
+                    at = place[revealed.branch_id] = len(arms)
+                    arms.append(revealed)
+                    if (first := revealed.first_score) is not None:
+                        valid_first += 1
+                        firsts += (first - base) / span
+                    keys.append(entry := key(revealed, at))
+                    insort(timed if entry[0] else untimed, entry[1])
+                else:
+                    at = place[revealed.branch_id]
+                    arms[at] = revealed
+                    old = keys[at]
+                    if total:  # key(revealed, at), inlined for a timed branch
+                        first = revealed.first_score
+                        progress = ((mean - first) / span / length
+                                    if mean is not None and first is not None else 0.0)
+                        entry = True, (-((progress + lam * (1.0 / sqrt(length)))
+                                         / (total / length)
+                                         * ((revealed.valid + 1) / (length + 2))), at)
+                    else:
+                        entry = key(revealed, at)
+                    if old != entry:
+                        ranked = timed if old[0] else untimed
+                        del ranked[bisect_left(ranked, old[1])]
+                        insort(timed if entry[0] else untimed, entry[1])
+                        keys[at] = entry
+        mean_cost = (wall / (size if size > 1 else 1)) or 1.0
+        top: float | None = None
+        pick = 0
+        if untimed:
+            pick = untimed[0][1]
+            top = score(arms[pick], mean_cost)
+        bound = mean_cost * (1 + _SLACK)
+        for negative, at in timed:
+            if top is not None and -negative * bound < top:
+                break
+            value = score(arms[at], mean_cost)
+            if top is None or value > top or (value == top and at < pick):
+                top, pick = value, at
+        count = len(arms)
+        if count < max_branches:  # opening, listed after the branches
+            gain = firsts / count if count else fresh
+            value = (gain + lam) * ((valid_first + 1) / (count + 2))
+            if top is None or value > top:
+                return OPEN
+        return arms[pick] if top is not None else STOP
+
+    return choose
 
 
 def _first(action: tuple[float, str]) -> float:
