@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_left, insort
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame
 from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BestRanking, Scale
 from dreamrsi.policies.params import check_params, param
+
+if TYPE_CHECKING:
+    from dreamrsi.core.replay import RecordedTree
+
+_TINY = 1e-12  # the smallest span (policies._common.scale)
 
 
 @dataclass(eq=False)
@@ -67,6 +76,20 @@ class Stagnation:
                 batch += [view.root_id] * min(n - len(batch), self.max_branches - opened)
         return batch
 
+    def one_slot(self, tree: RecordedTree) -> Chooser | None:
+        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
+        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` where it does not
+        apply: a subclass, a tree that is not :func:`~dreamrsi.core.one_slot.tame`, or a
+        ``min_gain`` above 0 over a root without a score (its scale then comes from the
+        branches). The active branches are kept sorted by rank key as they grow, as
+        :class:`~dreamrsi.policies._common.BestRanking` keeps them."""
+        if type(self) is not Stagnation or not tame(tree) or (
+                self.min_gain > 0 and tree.root.score is None) or not math.isfinite(
+                    self.min_gain):
+            return None
+        return _one_slot(self.patience, self.max_branches, self.window, self.min_gain,
+                         tree.root.score)
+
     def _active_branch(self, branch: Branch) -> bool:
         """Whether ``branch`` has not stalled: improved within ``patience`` attempts, and
         its newest attempt's plan line differs from the one before (or it has none)."""
@@ -94,3 +117,53 @@ class Stagnation:
             return False
         _, span = self._scale.of(view)
         return (trace[-1] - trace[-1 - self.window]) / self.window / span < self.min_gain
+
+
+def _one_slot(patience: int, max_branches: int, window: int, min_gain: float,
+              base: float | None) -> Chooser:
+    """Stagnation's one-slot chooser (``base``: the root's score, needed when ``min_gain``
+    is above 0)."""
+    place: dict[str, int] = {}  # branch id -> opening position
+    arms: list[Branch] = []
+    keys: dict[int, tuple[bool, float, int]] = {}  # the active branches' rank keys
+    ranked: list[tuple[bool, float, int]] = []  # those keys, sorted
+    trace: list[float] = [] if base is None else [base]  # the best score after each node
+    best = base
+
+    def choose(revealed: Branch | None) -> Branch | str:
+        nonlocal best
+        if revealed is not None:
+            branch_id, score = revealed.branch_id, revealed.best
+            at = place.get(branch_id)
+            if at is None:
+                at = place[branch_id] = len(arms)
+                arms.append(revealed)
+            else:
+                arms[at] = revealed
+            plan, before = revealed.tip_node.plan, revealed.prev_node
+            key = (score is None, -(score or 0.0), at) if revealed.since_best < patience and (
+                not plan or before is None or before.plan != plan) else None
+            old = keys.get(at)
+            if old != key:
+                if old is not None:
+                    del ranked[bisect_left(ranked, old)]
+                    del keys[at]
+                if key is not None:
+                    insort(ranked, key)
+                    keys[at] = key
+            if min_gain > 0:
+                node_score = revealed.tip_node.score
+                if node_score is not None and node_score > best:  # type: ignore[operator]
+                    best = node_score
+                trace.append(best)  # type: ignore[arg-type]  # the root's score at least
+        if min_gain > 0 and len(trace) > window:
+            span = best - base  # type: ignore[operator]  # scale(view), inlined
+            if span < _TINY:
+                span = _TINY
+            if (trace[-1] - trace[-1 - window]) / window / span < min_gain:
+                return STOP
+        if ranked:
+            return arms[ranked[0][2]]
+        return OPEN if len(arms) < max_branches else STOP
+
+    return choose
