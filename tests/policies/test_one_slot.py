@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dreamrsi.core.model import Cost, Node, NodeStatus
+from dreamrsi.core.policy import GridPlan
 from dreamrsi.core.one_slot import tame
 from dreamrsi.core.replay import RecordedTree, replay, replay_generic
 from dreamrsi.policies import make_policy
@@ -25,7 +26,7 @@ def _spec(family: str, params: dict[str, object]) -> str:
 
 
 def test_the_families_with_a_one_slot_loop() -> None:
-    assert FAMILIES == ["allocation", "greedy", "halving", "stagnation", "ucb"]
+    assert FAMILIES == sorted(PARAMS)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -39,17 +40,23 @@ def test_one_slot_replay_equals_the_episode_loop(nodes: list[Node], family: str,
     tree = RecordedTree.from_nodes("r", nodes)
     params = data.draw(PARAMS[family])
     policy = make_policy(_spec(family, params))
+    plan = None
+    if family == "planned":
+        plan = GridPlan(data.draw(st.integers(1, max(1, tree.branch_count))),
+                        data.draw(st.integers(0, max(0, tree.refine_count))), "test")
     fast = replay(policy, tree, workers=1, max_rounds=k2, seed=seed, attempt_budget=budget,
-                  charge_misses=charge, keep_order=keep)
+                  charge_misses=charge, keep_order=keep, plan=plan)
     slow = replay_generic(policy, tree, workers=1, max_rounds=k2, seed=seed,
-                          attempt_budget=budget, charge_misses=charge, keep_order=keep)
+                          attempt_budget=budget, charge_misses=charge, keep_order=keep,
+                          plan=plan)
     assert fast == slow
     # ucb and allocation value branches against the root's score, and so does stagnation's
     # min_gain: without it, they replay through the episode loop
     needs_root = family in ("ucb", "allocation") or (family == "stagnation"
                                                      and params["min_gain"] > 0)
-    assert (policy.one_slot(tree) is not None) == (
-        tame(tree) and (tree.root.score is not None or not needs_root))
+    assert (policy.one_slot(tree, plan) is not None) == (
+        family in ("fixed", "ladder", "planned")
+        or tame(tree) and (tree.root.score is not None or not needs_root))
 
 
 def _long_chains() -> RecordedTree:
@@ -71,9 +78,10 @@ def test_the_one_slot_loop_is_taken_and_hands_over_alike() -> None:
     tree = _long_chains()
     for family in FAMILIES:
         policy = make_policy(family + ":max_branches=30" if family in ("ucb",) else family)
-        assert policy.one_slot(tree) is not None
-        fast = replay(policy, tree, workers=1, max_rounds=400)
-        assert fast == replay_generic(policy, tree, workers=1, max_rounds=400)
+        plan = GridPlan(4, 20, "test") if family == "planned" else None
+        assert policy.one_slot(tree, plan) is not None
+        fast = replay(policy, tree, workers=1, max_rounds=400, plan=plan)
+        assert fast == replay_generic(policy, tree, workers=1, max_rounds=400, plan=plan)
         assert fast.revealed >= 30
         if family == "ucb":  # its chooser gave up past 16 branches: the episode loop went on
             assert sum(1 for i in fast.order if tree.nodes[i].parent_id == "r-0") > 16
@@ -92,6 +100,8 @@ def test_untame_trees_replay_generically_and_alike(bad: float, wall: int) -> Non
     assert not tame(tree)
     for family in FAMILIES:
         policy = make_policy(family)
-        assert policy.one_slot(tree) is None
+        # the chain families read no score: they take any tree
+        assert (policy.one_slot(tree, None) is None) == (family not in ("fixed", "ladder",
+                                                                          "planned"))
         assert replay(policy, tree, workers=1, max_rounds=30) == replay_generic(
             policy, tree, workers=1, max_rounds=30)

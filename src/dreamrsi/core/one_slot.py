@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from dreamrsi.core.policy import Policy
     from dreamrsi.core.replay import RecordedTree
 
-__all__ = ["GIVE_UP", "OPEN", "STOP", "Chooser", "play", "tame"]
+__all__ = ["GIVE_UP", "OPEN", "STOP", "Chooser", "Played", "play", "tame"]
 
 OPEN: Final = "open"
 """A chooser's answer: open the next recorded branch (the root is the batch)."""
@@ -77,18 +77,19 @@ def tame(tree: RecordedTree) -> bool:
     return True
 
 
-def play(choose: Chooser, policy: Policy, tree: RecordedTree, *, rounds_cap: int,
-         attempts: int | None, charge: bool, keep_order: bool, seed: int = 0,
-         task_name: str = "") -> tuple[StopReason, EpisodeState, float | None,
-                                       list[Node] | None]:
-    """Replay ``tree`` at W = 1 with ``choose`` deciding (``policy`` continues if it gives
-    up; it must be ``view_determined``).
+Played = tuple[StopReason, int, int, int, "list[int] | None", "float | None",
+               "list[Node] | None"]
+"""What :func:`play` returns: why the replay ended, its rounds, selections and revealed
+nodes, the nodes revealed in each round (``None`` unless the order is kept), the best score
+revealed (the root's included; ``None`` if none), and the revealed nodes in order (``None``
+unless the order is kept)."""
 
-    Returns:
-        Why the replay ended, its counts, the best score revealed (the root's included;
-        ``None`` if none), and the revealed nodes in order (``None`` unless ``keep_order``
-        or handed over).
-    """
+
+def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
+         attempts: int | None, charge: bool, keep_order: bool, seed: int = 0,
+         task_name: str = "") -> Played:
+    """Replay ``tree`` at W = 1 with ``choose`` deciding (``policy`` continues if it gives
+    up; it must be ``view_determined``): see :data:`Played`."""
     starts, after, size = tree.branch_starts, tree.state_after, tree.size
     count_starts = len(starts)
     best = tree.root.score
@@ -154,8 +155,7 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, *, rounds_cap: int
         nodes.append(node)
         if sizes is not None:
             sizes.append(1)
-    return stop, EpisodeState(rounds, spent, selections, revealed, sizes), best, (
-        nodes if keep_order else None)
+    return stop, rounds, selections, revealed, sizes, best, nodes if keep_order else None
 
 
 class _Source:
@@ -175,8 +175,7 @@ class _Source:
 def _hand_over(policy: Policy, tree: RecordedTree, nodes: list[Node],
                st: EpisodeState, rounds_cap: int, attempts: int | None, charge: bool,
                keep_order: bool, seed: int,
-               task_name: str) -> tuple[StopReason, EpisodeState, float | None,
-                                        list[Node] | None]:
+               task_name: str) -> Played:
     """Continue generically: the nodes revealed so far revealed again in a fresh view (in
     order, so the recorded source opens the branches that follow), then ``run_episode``."""
     view = TreeView(tree.root)
@@ -188,5 +187,5 @@ def _hand_over(policy: Policy, tree: RecordedTree, nodes: list[Node],
                                getattr(policy, "name", type(policy).__name__))
     stop, st = run_episode(policy, view, _Source(tree, view), settings, state=st)
     top = view.best
-    return stop, st, None if top is None else top.score, list(view.nodes())[1:] if keep_order \
-        else None
+    return (stop, st.rounds, st.selections, st.revealed, st.batch_sizes,
+            None if top is None else top.score, list(view.nodes())[1:] if keep_order else None)

@@ -310,14 +310,18 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
         floor = tree.floor if tree.floor is not None else 0.0
         return ReplayResult(tree.tree_id, floor, 0, 0, 1, 1, StopReason.PLAN_OUT_OF_SUPPORT,
                             (), ())
-    if workers == 1 and plan is None and type(max_rounds) is int and (
+    if workers == 1 and type(max_rounds) is int and (
             (make := getattr(policy, "one_slot", None)) is not None
-            and (choose := make(tree)) is not None):
-        stop, st, best, nodes = one_slot.play(
-            choose, policy, tree, rounds_cap=max_rounds, attempts=attempt_budget,
-            charge=charge_misses, keep_order=keep_order, seed=seed, task_name=task_name)
-        return _result(tree, stop, st, best, () if nodes is None else
-                       tuple(n.node_id for n in nodes))
+            and (choose := make(tree, plan)) is not None):
+        stop, rounds, selections, revealed, sizes, best, nodes = one_slot.play(
+            choose, policy, tree, max_rounds, attempt_budget, charge_misses, keep_order, seed,
+            task_name)
+        quality = best if best is not None else tree.floor
+        return _tuple_new(ReplayResult, (
+            tree.tree_id, 0.0 if quality is None else quality, revealed, rounds,
+            selections - revealed, selections, stop,
+            () if nodes is None else tuple(n.node_id for n in nodes),
+            () if sizes is None else tuple(sizes)))
     return replay_generic(policy, tree, workers=workers, max_rounds=max_rounds, seed=seed,
                           attempt_budget=attempt_budget, task_name=task_name,
                           keep_order=keep_order, plan=plan, charge_misses=charge_misses)
@@ -336,13 +340,8 @@ def replay_generic(policy: Policy, tree: RecordedTree, *, workers: int, max_roun
     stop, st = run_episode(policy, view, _BoundSource(tree, view), settings,
                            state=EpisodeState(0, 0, 0, 0, [] if keep_order else None))
     best = view.best
+    quality = best.score if best is not None and best.score is not None else tree.floor
     order = tuple(n.node_id for n in islice(view.nodes(), 1, None)) if keep_order else ()
-    return _result(tree, stop, st, None if best is None else best.score, order)
-
-
-def _result(tree: RecordedTree, stop: StopReason, st: EpisodeState, best: float | None,
-            order: tuple[str, ...]) -> ReplayResult:
-    quality = best if best is not None else tree.floor
     return _tuple_new(ReplayResult, (
         tree.tree_id, 0.0 if quality is None else quality, st.revealed, st.rounds,
         st.selections - st.revealed, st.selections, stop, order,

@@ -11,7 +11,7 @@ from math import sqrt
 from typing import TYPE_CHECKING
 
 from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame
-from dreamrsi.core.policy import Budget, PolicyContext
+from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog, FirstGains, Scale
 from dreamrsi.policies.params import check_params, param
@@ -87,15 +87,15 @@ class AllocationScore:
             return self._score_all(view, n, base, span)
         return self._ranked.choose(view, n)
 
-    def one_slot(self, tree: RecordedTree) -> Chooser | None:
+    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
         """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
         (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` where it does not
-        apply: a subclass, a root without a score, or a tree that is not
+        apply: a plan, a subclass, a root without a score, or a tree that is not
         :func:`~dreamrsi.core.one_slot.tame` (whole wall times of at least 0, so the bound of
         :class:`_Ranked` holds). It keeps the branches sorted by key as :class:`_Ranked`
         does and scores the first few with :meth:`score`'s operations."""
-        if (type(self) is not AllocationScore or tree.root.score is None or not tame(tree)
-                or not (math.isfinite(self.lam) and math.isfinite(self.fresh))):
+        if (plan is not None or type(self) is not AllocationScore or tree.root.score is None
+                or not tame(tree) or not (math.isfinite(self.lam) and math.isfinite(self.fresh))):
             return None
         return _one_slot(self.lam, self.fresh, self.max_branches, tree.root.score)
 
@@ -140,6 +140,7 @@ def _one_slot(lam: float, fresh: float, max_branches: int, base: float) -> Choos
     timed: list[tuple[float, int]] = []  # (-key, place)
     untimed: list[tuple[float, int]] = []  # (-score, place)
     best, span, firsts, valid_first, size, wall = base, _TINY, 0.0, 0, 0, 0
+    opening: float | None = (fresh + lam) * (1 / 2)  # opening's score with no branch
 
     def key(branch: Branch, at: int) -> tuple[bool, tuple[float, int]]:
         mean, first, length, total = (branch.best, branch.first_score, branch.length,
@@ -152,17 +153,8 @@ def _one_slot(lam: float, fresh: float, max_branches: int, base: float) -> Choos
                           at)
         return False, (-((progress + lam * (1.0 / sqrt(length))) / 1.0 * rho), at)
 
-    def score(branch: Branch, mean_cost: float) -> float:  # _score_all's operations
-        mean, first, length, total = (branch.best, branch.first_score, branch.length,
-                                      branch.wall_ms)
-        progress = (mean - first) / span / length if mean is not None and first is not None \
-            else 0.0
-        cost = (total / length) / mean_cost if total else 1.0
-        return ((progress + lam * (1.0 / sqrt(length))) / (1e-6 if 1e-6 > cost else cost)
-                * ((branch.valid + 1) / (length + 2)))
-
     def choose(revealed: Branch | None) -> Branch | str:
-        nonlocal best, span, firsts, valid_first, size, wall, timed, untimed
+        nonlocal best, span, firsts, valid_first, size, wall, timed, untimed, opening
         if revealed is not None:
             size += 1
             wall += revealed.tip_node.cost.wall_ms
@@ -213,26 +205,34 @@ def _one_slot(lam: float, fresh: float, max_branches: int, base: float) -> Choos
                         del ranked[bisect_left(ranked, old[1])]
                         insort(timed if entry[0] else untimed, entry[1])
                         keys[at] = entry
+            count = len(arms)
+            if count < max_branches:  # opening's score: moves as branches open or the span
+                opening = ((firsts / count if count else fresh) + lam) * (
+                    (valid_first + 1) / (count + 2))
+            else:
+                opening = None
+        if not arms:
+            return OPEN if opening is not None else STOP
         mean_cost = (wall / (size if size > 1 else 1)) or 1.0
-        top: float | None = None
-        pick = 0
-        if untimed:
-            pick = untimed[0][1]
-            top = score(arms[pick], mean_cost)
+        # the untimed leader's exact score is its key; then the timed ones, in key order,
+        # while their bound reaches the best score found (scored as _score_all scores)
+        top, pick = (-untimed[0][0], untimed[0][1]) if untimed else (-math.inf, 0)
         bound = mean_cost * (1 + _SLACK)
         for negative, at in timed:
-            if top is not None and -negative * bound < top:
+            if -negative * bound < top:
                 break
-            value = score(arms[at], mean_cost)
-            if top is None or value > top or (value == top and at < pick):
+            arm = arms[at]
+            mean, first, length, total = arm.best, arm.first_score, arm.length, arm.wall_ms
+            progress = (mean - first) / span / length if mean is not None and first is not None \
+                else 0.0
+            cost = (total / length) / mean_cost
+            value = ((progress + lam * (1.0 / sqrt(length))) / (1e-6 if 1e-6 > cost else cost)
+                     * ((arm.valid + 1) / (length + 2)))
+            if value > top or (value == top and at < pick):
                 top, pick = value, at
-        count = len(arms)
-        if count < max_branches:  # opening, listed after the branches
-            gain = firsts / count if count else fresh
-            value = (gain + lam) * ((valid_first + 1) / (count + 2))
-            if top is None or value > top:
-                return OPEN
-        return arms[pick] if top is not None else STOP
+        if opening is not None and opening > top:  # opening is listed after the branches
+            return OPEN
+        return arms[pick]
 
     return choose
 

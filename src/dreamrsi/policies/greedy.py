@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame
-from dreamrsi.core.policy import Budget, PolicyContext
+from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BestRanking
 from dreamrsi.policies.params import check_params, param
@@ -39,13 +39,13 @@ class GreedyBestFirst:
         """Forget the ranking of the branches (kept as they grow, rebuilt from the view)."""
         self._ranking.forget()
 
-    def one_slot(self, tree: RecordedTree) -> Chooser | None:
+    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
         """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
-        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` for a subclass or a
-        tree that is not :func:`~dreamrsi.core.one_slot.tame`. A branch's rank key (see
-        :func:`~dreamrsi.policies._common.rank_key`) only falls as it grows, so the leader is
-        the grown branch or the one before: one comparison a round."""
-        if type(self) is not GreedyBestFirst or not tame(tree):
+        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` for a plan, a
+        subclass or a tree that is not :func:`~dreamrsi.core.one_slot.tame`. A branch's rank
+        key (see :func:`~dreamrsi.policies._common.rank_key`) only falls as it grows, so the
+        leader is the grown branch or the one before: one comparison a round."""
+        if plan is not None or type(self) is not GreedyBestFirst or not tame(tree):
             return None
         return _one_slot(self.branches)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame
-from dreamrsi.core.policy import Budget, PolicyContext
+from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog
 from dreamrsi.policies.params import check_params, param
@@ -131,12 +131,12 @@ class SuccessiveHalving:
         best = max(view.branch_stats(), key=lambda br: -math.inf if br.best is None else br.best)
         return [best.tip]
 
-    def one_slot(self, tree: RecordedTree) -> Chooser | None:
+    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
         """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
-        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` for a subclass or a
-        tree that is not :func:`~dreamrsi.core.one_slot.tame`: :meth:`select`'s rungs over the
-        branch states in opening order."""
-        if type(self) is not SuccessiveHalving or not tame(tree):
+        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` for a plan, a
+        subclass or a tree that is not :func:`~dreamrsi.core.one_slot.tame`: :meth:`select`'s
+        rungs over the branch states in opening order."""
+        if plan is not None or type(self) is not SuccessiveHalving or not tame(tree):
             return None
         return _one_slot(self.n0, self.r0, self.eta, self.brackets, self.finish)
 

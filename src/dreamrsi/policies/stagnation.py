@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame
-from dreamrsi.core.policy import Budget, PolicyContext
+from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BestRanking, Scale
 from dreamrsi.policies.params import check_params, param
@@ -76,14 +76,14 @@ class Stagnation:
                 batch += [view.root_id] * min(n - len(batch), self.max_branches - opened)
         return batch
 
-    def one_slot(self, tree: RecordedTree) -> Chooser | None:
+    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
         """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
         (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` where it does not
-        apply: a subclass, a tree that is not :func:`~dreamrsi.core.one_slot.tame`, or a
+        apply: a plan, a subclass, a tree that is not :func:`~dreamrsi.core.one_slot.tame`, or a
         ``min_gain`` above 0 over a root without a score (its scale then comes from the
         branches). The active branches are kept sorted by rank key as they grow, as
         :class:`~dreamrsi.policies._common.BestRanking` keeps them."""
-        if type(self) is not Stagnation or not tame(tree) or (
+        if plan is not None or type(self) is not Stagnation or not tame(tree) or (
                 self.min_gain > 0 and tree.root.score is None) or not math.isfinite(
                     self.min_gain):
             return None

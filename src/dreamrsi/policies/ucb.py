@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dreamrsi.core.one_slot import GIVE_UP, OPEN, STOP, Chooser, tame
-from dreamrsi.core.policy import Budget, PolicyContext
+from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog, FirstGains, Scale, gain
 from dreamrsi.policies.params import check_params, param
@@ -162,15 +162,15 @@ class UCBBranches:
             found.sort(key=_ranked)
         return [found[0][2]]
 
-    def one_slot(self, tree: RecordedTree) -> Chooser | None:
+    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
         """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
         (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` where it does not
-        apply: a subclass, a root without a score, or a tree that is not
+        apply: a plan, a subclass, a root without a score, or a tree that is not
         :func:`~dreamrsi.core.one_slot.tame`. It values every arm every round as
         :meth:`_value_all` does (the same floats, the best found by one scan: no NaN can
         arise), and gives up past ``_FEW + _FEW`` branches, where the groups cost less."""
-        if (type(self) is not UCBBranches or tree.root.score is None or not tame(tree)
-                or not (math.isfinite(self.c) and math.isfinite(self.fresh))):
+        if (plan is not None or type(self) is not UCBBranches or tree.root.score is None
+                or not tame(tree) or not (math.isfinite(self.c) and math.isfinite(self.fresh))):
             return None
         return _one_slot(self.c, self.fresh, self.max_branches, tree.root.score)
 
@@ -251,18 +251,16 @@ def _one_slot(c: float, fresh: float, max_branches: int, base: float) -> Chooser
         if count > _FEW + _FEW:
             return GIVE_UP
         log_t = log(size + 1)
-        top: float | None = None
-        pick = 0
+        top, pick = -math.inf, 0
         for k in range(count):
             value = gains[k] + c * sqrt(log_t / lengths[k])
-            if top is None or value > top:
+            if value > top:
                 top, pick = value, k
-        if max_branches > count:  # the new-branch arm, listed last
-            value = (firsts / count + c * sqrt(log_t / (count + 1)) if count
-                     else fresh + 1e9)
-            if top is None or value > top:
-                return OPEN
-        return arms[pick] if top is not None else STOP
+        if max_branches > count and (  # the new-branch arm, listed last
+                (firsts / count + c * sqrt(log_t / (count + 1)) if count else fresh + 1e9)
+                > top):
+            return OPEN
+        return arms[pick] if count else STOP
 
     return choose
 
