@@ -130,81 +130,79 @@ class AllocationScore:
 
 def _one_slot(lam: float, fresh: float, max_branches: int, base: float) -> Chooser:
     """Allocation's one-slot chooser over a root scored ``base`` (see
-    :meth:`AllocationScore.one_slot`): timed branches sorted by key (their score with the
-    mean cost taken out), untimed ones by their exact score, each moved as it grows and all
-    keyed again when the span moves; a round scores the untimed leader and the timed
-    branches in key order while their bound can reach the best score found."""
+    :meth:`AllocationScore.one_slot`).
+
+    As in :class:`_Ranked`, timed branches are kept sorted by key (their score with the mean
+    cost taken out) and untimed ones by score, each moved as it grows, and a round scores
+    them in that order while their bound can reach the best score found. Here a key is
+    left as it is when the span moves: the span only grows (the view's best only rises),
+    which only lowers a branch's progress, so a key made with an earlier span bounds the
+    branch from above as well (every candidate is then scored on the current span); all
+    are keyed again once the span has grown by a quarter, so the bounds stay close. Each
+    branch's parts that do not move with the mean cost (``progress + λ·info``, its wall
+    time per attempt, ρ) are kept with the span they were made for, so a score is
+    :meth:`AllocationScore.score`'s last two operations."""
     arms: list[Branch] = []  # each branch's state, in opening order
     place: dict[str, int] = {}  # branch id -> opening position
+    # by place: (the span they were made for, progress + λ·info, wall/length, ρ)
+    parts: list[tuple[float, float, float, float]] = []
     keys: list[tuple[bool, tuple[float, int]]] = []  # by place: (timed, its entry)
     timed: list[tuple[float, int]] = []  # (-key, place)
     untimed: list[tuple[float, int]] = []  # (-score, place)
-    best, span, firsts, valid_first, size, wall = base, _TINY, 0.0, 0, 0, 0
+    best, span, keyed, firsts, valid_first, size, wall = base, _TINY, _TINY, 0.0, 0, 0, 0
     opening: float | None = (fresh + lam) * (1 / 2)  # opening's score with no branch
 
-    def key(branch: Branch, at: int) -> tuple[bool, tuple[float, int]]:
-        mean, first, length, total = (branch.best, branch.first_score, branch.length,
-                                      branch.wall_ms)
-        progress = (mean - first) / span / length if mean is not None and first is not None \
-            else 0.0
-        rho = (branch.valid + 1) / (length + 2)
-        if total:
-            return True, (-((progress + lam * (1.0 / sqrt(length))) / (total / length) * rho),
-                          at)
-        return False, (-((progress + lam * (1.0 / sqrt(length))) / 1.0 * rho), at)
+    def parts_of(branch: Branch) -> tuple[float, float, float, float]:
+        mean, first, length = branch.best, branch.first_score, branch.length
+        return (span, ((mean - first) / span / length if mean is not None and first is not None
+                       else 0.0) + lam * (1.0 / sqrt(length)),
+                branch.wall_ms / length, (branch.valid + 1) / (length + 2))
+
+    def key(at: int) -> tuple[bool, tuple[float, int]]:
+        _, gain, unit, rho = parts[at]
+        return (True, (-(gain / unit * rho), at)) if unit else (False,
+                                                                 (-(gain / 1.0 * rho), at))
 
     def choose(revealed: Branch | None) -> Branch | str:
-        nonlocal best, span, firsts, valid_first, size, wall, timed, untimed, opening
+        nonlocal best, span, keyed, firsts, valid_first, size, wall, timed, untimed, opening
         if revealed is not None:
             size += 1
             wall += revealed.tip_node.cost.wall_ms
-            mean, length, total = revealed.best, revealed.length, revealed.wall_ms
+            mean = revealed.best
+            if revealed.length == 1:  # a branch opened
+                at = place[revealed.branch_id] = len(arms)
+                arms.append(revealed)
+                parts.append(parts_of(revealed))
+                if (first := revealed.first_score) is not None:
+                    valid_first += 1
+                    firsts += (first - base) / span
+                keys.append(entry := key(at))
+                insort(timed if entry[0] else untimed, entry[1])
+            else:
+                at = place[revealed.branch_id]
+                arms[at] = revealed
+                parts[at] = parts_of(revealed)
+                old, entry = keys[at], key(at)
+                if old != entry:
+                    ranked = timed if old[0] else untimed
+                    del ranked[bisect_left(ranked, old[1])]
+                    insort(timed if entry[0] else untimed, entry[1])
+                    keys[at] = entry
             if revealed.since_best == 0 and mean is not None and mean > best:
                 best = mean
                 span = best - base
                 if span < _TINY:  # max(span, _TINY)
                     span = _TINY
-                if length == 1:  # a branch opened
-                    place[revealed.branch_id] = len(arms)
-                    arms.append(revealed)
-                    valid_first += revealed.first_score is not None
-                else:
-                    arms[place[revealed.branch_id]] = revealed
-                # the scale moved: every key, and the sum of first gains, again
-                firsts = 0.0
-                keys[:] = [key(arm, at) for at, arm in enumerate(arms)]
-                timed = sorted([entry for is_timed, entry in keys if is_timed])
-                untimed = sorted([entry for is_timed, entry in keys if not is_timed])
+                firsts = 0.0  # the sum of first gains again, in opening order
                 for arm in arms:
                     if (first := arm.first_score) is not None:
                         firsts += (first - base) / span
-            else:
-                if length == 1:  # a branch opened
-                    at = place[revealed.branch_id] = len(arms)
-                    arms.append(revealed)
-                    if (first := revealed.first_score) is not None:
-                        valid_first += 1
-                        firsts += (first - base) / span
-                    keys.append(entry := key(revealed, at))
-                    insort(timed if entry[0] else untimed, entry[1])
-                else:
-                    at = place[revealed.branch_id]
-                    arms[at] = revealed
-                    old = keys[at]
-                    if total:  # key(revealed, at), inlined for a timed branch
-                        first = revealed.first_score
-                        progress = ((mean - first) / span / length
-                                    if mean is not None and first is not None else 0.0)
-                        entry = True, (-((progress + lam * (1.0 / sqrt(length)))
-                                         / (total / length)
-                                         * ((revealed.valid + 1) / (length + 2))), at)
-                    else:
-                        entry = key(revealed, at)
-                    if old != entry:
-                        ranked = timed if old[0] else untimed
-                        del ranked[bisect_left(ranked, old[1])]
-                        insort(timed if entry[0] else untimed, entry[1])
-                        keys[at] = entry
+                if span > keyed * 1.25:  # every key again
+                    keyed = span
+                    parts[:] = [parts_of(arm) for arm in arms]
+                    keys[:] = [key(at) for at in range(len(arms))]
+                    timed = sorted([entry for is_timed, entry in keys if is_timed])
+                    untimed = sorted([entry for is_timed, entry in keys if not is_timed])
             count = len(arms)
             if count < max_branches:  # opening's score: moves as branches open or the span
                 opening = ((firsts / count if count else fresh) + lam) * (
@@ -214,22 +212,23 @@ def _one_slot(lam: float, fresh: float, max_branches: int, base: float) -> Choos
         if not arms:
             return OPEN if opening is not None else STOP
         mean_cost = (wall / (size if size > 1 else 1)) or 1.0
-        # the untimed leader's exact score is its key; then the timed ones, in key order,
-        # while their bound reaches the best score found (scored as _score_all scores)
-        top, pick = (-untimed[0][0], untimed[0][1]) if untimed else (-math.inf, 0)
-        bound = mean_cost * (1 + _SLACK)
-        for negative, at in timed:
-            if -negative * bound < top:
-                break
-            arm = arms[at]
-            mean, first, length, total = arm.best, arm.first_score, arm.length, arm.wall_ms
-            progress = (mean - first) / span / length if mean is not None and first is not None \
-                else 0.0
-            cost = (total / length) / mean_cost
-            value = ((progress + lam * (1.0 / sqrt(length))) / (1e-6 if 1e-6 > cost else cost)
-                     * ((arm.valid + 1) / (length + 2)))
-            if value > top or (value == top and at < pick):
-                top, pick = value, at
+        # untimed branches by score, then timed ones by key, while their bound reaches the
+        # best score found, each scored on the current span as _score_all scores it
+        top, pick = -math.inf, 0
+        for bound, ranked in ((1 + _SLACK, untimed), (mean_cost * (1 + _SLACK), timed)):
+            for negative, at in ranked:
+                if -negative * bound < top:
+                    break
+                made, gain, unit, rho = parts[at]
+                if made != span:
+                    made, gain, unit, rho = parts[at] = parts_of(arms[at])
+                if unit:
+                    cost = unit / mean_cost
+                    value = gain / (1e-6 if 1e-6 > cost else cost) * rho
+                else:
+                    value = gain / 1.0 * rho
+                if value > top or (value == top and at < pick):
+                    top, pick = value, at
         if opening is not None and opening > top:  # opening is listed after the branches
             return OPEN
         return arms[pick]
