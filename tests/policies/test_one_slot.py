@@ -7,12 +7,13 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dreamrsi.core.model import Cost, Node, NodeStatus
-from dreamrsi.core.policy import GridPlan
 from dreamrsi.core.one_slot import tame
+from dreamrsi.core.policy import GridPlan
 from dreamrsi.core.replay import RecordedTree, replay, replay_generic
 from dreamrsi.policies import make_policy
 from tests.policies.test_incremental import PARAMS, bushy_trees
@@ -105,3 +106,19 @@ def test_untame_trees_replay_generically_and_alike(bad: float, wall: int) -> Non
                                                                           "planned"))
         assert replay(policy, tree, workers=1, max_rounds=30) == replay_generic(
             policy, tree, workers=1, max_rounds=30)
+
+
+@pytest.mark.parametrize(("budget", "charge", "keep", "k2"), [
+    (None, False, True, 400), (None, False, False, 450), (100, False, True, 400),
+    (100, True, True, 400), (300, True, False, 700), (17, True, True, 400),
+    (500, False, True, 30)])
+def test_a_hand_over_keeps_the_budgets_counts_and_order(budget: int | None, charge: bool,
+                                                        keep: bool, k2: int) -> None:
+    tree = _long_chains()
+    for c in (0.5, 3.0):
+        policy = make_policy(f"ucb:max_branches=30,c={c}")
+        fast = replay(policy, tree, workers=1, max_rounds=k2, attempt_budget=budget,
+                      charge_misses=charge, keep_order=keep)
+        assert fast == replay_generic(policy, tree, workers=1, max_rounds=k2,
+                                      attempt_budget=budget, charge_misses=charge,
+                                      keep_order=keep)

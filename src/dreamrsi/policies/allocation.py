@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from math import sqrt
 from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame
+from dreamrsi.core.one_slot import OPEN, Chooser, tame
 from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog, FirstGains, Scale
@@ -150,7 +150,7 @@ def _one_slot(lam: float, fresh: float, max_branches: int, base: float) -> Choos
     timed: list[tuple[float, int]] = []  # (-key, place)
     untimed: list[tuple[float, int]] = []  # (-score, place)
     best, span, keyed, firsts, valid_first, size, wall = base, _TINY, _TINY, 0.0, 0, 0, 0
-    opening: float | None = (fresh + lam) * (1 / 2)  # opening's score with no branch
+    opening: float | None = None  # opening's score (None: no more branches may open)
 
     def parts_of(branch: Branch) -> tuple[float, float, float, float]:
         mean, first, length = branch.best, branch.first_score, branch.length
@@ -168,8 +168,8 @@ def _one_slot(lam: float, fresh: float, max_branches: int, base: float) -> Choos
         if revealed is not None:
             size += 1
             wall += revealed.tip_node.cost.wall_ms
-            mean = revealed.best
-            if revealed.length == 1:  # a branch opened
+            mean, length = revealed.best, revealed.length
+            if length == 1:  # a branch opened
                 at = place[revealed.branch_id] = len(arms)
                 arms.append(revealed)
                 parts.append(parts_of(revealed))
@@ -178,11 +178,20 @@ def _one_slot(lam: float, fresh: float, max_branches: int, base: float) -> Choos
                     firsts += (first - base) / span
                 keys.append(entry := key(at))
                 insort(timed if entry[0] else untimed, entry[1])
-            else:
+                count = len(arms)
+                opening = (((firsts / count if count else fresh) + lam)
+                           * ((valid_first + 1) / (count + 2))) if count < max_branches else None
+            else:  # a branch grew: parts_of(revealed) and key(at), inlined
                 at = place[revealed.branch_id]
                 arms[at] = revealed
-                parts[at] = parts_of(revealed)
-                old, entry = keys[at], key(at)
+                first, total = revealed.first_score, revealed.wall_ms
+                gain = (((mean - first) / span / length if mean is not None and first is not None
+                         else 0.0) + lam * (1.0 / sqrt(length)))
+                unit, rho = total / length, (revealed.valid + 1) / (length + 2)
+                parts[at] = span, gain, unit, rho
+                entry = (True, (-(gain / unit * rho), at)) if unit else (
+                    False, (-(gain / 1.0 * rho), at))
+                old = keys[at]
                 if old != entry:
                     ranked = timed if old[0] else untimed
                     del ranked[bisect_left(ranked, old[1])]
@@ -197,38 +206,43 @@ def _one_slot(lam: float, fresh: float, max_branches: int, base: float) -> Choos
                 for arm in arms:
                     if (first := arm.first_score) is not None:
                         firsts += (first - base) / span
+                count = len(arms)
+                opening = (((firsts / count if count else fresh) + lam)
+                           * ((valid_first + 1) / (count + 2))) if count < max_branches else None
                 if span > keyed * 1.25:  # every key again
                     keyed = span
                     parts[:] = [parts_of(arm) for arm in arms]
                     keys[:] = [key(at) for at in range(len(arms))]
                     timed = sorted([entry for is_timed, entry in keys if is_timed])
                     untimed = sorted([entry for is_timed, entry in keys if not is_timed])
-            count = len(arms)
-            if count < max_branches:  # opening's score: moves as branches open or the span
-                opening = ((firsts / count if count else fresh) + lam) * (
-                    (valid_first + 1) / (count + 2))
-            else:
-                opening = None
-        if not arms:
-            return OPEN if opening is not None else STOP
+        elif not arms:
+            return OPEN  # opening's score with no branch: max_branches is at least 1
         mean_cost = (wall / (size if size > 1 else 1)) or 1.0
         # untimed branches by score, then timed ones by key, while their bound reaches the
         # best score found, each scored on the current span as _score_all scores it
         top, pick = -math.inf, 0
-        for bound, ranked in ((1 + _SLACK, untimed), (mean_cost * (1 + _SLACK), timed)):
-            for negative, at in ranked:
+        if untimed:
+            bound = 1 + _SLACK
+            for negative, at in untimed:
                 if -negative * bound < top:
                     break
                 made, gain, unit, rho = parts[at]
                 if made != span:
                     made, gain, unit, rho = parts[at] = parts_of(arms[at])
-                if unit:
-                    cost = unit / mean_cost
-                    value = gain / (1e-6 if 1e-6 > cost else cost) * rho
-                else:
-                    value = gain / 1.0 * rho
+                value = gain / 1.0 * rho
                 if value > top or (value == top and at < pick):
                     top, pick = value, at
+        bound = mean_cost * (1 + _SLACK)
+        for negative, at in timed:
+            if -negative * bound < top:
+                break
+            made, gain, unit, rho = parts[at]
+            if made != span:
+                made, gain, unit, rho = parts[at] = parts_of(arms[at])
+            cost = unit / mean_cost
+            value = gain / (1e-6 if 1e-6 > cost else cost) * rho
+            if value > top or (value == top and at < pick):
+                top, pick = value, at
         if opening is not None and opening > top:  # opening is listed after the branches
             return OPEN
         return arms[pick]
