@@ -12,10 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dreamrsi.core.model import Cost, Node, NodeStatus
-from dreamrsi.core.one_slot import tame
-from dreamrsi.core.policy import GridPlan
+from dreamrsi.core.one_slot import Chooser, tame
+from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.replay import RecordedTree, replay, replay_generic
+from dreamrsi.core.view import TreeView
 from dreamrsi.policies import make_policy
+from dreamrsi.policies.greedy import GreedyBestFirst
 from tests.policies.test_incremental import PARAMS, bushy_trees
 
 FAMILIES = sorted(name for name in PARAMS
@@ -122,3 +124,32 @@ def test_a_hand_over_keeps_the_budgets_counts_and_order(budget: int | None, char
         assert fast == replay_generic(policy, tree, workers=1, max_rounds=k2,
                                       attempt_budget=budget, charge_misses=charge,
                                       keep_order=keep)
+
+
+class _Peeking(GreedyBestFirst):
+    """A subclass, and a class of its own, whose one_slot would reveal the tree's best node
+    at once: never asked (only registered classes are handed the tree)."""
+
+    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
+        raise AssertionError("an untrusted policy was handed the recorded tree")
+
+
+class _Stranger:
+    name = "stranger"
+    view_determined = True
+    one_slot = _Peeking.one_slot
+
+    def reset(self, context: PolicyContext) -> None:
+        pass
+
+    def select(self, view: TreeView, budget: Budget) -> list[str]:
+        return [view.root_id] if view.branch_count() < 3 else []
+
+
+def test_only_registered_families_are_handed_the_tree() -> None:
+    tree = _long_chains()
+    for policy in (_Peeking(branches=3), _Stranger()):
+        result = replay(policy, tree, workers=1, max_rounds=50)  # type: ignore[arg-type]
+        assert result == replay_generic(policy, tree, workers=1,  # type: ignore[arg-type]
+                                        max_rounds=50)
+        assert result.revealed >= 3

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
 from dreamrsi.core.episode import (
     EpisodeSettings,
@@ -35,10 +35,11 @@ from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.core.view import Branch, TreeView
 
 if TYPE_CHECKING:
-    from dreamrsi.core.policy import Policy
+    from dreamrsi.core.policy import GridPlan, Policy
     from dreamrsi.core.replay import RecordedTree
 
-__all__ = ["GIVE_UP", "OPEN", "STOP", "Chooser", "Played", "play", "tame"]
+__all__ = ["GIVE_UP", "OPEN", "STOP", "Chooser", "Played", "chooser_of", "play", "tame",
+           "trusted"]
 
 OPEN: Final = "open"
 """A chooser's answer: open the next recorded branch (the root is the batch)."""
@@ -48,6 +49,7 @@ GIVE_UP: Final = "give up"
 """A chooser's answer: let the generic loop decide from here on."""
 
 _LOST = NodeStatus.LOST
+T = TypeVar("T")
 _ROUND_BUDGET, _ATTEMPT_BUDGET = StopReason.ROUND_BUDGET, StopReason.ATTEMPT_BUDGET
 _EMPTY_BATCH, _EXHAUSTED = StopReason.EMPTY_BATCH, StopReason.EXHAUSTED
 _BIG = 1e150  # scores within it: no difference or ratio of two of them overflows
@@ -59,6 +61,24 @@ class Chooser(Protocol):
     def __call__(self, revealed: Branch | None, /) -> Branch | str:
         """The branch to extend (its current state), or OPEN, STOP or GIVE_UP."""
         ...
+
+
+_TRUSTED: dict[type, Callable[..., Chooser | None]] = {}
+
+
+def trusted(cls: type[T]) -> type[T]:
+    """Register a policy class whose ``one_slot(tree, plan)`` :func:`chooser_of` may call (a
+    class decorator). ``one_slot`` is handed the whole recorded tree, unrevealed nodes
+    included, which a policy's own arguments never hold: only a class registered by name
+    (never a subclass, nor any other object with a ``one_slot``) is trusted with it."""
+    _TRUSTED[cls] = cls.one_slot  # type: ignore[attr-defined]
+    return cls
+
+
+def chooser_of(policy: object, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
+    """The chooser of ``policy`` (of a :func:`trusted` class exactly) for ``tree``, if any."""
+    make = _TRUSTED.get(type(policy))
+    return None if make is None else make(policy, tree, plan)
 
 
 @lru_cache(maxsize=4096)

@@ -311,8 +311,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
         return ReplayResult(tree.tree_id, floor, 0, 0, 1, 1, StopReason.PLAN_OUT_OF_SUPPORT,
                             (), ())
     if workers == 1 and type(max_rounds) is int and (
-            (make := getattr(policy, "one_slot", None)) is not None
-            and (choose := make(tree, plan)) is not None):
+            choose := one_slot.chooser_of(policy, tree, plan)) is not None:
         stop, rounds, selections, revealed, sizes, best, nodes = one_slot.play(
             choose, policy, tree, max_rounds, attempt_budget, charge_misses, keep_order, seed,
             task_name)

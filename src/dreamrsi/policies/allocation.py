@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from math import sqrt
 from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import OPEN, Chooser, tame
+from dreamrsi.core.one_slot import OPEN, Chooser, tame, trusted
 from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog, FirstGains, Scale
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 _FEW = 2  # with at most _FEW W + _FEW branches, score them all (cheaper than the ranking)
 
 
+@trusted
 @dataclass(eq=False)
 class AllocationScore:
     """Give the next attempts to the actions with the highest ``(ΔÔ + λÎ) / ĉ · ρ``.

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import Chooser
+from dreamrsi.core.one_slot import Chooser, trusted
 from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import TreeView
 from dreamrsi.policies._common import OpenChains, refine_chooser
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from dreamrsi.core.replay import RecordedTree
 
 
+@trusted
 @dataclass(eq=False)
 class FixedRefinement:
     """W independent branches from the root, each refined R times.

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame
+from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame, trusted
 from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BestRanking
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from dreamrsi.core.replay import RecordedTree
 
 
+@trusted
 @dataclass(eq=False)
 class GreedyBestFirst:
     """Open ``branches`` branches, then each round extend the ``top`` best branches.

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame
+from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame, trusted
 from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog
@@ -25,6 +25,7 @@ def _by_rank(branches: list[Branch]) -> list[tuple[int, Branch]]:
     return [(k, branches[k]) for _, _, k in keyed]
 
 
+@trusted
 @dataclass(eq=False)
 class SuccessiveHalving:
     """Open ``n0`` branches, give each ``r0`` attempts, keep the best ``1/eta``, give the

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import Chooser
+from dreamrsi.core.one_slot import Chooser, trusted
 from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import TreeView
 from dreamrsi.policies._common import OpenChains, lengths_of, refine_chooser
@@ -31,6 +31,7 @@ def chain_lengths(longest: int, levels: int) -> tuple[int, ...]:
     return tuple(-(-longest // 2**level) for level in range(levels) for _ in range(2**level))
 
 
+@trusted
 @dataclass(eq=False)
 class Ladder:
     """Open ``2**levels - 1`` branches, longest first, and refine each to its rung's length.

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import Chooser
+from dreamrsi.core.one_slot import Chooser, trusted
 from dreamrsi.core.policy import (
     Budget,
     GridPlan,
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from dreamrsi.core.replay import RecordedTree
 
 
+@trusted
 @dataclass(eq=False)
 class PlannedGrid:
     """Plan ``branches × (refine + 1)`` before the episode, then run it as fixed refinement.

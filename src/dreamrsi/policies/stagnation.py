@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame
+from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame, trusted
 from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BestRanking, Scale
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 _TINY = 1e-12  # the smallest span (policies._common.scale)
 
 
+@trusted
 @dataclass(eq=False)
 class Stagnation:
     """Extend branches that still improve; open new ones when all have stalled; stop when the

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dreamrsi.core.one_slot import GIVE_UP, OPEN, STOP, Chooser, tame
+from dreamrsi.core.one_slot import GIVE_UP, OPEN, STOP, Chooser, tame, trusted
 from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog, FirstGains, Scale, gain
@@ -22,6 +22,7 @@ _FEW = 8  # with at most _FEW W + _FEW branches, value every arm (cheaper than t
 _TINY = 1e-12  # the smallest span (policies._common.scale)
 
 
+@trusted
 @dataclass(eq=False)
 class UCBBranches:
     """Extend the branches with the highest upper confidence bound on their value.
