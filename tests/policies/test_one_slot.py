@@ -1,6 +1,7 @@
-"""The families' one-slot replay loops (``core/one_slot.py``) against the generic episode loop:
-whole replay results (revealed nodes in order, batch sizes, counts, stop reason, quality) equal
-on random trees, parameters, budgets and round caps."""
+"""The families' own replay loops (``core/one_slot.py``: one-slot choosers at W = 1, batch
+choosers at any W) against the generic episode loop: whole replay results (revealed nodes in
+order, batch sizes, counts, stop reason, quality) equal on random trees, parameters, W,
+budgets and round caps."""
 
 from __future__ import annotations
 
@@ -34,12 +35,13 @@ def test_the_families_with_a_one_slot_loop() -> None:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes=bushy_trees(), family=st.sampled_from(FAMILIES), data=st.data(),
-       k2=st.integers(0, 200), budget=st.none() | st.integers(0, 120), charge=st.booleans(),
-       keep=st.booleans(), seed=st.integers(0, 9))
-def test_one_slot_replay_equals_the_episode_loop(nodes: list[Node], family: str,
-                                                 data: st.DataObject, k2: int,
-                                                 budget: int | None, charge: bool, keep: bool,
-                                                 seed: int) -> None:
+       workers=st.sampled_from([1, 1, 1, 2, 3, 6]), k2=st.integers(0, 200),
+       budget=st.none() | st.integers(0, 120), charge=st.booleans(), keep=st.booleans(),
+       seed=st.integers(0, 9))
+def test_fast_replay_equals_the_episode_loop(nodes: list[Node], family: str,
+                                             data: st.DataObject, workers: int, k2: int,
+                                             budget: int | None, charge: bool, keep: bool,
+                                             seed: int) -> None:
     tree = RecordedTree.from_nodes("r", nodes)
     params = data.draw(PARAMS[family])
     policy = make_policy(_spec(family, params))
@@ -47,9 +49,9 @@ def test_one_slot_replay_equals_the_episode_loop(nodes: list[Node], family: str,
     if family == "planned":
         plan = GridPlan(data.draw(st.integers(1, max(1, tree.branch_count))),
                         data.draw(st.integers(0, max(0, tree.refine_count))), "test")
-    fast = replay(policy, tree, workers=1, max_rounds=k2, seed=seed, attempt_budget=budget,
-                  charge_misses=charge, keep_order=keep, plan=plan)
-    slow = replay_generic(policy, tree, workers=1, max_rounds=k2, seed=seed,
+    fast = replay(policy, tree, workers=workers, max_rounds=k2, seed=seed,
+                  attempt_budget=budget, charge_misses=charge, keep_order=keep, plan=plan)
+    slow = replay_generic(policy, tree, workers=workers, max_rounds=k2, seed=seed,
                           attempt_budget=budget, charge_misses=charge, keep_order=keep,
                           plan=plan)
     assert fast == slow
@@ -153,3 +155,19 @@ def test_only_registered_families_are_handed_the_tree() -> None:
         assert result == replay_generic(policy, tree, workers=1,  # type: ignore[arg-type]
                                         max_rounds=50)
         assert result.revealed >= 3
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=bushy_trees(), params=PARAMS["allocation"], workers=st.integers(2, 12),
+       k2=st.integers(0, 200), budget=st.none() | st.integers(0, 120), charge=st.booleans())
+def test_allocation_batches_equal_the_episode_loop(nodes: list[Node], params: dict[str, object],
+                                                   workers: int, k2: int, budget: int | None,
+                                                   charge: bool) -> None:
+    tree = RecordedTree.from_nodes("r", nodes)
+    policy = make_policy(_spec("allocation", params))
+    assert (policy.batches(tree, None, workers) is not None) == (  # type: ignore[attr-defined]
+        tame(tree) and tree.root.score is not None and tree.branch_count > 2 * workers + 2)
+    assert replay(policy, tree, workers=workers, max_rounds=k2, attempt_budget=budget,
+                  charge_misses=charge) == replay_generic(
+        policy, tree, workers=workers, max_rounds=k2, attempt_budget=budget,
+        charge_misses=charge)

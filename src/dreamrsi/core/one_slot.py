@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from dreamrsi.core.policy import GridPlan, Policy
     from dreamrsi.core.replay import RecordedTree
 
-__all__ = ["GIVE_UP", "OPEN", "STOP", "Chooser", "Played", "chooser_of", "play", "tame",
-           "trusted"]
+__all__ = ["GIVE_UP", "OPEN", "STOP", "BatchChooser", "Chooser", "Played", "batch_chooser_of",
+           "chooser_of", "play", "play_batches", "tame", "trusted"]
 
 OPEN: Final = "open"
 """A chooser's answer: open the next recorded branch (the root is the batch)."""
@@ -63,7 +63,17 @@ class Chooser(Protocol):
         ...
 
 
+class BatchChooser(Protocol):
+    """A family's decision for any W, fed the branch states of the nodes revealed since."""
+
+    def __call__(self, revealed: Sequence[Branch], slots: int, /) -> list[Branch | str]:
+        """The batch for ``slots`` (``min(W, attempts left)``): branches to extend (their
+        current states) and OPEN entries, in the order the policy lists them; empty: stop."""
+        ...
+
+
 _TRUSTED: dict[type, Callable[..., Chooser | None]] = {}
+_BATCHED: dict[type, Callable[..., BatchChooser | None]] = {}
 
 
 def trusted(cls: type[T]) -> type[T]:
@@ -72,6 +82,8 @@ def trusted(cls: type[T]) -> type[T]:
     included, which a policy's own arguments never hold: only a class registered by name
     (never a subclass, nor any other object with a ``one_slot``) is trusted with it."""
     _TRUSTED[cls] = cls.one_slot  # type: ignore[attr-defined]
+    if hasattr(cls, "batches"):  # batches(tree, plan, workers): its batch chooser, if any
+        _BATCHED[cls] = cls.batches  # type: ignore[attr-defined]
     return cls
 
 
@@ -79,6 +91,13 @@ def chooser_of(policy: object, tree: RecordedTree, plan: GridPlan | None) -> Cho
     """The chooser of ``policy`` (of a :func:`trusted` class exactly) for ``tree``, if any."""
     make = _TRUSTED.get(type(policy))
     return None if make is None else make(policy, tree, plan)
+
+
+def batch_chooser_of(policy: object, tree: RecordedTree, plan: GridPlan | None,
+                     workers: int) -> BatchChooser | None:
+    """The batch chooser of ``policy`` (of a :func:`trusted` class exactly), if any."""
+    make = _BATCHED.get(type(policy))
+    return None if make is None else make(policy, tree, plan, workers)
 
 
 @lru_cache(maxsize=4096)
@@ -176,6 +195,74 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
         if sizes is not None:
             sizes.append(1)
     return stop, rounds, selections, revealed, sizes, best, nodes if keep_order else None
+
+
+def play_batches(choose: BatchChooser, tree: RecordedTree, workers: int, rounds_cap: int,
+                 attempts: int | None, charge: bool, keep_order: bool) -> Played:
+    """Replay ``tree`` with W = ``workers`` and ``choose`` deciding, each round's batch
+    revealed in order as the recorded source reveals it (a root entry opens the next
+    recorded branch): see :data:`Played`."""
+    starts, after, size = tree.branch_starts, tree.state_after, tree.size
+    count_starts = len(starts)
+    best = tree.root.score
+    opened = rounds = spent = selections = revealed = 0
+    nodes: list[Node] | None = [] if keep_order else None
+    sizes: list[int] | None = [] if keep_order else None
+    found: list[Branch] = []
+    while True:
+        if rounds >= rounds_cap:
+            stop = _ROUND_BUDGET
+            break
+        left = None
+        slots = workers
+        if attempts is not None:
+            left = attempts - spent
+            if left <= 0:
+                stop = _ATTEMPT_BUDGET
+                break
+            if left < workers:
+                slots = left
+        batch = choose(found, slots)
+        if not batch:
+            stop = _EMPTY_BATCH
+            break
+        found = []
+        for entry in batch:
+            if entry is OPEN:
+                if opened < count_starts:
+                    found.append(starts[opened])
+                    opened += 1
+            elif (state := after[entry.tip]) is not None:  # type: ignore[union-attr]
+                found.append(state)
+        count = len(found)
+        if not count and revealed >= size:
+            stop = _EXHAUSTED  # asked for more than is left: not a round
+            break
+        selections += len(batch)
+        revealed += count
+        rounds += 1
+        if sizes is not None:
+            sizes.append(count)
+        for state in found:
+            node = state.tip_node
+            if attempts is not None and node[6] is not _LOST:  # Node[6]: its status
+                spent += 1
+            if state.since_best == 0 and (score := state.best) is not None and (
+                    best is None or score > best):
+                best = score
+            if nodes is not None:
+                nodes.append(node)
+        if charge and attempts is not None:
+            spent += len(batch) - count
+        if not count:  # the same view: the same batch while the slots stay the same
+            idle = _repeated_rounds(len(batch), left, workers, charge, rounds_cap - rounds)
+            rounds += idle
+            selections += idle * len(batch)
+            if charge and attempts is not None:
+                spent += idle * len(batch)
+            if sizes is not None:
+                sizes += [0] * idle
+    return stop, rounds, selections, revealed, sizes, best, nodes
 
 
 class _Source:

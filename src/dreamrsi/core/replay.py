@@ -310,11 +310,18 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
         floor = tree.floor if tree.floor is not None else 0.0
         return ReplayResult(tree.tree_id, floor, 0, 0, 1, 1, StopReason.PLAN_OUT_OF_SUPPORT,
                             (), ())
-    if workers == 1 and type(max_rounds) is int and (
-            choose := one_slot.chooser_of(policy, tree, plan)) is not None:
-        stop, rounds, selections, revealed, sizes, best, nodes = one_slot.play(
-            choose, policy, tree, max_rounds, attempt_budget, charge_misses, keep_order, seed,
-            task_name)
+    played = None
+    if type(max_rounds) is int:
+        if workers == 1:
+            if (choose := one_slot.chooser_of(policy, tree, plan)) is not None:
+                played = one_slot.play(choose, policy, tree, max_rounds, attempt_budget,
+                                       charge_misses, keep_order, seed, task_name)
+        elif type(workers) is int and workers > 1 and (
+                batches := one_slot.batch_chooser_of(policy, tree, plan, workers)) is not None:
+            played = one_slot.play_batches(batches, tree, workers, max_rounds, attempt_budget,
+                                           charge_misses, keep_order)
+    if played is not None:
+        stop, rounds, selections, revealed, sizes, best, nodes = played
         quality = best if best is not None else tree.floor
         return _tuple_new(ReplayResult, (
             tree.tree_id, 0.0 if quality is None else quality, revealed, rounds,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from math import sqrt
 from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import OPEN, Chooser, tame, trusted
+from dreamrsi.core.one_slot import OPEN, BatchChooser, Chooser, tame, trusted
 from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog, FirstGains, Scale
@@ -95,10 +95,25 @@ class AllocationScore:
         :func:`~dreamrsi.core.one_slot.tame` (whole wall times of at least 0, so the bound of
         :class:`_Ranked` holds). It keeps the branches sorted by key as :class:`_Ranked`
         does and scores the first few with :meth:`score`'s operations."""
-        if (plan is not None or type(self) is not AllocationScore or tree.root.score is None
-                or not tame(tree) or not (math.isfinite(self.lam) and math.isfinite(self.fresh))):
+        root = tree.root.score
+        if root is None or not self._fits(tree, plan):
             return None
-        return _one_slot(self.lam, self.fresh, self.max_branches, tree.root.score)
+        return _choosers(self.lam, self.fresh, self.max_branches, root)[0]
+
+    def batches(self, tree: RecordedTree, plan: GridPlan | None,
+                workers: int) -> BatchChooser | None:
+        """:meth:`one_slot` for any W: the batch :meth:`_Ranked.choose` chooses (``None``
+        also for a tree of at most ``2 W + 2`` branches: :meth:`_score_all` then costs less
+        than a kept ranking)."""
+        root = tree.root.score
+        if root is None or tree.branch_count <= _FEW * workers + _FEW or not self._fits(
+                tree, plan):
+            return None
+        return _choosers(self.lam, self.fresh, self.max_branches, root)[1]
+
+    def _fits(self, tree: RecordedTree, plan: GridPlan | None) -> bool:
+        return (plan is None and type(self) is AllocationScore and tame(tree)
+                and math.isfinite(self.lam) and math.isfinite(self.fresh))
 
     def _score_all(self, view: TreeView, n: int, base: float, span: float) -> list[str]:
         """The W best actions, every branch scored (the ranking catches up when next used)."""
@@ -129,9 +144,10 @@ class AllocationScore:
         return [node_id for _, node_id in actions[:n]]
 
 
-def _one_slot(lam: float, fresh: float, max_branches: int, base: float) -> Chooser:
-    """Allocation's one-slot chooser over a root scored ``base`` (see
-    :meth:`AllocationScore.one_slot`).
+def _choosers(lam: float, fresh: float, max_branches: int,
+              base: float) -> tuple[Chooser, BatchChooser]:
+    """Allocation's one-slot and batch choosers over a root scored ``base`` (see
+    :meth:`AllocationScore.one_slot`; one episode uses one of them).
 
     As in :class:`_Ranked`, timed branches are kept sorted by key (their score with the mean
     cost taken out) and untimed ones by score, each moved as it grows, and a round scores
@@ -164,58 +180,62 @@ def _one_slot(lam: float, fresh: float, max_branches: int, base: float) -> Choos
         return (True, (-(gain / unit * rho), at)) if unit else (False,
                                                                  (-(gain / 1.0 * rho), at))
 
-    def choose(revealed: Branch | None) -> Branch | str:
+    def take(revealed: Branch) -> None:
+        """Catch up with one revealed node (its branch's new state)."""
         nonlocal best, span, keyed, firsts, valid_first, size, wall, timed, untimed, opening
-        if revealed is not None:
-            size += 1
-            wall += revealed.tip_node.cost.wall_ms
-            mean, length = revealed.best, revealed.length
-            if length == 1:  # a branch opened
-                at = place[revealed.branch_id] = len(arms)
-                arms.append(revealed)
-                parts.append(parts_of(revealed))
-                if (first := revealed.first_score) is not None:
-                    valid_first += 1
-                    firsts += (first - base) / span
-                keys.append(entry := key(at))
+        size += 1
+        wall += revealed.tip_node.cost.wall_ms
+        mean, length = revealed.best, revealed.length
+        if length == 1:  # a branch opened
+            at = place[revealed.branch_id] = len(arms)
+            arms.append(revealed)
+            parts.append(parts_of(revealed))
+            if (first := revealed.first_score) is not None:
+                valid_first += 1
+                firsts += (first - base) / span
+            keys.append(entry := key(at))
+            insort(timed if entry[0] else untimed, entry[1])
+            count = len(arms)
+            opening = (((firsts / count if count else fresh) + lam)
+                       * ((valid_first + 1) / (count + 2))) if count < max_branches else None
+        else:  # a branch grew: parts_of(revealed) and key(at), inlined
+            at = place[revealed.branch_id]
+            arms[at] = revealed
+            first, total = revealed.first_score, revealed.wall_ms
+            gain = (((mean - first) / span / length if mean is not None and first is not None
+                     else 0.0) + lam * (1.0 / sqrt(length)))
+            unit, rho = total / length, (revealed.valid + 1) / (length + 2)
+            parts[at] = span, gain, unit, rho
+            entry = (True, (-(gain / unit * rho), at)) if unit else (
+                False, (-(gain / 1.0 * rho), at))
+            old = keys[at]
+            if old != entry:
+                ranked = timed if old[0] else untimed
+                del ranked[bisect_left(ranked, old[1])]
                 insort(timed if entry[0] else untimed, entry[1])
-                count = len(arms)
-                opening = (((firsts / count if count else fresh) + lam)
-                           * ((valid_first + 1) / (count + 2))) if count < max_branches else None
-            else:  # a branch grew: parts_of(revealed) and key(at), inlined
-                at = place[revealed.branch_id]
-                arms[at] = revealed
-                first, total = revealed.first_score, revealed.wall_ms
-                gain = (((mean - first) / span / length if mean is not None and first is not None
-                         else 0.0) + lam * (1.0 / sqrt(length)))
-                unit, rho = total / length, (revealed.valid + 1) / (length + 2)
-                parts[at] = span, gain, unit, rho
-                entry = (True, (-(gain / unit * rho), at)) if unit else (
-                    False, (-(gain / 1.0 * rho), at))
-                old = keys[at]
-                if old != entry:
-                    ranked = timed if old[0] else untimed
-                    del ranked[bisect_left(ranked, old[1])]
-                    insort(timed if entry[0] else untimed, entry[1])
-                    keys[at] = entry
-            if revealed.since_best == 0 and mean is not None and mean > best:
-                best = mean
-                span = best - base
-                if span < _TINY:  # max(span, _TINY)
-                    span = _TINY
-                firsts = 0.0  # the sum of first gains again, in opening order
-                for arm in arms:
-                    if (first := arm.first_score) is not None:
-                        firsts += (first - base) / span
-                count = len(arms)
-                opening = (((firsts / count if count else fresh) + lam)
-                           * ((valid_first + 1) / (count + 2))) if count < max_branches else None
-                if span > keyed * 1.25:  # every key again
-                    keyed = span
-                    parts[:] = [parts_of(arm) for arm in arms]
-                    keys[:] = [key(at) for at in range(len(arms))]
-                    timed = sorted([entry for is_timed, entry in keys if is_timed])
-                    untimed = sorted([entry for is_timed, entry in keys if not is_timed])
+                keys[at] = entry
+        if revealed.since_best == 0 and mean is not None and mean > best:
+            best = mean
+            span = best - base
+            if span < _TINY:  # max(span, _TINY)
+                span = _TINY
+            firsts = 0.0  # the sum of first gains again, in opening order
+            for arm in arms:
+                if (first := arm.first_score) is not None:
+                    firsts += (first - base) / span
+            count = len(arms)
+            opening = (((firsts / count if count else fresh) + lam)
+                       * ((valid_first + 1) / (count + 2))) if count < max_branches else None
+            if span > keyed * 1.25:  # every key again
+                keyed = span
+                parts[:] = [parts_of(arm) for arm in arms]
+                keys[:] = [key(at) for at in range(len(arms))]
+                timed = sorted([entry for is_timed, entry in keys if is_timed])
+                untimed = sorted([entry for is_timed, entry in keys if not is_timed])
+
+    def one(revealed: Branch | None) -> Branch | str:
+        if revealed is not None:
+            take(revealed)
         elif not arms:
             return OPEN  # opening's score with no branch: max_branches is at least 1
         mean_cost = (wall / (size if size > 1 else 1)) or 1.0
@@ -248,7 +268,51 @@ def _one_slot(lam: float, fresh: float, max_branches: int, base: float) -> Choos
             return OPEN
         return arms[pick]
 
-    return choose
+    def many(revealed: Sequence[Branch], n: int) -> list[Branch | str]:
+        """What :meth:`_Ranked.choose` chooses: the scanned candidates and the openings
+        sorted as ``(-score, place)``, the first ``n``."""
+        for state in revealed:
+            take(state)
+        mean_cost = (wall / (size if size > 1 else 1)) or 1.0
+        found: list[tuple[float, int]] = []  # (-score, place)
+        count = len(arms)
+        if count <= _FEW * n + _FEW:  # few branches: score them all (as _score_all does)
+            for at in range(count):
+                made, gain, unit, rho = parts[at]
+                if made != span:
+                    made, gain, unit, rho = parts[at] = parts_of(arms[at])
+                if unit:
+                    cost = unit / mean_cost
+                    found.append((-(gain / (1e-6 if 1e-6 > cost else cost) * rho), at))
+                else:
+                    found.append((-(gain / 1.0 * rho), at))
+        else:
+            top: list[float] = []  # the n best scores found (a min-heap)
+            for bound, ranked in ((1 + _SLACK, untimed), (mean_cost * (1 + _SLACK), timed)):
+                for negative, at in ranked:
+                    if len(top) == n and -negative * bound < top[0]:
+                        break
+                    made, gain, unit, rho = parts[at]
+                    if made != span:
+                        made, gain, unit, rho = parts[at] = parts_of(arms[at])
+                    if unit:
+                        cost = unit / mean_cost
+                        value = gain / (1e-6 if 1e-6 > cost else cost) * rho
+                    else:
+                        value = gain / 1.0 * rho
+                    found.append((-value, at))
+                    if len(top) < n:  # _keep(top, n, value), inlined
+                        heapq.heappush(top, value)
+                    elif value > top[0]:
+                        heapq.heapreplace(top, value)
+        if count < max_branches:
+            score = opening if count else (fresh + lam) * (1 / 2)
+            found += [(-score, count + k)  # type: ignore[operator]  # a score when count
+                      for k in range(min(n, max_branches - count))]
+        found.sort()
+        return [arms[at] if at < count else OPEN for _, at in found[:n]]
+
+    return one, many
 
 
 def _first(action: tuple[float, str]) -> float:
