@@ -157,16 +157,27 @@ def test_only_registered_families_are_handed_the_tree() -> None:
         assert result.revealed >= 3
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(nodes=bushy_trees(), params=PARAMS["allocation"], workers=st.integers(2, 12),
-       k2=st.integers(0, 200), budget=st.none() | st.integers(0, 120), charge=st.booleans())
-def test_allocation_batches_equal_the_episode_loop(nodes: list[Node], params: dict[str, object],
-                                                   workers: int, k2: int, budget: int | None,
-                                                   charge: bool) -> None:
+BATCHED = [name for name in FAMILIES if hasattr(make_policy(name), "batches")]
+
+
+def test_the_families_with_a_batch_chooser() -> None:
+    assert BATCHED == ["allocation", "stagnation"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=bushy_trees(), family=st.sampled_from(BATCHED), data=st.data(),
+       workers=st.integers(2, 12), k2=st.integers(0, 200),
+       budget=st.none() | st.integers(0, 120), charge=st.booleans())
+def test_batch_choosers_equal_the_episode_loop(nodes: list[Node], family: str,
+                                               data: st.DataObject, workers: int, k2: int,
+                                               budget: int | None, charge: bool) -> None:
     tree = RecordedTree.from_nodes("r", nodes)
-    policy = make_policy(_spec("allocation", params))
-    assert (policy.batches(tree, None, workers) is not None) == (  # type: ignore[attr-defined]
-        tame(tree) and tree.root.score is not None and tree.branch_count > 2 * workers + 2)
+    params = data.draw(PARAMS[family])
+    policy = make_policy(_spec(family, params))
+    expected = tame(tree) and (
+        tree.root.score is not None and tree.branch_count > 2 * workers + 2
+        if family == "allocation" else tree.root.score is not None or params["min_gain"] == 0)
+    assert (policy.batches(tree, None, workers) is not None) == expected  # type: ignore[attr-defined]
     assert replay(policy, tree, workers=workers, max_rounds=k2, attempt_budget=budget,
                   charge_misses=charge) == replay_generic(
         policy, tree, workers=workers, max_rounds=k2, attempt_budget=budget,
