@@ -64,11 +64,11 @@ def test_fast_replay_equals_the_episode_loop(nodes: list[Node], family: str,
         or tame(tree) and (tree.root.score is not None or not needs_root))
 
 
-def _long_chains() -> RecordedTree:
-    """24 branches of 30 nodes, each opening high and falling back: ucb opens about 20."""
+def _long_chains(branches: int = 24) -> RecordedTree:
+    """Branches of 30 nodes, each opening high and falling back: ucb opens about 20 of 24."""
     rng = random.Random(1)
     nodes = [Node("r-0", "r", None, 0, 0, "c", NodeStatus.OK, True, 0.0, 0.0)]
-    for branch in range(24):
+    for branch in range(branches):
         parent = "r-0"
         for depth in range(30):
             seq = 30 * branch + depth + 1
@@ -118,12 +118,12 @@ def test_untame_trees_replay_generically_and_alike(bad: float, wall: int) -> Non
     (500, False, True, 30)])
 def test_a_hand_over_keeps_the_budgets_counts_and_order(budget: int | None, charge: bool,
                                                         keep: bool, k2: int) -> None:
-    tree = _long_chains()
-    for c in (0.5, 3.0):
-        policy = make_policy(f"ucb:max_branches=30,c={c}")
-        fast = replay(policy, tree, workers=1, max_rounds=k2, attempt_budget=budget,
+    tree = _long_chains(40)
+    for c, workers in ((0.5, 1), (3.0, 1), (3.0, 2)):  # at W = 2 it hands over past 24
+        policy = make_policy(f"ucb:max_branches=40,c={c}")
+        fast = replay(policy, tree, workers=workers, max_rounds=k2, attempt_budget=budget,
                       charge_misses=charge, keep_order=keep)
-        assert fast == replay_generic(policy, tree, workers=1, max_rounds=k2,
+        assert fast == replay_generic(policy, tree, workers=workers, max_rounds=k2,
                                       attempt_budget=budget, charge_misses=charge,
                                       keep_order=keep)
 
@@ -161,7 +161,7 @@ BATCHED = [name for name in FAMILIES if hasattr(make_policy(name), "batches")]
 
 
 def test_the_families_with_a_batch_chooser() -> None:
-    assert BATCHED == ["allocation", "stagnation"]
+    assert BATCHED == ["allocation", "stagnation", "ucb"]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -176,7 +176,8 @@ def test_batch_choosers_equal_the_episode_loop(nodes: list[Node], family: str,
     policy = make_policy(_spec(family, params))
     expected = tame(tree) and (
         tree.root.score is not None and tree.branch_count > 2 * workers + 2
-        if family == "allocation" else tree.root.score is not None or params["min_gain"] == 0)
+        if family == "allocation" else tree.root.score is not None if family == "ucb"
+        else tree.root.score is not None or params["min_gain"] == 0)
     assert (policy.batches(tree, None, workers) is not None) == expected  # type: ignore[attr-defined]
     assert replay(policy, tree, workers=workers, max_rounds=k2, attempt_budget=budget,
                   charge_misses=charge) == replay_generic(

@@ -66,9 +66,10 @@ class Chooser(Protocol):
 class BatchChooser(Protocol):
     """A family's decision for any W, fed the branch states of the nodes revealed since."""
 
-    def __call__(self, revealed: Sequence[Branch], slots: int, /) -> list[Branch | str]:
+    def __call__(self, revealed: Sequence[Branch], slots: int, /) -> list[Branch | str] | str:
         """The batch for ``slots`` (``min(W, attempts left)``): branches to extend (their
-        current states) and OPEN entries, in the order the policy lists them; empty: stop."""
+        current states) and OPEN entries, in the order the policy lists them (empty: stop),
+        or GIVE_UP."""
         ...
 
 
@@ -197,16 +198,17 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
     return stop, rounds, selections, revealed, sizes, best, nodes if keep_order else None
 
 
-def play_batches(choose: BatchChooser, tree: RecordedTree, workers: int, rounds_cap: int,
-                 attempts: int | None, charge: bool, keep_order: bool) -> Played:
-    """Replay ``tree`` with W = ``workers`` and ``choose`` deciding, each round's batch
-    revealed in order as the recorded source reveals it (a root entry opens the next
-    recorded branch): see :data:`Played`."""
+def play_batches(choose: BatchChooser, policy: Policy, tree: RecordedTree, workers: int,
+                 rounds_cap: int, attempts: int | None, charge: bool, keep_order: bool,
+                 seed: int = 0, task_name: str = "") -> Played:
+    """Replay ``tree`` with W = ``workers`` and ``choose`` deciding (``policy`` continues if it
+    gives up), each round's batch revealed in order as the recorded source reveals it (a
+    root entry opens the next recorded branch): see :data:`Played`."""
     starts, after, size = tree.branch_starts, tree.state_after, tree.size
     count_starts = len(starts)
     best = tree.root.score
     opened = rounds = spent = selections = revealed = 0
-    nodes: list[Node] | None = [] if keep_order else None
+    nodes: list[Node] = []  # kept for a hand-over, and for the order
     sizes: list[int] | None = [] if keep_order else None
     found: list[Branch] = []
     while True:
@@ -226,8 +228,12 @@ def play_batches(choose: BatchChooser, tree: RecordedTree, workers: int, rounds_
         if not batch:
             stop = _EMPTY_BATCH
             break
+        if batch is GIVE_UP:
+            return _hand_over(policy, tree, nodes, EpisodeState(
+                rounds, spent, selections, revealed, sizes), rounds_cap, attempts, charge,
+                keep_order, seed, task_name, workers)
         found = []
-        for entry in batch:
+        for entry in batch:  # a list (GIVE_UP, the one string answer, was taken above)
             if entry is OPEN:
                 if opened < count_starts:
                     found.append(starts[opened])
@@ -250,8 +256,7 @@ def play_batches(choose: BatchChooser, tree: RecordedTree, workers: int, rounds_
             if state.since_best == 0 and (score := state.best) is not None and (
                     best is None or score > best):
                 best = score
-            if nodes is not None:
-                nodes.append(node)
+            nodes.append(node)
         if charge and attempts is not None:
             spent += len(batch) - count
         if not count:  # the same view: the same batch while the slots stay the same
@@ -262,7 +267,7 @@ def play_batches(choose: BatchChooser, tree: RecordedTree, workers: int, rounds_
                 spent += idle * len(batch)
             if sizes is not None:
                 sizes += [0] * idle
-    return stop, rounds, selections, revealed, sizes, best, nodes
+    return stop, rounds, selections, revealed, sizes, best, nodes if keep_order else None
 
 
 class _Source:
@@ -281,8 +286,7 @@ class _Source:
 
 def _hand_over(policy: Policy, tree: RecordedTree, nodes: list[Node],
                st: EpisodeState, rounds_cap: int, attempts: int | None, charge: bool,
-               keep_order: bool, seed: int,
-               task_name: str) -> Played:
+               keep_order: bool, seed: int, task_name: str, workers: int = 1) -> Played:
     """Continue generically: the nodes revealed so far revealed again in a fresh view (in
     order, so the recorded source opens the branches that follow), then ``run_episode``."""
     view = TreeView(tree.root)
@@ -290,7 +294,8 @@ def _hand_over(policy: Policy, tree: RecordedTree, nodes: list[Node],
     for node in nodes:  # a node's batch was its parent (the root: the next recorded branch)
         step(view, (node.parent_id,), 0)  # type: ignore[arg-type]  # never None: not the root
     view._rounds = st.rounds
-    settings = EpisodeSettings(1, attempts, rounds_cap, "replay", seed, task_name, None, charge,
+    settings = EpisodeSettings(workers, attempts, rounds_cap, "replay", seed, task_name, None,
+                               charge,
                                getattr(policy, "name", type(policy).__name__))
     stop, st = run_episode(policy, view, _Source(tree, view), settings, state=st)
     top = view.best

@@ -318,8 +318,9 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
                                        charge_misses, keep_order, seed, task_name)
         elif type(workers) is int and workers > 1 and (
                 batches := one_slot.batch_chooser_of(policy, tree, plan, workers)) is not None:
-            played = one_slot.play_batches(batches, tree, workers, max_rounds, attempt_budget,
-                                           charge_misses, keep_order)
+            played = one_slot.play_batches(batches, policy, tree, workers, max_rounds,
+                                           attempt_budget, charge_misses, keep_order, seed,
+                                           task_name)
     if played is not None:
         stop, rounds, selections, revealed, sizes, best, nodes = played
         quality = best if best is not None else tree.floor

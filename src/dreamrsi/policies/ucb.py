@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dreamrsi.core.one_slot import GIVE_UP, OPEN, STOP, Chooser, tame, trusted
+from dreamrsi.core.one_slot import GIVE_UP, OPEN, STOP, BatchChooser, Chooser, tame, trusted
 from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog, FirstGains, Scale, gain
@@ -173,7 +173,16 @@ class UCBBranches:
         if (plan is not None or type(self) is not UCBBranches or tree.root.score is None
                 or not tame(tree) or not (math.isfinite(self.c) and math.isfinite(self.fresh))):
             return None
-        return _one_slot(self.c, self.fresh, self.max_branches, tree.root.score)
+        return _choosers(self.c, self.fresh, self.max_branches, tree.root.score)[0]
+
+    def batches(self, tree: RecordedTree, plan: GridPlan | None,
+                workers: int) -> BatchChooser | None:
+        """:meth:`one_slot` for any W: :meth:`_value_all`'s batch, handing over past
+        ``8 W + 8`` branches."""
+        if self.one_slot(tree, plan) is None:
+            return None
+        return _choosers(self.c, self.fresh, self.max_branches,
+                         tree.root.score)[1]  # type: ignore[arg-type]  # a score: one_slot
 
     def _value_all(self, view: TreeView, n: int) -> list[str]:
         """The W best arms, every arm valued (the groups catch up when next used)."""
@@ -206,8 +215,10 @@ class UCBBranches:
         return [node_id for _, _, node_id in arms[:n]]
 
 
-def _one_slot(c: float, fresh: float, max_branches: int, base: float) -> Chooser:
-    """UCB's one-slot chooser over a root scored ``base`` (see :meth:`UCBBranches.one_slot`).
+def _choosers(c: float, fresh: float, max_branches: int,
+              base: float) -> tuple[Chooser, BatchChooser]:
+    """UCB's one-slot and batch choosers over a root scored ``base`` (see
+    :meth:`UCBBranches.one_slot`; one episode uses one of them).
     Each arm's gain is kept, and computed again for every arm when the span moves; the sum
     of first gains likewise, in opening order (the float ``_value_all`` sums)."""
     arms: list[Branch] = []  # each branch's state, in opening order
@@ -217,37 +228,41 @@ def _one_slot(c: float, fresh: float, max_branches: int, base: float) -> Chooser
     best, span, firsts, size = base, _TINY, 0.0, 0
     sqrt, log = math.sqrt, math.log
 
-    def choose(revealed: Branch | None) -> Branch | str:
+    def take(revealed: Branch) -> None:
+        """Catch up with one revealed node (its branch's new state)."""
         nonlocal best, span, firsts, size
-        if revealed is not None:
-            size += 1
-            score = revealed.best
-            moved = revealed.since_best == 0 and score is not None and score > best
-            if moved:
-                best = score  # type: ignore[assignment]  # not None
-                span = best - base
-                if span < _TINY:  # max(span, _TINY)
-                    span = _TINY
-            if revealed.length == 1:  # a branch opened
-                place[revealed.branch_id] = len(arms)
-                arms.append(revealed)
-                lengths.append(1)
-                gains.append(0.0 if score is None else (score - base) / span)
-                if not moved and (first := revealed.first_score) is not None:
+        size += 1
+        score = revealed.best
+        moved = revealed.since_best == 0 and score is not None and score > best
+        if moved:
+            best = score  # type: ignore[assignment]  # not None
+            span = best - base
+            if span < _TINY:  # max(span, _TINY)
+                span = _TINY
+        if revealed.length == 1:  # a branch opened
+            place[revealed.branch_id] = len(arms)
+            arms.append(revealed)
+            lengths.append(1)
+            gains.append(0.0 if score is None else (score - base) / span)
+            if not moved and (first := revealed.first_score) is not None:
+                firsts += (first - base) / span
+        else:
+            k = place[revealed.branch_id]
+            arms[k] = revealed
+            lengths[k] = revealed.length
+            if not moved and score is not None:
+                gains[k] = (score - base) / span
+        if moved:  # the scale moved: every gain, and the sum of first gains, again
+            firsts = 0.0
+            for k, arm in enumerate(arms):
+                mean, first = arm.best, arm.first_score
+                gains[k] = 0.0 if mean is None else (mean - base) / span
+                if first is not None:
                     firsts += (first - base) / span
-            else:
-                k = place[revealed.branch_id]
-                arms[k] = revealed
-                lengths[k] = revealed.length
-                if not moved and score is not None:
-                    gains[k] = (score - base) / span
-            if moved:  # the scale moved: every gain, and the sum of first gains, again
-                firsts = 0.0
-                for k, arm in enumerate(arms):
-                    mean, first = arm.best, arm.first_score
-                    gains[k] = 0.0 if mean is None else (mean - base) / span
-                    if first is not None:
-                        firsts += (first - base) / span
+
+    def one(revealed: Branch | None) -> Branch | str:
+        if revealed is not None:
+            take(revealed)
         count = len(arms)
         if count > _FEW + _FEW:
             return GIVE_UP
@@ -263,7 +278,25 @@ def _one_slot(c: float, fresh: float, max_branches: int, base: float) -> Chooser
             return OPEN
         return arms[pick] if count else STOP
 
-    return choose
+    def many(revealed: Sequence[Branch], n: int) -> list[Branch | str] | str:
+        """:meth:`UCBBranches._value_all`'s batch; GIVE_UP past ``8 n + 8`` branches."""
+        for state in revealed:
+            take(state)
+        count = len(arms)
+        if count > _FEW * n + _FEW:
+            return GIVE_UP
+        log_t = log(size + 1)
+        found = [(-(gains[k] + c * sqrt(log_t / lengths[k])), k) for k in range(count)]
+        room = max_branches - count
+        if room > 0:
+            prior = firsts / count if count else fresh
+            for k in range(min(room, n)):
+                bonus = c * sqrt(log_t / (count + k + 1)) if count + k else 1e9
+                found.append((-(prior + bonus), count + k))
+        found.sort()
+        return [arms[at] if at < count else OPEN for _, at in found[:n]]
+
+    return one, many
 
 
 def _ranked(arm: tuple[float, int, str]) -> tuple[float, int]:
