@@ -1,4 +1,5 @@
-"""Replay with one slot (W = 1) without the episode machinery.
+"""Replay without the episode machinery: one slot (W = 1), and batches for families that
+have them.
 
 At W = 1 a replay's every round asks for one node, and most of its cost is the machinery
 around that question: a :class:`~dreamrsi.core.view.TreeView` kept up to date, a budget, a
@@ -16,6 +17,10 @@ recorded branch), :data:`STOP` (the empty batch) or :data:`GIVE_UP`.
 chooser that gives up (a state it does not handle cheaply, such as too many branches to value
 each round) hands the replay over: the view is rebuilt from the nodes revealed so far and the
 generic loop continues from there with the policy itself, which decides from the view alone.
+
+At any W a family may also have a :class:`BatchChooser` (``batches(tree, plan, workers)``),
+fed the branch states each round revealed and answering with the batch ``select`` would make;
+:func:`play_batches` reveals it in batch order as the recorded source does.
 """
 
 from __future__ import annotations
