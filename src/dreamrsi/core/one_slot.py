@@ -111,7 +111,11 @@ def tame(tree: RecordedTree) -> bool:
     """Whether every score in ``tree`` is a finite float or int of magnitude at most 1e150 and
     every wall time a whole number of at least 0: the trees a chooser may take (no NaN or
     infinity can arise in its sums and ratios, so finding the best of a list by one scan
-    picks what sorting it picks). Cached per tree."""
+    picks what sorting it picks). Cached per tree; a tree holding other trees' nodes (lent
+    branches) is tame when they all are, its nodes never walked."""
+    sources = tree.sources()
+    if sources != (tree,):
+        return all(map(tame, sources))
     for node in tree.nodes.values():
         score, wall = node.score, node.cost.wall_ms
         if score is not None and not (type(score) is float or type(score) is int) or (
@@ -153,7 +157,9 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
                 stop = _ATTEMPT_BUDGET
                 break
         pick = choose(state)
-        if pick is OPEN:
+        if type(pick) is not str:  # a branch: the common answer
+            state = after[pick.tip]  # type: ignore[union-attr]  # not a str: a Branch
+        elif pick is OPEN:
             if opened < count_starts:
                 state = starts[opened]
                 opened += 1
@@ -162,12 +168,10 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
         elif pick is STOP:
             stop = _EMPTY_BATCH
             break
-        elif pick is GIVE_UP:
+        else:  # GIVE_UP
             return _hand_over(policy, tree, nodes, EpisodeState(
                 rounds, spent, selections, revealed, sizes), rounds_cap, attempts, charge,
                 keep_order, seed, task_name)
-        else:
-            state = after[pick.tip]  # type: ignore[union-attr]  # a Branch
         selections += 1
         if state is None:  # a miss: nothing recorded below what was asked for
             if revealed >= size:

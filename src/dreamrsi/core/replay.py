@@ -127,6 +127,11 @@ class RecordedTree:
                    after, start, len(ordered) - 1 if own_size is None else own_size,
                    frozenset(saw))
 
+    def sources(self) -> tuple[RecordedTree, ...]:
+        """The trees whose nodes this one holds, each with its scores and costs as recorded:
+        itself (a tree with lent branches: its own and its lenders')."""
+        return (self,)
+
     @property
     def recorded_size(self) -> int:
         """Non-root nodes the tree's own run recorded (``own_size``, else ``size``)."""
