@@ -33,7 +33,8 @@ def test_the_families_with_a_one_slot_loop() -> None:
     assert FAMILIES == sorted(PARAMS)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes=bushy_trees(), family=st.sampled_from(FAMILIES), data=st.data(),
        workers=st.sampled_from([1, 1, 1, 2, 3, 6]), k2=st.integers(0, 200),
        budget=st.none() | st.integers(0, 120), charge=st.booleans(), keep=st.booleans(),
@@ -164,7 +165,8 @@ def test_the_families_with_a_batch_chooser() -> None:
     assert BATCHED == ["allocation", "stagnation", "ucb"]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes=bushy_trees(), family=st.sampled_from(BATCHED), data=st.data(),
        workers=st.integers(2, 12), k2=st.integers(0, 200),
        budget=st.none() | st.integers(0, 120), charge=st.booleans())
