@@ -13,7 +13,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dreamrsi.core.model import Node, NodeStatus
-from dreamrsi.core.replay import RecordedTree, own_part, replay, summarize
+from dreamrsi.core.one_slot import tame
+from dreamrsi.core.replay import RecordedTree, own_part, replay, replay_generic, summarize
 from dreamrsi.dreaming import ReplaySettings
 from dreamrsi.dreaming.by_run import by_run_interval
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy
@@ -315,3 +316,30 @@ def test_pooling_reads_each_trees_extremes_as_a_fold_over_its_lenders(
         else:
             assert (pooled.root_children, _signed(pooled.best), _signed(pooled.floor),
                     pooled.rounds) == want
+
+
+def test_pooled_trees_take_the_families_own_loops_without_making_lent_parts() -> None:
+    trees = [t for t in history(6, 13) if t.root_children]
+    for workers in (1, 3):
+        for text in SPECS:
+            pooled = pool_branches(trees)
+            tree, own = pooled[0], trees[0].branch_count
+            policy = make_policy(text)
+            assert tame(tree) == all(tame(t) for t in trees)  # from the trees, not the nodes
+            assert tree.lenders_made == 0
+            fast = replay(policy, tree, workers=workers, max_rounds=40)
+            again = pool_branches(trees)[0]
+            assert fast == replay_generic(policy, again, workers=workers, max_rounds=40)
+            # the own loops make no more lent parts than the episode loop does
+            assert tree.lenders_made == again.lenders_made
+    assert tame(pooled[0]) and own > 0
+
+
+def test_a_pooled_tree_with_an_untame_lender_is_not_tame() -> None:
+    trees = [t for t in history(4, 5) if t.root_children]
+    odd = trees[-1]
+    node = next(n for n in odd.nodes.values() if n.parent_id is not None)
+    bad = RecordedTree.from_nodes(odd.tree_id, [n._replace(score=math.nan) if n is node else n
+                                                for n in odd.nodes.values()])
+    pooled = pool_branches([*trees[:-1], bad])
+    assert not tame(pooled[0]) and tame(trees[0])

@@ -217,6 +217,12 @@ class Policy(Protocol):
     random source, and asking again on the same view gives the same batch. The episode driver
     then counts a run of rounds that reveal nothing at once instead of asking the policy every
     round (:func:`~dreamrsi.core.episode.run_episode`); the outcome is the same.
+
+    A ``view_determined`` built-in family also defines ``one_slot(tree, plan)``: its
+    decisions at W = 1 on one recorded tree as a chooser (:mod:`dreamrsi.core.one_slot`), or
+    ``None`` where it has none; :func:`~dreamrsi.core.replay.replay` then plays the replay
+    with it instead of the episode loop, and the result must be the one the loop gives. It
+    sees the whole tree, so only classes registered with ``core.one_slot.trusted`` are asked.
     """
 
     name: str

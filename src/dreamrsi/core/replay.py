@@ -17,6 +17,7 @@ from itertools import islice
 from operator import attrgetter
 from typing import NamedTuple
 
+from dreamrsi.core import one_slot
 from dreamrsi.core.episode import EpisodeSettings, EpisodeState, StopReason, run_episode
 from dreamrsi.core.model import Node
 from dreamrsi.core.policy import GridPlan, PlanContext, PlanHistory, Policy, TreeSummary
@@ -126,6 +127,11 @@ class RecordedTree:
                    task_digest, evaluator_digest, below, tuple(root_nodes), starts,
                    RecordedStates(by_id, below, starts), start,
                    len(ordered) - 1 if own_size is None else own_size, frozenset(saw))
+
+    def sources(self) -> tuple[RecordedTree, ...]:
+        """The trees whose nodes this one holds, each with its scores and costs as recorded:
+        itself (a tree with lent branches: its own and its lenders')."""
+        return (self,)
 
     @property
     def recorded_size(self) -> int:
@@ -354,6 +360,36 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
         floor = tree.floor if tree.floor is not None else 0.0
         return ReplayResult(tree.tree_id, floor, 0, 0, 1, 1, StopReason.PLAN_OUT_OF_SUPPORT,
                             (), ())
+    played = None
+    if type(max_rounds) is int:
+        if workers == 1:
+            if (choose := one_slot.chooser_of(policy, tree, plan)) is not None:
+                played = one_slot.play(choose, policy, tree, max_rounds, attempt_budget,
+                                       charge_misses, keep_order, seed, task_name)
+        elif type(workers) is int and workers > 1 and (
+                batches := one_slot.batch_chooser_of(policy, tree, plan, workers)) is not None:
+            played = one_slot.play_batches(batches, policy, tree, workers, max_rounds,
+                                           attempt_budget, charge_misses, keep_order, seed,
+                                           task_name)
+    if played is not None:
+        stop, rounds, selections, revealed, sizes, best, nodes = played
+        quality = best if best is not None else tree.floor
+        return _tuple_new(ReplayResult, (
+            tree.tree_id, 0.0 if quality is None else quality, revealed, rounds,
+            selections - revealed, selections, stop,
+            () if nodes is None else tuple(n.node_id for n in nodes),
+            () if sizes is None else tuple(sizes)))
+    return replay_generic(policy, tree, workers=workers, max_rounds=max_rounds, seed=seed,
+                          attempt_budget=attempt_budget, task_name=task_name,
+                          keep_order=keep_order, plan=plan, charge_misses=charge_misses)
+
+
+def replay_generic(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
+                   seed: int = 0, attempt_budget: int | None = None, task_name: str = "",
+                   keep_order: bool = True, plan: GridPlan | None = None,
+                   charge_misses: bool = False) -> ReplayResult:
+    """:func:`replay` through the episode loop, never a family's one-slot loop (what that
+    loop is checked against; a plan is taken as in support)."""
     settings = _tuple_new(EpisodeSettings, (
         workers, attempt_budget, max_rounds, "replay", seed, task_name, plan, charge_misses,
         getattr(policy, "name", type(policy).__name__)))

@@ -112,7 +112,7 @@ class LentBranches:
             cast(tuple[Node | None, ...], PooledChildren(tree.child_by_seq, self.child)),
             cast(tuple[Node, ...], LentSequence(tree.root_nodes, parts, 1)),
             cast(tuple[Branch, ...], LentSequence(tree.branch_starts, parts, 2)),
-            states, tree.start, tree.recorded_size, tree.saw, longest)
+            states, tree.start, tree.recorded_size, tree.saw, longest, (tree, *lenders))
 
     def states_of(self, tree: RecordedTree) -> RootStates:
         """The replay states of ``tree`` pooled: its own, and the lent first nodes' of every
@@ -147,6 +147,12 @@ class PooledTree(RecordedTree):
     lenders' (``refine_count`` would otherwise walk every lent chain)."""
 
     longest: int = 0
+    pooled: tuple[RecordedTree, ...] = ()  # the tree and its lenders
+
+    def sources(self) -> tuple[RecordedTree, ...]:
+        """The tree lent to and its lenders (their nodes, as lent, keep their scores and
+        costs)."""
+        return self.pooled or (self,)
 
     @property
     def refine_count(self) -> int:

@@ -13,6 +13,7 @@ from operator import attrgetter
 from types import MappingProxyType
 
 from dreamrsi.core.model import Node
+from dreamrsi.core.one_slot import OPEN, STOP, Chooser
 from dreamrsi.core.policy import Budget
 from dreamrsi.core.view import Branch, TreeView
 
@@ -352,6 +353,39 @@ class OpenChains:
             return batch
         batch.extend([view.root_id] * max(0, min(branches - len(ids), n - len(batch))))
         return batch
+
+
+def refine_chooser(length: Callable[[int], int | None], branches: int) -> Chooser:
+    """:meth:`OpenChains.select` at W = 1 as a one-slot chooser
+    (:func:`dreamrsi.core.one_slot.play`): the first chain of those that may be unfinished,
+    while it is; past the last, the root while fewer than ``branches`` are open."""
+    place: dict[str, int] = {}  # branch id -> opening position
+    arms: list[Branch] = []
+    wants: list[int] = []  # the attempts each branch is refined to (0: never)
+    pending: list[int] = []  # branches that may be unfinished, in opening order
+    head = 0  # pending[:head] are finished (finished attempts only grow)
+
+    def choose(revealed: Branch | None) -> Branch | str:
+        nonlocal head
+        if revealed is not None:
+            at = place.get(revealed.branch_id)
+            if at is None:
+                place[revealed.branch_id] = len(arms)
+                want = length(len(arms))
+                if want is not None:
+                    pending.append(len(arms))
+                arms.append(revealed)
+                wants.append(0 if want is None else want)
+            else:
+                arms[at] = revealed
+        while head < len(pending):
+            arm = arms[pending[head]]
+            if arm.finished < wants[pending[head]]:
+                return arm
+            head += 1
+        return OPEN if len(arms) < branches else STOP
+
+    return choose
 
 
 def lengths_of(lengths: Sequence[int]) -> Callable[[int], int | None]:

@@ -8,15 +8,21 @@ from bisect import bisect_left, insort
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import sqrt
+from typing import TYPE_CHECKING
 
-from dreamrsi.core.policy import Budget, PolicyContext
+from dreamrsi.core.one_slot import OPEN, BatchChooser, Chooser, tame, trusted
+from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog, FirstGains, Scale
 from dreamrsi.policies.params import check_params, param
 
+if TYPE_CHECKING:
+    from dreamrsi.core.replay import RecordedTree
+
 _FEW = 2  # with at most _FEW W + _FEW branches, score them all (cheaper than the ranking)
 
 
+@trusted
 @dataclass(eq=False)
 class AllocationScore:
     """Give the next attempts to the actions with the highest ``(ΔÔ + λÎ) / ĉ · ρ``.
@@ -82,6 +88,33 @@ class AllocationScore:
             return self._score_all(view, n, base, span)
         return self._ranked.choose(view, n)
 
+    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
+        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
+        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` where it does not
+        apply: a plan, a subclass, a root without a score, or a tree that is not
+        :func:`~dreamrsi.core.one_slot.tame` (whole wall times of at least 0, so the bound of
+        :class:`_Ranked` holds). It keeps the branches sorted by key as :class:`_Ranked`
+        does and scores the first few with :meth:`score`'s operations."""
+        root = tree.root.score
+        if root is None or not self._fits(tree, plan):
+            return None
+        return _choosers(self.lam, self.fresh, self.max_branches, root)[0]
+
+    def batches(self, tree: RecordedTree, plan: GridPlan | None,
+                workers: int) -> BatchChooser | None:
+        """:meth:`one_slot` for any W: the batch :meth:`_Ranked.choose` chooses (``None``
+        also for a tree of at most ``2 W + 2`` branches: :meth:`_score_all` then costs less
+        than a kept ranking)."""
+        root = tree.root.score
+        if root is None or tree.branch_count <= _FEW * workers + _FEW or not self._fits(
+                tree, plan):
+            return None
+        return _choosers(self.lam, self.fresh, self.max_branches, root)[1]
+
+    def _fits(self, tree: RecordedTree, plan: GridPlan | None) -> bool:
+        return (plan is None and type(self) is AllocationScore and tame(tree)
+                and math.isfinite(self.lam) and math.isfinite(self.fresh))
+
     def _score_all(self, view: TreeView, n: int, base: float, span: float) -> list[str]:
         """The W best actions, every branch scored (the ranking catches up when next used)."""
         branches = view.branch_table().values()
@@ -109,6 +142,177 @@ class AllocationScore:
             actions.extend([(score, view.root_id)] * min(n, self.max_branches - count))
         actions.sort(key=_first)  # stable: ties keep the order actions were listed in
         return [node_id for _, node_id in actions[:n]]
+
+
+def _choosers(lam: float, fresh: float, max_branches: int,
+              base: float) -> tuple[Chooser, BatchChooser]:
+    """Allocation's one-slot and batch choosers over a root scored ``base`` (see
+    :meth:`AllocationScore.one_slot`; one episode uses one of them).
+
+    As in :class:`_Ranked`, timed branches are kept sorted by key (their score with the mean
+    cost taken out) and untimed ones by score, each moved as it grows, and a round scores
+    them in that order while their bound can reach the best score found. Here a key is
+    left as it is when the span moves: the span only grows (the view's best only rises),
+    which only lowers a branch's progress, so a key made with an earlier span bounds the
+    branch from above as well (every candidate is then scored on the current span); all
+    are keyed again once the span has grown by a quarter, so the bounds stay close. Each
+    branch's parts that do not move with the mean cost (``progress + λ·info``, its wall
+    time per attempt, ρ) are kept with the span they were made for, so a score is
+    :meth:`AllocationScore.score`'s last two operations."""
+    arms: list[Branch] = []  # each branch's state, in opening order
+    place: dict[str, int] = {}  # branch id -> opening position
+    # by place: (the span they were made for, progress + λ·info, wall/length, ρ)
+    parts: list[tuple[float, float, float, float]] = []
+    keys: list[tuple[bool, tuple[float, int]]] = []  # by place: (timed, its entry)
+    timed: list[tuple[float, int]] = []  # (-key, place)
+    untimed: list[tuple[float, int]] = []  # (-score, place)
+    best, span, keyed, firsts, valid_first, size, wall = base, _TINY, _TINY, 0.0, 0, 0, 0
+    opening: float | None = None  # opening's score (None: no more branches may open)
+
+    def parts_of(branch: Branch) -> tuple[float, float, float, float]:
+        mean, first, length = branch.best, branch.first_score, branch.length
+        return (span, ((mean - first) / span / length if mean is not None and first is not None
+                       else 0.0) + lam * (1.0 / sqrt(length)),
+                branch.wall_ms / length, (branch.valid + 1) / (length + 2))
+
+    def key(at: int) -> tuple[bool, tuple[float, int]]:
+        _, gain, unit, rho = parts[at]
+        return (True, (-(gain / unit * rho), at)) if unit else (False,
+                                                                 (-(gain / 1.0 * rho), at))
+
+    def take(revealed: Branch) -> None:
+        """Catch up with one revealed node (its branch's new state)."""
+        nonlocal best, span, keyed, firsts, valid_first, size, wall, timed, untimed, opening
+        size += 1
+        wall += revealed.tip_node.cost.wall_ms
+        mean, length = revealed.best, revealed.length
+        if length == 1:  # a branch opened
+            at = place[revealed.branch_id] = len(arms)
+            arms.append(revealed)
+            parts.append(parts_of(revealed))
+            if (first := revealed.first_score) is not None:
+                valid_first += 1
+                firsts += (first - base) / span
+            keys.append(entry := key(at))
+            insort(timed if entry[0] else untimed, entry[1])
+            count = len(arms)
+            opening = (((firsts / count if count else fresh) + lam)
+                       * ((valid_first + 1) / (count + 2))) if count < max_branches else None
+        else:  # a branch grew: parts_of(revealed) and key(at), inlined
+            at = place[revealed.branch_id]
+            arms[at] = revealed
+            first, total = revealed.first_score, revealed.wall_ms
+            gain = (((mean - first) / span / length if mean is not None and first is not None
+                     else 0.0) + lam * (1.0 / sqrt(length)))
+            unit, rho = total / length, (revealed.valid + 1) / (length + 2)
+            parts[at] = span, gain, unit, rho
+            entry = (True, (-(gain / unit * rho), at)) if unit else (
+                False, (-(gain / 1.0 * rho), at))
+            old = keys[at]
+            if old != entry:
+                ranked = timed if old[0] else untimed
+                del ranked[bisect_left(ranked, old[1])]
+                insort(timed if entry[0] else untimed, entry[1])
+                keys[at] = entry
+        if revealed.since_best == 0 and mean is not None and mean > best:
+            best = mean
+            span = best - base
+            if span < _TINY:  # max(span, _TINY)
+                span = _TINY
+            firsts = 0.0  # the sum of first gains again, in opening order
+            for arm in arms:
+                if (first := arm.first_score) is not None:
+                    firsts += (first - base) / span
+            count = len(arms)
+            opening = (((firsts / count if count else fresh) + lam)
+                       * ((valid_first + 1) / (count + 2))) if count < max_branches else None
+            if span > keyed * 1.25:  # every key again
+                keyed = span
+                parts[:] = [parts_of(arm) for arm in arms]
+                keys[:] = [key(at) for at in range(len(arms))]
+                timed = sorted([entry for is_timed, entry in keys if is_timed])
+                untimed = sorted([entry for is_timed, entry in keys if not is_timed])
+
+    def one(revealed: Branch | None) -> Branch | str:
+        if revealed is not None:
+            take(revealed)
+        elif not arms:
+            return OPEN  # opening's score with no branch: max_branches is at least 1
+        mean_cost = (wall / (size if size > 1 else 1)) or 1.0
+        # untimed branches by score, then timed ones by key, while their bound reaches the
+        # best score found, each scored on the current span as _score_all scores it
+        top, pick = -math.inf, 0
+        if untimed:
+            bound = 1 + _SLACK
+            for negative, at in untimed:
+                if -negative * bound < top:
+                    break
+                made, gain, unit, rho = parts[at]
+                if made != span:
+                    made, gain, unit, rho = parts[at] = parts_of(arms[at])
+                value = gain / 1.0 * rho
+                if value > top or (value == top and at < pick):
+                    top, pick = value, at
+        bound = mean_cost * (1 + _SLACK)
+        for negative, at in timed:
+            if -negative * bound < top:
+                break
+            made, gain, unit, rho = parts[at]
+            if made != span:
+                made, gain, unit, rho = parts[at] = parts_of(arms[at])
+            cost = unit / mean_cost
+            value = gain / (1e-6 if 1e-6 > cost else cost) * rho
+            if value > top or (value == top and at < pick):
+                top, pick = value, at
+        if opening is not None and opening > top:  # opening is listed after the branches
+            return OPEN
+        return arms[pick]
+
+    def many(revealed: Sequence[Branch], n: int) -> list[Branch | str]:
+        """What :meth:`_Ranked.choose` chooses: the scanned candidates and the openings
+        sorted as ``(-score, place)``, the first ``n``."""
+        for state in revealed:
+            take(state)
+        mean_cost = (wall / (size if size > 1 else 1)) or 1.0
+        found: list[tuple[float, int]] = []  # (-score, place)
+        count = len(arms)
+        if count <= _FEW * n + _FEW:  # few branches: score them all (as _score_all does)
+            for at in range(count):
+                made, gain, unit, rho = parts[at]
+                if made != span:
+                    made, gain, unit, rho = parts[at] = parts_of(arms[at])
+                if unit:
+                    cost = unit / mean_cost
+                    found.append((-(gain / (1e-6 if 1e-6 > cost else cost) * rho), at))
+                else:
+                    found.append((-(gain / 1.0 * rho), at))
+        else:
+            top: list[float] = []  # the n best scores found (a min-heap)
+            for bound, ranked in ((1 + _SLACK, untimed), (mean_cost * (1 + _SLACK), timed)):
+                for negative, at in ranked:
+                    if len(top) == n and -negative * bound < top[0]:
+                        break
+                    made, gain, unit, rho = parts[at]
+                    if made != span:
+                        made, gain, unit, rho = parts[at] = parts_of(arms[at])
+                    if unit:
+                        cost = unit / mean_cost
+                        value = gain / (1e-6 if 1e-6 > cost else cost) * rho
+                    else:
+                        value = gain / 1.0 * rho
+                    found.append((-value, at))
+                    if len(top) < n:  # _keep(top, n, value), inlined
+                        heapq.heappush(top, value)
+                    elif value > top[0]:
+                        heapq.heapreplace(top, value)
+        if count < max_branches:
+            score = opening if count else (fresh + lam) * (1 / 2)
+            found += [(-score, count + k)  # type: ignore[operator]  # a score when count
+                      for k in range(min(n, max_branches - count))]
+        found.sort()
+        return [arms[at] if at < count else OPEN for _, at in found[:n]]
+
+    return one, many
 
 
 def _first(action: tuple[float, str]) -> float:

@@ -9,13 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from dreamrsi.core.policy import Budget, PolicyContext
+from dreamrsi.core.one_slot import Chooser, trusted
+from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import OpenChains
+from dreamrsi.policies._common import OpenChains, refine_chooser
 from dreamrsi.policies.params import check_params, param
 
+if TYPE_CHECKING:
+    from dreamrsi.core.replay import RecordedTree
 
+
+@trusted
 @dataclass(eq=False)
 class FixedRefinement:
     """W independent branches from the root, each refined R times.
@@ -41,6 +47,14 @@ class FixedRefinement:
         """Forget the open chains (decisions depend on the view alone; the list of chains
         still open is rebuilt from it)."""
         self._chains.forget()
+
+    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
+        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
+        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` for a plan or a
+        subclass."""
+        if plan is not None or type(self) is not FixedRefinement:
+            return None
+        return refine_chooser(self._length, self.branches)
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Refine unfinished chains, then open new branches, up to W nodes."""

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from dreamrsi.core.policy import Budget, PolicyContext
-from dreamrsi.core.view import TreeView
+from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame, trusted
+from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
+from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BestRanking
 from dreamrsi.policies.params import check_params, param
 
+if TYPE_CHECKING:
+    from dreamrsi.core.replay import RecordedTree
 
+
+@trusted
 @dataclass(eq=False)
 class GreedyBestFirst:
     """Open ``branches`` branches, then each round extend the ``top`` best branches.
@@ -34,6 +40,16 @@ class GreedyBestFirst:
         """Forget the ranking of the branches (kept as they grow, rebuilt from the view)."""
         self._ranking.forget()
 
+    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
+        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
+        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` for a plan, a
+        subclass or a tree that is not :func:`~dreamrsi.core.one_slot.tame`. A branch's rank
+        key (see :func:`~dreamrsi.policies._common.rank_key`) only falls as it grows, so the
+        leader is the grown branch or the one before: one comparison a round."""
+        if plan is not None or type(self) is not GreedyBestFirst or not tame(tree):
+            return None
+        return _one_slot(self.branches)
+
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Open missing branches first, then extend the best tips."""
         left = budget.attempts_left  # slots(budget), inlined: asked every round
@@ -55,3 +71,26 @@ class GreedyBestFirst:
                 return self._ranking.tips(view, width)
             batch += self._ranking.tips(view, width)
         return batch
+
+
+def _one_slot(branches: int) -> Chooser:
+    """Greedy's one-slot chooser: open ``branches`` branches, then extend the leader."""
+    place: dict[str, int] = {}  # branch id -> opening position
+    lead: Branch | None = None
+    lead_key: tuple[bool, float, int] = (True, 0.0, 0)
+
+    def choose(revealed: Branch | None) -> Branch | str:
+        nonlocal lead, lead_key
+        if revealed is not None:
+            branch_id, best = revealed.branch_id, revealed.best
+            at = place.get(branch_id)
+            if at is None:
+                at = place[branch_id] = len(place)
+            key = (best is None, -(best or 0.0), at)  # rank_key(revealed, at)
+            if lead is None or key < lead_key or branch_id == lead.branch_id:
+                lead, lead_key = revealed, key
+        if len(place) < branches:
+            return OPEN
+        return STOP if lead is None else lead
+
+    return choose

@@ -5,11 +5,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from dreamrsi.core.policy import Budget, PolicyContext
+from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame, trusted
+from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog
 from dreamrsi.policies.params import check_params, param
+
+if TYPE_CHECKING:
+    from dreamrsi.core.replay import RecordedTree
 
 
 def _by_rank(branches: list[Branch]) -> list[tuple[int, Branch]]:
@@ -20,6 +25,7 @@ def _by_rank(branches: list[Branch]) -> list[tuple[int, Branch]]:
     return [(k, branches[k]) for _, _, k in keyed]
 
 
+@trusted
 @dataclass(eq=False)
 class SuccessiveHalving:
     """Open ``n0`` branches, give each ``r0`` attempts, keep the best ``1/eta``, give the
@@ -126,6 +132,15 @@ class SuccessiveHalving:
         best = max(view.branch_stats(), key=lambda br: -math.inf if br.best is None else br.best)
         return [best.tip]
 
+    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
+        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
+        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` for a plan, a
+        subclass or a tree that is not :func:`~dreamrsi.core.one_slot.tame`: :meth:`select`'s
+        rungs over the branch states in opening order."""
+        if plan is not None or type(self) is not SuccessiveHalving or not tame(tree):
+            return None
+        return _one_slot(self.n0, self.r0, self.eta, self.brackets, self.finish)
+
     def _unfinished(self, view: TreeView, positions: list[int], target: int,
                     n: int) -> list[Branch]:
         """The first ``n`` survivors (in opening order) with fewer than
@@ -147,3 +162,64 @@ class SuccessiveHalving:
         for k in reversed(done):
             del still[k]
         return batch
+
+
+def _one_slot(n0: int, r0: int, eta: int, brackets: int, finish: bool) -> Chooser:
+    """Successive halving's one-slot chooser (see :meth:`SuccessiveHalving.select`)."""
+    place: dict[str, int] = {}  # branch id -> opening position
+    arms: list[Branch] = []
+    bracket = start = target = first = 0
+    survivors: list[int] | None = None  # positions in opening order
+    still: list[int] | None = None  # survivors not seen finished (first rung)
+    lead: Branch | None = None  # the last answer
+
+    def choose(revealed: Branch | None) -> Branch | str:
+        nonlocal bracket, start, target, first, survivors, still, lead
+        if revealed is not None:
+            at = place.get(revealed.branch_id)
+            if at is None:
+                place[revealed.branch_id] = len(arms)
+                arms.append(revealed)
+            else:
+                arms[at] = revealed
+                # the last answer, grown and still short of the rung's target: again
+                if (lead is not None and lead.branch_id == revealed.branch_id
+                        and revealed.finished < target):
+                    lead = revealed
+                    return revealed
+        lead = None
+        while bracket < brackets:
+            if survivors is None:
+                size = max(1, n0 // eta**bracket)
+                if start + size > len(arms):
+                    return OPEN
+                survivors = list(range(start, start + size))
+                target = first = r0 * eta**bracket
+            if target > first and len(survivors) > 1:  # past the first rung: best first
+                pending = [br for _, br in _by_rank([arms[i] for i in survivors])
+                           if br.finished < target]
+            else:  # in opening order, a survivor seen finished dropped for the rung
+                if still is None:
+                    still = list(survivors)
+                while still and arms[still[0]].finished >= target:
+                    del still[0]
+                pending = [arms[still[0]]] if still else []
+            if pending:
+                lead = pending[0]
+                return lead
+            if len(survivors) > 1:  # rung done: keep the best 1/eta, eta times deeper
+                keep = max(1, math.ceil(len(survivors) / eta))
+                ranked = _by_rank([arms[i] for i in survivors])
+                survivors = sorted(survivors[k] for k, _ in ranked[:keep])
+                target *= eta
+                still = None
+                continue
+            start += max(1, n0 // eta**bracket)  # bracket done
+            bracket += 1
+            survivors = None
+            still = None
+        if not finish or not arms:
+            return STOP
+        return max(arms, key=lambda br: -math.inf if br.best is None else br.best)
+
+    return choose

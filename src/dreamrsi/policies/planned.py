@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from dreamrsi.core.one_slot import Chooser, trusted
 from dreamrsi.core.policy import (
     Budget,
     GridPlan,
@@ -14,10 +16,14 @@ from dreamrsi.core.policy import (
     best_depth_counts,
 )
 from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import OpenChains
+from dreamrsi.policies._common import OpenChains, refine_chooser
 from dreamrsi.policies.params import check_params, param
 
+if TYPE_CHECKING:
+    from dreamrsi.core.replay import RecordedTree
 
+
+@trusted
 @dataclass(eq=False)
 class PlannedGrid:
     """Plan ``branches × (refine + 1)`` before the episode, then run it as fixed refinement.
@@ -70,6 +76,16 @@ class PlannedGrid:
         if context.plan is not None:
             self._grid = context.plan
         self._chains.forget()
+
+    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
+        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
+        (what :func:`~dreamrsi.core.replay.replay` then runs; the plan taken as
+        :meth:`reset` takes it), or ``None`` for a subclass."""
+        if type(self) is not PlannedGrid:
+            return None
+        if plan is not None:
+            self._grid = plan
+        return refine_chooser(self._length, self._grid.branch_count)
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Refine unfinished chains of the plan, then open its missing branches."""

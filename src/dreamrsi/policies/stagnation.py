@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from bisect import bisect_left, insort
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from dreamrsi.core.policy import Budget, PolicyContext
+from dreamrsi.core.one_slot import OPEN, STOP, BatchChooser, Chooser, tame, trusted
+from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BestRanking, Scale
 from dreamrsi.policies.params import check_params, param
 
+if TYPE_CHECKING:
+    from dreamrsi.core.replay import RecordedTree
 
+_TINY = 1e-12  # the smallest span (policies._common.scale)
+
+
+@trusted
 @dataclass(eq=False)
 class Stagnation:
     """Extend branches that still improve; open new ones when all have stalled; stop when the
@@ -67,6 +77,34 @@ class Stagnation:
                 batch += [view.root_id] * min(n - len(batch), self.max_branches - opened)
         return batch
 
+    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
+        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
+        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` where it does not
+        apply: a plan, a subclass, a tree that is not :func:`~dreamrsi.core.one_slot.tame`, or a
+        ``min_gain`` above 0 over a root without a score (its scale then comes from the
+        branches). The active branches are kept sorted by rank key as they grow, as
+        :class:`~dreamrsi.policies._common.BestRanking` keeps them."""
+        if not self._fits(tree, plan):
+            return None
+        return self._choosers(tree)[0]
+
+    def batches(self, tree: RecordedTree, plan: GridPlan | None,
+                workers: int) -> BatchChooser | None:
+        """:meth:`one_slot` for any W: :meth:`select`'s batch."""
+        if not self._fits(tree, plan):
+            return None
+        many = self._choosers(tree)[1]
+        return lambda revealed, n: many(revealed, n, workers)
+
+    def _fits(self, tree: RecordedTree, plan: GridPlan | None) -> bool:
+        return plan is None and type(self) is Stagnation and tame(tree) and not (
+            self.min_gain > 0 and tree.root.score is None) and math.isfinite(self.min_gain)
+
+    def _choosers(self, tree: RecordedTree) -> tuple[Chooser, Callable[
+            [Sequence[Branch], int, int], list[Branch | str]]]:
+        return _choosers(self.patience, self.max_branches, self.window, self.min_gain,
+                         self.initial, tree.root.score)
+
     def _active_branch(self, branch: Branch) -> bool:
         """Whether ``branch`` has not stalled: improved within ``patience`` attempts, and
         its newest attempt's plan line differs from the one before (or it has none)."""
@@ -94,3 +132,74 @@ class Stagnation:
             return False
         _, span = self._scale.of(view)
         return (trace[-1] - trace[-1 - self.window]) / self.window / span < self.min_gain
+
+
+def _choosers(patience: int, max_branches: int, window: int, min_gain: float, initial: int,
+              base: float | None) -> tuple[Chooser, Callable[[Sequence[Branch], int, int],
+                                                            list[Branch | str]]]:
+    """Stagnation's one-slot and batch choosers (``base``: the root's score, needed when
+    ``min_gain`` is above 0; one episode uses one of them)."""
+    place: dict[str, int] = {}  # branch id -> opening position
+    arms: list[Branch] = []
+    keys: dict[int, tuple[bool, float, int]] = {}  # the active branches' rank keys
+    ranked: list[tuple[bool, float, int]] = []  # those keys, sorted
+    trace: list[float] = [] if base is None else [base]  # the best score after each node
+    best = base
+
+    def take(revealed: Branch) -> None:
+        """Catch up with one revealed node (its branch's new state)."""
+        nonlocal best
+        branch_id, score = revealed.branch_id, revealed.best
+        at = place.get(branch_id)
+        if at is None:
+            at = place[branch_id] = len(arms)
+            arms.append(revealed)
+        else:
+            arms[at] = revealed
+        plan, before = revealed.tip_node.plan, revealed.prev_node
+        key = (score is None, -(score or 0.0), at) if revealed.since_best < patience and (
+            not plan or before is None or before.plan != plan) else None
+        old = keys.get(at)
+        if old != key:
+            if old is not None:
+                del ranked[bisect_left(ranked, old)]
+                del keys[at]
+            if key is not None:
+                insort(ranked, key)
+                keys[at] = key
+        if min_gain > 0:
+            node_score = revealed.tip_node.score
+            if node_score is not None and node_score > best:  # type: ignore[operator]
+                best = node_score
+            trace.append(best)  # type: ignore[arg-type]  # the root's score at least
+
+    def dried_up() -> bool:
+        if min_gain > 0 and len(trace) > window:
+            span = best - base  # type: ignore[operator]  # scale(view), inlined
+            if span < _TINY:
+                span = _TINY
+            return (trace[-1] - trace[-1 - window]) / window / span < min_gain
+        return False
+
+    def one(revealed: Branch | None) -> Branch | str:
+        if revealed is not None:
+            take(revealed)
+        if min_gain > 0 and dried_up():
+            return STOP
+        if ranked:
+            return arms[ranked[0][2]]
+        return OPEN if len(arms) < max_branches else STOP
+
+    def many(revealed: Sequence[Branch], n: int, workers: int) -> list[Branch | str]:
+        for state in revealed:
+            take(state)
+        if min_gain > 0 and dried_up():
+            return []
+        batch: list[Branch | str] = [arms[key[2]] for key in ranked[:n]]
+        opened = len(arms)
+        if len(batch) < n and opened < max_branches and (not batch or opened < (initial
+                                                                                or workers)):
+            batch += [OPEN] * min(n - len(batch), max_branches - opened)
+        return batch
+
+    return one, many

@@ -7,17 +7,22 @@ import math
 from bisect import bisect_left, insort
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dreamrsi.core.policy import Budget, PolicyContext
+from dreamrsi.core.one_slot import GIVE_UP, OPEN, STOP, BatchChooser, Chooser, tame, trusted
+from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog, FirstGains, Scale, gain
 from dreamrsi.policies.params import check_params, param
+
+if TYPE_CHECKING:
+    from dreamrsi.core.replay import RecordedTree
 
 _FEW = 8  # with at most _FEW W + _FEW branches, value every arm (cheaper than the groups)
 _TINY = 1e-12  # the smallest span (policies._common.scale)
 
 
+@trusted
 @dataclass(eq=False)
 class UCBBranches:
     """Extend the branches with the highest upper confidence bound on their value.
@@ -158,6 +163,27 @@ class UCBBranches:
             found.sort(key=_ranked)
         return [found[0][2]]
 
+    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
+        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
+        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` where it does not
+        apply: a plan, a subclass, a root without a score, or a tree that is not
+        :func:`~dreamrsi.core.one_slot.tame`. It values every arm every round as
+        :meth:`_value_all` does (the same floats, the best found by one scan: no NaN can
+        arise), and gives up past ``_FEW + _FEW`` branches, where the groups cost less."""
+        if (plan is not None or type(self) is not UCBBranches or tree.root.score is None
+                or not tame(tree) or not (math.isfinite(self.c) and math.isfinite(self.fresh))):
+            return None
+        return _choosers(self.c, self.fresh, self.max_branches, tree.root.score)[0]
+
+    def batches(self, tree: RecordedTree, plan: GridPlan | None,
+                workers: int) -> BatchChooser | None:
+        """:meth:`one_slot` for any W: :meth:`_value_all`'s batch, handing over past
+        ``8 W + 8`` branches."""
+        if self.one_slot(tree, plan) is None:
+            return None
+        return _choosers(self.c, self.fresh, self.max_branches,
+                         tree.root.score)[1]  # type: ignore[arg-type]  # a score: one_slot
+
     def _value_all(self, view: TreeView, n: int) -> list[str]:
         """The W best arms, every arm valued (the groups catch up when next used)."""
         root_score = view.root.score
@@ -187,6 +213,90 @@ class UCBBranches:
                 arms.append((-(prior + bonus), count + k, view.root_id))
         arms.sort()
         return [node_id for _, _, node_id in arms[:n]]
+
+
+def _choosers(c: float, fresh: float, max_branches: int,
+              base: float) -> tuple[Chooser, BatchChooser]:
+    """UCB's one-slot and batch choosers over a root scored ``base`` (see
+    :meth:`UCBBranches.one_slot`; one episode uses one of them).
+    Each arm's gain is kept, and computed again for every arm when the span moves; the sum
+    of first gains likewise, in opening order (the float ``_value_all`` sums)."""
+    arms: list[Branch] = []  # each branch's state, in opening order
+    gains: list[float] = []  # each branch's gain on the current scale
+    lengths: list[int] = []
+    place: dict[str, int] = {}  # branch id -> opening position
+    best, span, firsts, size = base, _TINY, 0.0, 0
+    sqrt, log = math.sqrt, math.log
+
+    def take(revealed: Branch) -> None:
+        """Catch up with one revealed node (its branch's new state)."""
+        nonlocal best, span, firsts, size
+        size += 1
+        score = revealed.best
+        moved = revealed.since_best == 0 and score is not None and score > best
+        if moved:
+            best = score  # type: ignore[assignment]  # not None
+            span = best - base
+            if span < _TINY:  # max(span, _TINY)
+                span = _TINY
+        if revealed.length == 1:  # a branch opened
+            place[revealed.branch_id] = len(arms)
+            arms.append(revealed)
+            lengths.append(1)
+            gains.append(0.0 if score is None else (score - base) / span)
+            if not moved and (first := revealed.first_score) is not None:
+                firsts += (first - base) / span
+        else:
+            k = place[revealed.branch_id]
+            arms[k] = revealed
+            lengths[k] = revealed.length
+            if not moved and score is not None:
+                gains[k] = (score - base) / span
+        if moved:  # the scale moved: every gain, and the sum of first gains, again
+            firsts = 0.0
+            for k, arm in enumerate(arms):
+                mean, first = arm.best, arm.first_score
+                gains[k] = 0.0 if mean is None else (mean - base) / span
+                if first is not None:
+                    firsts += (first - base) / span
+
+    def one(revealed: Branch | None) -> Branch | str:
+        if revealed is not None:
+            take(revealed)
+        count = len(arms)
+        if count > _FEW + _FEW:
+            return GIVE_UP
+        log_t = log(size + 1)
+        top, pick = -math.inf, 0
+        for k in range(count):
+            value = gains[k] + c * sqrt(log_t / lengths[k])
+            if value > top:
+                top, pick = value, k
+        if max_branches > count and (  # the new-branch arm, listed last
+                (firsts / count + c * sqrt(log_t / (count + 1)) if count else fresh + 1e9)
+                > top):
+            return OPEN
+        return arms[pick] if count else STOP
+
+    def many(revealed: Sequence[Branch], n: int) -> list[Branch | str] | str:
+        """:meth:`UCBBranches._value_all`'s batch; GIVE_UP past ``8 n + 8`` branches."""
+        for state in revealed:
+            take(state)
+        count = len(arms)
+        if count > _FEW * n + _FEW:
+            return GIVE_UP
+        log_t = log(size + 1)
+        found = [(-(gains[k] + c * sqrt(log_t / lengths[k])), k) for k in range(count)]
+        room = max_branches - count
+        if room > 0:
+            prior = firsts / count if count else fresh
+            for k in range(min(room, n)):
+                bonus = c * sqrt(log_t / (count + k + 1)) if count + k else 1e9
+                found.append((-(prior + bonus), count + k))
+        found.sort()
+        return [arms[at] if at < count else OPEN for _, at in found[:n]]
+
+    return one, many
 
 
 def _ranked(arm: tuple[float, int, str]) -> tuple[float, int]:

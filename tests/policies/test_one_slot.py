@@ -1,0 +1,187 @@
+"""The families' own replay loops (``core/one_slot.py``: one-slot choosers at W = 1, batch
+choosers at any W) against the generic episode loop: whole replay results (revealed nodes in
+order, batch sizes, counts, stop reason, quality) equal on random trees, parameters, W,
+budgets and round caps."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dreamrsi.core.model import Cost, Node, NodeStatus
+from dreamrsi.core.one_slot import Chooser, tame
+from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
+from dreamrsi.core.replay import RecordedTree, replay, replay_generic
+from dreamrsi.core.view import TreeView
+from dreamrsi.policies import make_policy
+from dreamrsi.policies.greedy import GreedyBestFirst
+from tests.policies.test_incremental import PARAMS, bushy_trees
+
+FAMILIES = sorted(name for name in PARAMS
+                  if hasattr(make_policy(name), "one_slot"))
+
+
+def _spec(family: str, params: dict[str, object]) -> str:
+    return family + (":" + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
+
+
+def test_the_families_with_a_one_slot_loop() -> None:
+    assert FAMILIES == sorted(PARAMS)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=bushy_trees(), family=st.sampled_from(FAMILIES), data=st.data(),
+       workers=st.sampled_from([1, 1, 1, 2, 3, 6]), k2=st.integers(0, 200),
+       budget=st.none() | st.integers(0, 120), charge=st.booleans(), keep=st.booleans(),
+       seed=st.integers(0, 9))
+def test_fast_replay_equals_the_episode_loop(nodes: list[Node], family: str,
+                                             data: st.DataObject, workers: int, k2: int,
+                                             budget: int | None, charge: bool, keep: bool,
+                                             seed: int) -> None:
+    tree = RecordedTree.from_nodes("r", nodes)
+    params = data.draw(PARAMS[family])
+    policy = make_policy(_spec(family, params))
+    plan = None
+    if family == "planned":
+        plan = GridPlan(data.draw(st.integers(1, max(1, tree.branch_count))),
+                        data.draw(st.integers(0, max(0, tree.refine_count))), "test")
+    fast = replay(policy, tree, workers=workers, max_rounds=k2, seed=seed,
+                  attempt_budget=budget, charge_misses=charge, keep_order=keep, plan=plan)
+    slow = replay_generic(policy, tree, workers=workers, max_rounds=k2, seed=seed,
+                          attempt_budget=budget, charge_misses=charge, keep_order=keep,
+                          plan=plan)
+    assert fast == slow
+    # ucb and allocation value branches against the root's score, and so does stagnation's
+    # min_gain: without it, they replay through the episode loop
+    needs_root = family in ("ucb", "allocation") or (family == "stagnation"
+                                                     and params["min_gain"] > 0)
+    assert (policy.one_slot(tree, plan) is not None) == (
+        family in ("fixed", "ladder", "planned")
+        or tame(tree) and (tree.root.score is not None or not needs_root))
+
+
+def _long_chains(branches: int = 24) -> RecordedTree:
+    """Branches of 30 nodes, each opening high and falling back: ucb opens about 20 of 24."""
+    rng = random.Random(1)
+    nodes = [Node("r-0", "r", None, 0, 0, "c", NodeStatus.OK, True, 0.0, 0.0)]
+    for branch in range(branches):
+        parent = "r-0"
+        for depth in range(30):
+            seq = 30 * branch + depth + 1
+            score = 0.9 + rng.random() / 10 if depth == 0 else rng.random() / 2
+            nodes.append(Node(f"r-{seq}", "r", parent, seq, 1, "c", NodeStatus.OK, True,
+                              score, score, cost=Cost(seq)))
+            parent = f"r-{seq}"
+    return RecordedTree.from_nodes("r", nodes)
+
+
+def test_the_one_slot_loop_is_taken_and_hands_over_alike() -> None:
+    tree = _long_chains()
+    for family in FAMILIES:
+        policy = make_policy(family + ":max_branches=30" if family in ("ucb",) else family)
+        plan = GridPlan(4, 20, "test") if family == "planned" else None
+        assert policy.one_slot(tree, plan) is not None
+        fast = replay(policy, tree, workers=1, max_rounds=400, plan=plan)
+        assert fast == replay_generic(policy, tree, workers=1, max_rounds=400, plan=plan)
+        assert fast.revealed >= 30
+        if family == "ucb":  # its chooser gave up past 16 branches: the episode loop went on
+            assert sum(1 for i in fast.order if tree.nodes[i].parent_id == "r-0") > 16
+
+
+@given(bad=st.sampled_from([math.nan, math.inf, -math.inf, 1e200]), wall=st.integers(-2, 2))
+@settings(max_examples=40, deadline=None)
+def test_untame_trees_replay_generically_and_alike(bad: float, wall: int) -> None:
+    nodes = [Node("r-0", "r", None, 0, 0, "c", NodeStatus.OK, True, 0.0, 0.0)]
+    for seq in range(1, 12):
+        score = bad if seq == 5 else seq / 10
+        nodes.append(Node(f"r-{seq}", "r", "r-0" if seq % 3 == 1 else f"r-{seq - 1}", seq, 1,
+                          "c", NodeStatus.OK, True, score, score,
+                          cost=Cost(wall if seq == 7 else 10)))
+    tree = RecordedTree.from_nodes("r", nodes)
+    assert not tame(tree)
+    for family in FAMILIES:
+        policy = make_policy(family)
+        # the chain families read no score: they take any tree
+        assert (policy.one_slot(tree, None) is None) == (family not in ("fixed", "ladder",
+                                                                          "planned"))
+        assert replay(policy, tree, workers=1, max_rounds=30) == replay_generic(
+            policy, tree, workers=1, max_rounds=30)
+
+
+@pytest.mark.parametrize(("budget", "charge", "keep", "k2"), [
+    (None, False, True, 400), (None, False, False, 450), (100, False, True, 400),
+    (100, True, True, 400), (300, True, False, 700), (17, True, True, 400),
+    (500, False, True, 30)])
+def test_a_hand_over_keeps_the_budgets_counts_and_order(budget: int | None, charge: bool,
+                                                        keep: bool, k2: int) -> None:
+    tree = _long_chains(40)
+    for c, workers in ((0.5, 1), (3.0, 1), (3.0, 2)):  # at W = 2 it hands over past 24
+        policy = make_policy(f"ucb:max_branches=40,c={c}")
+        fast = replay(policy, tree, workers=workers, max_rounds=k2, attempt_budget=budget,
+                      charge_misses=charge, keep_order=keep)
+        assert fast == replay_generic(policy, tree, workers=workers, max_rounds=k2,
+                                      attempt_budget=budget, charge_misses=charge,
+                                      keep_order=keep)
+
+
+class _Peeking(GreedyBestFirst):
+    """A subclass, and a class of its own, whose one_slot would reveal the tree's best node
+    at once: never asked (only registered classes are handed the tree)."""
+
+    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
+        raise AssertionError("an untrusted policy was handed the recorded tree")
+
+
+class _Stranger:
+    name = "stranger"
+    view_determined = True
+    one_slot = _Peeking.one_slot
+
+    def reset(self, context: PolicyContext) -> None:
+        pass
+
+    def select(self, view: TreeView, budget: Budget) -> list[str]:
+        return [view.root_id] if view.branch_count() < 3 else []
+
+
+def test_only_registered_families_are_handed_the_tree() -> None:
+    tree = _long_chains()
+    for policy in (_Peeking(branches=3), _Stranger()):
+        result = replay(policy, tree, workers=1, max_rounds=50)  # type: ignore[arg-type]
+        assert result == replay_generic(policy, tree, workers=1,  # type: ignore[arg-type]
+                                        max_rounds=50)
+        assert result.revealed >= 3
+
+
+BATCHED = [name for name in FAMILIES if hasattr(make_policy(name), "batches")]
+
+
+def test_the_families_with_a_batch_chooser() -> None:
+    assert BATCHED == ["allocation", "stagnation", "ucb"]
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=bushy_trees(), family=st.sampled_from(BATCHED), data=st.data(),
+       workers=st.integers(2, 12), k2=st.integers(0, 200),
+       budget=st.none() | st.integers(0, 120), charge=st.booleans())
+def test_batch_choosers_equal_the_episode_loop(nodes: list[Node], family: str,
+                                               data: st.DataObject, workers: int, k2: int,
+                                               budget: int | None, charge: bool) -> None:
+    tree = RecordedTree.from_nodes("r", nodes)
+    params = data.draw(PARAMS[family])
+    policy = make_policy(_spec(family, params))
+    expected = tame(tree) and (
+        tree.root.score is not None and tree.branch_count > 2 * workers + 2
+        if family == "allocation" else tree.root.score is not None if family == "ucb"
+        else tree.root.score is not None or params["min_gain"] == 0)
+    assert (policy.batches(tree, None, workers) is not None) == expected  # type: ignore[attr-defined]
+    assert replay(policy, tree, workers=workers, max_rounds=k2, attempt_budget=budget,
+                  charge_misses=charge) == replay_generic(
+        policy, tree, workers=workers, max_rounds=k2, attempt_budget=budget,
+        charge_misses=charge)
