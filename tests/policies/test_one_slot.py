@@ -185,3 +185,38 @@ def test_batch_choosers_equal_the_episode_loop(nodes: list[Node], family: str,
                   charge_misses=charge) == replay_generic(
         policy, tree, workers=workers, max_rounds=k2, attempt_budget=budget,
         charge_misses=charge)
+
+
+def _level_tree(branches: int, length: int, timed: bool) -> RecordedTree:
+    """A root scored 0 and ``branches`` branches of ``length`` attempts, every one
+    scoring 0 too: with λ = 0 every allocation action (every branch, and opening) scores 0."""
+    rng = random.Random(branches * 100 + length)
+    nodes = [Node("n0", "r", None, 0, 0, "c", NodeStatus.OK, True, 0.0, 0.0)]
+    seq = 0
+    for _ in range(branches):
+        parent = "n0"
+        for _ in range(length):
+            seq += 1
+            nodes.append(Node(f"n{seq}", "r", parent, seq, seq, "c", NodeStatus.OK, True, 0.0,
+                              0.0, cost=Cost(rng.randint(1, 9) if timed else 0)))
+            parent = f"n{seq}"
+    return RecordedTree.from_nodes("r", nodes)
+
+
+@pytest.mark.parametrize("timed", [False, True])
+@pytest.mark.parametrize("workers", [1, 2, 3, 5])
+def test_allocation_ties_put_branches_before_opening(timed: bool, workers: int) -> None:
+    """Every action ties (λ = 0, every score the root's): the episode loop lists branches
+    before opening, and the one-slot and batch choosers, which count opening's score in
+    their scan from the start, must too."""
+    for branches in (3, 2 * workers + 3, 4 * workers + 5):
+        tree = _level_tree(branches, 4, timed)
+        for max_branches in (branches, branches + 3):
+            policy = make_policy(f"allocation:lam=0,max_branches={max_branches}")
+            fast = replay(policy, tree, workers=workers, max_rounds=60)
+            assert fast == replay_generic(policy, tree, workers=workers, max_rounds=60)
+            # the first round opens, the second extends what it opened: no opening ties
+            first = min(workers, branches)
+            assert fast.batch_sizes[:2] == (first, first)
+            assert all(tree.nodes[node].parent_id != "n0"
+                       for node in fast.order[first:2 * first])

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from dreamrsi.core.replay import RecordedTree
 
 _FEW = 2  # with at most _FEW W + _FEW branches, score them all (cheaper than the ranking)
+_SCAN = 8  # the one-slot chooser's few: with at most _SCAN branches it scores them all
 
 
 @trusted
@@ -158,7 +159,11 @@ def _choosers(lam: float, fresh: float, max_branches: int,
     are keyed again once the span has grown by a quarter, so the bounds stay close. Each
     branch's parts that do not move with the mean cost (``progress + λ·info``, its wall
     time per attempt, ρ) are kept with the span they were made for, so a score is
-    :meth:`AllocationScore.score`'s last two operations."""
+    :meth:`AllocationScore.score`'s last two operations.
+
+    While there are few branches (at most ``_SCAN`` at W = 1, ``2 W + 2`` in a batch) every
+    one is scored each round, as :meth:`AllocationScore._score_all` does, and no key is kept:
+    the keys are made (:func:`rank`) the first round that scans in their order."""
     arms: list[Branch] = []  # each branch's state, in opening order
     place: dict[str, int] = {}  # branch id -> opening position
     # by place: (the span they were made for, progress + λ·info, wall/length, ρ)
@@ -168,6 +173,7 @@ def _choosers(lam: float, fresh: float, max_branches: int,
     untimed: list[tuple[float, int]] = []  # (-score, place)
     best, span, keyed, firsts, valid_first, size, wall = base, _TINY, _TINY, 0.0, 0, 0, 0
     opening: float | None = None  # opening's score (None: no more branches may open)
+    ranked = False  # whether keys, timed and untimed are kept (made by rank())
 
     def parts_of(branch: Branch) -> tuple[float, float, float, float]:
         mean, first, length = branch.best, branch.first_score, branch.length
@@ -180,40 +186,57 @@ def _choosers(lam: float, fresh: float, max_branches: int,
         return (True, (-(gain / unit * rho), at)) if unit else (False,
                                                                  (-(gain / 1.0 * rho), at))
 
+    def rank() -> None:
+        """Key every branch on the current span and sort them: from now on keys are kept."""
+        nonlocal keyed, timed, untimed, ranked
+        keyed, ranked = span, True
+        parts[:] = [parts_of(arm) for arm in arms]
+        keys[:] = [key(at) for at in range(len(arms))]
+        timed = sorted([entry for is_timed, entry in keys if is_timed])
+        untimed = sorted([entry for is_timed, entry in keys if not is_timed])
+
     def take(revealed: Branch) -> None:
         """Catch up with one revealed node (its branch's new state)."""
-        nonlocal best, span, keyed, firsts, valid_first, size, wall, timed, untimed, opening
+        nonlocal best, span, firsts, valid_first, size, wall, opening
         size += 1
         wall += revealed.tip_node.cost.wall_ms
         mean, length = revealed.best, revealed.length
+        # parts_of(revealed) and key(at), inlined
+        first, total = revealed.first_score, revealed.wall_ms
+        gain = (((mean - first) / span / length if mean is not None and first is not None
+                 else 0.0) + lam * (1.0 / sqrt(length)))
+        unit, rho = total / length, (revealed.valid + 1) / (length + 2)
         if length == 1:  # a branch opened
             at = place[revealed.branch_id] = len(arms)
             arms.append(revealed)
-            parts.append(parts_of(revealed))
-            if (first := revealed.first_score) is not None:
+            parts.append((span, gain, unit, rho))
+            if first is not None:
                 valid_first += 1
                 firsts += (first - base) / span
-            keys.append(entry := key(at))
-            insort(timed if entry[0] else untimed, entry[1])
+            if not ranked:
+                pass  # no keys yet
+            elif unit:
+                keys.append((True, entry := (-(gain / unit * rho), at)))
+                insort(timed, entry)
+            else:
+                keys.append((False, entry := (-(gain / 1.0 * rho), at)))
+                insort(untimed, entry)
             count = len(arms)
             opening = (((firsts / count if count else fresh) + lam)
                        * ((valid_first + 1) / (count + 2))) if count < max_branches else None
-        else:  # a branch grew: parts_of(revealed) and key(at), inlined
+        else:  # a branch grew
             at = place[revealed.branch_id]
             arms[at] = revealed
-            first, total = revealed.first_score, revealed.wall_ms
-            gain = (((mean - first) / span / length if mean is not None and first is not None
-                     else 0.0) + lam * (1.0 / sqrt(length)))
-            unit, rho = total / length, (revealed.valid + 1) / (length + 2)
             parts[at] = span, gain, unit, rho
-            entry = (True, (-(gain / unit * rho), at)) if unit else (
-                False, (-(gain / 1.0 * rho), at))
-            old = keys[at]
-            if old != entry:
-                ranked = timed if old[0] else untimed
-                del ranked[bisect_left(ranked, old[1])]
-                insort(timed if entry[0] else untimed, entry[1])
-                keys[at] = entry
+            if ranked:
+                new = (True, (-(gain / unit * rho), at)) if unit else (
+                    False, (-(gain / 1.0 * rho), at))
+                old = keys[at]
+                if old != new:
+                    kept = timed if old[0] else untimed
+                    del kept[bisect_left(kept, old[1])]
+                    insort(timed if new[0] else untimed, new[1])
+                    keys[at] = new
         if revealed.since_best == 0 and mean is not None and mean > best:
             best = mean
             span = best - base
@@ -226,12 +249,8 @@ def _choosers(lam: float, fresh: float, max_branches: int,
             count = len(arms)
             opening = (((firsts / count if count else fresh) + lam)
                        * ((valid_first + 1) / (count + 2))) if count < max_branches else None
-            if span > keyed * 1.25:  # every key again
-                keyed = span
-                parts[:] = [parts_of(arm) for arm in arms]
-                keys[:] = [key(at) for at in range(len(arms))]
-                timed = sorted([entry for is_timed, entry in keys if is_timed])
-                untimed = sorted([entry for is_timed, entry in keys if not is_timed])
+            if ranked and span > keyed * 1.25:  # every key again
+                rank()
 
     def one(revealed: Branch | None) -> Branch | str:
         if revealed is not None:
@@ -240,8 +259,26 @@ def _choosers(lam: float, fresh: float, max_branches: int,
             return OPEN  # opening's score with no branch: max_branches is at least 1
         mean_cost = (wall / (size if size > 1 else 1)) or 1.0
         # untimed branches by score, then timed ones by key, while their bound reaches the
-        # best score found, each scored on the current span as _score_all scores it
-        top, pick = -math.inf, 0
+        # best score found (opening's to begin with: a branch must tie it to be chosen,
+        # opening being listed after the branches), each scored on the current span as
+        # _score_all scores it; pick == count stands for opening
+        count = len(arms)
+        top, pick = (-math.inf, 0) if opening is None else (opening, count)
+        if not ranked:
+            if count <= _SCAN:  # few branches: score each, in opening order
+                for at in range(count):
+                    made, gain, unit, rho = parts[at]
+                    if made != span:
+                        made, gain, unit, rho = parts[at] = parts_of(arms[at])
+                    if unit:
+                        cost = unit / mean_cost
+                        value = gain / (1e-6 if 1e-6 > cost else cost) * rho
+                    else:
+                        value = gain / 1.0 * rho
+                    if value > top or (value == top and at < pick):
+                        top, pick = value, at
+                return OPEN if pick == count else arms[pick]
+            rank()
         if untimed:
             bound = 1 + _SLACK
             for negative, at in untimed:
@@ -264,18 +301,22 @@ def _choosers(lam: float, fresh: float, max_branches: int,
             value = gain / (1e-6 if 1e-6 > cost else cost) * rho
             if value > top or (value == top and at < pick):
                 top, pick = value, at
-        if opening is not None and opening > top:  # opening is listed after the branches
-            return OPEN
-        return arms[pick]
+        return OPEN if pick == count else arms[pick]
 
     def many(revealed: Sequence[Branch], n: int) -> list[Branch | str]:
         """What :meth:`_Ranked.choose` chooses: the scanned candidates and the openings
-        sorted as ``(-score, place)``, the first ``n``."""
+        sorted as ``(-score, place)``, the first ``n``. The openings share one score and
+        follow every branch in listing order, so they go in after the branches scoring at
+        least as much; in the ranked scan they count among the ``n`` best from the start."""
         for state in revealed:
             take(state)
         mean_cost = (wall / (size if size > 1 else 1)) or 1.0
         found: list[tuple[float, int]] = []  # (-score, place)
         count = len(arms)
+        opens, score = 0, 0.0  # openings in the batch at most, and their score
+        if count < max_branches:
+            opens = min(n, max_branches - count)
+            score = opening if count else (fresh + lam) * (1 / 2)  # type: ignore[assignment]
         if count <= _FEW * n + _FEW:  # few branches: score them all (as _score_all does)
             for at in range(count):
                 made, gain, unit, rho = parts[at]
@@ -287,9 +328,11 @@ def _choosers(lam: float, fresh: float, max_branches: int,
                 else:
                     found.append((-(gain / 1.0 * rho), at))
         else:
-            top: list[float] = []  # the n best scores found (a min-heap)
-            for bound, ranked in ((1 + _SLACK, untimed), (mean_cost * (1 + _SLACK), timed)):
-                for negative, at in ranked:
+            if not ranked:
+                rank()
+            top: list[float] = [score] * opens  # the n best scores found (a min-heap)
+            for bound, kept in ((1 + _SLACK, untimed), (mean_cost * (1 + _SLACK), timed)):
+                for negative, at in kept:
                     if len(top) == n and -negative * bound < top[0]:
                         break
                     made, gain, unit, rho = parts[at]
@@ -305,12 +348,14 @@ def _choosers(lam: float, fresh: float, max_branches: int,
                         heapq.heappush(top, value)
                     elif value > top[0]:
                         heapq.heapreplace(top, value)
-        if count < max_branches:
-            score = opening if count else (fresh + lam) * (1 / 2)
-            found += [(-score, count + k)  # type: ignore[operator]  # a score when count
-                      for k in range(min(n, max_branches - count))]
         found.sort()
-        return [arms[at] if at < count else OPEN for _, at in found[:n]]
+        if not opens:
+            return [arms[at] for _, at in found[:n]]
+        ahead = bisect_left(found, (-score, count))  # the branches scoring at least opening's
+        if ahead >= n:
+            return [arms[at] for _, at in found[:n]]
+        return ([arms[at] for _, at in found[:ahead]] + [OPEN] * opens
+                + [arms[at] for _, at in found[ahead:n - opens]])[:n]
 
     return one, many
 
