@@ -156,7 +156,8 @@ def _choosers(lam: float, fresh: float, max_branches: int,
     left as it is when the span moves: the span only grows (the view's best only rises),
     which only lowers a branch's progress, so a key made with an earlier span bounds the
     branch from above as well (every candidate is then scored on the current span); all
-    are keyed again once the span has grown by a quarter, so the bounds stay close. Each
+    are keyed again once the span has doubled, so the bounds stay close (keying all costs
+    more than scanning a few more candidates in the rounds between). Each
     branch's parts that do not move with the mean cost (``progress + λ·info``, its wall
     time per attempt, ρ) are kept with the span they were made for, so a score is
     :meth:`AllocationScore.score`'s last two operations.
@@ -249,7 +250,7 @@ def _choosers(lam: float, fresh: float, max_branches: int,
             count = len(arms)
             opening = (((firsts / count if count else fresh) + lam)
                        * ((valid_first + 1) / (count + 2))) if count < max_branches else None
-            if ranked and span > keyed * 1.25:  # every key again
+            if ranked and span > keyed * 2.0:  # every key again
                 rank()
 
     def one(revealed: Branch | None) -> Branch | str:
