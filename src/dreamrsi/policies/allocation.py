@@ -175,12 +175,16 @@ def _choosers(lam: float, fresh: float, max_branches: int,
     best, span, keyed, firsts, valid_first, size, wall = base, _TINY, _TINY, 0.0, 0, 0, 0
     opening: float | None = None  # opening's score (None: no more branches may open)
     ranked = False  # whether keys, timed and untimed are kept (made by rank())
+    first_scores: list[float] = []  # the branches' first scores, in opening order (not None)
 
-    def parts_of(branch: Branch) -> tuple[float, float, float, float]:
+    def parts_of(at: int) -> tuple[float, float, float, float]:
+        """Branch ``at``'s parts on the current span (its wall time per attempt and ρ, which
+        do not move with the span, as they were kept)."""
+        _, _, unit, rho = parts[at]
+        branch = arms[at]
         mean, first, length = branch.best, branch.first_score, branch.length
         return (span, ((mean - first) / span / length if mean is not None and first is not None
-                       else 0.0) + lam * (1.0 / sqrt(length)),
-                branch.wall_ms / length, (branch.valid + 1) / (length + 2))
+                       else 0.0) + lam * (1.0 / sqrt(length)), unit, rho)
 
     def key(at: int) -> tuple[bool, tuple[float, int]]:
         _, gain, unit, rho = parts[at]
@@ -191,7 +195,7 @@ def _choosers(lam: float, fresh: float, max_branches: int,
         """Key every branch on the current span and sort them: from now on keys are kept."""
         nonlocal keyed, timed, untimed, ranked
         keyed, ranked = span, True
-        parts[:] = [parts_of(arm) for arm in arms]
+        parts[:] = [parts_of(at) for at in range(len(arms))]
         keys[:] = [key(at) for at in range(len(arms))]
         timed = sorted([entry for is_timed, entry in keys if is_timed])
         untimed = sorted([entry for is_timed, entry in keys if not is_timed])
@@ -214,6 +218,7 @@ def _choosers(lam: float, fresh: float, max_branches: int,
             if first is not None:
                 valid_first += 1
                 firsts += (first - base) / span
+                first_scores.append(first)
             if not ranked:
                 pass  # no keys yet
             elif unit:
@@ -244,9 +249,8 @@ def _choosers(lam: float, fresh: float, max_branches: int,
             if span < _TINY:  # max(span, _TINY)
                 span = _TINY
             firsts = 0.0  # the sum of first gains again, in opening order
-            for arm in arms:
-                if (first := arm.first_score) is not None:
-                    firsts += (first - base) / span
+            for first in first_scores:
+                firsts += (first - base) / span
             count = len(arms)
             opening = (((firsts / count if count else fresh) + lam)
                        * ((valid_first + 1) / (count + 2))) if count < max_branches else None
@@ -269,8 +273,12 @@ def _choosers(lam: float, fresh: float, max_branches: int,
             if count <= _SCAN:  # few branches: score each, in opening order
                 for at in range(count):
                     made, gain, unit, rho = parts[at]
-                    if made != span:
-                        made, gain, unit, rho = parts[at] = parts_of(arms[at])
+                    if made != span:  # parts_of(at), inlined
+                        arm = arms[at]
+                        mean, first, length = arm.best, arm.first_score, arm.length
+                        gain = ((mean - first) / span / length if mean is not None
+                                and first is not None else 0.0) + lam * (1.0 / sqrt(length))
+                        parts[at] = span, gain, unit, rho
                     if unit:
                         cost = unit / mean_cost
                         value = gain / (1e-6 if 1e-6 > cost else cost) * rho
@@ -287,7 +295,7 @@ def _choosers(lam: float, fresh: float, max_branches: int,
                     break
                 made, gain, unit, rho = parts[at]
                 if made != span:
-                    made, gain, unit, rho = parts[at] = parts_of(arms[at])
+                    made, gain, unit, rho = parts[at] = parts_of(at)
                 value = gain / 1.0 * rho
                 if value > top or (value == top and at < pick):
                     top, pick = value, at
@@ -297,7 +305,7 @@ def _choosers(lam: float, fresh: float, max_branches: int,
                 break
             made, gain, unit, rho = parts[at]
             if made != span:
-                made, gain, unit, rho = parts[at] = parts_of(arms[at])
+                made, gain, unit, rho = parts[at] = parts_of(at)
             cost = unit / mean_cost
             value = gain / (1e-6 if 1e-6 > cost else cost) * rho
             if value > top or (value == top and at < pick):
@@ -322,7 +330,7 @@ def _choosers(lam: float, fresh: float, max_branches: int,
             for at in range(count):
                 made, gain, unit, rho = parts[at]
                 if made != span:
-                    made, gain, unit, rho = parts[at] = parts_of(arms[at])
+                    made, gain, unit, rho = parts[at] = parts_of(at)
                 if unit:
                     cost = unit / mean_cost
                     found.append((-(gain / (1e-6 if 1e-6 > cost else cost) * rho), at))
@@ -338,7 +346,7 @@ def _choosers(lam: float, fresh: float, max_branches: int,
                         break
                     made, gain, unit, rho = parts[at]
                     if made != span:
-                        made, gain, unit, rho = parts[at] = parts_of(arms[at])
+                        made, gain, unit, rho = parts[at] = parts_of(at)
                     if unit:
                         cost = unit / mean_cost
                         value = gain / (1e-6 if 1e-6 > cost else cost) * rho
