@@ -138,11 +138,13 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
          attempts: int | None, charge: bool, keep_order: bool, seed: int = 0,
          task_name: str = "") -> Played:
     """Replay ``tree`` at W = 1 with ``choose`` deciding (``policy`` continues if it gives
-    up; it must be ``view_determined``): see :data:`Played`."""
+    up; it must be ``view_determined``): see :data:`Played`.
+
+    One slot: every round makes one selection (so they are counted as rounds), and every
+    node revealed is kept (so they are counted as ``nodes``)."""
     starts, after, size = tree.branch_starts, tree.state_after, tree.size
-    count_starts = len(starts)
     best = tree.root.score
-    opened = rounds = spent = selections = revealed = 0
+    opened = rounds = spent = 0
     nodes: list[Node] = []  # kept for a hand-over, and for the order
     sizes: list[int] | None = [] if keep_order else None
     state: Branch | None = None
@@ -150,17 +152,14 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
         if rounds >= rounds_cap:
             stop = _ROUND_BUDGET
             break
-        left = None
-        if attempts is not None:
-            left = attempts - spent
-            if left <= 0:
-                stop = _ATTEMPT_BUDGET
-                break
+        if attempts is not None and attempts <= spent:
+            stop = _ATTEMPT_BUDGET
+            break
         pick = choose(state)
         if type(pick) is not str:  # a branch: the common answer
             state = after[pick.tip]  # type: ignore[union-attr]  # not a str: a Branch
         elif pick is OPEN:
-            if opened < count_starts:
+            if opened < len(starts):
                 state = starts[opened]
                 opened += 1
             else:
@@ -170,31 +169,15 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
             break
         else:  # GIVE_UP
             return _hand_over(policy, tree, nodes, EpisodeState(
-                rounds, spent, selections, revealed, sizes), rounds_cap, attempts, charge,
+                rounds, spent, rounds, len(nodes), sizes), rounds_cap, attempts, charge,
                 keep_order, seed, task_name)
-        selections += 1
         if state is None:  # a miss: nothing recorded below what was asked for
-            if revealed >= size:
-                selections -= 1
+            if len(nodes) >= size:
                 stop = _EXHAUSTED  # asked for more than is left: not a round
                 break
-            if charge and attempts is not None:
-                spent += 1
-            rounds += 1
-            # the policy sees the same view, so asks the same: count those rounds at once
-            # (as run_episode does); the next round then ends the replay
-            idle = _repeated_rounds(1, left, 1, charge, rounds_cap - rounds)
-            rounds += idle
-            selections += idle
-            if charge and attempts is not None:
-                spent += idle
-            if sizes is not None:
-                sizes += [0] * (idle + 1)
-            # _repeated_rounds' promise: the round cap or the attempts are now spent
-            assert rounds >= rounds_cap or (attempts is not None and attempts - spent <= 0)
+            rounds, spent = _missed(rounds, spent, rounds_cap, attempts, charge, sizes)
             continue
         node = state.tip_node
-        revealed += 1
         rounds += 1
         if attempts is not None and node[6] is not _LOST:  # Node[6]: its status
             spent += 1
@@ -204,7 +187,26 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
         nodes.append(node)
         if sizes is not None:
             sizes.append(1)
-    return stop, rounds, selections, revealed, sizes, best, nodes if keep_order else None
+    return stop, rounds, rounds, len(nodes), sizes, best, nodes if keep_order else None
+
+
+def _missed(rounds: int, spent: int, rounds_cap: int, attempts: int | None, charge: bool,
+            sizes: list[int] | None) -> tuple[int, int]:
+    """A one-slot round that revealed nothing, and the rounds after it in which the policy
+    sees the same view, so asks the same (counted at once, as ``run_episode`` does; the next
+    round then ends the replay): the rounds and attempts spent after them."""
+    left = None if attempts is None else attempts - spent
+    charged = charge and attempts is not None
+    rounds += 1
+    idle = _repeated_rounds(1, left, 1, charge, rounds_cap - rounds)
+    rounds += idle
+    if charged:
+        spent += idle + 1
+    if sizes is not None:
+        sizes += [0] * (idle + 1)
+    # _repeated_rounds' promise: the round cap or the attempts are now spent
+    assert rounds >= rounds_cap or (attempts is not None and attempts - spent <= 0)
+    return rounds, spent
 
 
 def play_batches(choose: BatchChooser, policy: Policy, tree: RecordedTree, workers: int,
