@@ -220,54 +220,61 @@ def _one_slot(c: float, fresh: float, max_branches: int,
     """UCB's one-slot chooser over a root scored ``base`` (see :meth:`UCBBranches.one_slot`),
     as a generator: its ``send`` is fed each revealed node's branch state (``None`` the first
     time) and answers. Its state lives in its own frame, made afresh for each replay (a
-    closure's cells cost more to make and to reach). Each arm's gain is kept, and computed
-    again for every arm when the span moves; the sum of first gains likewise, in opening
-    order (the floats :meth:`UCBBranches._value_all` sums)."""
+    closure's cells cost more to make and to reach).
+
+    One slot: a node revealed is either the first of the branch it answered OPEN for, or the
+    next of the branch it answered last. Each arm's gain is kept, changed only when its best
+    rises, and computed again for every arm when the span moves; the sum of first gains
+    likewise, in opening order (the floats :meth:`UCBBranches._value_all` sums)."""
     arms: list[Branch] = []  # each branch's state, in opening order
     gains: list[float] = []  # each branch's gain on the current scale
-    lengths: list[int] = []
-    place: dict[str, int] = {}  # branch id -> opening position
-    best, span, firsts, size = base, _TINY, 0.0, 0
-    sqrt, log = math.sqrt, math.log
+    best, span, firsts, size, pick = base, _TINY, 0.0, 0, -1  # pick: the arm answered last
+    sqrt, log, most, inf = math.sqrt, math.log, _FEW + _FEW, math.inf
     # no arm yet: the new-branch arm's value (fresh + 1e9, finite) beats -inf
     revealed = yield OPEN if max_branches > 0 else STOP
     while True:
-        if revealed is not None:  # catch up with it (its branch's new state): _take, inlined
+        if revealed is not None:  # catch up with it (its branch's new state)
             size += 1
-            score = revealed.best
-            moved = revealed.since_best == 0 and score is not None and score > best
-            if moved:
-                best = score  # type: ignore[assignment]  # not None
+            # a best risen in its branch (since_best 0: its tip holds it), or a new branch
+            rose = revealed.since_best == 0 and (score := revealed.best) is not None
+            if rose and score > best:  # the scale moves: every gain, and the first gains
+                best = score
                 span = best - base
                 if span < _TINY:  # max(span, _TINY)
                     span = _TINY
-            if revealed.length == 1:  # a branch opened
-                place[revealed.branch_id] = len(arms)
+                if pick < 0:
+                    arms.append(revealed)
+                    gains.append(0.0)  # computed just below
+                else:
+                    arms[pick] = revealed
+                firsts = 0.0
+                for k, arm in enumerate(arms):
+                    mean, first = arm.best, arm.first_score
+                    gains[k] = 0.0 if mean is None else (mean - base) / span
+                    if first is not None:
+                        firsts += (first - base) / span
+            elif pick < 0:  # a branch opened
                 arms.append(revealed)
-                lengths.append(1)
-                gains.append(0.0 if score is None else (score - base) / span)
-                if not moved and (first := revealed.first_score) is not None:
+                gains.append((score - base) / span if rose else 0.0)
+                if (first := revealed.first_score) is not None:
                     firsts += (first - base) / span
             else:
-                k = place[revealed.branch_id]
-                arms[k] = revealed
-                lengths[k] = revealed.length
-                if not moved and score is not None:
-                    gains[k] = (score - base) / span
-            if moved:
-                firsts = _rescaled(arms, gains, base, span)
+                arms[pick] = revealed
+                if rose:
+                    gains[pick] = (score - base) / span
         count = len(arms)
-        if count > _FEW + _FEW:
+        if count > most:
             break
         log_t = log(size + 1)
-        top, pick = -math.inf, 0
+        top, pick = -inf, 0
         for k in range(count):
-            value = gains[k] + c * sqrt(log_t / lengths[k])
+            value = gains[k] + c * sqrt(log_t / arms[k].length)
             if value > top:
                 top, pick = value, k
         if max_branches > count and (  # the new-branch arm, listed last
                 (firsts / count + c * sqrt(log_t / (count + 1)) if count else fresh + 1e9)
                 > top):
+            pick = -1
             revealed = yield OPEN
         else:
             revealed = yield arms[pick] if count else STOP
