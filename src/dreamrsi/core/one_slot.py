@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from dreamrsi.core.policy import GridPlan, Policy
     from dreamrsi.core.replay import RecordedTree
 
-__all__ = ["GIVE_UP", "OPEN", "STOP", "BatchChooser", "Chooser", "Played", "batch_chooser_of",
-           "chooser_of", "play", "play_batches", "tame", "trusted"]
+__all__ = ["CHOOSERS", "GIVE_UP", "OPEN", "STOP", "BatchChooser", "Chooser", "Played",
+           "batch_chooser_of", "chooser_of", "play", "play_batches", "tame", "trusted"]
 
 OPEN: Final = "open"
 """A chooser's answer: open the next recorded branch (the root is the batch)."""
@@ -78,7 +78,9 @@ class BatchChooser(Protocol):
         ...
 
 
-_TRUSTED: dict[type, Callable[..., Chooser | None]] = {}
+CHOOSERS: dict[type, Callable[..., Chooser | None]] = {}
+"""Each :func:`trusted` class's ``one_slot`` (what :func:`chooser_of` looks up; read it, never
+change it: :func:`~dreamrsi.core.replay.replay` looks up its chooser here, one call less)."""
 _BATCHED: dict[type, Callable[..., BatchChooser | None]] = {}
 
 
@@ -87,7 +89,7 @@ def trusted(cls: type[T]) -> type[T]:
     class decorator). ``one_slot`` is handed the whole recorded tree, unrevealed nodes
     included, which a policy's own arguments never hold: only a class registered by name
     (never a subclass, nor any other object with a ``one_slot``) is trusted with it."""
-    _TRUSTED[cls] = cls.one_slot  # type: ignore[attr-defined]
+    CHOOSERS[cls] = cls.one_slot  # type: ignore[attr-defined]
     if hasattr(cls, "batches"):  # batches(tree, plan, workers): its batch chooser, if any
         _BATCHED[cls] = cls.batches  # type: ignore[attr-defined]
     return cls
@@ -95,7 +97,7 @@ def trusted(cls: type[T]) -> type[T]:
 
 def chooser_of(policy: object, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
     """The chooser of ``policy`` (of a :func:`trusted` class exactly) for ``tree``, if any."""
-    make = _TRUSTED.get(type(policy))
+    make = CHOOSERS.get(type(policy))
     return None if make is None else make(policy, tree, plan)
 
 
@@ -140,8 +142,8 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
     """Replay ``tree`` at W = 1 with ``choose`` deciding (``policy`` continues if it gives
     up; it must be ``view_determined``): see :data:`Played`.
 
-    One slot: every round makes one selection (so they are counted as rounds), and every
-    node revealed is kept (so they are counted as ``nodes``)."""
+    One slot: every round makes one selection (so rounds count both), and every node
+    revealed is kept (so ``nodes`` counts them)."""
     starts, after, size = tree.branch_starts, tree.state_after, tree.size
     best = tree.root.score
     opened = rounds = spent = 0
@@ -175,7 +177,17 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
             if len(nodes) >= size:
                 stop = _EXHAUSTED  # asked for more than is left: not a round
                 break
-            rounds, spent = _missed(rounds, spent, rounds_cap, attempts, charge, sizes)
+            # the policy sees the same view, so asks the same: count those rounds at once
+            # (as run_episode does); the next round then ends the replay
+            idle = rounds_cap - rounds if attempts is None else _repeated_rounds(
+                1, attempts - spent, 1, charge, rounds_cap - rounds - 1) + 1
+            rounds += idle
+            if charge and attempts is not None:
+                spent += idle
+            if sizes is not None:
+                sizes += [0] * idle
+            # _repeated_rounds' promise: the round cap or the attempts are now spent
+            assert rounds >= rounds_cap or (attempts is not None and attempts <= spent)
             continue
         node = state.tip_node
         rounds += 1
@@ -188,25 +200,6 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
         if sizes is not None:
             sizes.append(1)
     return stop, rounds, rounds, len(nodes), sizes, best, nodes if keep_order else None
-
-
-def _missed(rounds: int, spent: int, rounds_cap: int, attempts: int | None, charge: bool,
-            sizes: list[int] | None) -> tuple[int, int]:
-    """A one-slot round that revealed nothing, and the rounds after it in which the policy
-    sees the same view, so asks the same (counted at once, as ``run_episode`` does; the next
-    round then ends the replay): the rounds and attempts spent after them."""
-    left = None if attempts is None else attempts - spent
-    charged = charge and attempts is not None
-    rounds += 1
-    idle = _repeated_rounds(1, left, 1, charge, rounds_cap - rounds)
-    rounds += idle
-    if charged:
-        spent += idle + 1
-    if sizes is not None:
-        sizes += [0] * (idle + 1)
-    # _repeated_rounds' promise: the round cap or the attempts are now spent
-    assert rounds >= rounds_cap or (attempts is not None and attempts - spent <= 0)
-    return rounds, spent
 
 
 def play_batches(choose: BatchChooser, policy: Policy, tree: RecordedTree, workers: int,
