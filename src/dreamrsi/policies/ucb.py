@@ -170,19 +170,25 @@ class UCBBranches:
         :func:`~dreamrsi.core.one_slot.tame`. It values every arm every round as
         :meth:`_value_all` does (the same floats, the best found by one scan: no NaN can
         arise), and gives up past ``_FEW + _FEW`` branches, where the groups cost less."""
-        if (plan is not None or type(self) is not UCBBranches or tree.root.score is None
-                or not tame(tree) or not (math.isfinite(self.c) and math.isfinite(self.fresh))):
-            return None
-        return _one_slot(self.c, self.fresh, self.max_branches, tree.root.score).send
+        if not (plan is None and type(self) is UCBBranches and tree.root.score is not None
+                and tame(tree) and math.isfinite(self.c) and math.isfinite(self.fresh)):
+            return None  # not _fits(tree, plan) (inlined: asked every replay)
+        return _one_slot(self.c, self.fresh, self.max_branches,
+                         tree.root.score).send  # type: ignore[arg-type]  # fits: a score
 
     def batches(self, tree: RecordedTree, plan: GridPlan | None,
                 workers: int) -> BatchChooser | None:
         """:meth:`one_slot` for any W: :meth:`_value_all`'s batch, handing over past
         ``8 W + 8`` branches."""
-        if self.one_slot(tree, plan) is None:
+        if not self._fits(tree, plan):
             return None
         return _batches(self.c, self.fresh, self.max_branches,
                         tree.root.score)  # type: ignore[arg-type]  # a score: one_slot
+
+    def _fits(self, tree: RecordedTree, plan: GridPlan | None) -> bool:
+        """Whether the choosers apply (see :meth:`one_slot`)."""
+        return (plan is None and type(self) is UCBBranches and tree.root.score is not None
+                and tame(tree) and math.isfinite(self.c) and math.isfinite(self.fresh))
 
     def _value_all(self, view: TreeView, n: int) -> list[str]:
         """The W best arms, every arm valued (the groups catch up when next used)."""
