@@ -355,20 +355,23 @@ class OpenChains:
         return batch
 
 
-def refine_chooser(length: Callable[[int], int | None], branches: int) -> Chooser:
+def refine_chooser(length: int | Callable[[int], int | None], branches: int) -> Chooser:
     """:meth:`OpenChains.select` at W = 1 as a one-slot chooser
     (:func:`dreamrsi.core.one_slot.play`): the first chain of those that may be unfinished,
-    while it is; past the last, the root while fewer than ``branches`` are open.
+    while it is; past the last, the root while fewer than ``branches`` are open. ``length``:
+    the finished attempts every chain is refined to, or the i-th chain's (``None``: never
+    refined), asked once per chain as it opens.
 
     One slot: a chain is opened only once every chain before it is finished (finished
     attempts only grow), so at most one chain is open, the one answered last."""
     return _refine_chooser(length, branches).send
 
 
-def _refine_chooser(length: Callable[[int], int | None],
+def _refine_chooser(length: int | Callable[[int], int | None],
                     branches: int) -> Generator[Branch | str, Branch | None, None]:
     """:func:`refine_chooser` as a generator (its state in its frame, made for each replay):
     ``send`` is fed each revealed node's branch state (``None`` the first time)."""
+    every = length if type(length) is int else None
     opened = want = 0  # branches opened; the attempts the open chain is refined to
     chain: Branch | None = None  # the open chain's state (``None``: none open)
     revealed = None
@@ -377,7 +380,7 @@ def _refine_chooser(length: Callable[[int], int | None],
             if chain is not None:  # the chain answered last grew
                 chain = revealed
             else:  # a branch opened (the answer was OPEN)
-                wanted = length(opened)
+                wanted = every if every is not None else length(opened)  # type: ignore[operator]
                 opened += 1
                 if wanted is not None:
                     chain, want = revealed, wanted
