@@ -61,7 +61,10 @@ _BIG = 1e150  # scores within it: no difference or ratio of two of them overflow
 
 
 class Chooser(Protocol):
-    """A family's one-slot decision, fed each revealed node's branch state."""
+    """A family's one-slot decision, fed each revealed node's branch state: ``None`` the
+    first time, then the state of the node its last answer revealed (the first node of a new
+    branch after OPEN, else the next node of the branch it answered). Made for one replay
+    (a generator's ``send`` does: its state lives in its frame)."""
 
     def __call__(self, revealed: Branch | None, /) -> Branch | str:
         """The branch to extend (its current state), or OPEN, STOP or GIVE_UP."""
