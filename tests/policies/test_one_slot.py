@@ -260,6 +260,6 @@ def test_replay_asks_the_registered_classes_only() -> None:
     ``one_slot``, keyed by the class itself, and nothing else."""
     for family in FAMILIES:
         cls = type(make_policy(family))
-        assert CHOOSERS[cls] is cls.one_slot  # type: ignore[attr-defined]
+        assert CHOOSERS[cls] is cls.one_slot
     assert _Peeking not in CHOOSERS and _Stranger not in CHOOSERS
     assert len(CHOOSERS) == len(FAMILIES)

@@ -174,7 +174,7 @@ class UCBBranches:
                 and tame(tree) and math.isfinite(self.c) and math.isfinite(self.fresh)):
             return None  # not _fits(tree, plan) (inlined: asked every replay)
         return _one_slot(self.c, self.fresh, self.max_branches,
-                         tree.root.score).send  # type: ignore[arg-type]  # fits: a score
+                         tree.root.score).send
 
     def batches(self, tree: RecordedTree, plan: GridPlan | None,
                 workers: int) -> BatchChooser | None:
@@ -241,9 +241,10 @@ def _one_slot(c: float, fresh: float, max_branches: int,
     while True:
         if revealed is not None:  # catch up with it (its branch's new state)
             size += 1
-            # a best risen in its branch (since_best 0: its tip holds it), or a new branch
-            rose = revealed.since_best == 0 and (score := revealed.best) is not None
-            if rose and score > best:  # the scale moves: every gain, and the first gains
+            # its branch's best, if it rose (since_best 0: the tip holds it; a new branch's
+            # first score counts as risen), else None
+            score = revealed.best if revealed.since_best == 0 else None
+            if score is not None and score > best:  # the scale moves: every gain, firsts
                 best = score
                 span = best - base
                 if span < _TINY:  # max(span, _TINY)
@@ -261,12 +262,12 @@ def _one_slot(c: float, fresh: float, max_branches: int,
                         firsts += (first - base) / span
             elif pick < 0:  # a branch opened
                 arms.append(revealed)
-                gains.append((score - base) / span if rose else 0.0)
+                gains.append(0.0 if score is None else (score - base) / span)
                 if (first := revealed.first_score) is not None:
                     firsts += (first - base) / span
             else:
                 arms[pick] = revealed
-                if rose:
+                if score is not None:
                     gains[pick] = (score - base) / span
         count = len(arms)
         if count > most:
