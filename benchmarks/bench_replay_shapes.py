@@ -387,7 +387,7 @@ def run_callgrind(args: argparse.Namespace) -> str:
     python = os.path.realpath(sys.executable)
     picked = [{"family": f, "workers": w, "shape": s, "size": args.callgrind_size}
               for f in args.families for w in WORKERS
-              for s in ("chains", "bushy-30")]
+              for s in args.callgrind_shapes]
     rows = []
     with tempfile.TemporaryDirectory(prefix="dreamrsi-cg-") as tmp:
         srcs = {"after": ROOT / "src"}
@@ -458,6 +458,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--callgrind", action="store_true")
     parser.add_argument("--callgrind-size", type=int, default=2_000)
+    parser.add_argument("--callgrind-shapes", nargs="+", choices=SHAPES,
+                        default=["chains", "bushy-30"],
+                        help="the trees --callgrind replays (default: chains bushy-30)")
     parser.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES),
                         help="measure these families only (the section is then not written)")
     parser.add_argument("--no-write", action="store_true")
@@ -478,7 +481,8 @@ def main() -> None:
         body = run_callgrind(args)
         name, title = "replay-callgrind", "Replay instruction counts (callgrind)"
         command = (f"python benchmarks/bench_replay_shapes.py --callgrind --callgrind-size "
-                   f"{args.callgrind_size}{extra}")
+                   f"{args.callgrind_size} --callgrind-shapes "
+                   + " ".join(args.callgrind_shapes) + extra)
     else:
         body = measure(args)
         name, title = "replay-shapes", "Replay on any tree shape (W = 1 and 10)"

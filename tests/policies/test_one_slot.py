@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dreamrsi.core.model import Cost, Node, NodeStatus
-from dreamrsi.core.one_slot import Chooser, tame
+from dreamrsi.core.one_slot import CHOOSERS, Chooser, play, tame
 from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.replay import RecordedTree, replay, replay_generic
-from dreamrsi.core.view import TreeView
+from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies import make_policy
 from dreamrsi.policies.greedy import GreedyBestFirst
 from tests.policies.test_incremental import PARAMS, bushy_trees
@@ -220,3 +220,81 @@ def test_allocation_ties_put_branches_before_opening(timed: bool, workers: int) 
             assert fast.batch_sizes[:2] == (first, first)
             assert all(tree.nodes[node].parent_id != "n0"
                        for node in fast.order[first:2 * first])
+
+
+def _bushy(size: int, seed: int) -> RecordedTree:
+    """A root and ``size`` attempts, each opening a branch (one in two) or extending a leaf
+    drawn at random; scores walk from their parent's, some invalid or lost."""
+    rng = random.Random(seed)
+    nodes = [Node("b-0", "b", None, 0, 0, "c", NodeStatus.OK, True, 0.0, 0.0)]
+    leaves: list[Node] = []
+    level = {"b-0": 0.0}
+    for seq in range(1, size + 1):
+        parent = nodes[0] if not leaves or rng.random() < 0.5 else leaves.pop(
+            rng.randrange(len(leaves)))
+        base = level[parent.node_id] + rng.gauss(0.01, 0.05)
+        draw = rng.random()
+        status = (NodeStatus.LOST if draw < 0.05 else NodeStatus.INVALID if draw < 0.15
+                  else NodeStatus.OK)
+        score = base if status is NodeStatus.OK else None
+        node = Node(f"b-{seq}", "b", parent.node_id, seq, seq, "c", status, score is not None,
+                    score, score, cost=Cost(rng.randint(1, 50)))
+        level[node.node_id] = base
+        nodes.append(node)
+        leaves.append(node)
+    return RecordedTree.from_nodes("b", nodes)
+
+
+_SPECS = {"fixed": ("fixed:branches=6,refine=3", None), "ladder": ("ladder:longest=6", None),
+          "planned": ("planned", (GridPlan(6, 2, "a"), GridPlan(4, 9, "b"))),
+          "ucb": ("ucb:max_branches=12", None)}
+
+
+@pytest.mark.parametrize("family", sorted(_SPECS))
+def test_a_chooser_carries_nothing_from_one_replay_to_another(family: str) -> None:
+    """One policy object replays two trees, each replay of the second inside a round of the
+    first (and each with a plan of its own, for ``planned``): every result equals a fresh
+    policy's, so no chooser state is shared between replays nor kept from one to the next."""
+    spec, plans = _SPECS[family]
+    outer, inner = _bushy(60, 1), _long_chains(5)
+    outer_plan, inner_plan = plans if plans is not None else (None, None)
+    expected_inner = replay(make_policy(spec), inner, workers=1, max_rounds=80,
+                            plan=inner_plan)
+    expected_outer = replay(make_policy(spec), outer, workers=1, max_rounds=80,
+                            plan=outer_plan)
+    assert expected_outer == replay_generic(make_policy(spec), outer, workers=1,
+                                            max_rounds=80, plan=outer_plan)
+    policy = make_policy(spec)
+    choose = policy.one_slot(outer, outer_plan)
+    assert choose is not None
+    inner_results = []
+
+    def interleaved(revealed: Branch | None) -> Branch | str:
+        inner_results.append(replay(policy, inner, workers=1, max_rounds=80, plan=inner_plan))
+        return choose(revealed)
+
+    stop, rounds, selections, revealed, sizes, best, nodes = play(
+        interleaved, policy, outer, 80, None, False, True)
+    assert len(inner_results) > 3
+    assert all(r == expected_inner for r in inner_results)
+    assert (stop, rounds, selections, revealed, best) == (
+        expected_outer.stop, expected_outer.rounds, expected_outer.selections,
+        expected_outer.revealed, expected_outer.quality)
+    assert tuple(n.node_id for n in nodes or ()) == expected_outer.order
+    assert tuple(sizes or ()) == expected_outer.batch_sizes
+    # and one after the other, the same object again
+    for _ in range(2):
+        assert replay(policy, outer, workers=1, max_rounds=80, plan=outer_plan) == \
+            expected_outer
+        assert replay(policy, inner, workers=1, max_rounds=80, plan=inner_plan) == \
+            expected_inner
+
+
+def test_replay_asks_the_registered_classes_only() -> None:
+    """``CHOOSERS`` (what ``replay`` looks a chooser up in) holds each built-in family's own
+    ``one_slot``, keyed by the class itself, and nothing else."""
+    for family in FAMILIES:
+        cls = type(make_policy(family))
+        assert CHOOSERS[cls] is cls.one_slot
+    assert _Peeking not in CHOOSERS and _Stranger not in CHOOSERS
+    assert len(CHOOSERS) == len(FAMILIES)

@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from dreamrsi.core.policy import GridPlan, Policy
     from dreamrsi.core.replay import RecordedTree
 
-__all__ = ["GIVE_UP", "OPEN", "STOP", "BatchChooser", "Chooser", "Played", "batch_chooser_of",
-           "chooser_of", "play", "play_batches", "tame", "trusted"]
+__all__ = ["CHOOSERS", "GIVE_UP", "OPEN", "STOP", "BatchChooser", "Chooser", "Played",
+           "batch_chooser_of", "chooser_of", "play", "play_batches", "tame", "trusted"]
 
 OPEN: Final = "open"
 """A chooser's answer: open the next recorded branch (the root is the batch)."""
@@ -61,7 +61,10 @@ _BIG = 1e150  # scores within it: no difference or ratio of two of them overflow
 
 
 class Chooser(Protocol):
-    """A family's one-slot decision, fed each revealed node's branch state."""
+    """A family's one-slot decision, fed each revealed node's branch state: ``None`` the
+    first time, then the state of the node its last answer revealed (the first node of a new
+    branch after OPEN, else the next node of the branch it answered). Made for one replay
+    (a generator's ``send`` does: its state lives in its frame)."""
 
     def __call__(self, revealed: Branch | None, /) -> Branch | str:
         """The branch to extend (its current state), or OPEN, STOP or GIVE_UP."""
@@ -78,7 +81,9 @@ class BatchChooser(Protocol):
         ...
 
 
-_TRUSTED: dict[type, Callable[..., Chooser | None]] = {}
+CHOOSERS: dict[type, Callable[..., Chooser | None]] = {}
+"""Each :func:`trusted` class's ``one_slot`` (what :func:`chooser_of` looks up; read it, never
+change it: :func:`~dreamrsi.core.replay.replay` looks up its chooser here, one call less)."""
 _BATCHED: dict[type, Callable[..., BatchChooser | None]] = {}
 
 
@@ -87,7 +92,7 @@ def trusted(cls: type[T]) -> type[T]:
     class decorator). ``one_slot`` is handed the whole recorded tree, unrevealed nodes
     included, which a policy's own arguments never hold: only a class registered by name
     (never a subclass, nor any other object with a ``one_slot``) is trusted with it."""
-    _TRUSTED[cls] = cls.one_slot  # type: ignore[attr-defined]
+    CHOOSERS[cls] = cls.one_slot  # type: ignore[attr-defined]
     if hasattr(cls, "batches"):  # batches(tree, plan, workers): its batch chooser, if any
         _BATCHED[cls] = cls.batches  # type: ignore[attr-defined]
     return cls
@@ -95,7 +100,7 @@ def trusted(cls: type[T]) -> type[T]:
 
 def chooser_of(policy: object, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
     """The chooser of ``policy`` (of a :func:`trusted` class exactly) for ``tree``, if any."""
-    make = _TRUSTED.get(type(policy))
+    make = CHOOSERS.get(type(policy))
     return None if make is None else make(policy, tree, plan)
 
 
@@ -138,11 +143,13 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
          attempts: int | None, charge: bool, keep_order: bool, seed: int = 0,
          task_name: str = "") -> Played:
     """Replay ``tree`` at W = 1 with ``choose`` deciding (``policy`` continues if it gives
-    up; it must be ``view_determined``): see :data:`Played`."""
+    up; it must be ``view_determined``): see :data:`Played`.
+
+    One slot: every round makes one selection (so rounds count both), and every node
+    revealed is kept (so ``nodes`` counts them)."""
     starts, after, size = tree.branch_starts, tree.state_after, tree.size
-    count_starts = len(starts)
     best = tree.root.score
-    opened = rounds = spent = selections = revealed = 0
+    opened = rounds = spent = 0
     nodes: list[Node] = []  # kept for a hand-over, and for the order
     sizes: list[int] | None = [] if keep_order else None
     state: Branch | None = None
@@ -150,17 +157,14 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
         if rounds >= rounds_cap:
             stop = _ROUND_BUDGET
             break
-        left = None
-        if attempts is not None:
-            left = attempts - spent
-            if left <= 0:
-                stop = _ATTEMPT_BUDGET
-                break
+        if attempts is not None and attempts <= spent:
+            stop = _ATTEMPT_BUDGET
+            break
         pick = choose(state)
         if type(pick) is not str:  # a branch: the common answer
             state = after[pick.tip]  # type: ignore[union-attr]  # not a str: a Branch
         elif pick is OPEN:
-            if opened < count_starts:
+            if opened < len(starts):
                 state = starts[opened]
                 opened += 1
             else:
@@ -170,31 +174,25 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
             break
         else:  # GIVE_UP
             return _hand_over(policy, tree, nodes, EpisodeState(
-                rounds, spent, selections, revealed, sizes), rounds_cap, attempts, charge,
+                rounds, spent, rounds, len(nodes), sizes), rounds_cap, attempts, charge,
                 keep_order, seed, task_name)
-        selections += 1
         if state is None:  # a miss: nothing recorded below what was asked for
-            if revealed >= size:
-                selections -= 1
+            if len(nodes) >= size:
                 stop = _EXHAUSTED  # asked for more than is left: not a round
                 break
-            if charge and attempts is not None:
-                spent += 1
-            rounds += 1
             # the policy sees the same view, so asks the same: count those rounds at once
             # (as run_episode does); the next round then ends the replay
-            idle = _repeated_rounds(1, left, 1, charge, rounds_cap - rounds)
+            idle = rounds_cap - rounds if attempts is None else _repeated_rounds(
+                1, attempts - spent, 1, charge, rounds_cap - rounds - 1) + 1
             rounds += idle
-            selections += idle
             if charge and attempts is not None:
                 spent += idle
             if sizes is not None:
-                sizes += [0] * (idle + 1)
+                sizes += [0] * idle
             # _repeated_rounds' promise: the round cap or the attempts are now spent
-            assert rounds >= rounds_cap or (attempts is not None and attempts - spent <= 0)
+            assert rounds >= rounds_cap or (attempts is not None and attempts <= spent)
             continue
         node = state.tip_node
-        revealed += 1
         rounds += 1
         if attempts is not None and node[6] is not _LOST:  # Node[6]: its status
             spent += 1
@@ -204,7 +202,7 @@ def play(choose: Chooser, policy: Policy, tree: RecordedTree, rounds_cap: int,
         nodes.append(node)
         if sizes is not None:
             sizes.append(1)
-    return stop, rounds, selections, revealed, sizes, best, nodes if keep_order else None
+    return stop, rounds, rounds, len(nodes), sizes, best, nodes if keep_order else None
 
 
 def play_batches(choose: BatchChooser, policy: Policy, tree: RecordedTree, workers: int,

@@ -363,7 +363,8 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
     played = None
     if type(max_rounds) is int:
         if workers == 1:
-            if (choose := one_slot.chooser_of(policy, tree, plan)) is not None:
+            if (make := one_slot.CHOOSERS.get(type(policy))) is not None and (
+                    choose := make(policy, tree, plan)) is not None:  # chooser_of, inlined
                 played = one_slot.play(choose, policy, tree, max_rounds, attempt_budget,
                                        charge_misses, keep_order, seed, task_name)
         elif type(workers) is int and workers > 1 and (

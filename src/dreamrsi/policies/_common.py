@@ -6,7 +6,7 @@ is O(log branches) per revealed node, so a round costs what it selects, not the 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from heapq import heappop, heappush
 from itertools import islice
 from operator import attrgetter
@@ -355,37 +355,40 @@ class OpenChains:
         return batch
 
 
-def refine_chooser(length: Callable[[int], int | None], branches: int) -> Chooser:
+def refine_chooser(length: int | Callable[[int], int | None], branches: int) -> Chooser:
     """:meth:`OpenChains.select` at W = 1 as a one-slot chooser
     (:func:`dreamrsi.core.one_slot.play`): the first chain of those that may be unfinished,
-    while it is; past the last, the root while fewer than ``branches`` are open."""
-    place: dict[str, int] = {}  # branch id -> opening position
-    arms: list[Branch] = []
-    wants: list[int] = []  # the attempts each branch is refined to (0: never)
-    pending: list[int] = []  # branches that may be unfinished, in opening order
-    head = 0  # pending[:head] are finished (finished attempts only grow)
+    while it is; past the last, the root while fewer than ``branches`` are open. ``length``:
+    the finished attempts every chain is refined to, or the i-th chain's (``None``: never
+    refined), asked once per chain as it opens.
 
-    def choose(revealed: Branch | None) -> Branch | str:
-        nonlocal head
+    One slot: a chain is opened only once every chain before it is finished (finished
+    attempts only grow), so at most one chain is open, the one answered last."""
+    return _refine_chooser(length, branches).send
+
+
+def _refine_chooser(length: int | Callable[[int], int | None],
+                    branches: int) -> Generator[Branch | str, Branch | None, None]:
+    """:func:`refine_chooser` as a generator (its state in its frame, made for each replay):
+    ``send`` is fed each revealed node's branch state (``None`` the first time)."""
+    every = length if type(length) is int else None
+    opened = want = 0  # branches opened; the attempts the open chain is refined to
+    chain: Branch | None = None  # the open chain's state (``None``: none open)
+    revealed = None
+    while True:
         if revealed is not None:
-            at = place.get(revealed.branch_id)
-            if at is None:
-                place[revealed.branch_id] = len(arms)
-                want = length(len(arms))
-                if want is not None:
-                    pending.append(len(arms))
-                arms.append(revealed)
-                wants.append(0 if want is None else want)
-            else:
-                arms[at] = revealed
-        while head < len(pending):
-            arm = arms[pending[head]]
-            if arm.finished < wants[pending[head]]:
-                return arm
-            head += 1
-        return OPEN if len(arms) < branches else STOP
-
-    return choose
+            if chain is not None:  # the chain answered last grew
+                chain = revealed
+            else:  # a branch opened (the answer was OPEN)
+                wanted = every if every is not None else length(opened)  # type: ignore[operator]
+                opened += 1
+                if wanted is not None:
+                    chain, want = revealed, wanted
+        if chain is not None and chain.finished < want:
+            revealed = yield chain
+        else:
+            chain = None
+            revealed = yield OPEN if opened < branches else STOP
 
 
 def lengths_of(lengths: Sequence[int]) -> Callable[[int], int | None]:

@@ -54,7 +54,7 @@ class FixedRefinement:
         subclass."""
         if plan is not None or type(self) is not FixedRefinement:
             return None
-        return refine_chooser(self._length, self.branches)
+        return refine_chooser(self.refine + 1, self.branches)
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Refine unfinished chains, then open new branches, up to W nodes."""

@@ -85,7 +85,8 @@ class PlannedGrid:
             return None
         if plan is not None:
             self._grid = plan
-        return refine_chooser(self._length, self._grid.branch_count)
+        grid = self._grid  # taken now: a replay of another tree may plan another grid
+        return refine_chooser(grid.refine_count + 1, grid.branch_count)
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Refine unfinished chains of the plan, then open its missing branches."""

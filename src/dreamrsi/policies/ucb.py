@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left, insort
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -170,19 +170,25 @@ class UCBBranches:
         :func:`~dreamrsi.core.one_slot.tame`. It values every arm every round as
         :meth:`_value_all` does (the same floats, the best found by one scan: no NaN can
         arise), and gives up past ``_FEW + _FEW`` branches, where the groups cost less."""
-        if (plan is not None or type(self) is not UCBBranches or tree.root.score is None
-                or not tame(tree) or not (math.isfinite(self.c) and math.isfinite(self.fresh))):
-            return None
-        return _choosers(self.c, self.fresh, self.max_branches, tree.root.score)[0]
+        if not (plan is None and type(self) is UCBBranches and tree.root.score is not None
+                and tame(tree) and math.isfinite(self.c) and math.isfinite(self.fresh)):
+            return None  # not _fits(tree, plan) (inlined: asked every replay)
+        return _one_slot(self.c, self.fresh, self.max_branches,
+                         tree.root.score).send
 
     def batches(self, tree: RecordedTree, plan: GridPlan | None,
                 workers: int) -> BatchChooser | None:
         """:meth:`one_slot` for any W: :meth:`_value_all`'s batch, handing over past
         ``8 W + 8`` branches."""
-        if self.one_slot(tree, plan) is None:
+        if not self._fits(tree, plan):
             return None
-        return _choosers(self.c, self.fresh, self.max_branches,
-                         tree.root.score)[1]  # type: ignore[arg-type]  # a score: one_slot
+        return _batches(self.c, self.fresh, self.max_branches,
+                        tree.root.score)  # type: ignore[arg-type]  # a score: one_slot
+
+    def _fits(self, tree: RecordedTree, plan: GridPlan | None) -> bool:
+        """Whether the choosers apply (see :meth:`one_slot`)."""
+        return (plan is None and type(self) is UCBBranches and tree.root.score is not None
+                and tame(tree) and math.isfinite(self.c) and math.isfinite(self.fresh))
 
     def _value_all(self, view: TreeView, n: int) -> list[str]:
         """The W best arms, every arm valued (the groups catch up when next used)."""
@@ -215,12 +221,77 @@ class UCBBranches:
         return [node_id for _, _, node_id in arms[:n]]
 
 
-def _choosers(c: float, fresh: float, max_branches: int,
-              base: float) -> tuple[Chooser, BatchChooser]:
-    """UCB's one-slot and batch choosers over a root scored ``base`` (see
-    :meth:`UCBBranches.one_slot`; one episode uses one of them).
-    Each arm's gain is kept, and computed again for every arm when the span moves; the sum
-    of first gains likewise, in opening order (the float ``_value_all`` sums)."""
+def _one_slot(c: float, fresh: float, max_branches: int,
+              base: float) -> Generator[Branch | str, Branch | None, None]:
+    """UCB's one-slot chooser over a root scored ``base`` (see :meth:`UCBBranches.one_slot`),
+    as a generator: its ``send`` is fed each revealed node's branch state (``None`` the first
+    time) and answers. Its state lives in its own frame, made afresh for each replay (a
+    closure's cells cost more to make and to reach).
+
+    One slot: a node revealed is either the first of the branch it answered OPEN for, or the
+    next of the branch it answered last. Each arm's gain is kept, changed only when its best
+    rises, and computed again for every arm when the span moves; the sum of first gains
+    likewise, in opening order (the floats :meth:`UCBBranches._value_all` sums)."""
+    arms: list[Branch] = []  # each branch's state, in opening order
+    gains: list[float] = []  # each branch's gain on the current scale
+    best, span, firsts, size, pick = base, _TINY, 0.0, 0, -1  # pick: the arm answered last
+    sqrt, log, most, inf = math.sqrt, math.log, _FEW + _FEW, math.inf
+    # no arm yet: the new-branch arm's value (fresh + 1e9, finite) beats -inf
+    revealed = yield OPEN if max_branches > 0 else STOP
+    while True:
+        if revealed is not None:  # catch up with it (its branch's new state)
+            size += 1
+            # its branch's best, if it rose (since_best 0: the tip holds it; a new branch's
+            # first score counts as risen), else None
+            score = revealed.best if revealed.since_best == 0 else None
+            if score is not None and score > best:  # the scale moves: every gain, firsts
+                best = score
+                span = best - base
+                if span < _TINY:  # max(span, _TINY)
+                    span = _TINY
+                if pick < 0:
+                    arms.append(revealed)
+                    gains.append(0.0)  # computed just below
+                else:
+                    arms[pick] = revealed
+                firsts = 0.0
+                for k, arm in enumerate(arms):
+                    mean, first = arm.best, arm.first_score
+                    gains[k] = 0.0 if mean is None else (mean - base) / span
+                    if first is not None:
+                        firsts += (first - base) / span
+            elif pick < 0:  # a branch opened
+                arms.append(revealed)
+                gains.append(0.0 if score is None else (score - base) / span)
+                if (first := revealed.first_score) is not None:
+                    firsts += (first - base) / span
+            else:
+                arms[pick] = revealed
+                if score is not None:
+                    gains[pick] = (score - base) / span
+        count = len(arms)
+        if count > most:
+            break
+        log_t = log(size + 1)
+        top, pick = -inf, 0
+        for k in range(count):
+            value = gains[k] + c * sqrt(log_t / arms[k].length)
+            if value > top:
+                top, pick = value, k
+        if max_branches > count and (  # the new-branch arm, listed last
+                (firsts / count + c * sqrt(log_t / (count + 1)) if count else fresh + 1e9)
+                > top):
+            pick = -1
+            revealed = yield OPEN
+        else:
+            revealed = yield arms[pick] if count else STOP
+    yield GIVE_UP
+
+
+def _batches(c: float, fresh: float, max_branches: int, base: float) -> BatchChooser:
+    """UCB's batch chooser over a root scored ``base`` (see :meth:`UCBBranches.batches`):
+    :meth:`UCBBranches._value_all`'s batch, GIVE_UP past ``8 n + 8`` branches. Its state is
+    :func:`_one_slot`'s, kept alike."""
     arms: list[Branch] = []  # each branch's state, in opening order
     gains: list[float] = []  # each branch's gain on the current scale
     lengths: list[int] = []
@@ -252,34 +323,10 @@ def _choosers(c: float, fresh: float, max_branches: int,
             lengths[k] = revealed.length
             if not moved and score is not None:
                 gains[k] = (score - base) / span
-        if moved:  # the scale moved: every gain, and the sum of first gains, again
-            firsts = 0.0
-            for k, arm in enumerate(arms):
-                mean, first = arm.best, arm.first_score
-                gains[k] = 0.0 if mean is None else (mean - base) / span
-                if first is not None:
-                    firsts += (first - base) / span
-
-    def one(revealed: Branch | None) -> Branch | str:
-        if revealed is not None:
-            take(revealed)
-        count = len(arms)
-        if count > _FEW + _FEW:
-            return GIVE_UP
-        log_t = log(size + 1)
-        top, pick = -math.inf, 0
-        for k in range(count):
-            value = gains[k] + c * sqrt(log_t / lengths[k])
-            if value > top:
-                top, pick = value, k
-        if max_branches > count and (  # the new-branch arm, listed last
-                (firsts / count + c * sqrt(log_t / (count + 1)) if count else fresh + 1e9)
-                > top):
-            return OPEN
-        return arms[pick] if count else STOP
+        if moved:
+            firsts = _rescaled(arms, gains, base, span)
 
     def many(revealed: Sequence[Branch], n: int) -> list[Branch | str] | str:
-        """:meth:`UCBBranches._value_all`'s batch; GIVE_UP past ``8 n + 8`` branches."""
         for state in revealed:
             take(state)
         count = len(arms)
@@ -296,7 +343,19 @@ def _choosers(c: float, fresh: float, max_branches: int,
         found.sort()
         return [arms[at] if at < count else OPEN for _, at in found[:n]]
 
-    return one, many
+    return many
+
+
+def _rescaled(arms: Sequence[Branch], gains: list[float], base: float, span: float) -> float:
+    """Every arm's gain on a scale that moved (in ``gains``, in place), and the sum of the
+    first gains in opening order."""
+    firsts = 0.0
+    for k, arm in enumerate(arms):
+        mean, first = arm.best, arm.first_score
+        gains[k] = 0.0 if mean is None else (mean - base) / span
+        if first is not None:
+            firsts += (first - base) / span
+    return firsts
 
 
 def _ranked(arm: tuple[float, int, str]) -> tuple[float, int]:
