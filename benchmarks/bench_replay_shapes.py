@@ -23,10 +23,13 @@ time.)
 
 With ``--callgrind`` each side instead replays a fixed set of cells once under
 ``valgrind --tool=callgrind`` and the instruction counts per revealed node are compared:
-deterministic where wall and CPU time are noisy.
+deterministic where wall and CPU time are noisy. With ``--opcodes`` each side instead counts the
+Python bytecodes one replay of each of those cells executes (``sys.settrace`` opcode events,
+after one untraced replay), per revealed node and by function: as deterministic, and seconds
+rather than minutes.
 
 Usage: python benchmarks/bench_replay_shapes.py [--seconds 0.3] [--repeats 3]
-       [--baseline REV] [--cap 5] [--sizes 200 2000 20000] [--callgrind]
+       [--baseline REV] [--cap 5] [--sizes 200 2000 20000] [--callgrind | --opcodes]
        [--peer [--peer-cap 30]]
 """
 
@@ -430,6 +433,90 @@ def run_callgrind(args: argparse.Namespace) -> str:
     return "\n".join(rows) + f"\n\n{note}"
 
 
+def _opcodes_child(cells: list[dict[str, Any]]) -> None:
+    """Count each cell's bytecodes (:func:`_count_opcodes`); print them as one JSON line."""
+    sys.path.insert(0, str(HERE))
+    print(json.dumps([_count_opcodes(cell) for cell in cells]))
+
+
+def _count_opcodes(cell: dict[str, Any]) -> list[Any]:
+    """Replay ``cell`` once untraced (its branch states made), then once counting the bytecodes
+    executed: the nodes revealed, the bytecodes, and the five functions that execute most."""
+    import collections
+
+    from _shapes import bushy_tree, chain_tree, family_specs
+    from dreamrsi.core.policy import GridPlan
+    from dreamrsi.core.replay import replay
+    from dreamrsi.policies import make_policy
+
+    shape, size = cell["shape"], cell["size"]
+    tree = (chain_tree(size) if shape == "chains" else
+            bushy_tree(size, int(shape.split("-")[1]) / 100))
+    spec, grid = family_specs(tree)[cell["family"]]
+    plan = None if grid is None else GridPlan(grid[0], grid[1], "bench")
+    policy = make_policy(spec)
+    counts: collections.Counter[str] = collections.Counter()
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            code = frame.f_code
+            counts[f"{Path(code.co_filename).name}:{code.co_name}"] += 1
+        return trace
+
+    def once() -> int:
+        result = replay(policy, tree, workers=cell["workers"], max_rounds=tree.size, plan=plan,
+                        keep_order=False)
+        return int(result.revealed)
+
+    once()
+    sys.settrace(trace)
+    try:
+        revealed = once()
+    finally:
+        sys.settrace(None)
+    return [revealed, sum(counts.values()), counts.most_common(5)]
+
+
+def run_opcodes(args: argparse.Namespace) -> str:
+    """Bytecodes per revealed node, before and after, for the cells ``--callgrind`` replays."""
+    picked = [{"family": f, "workers": w, "shape": s, "size": args.callgrind_size}
+              for f in args.families for w in WORKERS for s in args.callgrind_shapes]
+    with tempfile.TemporaryDirectory(prefix="dreamrsi-ops-") as tmp:
+        srcs = {"after": ROOT / "src"}
+        if args.baseline:
+            srcs["before"] = unpack(args.baseline, Path(tmp))
+        counts = {}
+        for name, src in srcs.items():
+            run = subprocess.run(
+                [sys.executable, __file__, "--opcodes-child", json.dumps(picked)],
+                env=dict(os.environ, PYTHONPATH=str(src)), capture_output=True, text=True,
+                check=True)
+            counts[name] = json.loads(run.stdout.strip().splitlines()[-1])
+    rows = ["| family | W | tree | bytecodes per reveal | nodes revealed | most bytecodes in |",
+            "|---|---:|---|---:|---:|---|"]
+    for i, cell in enumerate(picked):
+        revealed, total, top = counts["after"][i]
+        per = total / max(1, revealed)
+        text = f"{per:,.0f}"
+        if "before" in counts:
+            rb, tb, _ = counts["before"][i]
+            text += f" ({tb / max(1, rb):,.0f}, {tb / max(1, rb) / max(1e-9, per):.2f}x)"
+        where = ", ".join(f"{name} {n / max(1, revealed):,.0f}" for name, n in top[:3])
+        rows.append(f"| {cell['family']} | {cell['workers']} | {cell['shape']} | {text} | "
+                    f"{revealed:,} | {where} |")
+    note = ("Python bytecodes one replay executes per node it reveals, at "
+            f"{args.callgrind_size:,} nodes (`sys.settrace` opcode events, after one untraced "
+            "replay of the same cell), "
+            "with the three functions that execute most"
+            + (f"; in brackets commit {args.baseline} and the ratio before/after"
+               if args.baseline else "")
+            + ". Deterministic, and the same on a busy machine; a bytecode is not a fixed cost "
+            "(a call or an allocation costs more than a jump), so this ranks work, it does not "
+            "time it.")
+    return "\n".join(rows) + f"\n\n{note}"
+
+
 def _instructions(stderr: str) -> int:
     for line in stderr.splitlines():
         if "Collected :" in line:
@@ -450,6 +537,9 @@ def main() -> None:
     if sys.argv[1:2] == ["--callgrind-child"]:
         _callgrind_child(json.loads(sys.argv[2]), int(sys.argv[3]))
         return
+    if sys.argv[1:2] == ["--opcodes-child"]:
+        _opcodes_child(json.loads(sys.argv[2]))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=0.3)
     parser.add_argument("--repeats", type=int, default=3)
@@ -457,10 +547,13 @@ def main() -> None:
     parser.add_argument("--cap", type=float, default=5.0)
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--callgrind", action="store_true")
+    parser.add_argument("--opcodes", action="store_true",
+                        help="count bytecodes per reveal instead (the cells --callgrind replays)")
     parser.add_argument("--callgrind-size", type=int, default=2_000)
     parser.add_argument("--callgrind-shapes", nargs="+", choices=SHAPES,
                         default=["chains", "bushy-30"],
-                        help="the trees --callgrind replays (default: chains bushy-30)")
+                        help="the trees --callgrind and --opcodes replay (default: chains "
+                        "bushy-30)")
     parser.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES),
                         help="measure these families only (the section is then not written)")
     parser.add_argument("--no-write", action="store_true")
@@ -477,6 +570,12 @@ def main() -> None:
         command = (f"python benchmarks/bench_replay_shapes.py --peer --seconds {args.seconds} "
                    f"--repeats {args.repeats} --peer-cap {args.peer_cap:g} --sizes "
                    + " ".join(map(str, args.sizes)))
+    elif args.opcodes:
+        body = run_opcodes(args)
+        name, title = "replay-opcodes", "Replay bytecode counts"
+        command = (f"python benchmarks/bench_replay_shapes.py --opcodes --callgrind-size "
+                   f"{args.callgrind_size} --callgrind-shapes "
+                   + " ".join(args.callgrind_shapes) + extra)
     elif args.callgrind:
         body = run_callgrind(args)
         name, title = "replay-callgrind", "Replay instruction counts (callgrind)"
