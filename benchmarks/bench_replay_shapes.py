@@ -121,23 +121,29 @@ def _child() -> None:
                           "cap": ask["cap"]}), flush=True)
 
 
+def _cell_setup(cell: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """A cell's tree, its family's policy for that tree, and the policy's plan (or ``None``)."""
+    from _shapes import bushy_tree, chain_tree, family_specs
+    from dreamrsi.core.policy import GridPlan
+    from dreamrsi.policies import make_policy
+
+    shape, size = cell["shape"], cell["size"]
+    tree = (chain_tree(size) if shape == "chains" else
+            bushy_tree(size, int(shape.split("-")[1]) / 100))
+    spec, grid = family_specs(tree)[cell["family"]]
+    plan = None if grid is None else GridPlan(grid[0], grid[1], "bench")
+    return tree, make_policy(spec), plan
+
+
 def _callgrind_child(cells: list[dict[str, Any]], reps: int) -> None:
     """Replay each cell ``reps`` times and print the nodes one replay revealed (run under
     callgrind twice, with two counts of replays: the difference is the replays' alone)."""
     sys.path.insert(0, str(HERE))
-    from _shapes import bushy_tree, chain_tree, family_specs
-    from dreamrsi.core.policy import GridPlan
     from dreamrsi.core.replay import replay
-    from dreamrsi.policies import make_policy
 
     out = []
     for cell in cells:
-        shape, size = cell["shape"], cell["size"]
-        tree = (chain_tree(size) if shape == "chains" else
-                bushy_tree(size, int(shape.split("-")[1]) / 100))
-        spec, grid = family_specs(tree)[cell["family"]]
-        plan = None if grid is None else GridPlan(grid[0], grid[1], "bench")
-        policy = make_policy(spec)
+        tree, policy, plan = _cell_setup(cell)
         revealed = 0
         for _ in range(reps):
             revealed = replay(policy, tree, workers=cell["workers"], max_rounds=tree.size,
@@ -444,17 +450,9 @@ def _count_opcodes(cell: dict[str, Any]) -> list[Any]:
     executed: the nodes revealed, the bytecodes, and the five functions that execute most."""
     import collections
 
-    from _shapes import bushy_tree, chain_tree, family_specs
-    from dreamrsi.core.policy import GridPlan
     from dreamrsi.core.replay import replay
-    from dreamrsi.policies import make_policy
 
-    shape, size = cell["shape"], cell["size"]
-    tree = (chain_tree(size) if shape == "chains" else
-            bushy_tree(size, int(shape.split("-")[1]) / 100))
-    spec, grid = family_specs(tree)[cell["family"]]
-    plan = None if grid is None else GridPlan(grid[0], grid[1], "bench")
-    policy = make_policy(spec)
+    tree, policy, plan = _cell_setup(cell)
     counts: collections.Counter[str] = collections.Counter()
 
     def trace(frame: Any, event: str, arg: Any) -> Any:
