@@ -177,8 +177,7 @@ def test_batch_choosers_equal_the_episode_loop(nodes: list[Node], family: str,
     params = data.draw(PARAMS[family])
     policy = make_policy(_spec(family, params))
     expected = tame(tree) and (
-        tree.root.score is not None and tree.branch_count > 2 * workers + 2
-        if family == "allocation" else tree.root.score is not None if family == "ucb"
+        tree.root.score is not None if family in ("allocation", "ucb")
         else tree.root.score is not None or params["min_gain"] == 0)
     assert (policy.batches(tree, None, workers) is not None) == expected  # type: ignore[attr-defined]
     assert replay(policy, tree, workers=workers, max_rounds=k2, attempt_budget=budget,

@@ -103,12 +103,11 @@ class AllocationScore:
 
     def batches(self, tree: RecordedTree, plan: GridPlan | None,
                 workers: int) -> BatchChooser | None:
-        """:meth:`one_slot` for any W: the batch :meth:`_Ranked.choose` chooses (``None``
-        also for a tree of at most ``2 W + 2`` branches: :meth:`_score_all` then costs less
-        than a kept ranking)."""
+        """:meth:`one_slot` for any W: the batch :meth:`_Ranked.choose` chooses. On a tree of
+        few branches it scores every branch each round, as :meth:`_score_all` does, and
+        keeps no ranking."""
         root = tree.root.score
-        if root is None or tree.branch_count <= _FEW * workers + _FEW or not self._fits(
-                tree, plan):
+        if root is None or not self._fits(tree, plan):
             return None
         return _choosers(self.lam, self.fresh, self.max_branches, root)[1]
 
