@@ -568,16 +568,14 @@ def main() -> None:
         command = (f"python benchmarks/bench_replay_shapes.py --peer --seconds {args.seconds} "
                    f"--repeats {args.repeats} --peer-cap {args.peer_cap:g} --sizes "
                    + " ".join(map(str, args.sizes)))
-    elif args.opcodes:
-        body = run_opcodes(args)
-        name, title = "replay-opcodes", "Replay bytecode counts"
-        command = (f"python benchmarks/bench_replay_shapes.py --opcodes --callgrind-size "
-                   f"{args.callgrind_size} --callgrind-shapes "
-                   + " ".join(args.callgrind_shapes) + extra)
-    elif args.callgrind:
-        body = run_callgrind(args)
-        name, title = "replay-callgrind", "Replay instruction counts (callgrind)"
-        command = (f"python benchmarks/bench_replay_shapes.py --callgrind --callgrind-size "
+    elif args.opcodes or args.callgrind:
+        if args.opcodes:
+            body, mode = run_opcodes(args), "--opcodes"
+            name, title = "replay-opcodes", "Replay bytecode counts"
+        else:
+            body, mode = run_callgrind(args), "--callgrind"
+            name, title = "replay-callgrind", "Replay instruction counts (callgrind)"
+        command = (f"python benchmarks/bench_replay_shapes.py {mode} --callgrind-size "
                    f"{args.callgrind_size} --callgrind-shapes "
                    + " ".join(args.callgrind_shapes) + extra)
     else:
