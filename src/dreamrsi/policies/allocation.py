@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 _FEW = 2  # with at most _FEW W + _FEW branches, score them all (cheaper than the ranking)
 _SCAN = 8  # the one-slot chooser's few: with at most _SCAN branches it scores them all
+_BATCH = 2  # the batch chooser's few: with at most W + _BATCH branches it scores them all
 
 
 @trusted
@@ -161,7 +162,7 @@ def _choosers(lam: float, fresh: float, max_branches: int,
     time per attempt, ρ) are kept with the span they were made for, so a score is
     :meth:`AllocationScore.score`'s last two operations.
 
-    While there are few branches (at most ``_SCAN`` at W = 1, ``2 W + 2`` in a batch) every
+    While there are few branches (at most ``_SCAN`` at W = 1, ``W + 2`` in a batch) every
     one is scored each round, as :meth:`AllocationScore._score_all` does, and no key is kept:
     the keys are made (:func:`rank`) the first round that scans in their order."""
     arms: list[Branch] = []  # each branch's state, in opening order
@@ -172,9 +173,12 @@ def _choosers(lam: float, fresh: float, max_branches: int,
     timed: list[tuple[float, int]] = []  # (-key, place)
     untimed: list[tuple[float, int]] = []  # (-score, place)
     best, span, keyed, firsts, valid_first, size, wall = base, _TINY, _TINY, 0.0, 0, 0, 0
-    opening: float | None = None  # opening's score (None: no more branches may open)
+    summed = True  # whether firsts is the sum of first gains on the current span
     ranked = False  # whether keys, timed and untimed are kept (made by rank())
     first_scores: list[float] = []  # the branches' first scores, in opening order (not None)
+    # an opened branch's progress + λ·info (its best is its first score: no progress) and ρ
+    opened_gain = 0.0 + lam * (1.0 / sqrt(1))
+    opened_rho = ((0 + 1) / (1 + 2), (1 + 1) / (1 + 2))  # by its valid attempts
 
     def parts_of(at: int) -> tuple[float, float, float, float]:
         """Branch ``at``'s parts on the current span (its wall time per attempt and ρ, which
@@ -201,60 +205,73 @@ def _choosers(lam: float, fresh: float, max_branches: int,
 
     def take(revealed: Branch) -> None:
         """Catch up with one revealed node (its branch's new state)."""
-        nonlocal best, span, firsts, valid_first, size, wall, opening
+        nonlocal size, wall, valid_first, firsts
         size += 1
+        length = revealed.length
+        if length == 1:  # a branch opened: its parts are opened_gain, its wall time, ρ
+            total, first = revealed.wall_ms, revealed.first_score
+            wall += total
+            unit, rho = total / 1, opened_rho[revealed.valid]
+            at = place[revealed.branch_id] = len(arms)
+            arms.append(revealed)
+            parts.append((span, opened_gain, unit, rho))
+            if ranked:
+                if unit:
+                    keys.append((True, entry := (-(opened_gain / unit * rho), at)))
+                    insort(timed, entry)
+                else:
+                    keys.append((False, entry := (-(opened_gain / 1.0 * rho), at)))
+                    insort(untimed, entry)
+            if first is not None:
+                valid_first += 1
+                if summed:
+                    firsts += (first - base) / span
+                first_scores.append(first)
+                if first > best:  # its best is its first score
+                    improved(first)
+            return
         wall += revealed.tip_node.cost.wall_ms
-        mean, length = revealed.best, revealed.length
+        mean = revealed.best
         # parts_of(revealed) and key(at), inlined
         first, total = revealed.first_score, revealed.wall_ms
         gain = (((mean - first) / span / length if mean is not None and first is not None
                  else 0.0) + lam * (1.0 / sqrt(length)))
         unit, rho = total / length, (revealed.valid + 1) / (length + 2)
-        if length == 1:  # a branch opened
-            at = place[revealed.branch_id] = len(arms)
-            arms.append(revealed)
-            parts.append((span, gain, unit, rho))
-            if first is not None:
-                valid_first += 1
-                firsts += (first - base) / span
-                first_scores.append(first)
-            if not ranked:
-                pass  # no keys yet
-            elif unit:
-                keys.append((True, entry := (-(gain / unit * rho), at)))
-                insort(timed, entry)
-            else:
-                keys.append((False, entry := (-(gain / 1.0 * rho), at)))
-                insort(untimed, entry)
-            count = len(arms)
-            opening = (((firsts / count if count else fresh) + lam)
-                       * ((valid_first + 1) / (count + 2))) if count < max_branches else None
-        else:  # a branch grew
-            at = place[revealed.branch_id]
-            arms[at] = revealed
-            parts[at] = span, gain, unit, rho
-            if ranked:
-                new = (True, (-(gain / unit * rho), at)) if unit else (
-                    False, (-(gain / 1.0 * rho), at))
-                old = keys[at]
-                if old != new:
-                    kept = timed if old[0] else untimed
-                    del kept[bisect_left(kept, old[1])]
-                    insort(timed if new[0] else untimed, new[1])
-                    keys[at] = new
+        at = place[revealed.branch_id]
+        arms[at] = revealed
+        parts[at] = span, gain, unit, rho
+        if ranked:
+            new = (True, (-(gain / unit * rho), at)) if unit else (
+                False, (-(gain / 1.0 * rho), at))
+            old = keys[at]
+            if old != new:
+                kept = timed if old[0] else untimed
+                del kept[bisect_left(kept, old[1])]
+                insort(timed if new[0] else untimed, new[1])
+                keys[at] = new
         if revealed.since_best == 0 and mean is not None and mean > best:
-            best = mean
-            span = best - base
-            if span < _TINY:  # max(span, _TINY)
-                span = _TINY
-            firsts = 0.0  # the sum of first gains again, in opening order
+            improved(mean)
+
+    def improved(mean: float) -> None:
+        """The best score rose to ``mean``: the span moves."""
+        nonlocal best, span, summed
+        best = mean
+        span = best - base
+        if span < _TINY:  # max(span, _TINY)
+            span = _TINY
+        summed = False  # firsts is summed again when next needed (opening())
+        if ranked and span > keyed * 2.0:  # every key again
+            rank()
+
+    def opening(count: int) -> float:
+        """Opening's score with ``count`` branches open (fewer than ``max_branches``): the
+        sum of first gains made again, in opening order, if the span moved since."""
+        nonlocal firsts, summed
+        if not summed:
+            firsts, summed = 0.0, True
             for first in first_scores:
                 firsts += (first - base) / span
-            count = len(arms)
-            opening = (((firsts / count if count else fresh) + lam)
-                       * ((valid_first + 1) / (count + 2))) if count < max_branches else None
-            if ranked and span > keyed * 2.0:  # every key again
-                rank()
+        return ((firsts / count if count else fresh) + lam) * ((valid_first + 1) / (count + 2))
 
     def one(revealed: Branch | None) -> Branch | str:
         if revealed is not None:
@@ -267,7 +284,13 @@ def _choosers(lam: float, fresh: float, max_branches: int,
         # opening being listed after the branches), each scored on the current span as
         # _score_all scores it; pick == count stands for opening
         count = len(arms)
-        top, pick = (-math.inf, 0) if opening is None else (opening, count)
+        if count >= max_branches:
+            top, pick = -math.inf, 0
+        elif summed:  # opening(count), inlined
+            top, pick = ((firsts / count if count else fresh) + lam) * (
+                (valid_first + 1) / (count + 2)), count
+        else:
+            top, pick = opening(count), count
         if not ranked:
             if count <= _SCAN:  # few branches: score each, in opening order
                 for at in range(count):
@@ -324,8 +347,8 @@ def _choosers(lam: float, fresh: float, max_branches: int,
         opens, score = 0, 0.0  # openings in the batch at most, and their score
         if count < max_branches:
             opens = min(n, max_branches - count)
-            score = opening if count else (fresh + lam) * (1 / 2)  # type: ignore[assignment]
-        if count <= _FEW * n + _FEW:  # few branches: score them all (as _score_all does)
+            score = opening(count)
+        if count <= n + _BATCH:  # few branches: score them all (as _score_all does)
             for at in range(count):
                 made, gain, unit, rho = parts[at]
                 if made != span:
@@ -338,10 +361,14 @@ def _choosers(lam: float, fresh: float, max_branches: int,
         else:
             if not ranked:
                 rank()
-            top: list[float] = [score] * opens  # the n best scores found (a min-heap)
             for bound, kept in ((1 + _SLACK, untimed), (mean_cost * (1 + _SLACK), timed)):
+                # the n-th best score found is at least low, the least of n scores found:
+                # the openings' and the first n - opens of this list (any n would do; this
+                # list's first are near its best, so the bound is close: a heap of the n
+                # best costs more than the few more candidates this scans)
+                need, low = n - opens, (score if opens else math.inf)
                 for negative, at in kept:
-                    if len(top) == n and -negative * bound < top[0]:
+                    if need <= 0 and -negative * bound < low:
                         break
                     made, gain, unit, rho = parts[at]
                     if made != span:
@@ -352,10 +379,10 @@ def _choosers(lam: float, fresh: float, max_branches: int,
                     else:
                         value = gain / 1.0 * rho
                     found.append((-value, at))
-                    if len(top) < n:  # _keep(top, n, value), inlined
-                        heapq.heappush(top, value)
-                    elif value > top[0]:
-                        heapq.heapreplace(top, value)
+                    if need > 0:
+                        need -= 1
+                        if value < low:
+                            low = value
         found.sort()
         if not opens:
             return [arms[at] for _, at in found[:n]]
