@@ -230,7 +230,6 @@ def _choosers(lam: float, fresh: float, max_branches: int,
                 if first > best:  # its best is its first score
                     improved(first)
             return
-        wall += revealed.tip_node.cost.wall_ms
         mean = revealed.best
         # parts_of(revealed) and key(at), inlined
         first, total = revealed.first_score, revealed.wall_ms
@@ -238,6 +237,7 @@ def _choosers(lam: float, fresh: float, max_branches: int,
                  else 0.0) + lam * (1.0 / sqrt(length)))
         unit, rho = total / length, (revealed.valid + 1) / (length + 2)
         at = place[revealed.branch_id]
+        wall += total - arms[at].wall_ms  # the new node's (whole numbers: exact)
         arms[at] = revealed
         parts[at] = span, gain, unit, rho
         if ranked:
