@@ -6,6 +6,7 @@ Tests that need bubblewrap fail (not skip) when it is missing: CI installs it.
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import socket
 import sys
@@ -154,6 +155,20 @@ def test_environment_is_scrubbed_inside_the_command(tmp_path: Path) -> None:
     assert "sk-x" not in result.stdout and "hunter2" not in result.stdout
     assert result.env_digest == env_digest(sandbox_env(env))
     assert result.env_digest != env_digest(env)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_blas_kernel_setting_reaches_numpy_inside_the_command(mode: str, tmp_path: Path) -> None:
+    """A host's OPENBLAS_CORETYPE picks the kernel inside the sandbox too, so a sandboxed
+    solver rounds as the same solver outside it does (its loss changed circle-packing runs)."""
+    core = "Nehalem" if platform.machine() in ("x86_64", "AMD64") else "ARMV8"
+    probe = ("python3 -c \"import numpy, threadpoolctl; "
+             "print([i.get('architecture') for i in threadpoolctl.threadpool_info() "
+             "if i['internal_api'] == 'openblas'])\"")
+    env = {"PATH": os.environ["PATH"], "OPENBLAS_CORETYPE": core}
+    result = _run(probe, tmp_path, mode, env=env)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == repr([core]), result.stdout
 
 
 @pytest.mark.parametrize("mode", MODES)

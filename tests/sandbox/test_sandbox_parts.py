@@ -69,9 +69,11 @@ def test_sandbox_env_is_an_allow_list() -> None:
         "LD_PRELOAD": "/tmp/evil.so",
         "DREAM_RUN": "token-looking-value",
         "MY_DATA": "/data",
+        "OPENBLAS_CORETYPE": "Haswell",  # a kernel setting, as this machine's host sets it
     }
     assert sandbox_env(env) == {"PATH": "/bin", "HOME": "/root", "LC_ALL": "C.UTF-8",
-                                "DREAM_RUN": "token-looking-value"}
+                                "DREAM_RUN": "token-looking-value",
+                                "OPENBLAS_CORETYPE": "Haswell"}
     assert sandbox_env(env, ("MY_DATA", "GH_PAT"))["GH_PAT"] == "ghp_x", "asked for by name"
     assert env["OPENAI_API_KEY"] == "a", "the input must not be modified"
     with pytest.raises(ConfigError, match="pass_env"):

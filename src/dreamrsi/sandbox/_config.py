@@ -29,9 +29,12 @@ ALLOWED_ENV = frozenset({
     "PYTHONPATH", "PYTHONSAFEPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED",
     "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONUTF8",
     "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
 })
 """Variables a sandboxed command may receive, besides ``LC_*``, ``DREAM_*`` and the names an
-isolation setting passes on by name."""
+isolation setting passes on by name. The BLAS kernel settings are there because a host sets
+them for a CPU quirk or for reproducible numerics: without them a sandboxed solver runs another
+kernel than the same solver outside, and rounds differently."""
 
 _ALLOWED_PREFIXES = ("LC_", "DREAM_")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
