@@ -107,6 +107,26 @@ def test_what_a_task_asks_for_by_name_reaches_its_commands(
     assert nodes[0].feedback == "leak=False"
 
 
+def test_numeric_settings_of_the_host_reach_its_commands(
+        store: SqliteRunStore, make_task: TaskFactory, monkeypatch: pytest.MonkeyPatch,
+        bwrap: str) -> None:
+    """Thread counts and BLAS kernel settings pass without being asked for: a host shares its
+    cores between workers with them, and a solver rounds inside as it does outside."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    monkeypatch.setenv("NOT_ASKED_FOR", "hidden")
+    evaluate = """
+    import json, os
+    seen = [os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_CORETYPE", "NOT_ASKED_FOR")]
+    print(json.dumps({"score": 1, "valid": True, "feedback": repr(seen)}))
+    """
+    task = make_task(evaluate=evaluate)
+    summary = start_run(store, load_task(task), RunConfig(
+        budget=1, policy=parse_spec("fixed:branches=1,refine=9"), isolation="required"))
+    nodes = store.nodes(summary.run_id)
+    assert [n.feedback for n in nodes] == ["['1', 'Haswell', None]"] * 2
+
+
 def test_the_evaluator_sees_the_commit_read_only_and_imports_only_trusted_files(
         store: SqliteRunStore, make_task: TaskFactory, bwrap: str) -> None:
     """The evaluator runs in a fresh checkout of the commit: what the proposer left outside

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from dreamrsi.errors import ConfigError, SandboxError
-from dreamrsi.sandbox import Isolation, IsolationMode, Limits, isolation_problem
+from dreamrsi.sandbox import NUMERIC_ENV, Isolation, IsolationMode, Limits, isolation_problem
 from dreamrsi.tasks.catalog import is_builtin
 from dreamrsi.tasks.spec import Constraints, Task
 
@@ -94,8 +94,9 @@ def command_limits(c: Constraints, timeout_s: float) -> Limits:
 def base_env(task: Task, home: Path) -> dict[str, str]:
     """The environment every command of ``task`` starts from.
 
-    Only the host's locale and terminal settings and ``PATH`` (with this interpreter's folder
-    first) are taken from this process, plus the variables the task passes on by name
+    Only the host's locale and terminal settings, numeric libraries' thread counts and kernel
+    settings (:data:`~dreamrsi.sandbox.NUMERIC_ENV`) and ``PATH`` (with this interpreter's
+    folder first) are taken from this process, plus the variables the task passes on by name
     (``[constraints] pass_env``); ``HOME`` is ``home`` (the attempt's io folder).
 
     Args:
@@ -106,7 +107,7 @@ def base_env(task: Task, home: Path) -> dict[str, str]:
         The environment, before the sandbox's allow-list.
     """
     host = os.environ
-    env = {name: host[name] for name in _HOST_NAMES if name in host}
+    env = {name: host[name] for name in (*_HOST_NAMES, *NUMERIC_ENV) if name in host}
     env.update({name: host[name] for name in host if name.startswith("LC_")})
     env.update({name: host[name] for name in task.constraints.pass_env if name in host})
     bindir = os.path.dirname(sys.executable)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dreamrsi.sandbox._bwrap import isolation_problem
 from dreamrsi.sandbox._config import (
     ALLOWED_ENV,
+    NUMERIC_ENV,
     Isolation,
     IsolationMode,
     Limits,
@@ -33,6 +34,7 @@ from dreamrsi.sandbox._session import SandboxSession, SessionError, start_sessio
 
 __all__ = [
     "ALLOWED_ENV",
+    "NUMERIC_ENV",
     "CommandResult",
     "Isolation",
     "IsolationMode",

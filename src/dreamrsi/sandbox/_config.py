@@ -17,6 +17,7 @@ from dreamrsi.errors import ConfigError
 
 __all__ = [
     "ALLOWED_ENV",
+    "NUMERIC_ENV",
     "Isolation",
     "IsolationMode",
     "Limits",
@@ -24,17 +25,21 @@ __all__ = [
     "sandbox_env",
 ]
 
+NUMERIC_ENV = frozenset({
+    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
+})
+"""Numeric libraries' thread counts and kernel settings: a host sets them to share its cores
+between workers, for a CPU quirk, or for reproducible numerics. Without the kernel settings a
+sandboxed solver runs another BLAS kernel than the same solver outside, and rounds differently."""
+
 ALLOWED_ENV = frozenset({
     "PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TZ", "TERM",
     "PYTHONPATH", "PYTHONSAFEPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED",
     "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONUTF8",
-    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
-})
+}) | NUMERIC_ENV
 """Variables a sandboxed command may receive, besides ``LC_*``, ``DREAM_*`` and the names an
-isolation setting passes on by name. The BLAS kernel settings are there because a host sets
-them for a CPU quirk or for reproducible numerics: without them a sandboxed solver runs another
-kernel than the same solver outside, and rounds differently."""
+isolation setting passes on by name."""
 
 _ALLOWED_PREFIXES = ("LC_", "DREAM_")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
