@@ -4,7 +4,9 @@ A history of runs of the initial policy is recorded (``--history``, 10 trees by 
 trees are pooled as the dreams pool them, ``--no-pool-branches`` to replay each alone); then
 ``--policies`` policies with sampled families and parameters are (1) scored by replay over
 that history (mean V, the dreaming objective) and (2) run online ``--online-seeds`` times each
-with the same per-run budget and workers. Each online run is scored in the units of the replay
+with the same per-run budget and workers, each in a copy of the history's store, so a policy
+that plans from earlier trees (``planned``) plans online from the same trees as in replay, and
+no online run becomes another's history. Each online run is scored in the units of the replay
 score: V of its own tree, with its cost terms (N attempts, k* rounds) and its quality on the
 history's yardstick (the policy replayed on the tree it recorded reveals exactly that tree).
 
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -191,15 +194,21 @@ def main() -> None:
             replay_score = mean_value(free_scores)
             paid_score = mean_value(paid_scores)
             values, bests, spent = [], [], []
-            with SqliteRunStore.open(Path(tmp) / f"online-{k}", writer=True) as store:
-                for j in range(args.online_seeds):
+            for j in range(args.online_seeds):
+                # Each online run starts from a copy of the history store, so a policy that
+                # plans from earlier trees (planned) plans from the same ten trees online as
+                # in replay, and no online run becomes history for another.
+                folder = Path(tmp) / f"online-{k}-{j}"
+                shutil.copytree(Path(tmp) / "history", folder)
+                with SqliteRunStore.open(folder, writer=True) as store:
                     summary = start_run(store, task, RunConfig(
                         budget=args.budget, workers=args.workers, seed=5000 + 100 * k + j,
                         policy=spec))
                     values.append(online_value(store, summary.run_id, spec, settings, own,
                                                scale))
-                    bests.append(summary.best)
-                    spent.append(summary.attempts)
+                bests.append(summary.best)
+                spent.append(summary.attempts)
+                shutil.rmtree(folder)
             rows.append((spec, replay_score, values, bests, spent, paid_score,
                          expected_attempts(free_scores, False),
                          expected_attempts(paid_scores, True), misses(free_scores),
@@ -240,7 +249,9 @@ def write(args: argparse.Namespace, initial: PolicySpec, rows: list[tuple[Any, .
              f"{len(rows)} policies ({args.dream_top} from a dream's top candidates, "
              f"{args.dream_trials} trials per family; the rest sampled), each scored by replay "
              "over that history and run "
-             f"online {args.online_seeds} times with the same budget. Online outcome: V of "
+             f"online {args.online_seeds} times with the same budget, each in a copy of the "
+             "history's store (a policy that plans from earlier trees plans from the same ones "
+             "online). Online outcome: V of "
              "each online tree (quality on the history's yardstick, with its cost terms), the "
              "same units as the replay score.", "",
              f"Split-half reliability of the online outcome (odd against even seeds, Spearman "
