@@ -98,11 +98,6 @@ SUPERSEDED: dict[str, str] = {
         "measured at 48bf114 and not re-measured since (its 90 minutes did not fit the session "
         "that re-measured the per-round lasso-path run, which is current as "
         "pays-lasso-path--branches-pooled--history-4--5x10); re-run its command to bring it back",
-    "pays-circle-packing-26--π-1---fixed-branches-2-refine-99--stop-at-best-known--fixed-arm-only"
-    "--10x200":
-        "measured at 9d4908d and not re-measured since (its 105 minutes did not fit the session "
-        "that re-measured the other sections); a claim about the code of 9d4908d only; re-run "
-        "its command to bring it back",
 }
 
 # What each script measures: a section is stale once these paths changed after its commit.
