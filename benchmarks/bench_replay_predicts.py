@@ -196,7 +196,7 @@ def main() -> None:
             values, bests, spent = [], [], []
             for j in range(args.online_seeds):
                 # Each online run starts from a copy of the history store, so a policy that
-                # plans from earlier trees (planned) plans from the same ten trees online as
+                # plans from earlier trees (planned) plans from the history's trees online as
                 # in replay, and no online run becomes history for another.
                 folder = Path(tmp) / f"online-{k}-{j}"
                 shutil.copytree(Path(tmp) / "history", folder)
