@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import Result
+from typer.testing import Result
 from typer.testing import CliRunner
 
 from dreamrsi.cli.main import app
