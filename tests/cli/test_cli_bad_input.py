@@ -10,8 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from dreamrsi.cli.main import app
 from tests.conftest import TaskFactory
