@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import shutil
 import threading
@@ -50,6 +51,8 @@ logger = logging.getLogger(__name__)
 _PLAN = re.compile(r"^\s*PLAN:\s*(.+?)\s*$", re.MULTILINE)
 _MIB = 1 << 20
 _MAX_COST_BYTES = 65_536
+_MODEL_CHARS = 200
+_MAX_INT = (1 << 63) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,10 +235,11 @@ class AttemptRunner:
                                                   self.readable), env)
         if result is None:
             return rec.finish(NodeStatus.LOST, self._cut_reason(), spec.commit, rec.started)
-        rec.add_command(Actor.TACTICAL, result, spec.commit)
+        rec.tokens, model, cost_problem = _read_cost(cost_file)
+        rec.add_command(Actor.TACTICAL, result, spec.commit,
+                        parsed=None if model is None else {"model": model})
         rec.plan = _plan(result.stdout)
         rec.add_narration(result)
-        rec.tokens, cost_problem = _read_cost(cost_file)
         if cost_problem:
             rec.notes.append(cost_problem)
         if result.timed_out:
@@ -407,19 +411,27 @@ def _tail(result: CommandResult) -> str:
     return f"; stderr: {tail}" if tail else ""
 
 
-def _read_cost(path: Path) -> tuple[Cost, str | None]:
-    """Tokens and money a proposer reported in ``$DREAM_COST``, and a note when the file was
-    unusable (a link, a FIFO, too big, not JSON): it then counts as nothing."""
+def _read_cost(path: Path) -> tuple[Cost, str | None, str | None]:
+    """Tokens and money a proposer reported in ``$DREAM_COST``, the model it named there
+    (``model``: text, cut to :data:`_MODEL_CHARS`), and a note when the file was unusable (a
+    link, a FIFO, too big, not JSON): it then counts as nothing."""
     try:
         raw = read_left_file(path, _MAX_COST_BYTES)
     except LeftFileError as exc:
-        return Cost(), f"$DREAM_COST ignored: {exc}"
+        return Cost(), None, f"$DREAM_COST ignored: {exc}"
     if raw is None:
-        return Cost(), None
+        return Cost(), None, None
     try:
         data = json.loads(raw)
-        return Cost(tokens_in=max(0, int(data.get("tokens_in", 0))),
+        cost = Cost(tokens_in=max(0, int(data.get("tokens_in", 0))),
                     tokens_out=max(0, int(data.get("tokens_out", 0))),
-                    money_usd=max(0.0, float(data.get("cost_usd", 0.0)))), None
-    except (ValueError, TypeError, AttributeError, OverflowError):
-        return Cost(), "$DREAM_COST ignored: not a JSON object of token and money counts"
+                    money_usd=max(0.0, float(data.get("cost_usd", 0.0))))
+        if not math.isfinite(cost.money_usd) or max(cost.tokens_in, cost.tokens_out) > _MAX_INT:
+            raise ValueError("out of range")
+    except (ValueError, TypeError, AttributeError, OverflowError, RecursionError):
+        return Cost(), None, ("$DREAM_COST ignored: not a JSON object of token and money "
+                              "counts")
+    model = data.get("model")
+    if not isinstance(model, str) or not model.strip():
+        return cost, None, None
+    return cost, model.encode("utf-8", "replace").decode("utf-8")[:_MODEL_CHARS], None

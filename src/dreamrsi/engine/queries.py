@@ -33,6 +33,7 @@ def run_summary(store: RunStore, run: RunRecord,
     """One run: ids, state, policy, counts by node status, best score (``direction``: the
     task's, when the caller knows it)."""
     counts = store.counts(run.run_id)
+    spend = store.spend(run.run_id)
     direction = direction or _direction(store, run)
     best_raw = None if counts.best_score is None else direction.denormalise(counts.best_score)
     return {
@@ -51,7 +52,17 @@ def run_summary(store: RunStore, run: RunRecord,
         "direction": direction.value,
         "created_at": run.created_at,
         "elapsed_s": round(run.elapsed_s, 3),
+        "tokens_in": spend.tokens_in,
+        "tokens_out": spend.tokens_out,
+        "money_usd": spend.money_usd,
+        "cpu_s": round(spend.cpu_ms / 1000, 3),
     }
+
+
+def model_totals(store: RunStore, run_id: str) -> list[dict[str, Any]]:
+    """What each model a run's ``llm`` proposer asked cost: calls, answered calls, tokens in
+    and out, money (from the run's ledger rows of model calls, by model)."""
+    return [m._asdict() for m in store.model_spend(store.get_run(run_id).run_id)]
 
 
 def list_runs(store: RunStore) -> list[dict[str, Any]]:
@@ -86,7 +97,7 @@ def tree_overview(store: RunStore, run_id: str) -> dict[str, Any]:
         best_depth = store.node_depth(summary["best_node"])
         best_branch = next((b["branch"] for b in branches
                             if b["best_node"] == summary["best_node"]), None)
-    return {"run": summary,
+    return {"run": summary, "models": model_totals(store, run.run_id),
             "tree": {"root": tree.root_id, "nodes": tree.nodes, "branches": len(branches),
                      "depth": tree.depth, "best_branch": best_branch, "best_depth": best_depth},
             "branches": branches}
@@ -103,8 +114,9 @@ def tree_rows(store: RunStore, run_id: str, *, branch: int | None = None,
                                 limit=limit):
         yield {"node_id": r.node_id, "parent_id": r.parent_id, "seq": r.seq, "round": r.round,
                "depth": r.depth, "branch": r.branch, "score": r.raw_score, "valid": r.valid,
-               "status": r.status, "plan": r.plan, "duplicate_of": r.duplicate_of,
-               "wall_ms": r.wall_ms}
+               "status": r.status, "plan": r.plan, "reason": r.reason,
+               "duplicate_of": r.duplicate_of, "wall_ms": r.wall_ms,
+               "tokens_in": r.tokens_in, "tokens_out": r.tokens_out, "money_usd": r.money_usd}
 
 
 def best(store: RunStore, run_id: str) -> dict[str, Any]:
@@ -125,7 +137,9 @@ def best(store: RunStore, run_id: str) -> dict[str, Any]:
     return {"node_id": top.node_id, "parent_id": top.parent_id, "seq": top.seq,
             "round": top.round, "depth": depth, "score": top.raw_score if top.valid else None,
             "valid": top.valid, "status": top.status.value, "plan": top.plan,
-            "duplicate_of": None, "wall_ms": top.cost.wall_ms, "commit": top.commit,
+            "duplicate_of": None, "wall_ms": top.cost.wall_ms, "cpu_ms": top.cost.cpu_ms,
+            "tokens_in": top.cost.tokens_in, "tokens_out": top.cost.tokens_out,
+            "money_usd": top.cost.money_usd, "commit": top.commit,
             "metrics": dict(top.metrics), "feedback": top.feedback}
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from dreamrsi.core.episode import EpisodeSettings, EpisodeState, StopReason, run_episode
-from dreamrsi.core.model import Node, NodeStatus, node_id_for
+from dreamrsi.core.model import Cost, Node, NodeStatus, node_id_for
 from dreamrsi.core.policy import GridPlan, Policy, PolicySpec
 from dreamrsi.core.replay import RecordedTree, make_plan, plan_context
 from dreamrsi.core.view import TreeView
@@ -65,6 +65,8 @@ class RunProgress:
     best: Node | None
     rounds: int
     elapsed_s: float
+    cost: Cost = Cost()
+    """What the run's recorded nodes cost, summed (tokens and money across sessions)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -531,7 +533,7 @@ class _Session:
         t = self.tally
         counts = RunCounts(dict(t.by_status))
         return RunProgress(self.run.run_id, self.task.name, counts.attempts, self.config.budget,
-                           counts.by_status, t.best, self.state.rounds, self._elapsed())
+                           counts.by_status, t.best, self.state.rounds, self._elapsed(), t.cost)
 
     def _summary(self) -> RunSummary:
         run = self.store.get_run(self.run.run_id)
@@ -546,13 +548,15 @@ class _Tally:
     """The run's recorded nodes by status and its best node, kept as they are recorded (what
     ``RunStore.counts`` would answer)."""
 
-    __slots__ = ("best", "by_status")
+    __slots__ = ("best", "by_status", "cost")
 
     def __init__(self) -> None:
         self.by_status: dict[str, int] = {}
         self.best: Node | None = None
+        self.cost = Cost()
 
     def add(self, node: Node) -> None:
+        self.cost += node.cost
         status = node.status.value
         self.by_status[status] = self.by_status.get(status, 0) + 1
         best, score = self.best, node.score

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
-from dreamrsi.core.model import Node
+from dreamrsi.core.model import Cost, Node
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.store import trees
 from dreamrsi.store.ledger import ChainHead, LedgerEvent, LedgerRow, VerifyReport
@@ -102,6 +102,36 @@ class RunCounts(NamedTuple):
     def finished(self) -> int:
         """Recorded nodes, root included, except ``lost`` ones."""
         return sum(v for k, v in self.by_status.items() if k != "lost")
+
+
+class ModelSpend(NamedTuple):
+    """What one model's calls in a run cost: calls made, those answered, tokens, money."""
+
+    model: str
+    calls: int = 0
+    answered: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    money_usd: float = 0.0
+
+
+def add_model_call(totals: dict[str, ModelSpend], parsed: Mapping[str, Any]) -> None:
+    """Count one ``model chat`` ledger row's facts (its ``parsed``) into ``totals``."""
+    model = str(parsed.get("model") or "")
+    was = totals.get(model) or ModelSpend(model)
+    totals[model] = ModelSpend(
+        model, was.calls + 1, was.answered + (parsed.get("error") is None),
+        was.tokens_in + _count(parsed.get("tokens_in")),
+        was.tokens_out + _count(parsed.get("tokens_out")),
+        was.money_usd + _money(parsed.get("money_usd")))
+
+
+def _count(value: Any) -> int:
+    return value if value.__class__ is int and value > 0 else 0
+
+
+def _money(value: Any) -> float:
+    return float(value) if value.__class__ in (int, float) and value > 0 else 0.0
 
 
 class RunStore(abc.ABC):
@@ -276,6 +306,38 @@ class RunStore(abc.ABC):
         """
         node = self.get_node(node_id)
         return trees.node_depth(self.location, node.run_id, self.nodes(node.run_id), node_id)
+
+    # -- reading what a run spent and what a node's attempt did -----------------------------
+
+    def spend(self, run_id: str) -> Cost:
+        """What a run's recorded nodes cost, summed: wall and CPU time, tokens in and out,
+        money (zeros for an unknown run)."""
+        total = Cost()
+        for node in self.replay_nodes(run_id):
+            total += node.cost
+        return total
+
+    def find_nodes(self, run_id: str, prefix: str, limit: int = 2) -> list[str]:
+        """The ids of a run's nodes that start with ``prefix``, by seq, at most ``limit``."""
+        return [n.node_id for n in self.replay_nodes(run_id)
+                if n.node_id.startswith(prefix)][:limit]
+
+    def node_ledger(self, node_id: str) -> list[LedgerRow]:
+        """The rows of a node's run chain that name the node, in order (``NotFound`` for an
+        unknown node)."""
+        run_id = self.get_node(node_id).run_id
+        return [r for r in self.ledger(run_id) if r.event.node_id == node_id]
+
+    def model_spend(self, run_id: str) -> list[ModelSpend]:
+        """What each model the run's ``llm`` proposer asked cost, from the run's ``model
+        chat`` ledger rows, by model name."""
+        totals: dict[str, ModelSpend] = {}
+        for row in self.ledger(run_id):
+            if row.event.cmd.startswith("model chat "):
+                parsed = row.event.parsed
+                if isinstance(parsed, Mapping):
+                    add_model_call(totals, parsed)
+        return sorted(totals.values())
 
     @abc.abstractmethod
     def start_attempts(self, attempts: Sequence[InFlight]) -> None:

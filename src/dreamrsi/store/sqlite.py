@@ -69,6 +69,7 @@ from dreamrsi.store.rows import (
     task_from_row,
     task_row,
 )
+from dreamrsi.store.spend_sql import SpendQueries
 from dreamrsi.store.tree_sql import TreeQueries
 from dreamrsi.store.workfolder import work_folder_for
 
@@ -88,7 +89,7 @@ _REPLAY_COLUMNS = (
 _EMPTY: Any = MappingProxyType({})
 
 
-class SqliteRunStore(TreeQueries, DreamTables, RecordAudit):
+class SqliteRunStore(TreeQueries, SpendQueries, DreamTables, RecordAudit):
     """A run store in a directory (see the module docstring).
 
     Open it with :meth:`open`. A writer holds an exclusive lock on the directory for as long as

@@ -70,6 +70,27 @@ class TreeRow(NamedTuple):
     plan: str | None
     duplicate_of: str | None
     wall_ms: int
+    reason: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    money_usd: float = 0.0
+
+
+REASON_CHARS = 160
+"""A listing's reason is at most this many characters of the first line of the feedback."""
+
+
+def short_reason(status: str, valid: bool, feedback: str | None) -> str | None:
+    """Why a node did not score, in one line for a listing: the first line of its feedback,
+    cut to :data:`REASON_CHARS` (with ``…``) when longer; ``None`` for a valid ``ok`` node.
+    ``feedback`` needs no more than its first ``REASON_CHARS + 1`` characters."""
+    if status == "ok" and valid:
+        return None
+    text = (feedback or "").strip()
+    line = text.split("\n", 1)[0].rstrip()
+    if len(line) > REASON_CHARS or line != text:
+        line = line[:REASON_CHARS - 1].rstrip() + "…"
+    return line or None
 
 
 STATUSES = tuple(s.value for s in NodeStatus)
@@ -170,7 +191,10 @@ def _best(nodes: Sequence[Node]) -> Node | None:
 
 def _row(node: Node, depth: int, branch: int, first: Mapping[str, str]) -> TreeRow:
     original = first.get(node.candidate_hash) if node.candidate_hash else None
+    c = node.cost
     return TreeRow(node.node_id, node.parent_id, node.seq, node.round, depth, branch,
                    node.raw_score if node.valid else None, node.valid, node.status.value,
                    node.plan, original if original != node.node_id else None,
-                   node.cost.wall_ms)
+                   c.wall_ms, short_reason(node.status.value, node.valid,
+                                           node.feedback[:REASON_CHARS + 1]),
+                   c.tokens_in, c.tokens_out, c.money_usd)

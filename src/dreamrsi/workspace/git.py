@@ -139,6 +139,38 @@ class WorkspaceRepo:
         finally:
             index.unlink(missing_ok=True)
 
+    def diff(self, old: str, new: str, max_bytes: int) -> tuple[str, bool]:
+        """The unified diff of the files of commit ``old`` to those of commit ``new`` (binary
+        files named, not shown; no external diff or text conversion), at most ``max_bytes`` of
+        it: the text (undecodable bytes replaced) and whether it was cut there (git is then
+        stopped, so a diff of gigabytes costs what the limit does).
+
+        Raises:
+            GitFailed: ``old`` or ``new`` is not a commit id, or git failed.
+        """
+        for commit in (old, new):
+            if not _is_object_id(commit):
+                raise GitFailed(f"{commit!r} is not a commit id (40 hex digits)")
+        args = ["git", "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
+                old, new, "--"]
+        try:
+            proc = subprocess.Popen(args, cwd=self.git_dir.parent, env=self._env,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)
+        except OSError as exc:
+            raise GitFailed(f"cannot run git: {exc}") from exc
+        assert proc.stdout is not None and proc.stderr is not None
+        with proc:
+            data = proc.stdout.read(max_bytes + 1)
+            cut = len(data) > max_bytes
+            if cut:
+                proc.kill()
+            _, err = proc.communicate()
+        if not cut and proc.returncode != 0:
+            raise GitFailed(f"git diff failed ({proc.returncode}): "
+                            f"{err.decode('utf-8', 'replace').strip()[-500:]}")
+        return data[:max_bytes].decode("utf-8", "replace"), cut
+
     def resolve(self, ref: str) -> str:
         """The commit id a ref or abbreviated id names."""
         return self._git(["rev-parse", "--verify", f"{ref}^{{commit}}"], []).strip()
