@@ -4,13 +4,12 @@ Every read goes through the index ``nodes_children`` (schema 4), which holds eve
 tree reader needs, so a tree's summary never loads a node's feedback, metrics or other large
 columns, and a listing reads only the listed rows, and of their feedback only the start of a
 node's that did not score (its reason). A summary reads the run's (seq, id, parent, status,
-score) in one pass and places and counts the nodes in Python: 1.6 times faster, at 100,000 nodes, than walking the
-tree in a recursive query and aggregating there. A listing walks the tree in SQL from the root
-down, in branch order, and stops once the page asked for is complete. The answers equal those
-of ``dreamrsi.store.trees`` (the memory store's), which the conformance suite checks. A summary
-that finds nodes it cannot place (a damaged database) asks ``dreamrsi.store.trees`` for the
-exact problem.
-"""
+score) in one pass and places and counts the nodes in Python: 1.6 times faster, at 100,000
+nodes, than walking the tree in a recursive query and aggregating there. A listing walks the
+tree in SQL from the root down, in branch order, and stops once the page asked for is complete.
+The answers equal those of ``dreamrsi.store.trees`` (the memory store's), which the conformance
+suite checks. A summary that finds nodes it cannot place (a damaged database) asks
+``dreamrsi.store.trees`` for the exact problem."""
 
 from __future__ import annotations
 
