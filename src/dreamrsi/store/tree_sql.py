@@ -9,7 +9,8 @@ nodes, than walking the tree in a recursive query and aggregating there. A listi
 tree in SQL from the root down, in branch order, and stops once the page asked for is complete.
 The answers equal those of ``dreamrsi.store.trees`` (the memory store's), which the conformance
 suite checks. A summary that finds nodes it cannot place (a damaged database) asks
-``dreamrsi.store.trees`` for the exact problem."""
+``dreamrsi.store.trees`` for the exact problem.
+"""
 
 from __future__ import annotations
 
