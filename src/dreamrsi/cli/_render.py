@@ -57,6 +57,26 @@ def _fmt(score: float | None) -> str:
     return "-" if score is None else f"{score:.10g}"
 
 
+def money(usd: float) -> str:
+    """An amount of money: cents above a dollar, significant digits below."""
+    if usd >= 1:
+        return f"${usd:,.2f}"
+    return "$0" if usd <= 0 else f"${usd:.6f}".rstrip("0")
+
+
+def spend(tokens_in: int, tokens_out: int, usd: float) -> str:
+    """Tokens in and out and money in a few words ("-" when nothing was spent)."""
+    if not (tokens_in or tokens_out or usd):
+        return "-"
+    return f"{tokens_in:,} in / {tokens_out:,} out, {money(usd)}"
+
+
+def one_line(text: str | None, most: int = 80) -> str:
+    """``text``'s first line, cut to ``most`` characters with an ellipsis."""
+    line = (text or "").strip().split("\n", 1)[0]
+    return line if len(line) <= most else line[:most - 1] + "…"
+
+
 class RunProgressBar:
     """A live progress bar; also the engine's observer (call it with progress events)."""
 
@@ -72,10 +92,12 @@ class RunProgressBar:
         self._progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("best {task.fields[best]}"), TextColumn("{task.fields[rate]}/s"),
-            TextColumn("{task.fields[bad]}"), TimeElapsedColumn(), console=console,
+            TextColumn("{task.fields[bad]}"), TextColumn("{task.fields[spend]}"),
+            TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=console,
             transient=False)
         self._task = self._progress.add_task("starting", total=budget, best="-", rate="0.00",
-                                             bad="")
+                                             bad="", spend="", last="")
+        self._last = ""
 
     def __enter__(self) -> RunProgressBar:
         self._progress.start()
@@ -92,9 +114,15 @@ class RunProgressBar:
         counts = progress.by_status
         bad = " ".join(f"{k} {counts[k]}" for k in ("invalid", "error", "timeout", "lost")
                        if counts.get(k))
+        if node is not None and (node.status.value != "ok" or not node.valid):
+            self._last = _e(f"last {node.status.value}: {one_line(node.feedback, 60)}")
+        c = progress.cost
+        used = ("" if not (c.tokens or c.money_usd) else
+                f"tokens {c.tokens_in:,}/{c.tokens_out:,} {money(c.money_usd)}")
         self._progress.update(self._task, completed=progress.attempts,
                               description=f"{progress.task_name} {progress.run_id}",
-                              best=best, rate=f"{rate:.2f}", bad=bad)
+                              best=best, rate=f"{rate:.2f}", bad=bad, spend=used,
+                              last=self._last)
 
 
 def summary_table(console: Console, s: Mapping[str, Any]) -> None:
@@ -108,8 +136,16 @@ def summary_table(console: Console, s: Mapping[str, Any]) -> None:
     table.add_row("best node", s["best_node"] or "-")
     table.add_row("attempts", str(s["attempts"]))
     table.add_row("by status", ", ".join(f"{k} {v}" for k, v in s["counts"].items()))
-    table.add_row("wall time", f"{s['elapsed_s']:.1f} s")
+    table.add_row("wall time", f"{s['elapsed_s']:.1f} s (CPU of commands {s['cpu_s']:.1f} s)")
+    table.add_row("tokens, money", spend(s["tokens_in"], s["tokens_out"], s["money_usd"]))
+    for m in s.get("models") or ():
+        table.add_row(_e(f"model {m['model'] or '?'}"), _model_line(m))
     console.print(table)
+
+
+def _model_line(m: Mapping[str, Any]) -> str:
+    return (f"{m['calls']} calls ({m['answered']} answered), "
+            f"{spend(m['tokens_in'], m['tokens_out'], m['money_usd'])}")
 
 
 def runs_table(runs: Sequence[Mapping[str, Any]]) -> None:
@@ -120,11 +156,12 @@ def runs_table(runs: Sequence[Mapping[str, Any]]) -> None:
     table = TextTable("runs", [Column("run", wrap=False), Column("task", wrap=False),
                                Column("state", wrap=False), Column("policy"),
                                Column("attempts"), Column("best"), Column("by status"),
-                               Column("stop reason")])
+                               Column("tokens in / out, money"), Column("stop reason")])
     for r in runs:
         table.add_row(_v(r["run_id"]), _v(r["task"]), r["status"], _v(r["policy"]),
                       str(r["attempts"]), _fmt(r["best_score"]),
                       ", ".join(f"{k} {v}" for k, v in r["counts"].items()),
+                      spend(r["tokens_in"], r["tokens_out"], r["money_usd"]),
                       _v(r["stop_reason"] or ""))
     table.print()
 
@@ -141,6 +178,10 @@ def tree_view(overview: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], ti
     sys.stdout.write(_v(f"run {s['run_id']} ({s['task']}): {tree['nodes']} nodes, "
                         f"{tree['branches']} branches, depth {tree['depth']}, best ")
                      + best + "\n")
+    if s["tokens_in"] or s["tokens_out"] or s["money_usd"]:
+        _line("spent: " + spend(s["tokens_in"], s["tokens_out"], s["money_usd"]) + "; "
+              + "; ".join(_v(f"{m['model'] or '?'}: ") + _model_line(m)
+                          for m in overview.get("models") or ()))
     branches = sorted(overview["branches"], key=lambda b: (b["best_score"] is None,
                                                             _rank(b, s["direction"])))
     if branches:
@@ -158,14 +199,15 @@ def tree_view(overview: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], ti
         table.print()
     table = TextTable(_v(f"nodes: {title}"), [
         Column("node", wrap=False), Column("branch"), Column("depth"), Column("round"),
-        Column("score"), Column("status"), Column("plan")])
+        Column("score"), Column("status"), Column("plan"), Column("reason")])
     for r in rows:
         plan: str | tuple[tuple[str, str], ...] = _v(r["plan"] or "")
         if r["duplicate_of"]:
             plan = ((f"(duplicate of {_v(r['duplicate_of'])})", DIM), (f" {plan}", ""))
         indent = "  " * min(r["depth"], 1) + ("└ " if r["depth"] else "")
         table.add_row(f"{indent}{_v(r['node_id'])}", str(r["branch"] or "-"), str(r["depth"]),
-                      str(r["round"]), _fmt(r["score"]), r["status"], plan)
+                      str(r["round"]), _fmt(r["score"]), r["status"], plan,
+                      _v(one_line(r["reason"]) if r["reason"] else ""))
     table.print()
     if page is not None and len(rows) == page:
         _line(f"more may follow: --offset {offset + page} lists the next {page}; --all, "
@@ -231,11 +273,11 @@ def check_panel(console: Console, report: CheckReport) -> None:
 def ledger_table(rows: Sequence[Mapping[str, Any]]) -> None:
     """``dreamrsi ledger show``."""
     table = TextTable("ledger", [Column(c) for c in ("seq", "t", "actor", "cmd", "exit", "ms",
-                                                      "admissible", "node")])
+                                                      "admissible", "node", "error")])
     for r in rows:
         table.add_row(str(r["seq"]), r["t"], r["actor"], _v(r["cmd"][:80]), str(r["exit"]),
                       str(r["duration_ms"]), "yes" if r["admissible"] else "no",
-                      _v(r["node_id"] or ""))
+                      _v(r["node_id"] or ""), _v(one_line(r.get("error"), 200)))
     table.print()
 
 

@@ -65,18 +65,20 @@ def head(run_id: ChainArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = F
 
 
 def show(run_id: ChainArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
-    """Print a run's (or dream's) ledger rows in order."""
+    """Print a run's (or dream's) ledger rows in order, with the error of each row that has
+    one (a model call's, a command's exit, time-out or signal, a verdict that did not score)."""
 
     def body() -> None:
         from dreamrsi.cli import _render
         from dreamrsi.engine import queries
+        from dreamrsi.engine.node_view import row_error
 
         with reader(store) as handle:
             chain = queries.ledger_chain(handle, run_id)
-            rows = [r.as_dict() for r in handle.ledger(chain)]
-        if as_json:
-            print_json(rows)
-        else:
-            _render.ledger_table(rows)
+            if as_json:  # the rows as recorded (an error is in their facts: `parsed`)
+                print_json([r.as_dict() for r in handle.ledger(chain)])
+                return
+            rows = [{**r.as_dict(), "error": row_error(r.event)} for r in handle.ledger(chain)]
+        _render.ledger_table(rows)
 
     guard(body)

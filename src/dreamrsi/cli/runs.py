@@ -128,7 +128,8 @@ def _finish(handle: RunStore, run_id: str, as_json: bool) -> None:
     from dreamrsi.cli import _render
     from dreamrsi.engine import queries
 
-    summary = queries.run_summary(handle, handle.get_run(run_id))
+    summary = {**queries.run_summary(handle, handle.get_run(run_id)),
+               "models": queries.model_totals(handle, run_id)}
     head = handle.chain_head(run_id)
     if as_json:
         print_json({**summary, "ledger_head": head_dict(head)})
@@ -157,6 +158,9 @@ def status(store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
 
 def show(
     run_id: RunArg,
+    node: Annotated[str | None, typer.Argument(
+        help="Show this node of the run instead of its tree: a node id, a unique prefix of "
+        "one, or its seq (creation number; the root is 0).")] = None,
     all_nodes: Annotated[bool, typer.Option(
         "--all", help="List every node (the default for a tree of at most "
         f"{SMALL_TREE} nodes, and for --json).")] = False,
@@ -173,11 +177,21 @@ def show(
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show a run's tree: its branches (size, depth, best score), then its nodes branch by
-    branch (depth, score, status, plan): every node of a small tree; of a large one, the best
-    node's branch down to it, unless --all, --branch or --depth choose."""
+    """Show a run's tree: its spend, its branches (size, depth, best score), then its nodes
+    branch by branch (depth, score, status, plan, why it did not score): every node of a small
+    tree; of a large one, the best node's branch down to it, unless --all, --branch or --depth
+    choose. With NODE: that node's whole record (plan, feedback, metrics, cost, model, diff
+    against its parent, ledger rows, the model's request and answer)."""
 
     def body() -> None:
+        if node is not None:
+            if all_nodes or branch is not None or depth is not None or offset or \
+                    limit is not None:
+                raise _user_error("--all, --branch, --depth, --offset and --limit choose "
+                                  "nodes of a listing; with NODE, show prints that node alone",
+                                  key="NODE")
+            _show_node(run_id, node, store, as_json)
+            return
         from dreamrsi.engine import queries
 
         with reader(store) as handle:
@@ -212,10 +226,23 @@ def _selection(tree: dict[str, Any], every: bool, branch: int | None,
             f"branch {tree['best_branch']} down to the best node")
 
 
-def _user_error(message: str) -> Exception:
+def _user_error(message: str, key: str = "--branch") -> Exception:
     from dreamrsi.errors import ConfigError
 
-    return ConfigError(message, key="--branch")
+    return ConfigError(message, key=key)
+
+
+def _show_node(run_id: str, node: str, store: Path, as_json: bool) -> None:
+    from dreamrsi.engine.node_view import node_detail
+
+    with reader(store) as handle:
+        detail = node_detail(handle, run_id, node)
+    if as_json:
+        print_json(detail)
+    else:
+        from dreamrsi.cli import _node
+
+        _node.node_text(detail)
 
 
 def best(
