@@ -115,7 +115,7 @@ class RunProgressBar:
         bad = " ".join(f"{k} {counts[k]}" for k in ("invalid", "error", "timeout", "lost")
                        if counts.get(k))
         if node is not None and (node.status.value != "ok" or not node.valid):
-            self._last = _e(f"last {node.status.value}: {one_line(node.feedback, 60)}")
+            self._last = _e(f"last {node.status.value}: {one_line(node.feedback, 80)}")
         c = progress.cost
         used = ("" if not (c.tokens or c.money_usd) else
                 f"tokens {c.tokens_in:,}/{c.tokens_out:,} {money(c.money_usd)}")
