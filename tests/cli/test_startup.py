@@ -76,7 +76,7 @@ def test_a_usage_error_loads_nothing_heavy() -> None:
 def test_json_readers_load_nothing_heavy(small_store: tuple[Path, str]) -> None:
     store, run_id = small_store
     for args in (["status"], ["show", run_id], ["show", run_id, "--all"], ["best", run_id],
-                 ["ledger", "head", run_id]):
+                 ["ledger", "head", run_id], ["show", run_id, "2"]):
         assert _probe(*args, "--store", str(store), "--json") == {"code": 0, "loaded": []}, args
 
 
@@ -84,7 +84,7 @@ def test_text_readers_load_no_rich(small_store: tuple[Path, str], tmp_path: Path
     store, run_id = small_store
     heavy = (*HEAVY, "rich", "logging.handlers")
     for args in (["status"], ["show", run_id], ["show", run_id, "--all"], ["best", run_id],
-                 ["ledger", "show", run_id], ["ledger", "head", run_id]):
+                 ["ledger", "show", run_id], ["ledger", "head", run_id], ["show", run_id, "2"]):
         assert _probe(*args, "--store", str(store), heavy=heavy) == {"code": 0, "loaded": []}, args
     empty = tmp_path / "empty"
     SqliteRunStore.open(empty, writer=True).close()

@@ -172,3 +172,31 @@ def test_a_half_made_repository_folder_is_finished_by_git(tmp_path: Path) -> Non
     assert _git_says(repo.git_dir, "rev-parse", "--is-bare-repository") == "true"
     assert _git_says(repo.git_dir, "config", "gc.auto") == "0"
     assert (half / "stray").read_text() == "left by a killed init"
+
+
+def test_a_diff_is_cut_at_its_limit_and_git_stops(tmp_path: Path) -> None:
+    repo = WorkspaceRepo.open(tmp_path / "repo.git")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\n")
+    (ws / "bin").write_bytes(b"\x00\x01")
+    first = repo.import_folder(ws, "first", "refs/t/1", [])
+    (ws / "a.txt").write_text("two\n" + "x" * 100 + "\n" * 200_000)  # a diff of 200 KB
+    (ws / "bin").write_bytes(b"\x00\x02")
+    second = repo.snapshot(ws, tmp_path / "index", first, "second", "refs/t/2", [])
+    whole, cut = repo.diff(first, second, 1 << 20)
+    assert not cut and "-one\n+two\n" in whole and "Binary files a/bin and b/bin differ" in whole
+    part, cut = repo.diff(first, second, 1000)
+    assert cut and len(part.encode()) <= 1000 and whole.startswith(part)
+    assert repo.diff(first, first, 1000) == ("", False)
+
+
+@pytest.mark.parametrize("bad", ["--output=/tmp/x", "HEAD", "0" * 39, "g" * 40])
+def test_a_diff_takes_commit_ids_only(tmp_path: Path, bad: str) -> None:
+    from dreamrsi.workspace.git import GitFailed
+
+    repo = WorkspaceRepo.open(tmp_path / "repo.git")
+    with pytest.raises(GitFailed, match="is not a commit id"):
+        repo.diff(bad, "0" * 40, 100)
+    with pytest.raises(GitFailed, match="git diff failed"):
+        repo.diff("1" * 40, "0" * 40, 100)  # ids of no object
