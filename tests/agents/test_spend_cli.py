@@ -43,10 +43,10 @@ def test_an_endpoint_that_answers_500_shows_why_everywhere(llm_task: LlmTaskFact
         task = llm_task(server.base_url)
         bar = cli("run", str(task), "--budget", "2", "--store", store,
                   env={"DREAMRSI_PROGRESS": "1"})
-    assert f"last error: {REASON[:60]}" in flat(bar)  # the progress bar
     assert "model fake-small 6 calls (0 answered)" in flat(bar)  # the summary
     [run] = as_json("status", "--store", store)["runs"]
     rid = run["run_id"]
+    assert f"last error ({rid}-2): {REASON}" in flat(bar)  # the progress bar
     assert run["counts"] == {"error": 2, "ok": 1}
     assert (run["tokens_in"], run["tokens_out"], run["money_usd"]) == (0, 0, 0.0)
 
@@ -80,7 +80,7 @@ def test_a_model_that_answers_shows_tokens_money_and_model(llm_task: LlmTaskFact
     bar = cli("run", str(task), "--budget", "2", "--store", store,
               env={"DREAMRSI_PROGRESS": "1"})
     # each answer: 120 tokens in at $1 a million, 30 out at $2 a million
-    assert "tokens 240/60 $0.00036" in flat(bar)
+    assert "spent 240 in / 60 out, $0.00036" in flat(bar)  # the progress bar
     assert "tokens, money 240 in / 60 out, $0.00036" in flat(bar)
     [run] = as_json("status", "--store", store)["runs"]
     rid = run["run_id"]

@@ -78,7 +78,10 @@ def one_line(text: str | None, most: int = 80) -> str:
 
 
 class RunProgressBar:
-    """A live progress bar; also the engine's observer (call it with progress events)."""
+    """A live progress bar; also the engine's observer (call it with progress events).
+
+    Below the bar, a line with what the run spent (tokens and money, once there are any) and
+    one with the last failure (status and the first line of its reason)."""
 
     def __init__(self, console: Console, budget: int | None) -> None:
         from rich.progress import (
@@ -88,15 +91,24 @@ class RunProgressBar:
             TextColumn,
             TimeElapsedColumn,
         )
+        from rich.text import Text
 
-        self._progress = Progress(
+        lines: list[str] = []
+
+        class _Progress(Progress):
+            def get_renderables(self) -> Any:
+                yield self.make_tasks_table(self.tasks)
+                for line in lines:
+                    yield Text(line, no_wrap=True, overflow="ellipsis")
+
+        self._lines = lines
+        self._progress = _Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("best {task.fields[best]}"), TextColumn("{task.fields[rate]}/s"),
-            TextColumn("{task.fields[bad]}"), TextColumn("{task.fields[spend]}"),
-            TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=console,
+            TextColumn("{task.fields[bad]}"), TimeElapsedColumn(), console=console,
             transient=False)
         self._task = self._progress.add_task("starting", total=budget, best="-", rate="0.00",
-                                             bad="", spend="", last="")
+                                             bad="")
         self._last = ""
 
     def __enter__(self) -> RunProgressBar:
@@ -115,14 +127,15 @@ class RunProgressBar:
         bad = " ".join(f"{k} {counts[k]}" for k in ("invalid", "error", "timeout", "lost")
                        if counts.get(k))
         if node is not None and (node.status.value != "ok" or not node.valid):
-            self._last = _e(f"last {node.status.value}: {one_line(node.feedback, 80)}")
+            self._last = visible(f"last {node.status.value} ({node.node_id}): "
+                                 f"{one_line(node.feedback, 200)}")
         c = progress.cost
-        used = ("" if not (c.tokens or c.money_usd) else
-                f"tokens {c.tokens_in:,}/{c.tokens_out:,} {money(c.money_usd)}")
+        self._lines[:] = [line for line in (
+            f"spent {spend(c.tokens_in, c.tokens_out, c.money_usd)}"
+            if c.tokens or c.money_usd else "", self._last) if line]
         self._progress.update(self._task, completed=progress.attempts,
                               description=f"{progress.task_name} {progress.run_id}",
-                              best=best, rate=f"{rate:.2f}", bad=bad, spend=used,
-                              last=self._last)
+                              best=best, rate=f"{rate:.2f}", bad=bad)
 
 
 def summary_table(console: Console, s: Mapping[str, Any]) -> None:
