@@ -117,18 +117,14 @@ def test_a_model_that_answers_shows_tokens_money_and_model(llm_task: LlmTaskFact
     assert "PLAN: return 3.0 instead of 2.0" in text
 
 
-def test_a_command_proposer_names_its_model_in_dream_cost(tmp_path: Path) -> None:
-    task = tmp_path / "task"
+def cost_task(root: Path, cost: str) -> Path:
+    """A command task whose proposer appends a line to x.txt and writes ``cost`` to
+    ``$DREAM_COST``."""
+    task = root / "task"
     (task / "seed").mkdir(parents=True)
     (task / "seed" / "x.txt").write_text("0\n")
-    cost = json.dumps({"tokens_in": 5, "tokens_out": 7, "cost_usd": 0.25,
-                       "model": "local-7b\x1b[2J"})
-    (task / "seed" / "propose.sh").write_text(textwrap.dedent(f"""\
-        echo 1 >> x.txt
-        cat > "$DREAM_COST" <<'EOF'
-        {cost}
-        EOF
-        """))
+    (task / "seed" / "cost.json").write_text(cost)
+    (task / "seed" / "propose.sh").write_text('echo 1 >> x.txt\ncp cost.json "$DREAM_COST"\n')
     (task / "task.toml").write_text(textwrap.dedent("""\
         name = "costly"
         objective = "o"
@@ -140,7 +136,15 @@ def test_a_command_proposer_names_its_model_in_dream_cost(tmp_path: Path) -> Non
         [proposer]
         kind = "command"
         command = "sh propose.sh"
+        [constraints]
+        protected_paths = ["cost.json", "propose.sh"]
         """))
+    return task
+
+
+def test_a_command_proposer_names_its_model_in_dream_cost(tmp_path: Path) -> None:
+    task = cost_task(tmp_path, json.dumps({"tokens_in": 5, "tokens_out": 7, "cost_usd": 0.25,
+                                           "model": "local-7b\x1b[2J"}))
     store = str(tmp_path / "store")
     summary = as_json("run", str(task), "--budget", "2", "--store", store)
     assert (summary["tokens_in"], summary["tokens_out"], summary["money_usd"]) == (10, 14, 0.5)
@@ -150,3 +154,22 @@ def test_a_command_proposer_names_its_model_in_dream_cost(tmp_path: Path) -> Non
     assert "+1" in node["diff"]["text"]
     text = cli("show", summary["run_id"], "1", "--store", store)
     assert "model: local-7b\\x1b[2J" in text and "\x1b" not in text
+
+
+@pytest.mark.parametrize("cost", [
+    '{"tokens_in": 1180591620717411303424, "tokens_out": 1}',  # 2**70: no SQLite integer
+    '{"tokens_in": 1, "cost_usd": 1e999}',
+    '{"model": ["not", "text"], "tokens_in": 3}',
+    "[" * 50_000 + "]" * 50_000,
+])
+def test_a_dream_cost_out_of_range_is_ignored_with_a_note(tmp_path: Path, cost: str) -> None:
+    task = cost_task(tmp_path, cost)
+    store = str(tmp_path / "store")
+    summary = as_json("run", str(task), "--budget", "1", "--store", store)
+    assert summary["status"] == "finished" and summary["counts"] == {"ok": 2}
+    node = as_json("show", summary["run_id"], "1", "--store", store)
+    if "model" in cost:  # a usable count with a model that is not text: counted, no model
+        assert (node["tokens_in"], node["model"]) == (3, None)
+    else:
+        assert (node["tokens_in"], node["tokens_out"], node["money_usd"]) == (0, 0, 0.0)
+        assert "$DREAM_COST ignored" in node["feedback"]
