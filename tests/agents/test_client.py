@@ -70,6 +70,28 @@ def test_500_forever_gives_up_after_max_retries(fake: FakeOpenAI) -> None:
     assert result.error == "the model call failed after 4 tries: HTTP 500: boom"
 
 
+PROXY_PAGE = ("<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad "
+              "Gateway</h1></center>\n</body>\n</html>\n")
+
+
+@pytest.mark.parametrize(("reply", "said"), [
+    (Reply.raw(PROXY_PAGE, status=502), "HTTP 502: Bad Gateway; body: <html> <head><title>502 "
+     "Bad Gateway</title></head> <body> <center><h1>502"),
+    (Reply.raw("", status=503), "HTTP 503: Service Unavailable"),
+    (Reply.error(500, "line one\n  line two"), "HTTP 500: line one line two"),
+    (Reply.raw(f"upstream said {KEY}", status=500), "HTTP 500: Internal Server Error; body: "
+     "upstream said [api key removed]"),
+])
+def test_an_error_answer_is_said_on_one_line_with_its_status(fake: FakeOpenAI, reply: Reply,
+                                                             said: str) -> None:
+    """The status and what the answer says, one line, the key scrubbed (the SDK's own message
+    for a body that is not OpenAI's error JSON is only "Error code: N")."""
+    fake.script = [reply]
+    (call,) = ask(client(fake, max_retries=0)).calls
+    assert call.error is not None and call.error.startswith(said) and "\n" not in call.error
+    assert call.status == reply.status and KEY not in call.error
+
+
 def test_a_stalled_endpoint_is_given_up_at_the_call_deadline(fake: FakeOpenAI) -> None:
     fake.script = [Reply.stall(), Reply.text("late but fine")]
     started = time.monotonic()

@@ -4,7 +4,6 @@ errors of a NODE that names nothing, and what a node without a workspace shows."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner

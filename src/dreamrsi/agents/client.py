@@ -47,6 +47,8 @@ MAX_ANSWER_CHARS = 256 * 1024
 """Longest answer accepted; a longer one is an error (its first part is kept as evidence)."""
 _REDACTED = "[api key removed]"
 _MIN_SECRET = 8
+_BODY_SHOWN = 300
+"""Characters of an error answer's body (when it is not an OpenAI-style error) in its error."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
 T = TypeVar("T")
 
@@ -373,12 +375,22 @@ def _gave_up(calls: Sequence[ModelCall]) -> str:
 
 
 def _status_message(exc: openai.APIStatusError) -> str:
+    """What an error answer says, on one line: the ``error.message`` of an OpenAI-style body,
+    else the status's reason phrase and the start of the body (a proxy's HTML page, say),
+    where the SDK's own message would say only "Error code: N"."""
     body = exc.body
     if isinstance(body, Mapping):
         inner = body.get("error", body)
         if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
-            return str(inner["message"])
-    return str(exc.message)
+            return " ".join(str(inner["message"]).split())
+    try:
+        phrase = exc.response.reason_phrase
+        text = exc.response.text
+    except Exception:  # a body that cannot be read or decoded: the SDK's message only
+        return " ".join(str(exc.message).split())
+    start = " ".join(text[:_BODY_SHOWN].split())
+    said = "; ".join(part for part in (phrase, start and f"body: {start}") if part)
+    return said or " ".join(str(exc.message).split())
 
 
 def _cause(exc: BaseException) -> str:
