@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from dreamrsi.core.model import NodeStatus
+from dreamrsi.core.model import Cost, NodeStatus
 from dreamrsi.errors import NotFound, StoreError
 from dreamrsi.store.base import RunStore
-from dreamrsi.store.trees import BranchSummary, TreeRow, TreeSummary
+from dreamrsi.store.trees import REASON_CHARS, BranchSummary, TreeRow, TreeSummary
 from dreamrsi.testing.builders import RUN, make_node
 
 _LOST: dict[str, Any] = {"status": NodeStatus.LOST, "valid": False, "score": None,
@@ -68,6 +68,22 @@ class TreeTests:
         assert rows[6].raw_score is None and rows[6].status == "error"
         assert rows[9].duplicate_of == f"{r}3" and rows[2].duplicate_of is None
         assert [r.parent_id for r in rows[:3]] == [None, f"{RUN}-0", f"{RUN}-1"]
+
+    def test_listing_reasons_and_costs(self, store: RunStore) -> None:
+        n, bad = make_node, {"status": NodeStatus.ERROR, "valid": False, "score": None}
+        long = "é" * (REASON_CHARS + 40)
+        store.add_nodes([
+            n(RUN, 0, None, feedback="fine\nsecond line"),
+            n(RUN, 1, 0, feedback="why\nTraceback ...", cost=Cost(5, 4, 300, 20, 0.25), **bad),
+            n(RUN, 2, 0, feedback=long, **bad),
+            n(RUN, 3, 0, feedback="", **bad),
+            n(RUN, 4, 0, feedback="  a reason  ", status=NodeStatus.OK, valid=False),
+            n(RUN, 5, 0, feedback="x" * REASON_CHARS, **bad),
+        ])
+        rows = list(store.tree_listing(RUN))
+        assert [r.reason for r in rows] == [None, "why…", long[:REASON_CHARS - 1] + "…", None,
+                                            "a reason", "x" * REASON_CHARS]
+        assert (rows[1].tokens_in, rows[1].tokens_out, rows[1].money_usd) == (300, 20, 0.25)
 
     def test_listing_by_branch_depth_and_page(self, store: RunStore) -> None:
         _tree(store)
