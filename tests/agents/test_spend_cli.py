@@ -54,7 +54,8 @@ def test_an_endpoint_that_answers_500_shows_why_everywhere(llm_task: LlmTaskFact
     assert [n["reason"] for n in shown["nodes"]] == [None, REASON, REASON]
     assert shown["models"] == [{"model": "fake-small", "calls": 6, "answered": 0,
                                 "tokens_in": 0, "tokens_out": 0, "money_usd": 0.0}]
-    assert REASON in flat(cli("show", rid, "--store", store))
+    text = flat(cli("show", rid, "--store", store))
+    assert REASON in text and "spent: -; fake-small: 6 calls (0 answered), -" in text
 
     node = as_json("show", rid, "1", "--store", store)
     assert (node["status"], node["reason"], node["model"]) == ("error", REASON, "fake-small")
@@ -148,6 +149,7 @@ def test_a_command_proposer_names_its_model_in_dream_cost(tmp_path: Path) -> Non
     store = str(tmp_path / "store")
     summary = as_json("run", str(task), "--budget", "2", "--store", store)
     assert (summary["tokens_in"], summary["tokens_out"], summary["money_usd"]) == (10, 14, 0.5)
+    assert "spent: 10 in / 14 out, $0.50\n" in cli("show", summary["run_id"], "--store", store)
     node = as_json("show", summary["run_id"], "1", "--store", store)
     assert node["model"] == "local-7b\x1b[2J" and node["models_asked"] == []
     assert (node["tokens_in"], node["tokens_out"], node["money_usd"]) == (5, 7, 0.25)

@@ -96,3 +96,12 @@ def test_the_listing_has_a_reason_column(store: str) -> None:
     rows = json.loads(cli("show", RUN, "--store", store, "--json"))["nodes"]
     assert [r["reason"] for r in rows if r["reason"]] == [
         "proposer exited with status 2; stderr: boom…"]
+
+
+@pytest.mark.parametrize(("usd", "shown"), [
+    (0.0, "$0"), (0.5, "$0.50"), (0.00036, "$0.00036"), (1e-9, "$1.0e-09"), (1.234, "$1.23"),
+    (1234.5, "$1,234.50"), (0.1234567, "$0.123457")])
+def test_money_is_shown_in_cents_or_the_digits_it_needs(usd: float, shown: str) -> None:
+    from dreamrsi.cli._render import money
+
+    assert money(usd) == shown

@@ -58,10 +58,16 @@ def _fmt(score: float | None) -> str:
 
 
 def money(usd: float) -> str:
-    """An amount of money: cents above a dollar, significant digits below."""
+    """An amount of money: cents from a dollar up, down to millionths below (``$0.50``,
+    ``$0.00036``), a tinier one in scientific notation."""
     if usd >= 1:
         return f"${usd:,.2f}"
-    return "$0" if usd <= 0 else f"${usd:.6f}".rstrip("0")
+    if usd <= 0:
+        return "$0"
+    if usd < 1e-6:
+        return f"${usd:.1e}"
+    whole, frac = f"{usd:.6f}".rstrip("0").split(".")
+    return f"${whole}.{frac.ljust(2, '0')}"
 
 
 def spend(tokens_in: int, tokens_out: int, usd: float) -> str:
@@ -191,10 +197,10 @@ def tree_view(overview: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], ti
     sys.stdout.write(_v(f"run {s['run_id']} ({s['task']}): {tree['nodes']} nodes, "
                         f"{tree['branches']} branches, depth {tree['depth']}, best ")
                      + best + "\n")
-    if s["tokens_in"] or s["tokens_out"] or s["money_usd"]:
-        _line("spent: " + spend(s["tokens_in"], s["tokens_out"], s["money_usd"]) + "; "
-              + "; ".join(_v(f"{m['model'] or '?'}: ") + _model_line(m)
-                          for m in overview.get("models") or ()))
+    models = overview.get("models") or ()
+    if s["tokens_in"] or s["tokens_out"] or s["money_usd"] or models:
+        _line("; ".join([f"spent: {spend(s['tokens_in'], s['tokens_out'], s['money_usd'])}",
+                         *(_v(f"{m['model'] or '?'}: ") + _model_line(m) for m in models)]))
     branches = sorted(overview["branches"], key=lambda b: (b["best_score"] is None,
                                                             _rank(b, s["direction"])))
     if branches:
