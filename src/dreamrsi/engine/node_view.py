@@ -126,11 +126,19 @@ def _call(store: RunStore, row: LedgerRow) -> dict[str, Any]:
     blobs = {a.path: a.sha256 for a in row.event.artifacts}
     return {"seq": row.seq, "model": str(parsed.get("model") or "")[:_MODEL_CHARS],
             "try": parsed.get("try"), "status": parsed.get("status"),
-            "error": parsed.get("error"), "tokens_in": parsed.get("tokens_in", 0),
-            "tokens_out": parsed.get("tokens_out", 0),
-            "money_usd": parsed.get("money_usd", 0.0), "latency_ms": parsed.get("latency_ms"),
+            "error": parsed.get("error"), "tokens_in": _number(parsed.get("tokens_in"), int),
+            "tokens_out": _number(parsed.get("tokens_out"), int),
+            "money_usd": _number(parsed.get("money_usd"), float),
+            "latency_ms": parsed.get("latency_ms"),
             "usage_estimated": parsed.get("usage_estimated"),
             "request_sha256": blobs.get("request"), "answer_sha256": blobs.get("answer")}
+
+
+def _number(value: Any, kind: type[int] | type[float]) -> Any:
+    """``value`` when it is a number of ``kind`` (an int for a float), else zero: a row's facts
+    are the engine's, but a reader shows what a damaged row holds without failing."""
+    ok = value.__class__ is int or (kind is float and value.__class__ is float)
+    return kind(value) if ok else kind(0)
 
 
 def _reported_model(rows: list[LedgerRow]) -> str | None:
