@@ -172,16 +172,20 @@ def runs_table(runs: Sequence[Mapping[str, Any]]) -> None:
     if not runs:
         sys.stdout.write("no runs yet\n")
         return
-    table = TextTable("runs", [Column("run", wrap=False), Column("task", wrap=False),
-                               Column("state", wrap=False), Column("policy"),
-                               Column("attempts"), Column("best"), Column("by status"),
-                               Column("tokens in / out, money"), Column("stop reason")])
+    # The spend column only where some run spent something: a command proposer's runs have
+    # nothing to show there, and the table has to fit 80 columns.
+    spent = any(r["tokens_in"] or r["tokens_out"] or r["money_usd"] for r in runs)
+    columns = [Column("run", wrap=False), Column("task", wrap=False),
+               Column("state", wrap=False), Column("policy"), Column("attempts"),
+               Column("best"), Column("by status")]
+    columns += [Column("tokens in / out, money")] if spent else []
+    table = TextTable("runs", [*columns, Column("stop reason")])
     for r in runs:
-        table.add_row(_v(r["run_id"]), _v(r["task"]), r["status"], _v(r["policy"]),
-                      str(r["attempts"]), _fmt(r["best_score"]),
-                      ", ".join(f"{k} {v}" for k, v in r["counts"].items()),
-                      spend(r["tokens_in"], r["tokens_out"], r["money_usd"]),
-                      _v(r["stop_reason"] or ""))
+        cells = [_v(r["run_id"]), _v(r["task"]), r["status"], _v(r["policy"]),
+                 str(r["attempts"]), _fmt(r["best_score"]),
+                 ", ".join(f"{k} {v}" for k, v in r["counts"].items())]
+        cells += [spend(r["tokens_in"], r["tokens_out"], r["money_usd"])] if spent else []
+        table.add_row(*cells, _v(r["stop_reason"] or ""))
     table.print()
 
 
