@@ -11,7 +11,6 @@ import json
 import logging
 import math
 import re
-import shutil
 import threading
 import time
 from collections.abc import Mapping
@@ -39,7 +38,9 @@ from dreamrsi.sandbox import (
 )
 from dreamrsi.store.blobs import Blobs
 from dreamrsi.store.ledger import Actor, LedgerEvent
+from dreamrsi.store.workfolder import discard_folder
 from dreamrsi.tasks.spec import Task
+from dreamrsi.workspace.folders import shown
 from dreamrsi.workspace.git import GitCall, GitFailed, WorkspaceRepo
 from dreamrsi.workspace.trusted import open_to_all, overlay_trusted, scan_workspace
 
@@ -155,15 +156,15 @@ class AttemptRunner:
         """Run the attempt described by ``spec`` and return its outcome."""
         started = time.monotonic()
         folder = self.work_root / spec.node_id
-        shutil.rmtree(folder, ignore_errors=True)
+        discard_folder(folder)  # left by a killed session; if it stays, mkdir below says so
         rec = _Recorder(self, spec)
         try:
             return self._run_in(folder, spec, rec, started)
-        except GitFailed as exc:
-            return rec.finish(NodeStatus.ERROR, f"workspace operation failed: {exc}",
+        except (GitFailed, OSError) as exc:  # OSError: a file the proposer left unreadable
+            return rec.finish(NodeStatus.ERROR, f"workspace operation failed: {shown(str(exc))}",
                               spec.commit, started)
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            discard_folder(folder)
 
     # -- steps -----------------------------------------------------------------------------
 

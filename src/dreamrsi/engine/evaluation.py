@@ -4,18 +4,27 @@ The evaluator writes one JSON object to the file named by ``$DREAM_RESULT`` or a
 of stdout: ``{"score": float, "valid": bool, "feedback": str, "metrics": {...}}`` with an optional
 ``"candidate_hash": str``. Anything else (nothing at all, non-JSON, NaN, a missing key, a score of
 the wrong type, a crash, a timeout) becomes a recorded ``error`` or ``timeout`` with a diagnostic
-that says exactly what was wrong.
+that says exactly what was wrong; so does a value past the bounds of :mod:`dreamrsi.engine.sane`
+(a score of ``1e999`` or of 400 digits, metrics nested 50,000 deep or of megabytes). Any bytes
+at all give a verdict the store can keep: lone surrogates in text become U+FFFD.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dreamrsi.core.model import Direction, NodeStatus
+from dreamrsi.engine.sane import (
+    MAX_CANDIDATE_HASH_CHARS,
+    MAX_DEPTH,
+    Unsane,
+    sane_metrics,
+    sane_score,
+    sane_text,
+)
 from dreamrsi.sandbox import CommandResult, LeftFileError, read_left_file
 
 MAX_FEEDBACK_CHARS = 16_000
@@ -103,14 +112,27 @@ def _payload(result: CommandResult, result_file: ResultFile) -> dict[str, Any]:
             raise _BadResult("it printed nothing (expected one JSON object on the last line "
                              "of stdout or in $DREAM_RESULT)")
         text = lines[-1].strip()
+    data = _loads(text)
+    if not isinstance(data, dict):
+        raise _BadResult(f"expected a JSON object, got {type(data).__name__}: "
+                         f"{sane_text(text[:200])!r}")
+    return data
+
+
+def _loads(text: str) -> Any:
+    """Parse the verdict's JSON; whatever ``json`` raises on it becomes a :class:`_BadResult`
+    (``RecursionError`` for deep nesting, ``ValueError`` for an integer of more than 4,300
+    digits)."""
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise _BadResult(f"not valid JSON ({exc.msg} at column {exc.colno}): "
-                         f"{text[:200]!r}") from None
-    if not isinstance(data, dict):
-        raise _BadResult(f"expected a JSON object, got {type(data).__name__}: {text[:200]!r}")
-    return data
+                         f"{sane_text(text[:200])!r}") from None
+    except RecursionError:
+        raise _BadResult("not usable JSON: nested too deep to read (a verdict's values may "
+                         f"nest at most {MAX_DEPTH} levels)") from None
+    except ValueError as exc:  # the integer-digits limit, among others
+        raise _BadResult(f"not usable JSON: {sane_text(str(exc))[:300]}") from None
 
 
 def _reject_constant(name: str) -> Any:
@@ -118,34 +140,44 @@ def _reject_constant(name: str) -> Any:
 
 
 def _verdict(data: dict[str, Any], direction: Direction) -> Evaluation:
+    """The verdict in ``data``, every value within the bounds of :mod:`dreamrsi.engine.sane`
+    (or a :class:`_BadResult` saying which is not)."""
     if "valid" not in data:
         raise _BadResult("missing key 'valid' (a boolean)")
     valid = data["valid"]
     if not isinstance(valid, bool):
-        raise _BadResult(f"'valid' must be true or false, got {valid!r}")
+        raise _BadResult(f"'valid' must be true or false, got {_short(valid)}")
     if "score" not in data:
         raise _BadResult("missing key 'score' (a number, or null when invalid)")
     raw = data["score"]
-    if raw is None:
-        if valid:
-            raise _BadResult("'score' is null but 'valid' is true")
-    elif isinstance(raw, bool) or not isinstance(raw, int | float):
-        raise _BadResult(f"'score' must be a number, got {type(raw).__name__} {raw!r}")
-    elif not math.isfinite(raw):
-        raise _BadResult(f"'score' must be finite, got {raw!r}")
+    if raw is None and valid:
+        raise _BadResult("'score' is null but 'valid' is true")
     feedback = data.get("feedback", "")
     if not isinstance(feedback, str):
         raise _BadResult(f"'feedback' must be a string, got {type(feedback).__name__}")
-    metrics = data.get("metrics", {})
-    if not isinstance(metrics, dict):
-        raise _BadResult(f"'metrics' must be an object, got {type(metrics).__name__}")
     candidate_hash = data.get("candidate_hash")
-    if candidate_hash is not None and not isinstance(candidate_hash, str):
-        raise _BadResult("'candidate_hash' must be a string")
-    raw_score = None if raw is None else float(raw)
+    if candidate_hash is not None and (not isinstance(candidate_hash, str)
+                                       or len(candidate_hash) > MAX_CANDIDATE_HASH_CHARS):
+        raise _BadResult("'candidate_hash' must be a string of at most "
+                         f"{MAX_CANDIDATE_HASH_CHARS} characters")
+    try:
+        raw_score = None if raw is None else sane_score(raw)
+        metrics = sane_metrics(data.get("metrics", {}))
+    except Unsane as exc:
+        raise _BadResult(str(exc)) from None
     score = direction.normalise(raw_score) if valid and raw_score is not None else None
     return Evaluation(NodeStatus.OK if valid else NodeStatus.INVALID, valid, raw_score, score,
-                      _cap(feedback), metrics, candidate_hash)
+                      _cap(sane_text(feedback)), metrics,
+                      None if candidate_hash is None else sane_text(candidate_hash))
+
+
+def _short(value: Any) -> str:
+    """``value`` shown in a diagnostic: short, whatever it holds."""
+    if isinstance(value, dict | list):
+        return f"a JSON {'object' if isinstance(value, dict) else 'array'}"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10 ** 30:
+        return "a very long integer"
+    return sane_text(repr(value))[:100]
 
 
 def _stderr_tail(result: CommandResult) -> str:

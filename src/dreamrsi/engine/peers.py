@@ -50,6 +50,10 @@ def read_verdict(task: Task, result_file: Path) -> ResultFile:
     raw = tuple((f"{PEER_FOLDER}/{name}", data) for name, data in files.items() if data)
     try:
         verdict = translate(task.peer.style, files)
+        return ResultFile(json.dumps(verdict, allow_nan=False).encode(), raw=raw)
     except PeerResultError as exc:
         return ResultFile(problem=str(exc), raw=raw)
-    return ResultFile(json.dumps(verdict, allow_nan=False).encode(), raw=raw)
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # JSON the peer's format cannot hold (nested 50,000 deep, integers of 5,000 digits)
+        return ResultFile(problem=f"the peer's result cannot be read: {type(exc).__name__}: "
+                          f"{str(exc)[:300]}", raw=raw)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
 import threading
 import time
 from collections.abc import Mapping
@@ -28,6 +27,7 @@ from dreamrsi.core.view import TreeView
 from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, Attempts, AttemptSpec
 from dreamrsi.engine.config import RunConfig
 from dreamrsi.engine.history import choose_elites, prepare_history
+from dreamrsi.engine.recording import attempt_safely, record_outcome
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, DreamError, StoreError
 from dreamrsi.policies.registry import make_policy
@@ -44,6 +44,7 @@ from dreamrsi.store.base import (
 )
 from dreamrsi.store.integrity import check_tree
 from dreamrsi.store.ledger import Actor, LedgerEvent
+from dreamrsi.store.workfolder import discard_folder
 from dreamrsi.tasks.spec import Task, load_task
 from dreamrsi.workspace.git import GitCall
 
@@ -372,15 +373,15 @@ class _Session:
 
     def _run_round(self, pool: ThreadPoolExecutor,
                    specs: list[AttemptSpec]) -> list[AttemptOutcome]:
-        futures: set[Future[AttemptOutcome]] = {pool.submit(self.runner.run, s) for s in specs}
+        futures: set[Future[AttemptOutcome]] = {
+            pool.submit(attempt_safely, self.runner, s) for s in specs}
         outcomes = []
         try:
             while futures:
                 done, futures = wait(futures, timeout=self.config.heartbeat_s,
                                      return_when=FIRST_COMPLETED)
                 for future in done:
-                    outcome = future.result()
-                    self._record(outcome)
+                    outcome = self._record(future.result())
                     outcomes.append(outcome)
                     self._notify("node", outcome.node)
                 self._heartbeat()
@@ -393,15 +394,13 @@ class _Session:
 
     # -- recording -------------------------------------------------------------------------
 
-    def _record(self, outcome: AttemptOutcome) -> None:
-        """Node, its evidence and the end of its in-flight marker: one transaction."""
-        node = outcome.node
-        with self.store.atomic():
-            self.store.append_ledger(self.run.run_id, list(outcome.events),
-                                     run_id=self.run.run_id)
-            self.store.add_node(node)
-            self.store.finish_attempt(node.node_id)
-        self.tally.add(node)
+    def _record(self, outcome: AttemptOutcome) -> AttemptOutcome:
+        """Node, its evidence and the end of its in-flight marker: one transaction. Returns
+        what was recorded (an ``error`` node in its place when it could not be kept as is,
+        :func:`~dreamrsi.engine.recording.record_outcome`)."""
+        recorded = record_outcome(self.store, self.run.run_id, outcome)
+        self.tally.add(recorded.node)
+        return recorded
 
     def _record_lost_attempts(self) -> None:
         for attempt in self.store.in_flight(self.run.run_id):
@@ -444,12 +443,10 @@ class _Session:
                                              f"refs/dreamrsi/nodes/{root_id}", calls)
             imports = [LedgerEvent(Actor.EXECUTION, c.cmd, exit=c.exit, commit=commit,
                                    duration_ms=c.duration_ms, node_id=root_id) for c in calls]
-        outcome = self.runner.run(AttemptSpec(root_id, self.run.run_id, 0, 0, None, commit,
-                                              {"seed": self._seed_for(0)}))
-        node = outcome.node
-        outcome = AttemptOutcome(node, (*imports, *outcome.events))
-        self._record(outcome)
-        return node
+        outcome = attempt_safely(self.runner, AttemptSpec(root_id, self.run.run_id, 0, 0, None,
+                                                          commit, {"seed": self._seed_for(0)}))
+        outcome = AttemptOutcome(outcome.node, (*imports, *outcome.events))
+        return self._record(outcome).node
 
     def _warm_commit(self, node_id: str) -> str:
         """The workspace of an earlier node of the same task, to start this run from."""
@@ -462,7 +459,7 @@ class _Session:
     def _close(self, status: RunStatus, reason: str) -> None:
         if isinstance(self.runner, AttemptRunner):
             self.runner.close()
-        shutil.rmtree(self.work_root, ignore_errors=True)
+        discard_folder(self.work_root)  # never raises; what stays is cleared on resume
         try:
             self.store.update_run(self.run.run_id, status=status, stop_reason=reason,
                                   finished_at=time.time(), heartbeat_at=time.time(),
@@ -514,10 +511,12 @@ class _Session:
         }
 
     def _clean_work_folder(self) -> None:
-        work = self.work_root
-        if work.exists():
-            shutil.rmtree(work, ignore_errors=True)
-        work.mkdir(parents=True, exist_ok=True)
+        """Clear what an earlier session left (a killed one leaves attempt folders)."""
+        problem = discard_folder(self.work_root)
+        if problem is not None:
+            raise StoreError(f"cannot clear the work folder {self.work_root} that an earlier "
+                             f"session left: {problem}")
+        self.work_root.mkdir(parents=True, exist_ok=True)
 
     def _notify(self, event: str, node: Node | None = None) -> None:
         if self.observer is None:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dreamrsi.errors import SandboxError
+from dreamrsi.workspace.folders import walk
 
 __all__ = ["SANDBOX_UID_BASE", "SANDBOX_UID_COUNT", "hand_over", "lease_uid"]
 
@@ -72,8 +73,7 @@ def hand_over(directories: Iterable[Path], uid: int) -> None:
     for top in directories:
         try:
             os.lchown(top, uid, uid)
-            for folder, dirs, files in os.walk(top):
-                for name in (*dirs, *files):
-                    os.lchown(os.path.join(folder, name), uid, uid)
+            for entry in walk(top):  # iterative: a tree a command left may be of any depth
+                os.chown(entry.name, uid, uid, dir_fd=entry.parent_fd, follow_symlinks=False)
         except OSError as exc:
             raise SandboxError(f"cannot hand {str(top)!r} to the sandbox user: {exc}") from exc

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 from pathlib import Path
+
+from dreamrsi.workspace.folders import remove_tree
+
+logger = logging.getLogger(__name__)
 
 _SHM = Path("/dev/shm")
 _SHM_MIN_FREE = 2 << 30
@@ -30,3 +35,20 @@ def work_folder_for(store_dir: Path) -> Path:
         tag = hashlib.sha256(str(store_dir).encode()).hexdigest()[:12]
         return _SHM / f"dreamrsi-{tag}"
     return store_dir / "work"
+
+
+def discard_folder(folder: Path) -> str | None:
+    """Remove ``folder`` (the work folder, or one attempt's folder in it) and whatever
+    sandboxed commands left there (trees of any depth, links, FIFOs, folders made
+    read-only); never raises.
+
+    Returns:
+        None when it is gone, else why not (logged; every start and resume of a run clears
+        the whole work folder again first).
+    """
+    try:
+        remove_tree(folder)
+    except Exception as exc:  # noqa: BLE001 - the caller records and carries on
+        logger.warning("could not remove %s: %s", folder, exc)
+        return f"{type(exc).__name__}: {exc}"
+    return None

@@ -17,6 +17,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from dreamrsi.workspace.folders import Entry, remove_tree, shown, walk
+
 __all__ = ["copy_trusted", "open_to_all", "overlay_trusted", "path_digests", "scan_workspace"]
 
 _BLOCK = 1 << 20
@@ -63,28 +65,38 @@ def _folders_are_real(root: Path, rel: str) -> bool:
 
 
 def _digest_into(out: dict[str, str], root: Path, rel: str) -> None:
-    """Add the digest of ``root/rel`` (recursively for a folder) to ``out``."""
+    """Add the digest of ``root/rel`` (and of everything under it, for a folder) to ``out``."""
     path = root / rel
     try:
         info = os.lstat(path)
     except FileNotFoundError:
         out[rel] = "missing"
         return
-    if stat.S_ISDIR(info.st_mode):
-        out[f"{rel}/"] = "folder"
-        for name in sorted(os.listdir(path)):
-            _digest_into(out, root, f"{rel}/{name}")
-    elif stat.S_ISLNK(info.st_mode):
-        out[rel] = "link:" + os.readlink(path)
-    elif stat.S_ISREG(info.st_mode):
-        out[rel] = _sha256(path)
-    else:
-        out[rel] = f"special:{stat.S_IFMT(info.st_mode):o}"
+    if not stat.S_ISDIR(info.st_mode):
+        out[rel] = _digest(info, os.fsencode(path), None)
+        return
+    out[f"{rel}/"] = "folder"
+    for entry in walk(path):
+        name = f"{rel}/{os.fsdecode(entry.rel)}"
+        if entry.is_dir:
+            out[f"{name}/"] = "folder"
+        else:
+            out[name] = _digest(entry.info, entry.name, entry.parent_fd)
 
 
-def _sha256(path: Path) -> str:
+def _digest(info: os.stat_result, name: bytes, dir_fd: int | None) -> str:
+    """The digest :func:`path_digests` gives a non-folder."""
+    if stat.S_ISLNK(info.st_mode):
+        return "link:" + os.fsdecode(os.readlink(name, dir_fd=dir_fd))
+    if stat.S_ISREG(info.st_mode):
+        return _sha256(name, dir_fd)
+    return f"special:{stat.S_IFMT(info.st_mode):o}"
+
+
+def _sha256(name: bytes, dir_fd: int | None) -> str:
     """SHA-256 of a regular file, opened without following a link or blocking."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                 dir_fd=dir_fd)
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return "special:changed"
@@ -179,7 +191,7 @@ def _remove(path: Path) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISDIR(mode):
-        shutil.rmtree(path)
+        remove_tree(path)
     else:
         path.unlink()
 
@@ -190,44 +202,70 @@ def open_to_all(root: Path) -> None:
     Links are left alone. Used on folders the engine wrote for the sandbox's user to read.
     """
     os.chmod(root, 0o755)
-    for folder, dirs, files in os.walk(root):
-        for name in dirs:
-            path = os.path.join(folder, name)
-            if not os.path.islink(path):
-                os.chmod(path, 0o755)
-        for name in files:
-            path = os.path.join(folder, name)
-            mode = os.lstat(path).st_mode
-            if stat.S_ISREG(mode):
-                os.chmod(path, 0o755 if mode & stat.S_IXUSR else 0o644)
+    for entry in walk(root):
+        mode = entry.info.st_mode
+        if entry.is_dir:
+            os.chmod(entry.name, 0o755, dir_fd=entry.parent_fd)
+        elif stat.S_ISREG(mode):
+            os.chmod(entry.name, 0o755 if mode & stat.S_IXUSR else 0o644,
+                     dir_fd=entry.parent_fd)
+
+
+MAX_WORKSPACE_DEPTH = 128
+"""Most path components of anything in a workspace (``a/b/c`` has three)."""
+MAX_WORKSPACE_ENTRIES = 100_000
+"""Most files, links and folders a workspace may hold."""
+MAX_WORKSPACE_PATH_BYTES = 1024
+"""Longest path (in bytes, relative to the workspace) of anything in a workspace."""
 
 
 def scan_workspace(root: Path, max_bytes: int) -> str | None:
     """Say what is wrong with a workspace a proposer left, or None when it may be committed.
 
-    A workspace may hold only regular files, links and folders, and at most ``max_bytes`` of
-    files in all. Nothing is opened.
+    A workspace may hold only regular files, links and folders: at most ``max_bytes`` of
+    files in all, :data:`MAX_WORKSPACE_ENTRIES` entries, :data:`MAX_WORKSPACE_DEPTH` levels
+    and paths of :data:`MAX_WORKSPACE_PATH_BYTES`. Nothing is opened but folders, no link is
+    followed, and the walk stops at the first problem, so a tree of any depth or width is
+    judged in bounded time and memory (a folder's names are listed whole).
 
     Args:
         root: The workspace.
         max_bytes: Largest total size of its regular files.
 
     Returns:
-        A one-line problem, or None.
+        A one-line problem (names shown escaped), or None.
     """
     total = 0
-    for folder, dirs, files in os.walk(root):
-        for name in (*dirs, *files):
-            path = os.path.join(folder, name)
-            info = os.lstat(path)
-            if stat.S_ISREG(info.st_mode):
-                total += info.st_size
+    try:
+        for count, entry in enumerate(walk(root, max_depth=MAX_WORKSPACE_DEPTH + 1), 1):
+            problem = _entry_problem(entry, count)
+            if problem is not None:
+                return problem
+            if stat.S_ISREG(entry.info.st_mode):
+                total += entry.info.st_size
                 if total > max_bytes:
                     return (f"the workspace holds more than {max_bytes} bytes of files "
-                            f"(at {os.path.relpath(path, root)})")
-            elif not (stat.S_ISDIR(info.st_mode) or stat.S_ISLNK(info.st_mode)):
-                return (f"{os.path.relpath(path, root)} is a {_kind(info.st_mode)}; a "
-                        "workspace may hold only files, links and folders")
+                            f"(at {shown(entry.rel)})")
+    except OSError as exc:
+        return f"the workspace could not be read: {shown(str(exc))}"
+    return None
+
+
+def _entry_problem(entry: Entry, count: int) -> str | None:
+    """What makes one entry of a workspace unacceptable, or None."""
+    mode = entry.info.st_mode
+    if count > MAX_WORKSPACE_ENTRIES:
+        return (f"the workspace holds more than {MAX_WORKSPACE_ENTRIES} files, links and "
+                f"folders (at {shown(entry.rel)})")
+    if entry.depth > MAX_WORKSPACE_DEPTH:
+        return (f"the workspace nests folders more than {MAX_WORKSPACE_DEPTH} levels deep "
+                f"(at {shown(entry.rel, 120)})")
+    if len(entry.rel) > MAX_WORKSPACE_PATH_BYTES:
+        return (f"a path in the workspace is longer than {MAX_WORKSPACE_PATH_BYTES} bytes: "
+                f"{shown(entry.rel, 120)}")
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+        return (f"{shown(entry.rel)} is a {_kind(mode)}; a workspace may hold only files, "
+                "links and folders")
     return None
 
 
