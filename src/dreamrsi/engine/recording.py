@@ -5,7 +5,11 @@ it did not foresee. :func:`attempt_safely` turns an exception raised while runni
 into an ``error`` node that names it; :func:`record_outcome` records a finished attempt in one
 transaction after bounding its values (:func:`dreamrsi.engine.sane.sane_node`), and when the
 store still refuses it (an unforeseen value), records an ``error`` node saying why in its
-place. Only a store that cannot record even that ends the run, and then a resume works: the
+place.
+
+A :class:`~dreamrsi.errors.DreamError` is not an attempt's failure but the system's (bubblewrap
+missing, the store unwritable, a setting wrong): it still ends the run with its one clear line,
+as does a store that cannot record even the ``error`` node. Either way a resume works: the
 attempt is still marked in flight and becomes ``lost``.
 """
 
@@ -17,6 +21,7 @@ import time
 from dreamrsi.core.model import Cost, Node, NodeStatus
 from dreamrsi.engine.attempt import AttemptOutcome, Attempts, AttemptSpec
 from dreamrsi.engine.sane import sane_cost, sane_node, sane_text
+from dreamrsi.errors import DreamError
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.ledger import Actor, LedgerEvent
 
@@ -30,11 +35,14 @@ _MAX_REASON_CHARS = 2000
 def attempt_safely(attempts: Attempts, spec: AttemptSpec) -> AttemptOutcome:
     """``attempts.run(spec)``; an exception it raises becomes an ``error`` node naming it.
 
-    ``KeyboardInterrupt`` and the like still end the run (they are not ``Exception``).
+    A :class:`~dreamrsi.errors.DreamError` (the system's failure, not the attempt's) and
+    ``KeyboardInterrupt`` still end the run.
     """
     started = time.monotonic()
     try:
         return attempts.run(spec)
+    except DreamError:
+        raise
     except Exception as exc:  # noqa: BLE001 - the attempt's failure, recorded as data
         logger.exception("attempt %s failed unexpectedly", spec.node_id)
         node = Node(spec.node_id, spec.run_id,
@@ -54,7 +62,8 @@ def record_outcome(store: RunStore, run_id: str, outcome: AttemptOutcome) -> Att
     is recorded in its place.
 
     Raises:
-        Exception: What the store raised when even that could not be recorded.
+        DreamError: The store failed (it is not the outcome's fault).
+        Exception: What the store raised when even the ``error`` node could not be recorded.
     """
     try:
         node, problem = sane_node(outcome.node)
@@ -63,6 +72,8 @@ def record_outcome(store: RunStore, run_id: str, outcome: AttemptOutcome) -> Att
             node = _as_error(node, f"the attempt's result cannot be kept: {problem}")
         _write(store, run_id, node, outcome.events)
         return AttemptOutcome(node, outcome.events)
+    except DreamError:
+        raise
     except Exception as exc:  # noqa: BLE001 - retried as an error node just below
         logger.exception("could not record attempt %s; recording it as an error",
                          outcome.node.node_id)
