@@ -8,8 +8,6 @@ import os
 import shutil
 from pathlib import Path
 
-from dreamrsi.workspace.folders import remove_tree
-
 logger = logging.getLogger(__name__)
 
 _SHM = Path("/dev/shm")
@@ -46,6 +44,8 @@ def discard_folder(folder: Path) -> str | None:
         None when it is gone, else why not (logged; every start and resume of a run clears
         the whole work folder again first).
     """
+    from dreamrsi.workspace.folders import remove_tree  # a reading command never needs it
+
     try:
         remove_tree(folder)
     except Exception as exc:  # noqa: BLE001 - the caller records and carries on
