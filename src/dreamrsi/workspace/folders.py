@@ -52,8 +52,8 @@ class Entry(NamedTuple):
 def walk(top: Path | str | bytes, *, max_depth: int | None = None) -> Iterator[Entry]:
     """Every entry below ``top``, parents before children, names sorted bytewise.
 
-    Folders are entered unless deeper than ``max_depth`` (their entries are not listed);
-    links are reported, never followed. A folder the caller removes or replaces while it is
+    A folder at depth ``max_depth`` or deeper is reported but not entered; links are
+    reported, never followed. A folder the caller removes or replaces while it is
     yielded is skipped.
 
     Raises:
@@ -104,7 +104,7 @@ def remove_tree(path: Path | str | bytes) -> None:
     up first. Nothing happens when ``path`` does not exist.
 
     Raises:
-        OSError: Something could not be removed (the rest is removed as far as possible).
+        OSError: Something could not be removed (what was removed before stays removed).
     """
     try:
         info = os.lstat(path)
