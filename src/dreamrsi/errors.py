@@ -11,7 +11,10 @@ one type. The leaves are grouped by what the caller can do about them::
     │   ├── SchemaVersionError   the store's schema is not the one this version speaks
     │   └── StoreBusy            another process is writing this store
     ├── PolicyError          a policy returned an illegal decision or crashed
-    └── SandboxError         a command could not be started as configured
+    ├── SandboxError         a command could not be started as configured
+    └── InfrastructureError  a run stopped: attempts kept failing outside the candidates
+                             (the model endpoint, its key, the proposer's command); fix it,
+                             then resume
 
 A failed attempt (a proposer that crashes, an evaluator that prints garbage) is *data*, recorded
 with a status and feedback; it is never one of these exceptions.
@@ -88,3 +91,24 @@ class PolicyError(DreamError):
 class SandboxError(DreamError):
     """A command could not be started as configured (for example bubblewrap required but
     missing). A command that starts and then fails is not this error: it is a result."""
+
+
+class InfrastructureError(DreamError):
+    """A run stopped because its attempts kept failing before any candidate could be judged:
+    the model endpoint unreachable or refusing the key, the proposer's command missing. The
+    run is recorded ``failed`` with the stop reason ``infrastructure: ...`` and can be resumed
+    once the cause is fixed.
+
+    Args:
+        run_id: The run that stopped.
+        reason: What failed, in words (the last such attempt's feedback).
+        count: How many attempts in a row failed that way.
+    """
+
+    def __init__(self, run_id: str, reason: str, count: int) -> None:
+        self.run_id = run_id
+        self.reason = reason
+        self.count = count
+        super().__init__(f"run {run_id} stopped: {count} attempts in a row failed before a "
+                         f"candidate could be judged ({reason}); fix that, then "
+                         f"`dreamrsi resume {run_id}` continues the run")

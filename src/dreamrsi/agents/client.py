@@ -91,6 +91,22 @@ class ModelCall:
     error: str | None = None
     retryable: bool = False
 
+    @property
+    def unreachable(self) -> bool:
+        """Whether the call failed for the endpoint's sake, whatever was asked: no connection,
+        no answer or no HTTP answer at all, a key refused (401, 403), a model or route it does
+        not serve (404), too many requests (429), a server error (5xx), a failed model
+        look-up. An answer that came but is unusable (no text, too long, not a completion) or
+        a request the endpoint rejected (400, 413, 422) is not."""
+        if self.error is None:
+            return False
+        status = self.status
+        return self.kind == "models" or status is None or status in _UNREACHABLE \
+            or status >= 500
+
+
+_UNREACHABLE = frozenset({401, 403, 404, 408, 429})
+
 
 @dataclass(frozen=True, slots=True)
 class ChatResult:
@@ -111,6 +127,14 @@ class ChatResult:
     error: str | None = None
     timed_out: bool = False
     cancelled: bool = False
+
+    @property
+    def infrastructure(self) -> bool:
+        """Whether there is no answer because the endpoint failed (every call was
+        :attr:`ModelCall.unreachable`), not because of what was asked or answered: what
+        ends a run after a few attempts in a row (a cancel is not such a failure)."""
+        return (self.answer is None and not self.cancelled and bool(self.calls)
+                and all(call.unreachable for call in self.calls))
 
 
 class _Stop(Exception):

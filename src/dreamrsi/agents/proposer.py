@@ -51,6 +51,9 @@ class Proposal:
         changed: The files written.
         cost: Tokens and money of every call.
         events: Ledger rows: each call, the answer as narration, the edits.
+        infrastructure: No answer came because the endpoint failed (unreachable, a key
+            refused, a model it does not serve, server errors after the retries): not the
+            candidate's doing (see :attr:`ChatResult.infrastructure`).
     """
 
     status: str
@@ -59,6 +62,7 @@ class Proposal:
     changed: tuple[str, ...]
     cost: Cost
     events: tuple[LedgerEvent, ...]
+    infrastructure: bool = False
 
 
 class LlmProposer:
@@ -123,7 +127,8 @@ class LlmProposer:
         if result.answer is None:
             status = ("cancelled" if result.cancelled else "timeout" if result.timed_out
                       else "error")
-            return Proposal(status, result.error, None, (), cost, tuple(events))
+            return Proposal(status, result.error, None, (), cost, tuple(events),
+                            infrastructure=result.infrastructure)
         events.append(LedgerEvent(Actor.TACTICAL, "narration", admissible=False,
                                   node_id=node_id, artifacts=(Artifact(
                                       "answer", self.blobs.put(result.answer.encode())),)))

@@ -58,3 +58,15 @@ HistoryOpt = Annotated[int, typer.Option(
 TargetOpt = Annotated[float | None, typer.Option(
     help="Stop once a raw score reaches this value (at or above it when the task maximises, "
          "at or below when it minimises).")]
+BaseUrlOpt = Annotated[str | None, typer.Option(
+    "--base-url", help="The model endpoint of a task whose proposer is a model (an "
+    "OpenAI-compatible URL such as http://127.0.0.1:8000/v1); wins over the task's base_url "
+    "(config.yaml's api_base), which wins over $OPENAI_BASE_URL.")]
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", help="The one model such a proposer asks; wins over the task's models "
+    "(config.yaml's models).")]
+InfraFailuresOpt = Annotated[int, typer.Option(
+    "--max-infra-failures", min=0, max=MAX_INT,
+    help="Stop the run, resumable and with a non-zero exit, once this many attempts in a row "
+         "failed outside the candidate (the model endpoint unreachable, a key refused, the "
+         "proposer's command missing); 0: never.")]

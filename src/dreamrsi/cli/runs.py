@@ -28,8 +28,11 @@ from dreamrsi.cli.options import (
     MAX_INT,
     POSITIVE_HELP,
     AcceptUnisolatedOpt,
+    BaseUrlOpt,
     HistoryOpt,
+    InfraFailuresOpt,
     JsonOpt,
+    ModelOpt,
     RunArg,
     StoreOpt,
     TargetOpt,
@@ -68,6 +71,9 @@ def run(
     accept_unisolated: AcceptUnisolatedOpt = False,
     target: TargetOpt = None,
     history: HistoryOpt = 0,
+    base_url: BaseUrlOpt = None,
+    model: ModelOpt = None,
+    max_infra_failures: InfraFailuresOpt = 3,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -84,7 +90,8 @@ def run(
         config = RunConfig(budget=budget, workers=workers, max_rounds=rounds,
                            wall_time_s=wall_time, max_tokens=max_tokens, max_cost_usd=max_cost,
                            seed=seed, policy=spec, isolation=isolation, target=target,
-                           history=history)
+                           history=history, max_infra_failures=max_infra_failures,
+                           base_url=base_url, model=model)
         loaded = resolve_task(task)
         with open_store(store, writer=True, holder=f"run {loaded.name}") as handle:
             sigterm_as_interrupt()
@@ -97,8 +104,10 @@ def run(
 
 
 def resume(run_id: RunArg, accept_unisolated: AcceptUnisolatedOpt = False,
+           base_url: BaseUrlOpt = None, model: ModelOpt = None,
            store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
-    """Continue a run that was killed or interrupted; in-flight attempts become `lost`."""
+    """Continue a run that was killed, interrupted or stopped by failures outside its
+    candidates; in-flight attempts become `lost`."""
 
     def body() -> None:
         from dreamrsi.engine import resume_run
@@ -108,7 +117,8 @@ def resume(run_id: RunArg, accept_unisolated: AcceptUnisolatedOpt = False,
             sigterm_as_interrupt()
             record = handle.get_run(run_id)
             summary = _drive(lambda obs: resume_run(
-                handle, record.run_id, obs, accept_unisolated_model_code=accept_unisolated),
+                handle, record.run_id, obs, accept_unisolated_model_code=accept_unisolated,
+                base_url=base_url, model=model),
                 as_json, record.config.get("budget"))
             _finish(handle, summary.run_id, as_json)
 

@@ -36,7 +36,8 @@ class StopReason(StrEnum):
 
     The first five end episodes in both worlds; ``EXHAUSTED`` and ``PLAN_OUT_OF_SUPPORT`` only
     replays (a recorded tree has no more to reveal, or a plan asks for more than it holds);
-    the rest only online runs.
+    the rest only online runs (``INFRASTRUCTURE``: attempts kept failing outside the
+    candidate, and the run stopped resumable).
     """
 
     EMPTY_BATCH = "empty batch"
@@ -48,6 +49,7 @@ class StopReason(StrEnum):
     TOKEN_BUDGET = "token budget"
     COST_BUDGET = "cost budget"
     TARGET = "target reached"
+    INFRASTRUCTURE = "infrastructure"
     STOPPED = "stopped"
     INTERRUPTED = "interrupted"
     FAILED = "failed"

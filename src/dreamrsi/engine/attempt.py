@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dreamrsi.core.model import Artifact, Cost, Node, NodeStatus
+from dreamrsi.engine.context import INFRASTRUCTURE
 from dreamrsi.engine.evaluation import Evaluation, parse_evaluation
 from dreamrsi.engine.peers import prepare_trusted, read_verdict
 from dreamrsi.engine.sandboxing import (
@@ -54,6 +55,10 @@ _MIB = 1 << 20
 _MAX_COST_BYTES = 65_536
 _MODEL_CHARS = 200
 _MAX_INT = (1 << 63) - 1
+PROPOSER_UNAVAILABLE = {126: "cannot be executed", 127: "was not found",
+                        69: "reported its service unavailable"}
+"""Exit statuses of a command proposer that say it could not work at all (the shell's 126 and
+127, and 69, ``EX_UNAVAILABLE`` of sysexits.h, for a proposer's own use): infrastructure."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +86,16 @@ class AttemptSpec:
 
 @dataclass(frozen=True, slots=True)
 class AttemptOutcome:
-    """A finished attempt: its node and the ledger events behind it."""
+    """A finished attempt: its node and the ledger events behind it.
+
+    ``infrastructure`` is true when it failed before any candidate was judged, for a reason
+    outside it (see :mod:`dreamrsi.engine.context`); its feedback then starts with
+    ``infrastructure: ``.
+    """
 
     node: Node
     events: tuple[LedgerEvent, ...]
+    infrastructure: bool = False
 
 
 class Attempts(Protocol):
@@ -251,6 +262,11 @@ class AttemptRunner:
             ended = (f"was killed by signal {result.signal}" if result.signal
                      else f"exited with status {result.exit_code}")
             limit = f" ({result.limit_hit} limit)" if result.limit_hit else ""
+            if not result.signal and not result.limit_hit \
+                    and result.exit_code in PROPOSER_UNAVAILABLE:
+                rec.infrastructure = True
+                ended += (f" (the proposer's command or a program it runs "
+                          f"{PROPOSER_UNAVAILABLE[result.exit_code]})")
             return rec.finish(NodeStatus.ERROR, f"proposer {ended}{limit}{_tail(result)}",
                               spec.commit, rec.started)
         return None
@@ -269,6 +285,7 @@ class AttemptRunner:
         rec.events.extend(proposal.events)
         rec.plan = proposal.plan
         rec.tokens = proposal.cost
+        rec.infrastructure = proposal.infrastructure
         if proposal.status == "cancelled" or (proposal.status == "timeout" and cut_by_run):
             return rec.finish(NodeStatus.LOST, self._cut_reason(), spec.commit, rec.started)
         if proposal.status == "timeout":
@@ -337,6 +354,7 @@ class _Recorder:
         self.plan: str | None = None
         self.cpu_ms = 0
         self.tokens = Cost()
+        self.infrastructure = False
 
     def flush_git(self, commit: str) -> None:
         for call in self.git_calls:
@@ -381,6 +399,9 @@ class _Recorder:
     def _outcome(self, ev: Evaluation, commit: str | None, started: float) -> AttemptOutcome:
         spec = self.spec
         feedback = "; ".join([*self.notes, ev.feedback]) if self.notes else ev.feedback
+        infra = self.infrastructure and ev.status in (NodeStatus.ERROR, NodeStatus.TIMEOUT)
+        if infra:
+            feedback = INFRASTRUCTURE + feedback
         wall_ms = int((time.monotonic() - started) * 1000)
         cost = Cost(wall_ms, self.cpu_ms, self.tokens.tokens_in, self.tokens.tokens_out,
                     self.tokens.money_usd)
@@ -392,7 +413,7 @@ class _Recorder:
             raw_score=ev.raw_score, feedback=feedback, metrics=ev.metrics, plan=self.plan,
             cost=cost, candidate_hash=ev.candidate_hash, evidence=evidence,
             created_at=time.time())
-        return AttemptOutcome(node, tuple(self.events))
+        return AttemptOutcome(node, tuple(self.events), infra)
 
 
 def _model_proposer(task: Task, blobs: Blobs) -> LlmProposer:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from dreamrsi.core.policy import GridPlan, PolicySpec
 from dreamrsi.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dreamrsi.tasks.spec import Task
 
 ISOLATION_MODES = ("auto", "required", "off")
 MAX_INT = 2**63 - 1
@@ -18,6 +22,10 @@ MAX_SEED = 2**32 - 1
 the CLI takes 0 to this for every ``--seed``."""
 MAX_HISTORY = 64
 """The most elites of earlier trees a proposer's context may name."""
+DEFAULT_INFRA_FAILURES = 3
+"""Attempts in a row that may fail outside the candidate before a run stops."""
+_URL = re.compile(r"^https?://[^\s/@]+(/\S*)?$")
+_MODEL = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +55,16 @@ class RunConfig:
             (the best node of each earlier run, best first; 0: none, each run on its own).
         context_nodes: The elites chosen when the run started (set by the engine, reused on
             resume, so every attempt of the run sees the same history).
+        max_infra_failures: Stop the run (``failed``, resumable, stop reason
+            ``infrastructure: ...``) once this many attempts in a row failed outside the
+            candidate: the model endpoint unreachable, a key refused, the proposer's command
+            missing (see :mod:`dreamrsi.engine.context`); 0: never. Counted afresh by each
+            session, so a resume after the cause is fixed goes on.
+        base_url: The model endpoint of an ``llm`` proposer, overriding the task's
+            ``base_url`` (an OpenEvolve ``config.yaml``'s ``api_base``) and
+            ``$OPENAI_BASE_URL``; ``None``: the task's.
+        model: The one model an ``llm`` proposer asks, overriding the task's ``models``;
+            ``None``: the task's.
     """
 
     budget: int | None = 60
@@ -64,9 +82,14 @@ class RunConfig:
     target: float | None = None
     history: int = 0
     context_nodes: tuple[str, ...] = ()
+    max_infra_failures: int = DEFAULT_INFRA_FAILURES
+    base_url: str | None = None
+    model: str | None = None
 
     def __post_init__(self) -> None:
         check_int("history", self.history, 0, MAX_HISTORY)
+        check_int("max_infra_failures", self.max_infra_failures, 0)
+        check_endpoint(self.base_url, self.model)
         for name in ("budget", "max_rounds", "max_tokens", "workers"):
             value = getattr(self, name)
             if value is not None or name == "workers":
@@ -112,6 +135,54 @@ def check_int(name: str, value: object, low: int, high: int = MAX_INT) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigError(f"{name} must be an integer from {low} to {high}, got {value!r}",
                           key=name)
+
+
+def check_endpoint(base_url: str | None, model: str | None) -> None:
+    """Raise :class:`ConfigError` unless ``base_url`` is an http(s) URL without credentials in
+    it and ``model`` a model id (1 to 200 characters, none of them control characters).
+
+    >>> check_endpoint("http://127.0.0.1:8000/v1", "qwen2.5-coder")
+    """
+    if base_url is not None and (not isinstance(base_url, str) or not _URL.match(base_url)):
+        raise ConfigError(f"unusable endpoint {base_url!r}", key="base-url",
+                          expected="an http(s) URL such as http://127.0.0.1:8000/v1, with no "
+                          "user or password in it (the key comes from the environment)")
+    if model is not None and (not isinstance(model, str) or not _MODEL.match(model)
+                              or not model.strip()):
+        raise ConfigError(f"unusable model id {model!r}", key="model",
+                          expected="a model id such as gpt-4o-mini")
+
+
+def with_endpoint(task: Task, base_url: str | None, model: str | None) -> Task:
+    """``task`` with its ``llm`` proposer's endpoint and model overridden where given.
+
+    The precedence, highest first: these overrides (``--base-url``, ``--model``); the task's
+    ``base_url`` and ``models`` (an OpenEvolve ``config.yaml``'s ``api_base`` and models);
+    ``$OPENAI_BASE_URL`` (the endpoint only); the SDK's default endpoint, and the first model
+    ``GET /v1/models`` lists. The task's digest does not change: where its model is served
+    is not what the task is.
+
+    Raises:
+        ConfigError: An override is given for a task whose proposer is not a model, or is
+            unusable.
+    """
+    if base_url is None and model is None:
+        return task
+    check_endpoint(base_url, model)
+    llm = task.proposer.llm
+    if llm is None:
+        raise ConfigError(f"task {task.name} has a command proposer; --base-url and --model "
+                          "set the endpoint and model of a model proposer ([proposer] kind = "
+                          "\"llm\")", key="base-url" if base_url is not None else "model",
+                          expected="the endpoint in the proposer command's own settings")
+    from dreamrsi.tasks.proposers import ModelChoice
+
+    changes: dict[str, Any] = {}
+    if base_url is not None:
+        changes["base_url"] = base_url
+    if model is not None:
+        changes["models"] = (ModelChoice(model),)
+    return replace(task, proposer=replace(task.proposer, llm=replace(llm, **changes)))
 
 
 def check_positive(name: str, value: object) -> None:

@@ -25,11 +25,12 @@ from dreamrsi.core.policy import GridPlan, Policy, PolicySpec
 from dreamrsi.core.replay import RecordedTree, make_plan, plan_context
 from dreamrsi.core.view import TreeView
 from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, Attempts, AttemptSpec
-from dreamrsi.engine.config import RunConfig
+from dreamrsi.engine.config import RunConfig, check_endpoint, with_endpoint
+from dreamrsi.engine.context import INFRASTRUCTURE, is_infrastructure, node_info
 from dreamrsi.engine.history import choose_elites, prepare_history
 from dreamrsi.engine.recording import attempt_safely, record_outcome
 from dreamrsi.engine.sandboxing import resolve_isolation
-from dreamrsi.errors import ConfigError, DreamError, StoreError
+from dreamrsi.errors import ConfigError, DreamError, InfrastructureError, StoreError
 from dreamrsi.policies.registry import make_policy
 from dreamrsi.programs import ProgramPolicy
 from dreamrsi.programs.stored import CODE, load_program
@@ -50,8 +51,8 @@ from dreamrsi.workspace.git import GitCall
 
 logger = logging.getLogger(__name__)
 
-_CONTEXT_FEEDBACK_CHARS = 2000
 _CONTEXT_ANCESTORS = 50
+_REASON_CHARS = 400
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +148,10 @@ def start_run(store: RunStore, task: Task, config: RunConfig,
         ConfigError: The settings are wrong, or a model's code would run unisolated without
             ``accept_unisolated_model_code``.
         SandboxError: A model's code must run isolated and bubblewrap does not work here.
+        InfrastructureError: ``config.max_infra_failures`` attempts in a row failed outside
+            the candidate; the run is recorded ``failed`` and can be resumed.
     """
+    task = with_endpoint(task, config.base_url, config.model)
     isolation = _preflight(task, config, accept_unisolated_model_code)
     built = None if policy is not None else _build_policy(store, config.policy)
     policy = policy if policy is not None else built
@@ -221,16 +225,22 @@ def _plan(store: RunStore, task: Task, policy: Policy,
 
 def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None, *,
                policy: Policy | None = None, attempts: Attempts | None = None,
-               accept_unisolated_model_code: bool = False) -> RunSummary:
-    """Continue a run that stopped before its budget ended (killed, interrupted, failed).
+               accept_unisolated_model_code: bool = False, base_url: str | None = None,
+               model: str | None = None) -> RunSummary:
+    """Continue a run that stopped before its budget ended (killed, interrupted, failed,
+    stopped by failures outside its candidates).
 
     Attempts still marked in flight are recorded as ``lost``; finished attempts are neither
     lost nor run again. ``policy``, ``attempts`` and ``accept_unisolated_model_code``: as
     :func:`start_run` was given them (the consent is asked again, never stored).
+    ``base_url`` and ``model`` override the run's model endpoint and model for this session
+    (say, the endpoint moved), and are recorded in its ledger.
 
     Raises:
         ConfigError: The run already finished, or its task changed since it started.
+        InfrastructureError: As :func:`start_run`.
     """
+    check_endpoint(base_url, model)
     run = store.get_run(run_id)
     if run.status is RunStatus.FINISHED:
         raise ConfigError(f"run {run.run_id} already finished ({run.stop_reason}); "
@@ -242,9 +252,16 @@ def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None
                           f"started (digest {run.task_digest[:19]} then, {task.digest[:19]} "
                           "now); resume needs the same task")
     config = RunConfig.from_json(run.config)
+    overrides = {k: v for k, v in (("base_url", base_url), ("model", model)) if v is not None}
+    config = replace(config, base_url=base_url or config.base_url,
+                     model=model or config.model)
+    task = with_endpoint(task, config.base_url, config.model)
     isolation = _preflight(task, config, accept_unisolated_model_code)
     store.update_run(run.run_id, status=RunStatus.RUNNING, pid=os.getpid(),
                      heartbeat_at=time.time(), stop_reason=None)
+    if overrides:
+        store.append_ledger(run.run_id, [LedgerEvent(
+            Actor.STRATEGIC, "model endpoint override", parsed=overrides)], run_id=run.run_id)
     built = None if policy is not None else _build_policy(store, config.policy)
     policy = policy if policy is not None else built
     assert policy is not None
@@ -289,11 +306,14 @@ class _Session:
         self.tokens = 0
         self.money = 0.0
         self.tally = _Tally()
+        self.infra_streak = 0
+        self.infra_reason = ""
 
     # -- the loop --------------------------------------------------------------------------
 
     def execute(self) -> RunSummary:
         status, reason = RunStatus.FAILED, StopReason.FAILED.value
+        stop: StopReason | None = None
         try:
             self._clean_work_folder()
             if self.config.context_nodes:
@@ -304,8 +324,12 @@ class _Session:
             view = self._load_view()
             self._notify("start")
             with ThreadPoolExecutor(self.config.workers, thread_name_prefix="attempt") as pool:
-                reason = self._loop(view, pool).value
-            status = RunStatus.FINISHED
+                stop = self._loop(view, pool)
+            status, reason = RunStatus.FINISHED, stop.value
+            if stop is StopReason.INFRASTRUCTURE:  # failed, so that a resume goes on
+                status = RunStatus.FAILED
+                reason = (f"{stop.value}: {self.infra_streak} attempts in a row failed outside "
+                          f"the candidate; the last: {self.infra_reason}")
         except KeyboardInterrupt:
             status, reason = RunStatus.INTERRUPTED, StopReason.INTERRUPTED.value
             raise
@@ -314,6 +338,8 @@ class _Session:
             raise
         finally:
             self._close(status, reason)
+        if stop is StopReason.INFRASTRUCTURE:
+            raise InfrastructureError(self.run.run_id, self.infra_reason, self.infra_streak)
         return self._summary()
 
     def _loop(self, view: TreeView, pool: ThreadPoolExecutor) -> StopReason:
@@ -332,6 +358,8 @@ class _Session:
         c = self.config
         if self.cancel.is_set():
             return StopReason.STOPPED
+        if c.max_infra_failures and self.infra_streak >= c.max_infra_failures:
+            return StopReason.INFRASTRUCTURE
         if self.deadline is not None and time.monotonic() >= self.deadline:
             return StopReason.WALL_TIME
         if c.max_tokens is not None and self.tokens >= c.max_tokens:
@@ -397,9 +425,17 @@ class _Session:
     def _record(self, outcome: AttemptOutcome) -> AttemptOutcome:
         """Node, its evidence and the end of its in-flight marker: one transaction. Returns
         what was recorded (an ``error`` node in its place when it could not be kept as is,
-        :func:`~dreamrsi.engine.recording.record_outcome`)."""
+        :func:`~dreamrsi.engine.recording.record_outcome`). Counts the attempts in a row that
+        failed outside the candidate."""
         recorded = record_outcome(self.store, self.run.run_id, outcome)
-        self.tally.add(recorded.node)
+        node = recorded.node
+        self.tally.add(node)
+        if outcome.infrastructure and is_infrastructure(node):
+            self.infra_streak += 1
+            reason = " ".join(node.feedback.removeprefix(INFRASTRUCTURE).split())
+            self.infra_reason = reason[:_REASON_CHARS]  # one line, bounded
+        elif node.status is not NodeStatus.LOST:  # a cut attempt says nothing either way
+            self.infra_streak = 0
         return recorded
 
     def _record_lost_attempts(self) -> None:
@@ -488,12 +524,7 @@ class _Session:
     def _context(self, view: TreeView, parent: Node, node_id: str, seq: int,
                  round_no: int) -> dict[str, Any]:
         ancestors, omitted = _recent(view, parent)
-
-        def info(n: Node, depth: int) -> dict[str, Any]:
-            return {"node_id": n.node_id, "score": n.raw_score, "valid": n.valid,
-                    "status": n.status.value, "feedback": n.feedback[:_CONTEXT_FEEDBACK_CHARS],
-                    "metrics": dict(n.metrics), "plan": n.plan, "depth": depth}
-
+        info = node_info
         c = self.config
         return {
             "task": {"name": self.task.name, "objective": self.task.objective,
