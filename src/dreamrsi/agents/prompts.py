@@ -7,10 +7,16 @@ are inserted once, so text in them that looks like a placeholder stays as it is.
 
 - ``{{objective}}``, ``{{task_name}}``, ``{{direction}}``: the task's (``maximize`` or
   ``minimize``);
+- ``{{better}}``: ``higher`` when the task maximises, ``lower`` when it minimises;
 - ``{{score}}``, ``{{status}}``, ``{{plan}}``: the parent's raw score (``none`` without
   one), status and plan;
-- ``{{feedback}}``: the parent's evaluator feedback, in a fenced block;
-- ``{{history}}``: one entry per ancestor, root first: depth, score, status, plan, feedback;
+- ``{{metrics}}``: the parent's metrics, ``name = value`` (at most 20, ``none`` without any);
+- ``{{feedback}}``: the parent's feedback (its evaluator's, or why the attempt that made it
+  failed), in a fenced block; for an attempt that failed outside the candidate (the model
+  endpoint, the proposer's command), a note saying that it produced no program, never the
+  error itself;
+- ``{{history}}``: one entry per ancestor, root first: depth, score, status, plan, metrics,
+  feedback (likewise);
 - ``{{elites}}``: the best program of each earlier run of the task that the run's context
   names (``dreamrsi run --history N``, ``loop --history N``), best first: its run, node,
   score, plan, feedback and the text of the files the model may edit here;
@@ -34,9 +40,9 @@ from dreamrsi.errors import ConfigError
 
 __all__ = ["PLACEHOLDERS", "Prompts", "load_prompts"]
 
-PLACEHOLDERS = ("objective", "task_name", "direction", "score", "status", "plan", "feedback",
-                "history", "elites", "files", "edit_format", "lessons", "budget", "attempt_id",
-                "round")
+PLACEHOLDERS = ("objective", "task_name", "direction", "better", "score", "status", "plan",
+                "metrics", "feedback", "history", "elites", "files", "edit_format", "lessons",
+                "budget", "attempt_id", "round")
 _SLOT = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _NAMES = ("system.md", "user.md")
 _MAX_TEMPLATE_BYTES = 64 * 1024
@@ -127,13 +133,17 @@ def prompt_values(context: Mapping[str, Any], files: Mapping[str, str], notes: S
     """
     task = context.get("task", {})
     parent = context.get("parent", {})
+    direction = str(task.get("direction", "maximize"))
+    first = not parent.get("depth")
     return {
         "objective": str(task.get("objective", "")),
         "task_name": str(task.get("name", "")),
-        "direction": str(task.get("direction", "maximize")),
+        "direction": direction,
+        "better": "lower" if direction == "minimize" else "higher",
         "score": _score(parent.get("score")),
         "status": str(parent.get("status", "ok")),
-        "plan": str(parent.get("plan") or "none (the starting program)"),
+        "plan": str(parent.get("plan") or ("none (the starting program)" if first else "none")),
+        "metrics": _metrics(parent.get("metrics")),
         "feedback": fenced(str(parent.get("feedback") or "(none)")),
         "history": _history(context),
         "elites": _elites(context, elite_files),
@@ -170,8 +180,25 @@ def _history(context: Mapping[str, Any]) -> str:
             lines.append(f"({omitted} earlier attempts left out)")
         lines.append(f"## Depth {node.get('depth', n)}: score {_score(node.get('score'))}, "
                      f"status {node.get('status', '?')}\nPlan: {node.get('plan') or 'none'}\n"
+                     f"Metrics: {_metrics(node.get('metrics'))}\n"
                      f"Feedback:\n{fenced(str(node.get('feedback') or '(none)'))}")
     return "\n\n".join(lines)
+
+
+MAX_METRICS = 20
+"""At most this many metrics of a node are shown."""
+_METRICS_CHARS = 1000
+
+
+def _metrics(metrics: object) -> str:
+    """``name = value; ...`` of at most :data:`MAX_METRICS` metrics, at most 1,000 characters
+    (``none`` without any)."""
+    if not isinstance(metrics, Mapping) or not metrics:
+        return "none"
+    parts = [f"{str(name)[:64]} = {_score(value)[:64]}"
+             for name, value in list(metrics.items())[:MAX_METRICS]]
+    text = "; ".join(parts)
+    return text if len(text) <= _METRICS_CHARS else text[:_METRICS_CHARS] + " ..."
 
 
 def _elites(context: Mapping[str, Any], elite_files: Sequence[Mapping[str, str]]) -> str:
