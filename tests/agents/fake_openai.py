@@ -93,6 +93,8 @@ class FakeOpenAI:
         self.script = list(script)
         self.models = list(models)
         self.responder = responder
+        self.models_error: Reply | None = None
+        """Set to an error :class:`Reply` to answer ``GET /v1/models`` with it."""
         self.requests: list[Seen] = []
         self.stopping = threading.Event()
         self._lock = threading.Lock()
@@ -166,7 +168,10 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             self._seen(None)
-            if self.path.rstrip("/").endswith("/models"):
+            if self.path.rstrip("/").endswith("/models") and server.models_error is not None:
+                error = server.models_error
+                self._json(error.status, {"error": {"message": error.content}})
+            elif self.path.rstrip("/").endswith("/models"):
                 data = [{"id": m, "object": "model", "owned_by": "tests"} for m in server.models]
                 self._json(200, {"object": "list", "data": data})
             else:

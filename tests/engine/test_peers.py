@@ -292,7 +292,39 @@ def test_bad_outputs_reach_the_nodes(store: SqliteRunStore, tmp_path: Path) -> N
 
 
 def test_task_check_on_a_peer_directory() -> None:
-    result = CliRunner().invoke(app, ["task", "check", str(EXAMPLES / "openevolve" / "quadratic")])
+    result = CliRunner().invoke(app, ["task", "check", str(EXAMPLES / "openevolve" / "quadratic"),
+                                      "--offline"])
     assert result.exit_code == 0, result.output
     assert "evaluator works" in result.output
     assert "config.yaml keys dreamrsi does not use" in result.output
+    assert "not checked: the model endpoint (offline)" in " ".join(result.output.split())
+
+
+GUESS_3 = "PLAN: aim at the top\ninitial_program.py\n<<<<<<< SEARCH\nX = 0.5\n=======\nX = 3.0\n" \
+    ">>>>>>> REPLACE\n"
+
+
+def test_task_check_says_config_yamls_endpoint_is_not_there_and_takes_overrides(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """config.yaml's api_base (nothing listens there) beats $OPENAI_BASE_URL; --base-url and
+    --model beat config.yaml's api_base and models."""
+    from tests.agents.fake_openai import FakeOpenAI, Reply
+
+    folder = str(EXAMPLES / "openevolve" / "quadratic")
+    with FakeOpenAI([Reply.text(GUESS_3)], models=("local-coder",)) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-local-0123456789")
+        plain = CliRunner().invoke(app, ["task", "check", folder])
+        assert plain.exit_code == 1
+        assert "error: the model endpoint does not work: http://127.0.0.1:8000/v1" in plain.stderr
+        assert not server.requests
+        listed = CliRunner().invoke(app, ["task", "check", folder, "--base-url",
+                                          server.base_url])
+        assert listed.exit_code == 1  # config.yaml's models are not served there
+        assert "does not list the model 'small-model', 'large-model'" in " ".join(
+            listed.stderr.split())
+        done = CliRunner().invoke(app, ["task", "check", folder, "--base-url", server.base_url,
+                                        "--model", "local-coder"])
+        assert done.exit_code == 0, done.output
+        assert "proposer works: child ok, valid True, score 10" in " ".join(done.stdout.split())
+        assert [c.body["model"] for c in server.chats] == ["local-coder"]  # type: ignore[index]

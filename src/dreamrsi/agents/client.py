@@ -194,6 +194,51 @@ class ModelClient:
         text = _SURROGATE.sub("\ufffd", text)
         return text.replace(self._secret, _REDACTED) if self._secret else text
 
+    def probe(self) -> tuple[str | None, str]:
+        """Ask the endpoint once, without retries, whether it serves this task's models.
+
+        ``GET /v1/models`` first: it must answer and list every model the task pins (none
+        pinned: at least one). Where the look-up is not served (404, 405, 501) and a model is
+        pinned, one small chat call (a few tokens) to the first pinned model instead.
+
+        Returns:
+            ``(problem, detail)``: ``problem`` is None when the endpoint answered as needed;
+            ``detail`` says what it answered (or the problem again).
+        """
+        deadline = time.monotonic() + self.settings.call_timeout_s + 1
+        cancel = threading.Event()
+        pinned = [m.name for m in self.settings.models]
+        try:
+            listed = self._bounded(self._list_models, deadline, cancel)
+        except _Stop:
+            listed = ModelCall("models", "", 1, b"", error="GET /v1/models gave no answer "
+                               f"within {self.settings.call_timeout_s:g} s")
+        if listed.error is None and listed.answer is not None:
+            ids = listed.answer.split("\n")
+            missing = [m for m in pinned if m not in ids]
+            shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
+            if missing:
+                problem = (f"{self.endpoint} does not list the model "
+                           f"{', '.join(repr(m) for m in missing)} (it lists {shown})")
+                return problem, problem
+            return None, f"{self.endpoint} answers and lists {shown}"
+        if not pinned or listed.status not in (404, 405, 501):
+            problem = f"{self.endpoint}: {_without_pin_note(listed.error or 'no answer')}"
+            return problem, problem
+        body = {"model": pinned[0], "temperature": 0.0, "max_tokens": 8,
+                "messages": [{"role": "user", "content": "Answer with the word OK."}]}
+        request = json.dumps(body).encode()
+        try:
+            call = self._bounded(functools.partial(self._chat_once, body, request, 1),
+                                 deadline, cancel)
+        except _Stop:
+            call = ModelCall("chat", pinned[0], 1, request, error="no answer within "
+                             f"{self.settings.call_timeout_s:g} s")
+        if call.status != 200:  # an answer without text still shows the model is served
+            problem = f"{self.endpoint}: {call.error}"
+            return problem, problem
+        return None, f"{self.endpoint} answers a small call to {pinned[0]!r}"
+
     # -- one request -----------------------------------------------------------------------
 
     def chat(self, messages: Sequence[Mapping[str, str]], rng: random.Random, *,
@@ -390,6 +435,10 @@ def _stopped(model: str | None, calls: list[ModelCall], stop: _Stop) -> ChatResu
     return ChatResult(model, None, tuple(calls),
                       "the attempt's time ran out waiting for the model"
                       + (f" ({_gave_up(calls)})" if calls else ""), timed_out=True)
+
+
+def _without_pin_note(error: str) -> str:
+    return error.removeprefix("no model is pinned and ")
 
 
 def _gave_up(calls: Sequence[ModelCall]) -> str:

@@ -267,12 +267,20 @@ def tasks_table(rows: Sequence[Mapping[str, Any]]) -> None:
 def check_dict(report: CheckReport) -> dict[str, Any]:
     """``dreamrsi task check --json``."""
     ev = report.evaluation
-    return {"task": report.task.name, "ok": report.ok, "status": ev.status.value,
-            "valid": ev.valid, "score": ev.raw_score, "feedback": ev.feedback,
-            "metrics": ev.metrics, "seconds": round(report.seconds, 3),
-            "isolated": report.result.isolated, "digest": report.task.digest,
-            "evaluator_digest": report.task.evaluator_digest,
-            "peer": report.task.peer.summary() if report.task.peer else None}
+    proposal = report.proposal
+    return {"task": report.task.name, "ok": report.ok, "problems": report.problems,
+            "status": ev.status.value, "valid": ev.valid, "score": ev.raw_score,
+            "feedback": ev.feedback, "metrics": ev.metrics,
+            "seconds": round(report.seconds, 3), "isolated": report.result.isolated,
+            "digest": report.task.digest, "evaluator_digest": report.task.evaluator_digest,
+            "peer": report.task.peer.summary() if report.task.peer else None,
+            "endpoint": report.endpoint, "endpoint_problem": report.endpoint_problem,
+            "proposal": None if proposal is None else {
+                "status": proposal.node.status.value, "failed": proposal.failed,
+                "infrastructure": proposal.infrastructure, "plan": proposal.node.plan,
+                "valid": proposal.node.valid, "score": proposal.node.raw_score,
+                "feedback": proposal.node.feedback, "seconds": round(proposal.seconds, 3)},
+            "skipped": list(report.skipped)}
 
 
 def check_panel(console: Console, report: CheckReport) -> None:
@@ -281,10 +289,28 @@ def check_panel(console: Console, report: CheckReport) -> None:
 
     d = check_dict(report)
     direction = Direction(report.task.direction)
-    head = ("[green]evaluator works[/]" if report.ok else "[red]evaluator failed[/]")
+    works = d["status"] in ("ok", "invalid")
+    head = "[green]evaluator works[/]" if works else "[red]evaluator failed[/]"
     lines = [f"{head}: status {d['status']}, valid {d['valid']}, score {_fmt(d['score'])} "
              f"({direction.value}), {d['seconds']:.2f} s, isolated {d['isolated']}",
              _e(f"feedback: {d['feedback']}"), _e(f"metrics: {d['metrics']}")]
+    if works and not d["valid"]:
+        lines.append("[bold red]the seed itself scores invalid[/]: a run would start from a "
+                     "program its evaluator rejects")
+    if d["endpoint"] is not None:
+        good = d["endpoint_problem"] is None
+        lines.append(("[green]model endpoint works[/]: " if good
+                      else "[red]model endpoint fails[/]: ") + _e(d["endpoint"]))
+    if d["proposal"] is not None:
+        p = d["proposal"]
+        if p["failed"] is None:
+            lines.append(f"[green]proposer works[/]: child {p['status']}, valid {p['valid']}, "
+                         f"score {_fmt(p['score'])}, {p['seconds']:.2f} s; "
+                         + _e(f"plan: {p['plan'] or 'none'}"))
+        else:
+            lines.append("[red]proposer failed[/]: " + _e(p["failed"]))
+    if d["skipped"]:
+        lines.append(_e("not checked: " + "; ".join(d["skipped"])))
     if d["peer"]:
         peer = d["peer"]
         lines.append(_e(f"{peer['style']} task: candidate {peer['program']}, evaluator "
