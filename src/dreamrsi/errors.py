@@ -103,12 +103,14 @@ class InfrastructureError(DreamError):
         run_id: The run that stopped.
         reason: What failed, in words (the last such attempt's feedback).
         count: How many attempts in a row failed that way.
+        resume: The command that continues (default: ``dreamrsi resume RUN``).
     """
 
-    def __init__(self, run_id: str, reason: str, count: int) -> None:
+    def __init__(self, run_id: str, reason: str, count: int, resume: str | None = None) -> None:
         self.run_id = run_id
         self.reason = reason
         self.count = count
+        self.resume = resume or f"dreamrsi resume {run_id}"
         super().__init__(f"run {run_id} stopped: {count} attempts in a row failed before a "
                          f"candidate could be judged ({reason}); fix that, then "
-                         f"`dreamrsi resume {run_id}` continues the run")
+                         f"`{self.resume}` continues")

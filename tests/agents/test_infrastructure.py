@@ -164,3 +164,25 @@ def test_the_limit_is_a_run_option(llm_task: LlmTaskFactory, tmp_path: Path) -> 
                           "--store", str(store))
     assert code == 0, err
     assert only_run(store)[3] == [NodeStatus.OK] + [NodeStatus.ERROR] * 4
+
+
+def test_a_loop_stops_on_its_runs_failures_and_resumes_with_a_new_endpoint(
+        llm_task: LlmTaskFactory, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    task = llm_task(closed_port_url(), proposer=FAST)
+    code, _, err = invoke("loop", str(task), "--rounds", "2", "--per-round-budget", "4",
+                          "--workers", "1", "--arm", "fixed", "--store", str(store))
+    assert code != 0 and "3 attempts in a row failed" in err, err
+    with SqliteRunStore.open(store) as reader:
+        (loop,) = reader.list_loops()
+        assert loop.status == "failed"
+    assert f"dreamrsi loop {task.resolve()} --resume {loop.loop_id}" in " ".join(err.split())
+    with FakeOpenAI(responder=improve) as server:
+        code, out, err = invoke("loop", str(task), "--resume", loop.loop_id, "--base-url",
+                                server.base_url, "--store", str(store), "--json")
+    assert code == 0, err
+    with SqliteRunStore.open(store) as reader:
+        rounds = reader.loop_rounds(loop.loop_id)
+        assert [reader.get_run(r.run_id).status for r in rounds][-2:] == [RunStatus.FINISHED] * 2
+        second = reader.get_run(rounds[-1].run_id)
+        assert second.config["base_url"] == server.base_url  # the new round asked it too

@@ -18,9 +18,11 @@ from dreamrsi.cli.options import (
     DEFAULT_STORE,
     MAX_INT,
     AcceptUnisolatedOpt,
+    BaseUrlOpt,
     HistoryOpt,
     IsolationOpt,
     JsonOpt,
+    ModelOpt,
     StoreOpt,
     TargetOpt,
     TaskArg,
@@ -75,9 +77,11 @@ CodeOpt = Annotated[bool, typer.Option(
 RevisionsOpt = Annotated[int, typer.Option(
     min=1, max=100, help="M: programs written and scored per dream (with --code).")]
 CodeModelOpt = Annotated[str | None, typer.Option(
-    help="The model that writes programs (default: the task's [proposer] models).")]
+    help="The model that writes programs (default: a loop's --model, else the task's "
+    "[proposer] models).")]
 CodeBaseUrlOpt = Annotated[str | None, typer.Option(
-    help="Its OpenAI-compatible endpoint (default: the task's, else $OPENAI_BASE_URL).")]
+    help="Its OpenAI-compatible endpoint (default: a loop's --base-url, else the task's, "
+    "else $OPENAI_BASE_URL).")]
 CodeKeyEnvOpt = Annotated[str | None, typer.Option(
     help="The variable holding its API key (default: the task's, else OPENAI_API_KEY).")]
 CrossvalOpt = Annotated[int, typer.Option(
@@ -220,6 +224,8 @@ def loop(
     code_model: CodeModelOpt = None,
     code_base_url: CodeBaseUrlOpt = None,
     code_api_key_env: CodeKeyEnvOpt = None,
+    base_url: BaseUrlOpt = None,
+    model: ModelOpt = None,
     seed: Annotated[int, seed_option("Seed of the loop.")] = 0,
     isolation: IsolationOpt = None,
     accept_unisolated: AcceptUnisolatedOpt = False,
@@ -246,8 +252,8 @@ def loop(
                 raise ConfigError("--resume continues a loop with its stored settings; leave "
                                   "out " + ", ".join("--" + g.replace("_", "-") for g in given))
             _resume_loop(loaded, resume, store, as_json, accept_unisolated,
-                         {"model": code_model, "base_url": code_base_url,
-                          "api_key_env": code_api_key_env})
+                         {"model": code_model or model, "base_url": code_base_url or base_url,
+                          "api_key_env": code_api_key_env}, (base_url, model))
             return
         settings = _replay_settings(workers, None, per_round_budget, beta1, beta2, quality,
                                     root_orders, charge_misses)
@@ -258,12 +264,14 @@ def loop(
                                           settings, objective, pareto_lam, select_on,
                                           crossval, pool_branches,
                                           revisions if code else None),
-                            warm_start, target, dream_first, total_budget, history)
+                            warm_start, target, dream_first, total_budget, history,
+                            base_url, model)
         with open_store(store, writer=True, holder=f"loop {loaded.name}") as handle:
             sigterm_as_interrupt()
             observer = None if as_json else (
                 lambda r: _render.loop_round(console(), r, handle.chain_head(r.run_id)))
-            author = make_author(loaded, handle, model=code_model, base_url=code_base_url,
+            author = make_author(loaded, handle, model=code_model or model,
+                                 base_url=code_base_url or base_url,
                                  api_key_env=code_api_key_env) if code else None
             report = run_loop(handle, loaded, config, observer,
                               accept_unisolated_model_code=accept_unisolated, author=author)
@@ -276,7 +284,7 @@ def loop(
 
 
 _RESUME_OPTIONS = ("task", "resume", "store", "as_json", "accept_unisolated", "code_model",
-                   "code_base_url", "code_api_key_env")
+                   "code_base_url", "code_api_key_env", "base_url", "model")
 
 
 def _given(ctx: typer.Context, name: str) -> bool:
@@ -286,9 +294,11 @@ def _given(ctx: typer.Context, name: str) -> bool:
 
 
 def _resume_loop(task: Task, loop_id: str, store: Path, as_json: bool,
-                 accept_unisolated: bool, model: dict[str, str | None]) -> None:
+                 accept_unisolated: bool, model: dict[str, str | None],
+                 endpoint: tuple[str | None, str | None]) -> None:
     """``dreamrsi loop TASK --resume LOOP``: the stored loop of TASK, continued (a loop that
-    dreams with code gets its agent from ``model``: the --code-* options)."""
+    dreams with code gets its agent from ``model``: the --code-* options; ``endpoint``:
+    --base-url and --model, for this session's runs)."""
     from dreamrsi.cli import _render
     from dreamrsi.dreaming import LoopConfig, make_author, resume_loop
     from dreamrsi.errors import ConfigError
@@ -305,7 +315,8 @@ def _resume_loop(task: Task, loop_id: str, store: Path, as_json: bool,
         codes = LoopConfig.from_json(record.config).dream.code is not None
         author = make_author(task, handle, **model) if codes else None
         report = resume_loop(handle, record.loop_id, observer,
-                             accept_unisolated_model_code=accept_unisolated, author=author)
+                             accept_unisolated_model_code=accept_unisolated, author=author,
+                             base_url=endpoint[0], model=endpoint[1])
     if as_json:
         print_json(report.as_dict())
     else:

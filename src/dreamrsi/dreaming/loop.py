@@ -40,12 +40,14 @@ from dreamrsi.engine.config import (
     MAX_HISTORY,
     MAX_SEED,
     RunConfig,
+    check_endpoint,
     check_int,
     default_policy,
+    with_endpoint,
 )
 from dreamrsi.engine.run import new_run_id, resume_run, start_run
 from dreamrsi.engine.sandboxing import resolve_isolation
-from dreamrsi.errors import ConfigError, NotFound
+from dreamrsi.errors import ConfigError, InfrastructureError, NotFound
 from dreamrsi.policies.registry import parse_spec
 from dreamrsi.programs.stored import CODE
 from dreamrsi.store.base import RunStatus, RunStore
@@ -83,6 +85,9 @@ class LoopConfig:
             nothing).
         history: Elites of the task's earlier trees each proposer's context names (0: none;
             the same in both arms).
+        base_url: The model endpoint of every round's ``llm`` proposer, overriding the
+            task's (see :attr:`~dreamrsi.engine.config.RunConfig.base_url`).
+        model: The model of every round's ``llm`` proposer, overriding the task's.
     """
 
     rounds: int = 5
@@ -98,8 +103,11 @@ class LoopConfig:
     dream_first: bool = True
     total_budget: int | None = None
     history: int = DEFAULT_HISTORY
+    base_url: str | None = None
+    model: str | None = None
 
     def __post_init__(self) -> None:
+        check_endpoint(self.base_url, self.model)
         for name in ("rounds", "per_round_budget", "workers"):
             check_int(name, getattr(self, name), 1)
         if self.total_budget is not None:
@@ -145,7 +153,8 @@ class LoopConfig:
                 "initial": self.initial_policy().label(), "isolation": self.isolation,
                 "dream": self.dream.to_json(), "warm_start": self.warm_start,
                 "target": self.target, "dream_first": self.dream_first,
-                "total_budget": self.total_budget, "history": self.history}
+                "total_budget": self.total_budget, "history": self.history,
+                "base_url": self.base_url, "model": self.model}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LoopConfig:
@@ -224,6 +233,7 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
     """
     if config.dream.code is not None and author is None and config.arm == "dream":
         raise ConfigError("code dreaming needs a model to write programs", key="code")
+    with_endpoint(task, config.base_url, config.model)  # refused up front for a command task
     resolve_isolation(task, config.isolation,
                       accept_unisolated_model_code=accept_unisolated_model_code)
     loop_id = "l" + os.urandom(4).hex()
@@ -241,14 +251,16 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
 
 def resume_loop(store: RunStore, loop_id: str, observer: RoundObserver | None = None, *,
                 accept_unisolated_model_code: bool = False,
-                author: PolicyAuthor | None = None) -> LoopReport:
+                author: PolicyAuthor | None = None, base_url: str | None = None,
+                model: str | None = None) -> LoopReport:
     """Go on with a loop that stopped before its end (killed, interrupted, failed).
 
     Its settings are the stored ones. The rounds it recorded are taken as they are: a round
     whose run did not finish is resumed (:func:`~dreamrsi.engine.run.resume_run`), a round
     whose dream did not finish is dreamt again, and the loop goes on from the next round with
     what it had spent counted (under the total protocol, the budget left carries on).
-    ``author``: as :func:`run_loop` takes it, for a loop that dreams with code.
+    ``author``: as :func:`run_loop` takes it, for a loop that dreams with code. ``base_url``
+    and ``model`` override the stored ones for this session (its runs record them).
 
     Raises:
         ConfigError: The loop finished, or its task changed since it started, or it dreams
@@ -263,6 +275,10 @@ def resume_loop(store: RunStore, loop_id: str, observer: RoundObserver | None = 
                           f"started (digest {record.task_digest[:19]} then, "
                           f"{task.digest[:19]} now); resuming needs the same task")
     config = LoopConfig.from_json(record.config)
+    check_endpoint(base_url, model)
+    overrides = (base_url, model)
+    config = replace(config, base_url=base_url or config.base_url, model=model or config.model)
+    with_endpoint(task, config.base_url, config.model)
     if config.dream.code is not None and author is None and config.arm == "dream":
         raise ConfigError("code dreaming needs a model to write programs", key="code")
     resolve_isolation(task, config.isolation,
@@ -270,6 +286,7 @@ def resume_loop(store: RunStore, loop_id: str, observer: RoundObserver | None = 
     store.set_loop_status(record.loop_id, "running")
     driver = _Driver(store, task, config, record.loop_id, observer,
                      accept_unisolated_model_code, author)
+    driver.overrides = overrides
     first_id = record.config.get("first_dream")
     if first_id:
         first = store.get_dream(first_id)
@@ -295,6 +312,7 @@ class _Driver:
         self.best_node: str | None = None
         self.spent = 0
         self.stop = "every round ran"
+        self.overrides: tuple[str | None, str | None] = (None, None)
 
     def drive(self, recorded: Sequence[LoopRound] = ()) -> LoopReport:
         """Finish the rounds ``recorded`` before a resume (their runs resumed, their dreams
@@ -324,7 +342,20 @@ class _Driver:
         return self.report()
 
     def _finish_run(self, t: int, run_id: str) -> None:
-        """Run round ``t`` as ``run_id``: start it, or resume it if it started already."""
+        """Run round ``t`` as ``run_id``: start it, or resume it if it started already.
+
+        Raises:
+            InfrastructureError: The run stopped on failures outside its candidates (the
+                message says how to resume the loop).
+        """
+        try:
+            self._start_or_resume(t, run_id)
+        except InfrastructureError as exc:
+            raise InfrastructureError(
+                exc.run_id, exc.reason, exc.count,
+                resume=f"dreamrsi loop {self.task.directory} --resume {self.loop_id}") from None
+
+    def _start_or_resume(self, t: int, run_id: str) -> None:
         c = self.config
         try:
             run = self.store.get_run(run_id)
@@ -333,10 +364,13 @@ class _Driver:
                 budget=c.round_budget(self.spent), workers=c.workers, seed=c.seed * 1000 + t,
                 policy=self.policy, isolation=c.isolation,
                 start_from=self.best_node if c.warm_start else None, target=c.target,
-                history=c.history), run_id=run_id, accept_unisolated_model_code=self.accept)
+                history=c.history, base_url=c.base_url, model=c.model), run_id=run_id,
+                accept_unisolated_model_code=self.accept)
             return
         if run.status is not RunStatus.FINISHED:
-            resume_run(self.store, run_id, accept_unisolated_model_code=self.accept)
+            base_url, model = self.overrides
+            resume_run(self.store, run_id, accept_unisolated_model_code=self.accept,
+                       base_url=base_url, model=model)
 
     def after_run(self, t: int, run_id: str, dream_id: str | None) -> bool:
         """Account round ``t``'s finished run, dream after it (unless ``dream_id`` names the
