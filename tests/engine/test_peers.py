@@ -328,3 +328,25 @@ def test_task_check_says_config_yamls_endpoint_is_not_there_and_takes_overrides(
         assert done.exit_code == 0, done.output
         assert "proposer works: child ok, valid True, score 10" in " ".join(done.stdout.split())
         assert [c.body["model"] for c in server.chats] == ["local-coder"]  # type: ignore[index]
+
+
+def test_config_phase_files_are_named_as_not_read(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.agents.test_infrastructure import closed_port_url
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-0123456789")
+    folder = tmp_path / "phased"
+    shutil.copytree(EXAMPLES / "openevolve" / "quadratic", folder)
+    (folder / "config.yaml").rename(folder / "config_phase_1.yaml")
+    (folder / "config_phase_2.yaml").write_text((folder / "config_phase_1.yaml").read_text())
+    note = ("config_phase_1.yaml, config_phase_2.yaml are not read: dreamrsi reads config.yaml "
+            "only (there is none here, so its defaults apply); to use a phase's settings, copy "
+            "its file to config.yaml")
+    assert note in load_task(folder).peer.notes  # type: ignore[union-attr]
+    checked = CliRunner().invoke(app, ["task", "check", str(folder), "--offline"])
+    assert checked.exit_code == 0, checked.output
+    assert note in " ".join(checked.stdout.replace("│", " ").split())
+    ran = CliRunner().invoke(app, ["run", str(folder), "--budget", "1", "--base-url",
+                                   closed_port_url(), "--store", str(tmp_path / "store")])
+    assert ran.exit_code == 0, ran.output
+    assert f"note: {note}" in " ".join(ran.stderr.split())

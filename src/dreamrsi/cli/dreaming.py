@@ -238,6 +238,7 @@ def loop(
 
     def body() -> None:
         from dreamrsi.cli import _render
+        from dreamrsi.cli.runs import say_notes
         from dreamrsi.dreaming import LoopConfig, make_author, run_loop
         from dreamrsi.errors import ConfigError
         from dreamrsi.programs.stored import parse_policy
@@ -245,6 +246,7 @@ def loop(
         from dreamrsi.tasks import resolve_task
 
         loaded = resolve_task(task)
+        say_notes(loaded)
         if resume is not None:
             given = sorted(name for name in ctx.params
                            if name not in _RESUME_OPTIONS and _given(ctx, name))

@@ -44,6 +44,7 @@ from dreamrsi.cli.options import (
 
 if TYPE_CHECKING:
     from dreamrsi.store.base import RunStore
+    from dreamrsi.tasks.spec import Task
 
 SMALL_TREE = 100
 """``show`` lists every node of a tree this small."""
@@ -93,6 +94,7 @@ def run(
                            history=history, max_infra_failures=max_infra_failures,
                            base_url=base_url, model=model)
         loaded = resolve_task(task)
+        say_notes(loaded)
         with open_store(store, writer=True, holder=f"run {loaded.name}") as handle:
             sigterm_as_interrupt()
             summary = _drive(lambda obs: start_run(
@@ -123,6 +125,17 @@ def resume(run_id: RunArg, accept_unisolated: AcceptUnisolatedOpt = False,
             _finish(handle, summary.run_id, as_json)
 
     guard(body)
+
+
+def say_notes(task: Task) -> None:
+    """Print on stderr what dreamrsi does not take from a peer's folder (its notes)."""
+    from rich.markup import escape
+
+    from dreamrsi.cli._shared import err_console, visible
+
+    for note in task.peer.notes if task.peer is not None else ():
+        err_console().print(f"[yellow]note:[/] {escape(visible(note))}", highlight=False,
+                            soft_wrap=True)
 
 
 def _drive(start: Callable[[Any], Any], as_json: bool, budget: int | None) -> Any:

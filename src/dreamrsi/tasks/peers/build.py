@@ -38,6 +38,8 @@ _PROGRAM_STEM = {"openevolve": "initial_program", "shinka": "initial"}
 _LABEL = {"openevolve": "OpenEvolve", "shinka": "ShinkaEvolve"}
 _DEFAULT_TIMEOUT_S = 300.0
 _NEVER_PROTECTED = {".git", "__pycache__"}
+PHASE_FILES = "config_phase_*.yaml"
+"""OpenEvolve's multi-phase configurations: named in the task's notes, never read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +208,13 @@ def _openevolve_settings(seed_dir: Path, own_task_file: bool) -> tuple[list[str]
     if config.evaluator_args:
         args += ["--kwargs", json.dumps(dict(config.evaluator_args), sort_keys=True)]
     notes = _notes(config.ignored, own_task_file, (seed_dir / CONFIG_FILE).is_file())
+    phases = sorted(p.name for p in seed_dir.glob(PHASE_FILES) if p.is_file())
+    if phases:
+        notes.append(f"{', '.join(phases)} {'is' if len(phases) == 1 else 'are'} not read: "
+                     f"dreamrsi reads {CONFIG_FILE} only"
+                     + ("" if (seed_dir / CONFIG_FILE).is_file() else
+                        " (there is none here, so its defaults apply)")
+                     + f"; to use a phase's settings, copy its file to {CONFIG_FILE}")
     return args, config.timeout_s * stages, notes
 
 
