@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from dreamrsi.core.model import NodeStatus
+from dreamrsi.errors import InfrastructureError
 from dreamrsi.store.sqlite import SqliteRunStore
 from tests.engine.test_bad_input import attempts, run
 
@@ -182,3 +183,17 @@ def test_an_agent_killed_at_its_deadline_is_still_charged(
     assert node.commit == nodes[0].commit  # its half-done work is not kept
     assert (node.cost.tokens_in, node.cost.tokens_out) == (1000, 200)
     assert node.cost.money_usd == pytest.approx(0.006)
+
+
+def test_a_missing_agent_cli_stops_the_run(store: SqliteRunStore, tmp_path: Path,
+                                           model: Any) -> None:
+    task = agent_task(tmp_path)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("-- python3 ", "-- /opt/no-such-agent/bin/claude "))
+    with pytest.raises(InfrastructureError, match="3 attempts in a row") as stopped:
+        run(store, task, budget=20)
+    nodes = store.nodes(stopped.value.run_id)
+    assert [n.status for n in nodes[1:]] == [NodeStatus.ERROR] * 3
+    assert "proposer exited with status 127" in stopped.value.reason
+    assert "cannot run the agent ['/opt/no-such-agent/bin/claude']" in stopped.value.reason
+    assert model.calls == []
