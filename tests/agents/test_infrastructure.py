@@ -51,7 +51,7 @@ def assert_stopped_loudly(code: int, err: str, store: Path, why: str) -> str:
     run_id, status, reason, statuses, feedback = only_run(store)
     assert f"dreamrsi resume {run_id}" in err
     assert status is RunStatus.FAILED and reason.startswith("infrastructure: 3 attempts"), reason
-    assert statuses == [NodeStatus.OK] + [NodeStatus.ERROR] * 3  # not the budget of 30
+    assert statuses == [NodeStatus.OK] + [NodeStatus.ERROR] * 3  # not the whole budget
     assert all(f.startswith("infrastructure: ") and why in f for f in feedback[1:]), feedback
     return run_id
 
@@ -71,7 +71,7 @@ def test_no_server_listening_stops_the_run_and_a_resume_goes_on(
     assert statuses.count(NodeStatus.OK) == 1 + 27 and len(statuses) == 31
     with SqliteRunStore.open(store) as reader:
         overrides = [r.event.parsed for r in reader.ledger(run_id)
-                     if r.event.cmd == "model endpoint override"]
+                     if r.event.cmd == "session override"]
     assert overrides == [{"base_url": server.base_url}]
 
 
@@ -186,3 +186,15 @@ def test_a_loop_stops_on_its_runs_failures_and_resumes_with_a_new_endpoint(
         assert [reader.get_run(r.run_id).status for r in rounds][-2:] == [RunStatus.FINISHED] * 2
         second = reader.get_run(rounds[-1].run_id)
         assert second.config["base_url"] == server.base_url  # the new round asked it too
+
+
+def test_a_resume_may_change_the_limit(llm_task: LlmTaskFactory, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    task = llm_task(closed_port_url(), proposer="max_retries = 0")
+    code, _, err = invoke("run", str(task), "--budget", "5", "--store", str(store))
+    run_id = assert_stopped_loudly(code, err, store, "connection failed")
+    code, _, err = invoke("resume", run_id, "--max-infra-failures", "0", "--store", str(store))
+    assert code == 0, err
+    _, status, reason, statuses, _ = only_run(store)
+    assert status is RunStatus.FINISHED and reason == "attempt budget"
+    assert statuses == [NodeStatus.OK] + [NodeStatus.ERROR] * 5

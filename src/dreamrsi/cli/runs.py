@@ -107,6 +107,10 @@ def run(
 
 def resume(run_id: RunArg, accept_unisolated: AcceptUnisolatedOpt = False,
            base_url: BaseUrlOpt = None, model: ModelOpt = None,
+           max_infra_failures: Annotated[int | None, typer.Option(
+               "--max-infra-failures", min=0, max=MAX_INT,
+               help="Replace the run's limit of attempts in a row failing outside the "
+               "candidate, for this session (0: never stop on them).")] = None,
            store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
     """Continue a run that was killed, interrupted or stopped by failures outside its
     candidates; in-flight attempts become `lost`."""
@@ -120,7 +124,7 @@ def resume(run_id: RunArg, accept_unisolated: AcceptUnisolatedOpt = False,
             record = handle.get_run(run_id)
             summary = _drive(lambda obs: resume_run(
                 handle, record.run_id, obs, accept_unisolated_model_code=accept_unisolated,
-                base_url=base_url, model=model),
+                base_url=base_url, model=model, max_infra_failures=max_infra_failures),
                 as_json, record.config.get("budget"))
             _finish(handle, summary.run_id, as_json)
 

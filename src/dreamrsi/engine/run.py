@@ -226,15 +226,16 @@ def _plan(store: RunStore, task: Task, policy: Policy,
 def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None, *,
                policy: Policy | None = None, attempts: Attempts | None = None,
                accept_unisolated_model_code: bool = False, base_url: str | None = None,
-               model: str | None = None) -> RunSummary:
+               model: str | None = None, max_infra_failures: int | None = None) -> RunSummary:
     """Continue a run that stopped before its budget ended (killed, interrupted, failed,
     stopped by failures outside its candidates).
 
     Attempts still marked in flight are recorded as ``lost``; finished attempts are neither
     lost nor run again. ``policy``, ``attempts`` and ``accept_unisolated_model_code``: as
     :func:`start_run` was given them (the consent is asked again, never stored).
-    ``base_url`` and ``model`` override the run's model endpoint and model for this session
-    (say, the endpoint moved), and are recorded in its ledger.
+    ``base_url``, ``model`` and ``max_infra_failures`` override the run's model endpoint,
+    model and limit of failures outside the candidates for this session (say, the endpoint
+    moved), and are recorded in its ledger.
 
     Raises:
         ConfigError: The run already finished, or its task changed since it started.
@@ -252,16 +253,18 @@ def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None
                           f"started (digest {run.task_digest[:19]} then, {task.digest[:19]} "
                           "now); resume needs the same task")
     config = RunConfig.from_json(run.config)
-    overrides = {k: v for k, v in (("base_url", base_url), ("model", model)) if v is not None}
-    config = replace(config, base_url=base_url or config.base_url,
-                     model=model or config.model)
+    overrides = {k: v for k, v in (("base_url", base_url), ("model", model),
+                                   ("max_infra_failures", max_infra_failures)) if v is not None}
+    config = replace(config, base_url=base_url or config.base_url, model=model or config.model,
+                     max_infra_failures=config.max_infra_failures if max_infra_failures is None
+                     else max_infra_failures)
     task = with_endpoint(task, config.base_url, config.model)
     isolation = _preflight(task, config, accept_unisolated_model_code)
     store.update_run(run.run_id, status=RunStatus.RUNNING, pid=os.getpid(),
                      heartbeat_at=time.time(), stop_reason=None)
     if overrides:
         store.append_ledger(run.run_id, [LedgerEvent(
-            Actor.STRATEGIC, "model endpoint override", parsed=overrides)], run_id=run.run_id)
+            Actor.STRATEGIC, "session override", parsed=overrides)], run_id=run.run_id)
     built = None if policy is not None else _build_policy(store, config.policy)
     policy = policy if policy is not None else built
     assert policy is not None
