@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dreamrsi.agents.prompts import load_prompts
@@ -151,8 +151,6 @@ def check_task(task: Task, isolation: str | None = None, *,
 
 
 def _with(report: CheckReport, **changes: object) -> CheckReport:
-    from dataclasses import replace
-
     return replace(report, **changes)  # type: ignore[arg-type]
 
 

@@ -263,8 +263,9 @@ def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None
     store.update_run(run.run_id, status=RunStatus.RUNNING, pid=os.getpid(),
                      heartbeat_at=time.time(), stop_reason=None)
     if overrides:
-        store.append_ledger(run.run_id, [LedgerEvent(
-            Actor.STRATEGIC, "session override", parsed=overrides)], run_id=run.run_id)
+        with store.atomic():
+            store.append_ledger(run.run_id, [LedgerEvent(
+                Actor.STRATEGIC, "session override", parsed=overrides)], run_id=run.run_id)
     built = None if policy is not None else _build_policy(store, config.policy)
     policy = policy if policy is not None else built
     assert policy is not None
