@@ -65,3 +65,10 @@ def test_a_missing_proposer_command_fails_the_check(make_task: TaskFactory) -> N
     code, _, err = check(str(task))
     assert code == 1
     assert "error: the proposer failed: infrastructure: proposer exited with status 127" in err
+
+
+def test_endpoint_overrides_are_refused_for_a_command_proposer(make_task: TaskFactory) -> None:
+    code, _, err = check(str(make_task()), "--model", "local-coder")
+    assert code == 1 and "has a command proposer; --base-url and --model" in err
+    code, _, err = check(str(make_task()), "--base-url", "http://user:pw@127.0.0.1:9/v1")
+    assert code == 1 and "with no user or password in it" in " ".join(err.split())
