@@ -18,7 +18,9 @@ from tests.agents.fake_openai import FakeOpenAI, Reply
 
 pytestmark = pytest.mark.usefixtures("key_env")
 
-REASON = "the model call failed after 3 tries: HTTP 500: upstream exploded"
+REASON = "infrastructure: the model call failed after 3 tries: HTTP 500: upstream exploded"
+"""The reason of a node whose endpoint answered 500 to every try: a failure outside the
+candidate, and so marked (docs/runs.md)."""
 
 
 def cli(*args: str, code: int = 0, env: dict[str, str] | None = None) -> str:
