@@ -254,6 +254,9 @@ class AttemptRunner:
         rec.add_narration(result)
         if cost_problem:
             rec.notes.append(cost_problem)
+        if result.overflow is not None:
+            return rec.finish(NodeStatus.ERROR, f"proposer stopped: {result.overflow}"
+                              f"{_tail(result)}", spec.commit, rec.started)
         if result.timed_out:
             return rec.finish(NodeStatus.TIMEOUT, "proposer timed out after "
                               f"{self.task.proposer.timeout_s:g} s{_tail(result)}",

@@ -84,6 +84,9 @@ def parse_evaluation(result: CommandResult, result_file: ResultFile, direction: 
         direction: The task's direction, to normalise the score.
         timeout_s: The evaluator's time limit, named in the timeout diagnostic.
     """
+    if result.overflow is not None:
+        return Evaluation(NodeStatus.ERROR, feedback=_cap(
+            f"evaluator stopped: {result.overflow}{_stderr_tail(result)}"))
     if result.timed_out:
         return Evaluation(NodeStatus.TIMEOUT, feedback=_cap(
             f"evaluator timed out after {timeout_s:g} s{_stderr_tail(result)}"))

@@ -86,9 +86,12 @@ def _guard_model_code(task: Task, mode: IsolationMode, accepted: bool) -> None:
 
 
 def command_limits(c: Constraints, timeout_s: float) -> Limits:
-    """The sandbox limits of a task's command with the given time limit."""
+    """The sandbox limits of a task's command with the given time limit: each writable
+    folder (the workspace, the io folder) holds at most ``max_workspace_mb`` while it runs,
+    each fresh tmpfs ``max_scratch_mb``."""
     return Limits(timeout_s=timeout_s, memory_mb=c.memory_mb, cpu_s=c.cpu_s,
-                  max_processes=c.max_processes, max_output_bytes=c.max_output_bytes)
+                  max_processes=c.max_processes, max_output_bytes=c.max_output_bytes,
+                  scratch_mb=c.max_scratch_mb, writable_mb=c.max_workspace_mb)
 
 
 def base_env(task: Task, home: Path) -> dict[str, str]:

@@ -25,7 +25,8 @@ from pathlib import Path
 from dreamrsi.errors import SandboxError
 from dreamrsi.sandbox._config import Isolation, IsolationMode
 
-__all__ = ["BWRAP_WRAPPER_DEPTH", "bwrap_argv", "choose_bwrap", "isolation_problem"]
+__all__ = ["BWRAP_WRAPPER_DEPTH", "SCRATCH_PLACES", "bwrap_argv", "choose_bwrap",
+           "isolation_problem"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +38,8 @@ _PROBE_UID = 60415
 _INSTALL_HINT = "install it with `apt-get install bubblewrap`"
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 _FRESH = ("/dev", "/proc", "/tmp", "/dev/shm", "/var", "/var/tmp")
+SCRATCH_PLACES = ("/tmp", "/var/tmp", "/dev/shm")
+"""The fresh tmpfs a command may write under bubblewrap, each of ``Limits.scratch_mb``."""
 _KEEP_FOR_SETPRIV = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_READ_SEARCH")
 """What bubblewrap keeps as root: enough to enter the working directory (its own ``--chdir``
 runs after the other capabilities are gone) and for ``setpriv`` to switch users and clear
@@ -81,9 +84,18 @@ def _system_view() -> tuple[str, ...]:
     return tuple(p for p in _SYSTEM_DIRS if os.path.lexists(p))
 
 
-def _system_argv() -> list[str]:
-    """Bind the system folders read-only (mirroring symlinks) and make the fresh folders."""
-    return list(_system_argv_once())
+def _system_argv(scratch_bytes: int | None = None) -> list[str]:
+    """Bind the system folders read-only (mirroring symlinks) and make the fresh folders,
+    each fresh tmpfs of ``scratch_bytes`` when given."""
+    argv = list(_system_argv_once())
+    if scratch_bytes is None:
+        return argv
+    sized: list[str] = []
+    for arg in argv:
+        if arg == "--tmpfs":
+            sized += ["--size", str(scratch_bytes)]
+        sized.append(arg)
+    return sized
 
 
 @functools.cache
@@ -101,13 +113,23 @@ def _system_argv_once() -> tuple[str, ...]:
     return tuple(argv)
 
 
-def _namespace_argv(*, network: bool, uid: int | None) -> list[str]:
-    """Namespaces, session and capabilities; as root, the ``setpriv`` hand-over after ``--``."""
+def _namespace_argv(*, network: bool, uid: int | None,
+                    seccomp_fd: int | None = None) -> list[str]:
+    """Namespaces, session and capabilities; as root, the ``setpriv`` hand-over after ``--``.
+
+    No new user namespace can be made inside: run as another user, bubblewrap's own user
+    namespace is made with ``--disable-userns``; as root (no user namespace of bubblewrap's,
+    see :mod:`dreamrsi.sandbox._seccomp`) the filter read from ``seccomp_fd`` refuses them.
+    """
     argv = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if not network:
         argv.append("--unshare-net")
+    if seccomp_fd is not None:
+        argv += ["--add-seccomp-fd", str(seccomp_fd)]
     if uid is None:
+        if os.geteuid() != 0:
+            argv += ["--unshare-user", "--disable-userns"]
         return [*argv, "--"]
     setpriv = _setpriv()
     if setpriv is None:
@@ -263,8 +285,13 @@ def _parent_dirs(mounts: list[_Mount]) -> list[str]:
     return made
 
 
-def bwrap_argv(bwrap: str, cwd: Path, isolation: Isolation, uid: int | None = None) -> list[str]:
+def bwrap_argv(bwrap: str, cwd: Path, isolation: Isolation, uid: int | None = None, *,
+               scratch_mb: int | None = None, seccomp_fd: int | None = None) -> list[str]:
     """Return the ``bwrap ... --`` prefix that runs a command in the sandbox.
+
+    The root and ``/dev`` (tmpfs bubblewrap makes, unsized) are remounted read-only once
+    every mount is in place, so the only places a command can write are its writable
+    directories and the fresh ``/tmp``, ``/var/tmp`` and ``/dev/shm``.
 
     Args:
         bwrap: Absolute path of a working bwrap.
@@ -272,6 +299,8 @@ def bwrap_argv(bwrap: str, cwd: Path, isolation: Isolation, uid: int | None = No
         isolation: The caller's isolation settings.
         uid: The unprivileged uid the command runs as (when this process is root), or None
             to keep this process's own uid (bubblewrap then runs in a user namespace).
+        scratch_mb: Size of each fresh tmpfs in MiB; None leaves them unsized.
+        seccomp_fd: A descriptor holding a seccomp filter to load (passed to bubblewrap).
 
     Returns:
         The argument vector prefix, ending in ``--`` (or in ``setpriv ... --`` as root).
@@ -281,13 +310,14 @@ def bwrap_argv(bwrap: str, cwd: Path, isolation: Isolation, uid: int | None = No
             is missing when ``uid`` is given.
     """
     mounts = _mounts(cwd, isolation)
-    argv = [bwrap, *_system_argv()]
+    scratch = None if scratch_mb is None else scratch_mb * 1024 * 1024
+    argv = [bwrap, *_system_argv(scratch)]
     for folder in _parent_dirs(mounts):
         argv += ["--perms", "0755", "--dir", folder]
     for mount in mounts:
         argv += ["--ro-bind" if mount.kind == "ro" else "--bind", mount.source, mount.dest]
-    argv += ["--chdir", os.fspath(cwd)]
-    return argv + _namespace_argv(network=isolation.network, uid=uid)
+    argv += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", os.fspath(cwd)]
+    return argv + _namespace_argv(network=isolation.network, uid=uid, seccomp_fd=seccomp_fd)
 
 
 @functools.cache

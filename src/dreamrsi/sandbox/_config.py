@@ -84,6 +84,12 @@ class Limits:
             RLIMIT_NPROC backs it up for non-root users); None for no limit.
         max_output_bytes: Bytes kept per stream: the first and the last half; the middle is
             dropped and the result marked truncated.
+        scratch_mb: Size, in MiB, of each fresh tmpfs under bubblewrap (``/tmp``,
+            ``/var/tmp``, ``/dev/shm``): a write past it fails (ENOSPC), and a command that
+            fills one is stopped and reported (``overflow``); None leaves them unsized.
+        writable_mb: What each writable directory may hold, in MiB, counted while the
+            command runs (it is stopped when one holds more); None for no cap. RLIMIT_FSIZE
+            bounds any one file to the largest of ``scratch_mb`` and ``writable_mb``.
 
     Raises:
         ConfigError: A value is not a positive number.
@@ -94,6 +100,8 @@ class Limits:
     cpu_s: int | None = None
     max_processes: int | None = 256
     max_output_bytes: int = 1_000_000
+    scratch_mb: int | None = 256
+    writable_mb: int | None = None
 
     def __post_init__(self) -> None:
         _check_positive("timeout_s", self.timeout_s, integral=False, optional=False)
@@ -101,6 +109,8 @@ class Limits:
         _check_positive("cpu_s", self.cpu_s, integral=True, optional=True)
         _check_positive("max_processes", self.max_processes, integral=True, optional=True)
         _check_positive("max_output_bytes", self.max_output_bytes, integral=True, optional=False)
+        _check_positive("scratch_mb", self.scratch_mb, integral=True, optional=True)
+        _check_positive("writable_mb", self.writable_mb, integral=True, optional=True)
 
 
 class IsolationMode(StrEnum):

@@ -22,7 +22,7 @@ class CommandResult:
             between reports a signal that ended *its* child as exit status 128 + signal.
         timed_out: Whether the wall-clock limit was reached.
         limit_hit: None, or which limit ended or trimmed the command: "timeout",
-            "processes", "cpu", "memory" or "output" (see :func:`classify_limit`).
+            "processes", "disk", "cpu", "memory" or "output" (see :func:`classify_limit`).
         stdout: Captured standard output, decoded as UTF-8 with replacement; when truncated,
             the first and last halves joined by a ``[... N bytes dropped ...]`` line.
         stderr: Captured standard error, likewise.
@@ -33,6 +33,8 @@ class CommandResult:
         cpu_ms: User plus system CPU time of the command and the descendants it waited for.
         isolated: Whether it ran under bubblewrap.
         env_digest: ``"sha256:<hex>"`` of the environment it was given.
+        overflow: Which place the command may write overflowed and by how much (the command
+            was stopped), or None.
     """
 
     command: str
@@ -49,6 +51,7 @@ class CommandResult:
     cpu_ms: int
     isolated: bool
     env_digest: str
+    overflow: str | None = None
 
     def ok(self) -> bool:
         """Whether the command exited with status 0 within its time limit."""
@@ -133,10 +136,13 @@ def classify_limit(
     cpu_limit_s: int,
     cpu_ms: int,
     truncated: bool,
+    overflow: bool = False,
 ) -> str | None:
     """Name the limit a command hit, best effort.
 
-    Timeouts and the process watchdog are certain (the supervisor acted). Otherwise: death by
+    Timeouts, the process watchdog and an overflowed place (``overflow``, "disk") are
+    certain (the supervisor acted); so is death by SIGXFSZ (a file past RLIMIT_FSIZE, also
+    "disk"). Otherwise: death by
     SIGXCPU, or by SIGKILL after at least ``cpu_limit_s`` of CPU, is "cpu"; a failure with an
     allocation error on stderr (MemoryError, "Cannot allocate memory", std::bad_alloc, "out of
     memory"), or death by SIGKILL or SIGSEGV, under a memory limit is "memory". A command
@@ -153,15 +159,18 @@ def classify_limit(
         cpu_limit_s: The CPU-seconds limit each process had.
         cpu_ms: CPU time the command used.
         truncated: Whether output was dropped.
+        overflow: Whether the supervisor stopped the command for an overflowed place.
 
     Returns:
-        "timeout", "processes", "cpu", "memory", "output" or None.
+        "timeout", "processes", "disk", "cpu", "memory", "output" or None.
     """
     if timed_out:
         return "timeout"
     if too_many_processes:
         return "processes"
     died_by = death_signal(exit_code, signal_no)
+    if overflow or died_by == signal.SIGXFSZ:
+        return "disk"
     if died_by == signal.SIGXCPU or (died_by == signal.SIGKILL and cpu_ms >= cpu_limit_s * 1000):
         return "cpu"
     failed = died_by is not None or (exit_code is not None and exit_code != 0)

@@ -29,13 +29,14 @@ from dataclasses import dataclass
 
 from dreamrsi.sandbox._config import Limits
 
-__all__ = ["RLIMIT_LOCKS", "RlimitPlan", "plan_rlimits", "prlimit_binary"]
+__all__ = ["RLIMIT_LOCKS", "RlimitPlan", "plan_rlimits", "prlimit_binary", "thread_room"]
 
 RLIMIT_LOCKS = 10
 """Linux's resource number for RLIMIT_LOCKS (the ``resource`` module does not name it)."""
 
 _MIB = 1024 * 1024
-_THREAD_ROOM = 1024
+_THREAD_ROOM = 64
+"""Threads a command may run beyond ``max_processes`` as root (see :func:`thread_room`)."""
 _TAG_LOW = 1 << 40
 _TAG_HIGH = 1 << 62
 
@@ -48,6 +49,7 @@ class RlimitPlan:
         address_space: RLIMIT_AS in bytes.
         cpu: RLIMIT_CPU in seconds.
         nproc: RLIMIT_NPROC.
+        fsize: RLIMIT_FSIZE in bytes (the largest file any writable place admits).
         tag: The RLIMIT_LOCKS value that marks this run's processes, or None when the inherited
             hard limit leaves no room for one.
     """
@@ -56,6 +58,7 @@ class RlimitPlan:
     cpu: tuple[int, int] | None
     nproc: tuple[int, int] | None
     tag: int | None
+    fsize: tuple[int, int] | None = None
 
     def _pairs(self) -> list[tuple[str, int, tuple[int, int]]]:
         pairs: list[tuple[str, int, tuple[int, int]]] = [("core", resource.RLIMIT_CORE, (0, 0))]
@@ -65,6 +68,8 @@ class RlimitPlan:
             pairs.append(("cpu", resource.RLIMIT_CPU, self.cpu))
         if self.nproc is not None:
             pairs.append(("nproc", resource.RLIMIT_NPROC, self.nproc))
+        if self.fsize is not None:
+            pairs.append(("fsize", resource.RLIMIT_FSIZE, self.fsize))
         if self.tag is not None:
             pairs.append(("locks", RLIMIT_LOCKS, (self.tag, self.tag)))
         return pairs
@@ -129,9 +134,10 @@ def _nproc_limit(max_processes: int) -> tuple[int, int]:
 
     RLIMIT_NPROC counts every thread of the real user, not only the command's processes, and
     is not enforced for root. As root, a command either stays root (no isolation: the limit
-    does nothing) or runs as a uid of its own, whose threads are all the command's: room for
-    threads is added (``_THREAD_ROOM``) so that the watchdog, which counts processes, is what
-    stops a command, and the limit only bounds a fork bomb between two of its walks. For
+    does nothing) or runs as a uid of its own, whose threads are all the command's: a small
+    room for threads is added (:func:`thread_room`), so that a command's processes may run a
+    thread pool while a fork bomb, of processes or threads, never holds more than
+    ``max_processes`` plus that room on the host, even between two walks of the watchdog. For
     other users the machine's current task count is added, so that the limit bounds the
     command's growth without failing a command whose user already runs many processes.
 
@@ -144,8 +150,23 @@ def _nproc_limit(max_processes: int) -> tuple[int, int]:
     if os.geteuid() != 0:
         max_processes += _tasks_running()
     else:
-        max_processes += _THREAD_ROOM
+        max_processes += thread_room()
     return _clamp(max_processes, resource.RLIMIT_NPROC)
+
+
+def thread_room() -> int:
+    """Threads (beyond ``max_processes``) a command running as a uid of its own may have:
+    64, plus one per CPU so that one process can run a numeric library's full thread pool."""
+    return _THREAD_ROOM + (os.cpu_count() or 1)
+
+
+def _fsize(limits: Limits) -> tuple[int, int] | None:
+    """RLIMIT_FSIZE: the largest cap of any place the command may write, or None when a
+    writable directory is uncapped."""
+    if limits.writable_mb is None:
+        return None
+    largest = max(limits.writable_mb, limits.scratch_mb or 0) * _MIB
+    return _clamp(largest, resource.RLIMIT_FSIZE)
 
 
 def _new_tag() -> int | None:
@@ -191,7 +212,8 @@ def plan_rlimits(limits: Limits) -> RlimitPlan:
         cpu_hard += 1
     nproc = None if limits.max_processes is None else _nproc_limit(limits.max_processes)
     return RlimitPlan(
-        address_space=address_space, cpu=(cpu_soft, cpu_hard), nproc=nproc, tag=_new_tag()
+        address_space=address_space, cpu=(cpu_soft, cpu_hard), nproc=nproc, tag=_new_tag(),
+        fsize=_fsize(limits),
     )
 
 

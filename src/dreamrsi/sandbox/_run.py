@@ -23,12 +23,20 @@ from pathlib import Path
 from typing import IO
 
 from dreamrsi.errors import SandboxError
-from dreamrsi.sandbox._bwrap import BWRAP_WRAPPER_DEPTH, _covered, bwrap_argv, choose_bwrap
+from dreamrsi.sandbox._bwrap import (
+    BWRAP_WRAPPER_DEPTH,
+    SCRATCH_PLACES,
+    _covered,
+    bwrap_argv,
+    choose_bwrap,
+)
 from dreamrsi.sandbox._config import Isolation, Limits, env_digest, sandbox_env
 from dreamrsi.sandbox._pidns import PIDNS_WRAPPER_DEPTH, pidns_prefix
+from dreamrsi.sandbox._places import PlaceWatch, inner_pid
 from dreamrsi.sandbox._proctree import ProcessTree, killpg
 from dreamrsi.sandbox._result import CommandResult, StreamCapture, classify_limit
 from dreamrsi.sandbox._rlimits import RlimitPlan, effective_cpu_s, plan_rlimits, prlimit_binary
+from dreamrsi.sandbox._seccomp import userns_filter_fd
 from dreamrsi.sandbox._uids import hand_over, lease_uid
 
 __all__ = ["run_command"]
@@ -41,6 +49,7 @@ _DRAIN_S = 0.3  # reading what is left in the pipes once every process is gone
 _REAP_PATIENCE_S = 2.0  # waiting for SIGKILLed processes to die
 _CHUNK = 1 << 16
 _SHELL = "/bin/sh"
+_MIB = 1024 * 1024
 _DEFAULT_ISOLATION = Isolation()
 
 
@@ -85,20 +94,27 @@ def run_command(
     clean_env = sandbox_env(env, isolation.pass_env)
     bwrap = choose_bwrap(isolation)
     as_root = bwrap is not None and os.geteuid() == 0
-    with lease_uid() if as_root else nullcontext(None) as uid:
+    with lease_uid() if as_root else nullcontext(None) as uid, \
+            userns_filter_fd() if as_root else nullcontext(None) as seccomp_fd:
         plan = plan_rlimits(limits)
-        argv, preexec, depth = _build_argv(command, workdir, isolation, bwrap, plan, uid)
+        argv, preexec, depth = _build_argv(command, workdir, isolation, bwrap, plan, uid,
+                                           scratch_mb=limits.scratch_mb, seccomp_fd=seccomp_fd)
         if uid is not None:
             hand_over(isolation.writable, uid)
             _check_enterable(workdir, isolation)
+        places = _places(isolation, limits, bwrap is not None)
         logger.debug("running %r in %s (isolated=%s)", command, workdir, bwrap is not None)
         started = time.monotonic()
-        proc = _spawn(argv, workdir, clean_env, stdin, preexec)
+        proc = _spawn(argv, workdir, clean_env, stdin, preexec,
+                      pass_fds=() if seccomp_fd is None else (seccomp_fd,))
         try:
+            task_cap = plan.nproc[0] if uid is not None and plan.nproc is not None else None
             supervisor = _Supervisor(proc, limits, plan, wrapper_depth=depth,
-                                     isolated=bwrap is not None, stdin=stdin)
+                                     isolated=bwrap is not None, stdin=stdin, places=places,
+                                     task_cap=task_cap)
         except BaseException:
             _abandon(proc)
+            places.close()
             raise
         try:
             supervisor.run(deadline=started + limits.timeout_s, cancel=cancel)
@@ -108,9 +124,18 @@ def run_command(
     return supervisor.result(command, duration_ms, env_digest(clean_env))
 
 
+def _places(isolation: Isolation, limits: Limits, isolated: bool) -> PlaceWatch:
+    """The count of what the command holds in its writable directories and fresh tmpfs."""
+    writable = [os.path.realpath(p) for p in isolation.writable]
+    named = [(path, f"writable directory {path}") for path in dict.fromkeys(writable)]
+    cap = None if limits.writable_mb is None else limits.writable_mb * _MIB
+    scratch = None if limits.scratch_mb is None or not isolated else limits.scratch_mb * _MIB
+    return PlaceWatch(named, cap, scratch)
+
+
 def _build_argv(
     command: str, cwd: Path, isolation: Isolation, bwrap: str | None, plan: RlimitPlan,
-    uid: int | None,
+    uid: int | None, *, scratch_mb: int | None = None, seccomp_fd: int | None = None,
 ) -> tuple[list[str], Callable[[], None] | None, int]:
     """Return the argument vector, the preexec function (only without ``prlimit``) and the
     number of wrapper processes above the command."""
@@ -123,7 +148,8 @@ def _build_argv(
         preexec = plan.preexec()
     depth = 0
     if bwrap is not None:
-        argv += bwrap_argv(bwrap, cwd, isolation, uid)
+        argv += bwrap_argv(bwrap, cwd, isolation, uid, scratch_mb=scratch_mb,
+                           seccomp_fd=seccomp_fd)
         depth = BWRAP_WRAPPER_DEPTH
     elif (prefix := pidns_prefix()) is not None:
         argv += prefix
@@ -152,8 +178,9 @@ def _spawn(
     env: dict[str, str],
     stdin: bytes | None,
     preexec: Callable[[], None] | None,
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen[bytes]:
-    """Start the command in a new session with piped output.
+    """Start the command in a new session with piped output (``pass_fds`` stay open in it).
 
     Raises:
         SandboxError: The process could not be started.
@@ -168,6 +195,7 @@ def _spawn(
             stderr=subprocess.PIPE,
             start_new_session=True,
             close_fds=True,
+            pass_fds=pass_fds,
             preexec_fn=preexec,
         )
     except (OSError, subprocess.SubprocessError) as exc:
@@ -211,6 +239,10 @@ class _Supervisor:
             command; with any, the command lives in a pid namespace of its own.
         isolated: Whether it runs under bubblewrap.
         stdin: Bytes still to feed it, if any.
+        places: The count of what it holds where it may write (closed with the supervisor).
+        task_cap: RLIMIT_NPROC of a command with a uid of its own: a tree holding that many
+            threads is stopped as one with too many processes (the kernel refuses its forks,
+            which a tree that collapses under the limit would otherwise hide).
     """
 
     def __init__(
@@ -222,7 +254,12 @@ class _Supervisor:
         wrapper_depth: int,
         isolated: bool,
         stdin: bytes | None,
+        places: PlaceWatch | None = None,
+        task_cap: int | None = None,
     ) -> None:
+        self._places = places
+        self._task_cap = task_cap
+        self._overflow: str | None = None
         self._proc = proc
         self._limits = limits
         self._isolated = isolated
@@ -332,14 +369,31 @@ class _Supervisor:
             return True
 
     def _watch(self, now: float) -> None:
-        """Walk the process tree; kill it when it holds more processes than allowed."""
+        """Walk the process tree; kill it when it holds more processes than allowed or a
+        place it writes overflowed."""
         self._next_poll = now + _POLL_S
         limit = self._limits.max_processes
         count = self._tree.poll(stop_above=limit)
-        if limit is not None and count > limit:
-            logger.info("pid %d: %d processes > %d, killing", self._proc.pid, count, limit)
+        at_cap = self._task_cap is not None and self._tree.tasks >= self._task_cap
+        if (limit is not None and count > limit) or at_cap:
+            logger.info("pid %d: %d processes > %s (%d threads), killing", self._proc.pid,
+                        count, limit, self._tree.tasks)
             self._too_many = True
             self._kill(now)
+        elif self._count_places():
+            logger.info("pid %d: %s, killing", self._proc.pid, self._overflow)
+            self._kill(now)
+
+    def _count_places(self) -> bool:
+        """Count what the command holds where it writes; say whether a place overflowed."""
+        if self._places is None or self._overflow is not None:
+            return False
+        if self._isolated and self._places.wants_scratch:
+            pid = inner_pid(self._proc.pid)
+            if pid is not None:
+                self._places.open_scratch(pid, SCRATCH_PLACES)
+        self._overflow = self._places.check()
+        return self._overflow is not None
 
     def _on_timeout(self, now: float) -> None:
         """Send SIGTERM to the command's processes and schedule SIGKILL."""
@@ -370,6 +424,7 @@ class _Supervisor:
         # bwrap's monitor exits without reaping its namespace's init, so under bwrap wait4
         # misses the command's CPU time; the tree walks' samples then are the better figure.
         self._cpu_ms = max(self._cpu_ms, self._tree.cpu_ms)
+        self._count_places()  # what it left (a tmpfs outlives its namespace while counted)
         self._mark_exited(now)
 
     def _mark_exited(self, now: float) -> None:
@@ -454,6 +509,8 @@ class _Supervisor:
                 stream.close()
         self._selector.close()
         self._tree.close()
+        if self._places is not None:
+            self._places.close()
 
     def result(self, command: str, duration_ms: int, digest: str) -> CommandResult:
         """Return the command's result.
@@ -484,6 +541,7 @@ class _Supervisor:
             cpu_limit_s=effective_cpu_s(self._limits),
             cpu_ms=self._cpu_ms,
             truncated=truncated,
+            overflow=self._overflow is not None,
         )
         return CommandResult(
             command=command,
@@ -500,4 +558,5 @@ class _Supervisor:
             cpu_ms=self._cpu_ms,
             isolated=self._isolated,
             env_digest=digest,
+            overflow=self._overflow,
         )

@@ -21,7 +21,7 @@ import shlex
 import signal
 import subprocess
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 from types import TracebackType
 
@@ -32,13 +32,15 @@ from dreamrsi.sandbox._proctree import ProcessTree, killpg
 from dreamrsi.sandbox._result import StreamCapture
 from dreamrsi.sandbox._rlimits import plan_rlimits
 from dreamrsi.sandbox._run import _build_argv, _check_enterable, _spawn
+from dreamrsi.sandbox._seccomp import userns_filter_fd
 from dreamrsi.sandbox._uids import hand_over, lease_uid
 
 __all__ = ["SandboxSession", "SessionError", "start_session"]
 
 _POLL_S = 0.015
 _CHUNK = 1 << 16
-_DEFAULT_TMPFS = 16 * 1024 * 1024
+_MIB = 1024 * 1024
+_DEFAULT_TMPFS = 16 * _MIB
 
 
 class SessionError(Exception):
@@ -247,30 +249,21 @@ def start_session(argv: list[str], cwd: Path, *, env: dict[str, str], limits: Li
             else None
         plan = plan_rlimits(limits)
         command = " ".join(_quote(a) for a in argv)
-        full, preexec, depth = _build_argv("exec " + command, workdir, isolation, bwrap, plan,
-                                           uid)
-        full = _sized_tmpfs(full, tmpfs_bytes) if bwrap is not None else full
-        if uid is not None:
-            hand_over(isolation.writable, uid)
-            _check_enterable(workdir, isolation)
-        proc = _spawn(full, workdir, clean_env, b"", preexec)
+        with userns_filter_fd() if uid is not None else nullcontext(None) as seccomp_fd:
+            full, preexec, depth = _build_argv(
+                "exec " + command, workdir, isolation, bwrap, plan, uid,
+                scratch_mb=-(-tmpfs_bytes // _MIB), seccomp_fd=seccomp_fd)
+            if uid is not None:
+                hand_over(isolation.writable, uid)
+                _check_enterable(workdir, isolation)
+            proc = _spawn(full, workdir, clean_env, b"", preexec,
+                          pass_fds=() if seccomp_fd is None else (seccomp_fd,))
         tree = ProcessTree(proc.pid, wrapper_depth=depth, tag=plan.tag)
     except BaseException:
         stack.close()
         raise
     return SandboxSession(proc, tree, stack, limits, isolated=bwrap is not None,
                           contained=depth > 0)
-
-
-def _sized_tmpfs(argv: list[str], size: int) -> list[str]:
-    """Every ``--tmpfs`` of bubblewrap's arguments with a size limit (the last three entries
-    are ``/bin/sh -c COMMAND``, left alone)."""
-    out: list[str] = []
-    for arg in argv[:-3]:
-        if arg == "--tmpfs":
-            out += ["--size", str(size)]
-        out.append(arg)
-    return out + argv[-3:]
 
 
 def _quote(arg: str) -> str:

@@ -58,6 +58,7 @@ class _Constraints(_Strict):
     max_processes: int = Field(default=256, gt=0)
     max_output_bytes: int = Field(default=1_000_000, gt=0)
     max_workspace_mb: int = Field(default=1024, gt=0)
+    max_scratch_mb: int = Field(default=256, gt=0, le=65536)
     isolation: Literal["auto", "required", "off"] | None = None
     network: bool = False
     pass_env: list[str] = Field(default_factory=list)
@@ -96,7 +97,9 @@ class Constraints:
     ``auto`` for built-in tasks, ``required`` for the rest). ``network``, ``pass_env`` (host
     variables passed on by name) and ``read_paths`` (host paths shown read-only) are what a
     task asks of the sandbox beyond the defaults; ``max_workspace_mb`` caps the files a
-    proposer may leave in its workspace.
+    proposer may leave in its workspace, and what each writable folder of a command (the
+    workspace, the io folder that is its ``$HOME``) holds while it runs; ``max_scratch_mb``
+    is the size of each fresh ``/tmp``, ``/var/tmp`` and ``/dev/shm`` of a command.
     """
 
     protected_paths: tuple[str, ...] = ()
@@ -110,6 +113,7 @@ class Constraints:
     network: bool = False
     pass_env: tuple[str, ...] = ()
     read_paths: tuple[str, ...] = ()
+    max_scratch_mb: int = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +280,8 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
     protected_paths = tuple(dict.fromkeys([*derived, *c.protected_paths]))
     constraints = Constraints(protected_paths, c.on_protected_change, c.memory_mb,
                               c.cpu_s, c.max_processes, c.max_output_bytes, c.max_workspace_mb,
-                              c.isolation, c.network, tuple(c.pass_env), tuple(c.read_paths))
+                              c.isolation, c.network, tuple(c.pass_env), tuple(c.read_paths),
+                              c.max_scratch_mb)
     seed_files = file_digests(seed_dir)
     protected = {p: d for p, d in seed_files.items() if _under_any(p, constraints.protected_paths)}
     prompts = {} if proposer.llm is None else check_llm(
