@@ -159,12 +159,14 @@ def _build(case: Case, root: Path, host: Path, listeners: _Listeners, store: Pat
         "work_root": str(root / "work"), "tag": tag}))
     protected = [*DEFAULT_PROTECTED,
                  *(p for p in case.task.get("protected_paths", []) if p not in DEFAULT_PROTECTED)]
+    limits = "".join(f"{key} = {json.dumps(value)}\n"
+                     for key, value in dict(case.task.get("constraints", {})).items())
     (task_dir / "task.toml").write_text(
         f'name = "hostile-{case.name}"\nobjective = "Attack the engine."\n'
         'direction = "maximize"\n[workspace]\nseed = "seed"\n'
         '[evaluator]\ncommand = "python3 evaluate.py"\ntimeout_s = 20\n'
         '[proposer]\nkind = "command"\ncommand = "python3 propose.py"\ntimeout_s = 20\n'
-        f"[constraints]\nprotected_paths = {json.dumps(protected)}\n")
+        f"[constraints]\nprotected_paths = {json.dumps(protected)}\n{limits}")
     return task_dir
 
 
@@ -207,6 +209,7 @@ def run_case(case: Case, mode: str, root: Path) -> Verdict:
             escapes.append(f"the run failed ({done.returncode}): {done.stderr.strip()[-300:]}")
         time.sleep(0.3)  # anything the run failed to kill would still be there
         escapes += _judge(store, task_dir, host, listeners, tag)
+        escapes += _export_escapes(store, root / "export", env)
         return Verdict(ran=_ran(store, case.name), escapes=escapes)
 
 
@@ -261,6 +264,24 @@ def _judge(store: Path, task_dir: Path, host: Path, listeners: _Listeners,
     if _alive_with(tag):
         found.append("a process it started outlived the run")
     return sorted(set(found))
+
+
+def _export_escapes(store: Path, dest: Path, env: dict[str, str]) -> list[str]:
+    """Export the best node (``dreamrsi best --export``); every link it wrote that leads
+    outside the export is an escape (a refused export writes nothing, and is no escape)."""
+    subprocess.run([sys.executable, "-m", "dreamrsi", "best", _run_id(store), "--export",
+                    str(dest), "--store", str(store)], env=env, capture_output=True,
+                   check=False, timeout=RUN_TIMEOUT_S)
+    root = os.path.realpath(dest)
+    found = []
+    for folder, dirs, files in os.walk(dest):
+        for name in (*dirs, *files):
+            path = os.path.join(folder, name)
+            real = os.path.realpath(path)
+            if os.path.islink(path) and real != root and not real.startswith(root + os.sep):
+                found.append(f"best --export wrote {os.path.relpath(path, dest)} -> "
+                             f"{os.readlink(path)}, which leads outside the export")
+    return found
 
 
 def _run_id(store: Path) -> str:

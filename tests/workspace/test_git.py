@@ -200,3 +200,34 @@ def test_a_diff_takes_commit_ids_only(tmp_path: Path, bad: str) -> None:
         repo.diff(bad, "0" * 40, 100)
     with pytest.raises(GitFailed, match="git diff failed"):
         repo.diff("1" * 40, "0" * 40, 100)  # ids of no object
+
+
+def test_export_refuses_links_pointing_outside(tmp_path: Path) -> None:
+    from dreamrsi.errors import StoreError
+
+    repo = WorkspaceRepo.open(tmp_path / "repo.git")
+    work = tmp_path / "w"
+    (work / "sub").mkdir(parents=True)
+    (work / "f").write_text("1")
+    os.symlink("../f", work / "sub" / "inside")  # inside: exported as it is
+    os.symlink("..", work / "sub" / "up")  # the root: inside
+    inside = repo.snapshot(work, tmp_path / "i", None, "m", "refs/a", [])
+    repo.export(inside, tmp_path / "ok", [])
+    assert os.readlink(tmp_path / "ok" / "sub" / "up") == ".."
+    for name, target in (("abs", "/etc/passwd"), ("climb", "../outside"),
+                         ("sub/through", "up/.."), ("loop", "loop/x")):
+        os.symlink(target, work / name)
+        commit = repo.snapshot(work, tmp_path / "i", None, "m", "refs/b", [])
+        dest = tmp_path / f"out-{name.replace('/', '-')}"
+        with pytest.raises(StoreError, match=f"outside the export.*{name} -> {target}"):
+            repo.export(commit, dest, [])
+        assert not dest.exists()  # nothing written
+        os.unlink(work / name)
+
+
+def test_escaping_links_resolve_through_other_links() -> None:
+    from dreamrsi.workspace.links import escaping_links
+
+    links = {"a/up": "..", "a/up2": "up/..", "b": "a/up", "c": "b/x", "d": "a/../..",
+             "e": "a/./up/a/up", "f": "nowhere/../g"}
+    assert escaping_links(links) == ["a/up2 -> up/..", "d -> a/../.."]

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from dreamrsi.errors import StoreError
 from dreamrsi.workspace import _objects
+from dreamrsi.workspace.links import escaping_links
 
 logger = logging.getLogger(__name__)
 
@@ -120,10 +121,18 @@ class WorkspaceRepo:
 
         Raises:
             StoreError: ``dest`` is a file, a symbolic link (followed nowhere, dangling or
-                not) or a non-empty directory, or cannot be created; or git failed (a
+                not) or a non-empty directory, or cannot be created; the commit holds a
+                link that points outside the export (nothing is written); or git failed (a
                 directory this call created is then removed again).
         """
         check_export_dest(dest)
+        escaping = escaping_links(self.links(commit, calls))
+        if escaping:
+            shown = "; ".join(escaping[:10]) + ("; ..." if len(escaping) > 10 else "")
+            raise StoreError(f"the workspace of commit {commit} holds {len(escaping)} "
+                             f"symbolic link(s) pointing outside the export ({shown}); "
+                             "nothing was exported. If you trust them: git --git-dir "
+                             f"{self.git_dir} archive {commit} | tar -x -C DIR")
         created = not dest.exists()
         try:
             dest.mkdir(parents=True, exist_ok=True)
@@ -170,6 +179,28 @@ class WorkspaceRepo:
             raise GitFailed(f"git diff failed ({proc.returncode}): "
                             f"{err.decode('utf-8', 'replace').strip()[-500:]}")
         return data[:max_bytes].decode("utf-8", "replace"), cut
+
+    def links(self, commit: str, calls: list[GitCall]) -> dict[str, str]:
+        """Every symbolic link of ``commit``'s tree: its path to its target (bytes that are
+        not UTF-8 kept as surrogate escapes)."""
+        listing = self._git_bytes(["ls-tree", "-r", "-z", "--full-tree", commit], calls)
+        found: dict[str, bytes] = {}
+        for record in listing.split(b"\0"):
+            meta, _, path = record.partition(b"\t")
+            fields = meta.split()
+            if len(fields) == 3 and fields[0] == b"120000":
+                found[os.fsdecode(path)] = fields[2]
+        if not found:
+            return {}
+        batch = self._git_bytes(["cat-file", "--batch"], calls,
+                                stdin=b"".join(oid + b"\n" for oid in found.values()))
+        targets: list[bytes] = []
+        while batch:
+            header, _, batch = batch.partition(b"\n")
+            size = int(header.split()[2])
+            targets.append(batch[:size])
+            batch = batch[size + 1:]
+        return {path: os.fsdecode(target) for path, target in zip(found, targets, strict=True)}
 
     def resolve(self, ref: str) -> str:
         """The commit id a ref or abbreviated id names."""
@@ -241,6 +272,24 @@ class WorkspaceRepo:
         if proc.returncode != 0:
             raise GitFailed(f"git {' '.join(args[:2])} failed ({proc.returncode}): "
                             f"{proc.stderr.strip()[-500:]}")
+        return proc.stdout
+
+
+    def _git_bytes(self, args: list[str], calls: list[GitCall], *,
+                   stdin: bytes | None = None) -> bytes:
+        """:meth:`_git` on bytes: paths and contents are not always UTF-8."""
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(["git", *args], cwd=self.git_dir.parent, env=dict(self._env),
+                                  input=stdin, capture_output=True, check=False)
+        except OSError as exc:
+            raise GitFailed(f"cannot run git: {exc}") from exc
+        stderr = proc.stderr.decode("utf-8", "replace")
+        ms = int((time.perf_counter() - start) * 1000)
+        calls.append(GitCall(tuple(args), proc.returncode, ms, stderr[-2000:]))
+        if proc.returncode != 0:
+            raise GitFailed(f"git {' '.join(args[:2])} failed ({proc.returncode}): "
+                            f"{stderr.strip()[-500:]}")
         return proc.stdout
 
 

@@ -62,3 +62,26 @@ def daemonize_sleep(seconds):
             os.execvp("sleep", ["sleep", str(seconds)])
         os._exit(0)
     os.wait()
+
+
+def fill(folder, total_mb):
+    """Write ``total_mb`` files of 1 MiB into ``folder``; print ESCAPED when all of them were
+    written and still held a second later (a command that overflows a place must be stopped),
+    then remove them (in a host folder, with no isolation, nothing else would)."""
+    import shutil
+    import time
+
+    os.makedirs(folder, exist_ok=True)
+    block = b"x" * (1 << 20)
+    written = 0
+    try:
+        for i in range(total_mb):
+            with open(os.path.join(folder, f"fill{i}"), "wb") as fh:
+                fh.write(block)
+            written += 1
+    except OSError as exc:
+        print(f"blocked after {written} MiB in {folder}: {exc}", file=sys.stderr, flush=True)
+    if written == total_mb:
+        time.sleep(1.0)
+        escaped(f"held {written} MiB in {folder} past its cap for a second")
+    shutil.rmtree(folder, ignore_errors=True)
