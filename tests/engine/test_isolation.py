@@ -80,6 +80,38 @@ def test_task_keys_for_the_sandbox_are_checked(make_task: TaskFactory) -> None:
         load_task(make_task(constraints='read_paths = ["relative/path"]'))
     with pytest.raises(ConfigError, match="network"):
         load_task(make_task(constraints='network = "yes"'))
+    for bad in ("0", "-8", "1.5", '"8"', "true", "100000"):
+        with pytest.raises(ConfigError, match="constraints.max_scratch_mb"):
+            load_task(make_task(constraints=f"max_scratch_mb = {bad}"))
+    assert load_task(make_task()).constraints.max_scratch_mb == 256
+
+
+@pytest.mark.parametrize(("where", "reason"), [
+    ("/tmp/fill", "proposer stopped: /tmp is full: it holds 8.0 MiB of its 8.0 MiB cap"),
+    ("/dev/shm/fill", "proposer stopped: /dev/shm is full"),
+    ("os.environ['HOME'] + '/fill'", "proposer stopped: the writable directory "),
+])
+def test_a_proposer_that_overflows_a_place_is_an_error_attempt(
+        store: SqliteRunStore, make_task: TaskFactory, bwrap: str, where: str,
+        reason: str) -> None:
+    folder = where if where.startswith("os.") else repr(where)
+    propose = f"""
+    import os, time
+    folder = {folder}
+    os.makedirs(folder, exist_ok=True)
+    for i in range(40):
+        with open(os.path.join(folder, str(i)), "wb") as fh:
+            fh.write(b"x" * (1 << 20))
+    time.sleep(10)
+    """
+    task = make_task(propose=propose, constraints="max_scratch_mb = 8\nmax_workspace_mb = 8")
+    summary = start_run(store, load_task(task), RunConfig(
+        budget=1, policy=parse_spec("fixed:branches=1,refine=9"), isolation="required"))
+    child = store.nodes(summary.run_id)[1]
+    assert child.status is NodeStatus.ERROR
+    assert child.feedback.startswith(reason), child.feedback
+    if "writable" in reason:
+        assert "over its 8.0 MiB cap" in child.feedback
 
 
 def test_what_a_task_asks_for_by_name_reaches_its_commands(
@@ -160,3 +192,22 @@ def test_the_evaluator_sees_the_commit_read_only_and_imports_only_trusted_files(
     assert child.status is NodeStatus.OK and child.raw_score == 5.0
     assert "helper=trusted ignored=False read-only" in child.feedback
     assert "protected paths changed by the proposer: helper.py" in child.feedback
+
+
+def test_an_evaluator_that_overflows_a_place_is_an_error_attempt(
+        store: SqliteRunStore, make_task: TaskFactory, bwrap: str) -> None:
+    evaluate = """
+    import json, time
+    try:
+        with open("/tmp/fill", "wb") as fh:
+            fh.write(b"x" * (40 << 20))
+    except OSError:
+        time.sleep(10)
+    print(json.dumps({"score": 1, "valid": True}))
+    """
+    task = make_task(evaluate=evaluate, constraints="max_scratch_mb = 8")
+    summary = start_run(store, load_task(task), RunConfig(
+        budget=1, policy=parse_spec("fixed:branches=1,refine=9"), isolation="required"))
+    for node in store.nodes(summary.run_id):
+        assert node.status is NodeStatus.ERROR
+        assert node.feedback.startswith("evaluator stopped: /tmp is full"), node.feedback
