@@ -40,40 +40,41 @@ class _Unmeasurable(Exception):
 def held_bytes(root: str) -> int:
     """What the directory ``root`` holds: its entries' blocks and :data:`ENTRY_BYTES` each.
 
-    Walked without recursion and through descriptors (no path grows with the depth), never
-    following links; a hard-linked file counts once.
+    Walked without recursion and through descriptors (no path grows with the depth; one
+    descriptor per level is open), never following links; a hard-linked file counts once.
 
     Raises:
         _Unmeasurable: The walk failed or met more than a million entries.
     """
     total, entries, seen = 0, 0, set()
+    frames: list[tuple[int, list[str]]] = []  # an open folder and its folders still to walk
     try:
-        stack = [(os.open(root, _OPEN_DIR), "")]
-    except OSError as exc:
-        raise _Unmeasurable(f"cannot open it ({exc.strerror})") from None
-    try:
-        while stack:
-            fd, _ = stack.pop()
-            try:
+        name, parent = root, None
+        while True:
+            if name is not None:
+                fd = os.open(name, _OPEN_DIR, dir_fd=parent)
+                frames.append((fd, []))
                 with os.scandir(fd) as listing:
-                    items = [(e.name, e.stat(follow_symlinks=False)) for e in listing]
-                for name, info in items:
-                    entries += 1
-                    if entries > _MAX_ENTRIES:
-                        raise _Unmeasurable(f"more than {_MAX_ENTRIES:,} entries")
-                    if (info.st_dev, info.st_ino) not in seen:
-                        seen.add((info.st_dev, info.st_ino))
-                        total += info.st_blocks * 512 + ENTRY_BYTES
-                    if stat.S_ISDIR(info.st_mode):
-                        stack.append((os.open(name, _OPEN_DIR, dir_fd=fd), name))
-            finally:
-                os.close(fd)
+                    for entry in listing:
+                        entries += 1
+                        if entries > _MAX_ENTRIES:
+                            raise _Unmeasurable(f"more than {_MAX_ENTRIES:,} entries")
+                        info = entry.stat(follow_symlinks=False)
+                        if (info.st_dev, info.st_ino) not in seen:
+                            seen.add((info.st_dev, info.st_ino))
+                            total += info.st_blocks * 512 + ENTRY_BYTES
+                        if stat.S_ISDIR(info.st_mode):
+                            frames[-1][1].append(entry.name)
+            while frames and not frames[-1][1]:
+                os.close(frames.pop()[0])
+            if not frames:
+                return total
+            parent, name = frames[-1][0], frames[-1][1].pop()
     except OSError as exc:
         raise _Unmeasurable(f"cannot walk it ({exc.strerror})") from None
     finally:
-        for fd, _ in stack:
+        for fd, _ in frames:
             os.close(fd)
-    return total
 
 
 def _children(pid: int) -> list[int]:
