@@ -289,6 +289,7 @@ class ProcessTree:
 
     __slots__ = (
         "tasks",
+        "zombies",
         "_cpu_ticks",
         "_files",
         "_known",
@@ -314,6 +315,7 @@ class ProcessTree:
         self._known: dict[int, _Member] = {}
         self.tasks = 0  # threads of live members and zombie members (what RLIMIT_NPROC
         # counts) at the last poll; a lower bound when the walk stopped early
+        self.zombies = 0  # members that exited and are not reaped yet, at the last poll
         self._cpu_ticks = 0
         self._last_pid = last_pid()
         self._pids_wrapped = self._last_pid is None or self._last_pid < root_pid
@@ -357,7 +359,7 @@ class ProcessTree:
         return how many live non-wrapper members are left."""
         files, wrappers = self._files, self._wrapper_depth
         found: dict[int, _Member] = {}
-        ticks = count = tasks = 0
+        ticks = count = tasks = zombies = 0
         for pid, member in self._known.items():  # parents first, as a walk keeps them
             held = files.get(pid)
             stat = read_stat(pid) if held is None else self._reread(pid, held)
@@ -368,8 +370,9 @@ class ProcessTree:
             ticks += stat.cpu_ticks
             count += alive and member.depth >= wrappers
             tasks += (stat.num_threads if alive else 1) if member.depth >= wrappers else 0
+            zombies += not alive and member.depth >= wrappers
         self._known = found
-        self.tasks = tasks
+        self.tasks, self.zombies = tasks, zombies
         for pid in [pid for pid in files if pid not in found]:
             files.pop(pid).close()
         self._cpu_ticks = max(self._cpu_ticks, ticks)
@@ -444,7 +447,7 @@ class ProcessTree:
         index = None if _HAS_CHILDREN_FILES else _children_index()
         files, wrappers = self._files, self._wrapper_depth
         found: dict[int, _Member] = {}
-        ticks = count = tasks = 0
+        ticks = count = tasks = zombies = 0
         stack = [(pid, m.starttime, m.depth) for pid, m in reversed(self._known.items())]
         while stack:  # kept lean: a walk runs every 15 ms of every command
             pid, expected_start, depth = stack.pop()
@@ -459,6 +462,7 @@ class ProcessTree:
             ticks += stat.cpu_ticks
             if depth >= wrappers:
                 tasks += stat.num_threads if alive else 1
+                zombies += not alive
             if not alive:
                 continue
             if held is None:
@@ -467,7 +471,7 @@ class ProcessTree:
                 count += 1
                 if stop_above is not None and count > stop_above:
                     self._known.update(found)
-                    self.tasks = tasks
+                    self.tasks, self.zombies = tasks, zombies
                     return count
             if index is not None:
                 kids: list[int] = index.get(pid, [])
@@ -479,7 +483,7 @@ class ProcessTree:
             for kid in reversed(kids):
                 stack.append((kid, -1, depth + 1))
         self._known = found
-        self.tasks = tasks
+        self.tasks, self.zombies = tasks, zombies
         for pid in [pid for pid in files if pid not in found]:
             files.pop(pid).close()
         self._cpu_ticks = max(self._cpu_ticks, ticks)

@@ -49,6 +49,9 @@ _DRAIN_S = 0.3  # reading what is left in the pipes once every process is gone
 _REAP_PATIENCE_S = 2.0  # waiting for SIGKILLed processes to die
 _CHUNK = 1 << 16
 _SHELL = "/bin/sh"
+_FORK_REFUSED = (b"Cannot fork", b"fork: retry", b"fork: Resource temporarily unavailable",
+                 b"can't start new thread")
+"""What shells and Python write to stderr when the kernel refuses a fork or a thread."""
 _MIB = 1024 * 1024
 _DEFAULT_ISOLATION = Isolation()
 
@@ -241,8 +244,9 @@ class _Supervisor:
         stdin: Bytes still to feed it, if any.
         places: The count of what it holds where it may write (closed with the supervisor).
         task_cap: RLIMIT_NPROC of a command with a uid of its own: a tree holding that many
-            threads is stopped as one with too many processes (the kernel refuses its forks,
-            which a tree that collapses under the limit would otherwise hide).
+            threads, or one whose stderr says a fork or a thread was refused, is stopped as
+            one with too many processes (the kernel refused its forks; a tree that collapses
+            under the limit between two walks would otherwise hide below ``max_processes``).
     """
 
     def __init__(
@@ -259,6 +263,7 @@ class _Supervisor:
     ) -> None:
         self._places = places
         self._task_cap = task_cap
+        self._fork_refused = False
         self._overflow: str | None = None
         self._proc = proc
         self._limits = limits
@@ -374,8 +379,9 @@ class _Supervisor:
         self._next_poll = now + _POLL_S
         limit = self._limits.max_processes
         count = self._tree.poll(stop_above=limit)
-        at_cap = self._task_cap is not None and self._tree.tasks >= self._task_cap
-        if (limit is not None and count > limit) or at_cap:
+        at_cap = self._task_cap is not None and (self._tree.tasks >= self._task_cap
+                                                 or self._fork_refused)
+        if (limit is not None and count + self._tree.zombies > limit) or at_cap:
             logger.info("pid %d: %d processes > %s (%d threads), killing", self._proc.pid,
                         count, limit, self._tree.tasks)
             self._too_many = True
@@ -464,6 +470,9 @@ class _Supervisor:
             chunk = b""
         if chunk:
             pipe.capture.feed(chunk)
+            if pipe.capture is self._err and self._task_cap is not None \
+                    and not self._fork_refused:
+                self._fork_refused = any(marker in chunk for marker in _FORK_REFUSED)
         else:
             self._selector.unregister(pipe.stream)
             pipe.stream.close()
@@ -533,7 +542,7 @@ class _Supervisor:
         truncated = self._out.truncated or self._err.truncated
         limit_hit = classify_limit(
             timed_out=self._timed_out,
-            too_many_processes=self._too_many,
+            too_many_processes=self._too_many or self._fork_refused,
             exit_code=exit_code,
             signal_no=signal_no,
             stderr=stderr,
