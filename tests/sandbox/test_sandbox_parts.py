@@ -162,6 +162,9 @@ def test_classify_limit() -> None:
     assert _classify(exit_code=None, signal_no=signal.SIGSEGV) == "memory"
     assert _classify(exit_code=1, stderr="plain failure") is None
     assert _classify(truncated=True) == "output"
+    assert _classify(overflow=True, exit_code=None, signal_no=9) == "disk"
+    assert _classify(exit_code=None, signal_no=signal.SIGXFSZ) == "disk"
+    assert _classify(exit_code=128 + signal.SIGXFSZ) == "disk"
 
 
 def test_bwrap_argv(tmp_path: Path) -> None:
@@ -183,6 +186,12 @@ def test_bwrap_argv(tmp_path: Path) -> None:
     assert f"--chdir {work}" in joined
     networked = bwrap_argv("/usr/bin/bwrap", work, Isolation(network=True, writable=(work,)))
     assert "--unshare-net" not in networked
+    sized = " ".join(bwrap_argv("/usr/bin/bwrap", work, isolation, scratch_mb=8, seccomp_fd=5))
+    for place in ("/tmp", "/dev/shm", "/var/tmp"):
+        assert f"--size {8 << 20} --tmpfs {place}" in sized
+    assert "--remount-ro /dev --remount-ro /" in sized
+    assert sized.index("--remount-ro /dev") > sized.index(f"--bind {work} {work}")
+    assert "--add-seccomp-fd 5" in sized
     assert f"--ro-bind {tmp_path} {tmp_path}" in " ".join(
         bwrap_argv("/usr/bin/bwrap", tmp_path, isolation)
     )

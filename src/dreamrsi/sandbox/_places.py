@@ -158,8 +158,12 @@ class PlaceWatch:
             return
         by_device: dict[int, _FileSystem] = {}
         for path, name in self.writable:
+            try:
+                device = os.stat(path).st_dev
+            except OSError:
+                continue  # not there (a command run unisolated is not checked): nothing held
             directory = _Directory(path, name)  # cap 0 until walked: never over at the start
-            system = by_device.setdefault(os.stat(path).st_dev, _FileSystem([], path))
+            system = by_device.setdefault(device, _FileSystem([], path))
             system.directories.append(directory)
         self._systems = list(by_device.values())
         for system in self._systems:
