@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,48 @@ def test_dream_records_versions_scores_and_evidence(
     stored = store.get_dream(report.dream_id)
     assert stored.selected == report.selected.version_id()
     assert stored.promoted == report.promoted
+
+
+def _attack(store: SqliteRunStore, *statements: tuple[str, tuple[str, ...]]) -> None:
+    """Change the database as an attacker would: a plain connection beside the writer."""
+    conn = sqlite3.connect(store.root / "store.db", isolation_level=None)
+    try:
+        for sql, params in statements:
+            conn.execute(sql, params)
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(("statements", "expected"), [
+    ([("DELETE FROM ledger WHERE chain = ?", ("{d}",)),
+      ("DELETE FROM chains WHERE chain = ?", ("{d}",))],
+     "dream {d} finished (its record says so) but its chain holds no rows"),
+    ([("UPDATE dreams SET promoted = 1 - promoted WHERE dream_id = ?", ("{d}",))],
+     "dream {d}: promoted is"),
+    ([("UPDATE dreams SET selected = 'v-forged' WHERE dream_id = ?", ("{d}",))],
+     'dream {d}: selected is "v-forged"'),
+    ([("UPDATE dreams SET finished_at = NULL WHERE dream_id = ?", ("{d}",))],
+     "dream {d} is recorded as unfinished but its chain holds"),
+    ([("DELETE FROM policy_scores WHERE dream_id = ?", ("{d}",)),
+      ("UPDATE policies SET dream_id = NULL WHERE dream_id = ?", ("{d}",)),
+      ("DELETE FROM dreams WHERE dream_id = ?", ("{d}",))],
+     "the chain records dream {d} (row 1) but the store has no such dream"),
+])
+def test_a_dream_whose_chain_or_outcome_was_changed_fails_verification(
+    history_store: tuple[SqliteRunStore, Path],
+    statements: list[tuple[str, tuple[str, ...]]], expected: str,
+) -> None:
+    """Without a head kept outside: a finished dream's chain ends in its decision, so deleting
+    the chain, or editing the outcome it records, is caught from the store alone."""
+    store, task_dir = history_store
+    report = dream(store, load_task(task_dir), PolicySpec("fixed", {"branches": 2, "refine": 3}),
+                   FAST)
+    d = report.dream_id
+    assert store.verify(d).ok
+    _attack(store, *[(sql, tuple(p.format(d=d) for p in params)) for sql, params in statements])
+    with SqliteRunStore.open(store.root) as reader:
+        found = reader.verify(d)
+    assert not found.ok and expected.format(d=d) in str(found.problem), found
 
 
 def test_selection_on_holdout_trees_compares_candidates_there(

@@ -6,6 +6,8 @@ import dataclasses
 import hashlib
 import json
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -501,3 +503,56 @@ def test_reading_an_unreadable_row_is_a_store_error(tmp_path: Path) -> None:
         with pytest.raises(StoreError, match="unreadable row.*ledger verify c"):
             list(reader.ledger("c"))
         assert reader.verify_ledger("c").bad_seq == 2
+
+
+_LIVE_WRITER = """
+import sys
+from dreamrsi.store import Actor, LedgerEvent, SqliteRunStore
+from dreamrsi.testing.builders import make_node
+run_id = sys.argv[2]
+with SqliteRunStore.open(sys.argv[1], writer=True) as store:
+    for seq in range(1, 301):  # the engine's pattern: a command's rows, then the node
+        store.append_ledger(run_id, [LedgerEvent(Actor.EVAL, f"eval {seq}")], run_id=run_id)
+        store.add_node(make_node(run_id, seq, seq - 1, commit=None))
+        store.update_run(run_id, heartbeat_at=float(seq))
+"""
+
+
+def test_verify_during_a_live_write_sees_one_state(root: Path) -> None:
+    """Verification reads one snapshot: a writer committing between its reads (chain head,
+    rows, run, nodes) never makes an intact chain look tampered with."""
+    with SqliteRunStore.open(root, writer=True) as store:
+        store.put_task(TASK)
+        store.create_run(make_run(RUN))
+        store.add_node(make_node(RUN, 0, None, commit=None))
+    writer = subprocess.Popen([sys.executable, "-c", _LIVE_WRITER, str(root), RUN])
+    reports = []
+    try:
+        with SqliteRunStore.open(root) as reader:
+            while writer.poll() is None:
+                reports.append(reader.verify(RUN))
+                reports.append(reader.verify_ledger(RUN))
+    finally:
+        writer.wait(timeout=120)
+    assert writer.returncode == 0
+    false = [r.problem for r in reports if not r.ok]
+    assert not false, f"{len(false)} of {len(reports)} verifications failed: {false[:3]}"
+    assert len(reports) >= 10 and len({r.rows for r in reports}) > 2  # it read a moving chain
+    with SqliteRunStore.open(root) as reader:
+        final = reader.verify(RUN)
+    assert final.ok and final.nodes == 301, final
+
+
+def test_a_snapshot_does_not_see_later_commits(root: Path) -> None:
+    with SqliteRunStore.open(root, writer=True) as store, SqliteRunStore.open(root) as reader:
+        store.append_ledger(RUN, _events(2, "s"), run_id=RUN)
+        with reader.snapshot():
+            before = reader.chain_head(RUN)
+            store.append_ledger(RUN, _events(3, "t")[2:], run_id=RUN)
+            with reader.snapshot():  # reentrant: the same read transaction
+                assert reader.chain_head(RUN) == before and before.length == 2
+            assert len(list(reader.ledger(RUN))) == 2
+        assert reader.chain_head(RUN).length == 3  # the next read sees the commit
+        with store.atomic(), store.snapshot():  # inside a write it is that transaction
+            store.append_ledger(RUN, _events(4, "u")[3:], run_id=RUN)
+        assert store.chain_head(RUN).length == 4

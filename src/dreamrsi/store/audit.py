@@ -10,10 +10,15 @@ provides its stored rows through three hooks; verification itself is the same fo
 2. a head kept outside the store, if one is given: the row at its position has its hash;
 3. for a run's chain: the run's row against its record, and every node of the run against its
    record, field by field (a node without a record, a record without a node, a node or run
-   recorded twice, and a run without any record all fail);
+   recorded twice, and a run without any record all fail); for a dream's chain: a finished
+   dream's chain ends in its decision, which names its ``selected`` and ``promoted``, and a
+   chain that names a dream has one;
 4. every blob the rows and records name: its file re-hashes to its name;
 5. every workspace commit the rows and records name: the commit object and every object
    below its tree re-hash to their ids (``WorkspaceRepo.check_commits``).
+
+Every read happens in one :meth:`~dreamrsi.store.base.RunStore.snapshot`, so a chain that a
+live run extends meanwhile is verified as of one moment, never reported as tampered.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import abc
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from dreamrsi.errors import NotFound
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.ledger import ChainHead, VerifyReport, verify_chain
 from dreamrsi.store.records import (
@@ -58,8 +64,10 @@ class RecordAudit(RunStore):
 
     def verify_ledger(self, chain: str) -> VerifyReport:
         """Verify a chain's rows alone: hashes, order and length."""
-        head = self.chain_head(chain)
-        return verify_chain(chain, self._ledger_dicts(chain), head.length or 0, head.hash)
+        with self.snapshot():
+            head = self.chain_head(chain)
+            return verify_chain(chain, list(self._ledger_dicts(chain)), head.length or 0,
+                                head.hash)
 
     def verify(self, chain: str, head: ChainHead | None = None) -> VerifyReport:
         """Verify a chain and everything it records (see the module docstring).
@@ -73,6 +81,10 @@ class RecordAudit(RunStore):
         Returns:
             The report, naming the first problem (row, node and field where they apply).
         """
+        with self.snapshot():  # one state: a live writer commits between the reads
+            return self._verify(chain, head)
+
+    def _verify(self, chain: str, head: ChainHead | None) -> VerifyReport:
         index = ChainIndex(head)
         own = self.chain_head(chain)
         report = verify_chain(chain, index.scan(self._ledger_dicts(chain)), own.length or 0,
@@ -101,7 +113,7 @@ class RecordAudit(RunStore):
         if stored is None:
             ref = index.runs[0] if index.runs else next(iter(index.nodes.values()), None)
             if ref is None:
-                return None  # not a run's chain (a dream's)
+                return self._dream_problem(chain, index)  # not a run's chain
             return Problem(f"the chain records run {chain} (row {ref.seq}) but the store has "
                            "no such run (its row was deleted)", ref.seq, ref.row_id)
         if not index.runs:
@@ -112,6 +124,33 @@ class RecordAudit(RunStore):
             return Problem(f"run {chain} is recorded twice (rows {index.runs[0].seq} and "
                            f"{ref.seq})", ref.seq, ref.row_id)
         return _difference(f"run {chain}", index.runs[0], run_record(stored), None)
+
+    def _dream_problem(self, chain: str, index: ChainIndex) -> Problem | None:
+        """A dream's chain is written with its outcome, in one transaction: a finished dream
+        has a chain that ends in its decision, and a chain that names a dream has one."""
+        try:
+            dream = self.get_dream(chain)
+        except NotFound:
+            if index.dream_row is None:
+                return None  # a chain of no run and no dream
+            seq, row_id, dream_id = index.dream_row
+            return Problem(f"the chain records dream {dream_id} (row {seq}) but the store has "
+                           "no such dream (its row was deleted)", seq, row_id)
+        last = index.last
+        if dream.finished_at is None:
+            return None if last is None else Problem(
+                f"dream {chain} is recorded as unfinished but its chain holds {index.rows} "
+                "rows (written only when a dream finishes: its record was edited)")
+        if last is None:
+            return Problem(f"dream {chain} finished (its record says so) but its chain holds "
+                           "no rows (its ledger was deleted)")
+        for key in ("selected", "promoted"):
+            current, recorded = getattr(dream, key), last.record.get(key)
+            if current != recorded or type(current) is not type(recorded):
+                return Problem(f"dream {chain}: {key} is {shown(current)}, its decision in row "
+                               f"{last.seq} says {shown(recorded)} (edited after it was "
+                               "recorded)", last.seq, last.row_id, field=key)
+        return None
 
     def _node_problem(self, chain: str, index: ChainIndex, counts: _Counts) -> Problem | None:
         twice = index.repeated

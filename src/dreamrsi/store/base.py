@@ -12,6 +12,7 @@ the tests every backend passes.
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from enum import StrEnum
@@ -203,6 +204,12 @@ class RunStore(abc.ABC):
         Raises:
             StoreError: The handle is read-only, or used from another thread.
         """
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A block whose reads all see one state of the store, whatever a writer commits
+        meanwhile (a read transaction; reentrant, and inside :meth:`atomic` it is that
+        transaction). A backend written only from its own process needs nothing here."""
+        return contextlib.nullcontext()
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -206,7 +206,7 @@ class ChainIndex:
     that a head given from outside the store names (``head``, if any)."""
 
     __slots__ = ("head", "runs", "nodes", "repeated", "malformed", "blobs", "commits",
-                 "head_row", "rows")
+                 "head_row", "rows", "dream_row", "last")
 
     def __init__(self, head: ChainHead | None = None) -> None:
         self.head = head
@@ -218,6 +218,8 @@ class ChainIndex:
         self.commits: dict[str, tuple[int, str]] = {}
         self.head_row: tuple[int, str, str] | None = None
         self.rows = 0
+        self.dream_row: tuple[int, str, str] | None = None  # first row naming a dream
+        self.last: RecordRef | None = None  # the last row, its ``parsed`` as the record
 
     def scan(self, rows: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
         """Pass ``rows`` (dicts of a row's fields) through, indexing each."""
@@ -250,6 +252,10 @@ class ChainIndex:
 
     def _add(self, row: Mapping[str, Any]) -> None:
         seq, row_id = self.rows, str(row.get("id"))
+        parsed = row.get("parsed")
+        self.last = RecordRef(seq, row_id, parsed if isinstance(parsed, Mapping) else {}, False)
+        if row.get("dream_id") is not None and self.dream_row is None:
+            self.dream_row = (seq, row_id, str(row["dream_id"]))
         for artifact in row.get("artifacts") or ():
             if isinstance(artifact, Mapping):
                 self.blobs.setdefault(str(artifact.get("sha256")), (seq, row_id))

@@ -297,6 +297,25 @@ class SqliteRunStore(TreeQueries, SpendQueries, DreamTables, RecordAudit):
             raise _store_error(self.root, exc) from exc
 
     @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read transaction (``BEGIN``, deferred): every read in the block sees the database
+        as of its first read, whatever the writer commits meanwhile (WAL). Inside another
+        snapshot or :meth:`atomic` it is that transaction; :meth:`atomic` inside it fails
+        (a write cannot start inside a read transaction)."""
+        if self._conn.in_transaction:
+            yield
+            return
+        try:
+            self._conn.execute("BEGIN")
+        except sqlite3.Error as exc:
+            raise _store_error(self.root, exc) from exc
+        try:
+            yield
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")  # a read transaction: nothing to keep
+
+    @contextmanager
     def _write(self, *, several: bool = False) -> Iterator[sqlite3.Connection]:
         """Run a write in its own transaction or, when one is open, as it is (one statement:
         SQLite undoes a failed statement by itself) or in a savepoint (``several`` statements

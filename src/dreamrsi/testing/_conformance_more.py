@@ -34,6 +34,18 @@ def _commit(store: RunStore, folder: Path) -> str:
     return store.workspaces.import_folder(folder / "seed", "seed", "refs/dreamrsi/nodes/t", [])
 
 
+def _finished_dream(store: RunStore, dream_id: str, events: list[LedgerEvent]) -> None:
+    """Record a dream as the dreaming service does: its rows, ending in its decision, and its
+    outcome in one transaction."""
+    store.put_policy(PolicyVersion("p1", PolicySpec("fixed"), TASK.digest, created_at=1.0))
+    store.create_dream(DreamRecord(dream_id, TASK.digest, "e", {}, {}, "p1", 5.0))
+    with store.atomic():
+        decision = event("keep p1", parsed={"selected": "p1", "promoted": False})
+        store.append_ledger(dream_id, [*events, decision], dream_id=dream_id)
+        store.finish_dream(dream_id, selected="p1", promoted=False, report={},
+                           finished_at=6.0)
+
+
 class LedgerTests:
     """The evidence ledger: chaining, the records of runs and nodes, and verification."""
 
@@ -64,7 +76,7 @@ class LedgerTests:
         assert report.ok and report.rows == 4, report
 
     def test_chains_are_numbered_independently(self, store: RunStore) -> None:
-        store.append_ledger("d1", [event("dream a"), event("dream b")], dream_id="d1")
+        _finished_dream(store, "d1", [event("dream a")])
         store.append_ledger(RUN, [event("run a")], run_id=RUN)
         dream_rows = list(store.ledger("d1"))
         assert [(r.seq, r.dream_id, r.run_id) for r in dream_rows] == [
