@@ -74,6 +74,64 @@ def test_schema_errors_name_file_and_key(
     assert message in str(err)
 
 
+_EVAL_TIMEOUT = "timeout_s = 20\n[proposer]"
+_PROPOSER_TIMEOUT = 'propose.py"\ntimeout_s = 20'
+
+
+@pytest.mark.parametrize(("old", "value", "key", "expected"), [
+    (_EVAL_TIMEOUT, "inf", "evaluator.timeout_s", "finite number"),
+    (_EVAL_TIMEOUT, "-inf", "evaluator.timeout_s", "finite number"),
+    (_EVAL_TIMEOUT, "nan", "evaluator.timeout_s", "finite number"),
+    (_EVAL_TIMEOUT, "-5", "evaluator.timeout_s", "greater than 0"),
+    (_EVAL_TIMEOUT, "0", "evaluator.timeout_s", "greater than 0"),
+    (_EVAL_TIMEOUT, "1e300", "evaluator.timeout_s", "less than or equal to 604800"),
+    (_PROPOSER_TIMEOUT, "inf", "proposer.timeout_s", "finite number"),
+    (_PROPOSER_TIMEOUT, "nan", "proposer.timeout_s", "finite number"),
+    (_PROPOSER_TIMEOUT, "604801", "proposer.timeout_s", "less than or equal to 604800"),
+])
+def test_a_time_limit_that_is_not_a_sane_number_is_refused(
+    make_task: TaskFactory, old: str, value: str, key: str, expected: str
+) -> None:
+    new = old.replace("20", value)
+    task = edit(make_task(), old, new)
+    with pytest.raises(ConfigError) as info:
+        load_task(task)
+    assert (info.value.file, info.value.key) == (str(task / "task.toml"), key)
+    assert expected in str(info.value)
+
+
+@pytest.mark.parametrize(("line", "key", "expected"), [
+    ("memory_mb = 9223372036854775807", "memory_mb", "less than or equal to 134217728"),
+    ("memory_mb = 63", "memory_mb", "greater than or equal to 64"),
+    ("memory_mb = 0", "memory_mb", "greater than or equal to 64"),
+    ("max_processes = 1", "max_processes", "greater than or equal to 4"),
+    ("max_processes = 3", "max_processes", "greater than or equal to 4"),
+    ("max_processes = 9223372036854775807", "max_processes", "less than or equal to 32768"),
+    ("cpu_s = 9223372036854775807", "cpu_s", "less than or equal to 31536000"),
+    ("cpu_s = 0", "cpu_s", "greater than 0"),
+    ("max_output_bytes = 10", "max_output_bytes", "greater than or equal to 4096"),
+    ("max_output_bytes = 9223372036854775807", "max_output_bytes", "less than or equal to"),
+    ("max_workspace_mb = 9223372036854775807", "max_workspace_mb", "less than or equal to"),
+])
+def test_a_resource_limit_every_attempt_would_fail_under_is_refused(
+    make_task: TaskFactory, line: str, key: str, expected: str
+) -> None:
+    task = make_task(constraints=f'protected_paths = ["evaluate.py"]\n{line}')
+    with pytest.raises(ConfigError) as info:
+        load_task(task)
+    assert (info.value.file, info.value.key) == (str(task / "task.toml"), f"constraints.{key}")
+    assert expected in str(info.value)
+
+
+@pytest.mark.parametrize("line", ["memory_mb = 64", "memory_mb = 134217728",
+                                  "max_processes = 4", "max_processes = 32768",
+                                  "cpu_s = 1", "max_output_bytes = 4096"])
+def test_the_bounds_themselves_load(make_task: TaskFactory, line: str) -> None:
+    task = load_task(make_task(constraints=f'protected_paths = ["evaluate.py"]\n{line}'))
+    key, value = line.split(" = ")
+    assert getattr(task.constraints, key) == int(value)
+
+
 def test_unknown_key_lists_the_allowed_ones(make_task: TaskFactory) -> None:
     task = edit(make_task(), "[evaluator]", "[evaluator]\ntimeout = 3")
     with pytest.raises(ConfigError, match=r"expected one of command, timeout_s"):

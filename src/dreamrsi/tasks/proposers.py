@@ -41,6 +41,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from dreamrsi.errors import ConfigError
+from dreamrsi.tasks.bounds import MAX_TIMEOUT_S
 
 __all__ = ["LlmSettings", "ModelChoice", "Price", "ProposerSpec", "check_llm"]
 
@@ -120,14 +121,14 @@ class CommandProposer(_Strict):
 
     kind: Literal["command"] = "command"
     command: str = Field(min_length=1)
-    timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
+    timeout_s: float = Field(default=300.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
 
 
 class LlmProposer(_Strict):
     """``[proposer]`` of an llm proposer, as written in task.toml."""
 
     kind: Literal["llm"]
-    timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
+    timeout_s: float = Field(default=300.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     models: list[str | _Model] = Field(default_factory=list)
     base_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
     api_key_env: str = Field(default="OPENAI_API_KEY", pattern=_ENV_NAME.pattern)

@@ -20,6 +20,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dreamrsi.core.model import Direction
 from dreamrsi.errors import ConfigError
+from dreamrsi.tasks.bounds import (
+    MAX_CPU_S,
+    MAX_MEMORY_MB,
+    MAX_OUTPUT_BYTES,
+    MAX_PROCESSES,
+    MAX_TIMEOUT_S,
+    MAX_WORKSPACE_MB,
+    MIN_MEMORY_MB,
+    MIN_OUTPUT_BYTES,
+    MIN_PROCESSES,
+)
 from dreamrsi.tasks.digest import TASK_FILE, combine, file_digests
 from dreamrsi.tasks.peers import PeerSpec, peer_evaluator, peer_task_table
 from dreamrsi.tasks.proposers import (
@@ -45,7 +56,7 @@ class _Workspace(_Strict):
 
 class _Evaluator(_Strict):
     command: str | None = Field(default=None, min_length=1)
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     kind: Literal["command", "openevolve", "shinka"] = "command"
     program: str | None = Field(default=None, min_length=1)  # openevolve and shinka only
 
@@ -53,11 +64,11 @@ class _Evaluator(_Strict):
 class _Constraints(_Strict):
     protected_paths: list[str] = Field(default_factory=list)
     on_protected_change: Literal["invalid", "restore"] = "invalid"
-    memory_mb: int = Field(default=4096, gt=0)
-    cpu_s: int | None = Field(default=None, gt=0)
-    max_processes: int = Field(default=256, gt=0)
-    max_output_bytes: int = Field(default=1_000_000, gt=0)
-    max_workspace_mb: int = Field(default=1024, gt=0)
+    memory_mb: int = Field(default=4096, ge=MIN_MEMORY_MB, le=MAX_MEMORY_MB)
+    cpu_s: int | None = Field(default=None, gt=0, le=MAX_CPU_S)
+    max_processes: int = Field(default=256, ge=MIN_PROCESSES, le=MAX_PROCESSES)
+    max_output_bytes: int = Field(default=1_000_000, ge=MIN_OUTPUT_BYTES, le=MAX_OUTPUT_BYTES)
+    max_workspace_mb: int = Field(default=1024, gt=0, le=MAX_WORKSPACE_MB)
     max_scratch_mb: int = Field(default=256, gt=0, le=65536)
     isolation: Literal["auto", "required", "off"] | None = None
     network: bool = False

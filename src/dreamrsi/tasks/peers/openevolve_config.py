@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from dreamrsi.errors import ConfigError
+from dreamrsi.tasks.bounds import MAX_TIMEOUT_S
 from dreamrsi.tasks.proposers import LlmProposer
 
 __all__ = ["CONFIG_FILE", "OpenEvolveConfig", "read_openevolve_config"]
@@ -220,9 +221,9 @@ def _evaluator_args(path: Path, evaluator: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _positive(path: Path, key: str, value: Any) -> float:
-    if not _is_number(value) or value <= 0:
+    if not _is_number(value) or not 0 < value <= MAX_TIMEOUT_S / 3:  # up to 3 stages
         raise ConfigError(f"invalid value {value!r}", file=str(path), key=key,
-                          expected="a number of seconds > 0")
+                          expected=f"a number of seconds > 0 and <= {MAX_TIMEOUT_S / 3:g}")
     return float(value)
 
 
