@@ -490,3 +490,26 @@ def test_control_characters_in_an_error_are_written_out(tmp_path: Path) -> None:
     assert done.exit_code == 1, done.output
     assert "\x1b" not in done.output and "\x07" not in done.output
     assert "t\\x1b[2J\\x1bc\\x07" in "".join(done.output.split())
+
+
+# -- store upgrade never creates a store -----------------------------------------------------
+
+
+def test_store_upgrade_of_a_missing_store_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "store"
+    out = invoke("store", "upgrade", "--store", str(missing), code=1)
+    assert f"no dreamrsi store at {missing}" in out and "nothing to upgrade" in out
+    assert not (tmp_path / "no").exists()
+    folder = tmp_path / "a-folder"  # a folder that holds no store stays as it was
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    invoke("store", "upgrade", "--store", str(folder), code=1)
+    assert [p.name for p in folder.iterdir()] == ["notes.txt"]
+
+
+def test_store_upgrade_of_a_store_at_the_current_schema_says_so(tmp_path: Path,
+                                                                 make_task: TaskFactory) -> None:
+    store = tmp_path / "store"
+    run_json(make_task(), store, "--budget", "1", "--isolation", "off")
+    out = invoke("store", "upgrade", "--store", str(store), code=0)
+    assert "is at schema version" in out

@@ -122,10 +122,12 @@ class SqliteRunStore(TreeQueries, SpendQueries, DreamTables, RecordAudit):
             root: The store directory.
             writer: Take the writer lock and allow writes (creating the store if missing).
             holder: A short description of the writer, shown to a second writer.
-            upgrade: Apply pending migrations to an older store (writer only).
+            upgrade: Apply pending migrations to an older store (writer only; the store
+                must exist: an upgrade creates nothing).
 
         Raises:
-            StoreError: The store is missing (reader), unreadable, or read-only (writer).
+            StoreError: The store is missing (reader, or upgrade), unreadable, or read-only
+                (writer).
             StoreBusy: Another process holds the writer lock.
             SchemaVersionError: The store's schema is older or newer than this version's.
         """
@@ -143,6 +145,9 @@ class SqliteRunStore(TreeQueries, SpendQueries, DreamTables, RecordAudit):
 
     @classmethod
     def _open_writer(cls, root: Path, holder: str, upgrade: bool) -> SqliteRunStore:
+        if upgrade and not (root / DB_FILE).is_file():  # an upgrade never creates a store
+            raise StoreError(f"no dreamrsi store at {root}: nothing to upgrade (check the "
+                             "--store path; a `dreamrsi run` creates a store)")
         try:
             root.mkdir(parents=True, exist_ok=True)
             lock_fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
