@@ -446,6 +446,9 @@ def test_policy_parameters_must_be_finite(recorded: tuple[Path, Path, str],
 
 @pytest.mark.parametrize("args", [["dream", "TASK", "--quality", "best"],
                                   ["dream", "TASK", "--families", ","],
+                                  ["dream", "TASK", "--families", "fixed,greedy,fixed"],
+                                  ["run", "TASK", "--policy", "fixed:branches=2,branches=3"],
+                                  ["loop", "TASK", "--initial", "fixed:refine=2,refine=2"],
                                   ["loop", "TASK", "--isolation", "sometimes"],
                                   ["task", "check", "TASK", "--isolation", "sometimes"]])
 def test_settings_are_checked_before_a_store_is_made(tmp_path: Path, make_task: TaskFactory,

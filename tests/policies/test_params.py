@@ -74,6 +74,14 @@ def test_values_are_typed_as_declared_and_checked_at_the_edge() -> None:
         check_spec(PolicySpec("fixed", {"bogus": 1}))
 
 
+@pytest.mark.parametrize("text", ["fixed:branches=2,branches=3", "fixed:branches=2, branches =2",
+                                  "greedy:top=1,branches=2,top=1"])
+def test_a_parameter_given_twice_is_refused(text: str) -> None:
+    with pytest.raises(ConfigError, match="parameter '(branches|top)' is given twice") as info:
+        parse_spec(text)
+    assert info.value.key == "policy"
+
+
 class Outside:
     """A third party's policy: no declared fields, only a constructor."""
 

@@ -144,6 +144,10 @@ class DreamConfig:
                               key="trials")
         for family in self.families:
             policy_class(family)
+        twice = next((f for i, f in enumerate(self.families) if f in self.families[:i]), None)
+        if twice is not None:
+            raise ConfigError(f"policy family '{twice}' is named twice", key="families",
+                              expected="each family once")
 
     def to_json(self) -> dict[str, Any]:
         """The settings as dreams and loops store them (modes by name)."""

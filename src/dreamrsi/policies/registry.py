@@ -70,8 +70,8 @@ def parse_spec(text: str) -> PolicySpec:
     4
 
     Raises:
-        ConfigError: An unknown family or parameter, a value of the wrong type, or one
-            outside what the family accepts.
+        ConfigError: An unknown family or parameter, a parameter given twice, a value of the
+            wrong type, or one outside what the family accepts.
     """
     name, _, rest = text.strip().partition(":")
     if not name:
@@ -82,7 +82,11 @@ def parse_spec(text: str) -> PolicySpec:
         if not eq or not key.strip():
             raise ConfigError(f"bad policy parameter '{item}'", key="policy",
                               expected="key=value")
-        raw[key.strip()] = value.strip()
+        key = key.strip()
+        if key in raw:  # never keep one of two values silently
+            raise ConfigError(f"policy parameter '{key}' is given twice in '{text.strip()}'",
+                              key="policy", expected="each parameter once")
+        raw[key] = value.strip()
     spec = PolicySpec(name, space(name).coerce(name, raw))
     check_spec(spec)
     return spec
