@@ -97,3 +97,53 @@ def test_kill_dash_nine_then_resume(tmp_path: Path, make_task: TaskFactory) -> N
                 proposer_rows[key] = proposer_rows.get(key, 0) + 1
         assert all(proposer_rows.get(n.node_id) == 1 for n in finished)
         assert [n.seq for n in nodes] == list(range(len(nodes)))
+
+
+def _state(store: Path) -> str:
+    status = subprocess.run(dreamrsi("status", "--json", store=store), capture_output=True,
+                            text=True, check=True, timeout=60)
+    [run] = json.loads(status.stdout)["runs"]
+    return str(run["status"])
+
+
+def test_status_says_stale_as_soon_as_the_run_is_killed(tmp_path: Path,
+                                                        make_task: TaskFactory) -> None:
+    """kill -9 of a real `dreamrsi run`: `status` says `stale` at once, before the killed
+    process is even reaped by its parent (a zombie is not a running run)."""
+    task = make_task(propose=SLOW_PROPOSE)
+    store = tmp_path / "store"
+    proc = subprocess.Popen(dreamrsi("run", str(task), "--budget", "40", "--isolation", "off",
+                                     store=store),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_nodes(store, 2)
+        assert _state(store) == "running"
+        os.kill(proc.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()[0] \
+                == "Z":  # dead, not reaped: the moment `status` said `running`
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert _state(store) == "stale"
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    assert _state(store) == "stale"
+
+
+def test_a_live_process_that_does_not_hold_the_store_is_not_its_run(tmp_path: Path) -> None:
+    """A run's pid reused by another process (here: this one, with a fresh heartbeat) does not
+    make a killed run look alive: the run's process holds the store's writer lock."""
+    from dreamrsi.engine.queries import run_state
+    from dreamrsi.store.base import RunStatus
+    from dreamrsi.testing.builders import TASK, make_run
+
+    root = tmp_path / "store"
+    with SqliteRunStore.open(root, writer=True) as writer:
+        writer.put_task(TASK)
+        writer.create_run(make_run("r1", status=RunStatus.RUNNING, pid=os.getpid(),
+                                   heartbeat_at=time.time()))
+        assert run_state(writer.get_run("r1"), writer) == "running"
+    with SqliteRunStore.open(root) as reader:
+        assert reader.writer_is(os.getpid()) is False
+        assert run_state(reader.get_run("r1"), reader) == "stale"

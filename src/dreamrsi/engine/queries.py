@@ -19,12 +19,19 @@ from dreamrsi.store.base import RunRecord, RunStatus, RunStore
 STALE_AFTER_S = 30.0
 
 
-def run_state(run: RunRecord) -> str:
-    """``running``, ``stale`` (the process is gone; resumable), or the stored status."""
+def run_state(run: RunRecord, store: RunStore | None = None) -> str:
+    """``running``, ``stale`` (the process is gone; resumable), or the stored status.
+
+    A run marked running is ``running`` while its process lives (a killed process awaiting
+    its parent's ``wait`` does not), beats its heartbeat (within :data:`STALE_AFTER_S`) and,
+    when ``store`` can tell, holds the store's writer lock (a reused pid does not).
+    """
     if run.status is not RunStatus.RUNNING:
         return run.status.value
     alive = run.pid is not None and _pid_alive(run.pid)
     fresh = run.heartbeat_at is not None and time.time() - run.heartbeat_at < STALE_AFTER_S
+    if alive and fresh and store is not None and run.pid is not None:
+        alive = store.writer_is(run.pid) is not False
     return "running" if alive and fresh else "stale"
 
 
@@ -39,7 +46,7 @@ def run_summary(store: RunStore, run: RunRecord,
     return {
         "run_id": run.run_id,
         "task": run.task_name,
-        "status": run_state(run),
+        "status": run_state(run, store),
         "stop_reason": run.stop_reason,
         "policy": run.policy.label(),
         "seed": run.seed,
@@ -182,6 +189,15 @@ def _direction(store: RunStore, run: RunRecord) -> Direction:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not died: a zombie (killed, not yet reaped by
+    its parent) is dead."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[:1] not in ([b"Z"], [b"X"])
+    except FileNotFoundError:
+        return False
+    except OSError:
+        pass  # no /proc: ask the kernel
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

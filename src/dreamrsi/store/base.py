@@ -205,6 +205,12 @@ class RunStore(abc.ABC):
             StoreError: The handle is read-only, or used from another thread.
         """
 
+    def writer_is(self, pid: int) -> bool | None:
+        """Whether process ``pid`` holds this store's writer lock now (a killed writer's lock
+        is released by the kernel as it dies, before its parent reaps it); ``None`` when this
+        process cannot tell (a backend without a lock, or another user's process)."""
+        return None
+
     def snapshot(self) -> AbstractContextManager[None]:
         """A block whose reads all see one state of the store, whatever a writer commits
         meanwhile (a read transaction; reentrant, and inside :meth:`atomic` it is that

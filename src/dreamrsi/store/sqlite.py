@@ -273,6 +273,25 @@ class SqliteRunStore(TreeQueries, SpendQueries, DreamTables, RecordAudit):
             os.close(self._lock_fd)
             self._lock_fd = None
 
+    def writer_is(self, pid: int) -> bool | None:
+        """Whether process ``pid`` has ``writer.lock`` open (only the writer opens it, and it
+        holds the lock while it does), read from ``/proc/PID/fd``; ``None`` when those are
+        not readable (another user's process, no ``/proc``)."""
+        try:
+            lock = os.stat(self.root / LOCK_FILE)
+            folder = f"/proc/{pid}/fd"
+            names = os.listdir(folder)
+        except FileNotFoundError:
+            return False  # no lock file, or no such process
+        except OSError:
+            return None
+        for name in names:
+            with contextlib.suppress(OSError):  # closed meanwhile
+                found = os.stat(f"{folder}/{name}")
+                if (found.st_dev, found.st_ino) == (lock.st_dev, lock.st_ino):
+                    return True
+        return False
+
     # -- transactions ----------------------------------------------------------------------
 
     @contextmanager
