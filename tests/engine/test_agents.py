@@ -8,10 +8,16 @@ shows, taken from the page itself.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -34,7 +40,14 @@ parser = argparse.ArgumentParser()
 parser.add_argument("-p", dest="prompt", required=True)
 parser.add_argument("--output-format", default="json")
 parser.add_argument("--stall", type=float, default=0.0)
+parser.add_argument("--leave-child", choices=["group", "session"])  # a tool it started
 args = parser.parse_args()
+if args.leave_child:  # holds the agent's stdout open and outlives it
+    import subprocess, sys
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                             stderr=subprocess.DEVNULL,
+                             start_new_session=args.leave_child == "session")
+    open(os.environ.get("FAKE_CHILD_PID_FILE", "/dev/null"), "w").write(str(child.pid))
 value = float(open("value.txt").read())
 request = urllib.request.Request(
     os.environ["FAKE_MODEL_URL"] + "/v1/step", data=json.dumps({"prompt": args.prompt}).encode(),
@@ -197,3 +210,64 @@ def test_a_missing_agent_cli_stops_the_run(store: SqliteRunStore, tmp_path: Path
     assert "proposer exited with status 127" in stopped.value.reason
     assert "cannot run the agent ['/opt/no-such-agent/bin/claude']" in stopped.value.reason
     assert model.calls == []
+
+
+@pytest.mark.parametrize("how", ["group", "session"])
+@pytest.mark.parametrize("stall", [60.0, 0.0])
+def test_the_wrapper_stops_an_agent_whose_child_holds_its_output(
+        tmp_path: Path, model: Any, how: str, stall: float) -> None:
+    """The docs' wrapper, run as a proposer would run it: an agent that leaves a tool running
+    with its stdout (in its process group, or in a session of its own) neither outlives
+    --timeout nor keeps the wrapper waiting once the agent itself is done."""
+    tools = tmp_path / "agents"
+    tools.mkdir()
+    (tools / "agent_propose.py").write_text(wrapper_from_docs())
+    (tools / "fake_agent.py").write_text(FAKE_AGENT)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "value.txt").write_text("0")
+    context = tmp_path / "context.json"
+    context.write_text(json.dumps({"task": {"objective": "o", "direction": "maximize"}}))
+    pid_file = tmp_path / "child.pid"
+    env = {**os.environ, "DREAM_CONTEXT": str(context), "DREAM_COST": str(tmp_path / "cost"),
+           "FAKE_CHILD_PID_FILE": str(pid_file)}
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(tools / "agent_propose.py"), "--price-in", "3", "--price-out", "15",
+         "--timeout", "2", "--", sys.executable, str(tools / "fake_agent.py"), "-p", "{prompt}",
+         "--output-format", "stream-json", "--stall", str(stall), "--leave-child", how],
+        cwd=work, env=env, capture_output=True, text=True, timeout=50)
+    took = time.monotonic() - started
+    child = int(pid_file.read_text())
+    try:
+        assert took < 15, (took, done.stderr)
+        if stall:  # past --timeout: the agent's group was killed
+            assert done.returncode == 124 and "ran past --timeout 2 s" in done.stderr
+        else:
+            assert done.returncode == 0, done.stderr
+            assert done.stdout.splitlines()[-1] == "PLAN: add 1.5"
+        assert json.loads((tmp_path / "cost").read_text())["tokens_in"] == 1000
+        if how == "group":  # killed with its group; a process in its own session is not
+            assert not Path(f"/proc/{child}").exists() or Path(
+                f"/proc/{child}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
+
+
+def test_an_agent_whose_tool_holds_its_output_ends_at_the_wrappers_timeout(
+        store: SqliteRunStore, tmp_path: Path, model: Any) -> None:
+    """Through the engine and the sandbox: the wrapper's --timeout ends the attempt long before
+    the proposer's, with the agent's spending charged and the reason recorded."""
+    task = agent_task(tmp_path, timeout_s=40, agent_args=(
+        "--output-format stream-json --stall 60 --leave-child group"))
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("agent_propose.py --price-in",
+                                             "agent_propose.py --timeout 2 --price-in"))
+    started = time.monotonic()
+    _, nodes = run(store, task, budget=1, isolation="required")
+    [node] = attempts(nodes)
+    assert time.monotonic() - started < 30
+    assert node.status is NodeStatus.ERROR, node.feedback
+    assert "status 124" in node.feedback and "ran past --timeout 2 s" in node.feedback
+    assert (node.cost.tokens_in, node.cost.tokens_out) == (1000, 200)
