@@ -30,6 +30,21 @@ def test_bad_settings_name_the_key(llm_task: LlmTaskFactory, proposer: str, cons
     assert caught.value.key == key
 
 
+@pytest.mark.parametrize("name", ["system.md", "user.md"])
+def test_a_prompt_template_linked_outside_the_task_is_refused(
+        llm_task: LlmTaskFactory, tmp_path_factory: pytest.TempPathFactory, name: str) -> None:
+    """A template that is a link to a file elsewhere would put that file into every prompt."""
+    secret = tmp_path_factory.mktemp("outside") / "secret.txt"
+    secret.write_text("not the task's")
+    task = llm_task(URL, proposer='prompt_dir = "prompts"\n')
+    (task / "prompts").mkdir()
+    (task / "prompts" / name).symlink_to(secret)
+    with pytest.raises(ConfigError, match=f"prompt template prompts/{name} is a symbolic link "
+                       "to .*secret.txt, outside the task directory") as caught:
+        load_task(task)
+    assert caught.value.key == "proposer.prompt_dir"
+
+
 def test_a_base_url_must_be_http(llm_task: LlmTaskFactory) -> None:
     with pytest.raises(ConfigError, match="proposer.base_url"):
         load_task(llm_task("ftp://127.0.0.1/v1"))

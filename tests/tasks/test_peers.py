@@ -147,6 +147,17 @@ def test_config_errors_name_the_file_and_key(tmp_path: Path, config: str, key: s
     assert err.value.key == key and expected in str(err.value)
 
 
+@pytest.mark.parametrize("name", ["config.yaml", "evaluator.py", "initial_program.py"])
+def test_a_peer_file_linked_outside_the_directory_is_refused(tmp_path: Path, name: str) -> None:
+    folder = copy_of(OPENEVOLVE, tmp_path)
+    elsewhere = tmp_path / f"elsewhere-{name}"
+    (folder / name).rename(elsewhere)
+    (folder / name).symlink_to(elsewhere)
+    with pytest.raises(ConfigError, match=f"{name} is a symbolic link to .*elsewhere-{name}, "
+                       "outside the task directory"):
+        load_task(folder)
+
+
 def test_config_that_is_not_yaml_is_refused(tmp_path: Path) -> None:
     folder = copy_of(OPENEVOLVE, tmp_path)
     (folder / "config.yaml").write_text("llm: [unclosed\n")

@@ -174,6 +174,30 @@ def test_bad_protected_paths(make_task: TaskFactory, path: str) -> None:
     assert info.value.key == "constraints.protected_paths"
 
 
+@pytest.mark.parametrize("given", ["folder", "file"])
+def test_a_task_file_linked_from_outside_is_refused(make_task: TaskFactory, tmp_path: Path,
+                                                    given: str) -> None:
+    """task.toml as a link to a file elsewhere (a valid task file): refused, never read."""
+    task = make_task()
+    elsewhere = tmp_path / "elsewhere.toml"
+    (task / "task.toml").rename(elsewhere)
+    (task / "task.toml").symlink_to(elsewhere)
+    with pytest.raises(ConfigError) as info:
+        load_task(task if given == "folder" else task / "task.toml")
+    assert info.value.file == str(task / "task.toml")
+    assert f"task.toml is a symbolic link to {elsewhere}, outside the task directory" in str(
+        info.value)
+    from dreamrsi.tasks.digest import unvalidated_digest
+    assert unvalidated_digest(task) is None
+
+
+def test_a_task_file_linked_inside_the_task_directory_loads(make_task: TaskFactory) -> None:
+    task = make_task()
+    (task / "task.toml").rename(task / "real.toml")
+    (task / "task.toml").symlink_to("real.toml")
+    assert load_task(task).name == "toy"
+
+
 def test_resolve_task_by_name_and_path(make_task: TaskFactory) -> None:
     path = make_task()
     assert resolve_task(str(path)).name == "toy"

@@ -14,6 +14,8 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
+from dreamrsi.tasks._inside import outside
+
 TASK_FILE = "task.toml"
 
 
@@ -57,6 +59,8 @@ def unvalidated_digest(directory: Path) -> str | None:
     The task is not validated: a caller trusts the digest only once a store knows it.
     """
     directory = directory.resolve()
+    if outside(directory, directory / TASK_FILE) is not None:
+        return None  # load_task refuses it
     try:
         raw = (directory / TASK_FILE).read_bytes()
         table = tomllib.loads(raw.decode("utf-8"))

@@ -41,6 +41,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from dreamrsi.errors import ConfigError
+from dreamrsi.tasks._inside import check_inside
 from dreamrsi.tasks.bounds import MAX_TIMEOUT_S
 
 __all__ = ["LlmSettings", "ModelChoice", "Price", "ProposerSpec", "check_llm"]
@@ -188,6 +189,9 @@ def check_llm(file: Path, llm: LlmSettings, seed_dir: Path, protected: tuple[str
         raise ConfigError(f"prompt folder '{llm.prompt_dir}' is not a folder of the task "
                           "directory", file=str(file), key="proposer.prompt_dir",
                           expected="a folder inside the task directory, given relative to it")
+    for name in ("system.md", "user.md"):
+        check_inside(file.parent, folder / name, file=file, key="proposer.prompt_dir",
+                     what=f"prompt template {llm.prompt_dir}/{name}")
     return {f"prompts/{name}": hashlib.sha256((folder / name).read_bytes()).hexdigest()
             for name in ("system.md", "user.md") if (folder / name).is_file()}
 

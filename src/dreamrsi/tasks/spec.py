@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dreamrsi.core.model import Direction
 from dreamrsi.errors import ConfigError
+from dreamrsi.tasks._inside import check_inside
 from dreamrsi.tasks.bounds import (
     MAX_CPU_S,
     MAX_MEMORY_MB,
@@ -224,6 +225,7 @@ def load_task(directory: str | Path) -> Task:
 def _read_table(path: Path, file: Path) -> tuple[dict[str, Any], bytes]:
     """The task table and the bytes its digest covers: ``task.toml``, or for a peer's
     directory without one, the table dreamrsi reads it as (its canonical JSON)."""
+    check_inside(path, file, file=file)
     if not file.is_file():
         table = peer_task_table(path)
         if table is None:

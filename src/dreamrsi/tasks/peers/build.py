@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from dreamrsi.errors import ConfigError
+from dreamrsi.tasks._inside import check_inside
 from dreamrsi.tasks.peers.openevolve_config import CONFIG_FILE, read_openevolve_config
 from dreamrsi.tasks.peers.verdicts import RESULT_FILES
 
@@ -176,11 +177,13 @@ def peer_evaluator(style: str, seed_dir: Path, file: Path, program: str | None,
     if (seed_dir / ADAPTER_FILE).exists():
         raise ConfigError(f"the seed folder holds {ADAPTER_FILE}, the name of dreamrsi's "
                           "adapter", file=str(file), expected="another name for that file")
+    check_inside(seed_dir, seed_dir / evaluator, file=file, key="evaluator.kind")
     program = program or _only_program(seed_dir, style, file)
     if "/" in program or program in _NEVER_PROTECTED or not (seed_dir / program).is_file():
         raise ConfigError(f"'{program}' is not a file at the top of the seed folder",
                           file=str(file), key="evaluator.program",
                           expected="the candidate's file name, such as initial_program.py")
+    check_inside(seed_dir, seed_dir / program, file=file, key="evaluator.program")
     parts = ["python3", "-m", ADAPTER_MODULE, style, program]
     limit, notes = timeout_s or _DEFAULT_TIMEOUT_S, list[str]()
     if style == "openevolve":

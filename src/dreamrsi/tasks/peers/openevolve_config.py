@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from dreamrsi.errors import ConfigError
+from dreamrsi.tasks._inside import check_inside
 from dreamrsi.tasks.bounds import MAX_TIMEOUT_S
 from dreamrsi.tasks.proposers import LlmProposer
 
@@ -72,6 +73,7 @@ def read_openevolve_config(path: Path) -> OpenEvolveConfig:
         ConfigError: Not YAML, too big, or a key dreamrsi uses holds the wrong kind of value
             (the error names the file and the key).
     """
+    check_inside(path.parent, path, file=path)
     if not path.is_file():
         return OpenEvolveConfig()
     data = _load(path)
