@@ -4,6 +4,7 @@ never a traceback, and never the wrong thing done quietly."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -516,3 +517,24 @@ def test_store_upgrade_of_a_store_at_the_current_schema_says_so(tmp_path: Path,
     run_json(make_task(), store, "--budget", "1", "--isolation", "off")
     out = invoke("store", "upgrade", "--store", str(store), code=0)
     assert "is at schema version" in out
+
+
+@pytest.mark.parametrize(("constraints", "key", "problem"), [
+    ('read_paths = ["/no/such/folder"]', "constraints.read_paths",
+     "read path '/no/such/folder' does not exist"),
+    ('protected_paths = ["evaluate.py", "pipe"]', "constraints.protected_paths",
+     "protected path 'pipe' holds 'pipe', which is not a file, folder or link"),
+])
+def test_a_task_every_command_would_fail_is_refused_before_any_run(
+        tmp_path: Path, make_task: TaskFactory, constraints: str, key: str, problem: str) -> None:
+    """`run` refuses such a task up front: one line naming the file and key, and no store, no
+    run record (a `failed` run with no nodes was left before)."""
+    task = make_task(constraints=constraints)
+    os.mkfifo(task / "seed" / "pipe")
+    store = tmp_path / "store"
+    out = invoke("run", str(task), "--store", str(store), "--isolation", "required",
+                 "--budget", "1", code=1)
+    assert f"key '{key}': {problem}" in out, out
+    assert not store.exists()
+    check = invoke("task", "check", str(task), code=1)
+    assert problem in check

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -261,3 +262,18 @@ def test_secrets_do_not_reach_commands(
     """
     _, nodes = run(store, make_task(evaluate=evaluate), budget=1)
     assert all(n.raw_score == 0.0 for n in nodes), nodes[0].feedback
+
+
+def test_a_task_refused_before_its_first_attempt_leaves_no_run(
+        store: SqliteRunStore, make_task: TaskFactory) -> None:
+    """What can refuse a task (here its trusted copy: a protected file that became a FIFO
+    after the task loaded) comes before the run's record: no `failed` run with no nodes is
+    left behind, and the work folder is gone."""
+    task_dir = make_task()
+    task = load_task(task_dir)
+    (task_dir / "seed" / "evaluate.py").unlink()
+    os.mkfifo(task_dir / "seed" / "evaluate.py")
+    with pytest.raises(OSError, match="named pipe"):
+        start_run(store, task, RunConfig(budget=2, policy=parse_spec("fixed:branches=1,refine=9"),
+                                         isolation="off"))
+    assert store.list_runs() == [] and not store.work_folder.exists()

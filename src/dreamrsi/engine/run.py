@@ -181,11 +181,17 @@ def _start(store: RunStore, task: Task, config: RunConfig, policy: Policy,
         config = replace(config, context_nodes=choose_elites(store, task, config.history))
     run_id = run_id or new_run_id()
     now = time.time()
+    record = RunRecord(run_id, task.digest, task.name, config.policy, config.to_json(),
+                       config.seed, RunStatus.RUNNING, now, heartbeat_at=now, pid=os.getpid())
+    session = _Session(store, task, config, policy, record, observer, attempts, isolation)
+    try:  # what can refuse the task comes before its record: a refusal records nothing
+        session.prepare()
+    except BaseException:
+        session.release()
+        raise
     with store.atomic():
         store.put_task(TaskRecord(task.digest, task.name, task.evaluator_digest, task.summary()))
-        store.create_run(RunRecord(run_id, task.digest, task.name, config.policy,
-                                   config.to_json(), config.seed, RunStatus.RUNNING, now,
-                                   heartbeat_at=now, pid=os.getpid()))
+        store.create_run(record)
         if plan is not None:
             store.append_ledger(run_id, [LedgerEvent(
                 Actor.STRATEGIC, f"plan {config.policy.label()}",
@@ -195,8 +201,8 @@ def _start(store: RunStore, task: Task, config: RunConfig, policy: Policy,
             store.append_ledger(run_id, [LedgerEvent(
                 Actor.STRATEGIC, "history context", args=config.context_nodes,
                 parsed={"elites": list(config.context_nodes)})], run_id=run_id)
-    return _Session(store, task, config, policy, store.get_run(run_id), observer,
-                    attempts, isolation).execute()
+    session.run = store.get_run(run_id)
+    return session.execute()
 
 
 def _preflight(task: Task, config: RunConfig, accept_unisolated_model_code: bool
@@ -312,6 +318,7 @@ class _Session:
         self.tally = _Tally()
         self.infra_streak = 0
         self.infra_reason = ""
+        self.prepared = False
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -319,11 +326,7 @@ class _Session:
         status, reason = RunStatus.FAILED, StopReason.FAILED.value
         stop: StopReason | None = None
         try:
-            self._clean_work_folder()
-            if self.config.context_nodes:
-                self.history = prepare_history(self.store, self.config.context_nodes,
-                                               self.history_folder)
-            self.runner.prepare()
+            self.prepare()
             self._record_lost_attempts()
             view = self._load_view()
             self._notify("start")
@@ -345,6 +348,17 @@ class _Session:
         if stop is StopReason.INFRASTRUCTURE:
             raise InfrastructureError(self.run.run_id, self.infra_reason, self.infra_streak)
         return self._summary()
+
+    def prepare(self) -> None:
+        """Empty the work folder, check out the history, make the trusted copy (once)."""
+        if self.prepared:
+            return
+        self._clean_work_folder()
+        if self.config.context_nodes:
+            self.history = prepare_history(self.store, self.config.context_nodes,
+                                           self.history_folder)
+        self.runner.prepare()
+        self.prepared = True
 
     def _loop(self, view: TreeView, pool: ThreadPoolExecutor) -> StopReason:
         """The run's episode: the shared driver, children from live attempts."""
@@ -496,10 +510,14 @@ class _Session:
                               "(or version of it), or has no workspace")
         return node.commit
 
-    def _close(self, status: RunStatus, reason: str) -> None:
+    def release(self) -> None:
+        """Close the attempts' shared resources and remove the work folder."""
         if isinstance(self.runner, AttemptRunner):
             self.runner.close()
         discard_folder(self.work_root)  # never raises; what stays is cleared on resume
+
+    def _close(self, status: RunStatus, reason: str) -> None:
+        self.release()
         try:
             self.store.update_run(self.run.run_id, status=status, stop_reason=reason,
                                   finished_at=time.time(), heartbeat_at=time.time(),

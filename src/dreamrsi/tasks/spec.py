@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -288,6 +290,7 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
         if not (target.exists() or target.is_symlink()):
             raise ConfigError(f"protected path '{rel}' is not in the seed folder",
                               file=str(file), key="constraints.protected_paths")
+        _check_copyable(file, seed_dir, rel)
     c = spec.constraints
     _check_sandbox_asks(file, c)
     protected_paths = tuple(dict.fromkeys([*derived, *c.protected_paths]))
@@ -372,6 +375,24 @@ def _check_no_link_on_the_way(file: Path, seed_dir: Path, rel: str) -> None:
                               expected="a path whose folders are real folders of the seed")
 
 
+def _check_copyable(file: Path, seed_dir: Path, rel: str) -> None:
+    """A protected path is copied (the trusted copy) as files, folders and links: a FIFO,
+    socket or device at it or below it cannot be."""
+    top = seed_dir / rel
+    found = [top]
+    if top.is_dir() and not top.is_symlink():  # links are copied as links: never entered
+        found += [Path(folder) / name for folder, dirs, files in os.walk(top)
+                  for name in (*dirs, *files)]
+    for path in found:
+        mode = path.lstat().st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            where = path.relative_to(seed_dir).as_posix()
+            raise ConfigError(f"protected path '{rel}' holds '{where}', which is not a file, "
+                              "folder or link (a FIFO, socket or device cannot be protected)",
+                              file=str(file), key="constraints.protected_paths",
+                              expected="regular files, folders and links")
+
+
 def _check_relative(file: Path, rel: str) -> None:
     p = Path(rel)
     if p.is_absolute() or ".." in p.parts or not rel.strip():
@@ -391,6 +412,10 @@ def _check_sandbox_asks(file: Path, c: _Constraints) -> None:
             raise ConfigError(f"read path '{path}' is not absolute", file=str(file),
                               key="constraints.read_paths",
                               expected="absolute paths of host files or folders")
+        if not os.path.exists(path):  # the sandbox could not show it: every command would fail
+            raise ConfigError(f"read path '{path}' does not exist", file=str(file),
+                              key="constraints.read_paths",
+                              expected="absolute paths of host files or folders that exist")
 
 
 def _under_any(path: str, prefixes: tuple[str, ...]) -> bool:
