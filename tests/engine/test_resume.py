@@ -147,3 +147,24 @@ def test_a_live_process_that_does_not_hold_the_store_is_not_its_run(tmp_path: Pa
     with SqliteRunStore.open(root) as reader:
         assert reader.writer_is(os.getpid()) is False
         assert run_state(reader.get_run("r1"), reader) == "stale"
+
+
+def test_verify_while_a_real_run_writes_never_reports_tampering(
+        tmp_path: Path, make_task: TaskFactory) -> None:
+    """`ledger verify`'s check, again and again while `dreamrsi run` records attempts."""
+    store = tmp_path / "store"
+    proc = subprocess.Popen(dreamrsi("run", str(make_task()), "--budget", "40", "--workers", "2",
+                                     "--isolation", "off", store=store),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    reports = []
+    try:
+        run_id = wait_for_nodes(store, 1)
+        with SqliteRunStore.open(store) as reader:
+            while proc.poll() is None:
+                reports.append(reader.verify(run_id))
+    finally:
+        proc.wait(timeout=120)
+    assert proc.returncode == 0
+    false = [r.problem for r in reports if not r.ok]
+    assert not false, f"{len(false)} of {len(reports)} verifications failed: {false[:3]}"
+    assert len({r.rows for r in reports}) > 2  # it read a chain that grew
