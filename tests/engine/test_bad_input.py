@@ -277,3 +277,21 @@ def test_a_task_refused_before_its_first_attempt_leaves_no_run(
         start_run(store, task, RunConfig(budget=2, policy=parse_spec("fixed:branches=1,refine=9"),
                                          isolation="off"))
     assert store.list_runs() == [] and not store.work_folder.exists()
+
+
+@pytest.mark.parametrize("isolation", ["required", "off"])
+def test_the_lowest_limits_a_task_may_set_still_run_an_evaluator_and_its_child(
+        store: SqliteRunStore, make_task: TaskFactory, isolation: str) -> None:
+    """The floors of tasks/bounds.py are real: under `max_processes = 4` and `memory_mb = 64`
+    an evaluator that runs the candidate as a Python child, and a proposer, work."""
+    evaluate = """
+    import json, subprocess, sys
+    out = subprocess.run([sys.executable, "-c", "print(open('value.txt').read())"],
+                         capture_output=True, text=True, check=True)
+    v = float(out.stdout)
+    print(json.dumps({"score": v, "valid": True, "feedback": f"value {v}"}))
+    """
+    task = make_task(evaluate=evaluate, constraints='protected_paths = ["evaluate.py"]\n'
+                     "max_processes = 4\nmemory_mb = 64\nmax_output_bytes = 4096")
+    _, nodes = run(store, task, budget=2, isolation=isolation)
+    assert [n.status for n in nodes] == [NodeStatus.OK] * 3, [n.feedback for n in nodes]
