@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -16,8 +17,10 @@ from dreamrsi.sandbox import (
     Limits,
     SandboxSession,
     SessionError,
+    run_command,
     start_session,
 )
+from dreamrsi.sandbox._spawner import spawner_thread
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 LIMITS = Limits(timeout_s=30, memory_mb=256, cpu_s=10, max_processes=3,
@@ -87,3 +90,41 @@ def test_a_missing_folder_is_a_sandbox_error(tmp_path: Path) -> None:
     with pytest.raises(SandboxError, match="does not exist"):
         start_session(["true"], tmp_path / "nope", env={}, limits=LIMITS,
                       isolation=Isolation(mode=IsolationMode.REQUIRED))
+
+
+@pytest.mark.parametrize("mode", [IsolationMode.REQUIRED, IsolationMode.OFF])
+def test_a_session_started_on_a_thread_that_ends_outlives_the_thread(
+        tmp_path: Path, mode: IsolationMode) -> None:
+    # bubblewrap's --die-with-parent (and unshare --kill-child) follow the forking *thread*:
+    # a session started on a job thread used to be SIGKILLed when that thread ended
+    (tmp_path / SCRIPT).write_text(ECHO)
+    (tmp_path / SCRIPT).chmod(0o644)
+    started: list[SandboxSession] = []
+    thread = threading.Thread(target=lambda: started.append(start_session(
+        [sys.executable, "-I", SCRIPT], tmp_path, env=dict(os.environ), limits=LIMITS,
+        isolation=Isolation(mode=mode))))
+    thread.start()
+    thread.join()
+    with started[0] as session:
+        time.sleep(0.5)  # the kernel's signal, had it come, has landed by now
+        assert session.alive()
+        for word in ("a", "bc"):
+            session.send_line(word.encode())
+            assert session.read_line(time.monotonic() + 10, 100) == word.upper().encode()
+    assert not _left(), "a process of the session outlived it"
+
+
+def test_a_forked_child_starts_processes_on_a_spawner_thread_of_its_own(
+        tmp_path: Path) -> None:
+    spawner_thread()  # the parent's, not running in the child
+    pid = os.fork()
+    if pid == 0:  # the child: a thread of its own starts its commands
+        code = 1
+        try:
+            result = run_command("echo forked", tmp_path, env={}, limits=LIMITS,
+                                 isolation=Isolation(mode=IsolationMode.OFF))
+            code = 0 if result.stdout.strip() == "forked" else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

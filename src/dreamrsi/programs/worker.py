@@ -276,6 +276,8 @@ class ProgramPolicy:
             PolicyError: A job's batch broke the decision interface (every job stops).
         """
         results: list[T] = []
+        if jobs:
+            self.start()  # here, not on whichever episode thread asks first
         for start in range(0, len(jobs), width):
             wave = jobs[start:start + width]
             mux = _Mux(self, len(wave))

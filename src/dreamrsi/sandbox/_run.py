@@ -37,6 +37,7 @@ from dreamrsi.sandbox._proctree import ProcessTree, killpg
 from dreamrsi.sandbox._result import CommandResult, StreamCapture, classify_limit
 from dreamrsi.sandbox._rlimits import RlimitPlan, effective_cpu_s, plan_rlimits, prlimit_binary
 from dreamrsi.sandbox._seccomp import userns_filter_fd
+from dreamrsi.sandbox._spawner import in_spawner
 from dreamrsi.sandbox._uids import hand_over, lease_uid
 
 __all__ = ["run_command"]
@@ -183,13 +184,15 @@ def _spawn(
     preexec: Callable[[], None] | None,
     pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen[bytes]:
-    """Start the command in a new session with piped output (``pass_fds`` stay open in it).
+    """Start the command in a new session with piped output (``pass_fds`` stay open in it),
+    from the spawner thread (:mod:`dreamrsi.sandbox._spawner`: ``--die-with-parent`` follows
+    the forking thread).
 
     Raises:
         SandboxError: The process could not be started.
     """
     try:
-        return subprocess.Popen(
+        return in_spawner(lambda: subprocess.Popen(
             argv,
             cwd=cwd,
             env=env,
@@ -200,7 +203,7 @@ def _spawn(
             close_fds=True,
             pass_fds=pass_fds,
             preexec_fn=preexec,
-        )
+        ))
     except (OSError, subprocess.SubprocessError) as exc:
         raise SandboxError(f"cannot start {argv[0]!r} in {str(cwd)!r}: {exc}") from exc
 
