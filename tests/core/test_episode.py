@@ -47,7 +47,7 @@ def reference_replay(policy: Policy, nodes: Sequence[Node], workers: int, k2: in
     order: list[str] = []
     sizes: list[int] = []
     rounds = spent = 0
-    policy.reset(PolicyContext("", workers, "replay", random.Random(seed), budget, k2, None))
+    policy.reset(PolicyContext("", workers, random.Random(seed), budget, k2, None))
     while True:
         if rounds >= k2:
             return order, sizes, StopReason.ROUND_BUDGET
@@ -176,7 +176,7 @@ def test_the_probe_finds_a_planted_leak() -> None:
     nodes = _unique_tree(2, 3)
     probe = Probe({n.node_id: n.score for n in nodes})
     view = TreeView(nodes[0])
-    probe.reset(PolicyContext("", 2, "replay", random.Random(0)))
+    probe.reset(PolicyContext("", 2, random.Random(0)))
     view.reveal(nodes[1])
     view._stats[nodes[1].node_id].prev_node = nodes[5]  # a state that leads to the future
     probe.select(view, Budget(2))

@@ -120,7 +120,7 @@ def test_replaying_the_behaviour_policy_reproduces_the_tree(
 
 def _record(policy: FixedRefinement, workers: int, budget: int) -> tuple[list[Node], int]:
     rng = random.Random(0)
-    policy.reset(PolicyContext("t", workers, "online", rng))
+    policy.reset(PolicyContext("t", workers, rng))
     root = node(0, None, 0.0)
     view, nodes, seq, rounds = TreeView(root), [root], 0, 0
     while True:

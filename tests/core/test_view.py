@@ -137,7 +137,7 @@ def test_check_batch_enforces_the_interface() -> None:
 
 def _drive(policy: FixedRefinement, workers: int, budget: int | None) -> TreeView:
     """Run a policy against a fake transition (every attempt scores its seq)."""
-    policy.reset(PolicyContext("t", workers, "online", random.Random(0)))
+    policy.reset(PolicyContext("t", workers, random.Random(0)))
     view = TreeView(node(0, None))
     seq = 0
     while True:

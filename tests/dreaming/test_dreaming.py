@@ -174,14 +174,19 @@ def test_versions_are_reproducible_from_the_store_alone(
     history = load_history(store, task.name, task.digest, task.evaluator_digest)
     trees = {t.tree_id: t for t in history.trees}
     compared = 0
+    splits = {}
     for split in ("train", "holdout"):
         members = [trees[i] for i in record.report[f"{split}_trees"]]
-        judged = {t.tree_id: t for t in (pool_branches(members) if pool else members)}
+        splits[split] = pool_branches(members) if pool else members
+    for split in ("train", "holdout"):
+        judged = {t.tree_id: t for t in splits[split]}
         for version in store.list_policies(task.digest):
             stored = [s for s in store.scores(version_id=version.version_id,
                                               dream_id=report.dream_id) if s.split == split]
+            # a plan for either split is made from the training trees, as the dream made it
             again = score_policy(version.spec, [judged[s.tree_id] for s in stored],
-                                 FAST.replay, scale=QualityScale.of(history.trees))
+                                 FAST.replay, history=splits["train"],
+                                 scale=QualityScale.of(history.trees))
             assert [s.value for s in stored] == [a.value for a in again]
             assert [s.revealed for s in stored] == [a.result.revealed for a in again]
             compared += len(stored)

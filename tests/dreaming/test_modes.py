@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -71,9 +72,14 @@ def test_replay_settings_round_trip_and_old_rows_load() -> None:
     version_one = {"workers": 2, "max_rounds": None, "attempt_budget": 8, "beta1": 0.0005,
                    "beta2": 0.001, "quality": "relative"}  # before root orders and misses
     assert ReplaySettings.from_json(version_one) == ReplaySettings(
-        attempt_budget=8, quality=RelativeQuality(), plan_miss="floor")
-    with pytest.raises(ConfigError, match="version 4 are newer"):
-        ReplaySettings.from_json({**stored, "version": 4})
+        attempt_budget=8, quality=RelativeQuality(), plan_miss="floor", plan_support="grid")
+    version_three = {k: v for k, v in stored.items() if k != "plan_support"} | {"version": 3}
+    assert ReplaySettings.from_json(version_three) == dataclasses.replace(
+        settings, plan_support="grid")  # judged plans by their grid alone
+    with pytest.raises(ConfigError, match="version 5 are newer"):
+        ReplaySettings.from_json({**stored, "version": 5})
+    with pytest.raises(ConfigError, match="unknown plan_support 'size'.*budget | grid"):
+        ReplaySettings(plan_support="size")
     with pytest.raises(ConfigError, match="do not fit"):
         ReplaySettings.from_json({**stored, "speed": 1})
     # the digest covers the version and every field
@@ -107,7 +113,7 @@ def test_stored_configs_keep_their_shape_and_load(tmp_path: Path) -> None:
             assert "pareto_lam" not in new  # λ is stored with the objective it belongs to
             del old["pareto_lam"]
         assert new["replay"] == {"version": SETTINGS_VERSION, **old["replay"],
-                                 "plan_miss": "floor"}
+                                 "plan_miss": "floor", "plan_support": "grid"}
         # settings added since these rows were stored read back as the dreams ran
         assert (new.pop("min_split_trees"), new.pop("interval")) == (2, "tree")
         assert new.pop("pareto_scores", "auc") == "auc"

@@ -75,7 +75,7 @@ def test_replaying_the_behaviour_policy_reproduces_its_tree(family: str, workers
 def record(policy: Any, workers: int, budget: int,
            rng: random.Random) -> tuple[list[Node], int]:
     """Run a policy online against a fake transition (random scores, plans, failures)."""
-    policy.reset(PolicyContext("t", workers, "online", random.Random(0), budget))
+    policy.reset(PolicyContext("t", workers, random.Random(0), budget))
     root = node(0, None, 0.0)
     view, nodes, rounds = TreeView(root), [root], 0
     while view.size < budget and rounds < 500:
@@ -135,7 +135,7 @@ def test_halving_keeps_the_better_half() -> None:
 
 def test_stagnation_leaves_stalled_branches_and_stops() -> None:
     policy = make_policy("stagnation:patience=2,initial=1,window=2,min_gain=0.05")
-    policy.reset(PolicyContext("t", 1, "online", random.Random(0)))
+    policy.reset(PolicyContext("t", 1, random.Random(0)))
     view = TreeView(node(0, None, 0.0))
     tip = grow(view, "r-0", 1.0)
     assert list(policy.select(view, Budget(1))) == [tip]
@@ -143,13 +143,13 @@ def test_stagnation_leaves_stalled_branches_and_stops() -> None:
     tip = grow(view, tip, 0.5)  # two attempts without improvement: stalled
     assert list(policy.select(view, Budget(1))) == []  # no gain over the last 2: stop
     policy = make_policy("stagnation:patience=2,initial=1")
-    policy.reset(PolicyContext("t", 1, "online", random.Random(0)))
+    policy.reset(PolicyContext("t", 1, random.Random(0)))
     assert list(policy.select(view, Budget(1))) == ["r-0"]  # stalled: open a new branch
 
 
 def test_stagnation_leaves_a_branch_repeating_its_plan() -> None:
     policy = make_policy("stagnation:patience=10,initial=1")
-    policy.reset(PolicyContext("t", 1, "online", random.Random(0)))
+    policy.reset(PolicyContext("t", 1, random.Random(0)))
     view = TreeView(node(0, None, 0.0))
     tip = grow(view, "r-0", 0.1, "same idea")
     tip = grow(view, tip, 0.2, "same idea")
@@ -191,7 +191,7 @@ def test_planned_grid_bootstraps_then_learns_from_history() -> None:
     past = TreeSummary("r", 40, 2, 19, (20, 20), (6, 8), (1.0, 2.0), 0.0)
     grid = policy.plan(PlanContext("t", 2, 40, (past,)))
     assert grid.refine_count == 7 and grid.branch_count == 5  # depth 8 -> 8-long chains
-    policy.reset(PolicyContext("t", 2, "online", random.Random(0), 40, None, grid))
+    policy.reset(PolicyContext("t", 2, random.Random(0), 40, None, grid))
     view = TreeView(node(0, None, 0.0))
     assert list(policy.select(view, Budget(2, 40))) == ["r-0", "r-0"]
 

@@ -35,7 +35,7 @@ continuation earn nothing.
 
 Write ONE Python file defining `class ExplorationPolicy` with:
   reset(self, context)   # context.workers, context.attempt_budget, context.round_budget,
-                         # context.rng (random.Random), context.mode
+                         # context.rng (random.Random); the same online and in replay
   select(self, view, budget) -> list of node ids   # budget.workers, budget.attempts_left
 The view offers: view.root_id, view.size, view.rounds, view.best, view.leaves(),
 view.branch_count(), view.branch_stats() and view.leaf_stats() (objects with branch_id, tip,

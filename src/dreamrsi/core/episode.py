@@ -22,7 +22,7 @@ from enum import StrEnum
 from typing import Any, NamedTuple, Protocol
 
 from dreamrsi.core.model import Node, NodeStatus
-from dreamrsi.core.policy import Budget, GridPlan, Mode, Policy, PolicyContext, check_batch
+from dreamrsi.core.policy import Budget, GridPlan, Policy, PolicyContext, check_batch
 from dreamrsi.core.view import TreeView
 
 __all__ = ["ChildSource", "EpisodeSettings", "EpisodeState", "StopReason", "run_episode"]
@@ -111,29 +111,32 @@ class ChildSource(Protocol):
 
 class EpisodeSettings(NamedTuple):
     """What an episode may spend, and what its policy is told (a named tuple: replay makes
-    one per episode, millions in a dream).
+    one per episode, millions in a dream). Nothing here tells the policy which world it runs
+    in: the settings are the same online and in replay.
 
     Attributes:
         workers: W, the largest batch.
         attempt_budget: Attempts the episode may spend (``None``: no limit).
-        round_budget: Decision rounds it may play: K1 online, K2 in replay (``None``: none).
-        mode: ``"online"`` or ``"replay"``.
+        round_budget: Decision rounds it may play, as the policy is told (K1 online, a K2
+            given to a replay; ``None``: none).
         seed: Seed of the policy's random source.
         task_name: Passed to the policy.
         plan: The policy's grid plan, if it planned.
         charge_misses: Whether a selection that revealed nothing spends an attempt.
         policy_name: Named in errors.
+        round_cap: Decision rounds it may play, enforced without telling the policy: replay's
+            default K2, which is the recorded tree's size (``None``: none).
     """
 
     workers: int
     attempt_budget: int | None = None
     round_budget: int | None = None
-    mode: Mode = "replay"
     seed: int = 0
     task_name: str = ""
     plan: GridPlan | None = None
     charge_misses: bool = False
     policy_name: str = "policy"
+    round_cap: int | None = None
 
 
 @dataclass(slots=True)
@@ -269,18 +272,22 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
     Raises:
         PolicyError: A batch breaks the decision interface.
     """
-    workers, attempts, rounds_cap, mode, seed, task_name, plan, charge, name = settings
+    workers, attempts, told, seed, task_name, plan, charge, name, hidden = settings
+    rounds_cap = told if hidden is None else hidden if told is None else min(told, hidden)
     st = state if state is not None else EpisodeState()
-    policy.reset(_tuple_new(PolicyContext, (task_name, workers, mode, _LazyRandom(seed),
-                                            attempts, rounds_cap, plan)))
+    policy.reset(_tuple_new(PolicyContext, (task_name, workers, _LazyRandom(seed), attempts,
+                                            told, plan)))
     select, extend, exhausted = policy.select, source.extend, source.exhausted
     repeats = getattr(policy, "view_determined", False) is True
     # the counts live in locals while the loop runs (a replay plays millions of rounds)
     rounds, spent, selections, revealed = st.rounds, st.spent, st.selections, st.revealed
     sizes = st.batch_sizes
     root_id, tips, one_fits = view.root_id, view.leaf_table(), workers >= 1
-    budgets = None if attempts is not None or rounds_cap is None else _budgets(
-        workers, rounds_cap - rounds)
+    # what the policy is told of the rounds left: the round budget it was given, never the
+    # hidden cap; without an attempt budget one shared Budget per round count (or one only)
+    untold = _tuple_new(Budget, (workers, None, None)) if told is None else None
+    budgets = None if attempts is not None or told is None else _budgets(
+        workers, told - rounds)
     try:
         while True:
             if rounds_cap is not None and rounds >= rounds_cap:
@@ -292,11 +299,13 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
                     return _ATTEMPT_BUDGET, st
             if should_stop is not None and (reason := should_stop(view)) is not None:
                 return reason, st
-            if budgets is not None:  # shared Budgets: only with a round cap
-                budget = budgets[rounds_cap - rounds]  # type: ignore[operator]
+            if budgets is not None:  # shared Budgets: only with a round budget
+                budget = budgets[told - rounds]  # type: ignore[operator]
+            elif untold is not None and left is None:
+                budget = untold
             else:
-                budget = _tuple_new(Budget, (workers, left, None if rounds_cap is None
-                                             else rounds_cap - rounds))
+                budget = _tuple_new(Budget, (workers, left, None if told is None
+                                             else told - rounds))
             chosen = select(view, budget)
             # the common batch, one eligible id, accepted here; anything else is checked
             batch: tuple[str, ...]

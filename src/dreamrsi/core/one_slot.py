@@ -301,9 +301,8 @@ def _hand_over(policy: Policy, tree: RecordedTree, nodes: list[Node],
     for node in nodes:  # a node's batch was its parent (the root: the next recorded branch)
         step(view, (node.parent_id,), 0)  # type: ignore[arg-type]  # never None: not the root
     view._rounds = st.rounds
-    settings = EpisodeSettings(workers, attempts, rounds_cap, "replay", seed, task_name, None,
-                               charge,
-                               getattr(policy, "name", type(policy).__name__))
+    settings = EpisodeSettings(workers, attempts, None, seed, task_name, None, charge,
+                               getattr(policy, "name", type(policy).__name__), rounds_cap)
     stop, st = run_episode(policy, view, _Source(tree, view), settings, state=st)
     top = view.best
     return (stop, st.rounds, st.selections, st.revealed, st.batch_sizes,

@@ -15,21 +15,22 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from dreamrsi.core.view import TreeView
 from dreamrsi.errors import PolicyError
 
-Mode = Literal["online", "replay"]
-
 
 class Budget(NamedTuple):
-    """What a policy may still spend in this episode.
+    """What a policy may still spend in this episode: the same online and in replay.
 
     Attributes:
         workers: W, the most nodes one batch may hold.
         attempts_left: Attempts left under the attempt budget (``None``: unbounded).
-        rounds_left: Decision rounds left (K1 online, K2 in replay; ``None``: unbounded).
+        rounds_left: Decision rounds left under the round budget set for the episode (K1
+            online; in replay the K2 given to it); ``None`` when none is set. Never replay's
+            default K2, which is the recorded tree's size: the driver enforces that cap
+            without telling the policy.
     """
 
     workers: int
@@ -117,19 +118,21 @@ class PolicyContext(NamedTuple):
     """What a policy learns when an episode starts (a named tuple: every replay makes one,
     millions in a dream, and a frozen dataclass costs ten times as much to build).
 
+    The same online and in replay: nothing here names the world the episode runs in or the
+    recorded tree a replay reveals (there is no mode, and no round cap derived from a tree).
+
     Attributes:
         task_name: The task being explored.
         workers: W for this episode.
-        mode: ``"online"`` for a live run, ``"replay"`` when dreaming.
         rng: The episode's random source; a policy draws all randomness from it.
         attempt_budget: The episode's attempt budget, if any.
-        round_budget: The episode's round budget (K1 or K2), if any.
+        round_budget: The round budget set for the episode (K1 online; in replay the K2
+            given to it), if any; never replay's default K2 (the recorded tree's size).
         plan: The grid the policy's ``plan`` hook chose before the episode, if it has one.
     """
 
     task_name: str
     workers: int
-    mode: Mode
     rng: random.Random
     attempt_budget: int | None = None
     round_budget: int | None = None

@@ -63,6 +63,8 @@ class RecordedTree:
             lent by other runs (0 when built without :meth:`from_nodes`: same as ``size``).
         saw: The runs whose results the recording run's proposers were shown (the history
             named in their context); a tree is never lent branches of a run that saw it.
+        task_name: The name of the task that recorded it: what a replay tells the policy,
+            as the online run told it.
     """
 
     tree_id: str
@@ -82,12 +84,13 @@ class RecordedTree:
     start: str = "seed"
     own_size: int = 0
     saw: frozenset[str] = frozenset()
+    task_name: str = ""
 
     @classmethod
     def from_nodes(cls, tree_id: str, nodes: Iterable[Node], *, task_digest: str = "",
                    evaluator_digest: str = "", start: str = "seed",
                    own_size: int | None = None,
-                   saw: frozenset[str] = frozenset()) -> RecordedTree:
+                   saw: frozenset[str] = frozenset(), task_name: str = "") -> RecordedTree:
         """Index a run's nodes (``own_size``: how many of them its own run recorded, when
         some were lent by other runs; default: all).
 
@@ -126,7 +129,8 @@ class RecordedTree:
                    max(scores) if scores else None, min(scores) if scores else None,
                    task_digest, evaluator_digest, below, tuple(root_nodes), starts,
                    RecordedStates(by_id, below, starts), start,
-                   len(ordered) - 1 if own_size is None else own_size, frozenset(saw))
+                   len(ordered) - 1 if own_size is None else own_size, frozenset(saw),
+                   task_name)
 
     def sources(self) -> tuple[RecordedTree, ...]:
         """The trees whose nodes this one holds, each with its scores and costs as recorded:
@@ -328,10 +332,10 @@ def summarize(tree: RecordedTree) -> TreeSummary:
                        tree.root.score)
 
 
-def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
-           seed: int = 0, attempt_budget: int | None = None, task_name: str = "",
+def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int | None = None,
+           seed: int = 0, attempt_budget: int | None = None, task_name: str | None = None,
            keep_order: bool = True, plan: GridPlan | None = None,
-           charge_misses: bool = False) -> ReplayResult:
+           charge_misses: bool = False, grid_support: bool = False) -> ReplayResult:
     """Replay ``policy`` on ``tree`` from its root with a fresh policy state.
 
     The episode driver (:func:`dreamrsi.core.episode.run_episode`) runs the same loop as an
@@ -341,59 +345,85 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
         policy: The candidate policy (reset here).
         tree: The recorded tree.
         workers: W, the largest batch.
-        max_rounds: K2, the most decision rounds.
+        max_rounds: K2, the most decision rounds, told to the policy as its round budget (as
+            K1 is online). ``None``: :func:`default_rounds`, enforced but never told (it is
+            the tree's size, which a policy must not learn).
         seed: Seed of the policy's random source for this episode.
         attempt_budget: Cut every batch to the attempts left, as the online engine does.
-        task_name: Passed to the policy's context.
+        task_name: Passed to the policy's context (default: the tree's).
         keep_order: Record the reveal order and the batch sizes (turn off for throughput).
         plan: The policy's grid plan for this tree, if it plans. A plan beyond the tree's
-            recorded branch or refine count is out of support: the replay reveals nothing and
-            its quality is the tree's floor.
+            recorded branch or refine count is out of support: the replay then reveals
+            nothing and its quality is the tree's floor. Under an attempt budget only when
+            the policy, within its budgets, asks for what the tree does not hold (a
+            selection that reveals nothing, or more after the whole tree is revealed): a
+            plan the budget cuts before it leaves the tree is in support, as online it
+            would have grown this very tree.
         charge_misses: Count selections that reveal nothing (out of support) against
             ``attempt_budget``: online each would have been an attempt.
+        grid_support: Judge a plan by its grid alone: one beyond the tree's recorded counts
+            is out of support whatever the attempt budget (replay settings of version 3 and
+            before).
 
     Raises:
         PolicyError: A batch breaks the decision interface (names the policy and the round).
     """
-    if plan is not None and (plan.branch_count > tree.branch_count
-                             or plan.refine_count > tree.refine_count):
-        floor = tree.floor if tree.floor is not None else 0.0
-        return ReplayResult(tree.tree_id, floor, 0, 0, 1, 1, StopReason.PLAN_OUT_OF_SUPPORT,
-                            (), ())
+    beyond = plan is not None and (plan.branch_count > tree.branch_count
+                                   or plan.refine_count > tree.refine_count)
+    if beyond and (grid_support or attempt_budget is None):  # without a budget the whole
+        return _plan_out_of_support(tree)  # grid is what the policy asks for
+    cap = default_rounds(tree, attempt_budget) if max_rounds is None else max_rounds
+    task_name = tree.task_name if task_name is None else task_name
     played = None
-    if type(max_rounds) is int:
+    if type(cap) is int:
         if workers == 1:
             if (make := one_slot.CHOOSERS.get(type(policy))) is not None and (
                     choose := make(policy, tree, plan)) is not None:  # chooser_of, inlined
-                played = one_slot.play(choose, policy, tree, max_rounds, attempt_budget,
+                played = one_slot.play(choose, policy, tree, cap, attempt_budget,
                                        charge_misses, keep_order, seed, task_name)
         elif type(workers) is int and workers > 1 and (
                 batches := one_slot.batch_chooser_of(policy, tree, plan, workers)) is not None:
-            played = one_slot.play_batches(batches, policy, tree, workers, max_rounds,
+            played = one_slot.play_batches(batches, policy, tree, workers, cap,
                                            attempt_budget, charge_misses, keep_order, seed,
                                            task_name)
     if played is not None:
         stop, rounds, selections, revealed, sizes, best, nodes = played
+        if beyond and (selections > revealed or stop is StopReason.EXHAUSTED):
+            return _plan_out_of_support(tree)
         quality = best if best is not None else tree.floor
         return _tuple_new(ReplayResult, (
             tree.tree_id, 0.0 if quality is None else quality, revealed, rounds,
             selections - revealed, selections, stop,
             () if nodes is None else tuple(n.node_id for n in nodes),
             () if sizes is None else tuple(sizes)))
-    return replay_generic(policy, tree, workers=workers, max_rounds=max_rounds, seed=seed,
-                          attempt_budget=attempt_budget, task_name=task_name,
-                          keep_order=keep_order, plan=plan, charge_misses=charge_misses)
+    result = replay_generic(policy, tree, workers=workers, max_rounds=max_rounds, seed=seed,
+                            attempt_budget=attempt_budget, task_name=task_name,
+                            keep_order=keep_order, plan=plan, charge_misses=charge_misses)
+    if beyond and (result.out_of_support or result.stop is StopReason.EXHAUSTED):
+        return _plan_out_of_support(tree)
+    return result
 
 
-def replay_generic(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int,
-                   seed: int = 0, attempt_budget: int | None = None, task_name: str = "",
+def _plan_out_of_support(tree: RecordedTree) -> ReplayResult:
+    """What a replay whose plan asked for more than the tree holds earns: nothing revealed,
+    the tree's floor."""
+    floor = tree.floor if tree.floor is not None else 0.0
+    return ReplayResult(tree.tree_id, floor, 0, 0, 1, 1, StopReason.PLAN_OUT_OF_SUPPORT, (),
+                        ())
+
+
+def replay_generic(policy: Policy, tree: RecordedTree, *, workers: int,
+                   max_rounds: int | None = None, seed: int = 0,
+                   attempt_budget: int | None = None, task_name: str | None = None,
                    keep_order: bool = True, plan: GridPlan | None = None,
                    charge_misses: bool = False) -> ReplayResult:
     """:func:`replay` through the episode loop, never a family's one-slot loop (what that
     loop is checked against; a plan is taken as in support)."""
+    hidden = default_rounds(tree, attempt_budget) if max_rounds is None else None
     settings = _tuple_new(EpisodeSettings, (
-        workers, attempt_budget, max_rounds, "replay", seed, task_name, plan, charge_misses,
-        getattr(policy, "name", type(policy).__name__)))
+        workers, attempt_budget, max_rounds, seed,
+        tree.task_name if task_name is None else task_name, plan, charge_misses,
+        getattr(policy, "name", type(policy).__name__), hidden))
     view = TreeView(tree.root)
     stop, st = run_episode(policy, view, _BoundSource(tree, view), settings,
                            state=EpisodeState(0, 0, 0, 0, [] if keep_order else None))
@@ -499,7 +529,7 @@ def own_part(tree: RecordedTree) -> RecordedTree:
     own = [n for n in head if n.run_id == tree.tree_id]
     return RecordedTree.from_nodes(tree.tree_id, own, task_digest=tree.task_digest,
                                    evaluator_digest=tree.evaluator_digest, start=tree.start,
-                                   saw=tree.saw)
+                                   saw=tree.saw, task_name=tree.task_name)
 
 
 def make_plan(policy: Policy, context: PlanContext) -> GridPlan | None:

@@ -26,7 +26,6 @@ from dreamrsi.core.policy import Policy, PolicySpec
 from dreamrsi.core.replay import (
     RecordedTree,
     ReplayResult,
-    default_rounds,
     make_plan,
     plan_context,
     replay,
@@ -42,12 +41,15 @@ from dreamrsi.dreaming.quality import (
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import make_policy
 
-SETTINGS_VERSION = 3
+SETTINGS_VERSION = 4
 """The version of :meth:`ReplaySettings.to_json`, carried in it and so in its digest. Version 1
 (stored without a version) lacked ``root_orders`` and ``charge_misses``; version 2 lacked
-``plan_miss`` (its plans out of support earned the tree's floor)."""
+``plan_miss`` (its plans out of support earned the tree's floor); version 3 lacked
+``plan_support`` (a plan was judged by its grid alone, whatever the attempt budget)."""
 PLAN_MISSES = ("nothing", "floor")
 """What a grid plan out of the recorded support earns (``ReplaySettings.plan_miss``)."""
+PLAN_SUPPORTS = ("budget", "grid")
+"""How a grid plan is judged against the recorded support (``ReplaySettings.plan_support``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,9 +58,11 @@ class ReplaySettings:
 
     Attributes:
         workers: W in replay (the online run's worker count).
-        max_rounds: K2; ``None`` lets each tree allow as many rounds as it has nodes (with
-            lent branches and a budget: as its own run recorded, or the budget if larger;
-            ``core.replay.default_rounds``).
+        max_rounds: K2, told to a policy as its round budget (as K1 is online); ``None``
+            lets each tree allow as many rounds as it has nodes (with lent branches and a
+            budget: as its own run recorded, or the budget if larger;
+            ``core.replay.default_rounds``), a cap the policy is never told (it would name
+            the tree's size).
         attempt_budget: Cut replays at this many attempts, as the online budget would.
         beta1: Cost per attempt, in quality units.
         beta2: Bonus per unit of parallelism (attempts per round).
@@ -74,6 +78,12 @@ class ReplaySettings:
             bottom of the quality mode's scale, as the paper has it; raw quality has no
             bottom and keeps the floor) or ``floor`` (the quality of the tree's lowest valid
             score, as settings of version 2 and before had it).
+        plan_support: When a grid plan beyond the tree's recorded branch or refine count is
+            out of support: ``budget`` (without an attempt budget always; with one, when the
+            policy, within its budgets, asks for what the tree does not hold: a plan the
+            budget cuts before it leaves the tree is in support, as online it grows this
+            very tree) or ``grid`` (whatever the budget, as settings of version 3 and before
+            had it: a ``planned`` policy then scored nothing on its own online trees).
     """
 
     workers: int = 2
@@ -85,6 +95,7 @@ class ReplaySettings:
     root_orders: int = 1
     charge_misses: bool = False
     plan_miss: str = "nothing"
+    plan_support: str = "budget"
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -102,6 +113,9 @@ class ReplaySettings:
         if self.plan_miss not in PLAN_MISSES:
             raise ConfigError(f"unknown plan_miss '{self.plan_miss}'", key="plan_miss",
                               expected=" | ".join(PLAN_MISSES))
+        if self.plan_support not in PLAN_SUPPORTS:
+            raise ConfigError(f"unknown plan_support '{self.plan_support}'",
+                              key="plan_support", expected=" | ".join(PLAN_SUPPORTS))
 
     def objective(self) -> Objective:
         """The weights of V."""
@@ -113,7 +127,7 @@ class ReplaySettings:
                 "max_rounds": self.max_rounds, "attempt_budget": self.attempt_budget,
                 "beta1": self.beta1, "beta2": self.beta2, "quality": self.quality.name,
                 "root_orders": self.root_orders, "charge_misses": self.charge_misses,
-                "plan_miss": self.plan_miss}
+                "plan_miss": self.plan_miss, "plan_support": self.plan_support}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReplaySettings:
@@ -131,6 +145,8 @@ class ReplaySettings:
             values["quality"] = parse_quality(values["quality"])
         if version < 3:
             values.setdefault("plan_miss", "floor")
+        if version < 4:
+            values.setdefault("plan_support", "grid")
         try:
             return cls(**values)
         except TypeError as exc:
@@ -234,21 +250,22 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
     ``settings.root_orders`` above 1 the tree is replayed under evenly spaced rotations of its
     root children (a fresh policy state each) and V is their mean.
     """
-    k2 = settings.max_rounds if settings.max_rounds is not None else default_rounds(
-        tree, settings.attempt_budget)
     # only a planning policy sees the history (its summaries cost a look-up per tree)
-    plan = make_plan(policy, plan_context("", settings.workers, settings.attempt_budget,
-                                          history, tree)) if hasattr(policy, "plan") else None
+    plan = make_plan(policy, plan_context(
+        tree.task_name, settings.workers, settings.attempt_budget, history,
+        tree)) if hasattr(policy, "plan") else None
     quality = settings.quality
     if quality.scaled and scale is None:
         scale = QualityScale.of(history or (tree,))
     objective = settings.objective()
     results = []
     for shift in _shifts(tree.branch_count, settings.root_orders):
-        result = replay(policy, rotated(tree, shift), workers=settings.workers, max_rounds=k2,
+        result = replay(policy, rotated(tree, shift), workers=settings.workers,
+                        max_rounds=settings.max_rounds,
                         seed=_seed(tree.tree_id), attempt_budget=settings.attempt_budget,
                         keep_order=keep_order, plan=plan,
-                        charge_misses=settings.charge_misses)
+                        charge_misses=settings.charge_misses,
+                        grid_support=settings.plan_support == "grid")
         result = quality.scored(result, tree, scale)
         if (result.stop is StopReason.PLAN_OUT_OF_SUPPORT and settings.plan_miss == "nothing"
                 and quality.nothing is not None):

@@ -86,7 +86,8 @@ def load_history(store: RunStore, task_name: str, task_digest: str,
                                                  evaluator_digest=evaluator_digest,
                                                  start=run.config.get("start_from") or "seed",
                                                  saw=context_runs(
-                                                     store, run.config.get("context_nodes", ()))))
+                                                     store, run.config.get("context_nodes", ())),
+                                                 task_name=run.task_name))
     return History(task_digest, evaluator_digest, tuple(trees), tuple(excluded))
 
 

@@ -112,7 +112,8 @@ class LentBranches:
             cast(tuple[Node | None, ...], PooledChildren(tree.child_by_seq, self.child)),
             cast(tuple[Node, ...], LentSequence(tree.root_nodes, parts, 1)),
             cast(tuple[Branch, ...], LentSequence(tree.branch_starts, parts, 2)),
-            states, tree.start, tree.recorded_size, tree.saw, longest, (tree, *lenders))
+            states, tree.start, tree.recorded_size, tree.saw, tree.task_name, longest,
+            (tree, *lenders))
 
     def states_of(self, tree: RecordedTree) -> RootStates:
         """The replay states of ``tree`` pooled: its own, and the lent first nodes' of every

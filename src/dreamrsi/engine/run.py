@@ -363,8 +363,8 @@ class _Session:
     def _loop(self, view: TreeView, pool: ThreadPoolExecutor) -> StopReason:
         """The run's episode: the shared driver, children from live attempts."""
         c = self.config
-        settings = EpisodeSettings(c.workers, c.budget, c.max_rounds, "online", c.seed,
-                                   self.task.name, c.plan, policy_name=c.policy.label())
+        settings = EpisodeSettings(c.workers, c.budget, c.max_rounds, c.seed, self.task.name,
+                                   c.plan, policy_name=c.policy.label())
         reason, _ = run_episode(self.policy, view, _LiveSource(self, pool), settings,
                                 state=self.state, should_stop=self._should_stop,
                                 on_round=lambda: self._notify("round"))

@@ -78,9 +78,8 @@ def main() -> None:
                     view = TreeView(_node(episode["root"], Node, NodeStatus, Cost))
                     policy = program()
                     policy.reset(PolicyContext(
-                        episode["task"], episode["workers"], episode["mode"],
-                        random.Random(episode["seed"]), episode["attempt_budget"],
-                        episode["round_budget"], None))
+                        episode["task"], episode["workers"], random.Random(episode["seed"]),
+                        episode["attempt_budget"], episode["round_budget"], None))
                     slots[slot] = (policy, view)
                 policy, view = slots[slot]
                 view.reveal_all([_node(r, Node, NodeStatus, Cost) for r in nodes])

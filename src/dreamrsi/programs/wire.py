@@ -1,6 +1,9 @@
 """The channel between the trusted side and a sandboxed policy worker: one JSON object a line.
 
-Requests (trusted → worker) hold nodes as flat lists of plain values (:func:`node_record`).
+Requests (trusted → worker) hold nodes as flat lists of plain values (:func:`node_record`),
+numbered by the episode (ids ``n0`` for the root, ``n1``, ... in reveal order), so that a
+program sees the same online and in replay: nothing in a request names the world, the run
+that recorded a replayed tree, or that tree's size.
 Replies (worker → trusted) are checked here, strictly, before anything else reads them: one
 JSON object, no duplicate keys, no NaN or infinity, exactly one of the shapes below, every value
 of its fixed type and size. A reply that is anything else is refused with a reason; nothing a
@@ -45,12 +48,18 @@ class ChannelError(ValueError):
     """A reply that breaks the channel's schema (the candidate is rejected with it)."""
 
 
-def node_record(node: Node) -> list[Any]:
+def node_record(node: Node, node_id: str, parent_id: str | None, seq: int,
+                round_no: int) -> list[Any]:
     """A node as the worker receives it: ``[id, parent, seq, round, status, valid, score,
-    raw_score, plan, wall_ms, cpu_ms, tokens_in, tokens_out, money]`` (plain values only)."""
+    raw_score, plan, wall_ms, cpu_ms, tokens_in, tokens_out, money]`` (plain values only).
+
+    The first four are the episode's own, given by the caller, never the recorded ones: the
+    id and the parent's id as the episode names them, the node's place in the episode's
+    reveal order and the round that revealed it. Online they are what the run records; in
+    replay the recorded ones would name the recorded run, its size and its schedule."""
     cost = node.cost
     plan = None if node.plan is None else node.plan[:_MAX_PLAN_CHARS]
-    return [node.node_id, node.parent_id, node.seq, node.round, node.status.value,
+    return [node_id, parent_id, seq, round_no, node.status.value,
             bool(node.valid), _finite(node.score), _finite(node.raw_score), plan,
             int(cost.wall_ms), int(cost.cpu_ms), int(cost.tokens_in), int(cost.tokens_out),
             _finite(cost.money_usd)]

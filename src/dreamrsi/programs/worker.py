@@ -27,11 +27,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
+from dreamrsi.core.model import Node
 from dreamrsi.core.policy import Budget, Policy, PolicyContext
 from dreamrsi.core.view import TreeView
 from dreamrsi.errors import ConfigError, PolicyError, SandboxError
@@ -120,13 +121,17 @@ class ProgramFailure(PolicyError):
 
 @dataclass(slots=True)
 class _Episode:
-    """One episode's bookkeeping on the trusted side: what the worker was sent."""
+    """One episode's bookkeeping on the trusted side: what the worker was sent, and the
+    episode's names for the nodes (``n0`` for the root, then ``n1``, ``n2``, ... in reveal
+    order), which the worker sees instead of the recorded ids."""
 
     slot: int = 0
     view: TreeView | None = None
     sent: int = 0
     context: PolicyContext | None = None
     fresh: bool = True
+    names: dict[str, str] = field(default_factory=dict)
+    ids: list[str] = field(default_factory=list)
 
     def entry(self, view: TreeView, budget: Budget) -> list[Any]:
         """The request entry of this round: ``[slot, episode or None, nodes revealed since
@@ -137,16 +142,39 @@ class _Episode:
             if context is None:
                 raise PolicyError("policy 'code': select() before reset()")
             self.view, self.fresh, self.sent = view, False, 1
+            root = self._record(view.root, None)
             episode = {"task": context.task_name[:200], "workers": context.workers,
-                       "mode": context.mode, "seed": context.rng.getrandbits(63),
+                       "seed": context.rng.getrandbits(63),
                        "attempt_budget": context.attempt_budget,
-                       "round_budget": context.round_budget, "root": node_record(view.root)}
+                       "round_budget": context.round_budget, "root": root}
+            # a resumed run's nodes were revealed by this episode, in their recorded rounds
+            fresh = [self._record(n, n.round) for n in view.revealed_since(1)]
         elif view is not self.view:
             raise PolicyError("policy 'code': a new view without reset()")
-        fresh = view.revealed_since(self.sent)
+        else:  # one request a round: what is new was revealed in the round just completed
+            fresh = [self._record(n, view.rounds) for n in view.revealed_since(self.sent)]
         self.sent += len(fresh)
-        return [self.slot, episode, [node_record(n) for n in fresh], view.rounds,
+        return [self.slot, episode, fresh, view.rounds,
                 [budget.workers, budget.attempts_left, budget.rounds_left]]
+
+    def _record(self, node: Node, round_no: int | None) -> list[Any]:
+        seq = len(self.ids)
+        name = f"n{seq}"
+        self.names[node.node_id] = name
+        self.ids.append(node.node_id)
+        parent = None if node.parent_id is None else self.names[node.parent_id]
+        return node_record(node, name, parent, seq, 0 if round_no is None else round_no)
+
+    def real(self, batch: list[str]) -> list[str]:
+        """A worker's batch in the view's ids (a name the episode never gave is passed on
+        as it is, and the driver refuses it as outside the eligible set)."""
+        ids = self.ids
+        out = []
+        for name in batch:
+            index = name[1:]
+            out.append(ids[int(index)] if name[:1] == "n" and index.isdigit()
+                       and index == str(int(index)) and int(index) < len(ids) else name)
+        return out
 
 
 class _Handle:
@@ -163,7 +191,8 @@ class _Handle:
         self._episode = _Episode(self._episode.slot, context=context)
 
     def select(self, view: TreeView, budget: Budget) -> list[str]:
-        return self._mux.ask(self._episode.entry(view, budget), budget.workers)
+        episode = self._episode
+        return episode.real(self._mux.ask(episode.entry(view, budget), budget.workers))
 
 
 class _Mux:
@@ -261,7 +290,9 @@ class ProgramPolicy:
         """
         if self.failure is not None:
             raise self.failure
-        return self._exchange([self._episode.entry(view, budget)], [budget.workers])[0]
+        episode = self._episode
+        return episode.real(self._exchange([episode.entry(view, budget)],
+                                           [budget.workers])[0])
 
     def run_concurrently(self, jobs: Sequence[Callable[[Policy], T]],
                          width: int = 32) -> list[T]:
