@@ -203,7 +203,7 @@ def _spawn(
             close_fds=True,
             pass_fds=pass_fds,
             preexec_fn=preexec,
-        ))
+        ), discard=_abandon)
     except (OSError, subprocess.SubprocessError) as exc:
         raise SandboxError(f"cannot start {argv[0]!r} in {str(cwd)!r}: {exc}") from exc
 
