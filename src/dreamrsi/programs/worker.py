@@ -21,7 +21,6 @@ worker is killed; a dream records the reason and goes on.
 from __future__ import annotations
 
 import hashlib
-import shutil
 import sys
 import tempfile
 import threading
@@ -46,6 +45,7 @@ from dreamrsi.sandbox import (
     SessionError,
     start_session,
 )
+from dreamrsi.store.workfolder import discard_folder
 
 __all__ = ["WORKER_SCRIPT", "ProgramFailure", "ProgramLimits", "ProgramPolicy",
            "program_digest"]
@@ -432,7 +432,7 @@ class ProgramPolicy:
 
     def _cleanup(self) -> None:
         if self._folder is not None:
-            shutil.rmtree(self._folder.parent, ignore_errors=True)
+            discard_folder(self._folder.parent)  # whatever the program left, any depth
             self._folder = None
 
     def __enter__(self) -> ProgramPolicy:
