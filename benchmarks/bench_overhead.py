@@ -166,7 +166,7 @@ def sandbox_commands(task: Task, work: Path, uid: int | None, propose: str, eval
     env = {**base_env(task, io), "DREAM_ATTEMPT_ID": "x", "DREAM_RUN_ID": "x",
            "DREAM_SEED": "0", "DREAM_CONTEXT": str(io / "context.json"),
            "DREAM_COST": str(io / "cost.json")}
-    eenv = evaluator_env(task, io, trusted, {"DREAM_RESULT": str(io / "result.json")})
+    eenv = evaluator_env(task, io, trusted, {}, view)
     return (_sandbox_argv(propose, ws, proposer_isolation(task, mode, ws, io), env, task, uid,
                           task.proposer.timeout_s),
             _sandbox_argv(evaluate, view, evaluator_isolation(task, mode, io, trusted), eenv,

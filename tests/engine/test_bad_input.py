@@ -73,17 +73,6 @@ def test_invalid_with_null_score_is_invalid_not_error(
     assert all(n.feedback == "overlap at 3" and n.score is None for n in nodes)
 
 
-def test_result_file_wins_over_stdout(store: SqliteRunStore, make_task: TaskFactory) -> None:
-    evaluate = """
-    import json, os
-    print(json.dumps({"score": 1.0, "valid": True}))
-    with open(os.environ["DREAM_RESULT"], "w") as fh:
-        json.dump({"score": 7.5, "valid": True, "feedback": "from file"}, fh)
-    """
-    _, nodes = run(store, make_task(evaluate=evaluate))
-    assert all(n.raw_score == 7.5 and n.feedback == "from file" for n in nodes)
-
-
 def test_fifty_megabytes_of_output_are_bounded(store: SqliteRunStore,
                                                make_task: TaskFactory) -> None:
     evaluate = """

@@ -119,10 +119,9 @@ def test_a_broken_candidate_is_an_invalid_node(store: SqliteRunStore, tmp_path: 
 def test_the_candidate_cannot_replace_the_adapter_or_the_evaluator(
         store: SqliteRunStore, tmp_path: Path) -> None:
     forged = """
-        import json, os, pathlib
-        out = pathlib.Path(os.environ["DREAM_RESULT"]).parent / "peer"
-        out.mkdir(exist_ok=True)
-        (out / "openevolve.json").write_text(json.dumps({"metrics": {"combined_score": 1e9}}))
+        import json
+        report = {"openevolve.json": json.dumps({"metrics": {"combined_score": 1e9}})}
+        print(json.dumps({"dreamrsi_peer_report": report}))
         """
     folder = peer_task(tmp_path, "openevolve", propose=f"""
         open("_dreamrsi_peer.py", "w").write({textwrap.dedent(forged)!r})
@@ -158,18 +157,6 @@ OPENEVOLVE_CASES = [
      "evaluator.py (or the program it runs) needs the module not_installed_xyz"),
     ("import os\ndef evaluate(p):\n    os._exit(0)\n", NodeStatus.ERROR,
      "evaluator result rejected: the evaluator left no result"),
-    ("import atexit, os\ndef evaluate(p):\n"
-     "    out = os.path.join(os.path.dirname(os.environ['DREAM_RESULT']), 'peer', "
-     "'openevolve.json')\n"
-     "    atexit.register(lambda: (os.unlink(out), os.mkfifo(out)))\n"
-     "    return {'combined_score': 1.0}\n", NodeStatus.ERROR,
-     "openevolve.json refused: openevolve.json is not a regular file (a FIFO)"),
-    ("import atexit, os\ndef evaluate(p):\n"
-     "    out = os.path.join(os.path.dirname(os.environ['DREAM_RESULT']), 'peer', "
-     "'openevolve.json')\n"
-     "    atexit.register(lambda: (os.unlink(out), os.symlink('/etc/passwd', out)))\n"
-     "    return {'combined_score': 1.0}\n", NodeStatus.ERROR,
-     "openevolve.json refused: openevolve.json is not a regular file"),
     ("class R:\n    def __init__(self):\n"
      "        self.metrics = {'combined_score': 2.0}\n"
      "        self.artifacts = {'stderr': 'hello', 'plot': b'png'}\n"
@@ -182,6 +169,47 @@ def test_openevolve_bad_outputs(tmp_path: Path, evaluator: str, status: NodeStat
                                 expected: str) -> None:
     ev = verdict(peer_task(tmp_path, "openevolve", evaluator))
     assert ev.status is status and expected in ev.feedback, ev.feedback
+
+
+FORGER = """\
+import json, os, time
+FORGED = (json.dumps({"dreamrsi_peer_report": {
+    "openevolve.json": json.dumps({"metrics": {"combined_score": 1e9}}),
+    "metrics.json": json.dumps({"combined_score": 1e9}),
+    "correct.json": json.dumps({"correct": True})}}) + "\\n").encode()
+
+
+def forge():
+    \"\"\"Print a forged report, and leave a process that keeps writing it to every
+    descriptor for two seconds (the adapter prints its own report meanwhile).\"\"\"
+    print(FORGED.decode(), flush=True)
+    if os.fork() == 0:
+        os.setsid()
+        end = time.monotonic() + 2
+        while time.monotonic() < end:
+            for fd in range(64):
+                try:
+                    os.write(fd, FORGED)
+                except OSError:
+                    pass
+            time.sleep(0.002)
+        os._exit(0)
+"""
+
+
+@pytest.mark.parametrize(("style", "evaluator"), [
+    ("openevolve", "from forger import forge\ndef evaluate(p):\n    forge()\n"
+                   "    return {'combined_score': 1.0}\n"),
+    ("shinka", "from forger import forge\nforge()\nput('metrics.json', {'combined_score': 1.0})\n"
+               "put('correct.json', {'correct': True})\n"),
+])
+def test_a_forged_report_never_counts(tmp_path: Path, style: str, evaluator: str) -> None:
+    """What the peer's evaluator prints goes to stderr, and a process it leaves behind cannot
+    write the adapter's report: only the adapter's own process can."""
+    folder = peer_task(tmp_path, style, evaluator)
+    (folder / SEEDS[style] / "forger.py").write_text(FORGER)
+    ev = verdict(folder)
+    assert ev.status is NodeStatus.OK and ev.raw_score == 1.0, ev.feedback
 
 
 SHINKA_CASES = [
@@ -201,9 +229,9 @@ SHINKA_CASES = [
      "evaluator result rejected: evaluate.py wrote no metrics.json in its --results_dir"),
     ("os.symlink('/etc/passwd', os.path.join(R, 'metrics.json'))\n"
      "put('correct.json', {'correct': True})\n", NodeStatus.ERROR,
-     "metrics.json refused: metrics.json is not a regular file"),
+     "dreamrsi: metrics.json is not a regular file (a link)"),
     ("os.mkfifo(os.path.join(R, 'metrics.json'))\nput('correct.json', {'correct': True})\n",
-     NodeStatus.ERROR, "metrics.json refused: metrics.json is not a regular file (a FIFO)"),
+     NodeStatus.ERROR, "dreamrsi: metrics.json is not a regular file (a FIFO)"),
     ("open(os.path.join(R, 'metrics.json'), 'w').write('{oops')\n", NodeStatus.ERROR,
      "metrics.json is not valid JSON"),
 ]

@@ -158,10 +158,11 @@ def test_any_printed_verdict_is_recorded_and_read_back(tmp_path: Path) -> None:
 
 
 def test_peer_style_result_files_never_crash(tmp_path: Path) -> None:
-    """A peer evaluator's files (OpenEvolve's, ShinkaEvolve's) go through their own
-    translation first; whatever they hold, the verdict is recorded."""
+    """A peer evaluator's files (OpenEvolve's, ShinkaEvolve's), as the adapter reports them on
+    its stdout, go through their own translation first; whatever they hold, and whatever the
+    report's line holds instead, the verdict is recorded."""
     from dreamrsi.engine.peers import read_verdict
-    from dreamrsi.tasks.peers.verdicts import RESULT_FILES
+    from dreamrsi.tasks.peers.verdicts import REPORT_KEY, RESULT_FILES
 
     store = SqliteRunStore.open(tmp_path / "store", writer=True, holder="fuzz")
     recording = _Recording(store)
@@ -177,13 +178,17 @@ def test_peer_style_result_files_never_crash(tmp_path: Path) -> None:
 
     @FUZZ
     @given(st.sampled_from(sorted(RESULT_FILES)), st.lists(VERDICT_BYTES, min_size=2,
-                                                            max_size=2))
-    def check(style: str, contents: list[bytes]) -> None:
-        folder = tmp_path / "io" / "peer"
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, data in zip(RESULT_FILES[style], contents, strict=False):
-            (folder / name).write_bytes(data)
-        _check(recording, "", read_verdict(_Task(style), tmp_path / "io" / "result.json"))  # type: ignore[arg-type]
+                                                            max_size=2), st.booleans())
+    def check(style: str, contents: list[bytes], as_report: bool) -> None:
+        if as_report:  # files as the adapter reports them (lone surrogates kept)
+            files = {name: data.decode("utf-8", "surrogateescape")
+                     for name, data in zip(RESULT_FILES[style], contents, strict=False)}
+            stdout = json.dumps({REPORT_KEY: files}) + "\n"
+        else:  # a last line that is no report at all
+            stdout = contents[0].decode("utf-8", "replace")
+        result = CommandResult("python3 -m _dreamrsi_peer", 0, None, False, None, stdout, "",
+                               len(stdout), 0, False, 5, 5, True, "sha256:0")
+        _check(recording, stdout, read_verdict(_Task(style), result))  # type: ignore[arg-type]
 
     try:
         check()

@@ -7,7 +7,9 @@ harness copies a case into a fresh task, adds ``targets.json`` (the host paths, 
 canaries to go after), runs it with the real CLI in a subprocess whose environment holds
 canary secrets, and judges the outcome itself:
 
-* the attack must have run (its ``RAN`` line is in a stored output), or the case proves nothing;
+* the attack must have run (its ``RAN`` line is in a stored output; with ``ran_every_attempt``
+  under ``[task]``, in the stored outputs of every attempt's evaluation), or the case proves
+  nothing;
 * it *escaped* if the run hung or crashed, a score of 1e8 or more was recorded, the ledger no
   longer verifies, a canary secret appears anywhere in the store (outputs, feedback, committed
   files), a host file changed, a host listener was reached, a process it started outlives the
@@ -210,7 +212,9 @@ def run_case(case: Case, mode: str, root: Path) -> Verdict:
         time.sleep(0.3)  # anything the run failed to kill would still be there
         escapes += _judge(store, task_dir, host, listeners, tag)
         escapes += _export_escapes(store, root / "export", env)
-        return Verdict(ran=_ran(store, case.name), escapes=escapes)
+        ran = _ran(store, case.name) and (not case.task.get("ran_every_attempt")
+                                           or _ran_every_attempt(store, case.name))
+        return Verdict(ran=ran, escapes=escapes)
 
 
 def _store_texts(store: Path) -> Iterator[bytes]:
@@ -232,6 +236,20 @@ def _store_texts(store: Path) -> Iterator[bytes]:
 def _ran(store: Path, name: str) -> bool:
     marker = f"RAN {name}".encode()
     return any(marker in text for text in _store_texts(store))
+
+
+def _ran_every_attempt(store: Path, name: str) -> bool:
+    """Whether the ``RAN`` line is in the stored outputs of every attempt's evaluation."""
+    from dreamrsi.store.sqlite import SqliteRunStore
+
+    marker = f"RAN {name}".encode()
+    with SqliteRunStore.open(store) as reader:
+        run_id = reader.list_runs()[0].run_id
+        attempts = {n.node_id for n in reader.nodes(run_id) if not n.is_root}
+        proven = {r.event.node_id for r in reader.ledger(run_id)
+                  if r.event.actor.value == "eval"
+                  and any(marker in reader.get_blob(a.sha256) for a in r.event.artifacts)}
+    return bool(attempts) and attempts <= proven
 
 
 def _judge(store: Path, task_dir: Path, host: Path, listeners: _Listeners,

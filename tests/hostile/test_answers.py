@@ -16,7 +16,7 @@ from tests.hostile.answers import (
     CASES,
     EVALUATE,
     GROUPS,
-    GUARDED_EVALUATE,
+    IMPORT_EVALUATE,
     Case,
     docs_section,
     docs_table,
@@ -40,7 +40,7 @@ def test_the_corpus_covers_every_group() -> None:
     assert {c.group for c in CASES} == set(GROUPS)
     assert len({c.name for c in CASES}) == len(CASES) >= 20
     assert all(c.verdict in ("contained", "escapes") for c in CASES)
-    assert "os.remove(os.environ['DREAM_RESULT'])" in GUARDED_EVALUATE != EVALUATE
+    assert "from initial_program import value" in IMPORT_EVALUATE != EVALUATE
 
 
 def test_security_md_table_is_the_corpus() -> None:

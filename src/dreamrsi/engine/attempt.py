@@ -301,16 +301,14 @@ class AttemptRunner:
         return None
 
     def _evaluate(self, view: Path, io: Path, rec: _Recorder, commit: str) -> Evaluation | None:
-        result_file = io / "result.json"
         ev = self.task.evaluator
-        env = evaluator_env(self.task, io, self.trusted,
-                            {**self._dream_env(rec.spec), "DREAM_RESULT": str(result_file)})
+        env = evaluator_env(self.task, io, self.trusted, self._dream_env(rec.spec), view)
         result = self._command(ev.command, ev.timeout_s, view,
                                evaluator_isolation(self.task, self.isolation, io, self.trusted),
-                               env)
+                               env, own_stdout=True)
         if result is None:
             return None
-        left = read_verdict(self.task, result_file)
+        left = read_verdict(self.task, result)
         evaluation = parse_evaluation(result, left, self.task.direction, ev.timeout_s)
         named = ((("result.json", left.data),) if left.data else ()) + left.raw
         extra = tuple(Artifact(name, self.blobs.put(data)) for name, data in named)
@@ -322,8 +320,9 @@ class AttemptRunner:
                 "DREAM_SEED": str(spec.context.get("seed", 0))}
 
     def _command(self, command: str, timeout_s: float, cwd: Path, isolation: Isolation,
-                 env: Mapping[str, str]) -> CommandResult | None:
-        """Run a command in the sandbox; ``None`` if the run's deadline or a cancel cut it."""
+                 env: Mapping[str, str], *, own_stdout: bool = False) -> CommandResult | None:
+        """Run a command in the sandbox; ``None`` if the run's deadline or a cancel cut it
+        (``own_stdout``: see :func:`~dreamrsi.sandbox.run_command`)."""
         if self.cancel.is_set():
             return None
         limit = timeout_s
@@ -333,7 +332,7 @@ class AttemptRunner:
                 return None
         result = run_command(command, cwd, env=env,
                              limits=command_limits(self._constraints, limit),
-                             isolation=isolation, cancel=self.cancel)
+                             isolation=isolation, cancel=self.cancel, own_stdout=own_stdout)
         if result.timed_out and (limit < timeout_s or self.cancel.is_set()):
             return None
         return result
@@ -371,7 +370,8 @@ class _Recorder:
                     extra: tuple[Artifact, ...] = ()) -> None:
         blobs = self.runner.blobs
         artifacts = tuple(Artifact(name, blobs.put(text.encode())) for name, text in
-                          (("stdout", result.stdout), ("stderr", result.stderr)) if text)
+                          (("stdout", result.stdout), ("stderr", result.stderr),
+                           ("stdout-others", result.stdout_others)) if text)
         facts = {"timed_out": result.timed_out, "limit_hit": result.limit_hit,
                  "isolated": result.isolated, "stdout_bytes": result.stdout_bytes,
                  "stderr_bytes": result.stderr_bytes, "signal": result.signal}

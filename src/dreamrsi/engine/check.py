@@ -162,14 +162,13 @@ def _evaluate_seed(task: Task, mode: IsolationMode) -> tuple[Evaluation, Command
         prepare_trusted(task, trusted)
         open_to_all(view)
         io.mkdir()
-        result_file = io / "result.json"
         started = time.monotonic()
         result = run_command(
             task.evaluator.command, view,
-            env=evaluator_env(task, io, trusted, {"DREAM_RESULT": str(result_file)}),
+            env=evaluator_env(task, io, trusted, {}, view),
             limits=command_limits(task.constraints, task.evaluator.timeout_s),
-            isolation=evaluator_isolation(task, mode, io, trusted))
-        evaluation = parse_evaluation(result, read_verdict(task, result_file), task.direction,
+            isolation=evaluator_isolation(task, mode, io, trusted), own_stdout=True)
+        evaluation = parse_evaluation(result, read_verdict(task, result), task.direction,
                                       task.evaluator.timeout_s)
         return evaluation, result, time.monotonic() - started
 

@@ -1,19 +1,20 @@
 """Read an evaluator's verdict from what it printed, never trusting it.
 
-The evaluator writes one JSON object to the file named by ``$DREAM_RESULT`` or as the last line
-of stdout: ``{"score": float, "valid": bool, "feedback": str, "metrics": {...}}`` with an optional
-``"candidate_hash": str``. Anything else (nothing at all, non-JSON, NaN, a missing key, a score of
-the wrong type, a crash, a timeout) becomes a recorded ``error`` or ``timeout`` with a diagnostic
-that says exactly what was wrong; so does a value past the bounds of :mod:`dreamrsi.engine.sane`
-(a score of ``1e999`` or of 400 digits, metrics nested 50,000 deep or of megabytes). Any bytes
-at all give a verdict the store can keep: lone surrogates in text become U+FFFD.
+The evaluator prints one JSON object as the last line of its stdout: ``{"score": float, "valid":
+bool, "feedback": str, "metrics": {...}}`` with an optional ``"candidate_hash": str``. Only what
+the eval command's own processes wrote counts (see ``run_command``'s ``own_stdout``): never the
+output of a program the evaluator runs, nor of anything that program leaves behind. Anything
+else (nothing at all, non-JSON, NaN, a missing key, a score of the wrong type, a crash, a
+timeout) becomes a recorded ``error`` or ``timeout`` with a diagnostic that says exactly what
+was wrong; so does a value past the bounds of :mod:`dreamrsi.engine.sane` (a score of ``1e999``
+or of 400 digits, metrics nested 50,000 deep or of megabytes). Any bytes at all give a verdict
+the store can keep: lone surrogates in text become U+FFFD.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from dreamrsi.core.model import Direction, NodeStatus
@@ -25,10 +26,9 @@ from dreamrsi.engine.sane import (
     sane_score,
     sane_text,
 )
-from dreamrsi.sandbox import CommandResult, LeftFileError, read_left_file
+from dreamrsi.sandbox import CommandResult
 
 MAX_FEEDBACK_CHARS = 16_000
-MAX_RESULT_FILE_BYTES = 10_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,8 @@ class Evaluation:
 
 @dataclass(frozen=True, slots=True)
 class ResultFile:
-    """What the evaluator left at ``$DREAM_RESULT``: its bytes, or why they were refused.
+    """A verdict the engine worked out from the evaluator's output itself (a peer task's,
+    translated from its adapter's report), or why it could not; empty for the others.
 
     ``raw`` holds, by name, the files a peer's evaluator left (kept as evidence); the verdict
     translated from them is ``data``.
@@ -60,14 +61,6 @@ class ResultFile:
     data: bytes | None = None
     problem: str | None = None
     raw: tuple[tuple[str, bytes], ...] = ()
-
-
-def read_result_file(path: Path) -> ResultFile:
-    """Read ``$DREAM_RESULT`` as a sandboxed evaluator left it (no links, FIFOs or giants)."""
-    try:
-        return ResultFile(read_left_file(path, MAX_RESULT_FILE_BYTES))
-    except LeftFileError as exc:
-        return ResultFile(problem=f"$DREAM_RESULT refused: {exc}")
 
 
 class _BadResult(ValueError):
@@ -80,7 +73,7 @@ def parse_evaluation(result: CommandResult, result_file: ResultFile, direction: 
 
     Args:
         result: The evaluator command's result.
-        result_file: What it left at ``$DREAM_RESULT`` (see :func:`read_result_file`).
+        result_file: A verdict worked out from its output (a peer's), or an empty one.
         direction: The task's direction, to normalise the score.
         timeout_s: The evaluator's time limit, named in the timeout diagnostic.
     """
@@ -113,7 +106,7 @@ def _payload(result: CommandResult, result_file: ResultFile) -> dict[str, Any]:
         lines = [line for line in result.stdout.splitlines() if line.strip()]
         if not lines:
             raise _BadResult("it printed nothing (expected one JSON object on the last line "
-                             "of stdout or in $DREAM_RESULT)")
+                             f"of stdout){_others_note(result)}")
         text = lines[-1].strip()
     data = _loads(text)
     if not isinstance(data, dict):
@@ -136,6 +129,14 @@ def _loads(text: str) -> Any:
                          f"nest at most {MAX_DEPTH} levels)") from None
     except ValueError as exc:  # the integer-digits limit, among others
         raise _BadResult(f"not usable JSON: {sane_text(str(exc))[:300]}") from None
+
+
+def _others_note(result: CommandResult) -> str:
+    """Why a verdict printed by a program the evaluator ran does not count, when one did."""
+    if not result.stdout_others.strip():
+        return ""
+    return ("; what the programs it ran printed does not count (only the eval command's own "
+            "processes may print the verdict; $DREAM_RESULT is no longer read)")
 
 
 def _reject_constant(name: str) -> Any:

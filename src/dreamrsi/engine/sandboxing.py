@@ -2,10 +2,12 @@
 
 The proposer works in its workspace (read-write) with its io folder. The evaluator runs in a
 fresh checkout of the candidate's commit, read-only, whose protected paths were overlaid from
-the trusted copy of the task's files; Python finds modules in that trusted copy and never in
-the candidate's folder (``PYTHONSAFEPATH``), so a ``json.py`` left by a candidate shadows
-nothing. Both get the same allow-listed environment: the locale, ``PATH`` with this
-interpreter first, ``HOME`` in the io folder, ``DREAM_*`` and what the task passes by name.
+the trusted copy of the task's files; Python finds modules in that trusted copy first and in
+the candidate's folder last, after the standard library and site-packages (``PYTHONSAFEPATH``
+and dreamrsi's ``sitecustomize``), so the evaluator imports the candidate's own modules and a
+``json.py`` left by a candidate shadows nothing. Both get the same allow-listed environment:
+the locale, ``PATH`` with this interpreter first, ``HOME`` in the io folder, ``DREAM_*`` and
+what the task passes by name.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from dreamrsi.engine.peers import SITE_FOLDER
 from dreamrsi.errors import ConfigError, SandboxError
 from dreamrsi.sandbox import NUMERIC_ENV, Isolation, IsolationMode, Limits, isolation_problem
 from dreamrsi.tasks.catalog import is_builtin
@@ -120,13 +123,18 @@ def base_env(task: Task, home: Path) -> dict[str, str]:
     return env
 
 
-def evaluator_env(task: Task, io: Path, trusted: Path,
-                  extra: Mapping[str, str]) -> dict[str, str]:
-    """The evaluator's environment: Python imports come from the trusted copy, never from the
-    candidate's folder (``PYTHONSAFEPATH=1``, ``PYTHONPATH`` the trusted copy)."""
+def evaluator_env(task: Task, io: Path, trusted: Path, extra: Mapping[str, str],
+                  candidate: Path) -> dict[str, str]:
+    """The evaluator's environment: Python imports come from the trusted copy first and from
+    ``candidate`` (``$DREAM_CANDIDATE``, the candidate's folder) last, after the standard
+    library and site-packages: ``PYTHONSAFEPATH=1``, ``PYTHONPATH`` the trusted copy's
+    ``sitecustomize`` folder and the trusted copy, no user site-packages (``$HOME`` is
+    writable)."""
     env = {**base_env(task, io), **extra}
-    paths = [str(trusted), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
-    return {**env, "PYTHONSAFEPATH": "1", "PYTHONPATH": os.pathsep.join(paths)}
+    paths = [str(trusted / SITE_FOLDER), str(trusted),
+             *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
+    return {**env, "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1",
+            "PYTHONPATH": os.pathsep.join(paths), "DREAM_CANDIDATE": str(candidate)}
 
 
 def _isolation(task: Task, mode: IsolationMode, writable: tuple[Path, ...],

@@ -114,19 +114,20 @@ def _system_argv_once() -> tuple[str, ...]:
 
 
 def _namespace_argv(*, network: bool, uid: int | None,
-                    seccomp_fd: int | None = None) -> list[str]:
+                    seccomp_fds: tuple[int, ...] = ()) -> list[str]:
     """Namespaces, session and capabilities; as root, the ``setpriv`` hand-over after ``--``.
 
     No new user namespace can be made inside: run as another user, bubblewrap's own user
     namespace is made with ``--disable-userns``; as root (no user namespace of bubblewrap's,
-    see :mod:`dreamrsi.sandbox._seccomp`) the filter read from ``seccomp_fd`` refuses them.
-    """
+    see :mod:`dreamrsi.sandbox._seccomp`) the filter read from one of ``seccomp_fds`` refuses
+    them; every filter of ``seccomp_fds`` applies (``_reach``'s keeps processes out of each
+    other's memory and descriptors)."""
     argv = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if not network:
         argv.append("--unshare-net")
-    if seccomp_fd is not None:
-        argv += ["--add-seccomp-fd", str(seccomp_fd)]
+    for fd in seccomp_fds:
+        argv += ["--add-seccomp-fd", str(fd)]
     if uid is None:
         if os.geteuid() != 0:
             argv += ["--unshare-user", "--disable-userns"]
@@ -286,7 +287,7 @@ def _parent_dirs(mounts: list[_Mount]) -> list[str]:
 
 
 def bwrap_argv(bwrap: str, cwd: Path, isolation: Isolation, uid: int | None = None, *,
-               scratch_mb: int | None = None, seccomp_fd: int | None = None) -> list[str]:
+               scratch_mb: int | None = None, seccomp_fds: tuple[int, ...] = ()) -> list[str]:
     """Return the ``bwrap ... --`` prefix that runs a command in the sandbox.
 
     The root and ``/dev`` (tmpfs bubblewrap makes, unsized) are remounted read-only once
@@ -300,7 +301,8 @@ def bwrap_argv(bwrap: str, cwd: Path, isolation: Isolation, uid: int | None = No
         uid: The unprivileged uid the command runs as (when this process is root), or None
             to keep this process's own uid (bubblewrap then runs in a user namespace).
         scratch_mb: Size of each fresh tmpfs in MiB; None leaves them unsized.
-        seccomp_fd: A descriptor holding a seccomp filter to load (passed to bubblewrap).
+        seccomp_fds: Descriptors holding seccomp filters to load (passed to bubblewrap):
+            ``_seccomp``'s as root, ``_reach``'s always.
 
     Returns:
         The argument vector prefix, ending in ``--`` (or in ``setpriv ... --`` as root).
@@ -316,8 +318,9 @@ def bwrap_argv(bwrap: str, cwd: Path, isolation: Isolation, uid: int | None = No
         argv += ["--perms", "0755", "--dir", folder]
     for mount in mounts:
         argv += ["--ro-bind" if mount.kind == "ro" else "--bind", mount.source, mount.dest]
+    argv += ["--remount-ro", "/proc"]  # no process writes another's memory through /proc
     argv += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", os.fspath(cwd)]
-    return argv + _namespace_argv(network=isolation.network, uid=uid, seccomp_fd=seccomp_fd)
+    return argv + _namespace_argv(network=isolation.network, uid=uid, seccomp_fds=seccomp_fds)
 
 
 @functools.cache

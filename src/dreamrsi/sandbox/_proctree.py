@@ -290,16 +290,21 @@ class ProcessTree:
     __slots__ = (
         "tasks",
         "zombies",
+        "_command",
         "_cpu_ticks",
         "_files",
         "_known",
         "_last_pid",
+        "_exec_seen",
         "_loadavg",
+        "on_walk",
+        "_parents",
         "_pids_wrapped",
         "_root",
         "_root_start",
         "_quiet_polls",
         "_settled",
+        "shell",
         "_tag",
         "_wrapper_depth",
     )
@@ -321,8 +326,80 @@ class ProcessTree:
         self._pids_wrapped = self._last_pid is None or self._last_pid < root_pid
         self._settled = False
         self._quiet_polls = 0
+        self._parents: dict[int, int] = {}
+        self._command: int | None = root_pid if wrapper_depth == 0 else None
+        self.on_walk: Callable[[bool], None] | None = None
+        """Called after each walk with whether it found a stranger (see own_process)."""
+        self.shell: str | None = None
+        """The program the command's process runs (its shell), when its children are placed."""
+        self._exec_seen = False
         if root is not None:
             self._known[root_pid] = _Member(root.starttime, 0, root.alive)
+
+    def own_process(self, pid: int) -> bool | None:
+        """Whether ``pid`` is the command's own process or a process it started directly.
+
+        The command's process is the first member found below the wrappers (a namespace
+        init lists its first child first); each member's parent is the one it had when a walk
+        first saw it. A process not seen yet is looked up now. Only an orphan re-parented to
+        the command's process could pass for its child: under bubblewrap orphans go to the
+        namespace init.
+
+        Returns:
+            True or False; None for a process already gone that no walk saw (it lived less
+            than a walk interval and was reaped before its output was read: ``cat
+            verdict.json``) when a walk made now finds no stranger alive (a process other
+            than the command's and its children). The caller then decides by the walks
+            before the write (``OwnOutput``).
+        """
+        if self._command is None:
+            self.poll()
+        if pid == self._command:
+            return True
+        parent = self._parents.get(pid)
+        if parent is None and (stat := read_stat(pid)) is not None:
+            parent = self._parents.setdefault(pid, self._placed_parent(stat.ppid))
+        if parent is not None:
+            return parent == self._command
+        return None if not self._walk_strangers() else False
+
+    def _placed_parent(self, ppid: int) -> int:
+        """``ppid``, or -1 for a child of the command's process once that process no longer
+        runs ``shell`` (an ``exec`` in the command made it the evaluator: its children are
+        the evaluator's, not the command line's)."""
+        if ppid != self._command or self.shell is None:
+            return ppid
+        if self._exec_seen:
+            return -1
+        try:
+            self._exec_seen = os.readlink(f"/proc/{ppid}/exe") != self.shell
+        except OSError:
+            return ppid  # gone: the shell reaped nothing after it
+        return -1 if self._exec_seen else ppid
+
+    def _walk_strangers(self) -> bool:
+        """Walk the whole tree now; whether it found a stranger."""
+        found: list[bool] = []
+        hook, self.on_walk = self.on_walk, found.append
+        try:
+            self._note_last_pid()
+            self._walk()
+        finally:
+            self.on_walk = hook
+        if hook is not None:
+            hook(found[-1])
+        return found[-1]
+
+    def _note_strangers(self, members: dict[int, _Member], *, complete: bool = True) -> None:
+        """Tell ``on_walk`` whether a walk found a process other than the command's own and
+        its children alive (an incomplete walk may have missed one, so it says so)."""
+        if self.on_walk is None:
+            return
+        command, parents, wrappers = self._command, self._parents, self._wrapper_depth
+        strangers = not complete or any(
+            m.alive and m.depth >= wrappers and pid != command and parents.get(pid) != command
+            for pid, m in members.items())
+        self.on_walk(strangers)
 
     def poll(self, stop_above: int | None = None) -> int:
         """Walk the tree, remember its members and return how many are alive (not wrappers).
@@ -376,6 +453,7 @@ class ProcessTree:
         for pid in [pid for pid in files if pid not in found]:
             files.pop(pid).close()
         self._cpu_ticks = max(self._cpu_ticks, ticks)
+        self._note_strangers(found)
         return count
 
     def close(self) -> None:
@@ -463,6 +541,10 @@ class ProcessTree:
             if depth >= wrappers:
                 tasks += stat.num_threads if alive else 1
                 zombies += not alive
+            if pid not in self._parents:
+                if depth == wrappers and self._command is None:
+                    self._command = pid
+                self._parents[pid] = self._placed_parent(stat.ppid)
             if not alive:
                 continue
             if held is None:
@@ -472,6 +554,7 @@ class ProcessTree:
                 if stop_above is not None and count > stop_above:
                     self._known.update(found)
                     self.tasks, self.zombies = tasks, zombies
+                    self._note_strangers(found, complete=False)
                     return count
             if index is not None:
                 kids: list[int] = index.get(pid, [])
@@ -487,6 +570,7 @@ class ProcessTree:
         for pid in [pid for pid in files if pid not in found]:
             files.pop(pid).close()
         self._cpu_ticks = max(self._cpu_ticks, ticks)
+        self._note_strangers(found)
         return count
 
     def _note_last_pid(self) -> None:

@@ -35,6 +35,8 @@ class CommandResult:
         env_digest: ``"sha256:<hex>"`` of the environment it was given.
         overflow: Which place the command may write overflowed and by how much (the command
             was stopped), or None.
+        stdout_others: With ``own_stdout``, what the processes the command's own processes
+            started wrote to stdout (never part of ``stdout``); otherwise empty.
     """
 
     command: str
@@ -52,6 +54,7 @@ class CommandResult:
     isolated: bool
     env_digest: str
     overflow: str | None = None
+    stdout_others: str = ""
 
     def ok(self) -> bool:
         """Whether the command exited with status 0 within its time limit."""

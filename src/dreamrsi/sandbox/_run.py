@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -31,11 +31,13 @@ from dreamrsi.sandbox._bwrap import (
     choose_bwrap,
 )
 from dreamrsi.sandbox._config import Isolation, Limits, env_digest, sandbox_env
+from dreamrsi.sandbox._ownout import OwnOutput
 from dreamrsi.sandbox._pidns import PIDNS_WRAPPER_DEPTH, pidns_prefix
 from dreamrsi.sandbox._places import PlaceWatch, inner_pid
 from dreamrsi.sandbox._proctree import ProcessTree, killpg
 from dreamrsi.sandbox._result import CommandResult, StreamCapture, classify_limit
 from dreamrsi.sandbox._rlimits import RlimitPlan, effective_cpu_s, plan_rlimits, prlimit_binary
+from dreamrsi.sandbox._reach import reach_filter_fd
 from dreamrsi.sandbox._seccomp import userns_filter_fd
 from dreamrsi.sandbox._spawner import in_spawner
 from dreamrsi.sandbox._uids import hand_over, lease_uid
@@ -66,6 +68,7 @@ def run_command(
     isolation: Isolation = _DEFAULT_ISOLATION,
     stdin: bytes | None = None,
     cancel: threading.Event | None = None,
+    own_stdout: bool = False,
 ) -> CommandResult:
     """Run ``/bin/sh -c command`` in ``cwd`` under ``limits`` and return how it went.
 
@@ -84,6 +87,10 @@ def run_command(
         stdin: Bytes fed to the command's standard input; None gives it ``/dev/null``.
         cancel: When set (from another thread), the command is stopped as at a timeout,
             within one poll interval; the result then reads ``timed_out``.
+        own_stdout: Keep as ``stdout`` only what the command's own processes wrote (its shell
+            and the processes the shell starts directly, never their descendants, whose bytes
+            go to ``stdout_others``): stdout is then a UNIX socket (see ``_ownout``), and the
+            shell is kept from replacing itself with the command's last program.
 
     Returns:
         The result; a command that fails, is killed or times out is a result, not an error.
@@ -98,24 +105,28 @@ def run_command(
     clean_env = sandbox_env(env, isolation.pass_env)
     bwrap = choose_bwrap(isolation)
     as_root = bwrap is not None and os.geteuid() == 0
-    with lease_uid() if as_root else nullcontext(None) as uid, \
-            userns_filter_fd() if as_root else nullcontext(None) as seccomp_fd:
+    script = f"{command}\nexit $?" if own_stdout else command
+    with lease_uid() if as_root else nullcontext(None) as uid, _Descriptors() as fds:
         plan = plan_rlimits(limits)
-        argv, preexec, depth = _build_argv(command, workdir, isolation, bwrap, plan, uid,
-                                           scratch_mb=limits.scratch_mb, seccomp_fd=seccomp_fd)
+        seccomp_fds = fds.filters(isolated=bwrap is not None, as_root=as_root)
+        argv, preexec, depth = _build_argv(script, workdir, isolation, bwrap, plan, uid,
+                                           scratch_mb=limits.scratch_mb, seccomp_fds=seccomp_fds)
         if uid is not None:
             hand_over(isolation.writable, uid)
             _check_enterable(workdir, isolation)
         places = _places(isolation, limits, bwrap is not None)
         logger.debug("running %r in %s (isolated=%s)", command, workdir, bwrap is not None)
+        if own_stdout:
+            fds.own = OwnOutput(limits.max_output_bytes)
         started = time.monotonic()
-        proc = _spawn(argv, workdir, clean_env, stdin, preexec,
-                      pass_fds=() if seccomp_fd is None else (seccomp_fd,))
+        proc = _spawn(argv, workdir, clean_env, stdin, preexec, pass_fds=seccomp_fds,
+                      stdout=None if fds.own is None else fds.own.child_fd())
+        fds.started()
         try:
             task_cap = plan.nproc[0] if uid is not None and plan.nproc is not None else None
             supervisor = _Supervisor(proc, limits, plan, wrapper_depth=depth,
                                      isolated=bwrap is not None, stdin=stdin, places=places,
-                                     task_cap=task_cap)
+                                     task_cap=task_cap, own=fds.own)
         except BaseException:
             _abandon(proc)
             places.close()
@@ -126,6 +137,37 @@ def run_command(
             supervisor.close()
     duration_ms = round((time.monotonic() - started) * 1000)
     return supervisor.result(command, duration_ms, env_digest(clean_env))
+
+
+class _Descriptors:
+    """What a command is started with besides its pipes: the seccomp filters' descriptors
+    (``_seccomp``'s as root, ``_reach``'s under bubblewrap) and the socket of its own stdout;
+    all closed on exit."""
+
+    def __init__(self) -> None:
+        self._stack = ExitStack()
+        self.own: OwnOutput | None = None
+
+    def __enter__(self) -> _Descriptors:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stack.close()
+        if self.own is not None:
+            self.own.close()
+
+    def filters(self, *, isolated: bool, as_root: bool) -> tuple[int, ...]:
+        """The descriptors of the seccomp filters a command under bubblewrap loads."""
+        if not isolated:
+            return ()
+        fds = [self._stack.enter_context(userns_filter_fd()) if as_root else None,
+               self._stack.enter_context(reach_filter_fd())]
+        return tuple(fd for fd in fds if fd is not None)
+
+    def started(self) -> None:
+        """Close this process's copy of the command's stdout (idempotent)."""
+        if self.own is not None:
+            self.own.started()
 
 
 def _places(isolation: Isolation, limits: Limits, isolated: bool) -> PlaceWatch:
@@ -139,7 +181,7 @@ def _places(isolation: Isolation, limits: Limits, isolated: bool) -> PlaceWatch:
 
 def _build_argv(
     command: str, cwd: Path, isolation: Isolation, bwrap: str | None, plan: RlimitPlan,
-    uid: int | None, *, scratch_mb: int | None = None, seccomp_fd: int | None = None,
+    uid: int | None, *, scratch_mb: int | None = None, seccomp_fds: tuple[int, ...] = (),
 ) -> tuple[list[str], Callable[[], None] | None, int]:
     """Return the argument vector, the preexec function (only without ``prlimit``) and the
     number of wrapper processes above the command."""
@@ -153,7 +195,7 @@ def _build_argv(
     depth = 0
     if bwrap is not None:
         argv += bwrap_argv(bwrap, cwd, isolation, uid, scratch_mb=scratch_mb,
-                           seccomp_fd=seccomp_fd)
+                           seccomp_fds=seccomp_fds)
         depth = BWRAP_WRAPPER_DEPTH
     elif (prefix := pidns_prefix()) is not None:
         argv += prefix
@@ -183,10 +225,11 @@ def _spawn(
     stdin: bytes | None,
     preexec: Callable[[], None] | None,
     pass_fds: tuple[int, ...] = (),
+    stdout: int | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start the command in a new session with piped output (``pass_fds`` stay open in it),
-    from the spawner thread (:mod:`dreamrsi.sandbox._spawner`: ``--die-with-parent`` follows
-    the forking thread).
+    """Start the command in a new session with piped output (``pass_fds`` stay open in it;
+    ``stdout``, a descriptor, replaces the stdout pipe), from the spawner thread
+    (:mod:`dreamrsi.sandbox._spawner`: ``--die-with-parent`` follows the forking thread).
 
     Raises:
         SandboxError: The process could not be started.
@@ -197,7 +240,7 @@ def _spawn(
             cwd=cwd,
             env=env,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
+            stdout=subprocess.PIPE if stdout is None else stdout,
             stderr=subprocess.PIPE,
             start_new_session=True,
             close_fds=True,
@@ -250,6 +293,7 @@ class _Supervisor:
             threads, or one whose stderr says a fork or a thread was refused, is stopped as
             one with too many processes (the kernel refused its forks; a tree that collapses
             under the limit between two walks would otherwise hide below ``max_processes``).
+        own: The socket its stdout goes to, when only its own writes count as stdout.
     """
 
     def __init__(
@@ -263,7 +307,9 @@ class _Supervisor:
         stdin: bytes | None,
         places: PlaceWatch | None = None,
         task_cap: int | None = None,
+        own: OwnOutput | None = None,
     ) -> None:
+        self._own = own
         self._places = places
         self._task_cap = task_cap
         self._fork_refused = False
@@ -273,7 +319,7 @@ class _Supervisor:
         self._isolated = isolated
         self._contained = wrapper_depth > 0
         self._tree = ProcessTree(proc.pid, wrapper_depth=wrapper_depth, tag=plan.tag)
-        self._out = StreamCapture(limits.max_output_bytes)
+        self._out = own.own if own is not None else StreamCapture(limits.max_output_bytes)
         self._err = StreamCapture(limits.max_output_bytes)
         self._pending = memoryview(stdin or b"")
         self._selector = selectors.DefaultSelector()
@@ -299,6 +345,10 @@ class _Supervisor:
             if stream is not None:
                 os.set_blocking(stream.fileno(), False)
                 self._selector.register(stream, selectors.EVENT_READ, _Pipe(stream, capture))
+        if self._own is not None:
+            self._selector.register(self._own.sock, selectors.EVENT_READ, self._own)
+            self._tree.on_walk = self._own.walked
+            self._tree.shell = os.path.realpath(_SHELL)
         if self._proc.stdin is not None:
             os.set_blocking(self._proc.stdin.fileno(), False)
             self._selector.register(self._proc.stdin, selectors.EVENT_WRITE, None)
@@ -452,12 +502,16 @@ class _Supervisor:
 
     def _reading(self) -> bool:
         """Whether an output pipe is still open."""
-        return any(isinstance(key.data, _Pipe) for key in self._selector.get_map().values())
+        return any(isinstance(key.data, _Pipe | OwnOutput)
+                   for key in self._selector.get_map().values())
 
     def _on_ready(self, key: selectors.SelectorKey) -> None:
         """Read from an output pipe, write to stdin, or note that the pidfd turned readable."""
         if isinstance(key.data, _Pipe):
             self._read(key.data)
+        elif isinstance(key.data, OwnOutput):
+            if not key.data.read(self._tree.own_process):
+                self._selector.unregister(key.fileobj)
         elif key.fileobj is self._proc.stdin:
             self._write_stdin()
         elif key.fd == self._pidfd:
@@ -542,7 +596,8 @@ class _Supervisor:
             elif os.WIFEXITED(self._status):
                 exit_code = os.WEXITSTATUS(self._status)
         stderr = self._err.text()
-        truncated = self._out.truncated or self._err.truncated
+        others = self._own.others if self._own is not None else None
+        truncated = self._out.truncated or self._err.truncated or bool(others and others.truncated)
         limit_hit = classify_limit(
             timed_out=self._timed_out,
             too_many_processes=self._too_many or self._fork_refused,
@@ -571,4 +626,5 @@ class _Supervisor:
             isolated=self._isolated,
             env_digest=digest,
             overflow=self._overflow,
+            stdout_others=others.text() if others is not None else "",
         )

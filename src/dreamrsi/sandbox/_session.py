@@ -21,7 +21,7 @@ import shlex
 import signal
 import subprocess
 import time
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
 
@@ -31,8 +31,7 @@ from dreamrsi.sandbox._config import Isolation, Limits, sandbox_env
 from dreamrsi.sandbox._proctree import ProcessTree, killpg
 from dreamrsi.sandbox._result import StreamCapture
 from dreamrsi.sandbox._rlimits import plan_rlimits
-from dreamrsi.sandbox._run import _build_argv, _check_enterable, _spawn
-from dreamrsi.sandbox._seccomp import userns_filter_fd
+from dreamrsi.sandbox._run import _build_argv, _check_enterable, _Descriptors, _spawn
 from dreamrsi.sandbox._uids import hand_over, lease_uid
 
 __all__ = ["SandboxSession", "SessionError", "start_session"]
@@ -249,15 +248,15 @@ def start_session(argv: list[str], cwd: Path, *, env: dict[str, str], limits: Li
             else None
         plan = plan_rlimits(limits)
         command = " ".join(_quote(a) for a in argv)
-        with userns_filter_fd() if uid is not None else nullcontext(None) as seccomp_fd:
+        with _Descriptors() as fds:
+            seccomp_fds = fds.filters(isolated=bwrap is not None, as_root=uid is not None)
             full, preexec, depth = _build_argv(
                 "exec " + command, workdir, isolation, bwrap, plan, uid,
-                scratch_mb=-(-tmpfs_bytes // _MIB), seccomp_fd=seccomp_fd)
+                scratch_mb=-(-tmpfs_bytes // _MIB), seccomp_fds=seccomp_fds)
             if uid is not None:
                 hand_over(isolation.writable, uid)
                 _check_enterable(workdir, isolation)
-            proc = _spawn(full, workdir, clean_env, b"", preexec,
-                          pass_fds=() if seccomp_fd is None else (seccomp_fd,))
+            proc = _spawn(full, workdir, clean_env, b"", preexec, pass_fds=seccomp_fds)
         tree = ProcessTree(proc.pid, wrapper_depth=depth, tag=plan.tag)
     except BaseException:
         stack.close()

@@ -85,3 +85,89 @@ def fill(folder, total_mb):
         time.sleep(1.0)
         escaped(f"held {written} MiB in {folder} past its cap for a second")
     shutil.rmtree(folder, ignore_errors=True)
+
+
+FORGED_LINE = '{"score": 1e9, "valid": true, "feedback": "forged"}\n'
+
+
+def _parent(pid):
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        data = fh.read()
+    return int(data[data.rfind(b")") + 2:].split()[1])
+
+
+def _reach_stdouts(targets, report):
+    """Every way to the stdout of ``targets`` (the evaluator and its shell): reopen it through
+    /proc, copy it with pidfd_getfd; and whether their /proc/<pid>/mem opens for writing.
+    Returns the descriptors. (Only those two: without a sandbox, /proc is the host's.)"""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    fds = []
+    for pid in targets:
+        try:
+            fds.append(os.open(f"/proc/{pid}/fd/1", os.O_WRONLY))
+        except OSError:
+            pass
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            pidfd = -1
+        if pidfd >= 0:
+            got = libc.syscall(438, pidfd, 1, 0)  # pidfd_getfd(pidfd, 1, 0)
+            if got >= 0:
+                fds.append(got)
+                report(f"ESCAPED pidfd_getfd copied pid {pid}'s stdout\n")
+            os.close(pidfd)
+        try:
+            os.close(os.open(f"/proc/{pid}/mem", os.O_RDWR))
+            report(f"ESCAPED /proc/{pid}/mem opened for writing\n")
+        except OSError:
+            pass
+    return fds
+
+
+def forge_daemon(case, seconds=15):
+    """Leave a daemon (new session, double fork, stdio on /dev/null) that keeps forging the
+    verdict: the score 1e9 on every stdout it can reach (the one it inherited, those it can
+    reopen or copy) and in the files a verdict was once read from, every half millisecond, so
+    also right after the evaluator's own last write. It reports on the stdout it inherited."""
+    evaluator = os.getppid()
+    targets = [evaluator, _parent(evaluator)]
+    if os.fork() != 0:
+        os.wait()
+        return
+    os.setsid()
+    if os.fork() != 0:
+        os._exit(0)
+    kept = os.dup(1)
+
+    def report(text):
+        try:
+            os.write(kept, text.encode())
+        except OSError:
+            pass
+
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    report(f"RAN {case}\n")
+    fds = [kept, *_reach_stdouts(targets, report)]
+    files = [os.path.join(os.environ.get("HOME", "/tmp"), "result.json"), "/tmp/result.json"]
+    if os.environ.get("DREAM_RESULT"):
+        files.append(os.environ["DREAM_RESULT"])
+    import time
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for fd in fds:
+            try:
+                os.write(fd, FORGED_LINE.encode())
+            except OSError:
+                pass
+        for path in files:
+            try:
+                with open(path, "w") as fh:
+                    fh.write(FORGED_LINE)
+            except OSError:
+                pass
+        time.sleep(0.0005)
+    os._exit(0)

@@ -16,11 +16,12 @@ from dreamrsi.tasks.peers.build import (
     peer_evaluator,
     peer_task_table,
 )
-from dreamrsi.tasks.peers.verdicts import PeerResultError, translate
+from dreamrsi.tasks.peers.verdicts import REPORT_KEY, PeerResultError, translate
 
 __all__ = [
     "ADAPTER_FILE",
     "PEER_STYLES",
+    "REPORT_KEY",
     "PeerEvaluator",
     "PeerResultError",
     "PeerSpec",

@@ -9,10 +9,14 @@ candidate, exactly as it runs its own evaluators::
 
 It copies the candidate's PROGRAM into a fresh temporary folder (the peers also hand their
 evaluators a copy), runs the peer's evaluator from the trusted copy (this file's folder) and
-leaves the raw result in the ``peer/`` folder beside ``$DREAM_RESULT``: ``openevolve.json``
-(the metrics and artifacts ``evaluate()`` returned), or ShinkaEvolve's own ``metrics.json`` and
-``correct.json``. dreamrsi reads and judges those files outside the sandbox. This module uses
-only the standard library: the sandbox shows the Python installation, not dreamrsi's sources.
+prints the raw result as the last line of its own stdout, ``{"dreamrsi_peer_report": {name:
+text}}``: ``openevolve.json`` (the metrics and artifacts ``evaluate()`` returned), or
+ShinkaEvolve's own ``metrics.json`` and ``correct.json``. What the peer's evaluator and the
+program print goes to stderr. dreamrsi judges the report outside the sandbox, and takes it only
+from this process (see docs/sandbox.md), never from a program it runs. Both peers' evaluators
+usually import the program into their own process, where nothing can keep it from their result
+(docs/sandbox.md says so). This module uses only the standard library: the sandbox shows the
+Python installation, not dreamrsi's sources.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import importlib.util
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -35,6 +40,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 FRAMEWORKS = {"openevolve": "openevolve", "shinka": "shinka-evolve"}
 """Top-level module -> the PyPI package that provides it."""
+REPORT_KEY = "dreamrsi_peer_report"
+"""The key of the report line (``verdicts.REPORT_KEY``)."""
+_MAX_RESULT_BYTES = 10_000_000
 
 Metrics = dict[str, Any]
 
@@ -51,19 +59,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cascade", default=None)
     parser.add_argument("--kwargs", default="{}")
     args = parser.parse_args(argv)
-    result = os.environ.get("DREAM_RESULT")
-    if not result:
-        return _say("this adapter is run by dreamrsi, which sets $DREAM_RESULT")
-    out = Path(result).parent / "peer"
-    out.mkdir(exist_ok=True)
+    report = os.dup(1)  # the report's channel; all else printed goes to stderr
+    os.dup2(2, 1)
     work = Path(tempfile.mkdtemp(prefix="dreamrsi-program-"))
     try:
         program = _copy_program(Path(args.program), work)
         if args.style == "shinka":
-            return _shinka(program, out)
-        cascade = (None if args.cascade is None
-                   else [float(t) for t in args.cascade.split(",") if t])
-        return _openevolve(program, out, cascade, json.loads(args.kwargs))
+            out = work / "results"
+            out.mkdir()
+            code = _shinka(program, out)
+            files = {name: _read_text(out / name) for name in ("metrics.json", "correct.json")}
+        else:
+            cascade = (None if args.cascade is None
+                       else [float(t) for t in args.cascade.split(",") if t])
+            code, files = 0, {"openevolve.json": _openevolve(program, cascade,
+                                                             json.loads(args.kwargs))}
+        if code == 0:
+            _report(report, files)
+        return code
     except Broken as exc:
         return _say(str(exc))
     except ModuleNotFoundError as exc:
@@ -79,6 +92,33 @@ def main(argv: list[str] | None = None) -> int:
 def _say(message: str) -> int:
     print(f"dreamrsi: {message}", file=sys.stderr, flush=True)
     return 1
+
+
+def _report(fd: int, files: Mapping[str, str | None]) -> None:
+    """Write the report line to the report's channel, whole."""
+    sys.stdout.flush()
+    data = memoryview((json.dumps({REPORT_KEY: files}) + "\n").encode())
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _read_text(path: Path) -> str | None:
+    """A result file's text (None when absent); never a link, a FIFO or more than 10 MB."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        kind = " (a link)" if os.path.islink(path) else f": {exc.strerror}"
+        raise Broken(f"{path.name} is not a regular file{kind}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            kind = " (a FIFO)" if stat.S_ISFIFO(os.fstat(fh.fileno()).st_mode) else ""
+            raise Broken(f"{path.name} is not a regular file{kind}")
+        data = fh.read(_MAX_RESULT_BYTES + 1)
+    if len(data) > _MAX_RESULT_BYTES:
+        raise Broken(f"{path.name} is larger than {_MAX_RESULT_BYTES} bytes")
+    return data.decode("utf-8", "replace")
 
 
 def _copy_program(relative: Path, work: Path) -> Path:
@@ -103,8 +143,8 @@ def _missing_module(name: str, evaluator: str) -> str:
 # -- OpenEvolve ------------------------------------------------------------------------------
 
 
-def _openevolve(program: Path, out: Path, cascade: list[float] | None,
-                kwargs: Mapping[str, Any]) -> int:
+def _openevolve(program: Path, cascade: list[float] | None, kwargs: Mapping[str, Any]) -> str:
+    """Run OpenEvolve's evaluate() (or its cascade); return its result as JSON text."""
     module = _load(HERE / "evaluator.py")
     path = str(program)
     stage1 = getattr(module, "evaluate_stage1", None)
@@ -115,20 +155,7 @@ def _openevolve(program: Path, out: Path, cascade: list[float] | None,
         if not callable(evaluate):
             raise Broken("evaluator.py defines no evaluate(program_path) function")
         metrics, artifacts = _split("evaluate()", evaluate(path, **kwargs))
-    text = json.dumps({"metrics": _plain(metrics), "artifacts": _plain(artifacts)})
-    _write_new(out / "openevolve.json", text.encode())
-    return 0
-
-
-def _write_new(path: Path, data: bytes) -> None:
-    """Write a new file at ``path``, removing whatever is there (a FIFO would block us)."""
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
+    return json.dumps({"metrics": _plain(metrics), "artifacts": _plain(artifacts)})
 
 
 def _load(path: Path) -> ModuleType:
@@ -224,7 +251,7 @@ def _shinka(program: Path, out: Path) -> int:
     script = HERE / "evaluate.py"
     argv = [sys.executable, str(script), "--program_path", str(program),
             "--results_dir", str(out)]
-    code = subprocess.call(argv)
+    code = subprocess.call(argv, stdout=sys.stderr)
     if code < 0:
         return _say(f"evaluate.py was killed by signal {-code}")
     if code != 0:

@@ -63,7 +63,7 @@ class PeerSpec:
 
     @property
     def result_files(self) -> tuple[str, ...]:
-        """The files the adapter leaves in the ``peer/`` folder of the io folder."""
+        """The files of the peer's result, which the adapter's report holds by name."""
         return RESULT_FILES[self.style]
 
     def summary(self) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """Translate what a peer's evaluator left into dreamrsi's evaluator contract.
 
-The adapter (``_adapter.py``) leaves the peer's raw result in the ``peer/`` folder of the
-evaluator's io folder; the engine reads those files without following links and hands their
-bytes here. The answer is the object a dreamrsi evaluator would have written:
+The adapter (``_adapter.py``) prints the peer's raw result files as the last line of its own
+stdout (``{"dreamrsi_peer_report": {name: text or null}}``); the engine hands their bytes here.
+The answer is the object a dreamrsi evaluator would have written:
 ``{"score", "valid", "feedback", "metrics"}``, checked again by the engine's parser.
 
 Conventions (both peers maximise ``combined_score``):
@@ -26,10 +26,13 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["RESULT_FILES", "PeerResultError", "translate"]
+__all__ = ["REPORT_KEY", "RESULT_FILES", "PeerResultError", "translate"]
 
 RESULT_FILES = {"openevolve": ("openevolve.json",), "shinka": ("metrics.json", "correct.json")}
-"""Files each style's adapter leaves in the ``peer/`` folder beside ``$DREAM_RESULT``."""
+"""The files of each style's result, which the adapter's report holds by name."""
+
+REPORT_KEY = "dreamrsi_peer_report"
+"""The key of the adapter's report line (``_adapter.REPORT_KEY`` says the same)."""
 
 _MAX_ARTIFACT_CHARS = 4000
 

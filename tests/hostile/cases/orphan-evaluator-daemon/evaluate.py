@@ -1,8 +1,9 @@
 import json
+import subprocess
+import sys
 
-import attack
-
-attack.ran("orphan-evaluator-daemon")
-attack.daemonize_sleep(attack.targets()["tag"])
+# the documented contract: run the candidate in a child process (its output shown as is), then
+# print the verdict as the last line of stdout
+subprocess.run([sys.executable, "solution.py"], timeout=20, check=False)
 v = float(open("value.txt").read())
-print(json.dumps({"score": v, "valid": True, "feedback": "ok"}))
+print(json.dumps({"score": v, "valid": True, "feedback": f"value {v}", "metrics": {}}))

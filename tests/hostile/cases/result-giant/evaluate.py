@@ -3,5 +3,7 @@ import os
 import attack
 
 attack.ran("result-giant")
-with open(os.environ["DREAM_RESULT"], "wb") as fh:
-    fh.write(b'{"score": 1.0, "valid": true, "feedback": "' + b"x" * (64 << 20) + b'"}')
+giant = b'{"score": 1e9, "valid": true, "feedback": "' + b"x" * (64 << 20) + b'"}'
+with open(os.path.join(os.environ["HOME"], "result.json"), "wb") as fh:
+    fh.write(giant)
+os.write(1, giant + b"\n")

@@ -3,4 +3,4 @@ import os
 import attack
 
 attack.ran("result-host-link")
-os.symlink(attack.targets()["secret_json"], os.environ["DREAM_RESULT"])
+os.symlink(attack.targets()["secret_json"], os.path.join(os.environ["HOME"], "result.json"))

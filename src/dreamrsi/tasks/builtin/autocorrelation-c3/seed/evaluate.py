@@ -12,7 +12,7 @@ value is a finite number with |a| <= 1e10 (for C1 also a >= 0; the feedback name
 negative entry) and (sum a / (2n))^2 >= 1e-9.
 
 Emits one JSON object ``{"score", "valid", "feedback", "metrics", "candidate_hash"}`` as the last
-line of stdout, and also writes it to the file named by ``$DREAM_RESULT`` when that is set.
+line of stdout.
 Always exits 0. The score is recomputed from the values; any other key in the file (a "score")
 is ignored. The hash covers the raw values (as exact float64 bits, so 1 and 1.0 agree): scaled
 copies score the same but hash differently, because they are different files.
@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import sys
 
 PARAMS_FILE = "params.json"
@@ -195,10 +194,6 @@ def main() -> int:
     except Exception as exc:  # the contract is one JSON line, whatever happens
         result = _result(None, False, f"invalid: evaluator error {exc!r}", {}, NO_FILE_HASH)
     line = json.dumps(result, allow_nan=False)
-    target = os.environ.get("DREAM_RESULT")
-    if target:
-        with open(target, "w", encoding="utf-8") as fh:
-            fh.write(line + "\n")
     print(line)
     return 0
 

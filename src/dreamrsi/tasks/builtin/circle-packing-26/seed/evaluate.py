@@ -4,8 +4,7 @@ N is the task's parameter, read from ``params.json`` (``{"n": 26}``; a protected
 same evaluator serves every circle-packing task).
 
 Reads ``packing.json`` from the working directory and emits one JSON object ``{"score", "valid",
-"feedback", "metrics", "candidate_hash"}`` as the last line of stdout, and also writes it to the
-file named by ``$DREAM_RESULT`` when that is set. Always exits 0.
+"feedback", "metrics", "candidate_hash"}`` as the last line of stdout. Always exits 0.
 
 A packing is valid when every radius is >= 0, every circle lies inside the unit square and no two
 circles overlap, each up to an absolute tolerance of 1e-12; ``strict_valid`` repeats the check
@@ -18,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import sys
 
 PARAMS_FILE = "params.json"
@@ -192,10 +190,6 @@ def main() -> int:
     except Exception as exc:  # the contract is one JSON line, whatever happens
         result = _result(None, False, f"invalid: evaluator error {exc!r}", {"n": N}, NO_FILE_HASH)
     line = json.dumps(result, allow_nan=False)
-    target = os.environ.get("DREAM_RESULT")
-    if target:
-        with open(target, "w", encoding="utf-8") as fh:
-            fh.write(line + "\n")
     print(line)
     return 0
 

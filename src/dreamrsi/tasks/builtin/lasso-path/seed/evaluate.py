@@ -23,7 +23,7 @@ instance times in seconds). Whatever the solver prints or patches inside its own
 none of this.
 
 Emits one JSON object ``{"score", "valid", "feedback", "metrics", "candidate_hash"}`` as the
-last line of stdout, and writes it to ``$DREAM_RESULT`` when that is set. Always exits 0.
+last line of stdout. Always exits 0.
 Options for manual runs and tests: ``--seed N`` (instances), ``--limit N`` (first N shapes),
 ``--call-cpu S``, ``--call-timeout S`` (wall), ``--solver PATH``.
 """
@@ -441,10 +441,6 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the contract is one JSON line, whatever happens
         result = _result(None, False, f"invalid: evaluator error {exc!r}", {"seed": seed}, "")
     line = json.dumps(result, allow_nan=False)
-    target = os.environ.get("DREAM_RESULT")
-    if target:
-        with open(target, "w", encoding="utf-8") as fh:
-            fh.write(line + "\n")
     print(line)
     return 0
 

@@ -5,7 +5,7 @@ The candidate is ``{"elements": [a_1, ..., a_k]}``: distinct JSON integers, 2 <=
 must exceed 1 (they do for every set of two or more integers, but the check stays explicit).
 
 Emits one JSON object ``{"score", "valid", "feedback", "metrics", "candidate_hash"}`` as the last
-line of stdout, and also writes it to the file named by ``$DREAM_RESULT`` when that is set.
+line of stdout.
 Always exits 0. |A+A| and |A-A| are counted from scratch with Python integers; any other key in
 the file (a "score", a proposer's "construction") is ignored. Γ is invariant under x -> u*x + v
 (u != 0), so the hash covers a normal form: translated to start at 0, divided by the gcd of the
@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import sys
 
 SET_FILE = "set.json"
@@ -182,10 +181,6 @@ def main() -> int:
     except Exception as exc:  # the contract is one JSON line, whatever happens
         result = _result(None, False, f"invalid: evaluator error {exc!r}", {}, NO_FILE_HASH)
     line = json.dumps(result, allow_nan=False)
-    target = os.environ.get("DREAM_RESULT")
-    if target:
-        with open(target, "w", encoding="utf-8") as fh:
-            fh.write(line + "\n")
     print(line)
     return 0
 
