@@ -35,9 +35,9 @@ from dreamrsi.sandbox._ownout import OwnOutput
 from dreamrsi.sandbox._pidns import PIDNS_WRAPPER_DEPTH, pidns_prefix
 from dreamrsi.sandbox._places import PlaceWatch, inner_pid
 from dreamrsi.sandbox._proctree import ProcessTree, killpg
+from dreamrsi.sandbox._reach import reach_filter_fd
 from dreamrsi.sandbox._result import CommandResult, StreamCapture, classify_limit
 from dreamrsi.sandbox._rlimits import RlimitPlan, effective_cpu_s, plan_rlimits, prlimit_binary
-from dreamrsi.sandbox._reach import reach_filter_fd
 from dreamrsi.sandbox._seccomp import userns_filter_fd
 from dreamrsi.sandbox._spawner import in_spawner
 from dreamrsi.sandbox._uids import hand_over, lease_uid
