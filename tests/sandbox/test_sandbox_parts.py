@@ -186,12 +186,14 @@ def test_bwrap_argv(tmp_path: Path) -> None:
     assert f"--chdir {work}" in joined
     networked = bwrap_argv("/usr/bin/bwrap", work, Isolation(network=True, writable=(work,)))
     assert "--unshare-net" not in networked
-    sized = " ".join(bwrap_argv("/usr/bin/bwrap", work, isolation, scratch_mb=8, seccomp_fd=5))
+    sized = " ".join(bwrap_argv("/usr/bin/bwrap", work, isolation, scratch_mb=8,
+                                seccomp_fds=(5, 6)))
     for place in ("/tmp", "/dev/shm", "/var/tmp"):
         assert f"--size {8 << 20} --tmpfs {place}" in sized
     assert "--remount-ro /dev --remount-ro /" in sized
     assert sized.index("--remount-ro /dev") > sized.index(f"--bind {work} {work}")
-    assert "--add-seccomp-fd 5" in sized
+    assert "--add-seccomp-fd 5" in sized and "--add-seccomp-fd 6" in sized
+    assert "--remount-ro /proc" in sized
     assert f"--ro-bind {tmp_path} {tmp_path}" in " ".join(
         bwrap_argv("/usr/bin/bwrap", tmp_path, isolation)
     )
