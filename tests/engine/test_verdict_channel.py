@@ -8,6 +8,11 @@ files; the recorded scores stay honest. An evaluator that imports the candidate'
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from dreamrsi.core.model import NodeStatus
 from dreamrsi.store.sqlite import SqliteRunStore
 from tests.conftest import TaskFactory
@@ -149,3 +154,26 @@ def test_dream_result_is_neither_set_nor_read(
     """
     _, nodes = run(store, make_task(evaluate=evaluate))
     assert all(n.status is NodeStatus.OK and n.raw_score == 1.0 for n in nodes)
+
+
+def test_dreamrsi_sitecustomize_runs_the_installations_own_not_the_candidates(
+        tmp_path: Path) -> None:
+    """The sitecustomize in the trusted copy hides the installation's: that one still runs,
+    a candidate's never does, and the candidate's folder is last on sys.path."""
+    from dreamrsi.engine.peers import _SITECUSTOMIZE, SITE_FOLDER
+
+    site, host, candidate = tmp_path / SITE_FOLDER, tmp_path / "host", tmp_path / "candidate"
+    for folder in (site, host, candidate):
+        folder.mkdir()
+    (site / "sitecustomize.py").write_bytes(_SITECUSTOMIZE)
+    (candidate / "sitecustomize.py").write_text("print('CANDIDATE SITE')\n")
+    probe = "import sys; print(sys.path[-1])"
+    env = {"PATH": os.environ["PATH"], "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1",
+           "PYTHONPATH": f"{site}:{host}", "DREAM_CANDIDATE": str(candidate)}
+    without = subprocess.run([sys.executable, "-c", probe], env=env, cwd=candidate,
+                             capture_output=True, text=True, check=True)
+    assert without.stdout.splitlines() == [str(candidate)]
+    (host / "sitecustomize.py").write_text("print('HOST SITE')\n")
+    found = subprocess.run([sys.executable, "-c", probe], env=env, cwd=candidate,
+                           capture_output=True, text=True, check=True)
+    assert found.stdout.splitlines() == ["HOST SITE", str(candidate)]

@@ -50,10 +50,15 @@ def _dreamrsi_site():
     candidate = os.environ.get("DREAM_CANDIDATE")
     if candidate and candidate not in sys.path:
         sys.path.append(candidate)
-    import importlib.machinery
-    import importlib.util
     skip = {here, os.path.abspath(candidate) if candidate else None}
     path = [p for p in sys.path if p and os.path.abspath(p) not in skip]
+    # a few stats where the import system would look; its machinery only when one is there
+    # (importing importlib.util costs every Python start in the sandbox milliseconds)
+    if not any(os.path.exists(os.path.join(p, name)) for p in path
+               for name in ("sitecustomize.py", "sitecustomize")):
+        return
+    import importlib.machinery
+    import importlib.util
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
     if spec is not None and spec.loader is not None:
         module = importlib.util.module_from_spec(spec)
