@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import errno
 import functools
-import os
 import platform
 import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from dreamrsi.sandbox._seccomp import program_fd
 
 __all__ = ["reach_filter", "reach_filter_fd"]
 
@@ -81,14 +82,5 @@ def reach_filter(machine: str | None = None) -> bytes | None:
 def reach_filter_fd() -> Iterator[int | None]:
     """A fresh descriptor holding the filter, read from its start, for one bubblewrap
     (``--add-seccomp-fd``; None where there is no filter for this machine); closed on exit."""
-    program = reach_filter()
-    if program is None:
-        yield None
-        return
-    fd = os.memfd_create("dreamrsi-reach", os.MFD_CLOEXEC)
-    try:
-        os.write(fd, program)
-        os.lseek(fd, 0, os.SEEK_SET)
+    with program_fd(reach_filter(), "dreamrsi-reach") as fd:
         yield fd
-    finally:
-        os.close(fd)

@@ -18,7 +18,7 @@ import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["userns_filter", "userns_filter_fd"]
+__all__ = ["program_fd", "userns_filter", "userns_filter_fd"]
 
 _CLONE_NEWUSER = 0x10000000
 _RET_ALLOW = 0x7FFF0000
@@ -84,11 +84,18 @@ def userns_filter(machine: str | None = None) -> bytes | None:
 def userns_filter_fd() -> Iterator[int | None]:
     """A fresh descriptor holding the filter, read from its start, for one bubblewrap (None
     where there is no filter for this architecture); closed on exit."""
-    program = userns_filter()
+    with program_fd(userns_filter(), "dreamrsi-seccomp") as fd:
+        yield fd
+
+
+@contextmanager
+def program_fd(program: bytes | None, name: str) -> Iterator[int | None]:
+    """A fresh memfd holding ``program``, read from its start, for one bubblewrap's
+    ``--add-seccomp-fd`` (None for no program); closed on exit."""
     if program is None:
         yield None
         return
-    fd = os.memfd_create("dreamrsi-seccomp", os.MFD_CLOEXEC)
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
     try:
         os.write(fd, program)
         os.lseek(fd, 0, os.SEEK_SET)
