@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import signal
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ _DEAD_STATES = frozenset("ZXx")
 _PF_EXITING = 0x4
 _NAMESPACE_PATIENCE_S = 0.5
 _KILL_PAUSE_S = 0.002
+_EXIT_WAIT_S = 0.01  # at most between two looks at a namespace init being killed
 _MS_PER_TICK = 1000 / os.sysconf("SC_CLK_TCK")
 _OPEN_MEMBERS = 16
 """Members per tree whose /proc files stay open between walks (two descriptors each); the
@@ -676,23 +678,67 @@ class ProcessTree:
                     inits[pid] = stat.starttime
         if not inits:  # the command ended before any walk saw the init: find it by its tag
             inits = {pid: m.starttime for pid, m in self._sweep().items()}
-        for pid, starttime in inits.items():
-            send_signal(pid, starttime, signal.SIGKILL)
-        killpg(self._root, signal.SIGKILL)
-        while True:
-            left = [
-                stat
-                for pid, start in inits.items()
-                if (stat := read_stat(pid)) is not None and stat.starttime == start and stat.alive
-            ]
-            if not left:
-                return True
-            if time.monotonic() > doomed_enough and all(stat.exiting for stat in left):
-                return True
-            if time.monotonic() > give_up:
-                logger.warning("pid namespace init %s survived SIGKILL", [s.pid for s in left])
-                return False
+        exits = _ExitWatch(inits)
+        try:
+            for pid, starttime in inits.items():
+                send_signal(pid, starttime, signal.SIGKILL)
+            killpg(self._root, signal.SIGKILL)
+            while True:
+                left = [
+                    stat
+                    for pid, start in inits.items()
+                    if (stat := read_stat(pid)) is not None and stat.starttime == start
+                    and stat.alive
+                ]
+                if not left:
+                    return True
+                now = time.monotonic()
+                if now > doomed_enough and all(stat.exiting for stat in left):
+                    return True
+                if now > give_up:
+                    logger.warning("pid namespace init %s survived SIGKILL",
+                                   [s.pid for s in left])
+                    return False
+                exits.wait([stat.pid for stat in left], _EXIT_WAIT_S)
+        finally:
+            exits.close()
+
+
+class _ExitWatch:
+    """Pidfds of processes being killed, to wait for their exit as an event rather than in
+    sleeps (a pidfd turns readable when its process has exited, which for a namespace init is
+    after everything in its namespace has been reaped). Without pidfds, waiting is a sleep."""
+
+    def __init__(self, processes: dict[int, int]) -> None:
+        self._fds: dict[int, int] = {}
+        for pid, starttime in processes.items():
+            try:
+                fd = os.pidfd_open(pid)
+            except OSError:  # gone already, or no pidfds on this kernel
+                continue
+            stat = read_stat(pid)
+            if stat is None or stat.starttime != starttime:  # not the process we meant
+                os.close(fd)
+                continue
+            self._fds[pid] = fd
+
+    def wait(self, pids: list[int], timeout_s: float) -> None:
+        """Return when one of ``pids`` has exited, or after ``timeout_s`` (a short sleep
+        when none of them has a pidfd)."""
+        fds = [self._fds[pid] for pid in pids if pid in self._fds]
+        if len(fds) < len(pids):
             time.sleep(_KILL_PAUSE_S)
+            return
+        poller = select.poll()
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+        poller.poll(timeout_s * 1000)
+
+    def close(self) -> None:
+        """Close the pidfds."""
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
 
 
 def _children_index() -> dict[int, list[int]]:
