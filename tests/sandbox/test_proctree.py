@@ -13,7 +13,7 @@ import pytest
 
 from dreamrsi.sandbox import IsolationMode, Limits, run_command
 from dreamrsi.sandbox._config import Isolation
-from dreamrsi.sandbox._proctree import _OPEN_MEMBERS, ProcessTree
+from dreamrsi.sandbox._proctree import _OPEN_MEMBERS, ProcessTree, _ExitWatch, read_stat
 
 
 def _open_fds() -> int:
@@ -179,4 +179,42 @@ def test_processes_started_after_quiet_polls_are_found() -> None:
     finally:
         tree.close()
         os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def test_killing_waits_for_an_exit_on_its_event_not_in_sleeps() -> None:
+    """The namespace kill waits for an init's exit on a pidfd: it wakes when the process
+    exits, well before the longest wait, and not before."""
+    proc = subprocess.Popen(["sleep", "0.3"])
+    stat = read_stat(proc.pid)
+    assert stat is not None
+    before = _open_fds()
+    exits = _ExitWatch({proc.pid: stat.starttime})
+    try:
+        start = time.monotonic()
+        exits.wait([proc.pid], 20.0)
+        waited = time.monotonic() - start
+        assert 0.2 <= waited < 10.0
+        assert proc.poll() is not None  # the exit is what woke it
+    finally:
+        exits.close()
+        proc.wait()
+    assert _open_fds() == before
+
+
+def test_an_exit_watch_ignores_a_process_that_is_not_the_one_meant() -> None:
+    """A pid whose start time differs (a reused pid) is not watched: waiting on it is a short
+    pause, never a wait for that stranger's exit."""
+    proc = subprocess.Popen(["sleep", "30"])
+    stat = read_stat(proc.pid)
+    assert stat is not None
+    exits = _ExitWatch({proc.pid: stat.starttime + 1})
+    try:
+        start = time.monotonic()
+        exits.wait([proc.pid], 20.0)
+        assert time.monotonic() - start < 5.0
+        assert proc.poll() is None
+    finally:
+        exits.close()
+        proc.kill()
         proc.wait()
