@@ -1,0 +1,226 @@
+"""Does dreaming pay? Paired seeds, one total budget, the loop's own defaults.
+
+For each seed s, ``dreamrsi loop TASK --arm dream`` and ``--arm fixed`` run with seed s, a total
+budget of attempts (what a round leaves unspent buys later rounds) and a per-round ceiling, in
+separate fresh stores; every other setting is the loop's default (pass ``--loop-arg`` to
+measure a variant). Round 1 runs π_1 in both arms, so seed s's two loops share it. From the
+recorded nodes the script rebuilds each loop's best-so-far curve over cumulative attempts and
+reports, with paired bootstrap 95% intervals that resample seeds (both arms of a seed
+together) and redraw the target inside every resample (``_pays_stats.compare``):
+
+- **e**, the dream arm's per-attempt efficiency after round 1 (how many fixed-arm attempts one
+  dream-arm attempt is worth at reaching the fixed arm's median progress; pooled over the
+  targets ``_pays_stats.LEVELS``). Target: e >= 2 with the lower bound above 1.
+- **the paper's quantity**: median attempts to reach the fixed arm's median final best, per
+  arm, and their ratio (fixed over dream);
+- **best at equal budget**: the dream arm's final best minus the fixed arm's, seed by seed;
+- **did the dream's pick beat π_1 online**: rounds after the first in which the dream arm
+  deployed a policy other than π_1, against the fixed arm's round of the same number and seed;
+- the best-so-far curves of both arms (median and range over seeds) and attempts per round, as
+  PNG pictures.
+
+``bench_pays_power.py`` reports how often this protocol shows the target at a known true e
+(its power), which is how the seed count was chosen.
+
+Every finished loop is printed as one JSON line when it ends; ``--resume LOG`` reuses the loops
+such a log already holds (same arm and seed) and runs only the missing ones.
+
+Usage: python benchmarks/bench_pays_paired.py --task autocorrelation-c3 --seeds 40
+       [--total-budget 80] [--per-round-budget 20] [--workers 2] [--jobs 2]
+       [--loop-arg=--quality --loop-arg=reach] [--resume LOG] [--no-figures]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _figures import loop_figures  # noqa: E402
+from _pays_stats import LEVELS, Pair, compare  # noqa: E402
+from _report import write_section  # noqa: E402
+from bench_dreaming_pays import best_curve, finished_loops, maximises  # noqa: E402
+from dreamrsi.tasks import resolve_task  # noqa: E402
+
+
+def loop_command(args: argparse.Namespace, arm: str, seed: int, store: Path) -> list[str]:
+    """``dreamrsi loop`` for one arm and seed: the loop's defaults but for the budget."""
+    return [sys.executable, "-m", "dreamrsi", "loop", args.task, "--arm", arm, "--seed",
+            str(seed), "--total-budget", str(args.total_budget), "--per-round-budget",
+            str(args.per_round_budget), "--workers", str(args.workers), "--store", str(store),
+            "--json", *args.loop_arg]
+
+
+def run_loop(args: argparse.Namespace, arm: str, seed: int, store: Path) -> dict[str, object]:
+    """One loop, summed up: its curve, its rounds, what it deployed and how long it took."""
+    started = time.perf_counter()
+    out = subprocess.run(loop_command(args, arm, seed, store), check=True,
+                         capture_output=True, text=True)
+    report = json.loads(out.stdout)
+    curve = best_curve(store, [r["run_id"] for r in report["rounds"]])
+    return {"arm": arm, "seed": seed, "curve": curve, "rounds": report["rounds"],
+            "wall_s": time.perf_counter() - started}
+
+
+def pairs_of(loops: dict[tuple[str, int], dict[str, object]], seeds: int,
+             maximize: bool) -> list[Pair]:
+    """The seeds' loops as pairs of curves where higher is better."""
+    sign = 1.0 if maximize else -1.0
+    pairs = []
+    for seed in range(seeds):
+        fixed, dream = loops[("fixed", seed)], loops[("dream", seed)]
+        curves = [sign * np.array([v for v, _ in loop["curve"]], dtype=float)  # type: ignore[attr-defined]
+                  for loop in (fixed, dream)]
+        shared = int(dream["rounds"][0]["attempts"])  # type: ignore[index]
+        pairs.append(Pair(curves[0], curves[1], shared))
+    return pairs
+
+
+def pick_against_initial(loops: dict[tuple[str, int], dict[str, object]], seeds: int,
+                         maximize: bool) -> str:
+    """Rounds after the first in which the dream arm ran a policy other than π_1, against the
+    fixed arm's round of the same number and seed: which found the better round best."""
+    better = worse = tied = 0
+    for seed in range(seeds):
+        fixed = loops[("fixed", seed)]["rounds"]
+        dream = loops[("dream", seed)]["rounds"]
+        initial = fixed[0]["policy"]  # type: ignore[index]
+        for d, f in zip(dream[1:], fixed[1:], strict=False):  # type: ignore[index]
+            if d["policy"] == initial or d["round_best"] is None or f["round_best"] is None:
+                continue
+            gap = (d["round_best"] - f["round_best"]) * (1 if maximize else -1)
+            better += gap > 0
+            worse += gap < 0
+            tied += gap == 0
+    count = better + worse + tied
+    if not count:
+        return "The dream arm never deployed a policy other than π_1 after round 1."
+    return (f"Rounds after the first in which the dream arm ran its pick (not π_1): {count}; "
+            f"its round best beat the fixed arm's round of the same number and seed in "
+            f"{better}, tied in {tied}, lost in {worse}.")
+
+
+def summarise(args: argparse.Namespace, loops: dict[tuple[str, int], dict[str, object]]) -> str:
+    maximize = maximises(args.task)
+    pairs = pairs_of(loops, args.seeds, maximize)
+    result = compare(pairs)
+    sign = 1.0 if maximize else -1.0
+    finals = {arm: [loops[(arm, s)]["curve"][-1][0] for s in range(args.seeds)]  # type: ignore[index]
+              for arm in ("dream", "fixed")}
+    spent = {arm: statistics.median(len(loops[(arm, s)]["curve"])  # type: ignore[arg-type]
+                                    for s in range(args.seeds)) for arm in ("dream", "fixed")}
+    rounds = {arm: statistics.median(len(loops[(arm, s)]["rounds"])  # type: ignore[arg-type]
+                                     for s in range(args.seeds)) for arm in ("dream", "fixed")}
+    promoted = sum(1 for s in range(args.seeds) for r in loops[("dream", s)]["rounds"][1:]  # type: ignore[index]
+                   if r["policy"] != loops[("fixed", s)]["rounds"][0]["policy"])  # type: ignore[index]
+    dream_rounds = sum(len(loops[("dream", s)]["rounds"]) - 1  # type: ignore[arg-type]
+                       for s in range(args.seeds))
+    e, ratio, gain = result.efficiency, result.ratio, result.best_gain
+    never = {arm: sum(1 for p in pairs if (p.fixed if arm == "fixed" else p.dream)[-1]
+                      < result.target) for arm in ("dream", "fixed")}
+    target = sign * result.target
+    lines = [
+        f"Seeds: {args.seeds}, each in both arms (paired); a total of {args.total_budget} "
+        f"attempts per loop, at most {args.per_round_budget} a round, W={args.workers}; every "
+        "other setting the loop's default" + (f" but `{' '.join(args.loop_arg)}`"
+                                              if args.loop_arg else "") + ". Intervals: "
+        "paired bootstrap over seeds, 2,000 resamples, the target redrawn in each.", "",
+        f"**e = {e.value:.2f}** (95% interval [{e.low:.2f}, {e.high:.2f}]): the dream arm's "
+        "per-attempt efficiency after round 1 at reaching the fixed arm's median best after "
+        f"{', '.join(f'{level:.0%}' for level in LEVELS)} of the attempts after round 1. "
+        f"Target: e >= 2 with the lower bound above 1: **{'PASS' if e.passes() else 'MISS'}**.",
+        "", "| measure | dream arm | fixed arm |", "|---|---:|---:|",
+        f"| attempts to reach the fixed arm's median final best {target:.10g} (median; "
+        f"{args.total_budget + 1} = never) | {result.attempts_dream:g} | "
+        f"{result.attempts_fixed:g} |",
+        f"| seeds that never reach it | {never['dream']} | {never['fixed']} |",
+        f"| best at equal budget: median (min, max) | {spread(finals['dream'])} | "
+        f"{spread(finals['fixed'])} |",
+        f"| attempts spent (median) | {spent['dream']:g} | {spent['fixed']:g} |",
+        f"| rounds (median) | {rounds['dream']:g} | {rounds['fixed']:g} |", "",
+        f"The paper's quantity, attempts to reach the target, fixed over dream: "
+        f"{ratio.value:.2f} [{ratio.low:.2f}, {ratio.high:.2f}]. Best at equal budget, dream "
+        f"minus fixed (mean over seeds, in the direction where higher is better): "
+        f"{gain.value:+.6g} [{gain.low:+.6g}, {gain.high:+.6g}].", "",
+        f"Dreamed rounds that ran a policy other than π_1: {promoted} of {dream_rounds}. "
+        + pick_against_initial(loops, args.seeds, maximize), "",
+        "Policies the dream arm ran in its last round: " + ", ".join(
+            f"`{loops[('dream', s)]['rounds'][-1]['policy']}`"  # type: ignore[index]
+            for s in range(args.seeds)),
+        "", f"Wall time of a loop (median): dream {wall(loops, 'dream', args.seeds):.0f} s, "
+        f"fixed {wall(loops, 'fixed', args.seeds):.0f} s."]
+    return "\n".join(lines)
+
+
+def wall(loops: dict[tuple[str, int], dict[str, object]], arm: str, seeds: int) -> float:
+    return statistics.median(float(loops[(arm, s)]["wall_s"]) for s in range(seeds))  # type: ignore[arg-type]
+
+
+def spread(values: list[float]) -> str:
+    """Median (min, max)."""
+    return f"{statistics.median(values):.10g} ({min(values):.10g}, {max(values):.10g})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="autocorrelation-c3")
+    parser.add_argument("--seeds", type=int, default=40)
+    parser.add_argument("--total-budget", type=int, default=80)
+    parser.add_argument("--per-round-budget", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--jobs", type=int, default=2, help="loops run at once")
+    parser.add_argument("--loop-arg", action="append", default=[],
+                        help="one more argument of every loop (repeat it)")
+    parser.add_argument("--resume", type=Path, default=None,
+                        help="a log of an earlier run with the same settings: reuse its loops")
+    parser.add_argument("--no-figures", action="store_true")
+    args = parser.parse_args()
+    if args.seeds < 2:
+        parser.error("--seeds must be at least 2 for a paired interval")
+    done = finished_loops(args.resume) if args.resume else {}
+    jobs = [(arm, seed) for seed in range(args.seeds) for arm in ("dream", "fixed")]
+    with tempfile.TemporaryDirectory(prefix="dreamrsi-paired-") as tmp, \
+            ThreadPoolExecutor(max(1, args.jobs)) as pool:
+
+        def one(job: tuple[str, int]) -> dict[str, object]:
+            arm, seed = job
+            loop = done.get(job) or run_loop(args, arm, seed, Path(tmp) / f"{arm}-{seed}")
+            print(json.dumps(loop), flush=True)
+            return loop
+
+        loops = {(str(r["arm"]), int(r["seed"])): r  # type: ignore[call-overload]
+                 for r in pool.map(one, jobs)}
+    text = summarise(args, loops)
+    variant = "".join(c if c.isalnum() else "-" for c in " ".join(args.loop_arg))
+    name = (f"paired-{resolve_task(args.task).name}-{args.total_budget}x{args.per_round_budget}"
+            + (f"-{variant}" if variant else ""))
+    title = (f"Dreaming pays? Paired seeds, total budget ({args.task}, {args.total_budget} "
+             f"attempts, {args.per_round_budget} a round, W={args.workers}"
+             + (f", {' '.join(args.loop_arg)}" if args.loop_arg else "") + ")")
+    if not args.no_figures:
+        arms = {arm: [loops[(arm, s)] for s in range(args.seeds)] for arm in ("dream", "fixed")}
+        paths = loop_figures(name, title, arms)
+        text += "\n\n" + "\n".join(f"![{p.stem}](benchmarks/figures/{p.name})" for p in paths)
+    reused = sum(1 for job in jobs if job in done)
+    if reused:
+        text += (f"\n\n{reused} of these {len(jobs)} loops were reused from the log of an "
+                 "earlier run with the same settings (`--resume`).")
+    print(text)
+    write_section(name, title, text,
+                  f"python benchmarks/bench_pays_paired.py --task {args.task} --seeds "
+                  f"{args.seeds} --total-budget {args.total_budget} --per-round-budget "
+                  f"{args.per_round_budget} --workers {args.workers}"
+                  + "".join(f" --loop-arg={a}" for a in args.loop_arg))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""How much power has the "does dreaming pay?" measurement? Simulated at a known efficiency.
+
+The paired protocol of ``bench_pays_paired.py`` (``_pays_stats.compare``) is run on simulated
+loops whose true per-attempt efficiency e is known, and the script reports how often it shows
+e >= 2 with the 95% interval's lower bound above 1 (the issue's target), how often the
+interval's lower bound is above 1 at all, the median estimate, and the same for the paper's
+quantity (the ratio of median attempts to reach the fixed arm's median final best).
+
+The model is the audit's: attempts are independent draws of a score (the shape of its
+distribution does not matter: attempts to reach a target depend on ranks only). Round 1 is
+shared by the arms (the same draws); after it, each fixed-arm attempt is one draw and each
+dream-arm attempt is worth e draws (its best), the draws of the two arms independent. A
+loop spends the whole budget (the total-budget protocol).
+
+Usage: python benchmarks/bench_pays_power.py [--budget 80] [--shared 20] [--sims 400]
+       [--seeds 10 20 30 40] [--efficiency 1 1.5 2 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _pays_stats import LEVELS, Pair, compare  # noqa: E402
+from _report import write_section  # noqa: E402
+
+
+def simulated_pair(rng: np.random.Generator, budget: int, shared: int, e: float) -> Pair:
+    """One seed's loops at efficiency ``e``."""
+    first = rng.standard_normal(shared)
+    later = budget - shared
+    fixed = np.concatenate([first, rng.standard_normal(later)])
+    draws = rng.standard_normal(int(np.ceil(later * e)) + 1)
+    edges = np.floor(np.arange(later + 1) * e).astype(int)
+    edges[1:] = np.maximum(edges[1:], edges[:-1] + 1)  # every attempt at least one draw
+    dream_later = np.maximum.reduceat(draws[:edges[-1]], edges[:-1])
+    dream = np.concatenate([first, dream_later])
+    return Pair(np.maximum.accumulate(fixed), np.maximum.accumulate(dream), shared)
+
+
+def power(seeds: int, e: float, args: argparse.Namespace, rng: np.random.Generator
+          ) -> dict[str, float]:
+    """Shares of simulated measurements passing, and the median estimates."""
+    passed = {"e": 0, "e_low": 0, "ratio": 0, "ratio_low": 0}
+    values: dict[str, list[float]] = {"e": [], "ratio": []}
+    for _ in range(args.sims):
+        pairs = [simulated_pair(rng, args.budget, args.shared, e) for _ in range(seeds)]
+        result = compare(pairs, resamples=args.resamples, seed=int(rng.integers(1 << 31)),
+                         levels=args.levels)
+        passed["e"] += result.efficiency.passes()
+        passed["e_low"] += result.efficiency.low > 1
+        passed["ratio"] += result.ratio.passes()
+        passed["ratio_low"] += result.ratio.low > 1
+        values["e"].append(result.efficiency.value)
+        values["ratio"].append(result.ratio.value)
+    return {**{k: v / args.sims for k, v in passed.items()},
+            **{f"median_{k}": float(np.median(v)) for k, v in values.items()}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", type=int, default=80, help="attempts of each loop")
+    parser.add_argument("--shared", type=int, default=20, help="attempts of round 1")
+    parser.add_argument("--sims", type=int, default=400, help="simulated measurements per cell")
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[10, 20, 30, 40])
+    parser.add_argument("--levels", type=float, nargs="+", default=list(LEVELS),
+                        help="targets of e: the fixed arm's median best once this share of "
+                             "the attempts after round 1 is spent (1: its final best)")
+    parser.add_argument("--efficiency", type=float, nargs="+", default=[1.0, 1.5, 2.0, 3.0])
+    args = parser.parse_args()
+    rng = np.random.default_rng(20261204)
+    lines = [f"Simulated loops of {args.budget} attempts, round 1 ({args.shared} attempts) "
+             f"shared, {args.sims} simulated measurements per cell, {args.resamples} paired "
+             "bootstrap resamples each (target redrawn in every resample). \"e pass\": e >= 2 "
+             "with the interval's lower bound above 1 (the target); \"e > 1\": the lower bound "
+             "above 1; \"ratio pass\": the paper's ratio of median attempts >= 2 with its lower "
+             "bound above 1.", "",
+             "| seeds per arm | true e | median e | e pass | e > 1 | median ratio | "
+             "ratio pass | ratio > 1 |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for seeds in args.seeds:
+        for e in args.efficiency:
+            got = power(seeds, e, args, rng)
+            line = (f"| {seeds} | {e:g} | {got['median_e']:.2f} | {got['e']:.0%} | "
+                    f"{got['e_low']:.0%} | {got['median_ratio']:.2f} | {got['ratio']:.0%} | "
+                    f"{got['ratio_low']:.0%} |")
+            print(line, flush=True)
+            lines.append(line)
+    text = "\n".join(lines)
+    write_section("pays-power", "Power of the paired efficiency measurement (simulated)", text,
+                  "python benchmarks/bench_pays_power.py --budget "
+                  f"{args.budget} --shared {args.shared} --sims {args.sims} --resamples "
+                  f"{args.resamples} --seeds {' '.join(map(str, args.seeds))} --efficiency "
+                  f"{' '.join(f'{e:g}' for e in args.efficiency)}")
+
+
+if __name__ == "__main__":
+    main()
