@@ -1,25 +1,26 @@
 """Statistics of "does dreaming pay?" over paired seeds: the efficiency e and the paper's ratio.
 
-Seed s runs in both arms (the dream arm and the fixed arm), and round 1 is π_1 in both, so a
-pair shares its first ``shared`` attempts. Each arm's loop is summed up by its best-so-far
-curve: the best score after each attempt, in a direction where higher is better (a
-non-decreasing array).
+Seed s runs in both arms (the dream arm and the fixed arm). Round 1 is π_1 in both, and so is
+every round before the dream arm's first promotion, with the same seeds: a pair shares its
+first ``shared`` attempts. Each arm's loop is summed up by its best-so-far curve: the best
+score after each attempt, in a direction where higher is better (a non-decreasing array).
 
 - **Attempts to reach a target**: the first attempt at which the curve reaches it (1-based),
   or the loop's length plus one when it never does.
-- **Efficiency e** (the per-attempt efficiency of the dream arm after round 1): attempts after
-  round 1 are trials that each reach the target with some chance, ``p_f`` in the fixed arm and
-  ``p_d`` in the dream arm; ``e = p_d / p_f``. Each is estimated as events over exposure
-  (the geometric law's maximum-likelihood estimate with censoring: a loop that reaches the
-  target contributes one event and the attempts it took after round 1, one that never does
-  contributes its attempts after round 1 and no event). A pair whose fixed or dream loop
-  reached the target within round 1 says nothing about what came after and is left out. When
-  an arm has no event at all, half an event is added to both arms' counts (which pulls e
-  towards 1, never away from it).
+- **Efficiency e** (the dream arm's per-attempt efficiency after the shared rounds): each
+  attempt after them is a trial that reaches the target with some chance, ``p_f`` in the
+  fixed arm and ``p_d`` in the dream arm; ``e = p_d / p_f``. Each is estimated as events over
+  exposure (the geometric law's maximum-likelihood estimate with censoring: a loop that
+  reaches the target contributes one event and the attempts it took after the shared rounds,
+  one that never does contributes its attempts after them and no event). A pair whose fixed
+  or dream loop reached the target within the shared rounds says nothing about what came
+  after and is left out. When an arm has no event at all, half an event is added to both
+  arms' counts (which pulls e towards 1, never away from it).
 - **The paper's quantity**: the median attempts to reach the target per arm (a loop that never
   reaches it counts as its budget plus one) and their ratio, fixed over dream.
 
-The target is the fixed arm's median final best. Its uncertainty is part of the comparison, so
+The paper's target is the fixed arm's median final best; e pools it with lower ones
+(``LEVELS``). Its uncertainty is part of the comparison, so
 the bootstrap resamples seeds in pairs (both arms of a seed together) and redraws the target
 inside each resample from the resampled fixed arm.
 """
@@ -33,8 +34,9 @@ import numpy as np
 
 RESAMPLES = 2000
 LEVELS = (0.25, 0.5, 0.75, 1.0)
-"""Targets of e: the fixed arm's median best once these shares of the attempts after round 1
-are spent (1.0: its median final best, the paper's target); events and exposure are pooled."""
+"""Targets of e: the fixed arm's median best once these shares of the attempts after the shared
+rounds are spent (1.0: its median final best, the paper's target); events and exposure are
+pooled over them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +68,7 @@ def reach(curve: np.ndarray, targets: np.ndarray) -> np.ndarray:
 
 def _targets(pairs: Sequence[Pair], picks: np.ndarray, level: float) -> np.ndarray:
     """Each resample's target at ``level``: the median over its fixed arm of the best so far
-    once ``level`` of the attempts after round 1 are spent (1: the median final best)."""
+    once ``level`` of the attempts after the shared rounds are spent (1: the median final best)."""
     at = np.array([p.shared + max(1, round(level * (len(p.fixed) - p.shared))) - 1
                    for p in pairs])
     values = np.array([p.fixed[i] for p, i in zip(pairs, at, strict=True)])
@@ -87,7 +89,8 @@ def _hits(pairs: Sequence[Pair], picks: np.ndarray,
 
 
 def _events(pairs: Sequence[Pair], picks: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """Events and exposure after round 1, per arm and resample: shape (2 arms, 2, resamples)."""
+    """Events and exposure after the shared rounds, per arm and resample: shape (2 arms, 2,
+    resamples)."""
     hit_f, hit_d, length_f, length_d, shared = _hits(pairs, picks, targets)
     keep = (hit_f > shared) & (hit_d > shared)
     counts = []

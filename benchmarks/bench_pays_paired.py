@@ -8,9 +8,11 @@ recorded nodes the script rebuilds each loop's best-so-far curve over cumulative
 reports, with paired bootstrap 95% intervals that resample seeds (both arms of a seed
 together) and redraw the target inside every resample (``_pays_stats.compare``):
 
-- **e**, the dream arm's per-attempt efficiency after round 1 (how many fixed-arm attempts one
-  dream-arm attempt is worth at reaching the fixed arm's median progress; pooled over the
-  targets ``_pays_stats.LEVELS``). Target: e >= 2 with the lower bound above 1.
+- **e**, the dream arm's per-attempt efficiency once it runs something other than π_1 (how
+  many fixed-arm attempts one dream-arm attempt is worth at reaching the fixed arm's median
+  progress; pooled over the targets ``_pays_stats.LEVELS``). The leading rounds in which both
+  arms ran π_1 (round 1, and every round before the dream arm's first promotion) are shared
+  and left out (``shared_attempts``). Target: e >= 2 with the lower bound above 1.
 - **the paper's quantity**: median attempts to reach the fixed arm's median final best, per
   arm, and their ratio (fixed over dream);
 - **best at equal budget**: the dream arm's final best minus the fixed arm's, seed by seed;
@@ -80,9 +82,22 @@ def pairs_of(loops: dict[tuple[str, int], dict[str, object]], seeds: int,
         fixed, dream = loops[("fixed", seed)], loops[("dream", seed)]
         curves = [sign * np.array([v for v, _ in loop["curve"]], dtype=float)  # type: ignore[attr-defined]
                   for loop in (fixed, dream)]
-        shared = int(dream["rounds"][0]["attempts"])  # type: ignore[index]
-        pairs.append(Pair(curves[0], curves[1], shared))
+        pairs.append(Pair(curves[0], curves[1], shared_attempts(fixed, dream)))
     return pairs
+
+
+def shared_attempts(fixed: dict[str, object], dream: dict[str, object]) -> int:
+    """Attempts of the leading rounds in which the dream arm still ran π_1: round 1 always, and
+    the rounds after it until its first promotion (a dream needs two trees to promote). Those
+    rounds run the same policy with the same seeds and the same history in both arms, so they
+    say nothing about what dreaming changed."""
+    initial = fixed["rounds"][0]["policy"]  # type: ignore[index]
+    shared = 0
+    for d, f in zip(dream["rounds"], fixed["rounds"], strict=False):  # type: ignore[call-overload]
+        if d["policy"] != initial or d["attempts"] != f["attempts"]:
+            break
+        shared += int(d["attempts"])
+    return max(shared, int(dream["rounds"][0]["attempts"]))  # type: ignore[index]
 
 
 def pick_against_initial(loops: dict[tuple[str, int], dict[str, object]], seeds: int,
@@ -135,8 +150,10 @@ def summarise(args: argparse.Namespace, loops: dict[tuple[str, int], dict[str, o
                                               if args.loop_arg else "") + ". Intervals: "
         "paired bootstrap over seeds, 2,000 resamples, the target redrawn in each.", "",
         f"**e = {e.value:.2f}** (95% interval [{e.low:.2f}, {e.high:.2f}]): the dream arm's "
-        "per-attempt efficiency after round 1 at reaching the fixed arm's median best after "
-        f"{', '.join(f'{level:.0%}' for level in LEVELS)} of the attempts after round 1. "
+        "per-attempt efficiency after the rounds both arms ran with π_1 (median over seeds: "
+        f"{statistics.median(p.shared for p in pairs):g} attempts), at reaching the fixed "
+        "arm's median best after "
+        f"{', '.join(f'{level:.0%}' for level in LEVELS)} of the attempts after them. "
         f"Target: e >= 2 with the lower bound above 1: **{'PASS' if e.passes() else 'MISS'}**.",
         "", "| measure | dream arm | fixed arm |", "|---|---:|---:|",
         f"| attempts to reach the fixed arm's median final best {target:.10g} (median; "

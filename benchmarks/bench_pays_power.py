@@ -7,10 +7,11 @@ interval's lower bound is above 1 at all, the median estimate, and the same for 
 quantity (the ratio of median attempts to reach the fixed arm's median final best).
 
 The model is the audit's: attempts are independent draws of a score (the shape of its
-distribution does not matter: attempts to reach a target depend on ranks only). Round 1 is
-shared by the arms (the same draws); after it, each fixed-arm attempt is one draw and each
-dream-arm attempt is worth e draws (its best), the draws of the two arms independent. A
-loop spends the whole budget (the total-budget protocol).
+distribution does not matter: attempts to reach a target depend on ranks only). The first
+``--shared`` attempts are shared by the arms (the same draws: round 1, and the rounds before
+the dream arm's first promotion, which needs two trees); after them, each fixed-arm attempt is
+one draw and each dream-arm attempt is worth e draws (its best), the draws of the two arms
+independent. A loop spends the whole budget (the total-budget protocol).
 
 Usage: python benchmarks/bench_pays_power.py [--budget 80] [--shared 20] [--sims 400]
        [--seeds 10 20 30 40] [--efficiency 1 1.5 2 3]
@@ -64,18 +65,20 @@ def power(seeds: int, e: float, args: argparse.Namespace, rng: np.random.Generat
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=int, default=80, help="attempts of each loop")
-    parser.add_argument("--shared", type=int, default=20, help="attempts of round 1")
+    parser.add_argument("--shared", type=int, default=20,
+                        help="attempts both arms share (rounds of π_1)")
     parser.add_argument("--sims", type=int, default=400, help="simulated measurements per cell")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     parser.add_argument("--seeds", type=int, nargs="+", default=[10, 20, 30, 40])
     parser.add_argument("--levels", type=float, nargs="+", default=list(LEVELS),
                         help="targets of e: the fixed arm's median best once this share of "
-                             "the attempts after round 1 is spent (1: its final best)")
+                             "the attempts after the shared ones is spent (1: its final best)")
     parser.add_argument("--efficiency", type=float, nargs="+", default=[1.0, 1.5, 2.0, 3.0])
     args = parser.parse_args()
     rng = np.random.default_rng(20261204)
-    lines = [f"Simulated loops of {args.budget} attempts, round 1 ({args.shared} attempts) "
-             f"shared, {args.sims} simulated measurements per cell, {args.resamples} paired "
+    lines = [f"Simulated loops of {args.budget} attempts, the first {args.shared} shared "
+             f"(the rounds both arms run with π_1), {args.sims} simulated measurements per "
+             f"cell, {args.resamples} paired "
              "bootstrap resamples each (target redrawn in every resample). \"e pass\": e >= 2 "
              "with the interval's lower bound above 1 (the target); \"e > 1\": the lower bound "
              "above 1; \"ratio pass\": the paper's ratio of median attempts >= 2 with its lower "
