@@ -48,15 +48,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _figures import loop_figures  # noqa: E402
-from _pays_stats import LEVELS, Pair, compare  # noqa: E402
+from _pays_stats import LEVELS, Estimate, Pair, compare  # noqa: E402
 from _report import write_section  # noqa: E402
 from bench_dreaming_pays import best_curve, finished_loops, maximises  # noqa: E402
 from dreamrsi.tasks import resolve_task  # noqa: E402
 
 
 def loop_command(args: argparse.Namespace, arm: str, seed: int, store: Path) -> list[str]:
-    """``dreamrsi loop`` for one arm and seed: the loop's defaults but for the budget."""
-    return [sys.executable, "-m", "dreamrsi", "loop", args.task, "--arm", arm, "--seed",
+    """``dreamrsi loop`` for one arm and seed: the loop's defaults but for the budget. With
+    ``--versus SPEC`` the dream arm's place is taken by a fixed arm running SPEC."""
+    versus = ["--arm", "fixed", "--initial", args.versus] if arm == "dream" and args.versus \
+        else ["--arm", arm]
+    return [sys.executable, "-m", "dreamrsi", "loop", args.task, *versus, "--seed",
             str(seed), "--total-budget", str(args.total_budget), "--per-round-budget",
             str(args.per_round_budget), "--workers", str(args.workers), "--store", str(store),
             "--json", *args.loop_arg]
@@ -74,7 +77,7 @@ def run_loop(args: argparse.Namespace, arm: str, seed: int, store: Path) -> dict
 
 
 def pairs_of(loops: dict[tuple[str, int], dict[str, object]], seeds: int,
-             maximize: bool) -> list[Pair]:
+             maximize: bool, versus: bool = False) -> list[Pair]:
     """The seeds' loops as pairs of curves where higher is better."""
     sign = 1.0 if maximize else -1.0
     pairs = []
@@ -82,7 +85,7 @@ def pairs_of(loops: dict[tuple[str, int], dict[str, object]], seeds: int,
         fixed, dream = loops[("fixed", seed)], loops[("dream", seed)]
         curves = [sign * np.array([v for v, _ in loop["curve"]], dtype=float)  # type: ignore[attr-defined]
                   for loop in (fixed, dream)]
-        pairs.append(Pair(curves[0], curves[1], shared_attempts(fixed, dream)))
+        pairs.append(Pair(curves[0], curves[1], 0 if versus else shared_attempts(fixed, dream)))
     return pairs
 
 
@@ -126,7 +129,7 @@ def pick_against_initial(loops: dict[tuple[str, int], dict[str, object]], seeds:
 
 def summarise(args: argparse.Namespace, loops: dict[tuple[str, int], dict[str, object]]) -> str:
     maximize = maximises(args.task)
-    pairs = pairs_of(loops, args.seeds, maximize)
+    pairs = pairs_of(loops, args.seeds, maximize, bool(args.versus))
     result = compare(pairs)
     sign = 1.0 if maximize else -1.0
     finals = {arm: [loops[(arm, s)]["curve"][-1][0] for s in range(args.seeds)]  # type: ignore[index]
@@ -149,12 +152,7 @@ def summarise(args: argparse.Namespace, loops: dict[tuple[str, int], dict[str, o
         "other setting the loop's default" + (f" but `{' '.join(args.loop_arg)}`"
                                               if args.loop_arg else "") + ". Intervals: "
         "paired bootstrap over seeds, 2,000 resamples, the target redrawn in each.", "",
-        f"**e = {e.value:.2f}** (95% interval [{e.low:.2f}, {e.high:.2f}]): the dream arm's "
-        "per-attempt efficiency after the rounds both arms ran with π_1 (median over seeds: "
-        f"{statistics.median(p.shared for p in pairs):g} attempts), at reaching the fixed "
-        "arm's median best after "
-        f"{', '.join(f'{level:.0%}' for level in LEVELS)} of the attempts after them. "
-        f"Target: e >= 2 with the lower bound above 1: **{'PASS' if e.passes() else 'MISS'}**.",
+        headline_line(args, e, statistics.median(p.shared for p in pairs)),
         "", "| measure | dream arm | fixed arm |", "|---|---:|---:|",
         f"| attempts to reach the fixed arm's median final best {target:.10g} (median; "
         f"{args.total_budget + 1} = never) | {result.attempts_dream:g} | "
@@ -178,6 +176,22 @@ def summarise(args: argparse.Namespace, loops: dict[tuple[str, int], dict[str, o
     return "\n".join(lines)
 
 
+def headline_line(args: argparse.Namespace, e: Estimate, shared: float) -> str:
+    """The section's first figure: e, and the target's verdict (a ``--versus`` run measures a
+    ceiling, not the loop, and names no target)."""
+    levels = ", ".join(f"{level:.0%}" for level in LEVELS)
+    figure = f"**e = {e.value:.2f}** (95% interval [{e.low:.2f}, {e.high:.2f}])"
+    if args.versus:
+        return (f"{figure}: `{args.versus}` against π_1, both run from round 1 (nothing "
+                "shared), per-attempt efficiency at reaching the fixed arm's median best after "
+                f"{levels} of its attempts. A ceiling for a dream that would pick it, not a "
+                "measurement of the loop (the \"dream arm\" column below is that policy).")
+    return (f"{figure}: the dream arm's per-attempt efficiency after the rounds both arms ran "
+            f"with π_1 (median over seeds: {shared:g} attempts), at reaching the fixed arm's "
+            f"median best after {levels} of the attempts after them. Target: e >= 2 with the "
+            f"lower bound above 1: **{'PASS' if e.passes() else 'MISS'}**.")
+
+
 def wall(loops: dict[tuple[str, int], dict[str, object]], arm: str, seeds: int) -> float:
     return statistics.median(float(loops[(arm, s)]["wall_s"]) for s in range(seeds))  # type: ignore[arg-type]
 
@@ -197,6 +211,10 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2, help="loops run at once")
     parser.add_argument("--loop-arg", action="append", default=[],
                         help="one more argument of every loop (repeat it)")
+    parser.add_argument("--versus", default=None, metavar="SPEC",
+                        help="in place of the dream arm, a fixed arm running SPEC from round 1 "
+                             "(nothing shared): how much one policy pays over π_1, a ceiling "
+                             "for what a dream choosing it could show")
     parser.add_argument("--resume", type=Path, default=None,
                         help="a log of an earlier run with the same settings: reuse its loops")
     parser.add_argument("--no-figures", action="store_true")
@@ -218,11 +236,14 @@ def main() -> None:
                  for r in pool.map(one, jobs)}
     text = summarise(args, loops)
     variant = "".join(c if c.isalnum() else "-" for c in " ".join(args.loop_arg))
+    if args.versus:
+        variant += "-versus-" + "".join(c if c.isalnum() else "-" for c in args.versus)
     name = (f"paired-{resolve_task(args.task).name}-{args.total_budget}x{args.per_round_budget}"
-            + (f"-{variant}" if variant else ""))
+            + (f"-{variant.strip('-')}" if variant else ""))
     title = (f"Dreaming pays? Paired seeds, total budget ({args.task}, {args.total_budget} "
              f"attempts, {args.per_round_budget} a round, W={args.workers}"
-             + (f", {' '.join(args.loop_arg)}" if args.loop_arg else "") + ")")
+             + (f", {' '.join(args.loop_arg)}" if args.loop_arg else "")
+             + (f"; the dream arm replaced by `{args.versus}`" if args.versus else "") + ")")
     if not args.no_figures:
         arms = {arm: [loops[(arm, s)] for s in range(args.seeds)] for arm in ("dream", "fixed")}
         paths = loop_figures(name, title, arms)
@@ -236,7 +257,8 @@ def main() -> None:
                   f"python benchmarks/bench_pays_paired.py --task {args.task} --seeds "
                   f"{args.seeds} --total-budget {args.total_budget} --per-round-budget "
                   f"{args.per_round_budget} --workers {args.workers}"
-                  + "".join(f" --loop-arg={a}" for a in args.loop_arg))
+                  + "".join(f" --loop-arg={a}" for a in args.loop_arg)
+                  + (f" --versus {args.versus}" if args.versus else ""))
 
 
 if __name__ == "__main__":
