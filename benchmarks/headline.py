@@ -3,13 +3,22 @@
 Every benchmark script writes its own section (see ``_report.write_section``). This script reads
 those sections back and never measures anything:
 
-- the **headline table** lists every target a section reports (a table row or a line with
-  PASS or FAIL, a dreaming-pays ratio with its interval, a replay-predicts correlation, a
-  hindsight ceiling), the figure as the section prints it, the verdict, and the section;
+- the **headline table** names every target a section reports once (a table row or a line with
+  PASS or FAIL, a paired dreaming-pays efficiency e or a per-round attempts ratio with its
+  interval, a replay-predicts correlation, a hindsight ceiling), the figure as the section
+  prints it, the verdict, and the section. The rows of one table whose bounds differ at most
+  in their numbers ("<= 1.3" and "<= 1.1"; none, where a sentence states the target) are one
+  target: its row names the worst cell and its figure (the cell whose figure is furthest
+  below its bound, relative to it; read from the bold cells, else the columns
+  ``FIGURE_HEADERS`` name, and only where those figures reproduce every row's verdict) and
+  the verdict with how many rows pass ("FAIL (62/64 pass)"); the details stay in the section.
+  A power table (``bench_pays_power.py``) gives a row per seed count the paired sections used;
 - a section whose measured commit is older than the code it measures (``git diff`` between that
   commit and HEAD touches the paths in ``MEASURES``) is marked stale, in the table and in the
   section itself;
-- sections named in ``SUPERSEDED`` move to BENCHMARKS-archive.md, with the reason.
+- sections named in ``SUPERSEDED`` move to BENCHMARKS-archive.md, with the reason, and so do
+  the per-round dreaming-pays sections (``bench_dreaming_pays.py``, both arms) of a task once a
+  paired total-budget section (``bench_pays_paired.py``) measures that task.
 
 ``write_section`` runs it after each script; run it by hand after merging branches:
 ``python benchmarks/headline.py``.
@@ -152,6 +161,12 @@ def sections(text: str) -> list[Section]:
 NUMBER = r"-?\d+(?:\.\d+)?"
 PAYS = re.compile(rf"Ratio of attempts, fixed over dream: \*\*(?P<x>{NUMBER})\*\* \(bootstrap 95% "
                   rf"interval over seeds \[(?P<lo>{NUMBER}), (?P<hi>{NUMBER})\]\)")
+PAIRED = re.compile(rf"^\*\*e = (?P<x>{NUMBER})\*\* \(95% interval \[(?P<lo>{NUMBER}), "
+                    rf"(?P<hi>{NUMBER})\]\):.*Target: e >= 2 with the lower bound above 1: "
+                    r"\*\*(?P<verdict>PASS|MISS)\*\*")
+PAIRED_NAME = re.compile(r"^paired-(?P<task>.+?)-\d+x\d+(?:-|$)")
+PAIRED_SEEDS = re.compile(r"^Seeds: (?P<n>\d+), each in both arms", re.MULTILINE)
+PAIRED_DEFAULT_SEEDS = 40  # bench_pays_paired.py's --seeds default (a test checks it)
 SPEARMAN = re.compile(rf"Spearman correlation, replay score vs online \w+: "
                       rf"\*\*(?P<x>{NUMBER})\*\* \(bootstrap 95% interval over policies "
                       rf"\[(?P<lo>{NUMBER}), (?P<hi>{NUMBER})\]")
@@ -160,6 +175,17 @@ ORACLE = re.compile(rf"Seed-by-seed oracle .*?ratio \*\*(?P<x>{NUMBER})\*\* "
 MET = re.compile(r"(?P<label>[^.]*?): \*\*(?P<figure>[^*]+)\*\* \(target (?P<bound>[^:]+): "
                  r"(?P<verdict>met|missed|not met)")
 VERDICT = re.compile(r"\b(PASS|FAIL|MISS)\b")
+TARGET_SENTENCE = re.compile(r"Target: (?P<target>.+?)(?:\.\s|\.$|$)")
+# A figure as tables print it: "1.35", "+0.104 (2.8x)", "28,187 rows/s", "5,790 k (5,226 k)".
+FIGURE = re.compile(r"(?P<x>[-+]?\d[\d,]*(?:\.\d+)?)(?:\s*(?P<scale>[kM])\b)?")
+COMPARISON = re.compile(r"(?P<op><=|>=|<|>)\s*" + FIGURE.pattern)
+SCALE = {None: 1.0, "k": 1e3, "M": 1e6}
+# The columns a table's target is on, where its cells are not bold, the first that matches a
+# header of the table: bench_startup.py ("extra wall over ..."; it also prints "wall s"),
+# bench_overhead.py ("ratio"), bench_store.py ("result"), bench_reading.py ("wall s (median)")
+# and bench_replay_shapes.py (one column per tree size, "2,000 nodes").
+FIGURE_HEADERS = tuple(re.compile(pattern) for pattern in (
+    r"^extra wall\b", r"^ratio$", r"^result$", r"^wall s\b", r"^[\d,]+ nodes$"))
 
 
 def _cells(line: str) -> list[str]:
@@ -171,23 +197,187 @@ def _short(text: str, width: int = 90) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def targets(section: Section) -> list[Target]:
-    """Every target the section reports, in the order it prints them."""
+def _number(match: re.Match[str]) -> float:
+    return float(match["x"].replace(",", "")) * SCALE[match["scale"]]
+
+
+def _figure(cell: str) -> float | None:
+    """The first figure of a cell, bold and bracketed parts (a baseline, a range) left out."""
+    match = FIGURE.search(re.sub(r"\([^)]*\)", "", cell.replace("**", "")))
+    return _number(match) if match else None
+
+
+@dataclass(frozen=True)
+class _Row:
+    """A table row with a verdict: its cells, verdict and bound ("<= 1.3", "" if none)."""
+
+    cells: list[str]
+    verdict: str
+    bound: str
+
+
+def _verdict_rows(rows: list[list[str]]) -> list[_Row]:
+    found = []
+    for cells in rows:
+        verdict_cells = [i for i, cell in enumerate(cells) if VERDICT.search(cell)]
+        if verdict_cells:
+            cell = cells[verdict_cells[-1]]
+            found.append(_Row(cells, VERDICT.findall(cell)[-1],
+                              VERDICT.sub("", cell).strip(" :()")))
+    return found
+
+
+def _one_row(row: _Row) -> Target:
+    """A table row that is a target alone: its first cell, bound, and the other cells."""
+    i = next(i for i in reversed(range(len(row.cells))) if VERDICT.search(row.cells[i]))
+    figure = " · ".join(c for j, c in enumerate(row.cells[1:], 1) if j != i and c)
+    label = row.cells[0] + (f" ({row.bound})" if row.bound else "")
+    return Target(_short(label), _short(figure, 70), row.verdict)
+
+
+def _compared(header: list[str], row: _Row) -> list[int]:
+    """The columns whose figures the row's target is on: its bold cells, else known headers."""
+    bold = [j for j, cell in enumerate(row.cells) if "**" in cell]
+    if bold:
+        return bold
+    for pattern in FIGURE_HEADERS:
+        if columns := [j for j, name in enumerate(header) if pattern.search(name)]:
+            return columns
+    return []
+
+
+def _margins(header: list[str], rows: list[_Row], fallback: str
+             ) -> list[tuple[float, _Row, int]] | None:
+    """(relative margin, row, column) of every compared cell, or None where the figures read
+    do not reproduce every row's verdict (then no cell can be called the worst)."""
+    found = []
+    for row in rows:
+        bound = COMPARISON.search(row.bound or fallback)
+        columns = [j for j in _compared(header, row) if j < len(row.cells)]
+        values = [(j, _figure(row.cells[j])) for j in columns]
+        if bound is None or not values or any(v is None for _, v in values):
+            return None
+        op, limit = bound["op"], _number(bound)
+        held = []
+        for j, value in values:
+            assert value is not None
+            gap = (limit - value) if op.startswith("<") else (value - limit)
+            held.append(gap >= 0 if "=" in op else gap > 0)
+            found.append((gap / abs(limit) if limit else gap, row, j))
+        if all(held) != (row.verdict == "PASS"):
+            return None
+    return found
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\s*\([^)]*\)", "", text.replace("**", "")).strip()
+
+
+def _group(header: list[str], rows: list[_Row], sentence: str) -> Target:
+    """One target for many rows: the bound, the worst cell with its figure, how many pass."""
+    first_figure = min([j for row in rows for j in _compared(header, row)]
+                       + [j for row in rows for j, c in enumerate(row.cells)
+                          if re.search(r"\d\.\d", c) and not VERDICT.search(c)]
+                       + [len(header)])
+    dims = [j for j in range(first_figure)
+            if len({row.cells[j] for row in rows if j < len(row.cells)}) > 1] or [0]
+
+    def name(row: _Row) -> str:
+        parts = []
+        for j in dims:
+            cell, head = row.cells[j], header[j] if j < len(header) else ""
+            if "=" in cell or not cell[:1].isdigit() or not head:
+                parts.append(cell)
+            else:
+                parts.append(f"{head}={cell}" if len(head) <= 3 else f"{head} {cell}")
+        return _short(", ".join(parts), 60)
+
+    bounds = list(dict.fromkeys(row.bound for row in rows if row.bound))
+    columns = _compared(header, rows[0])
+    margins = _margins(header, rows, sentence)
+    label = " / ".join(bounds) or sentence or "every row"
+    if (margins and bounds and COMPARISON.match(bounds[0]) and len(columns) == 1
+            and columns[0] < len(header)):
+        label = f"{_plain(header[columns[0]])} {label}"  # the bound names no quantity: the column
+    label += ("" if "every" in label else " in every row") + \
+        f" ({' × '.join(header[j] if j < len(header) else '?' for j in dims)})"
+    if margins:
+        _, row, j = min(margins, key=lambda found: found[0])
+        where = f"{name(row)}, {_plain(header[j])}" if j < len(header) else name(row)
+        figure = f"worst: {where}: {_plain(row.cells[j])}"
+        if len(bounds) > 1:
+            figure += f" ({row.bound})"
+    else:
+        failing = [row for row in rows if row.verdict != "PASS"]
+        figure = (f"first failing: {name(failing[0])}" if failing else "every row passes") + \
+            " (worst not read: see the section)"
+    passing = sum(row.verdict == "PASS" for row in rows)
+    misses = [row.verdict for row in rows if row.verdict != "PASS"]
+    verdict = (f"PASS ({passing}/{len(rows)})" if not misses else
+               f"{'FAIL' if 'FAIL' in misses else misses[0]} ({passing}/{len(rows)} pass)")
+    return Target(_short(label, 110), _short(figure, 110), verdict)
+
+
+def _power(header: list[str], rows: list[list[str]], seeds: tuple[int, ...]) -> list[Target]:
+    """The power table of bench_pays_power.py: one row per seed count a paired section used."""
+    column = {name: j for j, name in enumerate(header)}
+    found = []
+    for n in seeds:
+        shares = [f"e = {row[column['true e']]}: {row[column['e pass']]}" for row in rows
+                  if row[column["seeds per arm"]] == str(n)]
+        found.append(Target(f"power at {n} seeds per arm: share of measurements passing e >= 2 "
+                            "with the lower bound above 1, at a true e",
+                            ", ".join(shares) if shares else f"not simulated at {n} seeds",
+                            "simulated (no target)"))
+    return found
+
+
+def _table(header: list[str], rows: list[list[str]], sentence: str,
+           seeds: tuple[int, ...]) -> list[Target]:
+    """The targets of one table: a row alone, or one per bound that many rows share."""
+    if {"seeds per arm", "true e", "e pass"} <= set(header):
+        return _power(header, rows, seeds)
+    groups: dict[str, list[_Row]] = {}
+    for row in _verdict_rows(rows):
+        groups.setdefault(re.sub(FIGURE.pattern, "N", row.bound), []).append(row)
+    return [_one_row(group[0]) if len(group) == 1 else _group(header, group, sentence)
+            for group in groups.values()]
+
+
+def _sentence_target(body: str) -> str:
+    """The section's target where it is a sentence with no verdict (its table has them)."""
+    for line in body.splitlines():
+        match = TARGET_SENTENCE.search(line)
+        if match and not VERDICT.search(line[match.start():]):
+            return match["target"].strip()
+    return ""
+
+
+def targets(section: Section, *, paired_seeds: tuple[int, ...] = (PAIRED_DEFAULT_SEEDS,)
+            ) -> list[Target]:
+    """Every target the section reports, in the order it prints them, each once: the rows of a
+    table that share a bound are one target (its worst cell, how many pass).
+
+    ``paired_seeds``: the seed counts of the paired sections, at which a power table is read.
+    """
     found: list[Target] = []
     subheading = ""
-    for line in section.body.splitlines():
+    sentence = _sentence_target(section.body)
+    table: list[list[str]] = []
+    for line in [*section.body.splitlines(), ""]:
+        if line.startswith("|"):
+            if not line.startswith("|---"):
+                table.append(_cells(line))
+            continue
+        if table:
+            found.extend(_table(table[0], table[1:], sentence, paired_seeds))
+            table = []
         if line.startswith("### "):
             subheading = line[4:].strip()
-        if line.startswith("|") and not line.startswith("|---"):
-            cells = _cells(line)
-            verdict_cells = [i for i, cell in enumerate(cells) if VERDICT.search(cell)]
-            if verdict_cells:
-                i = verdict_cells[-1]
-                verdict = VERDICT.findall(cells[i])[-1]
-                figure = " · ".join(c for j, c in enumerate(cells[1:], 1) if j != i and c)
-                bound = VERDICT.sub("", cells[i]).strip(" :()")
-                label = cells[0] + (f" ({bound})" if bound else "")
-                found.append(Target(_short(label), _short(figure, 70), verdict))
+        if match := PAIRED.search(line):
+            found.append(Target("dreaming pays: e >= 2, lower bound above 1",
+                                f"e = {match['x']} [{match['lo']}, {match['hi']}]",
+                                match["verdict"]))
             continue
         if "Target:" in line and VERDICT.search(line.split("Target:", 1)[1]):
             before, target = line.split("Target:", 1)
@@ -277,15 +467,52 @@ def headline(rows: list[tuple[Section, Target, str]]) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+def superseded(found: list[Section]) -> dict[str, str]:
+    """Sections to archive, name -> reason: those named in ``SUPERSEDED``, and every dreaming-pays
+    section of the per-round protocol (``bench_dreaming_pays.py``, both arms) for a task that a
+    paired total-budget section (``bench_pays_paired.py``, issue 33) now measures."""
+    moved = dict(SUPERSEDED)
+    paired: dict[str, list[str]] = {}
+    for section in found:
+        if section.script == "bench_pays_paired.py" and (match := PAIRED_NAME.match(section.name)):
+            task = "".join(c if c.isalnum() else "-" for c in match["task"])
+            paired.setdefault(task, []).append(section.name)
+    for section in found:
+        if section.script != "bench_dreaming_pays.py" or not PAYS.search(section.body):
+            continue
+        for task, names in paired.items():
+            if section.name == f"pays-{task}" or section.name.startswith(f"pays-{task}--"):
+                moved.setdefault(section.name, "superseded by the paired total-budget protocol "
+                                               f"of issue 33: {', '.join(names)}")
+    return moved
+
+
+def paired_seeds(found: list[Section]) -> tuple[int, ...]:
+    """The seed counts the paired sections used (bench_pays_paired.py's default if none)."""
+    seeds = sorted({int(match["n"]) for section in found
+                    if section.script == "bench_pays_paired.py"
+                    and (match := PAIRED_SEEDS.search(section.body))})
+    return tuple(seeds) or (PAIRED_DEFAULT_SEEDS,)
+
+
+def rows(kept: list[tuple[Section, str]]) -> list[tuple[Section, Target, str]]:
+    """The headline's rows: every target of every kept section, with its freshness."""
+    seeds = paired_seeds([section for section, _ in kept])
+    return [(section, target, state) for section, state in kept
+            for target in targets(section, paired_seeds=seeds)]
+
+
 def rebuild(text: str, archive: str, *, state_of=freshness) -> tuple[str, str]:
     """(BENCHMARKS.md, BENCHMARKS-archive.md) rebuilt from ``text`` and ``archive``."""
     text = HEADLINE.sub("", text)
+    found = sections(text)
+    moved = superseded(found)
     kept = []
-    for section in sections(text):
-        if section.name in SUPERSEDED:
+    for section in found:
+        if section.name in moved:
             text = text.replace(section.block + "\n\n", "").replace(section.block, "")
             entry = (f"<!-- bench:{section.name} -->\n{STALE_LINE.sub('', section.body)}"
-                     f"Moved here: {SUPERSEDED[section.name]}.\n<!-- /bench:{section.name} -->")
+                     f"Moved here: {moved[section.name]}.\n<!-- /bench:{section.name} -->")
             pattern = re.compile(rf"<!-- bench:{re.escape(section.name)} -->.*?"
                                  rf"<!-- /bench:{re.escape(section.name)} -->", re.DOTALL)
             archive = (pattern.sub(lambda _, e=entry: e, archive) if pattern.search(archive)
@@ -295,9 +522,8 @@ def rebuild(text: str, archive: str, *, state_of=freshness) -> tuple[str, str]:
         marked = mark(section, state)
         text = text.replace(section.block, marked.block)
         kept.append((marked, state))
-    rows = [(section, target, state) for section, state in kept for target in targets(section)]
     first = text.find("<!-- bench:")
-    table = headline(rows)
+    table = headline(rows(kept))
     text = (text[:first] + table + text[first:]) if first >= 0 else text.rstrip() + "\n\n" + table
     return text, archive
 
