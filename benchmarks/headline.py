@@ -285,7 +285,8 @@ def _group(header: list[str], rows: list[_Row], sentence: str) -> Target:
     def name(row: _Row) -> str:
         parts = []
         for j in dims:
-            cell, head = row.cells[j], header[j] if j < len(header) else ""
+            cell = row.cells[j] if j < len(row.cells) else ""
+            head = header[j] if j < len(header) else ""
             if "=" in cell or not cell[:1].isdigit() or not head:
                 parts.append(cell)
             else:
