@@ -13,6 +13,7 @@ those sections back and never measures anything:
   ``FIGURE_HEADERS`` name, and only where those figures reproduce every row's verdict) and
   the verdict with how many rows pass ("FAIL (62/64 pass)"); the details stay in the section.
   A power table (``bench_pays_power.py``) gives a row per seed count the paired sections used;
+  a ``bench_pays_paired.py --versus`` section, a ceiling, a row without a target;
 - a section whose measured commit is older than the code it measures (``git diff`` between that
   commit and HEAD touches the paths in ``MEASURES``) is marked stale, in the table and in the
   section itself;
@@ -163,7 +164,9 @@ PAYS = re.compile(rf"Ratio of attempts, fixed over dream: \*\*(?P<x>{NUMBER})\*\
                   rf"interval over seeds \[(?P<lo>{NUMBER}), (?P<hi>{NUMBER})\]\)")
 PAIRED = re.compile(rf"^\*\*e = (?P<x>{NUMBER})\*\* \(95% interval \[(?P<lo>{NUMBER}), "
                     rf"(?P<hi>{NUMBER})\]\):.*Target: e >= 2 with the lower bound above 1: "
-                    r"\*\*(?P<verdict>PASS|MISS)\*\*")
+                    r"\*\*(?P<verdict>PASS|MISS)\*\*", re.MULTILINE)
+VERSUS = re.compile(rf"^\*\*e = (?P<x>{NUMBER})\*\* \(95% interval \[(?P<lo>{NUMBER}), "
+                    rf"(?P<hi>{NUMBER})\]\): (?P<spec>`[^`]+`) against π_1, both run from round 1")
 PAIRED_NAME = re.compile(r"^paired-(?P<task>.+?)-\d+x\d+(?:-|$)")
 PAIRED_SEEDS = re.compile(r"^Seeds: (?P<n>\d+), each in both arms", re.MULTILINE)
 PAIRED_DEFAULT_SEEDS = 40  # bench_pays_paired.py's --seeds default (a test checks it)
@@ -380,6 +383,13 @@ def targets(section: Section, *, paired_seeds: tuple[int, ...] = (PAIRED_DEFAULT
                                 f"e = {match['x']} [{match['lo']}, {match['hi']}]",
                                 match["verdict"]))
             continue
+        if match := VERSUS.search(line):  # bench_pays_paired.py --versus: a ceiling, no target
+            x, lo = float(match["x"]), float(match["lo"])
+            found.append(Target(f"ceiling: {match['spec']} against π_1 from round 1, e >= 2 "
+                                "with the lower bound above 1 possible",
+                                f"e = {match['x']} [{match['lo']}, {match['hi']}]",
+                                "yes" if x >= 2 and lo > 1 else "no: cannot show the target"))
+            continue
         if "Target:" in line and VERDICT.search(line.split("Target:", 1)[1]):
             before, target = line.split("Target:", 1)
             verdict = VERDICT.search(target)
@@ -475,7 +485,8 @@ def superseded(found: list[Section]) -> dict[str, str]:
     moved = dict(SUPERSEDED)
     paired: dict[str, list[str]] = {}
     for section in found:
-        if section.script == "bench_pays_paired.py" and (match := PAIRED_NAME.match(section.name)):
+        if (section.script == "bench_pays_paired.py" and PAIRED.search(section.body)
+                and (match := PAIRED_NAME.match(section.name))):
             task = "".join(c if c.isalnum() else "-" for c in match["task"])
             paired.setdefault(task, []).append(section.name)
     for section in found:
@@ -491,7 +502,7 @@ def superseded(found: list[Section]) -> dict[str, str]:
 def paired_seeds(found: list[Section]) -> tuple[int, ...]:
     """The seed counts the paired sections used (bench_pays_paired.py's default if none)."""
     seeds = sorted({int(match["n"]) for section in found
-                    if section.script == "bench_pays_paired.py"
+                    if section.script == "bench_pays_paired.py" and PAIRED.search(section.body)
                     and (match := PAIRED_SEEDS.search(section.body))})
     return tuple(seeds) or (PAIRED_DEFAULT_SEEDS,)
 

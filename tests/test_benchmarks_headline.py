@@ -205,6 +205,21 @@ def test_the_power_table_is_read_at_the_seed_count_the_paired_sections_used() ->
     assert f"| {label.format(30)} | e = 1: 2%, e = 2: 39% |" in table
 
 
+def test_a_versus_section_is_a_ceiling_row_and_supersedes_nothing() -> None:
+    line = ("**e = {x}** (95% interval [{lo}, 3.10]): `fixed:branches=10` against π_1, both "
+            "run from round 1 (nothing shared), per-attempt efficiency. A ceiling.")
+    assert only(line.format(x="2.40", lo="1.30")) == [headline.Target(
+        "ceiling: `fixed:branches=10` against π_1 from round 1, e >= 2 with the lower bound "
+        "above 1 possible", "e = 2.40 [1.30, 3.10]", "yes")]
+    assert only(line.format(x="2.40", lo="0.90"))[0].verdict == "no: cannot show the target"
+    versus = block("paired-lasso-path-80x20-versus-fixed-branches-10",
+                   "Seeds: 30, each in both arms (paired).\n\n" + line.format(x="2", lo="1.2"))
+    versus = versus.replace("benchmarks/x.py", "benchmarks/bench_pays_paired.py --task t")
+    found = headline.sections(HEADER + versus + "\n\n" + pays("pays-lasso-path", "lasso-path"))
+    assert headline.superseded(found) == headline.SUPERSEDED  # it does not measure the loop
+    assert headline.paired_seeds(found) == (headline.PAIRED_DEFAULT_SEEDS,)
+
+
 def test_the_default_seed_count_is_bench_pays_paired_s() -> None:
     script = (ROOT / "benchmarks" / "bench_pays_paired.py").read_text()
     assert f'"--seeds", type=int, default={headline.PAIRED_DEFAULT_SEEDS})' in script
@@ -267,13 +282,19 @@ def test_what_bench_pays_paired_and_bench_pays_power_write_is_what_the_headline_
                        "round_best": curve[4 * i + 3][0]} for i in range(2)]
             loops[(arm, seed)] = {"curve": curve, "rounds": rounds, "wall_s": 1.0}
     args = argparse.Namespace(task="circle-packing-26", seeds=seeds, total_budget=8,
-                              per_round_budget=4, workers=2, loop_arg=[])
+                              per_round_budget=4, workers=2, loop_arg=[], versus=None)
     paired = block("paired-circle-packing-26-8x4", bench_pays_paired.summarise(args, loops))
     paired = paired.replace("benchmarks/x.py", "benchmarks/bench_pays_paired.py --task t")
     found = headline.targets(headline.sections(HEADER + paired)[0])
     assert [t.label for t in found] == ["dreaming pays: e >= 2, lower bound above 1"]
     assert found[0].verdict in {"PASS", "MISS"} and found[0].figure.startswith("e = ")
     assert headline.paired_seeds(headline.sections(HEADER + paired)) == (seeds,)
+    args.versus = "fixed:branches=10"
+    versus = block("paired-circle-packing-26-8x4-versus-fixed-branches-10",
+                   bench_pays_paired.summarise(args, loops))
+    found = headline.targets(headline.sections(HEADER + versus)[0])
+    assert [t.label for t in found] == ["ceiling: `fixed:branches=10` against π_1 from round 1, "
+                                        "e >= 2 with the lower bound above 1 possible"]
 
     written = tmp_path / "BENCHMARKS.md"
     monkeypatch.setattr(sys.modules["_report"], "BENCHMARKS_MD", written)
