@@ -1,293 +1,447 @@
-"""Does replay predict online? Replay scores against new online runs, for sampled policies.
+"""Does replay predict online? Among the candidates a dream chooses between, over many histories.
 
-A history of runs of the initial policy is recorded (``--history``, 10 trees by default; its
-trees are pooled as the dreams pool them, ``--no-pool-branches`` to replay each alone); then
-``--policies`` policies with sampled families and parameters are (1) scored by replay over
-that history (mean V, the dreaming objective) and (2) run online ``--online-seeds`` times each
-with the same per-run budget and workers, each in a copy of the history's store, so a policy
-that plans from earlier trees (``planned``) plans online from the same trees as in replay, and
-no online run becomes another's history. Each online run is scored in the units of the replay
-score: V of its own tree, with its cost terms (N attempts, k* rounds) and its quality on the
-history's yardstick (the policy replayed on the tree it recorded reveals exactly that tree).
+``--histories`` independent histories are recorded, each ``--history`` runs of π_1 (the loop's
+initial policy unless ``--initial``) with its own seeds, in its own store, with the loop's
+history as context (``--context`` elites of the earlier trees). Over each, a dream builds its
+candidate set as ``dreaming.dream.choose`` does (one Optuna study per family, ``--dream-trials``
+trials each, each family's ``--keep`` best specs, and π_1, the incumbent), scores every candidate
+by replay (mean V on the trees the selection compares) and picks one, with the loop's dream
+settings otherwise. Every candidate of a history then runs online ``--online-seeds`` times, with
+the same seeds for every candidate of that history (paired), each run in a copy of the history's
+store (a policy that plans from earlier trees, and a proposer that reads the history's elites,
+see the same trees online as in replay; no online run becomes another's history).
 
-Reported: the split-half reliability of the online outcome first (the mean online V over the
-odd seeds against the even ones, Spearman across policies, with the Spearman-Brown correction
-to all seeds): a correlation with replay cannot exceed what the online outcome itself repeats.
-Then the Spearman correlation between replay score and mean online V, with a bootstrap 95%
-interval over policies, and the same against the online best raw score as before.
+The online outcome of a run is its best score standardised by π_1: (best − mean of π_1's run
+bests) / their standard deviation, over the recorded runs of every history (same task, same π_1:
+one yardstick for all). It has no ceiling: V's rank quality, the unit of the earlier version of
+this benchmark, gave every online best above the history's best the same 1.0, and most policies
+sat there. V of each online tree is still computed and reported (how often its quality term is
+at its cap), and the `planned` rows show a grid plan's online V under the v4 support rule.
 
-The policies are the dream's top candidates (``--dream-top K``: from one Optuna study per
-family over the same pooled history, ``--dream-trials`` trials each, every family's best first,
-then the next best overall) and random ones (families and parameters sampled uniformly) for
-the rest.
-The correlation is reported for all policies and for those inside the recorded support (no
-selection without a recorded continuation on any history tree, so replay saw all they did).
+Reported: the split-half reliability of the online mean (random halves of the paired seeds,
+Spearman across a history's candidates, averaged, Spearman-Brown to all seeds) and the bound it
+sets on any correlation (its square root); Spearman ρ between replay score and mean online
+outcome per history, averaged over histories with a bootstrap interval over histories, for all
+candidates and for those inside the recorded support (no selection without a recorded
+continuation on any of the history's trees; the target, ρ ≥ 0.6); and the dream's pick against
+π_1 online (paired over seeds, two-level bootstrap; how many histories' picks beat π_1).
 
-Replay is scored twice, with out-of-support selections free (the replay rule) and charged as
-attempts (``--charge-misses``); for each, the table also compares the attempts replay expects a
-policy to spend (revealed, plus charged misses) with what it spent online.
+Each history and each online run is printed as one JSON line as it ends; ``--resume LOG`` reuses
+them (a history whose online runs are incomplete needs its store, kept with ``--stores DIR``;
+without it the history is recorded again). ``--jobs J`` runs J online runs at once.
 
-Usage: python benchmarks/bench_replay_predicts.py [--task autocorrelation-c3] [--policies 20]
-       [--history 10] [--online-seeds 5] [--budget 40] [--workers 2] [--initial NAME:params]
-       [--no-pool-branches] [--dream-top K] [--dream-trials T]
+Usage: python benchmarks/bench_replay_predicts.py [--task autocorrelation-c3] [--histories 10]
+       [--history 4] [--online-seeds 10] [--budget 20] [--workers 2] [--seed 0]
+       [--dream-trials 60] [--keep 1] [--families F ...] [--context 4] [--initial NAME:params]
+       [--no-pool-branches] [--jobs J] [--stores DIR] [--resume LOG]
 """
 
 from __future__ import annotations
 
 import argparse
-import random
+import json
+import multiprocessing
 import shutil
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _predicts_stats import (  # noqa: E402
+    Yardstick,
+    mean_over_histories,
+    pick_versus_initial,
+    spearman,
+    split_half,
+)
 from _report import write_section  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
-from dreamrsi.dreaming.evaluate import (  # noqa: E402
-    ReplaySettings,
-    TreeScore,
-    mean_value,
-    replay_tree,  # noqa: E402
-    score_policy,
-)
-from dreamrsi.dreaming.history import load_history, pool_branches  # noqa: E402
+from dreamrsi.dreaming.dream import DreamConfig, choose  # noqa: E402
+from dreamrsi.dreaming.evaluate import ReplaySettings, replay_tree  # noqa: E402
+from dreamrsi.dreaming.history import load_history  # noqa: E402
+from dreamrsi.dreaming.loop import DEFAULT_HISTORY, LoopConfig  # noqa: E402
 from dreamrsi.dreaming.quality import QualityScale  # noqa: E402
-from dreamrsi.dreaming.search import search_family  # noqa: E402
-from dreamrsi.engine import RunConfig, default_policy, start_run  # noqa: E402
-from dreamrsi.policies.params import Kind  # noqa: E402
-from dreamrsi.policies.registry import BUILTIN, make_policy, parse_spec, space  # noqa: E402
+from dreamrsi.engine import RunConfig, start_run  # noqa: E402
+from dreamrsi.policies.registry import BUILTIN, make_policy, parse_spec  # noqa: E402
 from dreamrsi.store import SqliteRunStore  # noqa: E402
 from dreamrsi.tasks import resolve_task  # noqa: E402
 
-
-def sample_policy(rng: random.Random) -> PolicySpec:
-    family = rng.choice(sorted(BUILTIN))
-    params: dict[str, object] = {}
-    for p in space(family).searched():
-        if p.kind is Kind.BOOL or p.search is None:
-            params[p.name] = rng.random() < 0.5
-        elif p.kind is Kind.INT:
-            params[p.name] = rng.randint(int(p.search[0]), int(p.search[1]))
-        else:
-            params[p.name] = round(rng.uniform(*p.search), 3)
-    return PolicySpec(family, params)
+SEEDS_PER_HISTORY = 1000
+ONLINE_SEEDS = 500_000
+"""History h's recorded runs use seeds ``base + 1000 h + i``; its online runs ``base + 500,000 +
+1000 h + j`` (``base = 1,000,000 × --seed``), the same j for every candidate of h."""
 
 
-def dream_top(trees: list[RecordedTree], settings: ReplaySettings, scale: QualityScale,
-              count: int, trials: int, seed: int) -> list[PolicySpec]:
-    """``count`` of the best specs one study per family finds over ``trees`` (mean V): each
-    family's best first (best family first), then the next best overall, so near-ties of one
-    family do not fill the list."""
-    firsts: list[tuple[float, PolicySpec]] = []
-    rest: list[tuple[float, PolicySpec]] = []
-    for i, family in enumerate(sorted(BUILTIN)):
-        result = search_family(
-            family, trees, settings, trials=trials, seed=seed + i, keep=count,
-            scorer=lambda spec: mean_value(score_policy(spec, trees, settings, scale=scale)))
-        ranked = [(value, spec) for spec, value in result.best]
-        firsts.extend(ranked[:1])
-        rest.extend(ranked[1:])
-    firsts.sort(key=lambda vs: -vs[0])
-    rest.sort(key=lambda vs: -vs[0])
-    return [spec for _, spec in (firsts + rest)[:count]]
+def history_seed(base: int, h: int, i: int) -> int:
+    return base * 1_000_000 + SEEDS_PER_HISTORY * h + i
 
 
-def misses(scores: list[TreeScore]) -> int:
-    """Selections without a recorded continuation, summed over the trees."""
-    return sum(s.result.out_of_support for s in scores)
+def online_seed(base: int, h: int, j: int) -> int:
+    return base * 1_000_000 + ONLINE_SEEDS + SEEDS_PER_HISTORY * h + j
 
 
-def expected_attempts(scores: list[TreeScore], charged: bool) -> float:
-    """Attempts replay expects per run: revealed, plus the misses when they are charged."""
-    return float(np.mean([s.result.revealed + (s.result.out_of_support if charged else 0)
-                          for s in scores]))
+def dream_config(args: argparse.Namespace) -> DreamConfig:
+    """The loop's dream settings (replay matched to the online runs), with this benchmark's
+    trials, kept specs per family, pooling and seed."""
+    families = tuple(args.families)
+    loop = LoopConfig(per_round_budget=args.budget, workers=args.workers)
+    config = loop.dream_config()
+    return replace(config, trials=args.dream_trials * len(families), families=families,
+                   keep=args.keep, seed=args.seed, pool_branches=not args.no_pool_branches)
 
 
-def spearman(x: list[float], y: list[float], seed: int) -> tuple[float, float, float]:
-    """Spearman's rho with a bootstrap 95% interval over the pairs."""
-    xs, ys = np.array(x), np.array(y)
-    rho = float(spearmanr(xs, ys).statistic)
-    boot = np.random.default_rng(seed)
-    samples = []
-    for _ in range(4000):
-        idx = boot.integers(0, len(xs), len(xs))
-        if len(set(xs[idx])) > 1 and len(set(ys[idx])) > 1:
-            samples.append(float(spearmanr(xs[idx], ys[idx]).statistic))
-    if not samples:  # too few distinct pairs to resample
-        return rho, float("nan"), float("nan")
-    low, high = np.quantile(samples, [0.025, 0.975])
-    return rho, float(low), float(high)
+def settings_key(args: argparse.Namespace, initial: PolicySpec) -> dict[str, Any]:
+    """What a logged history depends on (a resumed log must match it)."""
+    return {"task": args.task, "history": args.history, "budget": args.budget,
+            "workers": args.workers, "seed": args.seed, "dream_trials": args.dream_trials,
+            "keep": args.keep, "families": list(args.families), "context": args.context, "initial": initial.to_json(),
+            "pool_branches": not args.no_pool_branches}
 
 
-def split_half(values: list[list[float]]) -> tuple[float, float]:
-    """Spearman between the mean of the odd and the even seeds across policies, and its
-    Spearman-Brown correction to all seeds."""
-    odd = [float(np.mean(v[0::2])) for v in values]
-    even = [float(np.mean(v[1::2])) for v in values]
-    r = float(spearmanr(odd, even).statistic)
-    return r, 2 * r / (1 + r) if r > -1 else float("nan")
+def record_history(h: int, args: argparse.Namespace, initial: PolicySpec, folder: Path
+                   ) -> dict[str, Any]:
+    """Record history ``h`` (its runs of π_1) in ``folder`` and dream over it; what the summary
+    and the online runs need, as one JSON-ready dict."""
+    task = resolve_task(args.task)
+    shutil.rmtree(folder, ignore_errors=True)
+    started = time.monotonic()
+    with SqliteRunStore.open(folder, writer=True) as store:
+        runs = [start_run(store, task, RunConfig(
+            budget=args.budget, workers=args.workers, seed=history_seed(args.seed, h, i),
+            policy=initial, history=args.context)).run_id for i in range(args.history)]
+        history = load_history(store, task.name, task.digest, task.evaluator_digest)
+    recorded = time.monotonic() - started
+    trees = list(history.trees)
+    config = dream_config(args)
+    train, holdout = config.split.divide(trees)
+    started = time.monotonic()
+    choice = choose(train, holdout, initial, config, QualityScale.of(trees))
+    dreamt = time.monotonic() - started
+    candidates = []
+    for c in choice.candidates:
+        compared = config.split.selected(c.train, c.holdout)
+        scores = c.train if holdout is train else (*c.train, *c.holdout)
+        candidates.append({
+            "spec": c.spec.to_json(), "label": c.spec.label(),
+            "replay": float(np.mean([s.value for s in compared])),
+            "misses": float(sum(s.out_of_support for s in scores)),
+            "incumbent": c.spec == initial})
+    return {"kind": "history", "h": h, "settings": settings_key(args, initial), "runs": runs,
+            "trees": [t.tree_id for t in trees],
+            "bests": [t.best for t in trees], "floors": [t.floor for t in trees],
+            "candidates": candidates, "pick": choice.selected.to_json(),
+            "promoted": choice.selection.promoted, "reason": choice.selection.reason,
+            "record_s": round(recorded, 2), "dream_s": round(dreamt, 2)}
 
 
-def online_value(store: SqliteRunStore, run_id: str, spec: PolicySpec,
-                 settings: ReplaySettings, history: list[RecordedTree],
-                 scale: QualityScale) -> float:
-    """V of an online run's own tree, in the replay score's units (its quality on the
-    history's yardstick, its attempts and rounds as costs)."""
-    tree = RecordedTree.from_nodes(run_id, store.replay_nodes(run_id))
-    return replay_tree(make_policy(spec), tree, settings, history, scale).value
+def online_run(job: dict[str, Any]) -> dict[str, Any]:
+    """One online run of a candidate in a copy of its history's store: its best (normalised)
+    score, attempts, and V of its own tree on the history's yardstick."""
+    task = resolve_task(job["task"])
+    spec = PolicySpec.from_json(job["spec"])
+    settings = ReplaySettings.from_json(job["settings"])
+    folder = Path(job["folder"])
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(job["history"], folder)
+    try:
+        with SqliteRunStore.open(folder, writer=True) as store:
+            own = list(load_history(store, task.name, task.digest, task.evaluator_digest).trees)
+            summary = start_run(store, task, RunConfig(
+                budget=job["budget"], workers=job["workers"], seed=job["seed"], policy=spec,
+                history=job["context"]))
+            tree = RecordedTree.from_nodes(summary.run_id, store.replay_nodes(summary.run_id))
+        scored = replay_tree(make_policy(spec), tree, settings, own, QualityScale.of(own))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    best = summary.best
+    return {"kind": "online", "h": job["h"], "c": job["c"], "j": job["j"],
+            "seed": job["seed"], "label": spec.label(),
+            "best": None if best is None else best.score,
+            "raw": None if best is None else best.raw_score, "attempts": summary.attempts,
+            "v": scored.value, "v_quality": scored.quality, "wall_s": round(summary.wall_s, 2)}
+
+
+def read_log(log: Path) -> tuple[dict[int, dict[str, Any]],
+                                 dict[tuple[int, int, int], dict[str, Any]]]:
+    """The histories and online runs an earlier run of this script printed."""
+    histories: dict[int, dict[str, Any]] = {}
+    runs: dict[tuple[int, int, int], dict[str, Any]] = {}
+    for line in log.read_text().splitlines():
+        if not line.startswith('{"kind"'):
+            continue
+        item = json.loads(line)
+        if item["kind"] == "history":
+            histories[item["h"]] = item
+        elif item["kind"] == "online":
+            runs[(item["h"], item["c"], item["j"])] = item
+    return histories, runs
+
+
+def store_holds(folder: Path, args: argparse.Namespace, runs: list[str]) -> bool:
+    """Whether ``folder`` is a history store holding exactly ``runs`` (a kept ``--stores``)."""
+    if not folder.is_dir():
+        return False
+    task = resolve_task(args.task)
+    try:
+        with SqliteRunStore.open(folder) as store:
+            trees = load_history(store, task.name, task.digest, task.evaluator_digest).trees
+    except Exception:  # noqa: BLE001 - anything unreadable is simply not reusable
+        return False
+    return [t.tree_id for t in trees] == runs
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="autocorrelation-c3")
-    parser.add_argument("--policies", type=int, default=20)
-    parser.add_argument("--history", type=int, default=10)
-    parser.add_argument("--online-seeds", type=int, default=5)
-    parser.add_argument("--budget", type=int, default=40)
+    parser.add_argument("--histories", type=int, default=10,
+                        help="independent histories, each its own runs of π_1")
+    parser.add_argument("--history", type=int, default=4, help="runs of π_1 per history")
+    parser.add_argument("--online-seeds", type=int, default=10,
+                        help="online runs per candidate (the same seeds for all of a history)")
+    parser.add_argument("--budget", type=int, default=20)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dream-trials", type=int, default=60, help="Optuna trials per family")
+    parser.add_argument("--families", nargs="+", choices=sorted(BUILTIN),
+                        default=sorted(BUILTIN), help="families the dream searches (default: "
+                                                      "all, as the loop's dreams do)")
+    parser.add_argument("--keep", type=int, default=1,
+                        help="best specs per family among the candidates (the dream's --keep)")
+    parser.add_argument("--context", type=int, default=DEFAULT_HISTORY,
+                        help="elites of the earlier trees each proposer reads (the loop's "
+                             "history setting; 0: none)")
     parser.add_argument("--no-pool-branches", action="store_true",
                         help="replay each history tree alone (default: pooled, as dreams do)")
-    parser.add_argument("--dream-top", type=int, default=10,
-                        help="policies taken from a dream's top candidates (the rest random)")
-    parser.add_argument("--dream-trials", type=int, default=60,
-                        help="Optuna trials per family for --dream-top")
     parser.add_argument("--initial", default=None,
-                        help="the policy that records the history (default: the loop's π_1)")
+                        help="the policy that records the histories (default: the loop's π_1)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="online runs at once (each uses --workers cores; default 1)")
+    parser.add_argument("--stores", type=Path, default=None,
+                        help="keep each history's store here (default: a temporary folder), "
+                             "so --resume can finish a history's online runs")
+    parser.add_argument("--resume", type=Path, default=None,
+                        help="a log of an earlier run with the same settings: reuse its "
+                             "histories and online runs")
+    parser.add_argument("--no-section", action="store_true",
+                        help="print the summary without writing BENCHMARKS.md")
     args = parser.parse_args()
-    if args.online_seeds < 2:
-        parser.error("--online-seeds must be at least 2 (the split-half reliability needs two "
-                     "halves)")
-    if not 0 <= args.dream_top <= args.policies or args.dream_trials < 1:
-        parser.error("--dream-top must be between 0 and --policies, and --dream-trials at "
-                     "least 1")
-    task = resolve_task(args.task)
-    rng = random.Random(args.seed)
-    settings = ReplaySettings(workers=args.workers, attempt_budget=args.budget)
-    charged = ReplaySettings(workers=args.workers, attempt_budget=args.budget,
-                             charge_misses=True)
-    initial = (parse_spec(args.initial) if args.initial
-               else default_policy(args.budget, args.workers))
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="dreamrsi-predicts-") as tmp:
-        with SqliteRunStore.open(Path(tmp) / "history", writer=True) as store:
-            for i in range(args.history):
-                start_run(store, task, RunConfig(budget=args.budget, workers=args.workers,
-                                                 seed=1000 + i,
-                                                 policy=initial))
-            history = load_history(store, task.name, task.digest, task.evaluator_digest)
-        own = list(history.trees)
-        trees = own if args.no_pool_branches else pool_branches(own)
-        scale = QualityScale.of(own)
-        top = dream_top(trees, settings, scale, min(args.dream_top, args.policies),
-                        args.dream_trials, args.seed)
-        specs = top + [sample_policy(rng) for _ in range(args.policies - len(top))]
-        for k, spec in enumerate(specs):
-            free_scores = score_policy(spec, trees, settings, scale=scale)
-            paid_scores = score_policy(spec, trees, charged, scale=scale)
-            replay_score = mean_value(free_scores)
-            paid_score = mean_value(paid_scores)
-            values, bests, spent = [], [], []
-            for j in range(args.online_seeds):
-                # Each online run starts from a copy of the history store, so a policy that
-                # plans from earlier trees (planned) plans from the history's trees online as
-                # in replay, and no online run becomes history for another.
-                folder = Path(tmp) / f"online-{k}-{j}"
-                shutil.copytree(Path(tmp) / "history", folder)
-                with SqliteRunStore.open(folder, writer=True) as store:
-                    summary = start_run(store, task, RunConfig(
-                        budget=args.budget, workers=args.workers, seed=5000 + 100 * k + j,
-                        policy=spec))
-                    values.append(online_value(store, summary.run_id, spec, settings, own,
-                                               scale))
-                bests.append(summary.best)
-                spent.append(summary.attempts)
-                shutil.rmtree(folder)
-            rows.append((spec, replay_score, values, bests, spent, paid_score,
-                         expected_attempts(free_scores, False),
-                         expected_attempts(paid_scores, True), misses(free_scores),
-                         "dream" if k < len(top) else "random"))
-            print(f"{spec.label()}: replay {replay_score:.4f} (charged {paid_score:.4f}), "
-                  f"online V {np.mean(values):.4f} over {len(values)} seeds, attempts "
-                  f"{np.mean(spent):.1f}", flush=True)
-    write(args, initial, rows)
+    if args.online_seeds < 2 or args.histories < 1 or args.history < 2:
+        parser.error("--online-seeds must be at least 2 (a split-half needs two halves), "
+                     "--histories at least 1 and --history at least 2")
+    if args.keep < 1 or args.dream_trials < 1 or args.jobs < 1:
+        parser.error("--keep, --dream-trials and --jobs must be at least 1")
+    if args.online_seeds > SEEDS_PER_HISTORY or args.history > SEEDS_PER_HISTORY:
+        parser.error(f"at most {SEEDS_PER_HISTORY} runs per history and online seeds")
+    initial = parse_spec(args.initial) if args.initial else LoopConfig(
+        per_round_budget=args.budget, workers=args.workers).initial_policy()
+    logged, logged_runs = read_log(args.resume) if args.resume else ({}, {})
+    key = settings_key(args, initial)
+    for h, item in logged.items():
+        if item["settings"] != key:
+            parser.error(f"--resume: history {h} of {args.resume} was recorded with other "
+                         f"settings ({item['settings']}, not {key})")
+    settings = dream_config(args).replay.to_json()
+    histories: list[dict[str, Any]] = []
+    runs: dict[tuple[int, int, int], dict[str, Any]] = {}
+    reused = 0
+    with tempfile.TemporaryDirectory(prefix="dreamrsi-predicts-") as tmp, \
+            _pool(args.jobs) as pool:
+        stores = args.stores or Path(tmp) / "stores"
+        for h in range(args.histories):
+            folder = stores / f"history-{h}"
+            item = logged.get(h)
+            wanted = [(c, j) for c in range(len(item["candidates"]))
+                      for j in range(args.online_seeds)] if item else []
+            missing = [cj for cj in wanted if (h, *cj) not in logged_runs]
+            if item is None or (missing and not store_holds(folder, args, item["runs"])):
+                item = record_history(h, args, initial, folder)
+                missing = [(c, j) for c in range(len(item["candidates"]))
+                           for j in range(args.online_seeds)]
+                wanted = []  # nothing logged for this history stands any more
+            else:
+                reused += 1
+            print(json.dumps(item), flush=True)
+            histories.append(item)
+            for c, j in wanted:
+                if (c, j) not in missing:
+                    runs[(h, c, j)] = logged_runs[(h, c, j)]
+                    print(json.dumps(runs[(h, c, j)]), flush=True)
+            # seed-major: every candidate's j-th run before any (j+1)-th, so drift in the
+            # machine's state falls alike on all of them
+            jobs = [{"task": args.task, "spec": item["candidates"][c]["spec"],
+                     "settings": settings, "history": str(folder),
+                     "folder": str(Path(tmp) / f"online-{h}-{c}-{j}"), "budget": args.budget,
+                     "workers": args.workers, "context": args.context,
+                     "seed": online_seed(args.seed, h, j), "h": h, "c": c, "j": j}
+                    for c, j in sorted(missing, key=lambda cj: (cj[1], cj[0]))]
+            for result in pool(jobs):
+                runs[(result["h"], result["c"], result["j"])] = result
+                print(json.dumps(result), flush=True)
+    summary = summarise(args, initial, histories, runs, reused)
+    print(summary)
+    if not args.no_section:
+        write(args, summary)
 
 
-def write(args: argparse.Namespace, initial: PolicySpec, rows: list[tuple[Any, ...]]) -> None:
-    """The section: reliability first, then the correlations and the table."""
-    mean_v = [float(np.mean(r[2])) for r in rows]
-    half, full = split_half([r[2] for r in rows])
-    rho, low, high = spearman([r[1] for r in rows], mean_v, args.seed)
-    rho_c, low_c, high_c = spearman([r[5] for r in rows], mean_v, args.seed)
-    inside = [(r[1], v) for r, v in zip(rows, mean_v, strict=True) if r[8] == 0]
-    if len(inside) >= 4:
-        rho_i, low_i, high_i = spearman([x for x, _ in inside], [v for _, v in inside],
-                                        args.seed)
-        support = (f"Inside the recorded support ({len(inside)} of {len(rows)} policies made no "
-                   f"selection without a recorded continuation on any history tree): "
-                   f"**{rho_i:.2f}** [{low_i:.2f}, {high_i:.2f}]. Target: >= 0.6 "
-                   f"{'PASS' if rho_i >= 0.6 else 'MISS'}.")
-    else:
-        support = (f"Inside the recorded support: only {len(inside)} of {len(rows)} policies "
-                   "made no selection without a recorded continuation; too few for a "
-                   "correlation.")
-    best_raw = [np.median([b.score for b in r[3] if b is not None] or [np.nan]) for r in rows]
-    scored = [(r[1], b) for r, b in zip(rows, best_raw, strict=True) if not np.isnan(b)]
-    rho_b, low_b, high_b = spearman([x for x, _ in scored], [b for _, b in scored], args.seed)
-    spent = [float(np.mean(r[4])) for r in rows]
-    gap_free = float(np.mean([abs(r[6] - s) for r, s in zip(rows, spent, strict=True)]))
-    gap_paid = float(np.mean([abs(r[7] - s) for r, s in zip(rows, spent, strict=True)]))
-    pooled = "each tree alone" if args.no_pool_branches else "pooled branches"
-    lines = [f"Task `{args.task}`: history of {args.history} runs of `{initial.label()}` "
-             f"({args.budget} attempts, W={args.workers}; replayed with {pooled}); "
-             f"{len(rows)} policies ({args.dream_top} from a dream's top candidates, "
-             f"{args.dream_trials} trials per family; the rest sampled), each scored by replay "
-             "over that history and run "
-             f"online {args.online_seeds} times with the same budget, each in a copy of the "
-             "history's store (a policy that plans from earlier trees plans from the same ones "
-             "online). Online outcome: V of "
-             "each online tree (quality on the history's yardstick, with its cost terms), the "
-             "same units as the replay score.", "",
-             f"Split-half reliability of the online outcome (odd against even seeds, Spearman "
-             f"across policies): {half:.2f}; Spearman-Brown for all {args.online_seeds} seeds: "
-             f"{full:.2f}.", "",
-             f"Spearman correlation, replay score vs mean online V: **{rho:.2f}** (bootstrap "
-             f"95% interval over policies [{low:.2f}, {high:.2f}]); with misses charged "
-             f"**{rho_c:.2f}** [{low_c:.2f}, {high_c:.2f}]. Against the median online best "
-             f"score: {rho_b:.2f} [{low_b:.2f}, {high_b:.2f}].", "", support, "",
-             "Attempts per run, replay's expectation against online (mean over seeds), mean "
-             f"absolute gap: {gap_free:.1f} with misses free, {gap_paid:.1f} with misses "
-             "charged.", "",
-             "| policy | from | replay score (mean V) | charged | misses | online V: mean (min, "
-             "max) | online attempts (mean) | replay attempts (free / charged) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for row, v, n in sorted(zip(rows, mean_v, spent, strict=True), key=lambda x: -x[0][1]):
-        spec, replay_score, values, _, _, paid, free_n, paid_n, missed, origin = row
-        lines.append(f"| `{spec.label()}` | {origin} | {replay_score:.4f} | {paid:.4f} | "
-                     f"{missed} | {v:.4f} "
-                     f"({min(values):.4f}, {max(values):.4f}) | {n:.1f} | {free_n:.1f} / "
-                     f"{paid_n:.1f} |")
-    table = "\n".join(lines)
-    print(table)
+class _Serial:
+    def __call__(self, jobs: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        return map(online_run, jobs)
+
+    def __enter__(self) -> _Serial:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _Parallel:
+    """Online runs in ``jobs`` worker processes (spawned: nothing of this process's state is
+    forked into them), results as they finish."""
+
+    def __init__(self, jobs: int) -> None:
+        self.executor = ProcessPoolExecutor(jobs,
+                                            mp_context=multiprocessing.get_context("spawn"))
+
+    def __call__(self, jobs: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        futures: list[Future[dict[str, Any]]] = [self.executor.submit(online_run, j)
+                                                 for j in jobs]
+        return (f.result() for f in as_completed(futures))
+
+    def __enter__(self) -> _Parallel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.executor.shutdown(cancel_futures=True)
+
+
+def _pool(jobs: int) -> _Serial | _Parallel:
+    return _Serial() if jobs == 1 else _Parallel(jobs)
+
+
+def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dict[str, Any]],
+              runs: dict[tuple[int, int, int], dict[str, Any]], reused: int) -> str:
+    """The section's text: the yardstick, reliability, ρ per history, the pick against π_1."""
+    yardstick = Yardstick.of([b for item in histories for b in item["bests"] if b is not None],
+                             min(f for item in histories for f in item["floors"]
+                                 if f is not None))
+    seeds = range(args.online_seeds)
+    outcomes, replay, inside, rho_all, rho_in = [], [], [], [], []
+    picks, initials, kept, rows = [], [], [], []
+    for item in histories:
+        h, cands = item["h"], item["candidates"]
+        matrix = np.array([[yardstick.z(runs[(h, c, j)]["best"]) for j in seeds]
+                           for c in range(len(cands))])
+        scores = [c["replay"] for c in cands]
+        support = [c["misses"] == 0 for c in cands]
+        means = matrix.mean(axis=1)
+        outcomes.append(matrix)
+        replay.append(scores)
+        inside.append(support)
+        rho_all.append(spearman(scores, means))
+        rho_in.append(spearman([s for s, k in zip(scores, support, strict=True) if k],
+                               [m for m, k in zip(means, support, strict=True) if k]))
+        pick = PolicySpec.from_json(item["pick"])
+        specs = [PolicySpec.from_json(c["spec"]) for c in cands]
+        p, i = specs.index(pick), specs.index(initial)
+        picks.append(matrix[p])
+        initials.append(matrix[i])
+        kept.append(p == i)
+        rows.append((h, len(cands), sum(support), rho_all[-1], rho_in[-1], pick.label(),
+                     item["promoted"], float(np.mean(matrix[p] - matrix[i])),
+                     item["dream_s"]))
+    reliability = split_half(outcomes, seed=args.seed)
+    all_est = mean_over_histories(rho_all, args.seed)
+    in_est = mean_over_histories(rho_in, args.seed)
+    versus = pick_versus_initial(picks, initials, kept, args.seed)
+    online = [r for r in runs.values() if r["h"] in {item["h"] for item in histories}]
+    at_cap = sum(1 for r in online if r["v_quality"] >= 1.0 - 1e-9)
+    zs = [z for m in outcomes for z in m.ravel()]
+    passed = not np.isnan(in_est.value) and in_est.value >= 0.6
+    pool = "each tree alone" if args.no_pool_branches else "pooled branches"
+    lines = [
+        f"Task `{args.task}`: {len(histories)} independent histories, each {args.history} runs "
+        f"of π_1 = `{initial.label()}` ({args.budget} attempts, W={args.workers}, "
+        f"{args.context} elites of the earlier trees as context) with its own seeds. Over each, "
+        f"a dream's candidate set as `choose` builds it ({args.dream_trials} Optuna trials per "
+        f"family, each family's {args.keep} best, and π_1; replayed with {pool}; the loop's "
+        f"dream settings otherwise), scored by replay (mean V on the trees the selection "
+        f"compares) and run online {args.online_seeds} times each with the history's seeds "
+        "(paired: the same seeds for every candidate of a history), each run in a copy of "
+        "its history's store.", "",
+        "Online outcome: the run's best score standardised by π_1, (best − mean of π_1's run "
+        "bests) / their standard deviation over every history's recorded runs "
+        f"({yardstick.center:.6g} and {yardstick.spread:.3g}, in the task's direction, higher "
+        "is better). It has no cap (outcomes from "
+        f"{min(zs):.2f} to {max(zs):.2f}); V's rank quality, the earlier unit, was at its cap "
+        f"1.0 in {at_cap} of these {len(online)} online runs.", "",
+        f"Split-half reliability of the online mean (random halves of the paired seeds, "
+        f"Spearman across a history's candidates, averaged over 200 splits and "
+        f"{reliability.histories} histories): {reliability.half:.2f}; Spearman-Brown for all "
+        f"{args.online_seeds} seeds: {reliability.full:.2f}, so no correlation with the "
+        f"online mean can exceed {reliability.bound:.2f}.", "",
+        f"Spearman ρ between replay score and mean online outcome, per history, averaged "
+        f"(bootstrap 95% interval over histories): all candidates **{all_est}** "
+        f"({all_est.count} histories); inside the recorded support **{in_est}** "
+        f"({in_est.count} histories with three or more candidates inside it).", "",
+        f"Target: ρ ≥ 0.6 inside the support (mean over histories): **{in_est}** "
+        f"{'PASS' if passed else 'MISS'}", "",
+        f"The dream's pick against π_1 online (pick − π_1, paired over seeds, mean over "
+        f"histories, two-level bootstrap 95% interval): **{versus.mean}**; the pick beat π_1 "
+        f"in {versus.wins} of {len(histories)} histories, did worse in {versus.losses}, and "
+        f"was π_1 itself in {versus.kept}.", "",
+        "| history | candidates (inside support) | ρ | ρ inside | pick | promoted | pick − π_1 "
+        "online | dream s |",
+        "|---:|---:|---:|---:|---|---|---:|---:|"]
+    for h, n, k, r_all, r_in, pick_label, promoted, diff, secs in rows:
+        lines.append(f"| {h} | {n} ({k}) | {r_all:.2f} | {r_in:.2f} | `{pick_label}` | "
+                     f"{'yes' if promoted else 'no'} | {diff:+.2f} | {secs:.1f} |")
+    lines += ["", "Per family, over histories (each family's best candidate in each):", "",
+              "| family | mean replay score | mean online outcome | mean online V | online V "
+              "at cap | misses (mean) |", "|---|---:|---:|---:|---:|---:|"]
+    families: dict[str, list[tuple[float, float, float, float, float]]] = {}
+    for item, matrix in zip(histories, outcomes, strict=True):
+        for c, cand in enumerate(item["candidates"]):
+            name = "π_1" if cand["incumbent"] else cand["spec"]["name"]
+            vs = [runs[(item["h"], c, j)] for j in seeds]
+            families.setdefault(name, []).append((
+                cand["replay"], float(matrix[c].mean()),
+                float(np.mean([r["v"] for r in vs])),
+                float(np.mean([r["v_quality"] >= 1.0 - 1e-9 for r in vs])), cand["misses"]))
+    for name, values in sorted(families.items()):
+        a = np.array(values)
+        lines.append(f"| {name} | {a[:, 0].mean():.4f} | {a[:, 1].mean():+.2f} | "
+                     f"{a[:, 2].mean():.4f} | {a[:, 3].mean():.0%} | {a[:, 4].mean():.1f} |")
+    if reused:
+        lines += ["", f"{reused} of these {len(histories)} histories (and their logged online "
+                      "runs) were reused from the log of an earlier run with the same settings "
+                      "(`--resume`), not run again."]
+    return "\n".join(lines)
+
+
+def write(args: argparse.Namespace, text: str) -> None:
+    command = (f"python benchmarks/bench_replay_predicts.py --task {args.task} --histories "
+               f"{args.histories} --history {args.history} --online-seeds {args.online_seeds} "
+               f"--budget {args.budget} --workers {args.workers} --seed {args.seed} "
+               f"--dream-trials {args.dream_trials} --keep {args.keep} --context {args.context}"
+               + ("" if args.families == sorted(BUILTIN) else
+                  " --families " + " ".join(args.families))
+               + (f" --initial {args.initial}" if args.initial else "")
+               + (" --no-pool-branches" if args.no_pool_branches else ""))
     suffix = (f"--{args.initial.split(':')[0]}-history" if args.initial else "") + (
-        "" if args.no_pool_branches else "--pooled") + f"--{args.online_seeds}-online-seeds"
-    write_section(f"predicts-{resolve_task(args.task).name}{suffix}",
-                  f"Replay predicts online? ({args.task}"
-                  + (f", history of {initial.label()}" if args.initial else "")
-                  + f", {args.online_seeds} online seeds per policy)", table,
-                  f"python benchmarks/bench_replay_predicts.py --task {args.task} --policies "
-                  f"{args.policies} --history {args.history} --online-seeds "
-                  f"{args.online_seeds} --budget {args.budget} --workers {args.workers} "
-                  f"--seed {args.seed} --dream-top {args.dream_top} --dream-trials "
-                  f"{args.dream_trials}"
-                  + (f" --initial {args.initial}" if args.initial else "")
-                  + (" --no-pool-branches" if args.no_pool_branches else ""))
+        "--each-tree-alone" if args.no_pool_branches else "")
+    write_section(f"predicts-{resolve_task(args.task).name}--candidates{suffix}",
+                  f"Replay predicts online? ({args.task}, the dream's candidates, "
+                  f"{args.histories} histories × {args.online_seeds} paired seeds"
+                  + (f", history of {args.initial}" if args.initial else "") + ")",
+                  text, command)
 
 
 if __name__ == "__main__":

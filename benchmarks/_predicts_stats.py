@@ -1,0 +1,206 @@
+"""Statistics of "does replay predict online?" over independent histories and paired seeds.
+
+Each history h is its own recorded runs of π_1; a dream over it builds a candidate set (each
+family's best specs and π_1), scores each candidate by replay, and picks one. Every candidate of
+h then runs online with the same seeds (paired). The online outcome of a run is its best score
+on a :class:`Yardstick` with no ceiling.
+
+- **Split-half reliability**: within each history, the seeds are split into two random halves;
+  the Spearman correlation across candidates between the halves' mean outcomes is averaged over
+  many splits and over histories, then corrected to all seeds (Spearman-Brown). No correlation
+  between replay and the online mean can exceed the square root of that reliability.
+- **ρ per history**: Spearman between replay score and mean online outcome among h's
+  candidates; averaged over histories, with a bootstrap interval resampling histories.
+- **The pick against π_1**: per history the mean over seeds of (pick − π_1), paired seed by
+  seed; averaged over histories with a two-level bootstrap (histories, then seeds within each).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import spearmanr
+
+RESAMPLES = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class Yardstick:
+    """Raw best scores (direction-normalised: higher is better) standardised by π_1.
+
+    ``center`` and ``spread`` are the mean and standard deviation of the best scores of π_1's
+    recorded runs (every history's), so an outcome of 1 is one π_1-run spread above π_1's
+    typical run. ``floor`` stands for a run with no valid score: the worst valid attempt any
+    history recorded.
+    """
+
+    center: float
+    spread: float
+    floor: float
+
+    @classmethod
+    def of(cls, run_bests: Sequence[float], worst: float) -> Yardstick:
+        """The yardstick of π_1's run bests.
+
+        >>> Yardstick.of([1.0, 2.0, 3.0], 0.0).z(4.0)
+        2.0
+
+        Raises:
+            ValueError: Fewer than two run bests, or no spread among them.
+        """
+        values = np.asarray(run_bests, dtype=float)
+        if len(values) < 2 or not np.all(np.isfinite(values)):
+            raise ValueError(f"a yardstick needs two or more finite run bests, got {run_bests!r}")
+        spread = float(np.std(values, ddof=1))
+        if not spread > 0:
+            raise ValueError("π_1's run bests are all equal: no spread to standardise by")
+        return cls(float(np.mean(values)), spread, float(worst))
+
+    def z(self, best: float | None) -> float:
+        """The outcome of a run whose best (normalised) score is ``best`` (``None``: no valid
+        score, scored as ``floor``)."""
+        return ((self.floor if best is None else best) - self.center) / self.spread
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's ρ; NaN with fewer than three pairs or no variation on either side.
+
+    >>> spearman([1, 2, 3], [10, 30, 20]), math.isnan(spearman([1, 1, 1], [1, 2, 3]))
+    (0.5, True)
+    """
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(xs) < 3 or np.ptp(xs) == 0 or np.ptp(ys) == 0:
+        return float("nan")
+    return float(spearmanr(xs, ys).statistic)
+
+
+@dataclass(frozen=True, slots=True)
+class Reliability:
+    """Split-half reliability of the online mean across candidates.
+
+    Attributes:
+        half: Mean Spearman between the two halves' means (over splits and histories).
+        full: Spearman-Brown for all seeds, ``2 half / (1 + half)``.
+        bound: The most any correlation with the online mean can reach, ``sqrt(full)``
+            (0 when ``full`` is not positive).
+        histories: Histories that counted (those with three or more candidates whose halves
+            vary).
+    """
+
+    half: float
+    full: float
+    bound: float
+    histories: int
+
+
+def split_half(outcomes: Sequence[np.ndarray], splits: int = 200,
+               seed: int = 0) -> Reliability:
+    """Reliability of the per-candidate online mean; ``outcomes[h]`` is candidates × seeds.
+
+    Paired seeds are split as whole columns, ``splits`` random halves per history (an odd
+    seed count leaves one seed out of each split).
+    """
+    rng = np.random.default_rng(seed)
+    per_history = []
+    for matrix in outcomes:
+        matrix = np.asarray(matrix, dtype=float)
+        seeds = matrix.shape[1]
+        if matrix.shape[0] < 3 or seeds < 2:
+            continue
+        half = seeds // 2
+        rs = []
+        for _ in range(splits):
+            order = rng.permutation(seeds)
+            a, b = order[:half], order[half:2 * half]
+            r = spearman(matrix[:, a].mean(axis=1), matrix[:, b].mean(axis=1))
+            if not math.isnan(r):
+                rs.append(r)
+        if rs:
+            per_history.append(float(np.mean(rs)))
+    if not per_history:
+        return Reliability(float("nan"), float("nan"), float("nan"), 0)
+    r = float(np.mean(per_history))
+    full = 2 * r / (1 + r) if r > -1 else float("nan")
+    bound = math.sqrt(full) if full > 0 else 0.0
+    return Reliability(r, full, bound, len(per_history))
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A mean with its bootstrap 95% interval, and how many units it averages."""
+
+    value: float
+    low: float
+    high: float
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.value:.2f} [{self.low:.2f}, {self.high:.2f}]"
+
+
+def mean_over_histories(values: Sequence[float], seed: int = 0) -> Estimate:
+    """The mean of per-history values (NaNs left out), bootstrap 95% interval over histories.
+
+    >>> mean_over_histories([0.5, float("nan"), 0.5]).value
+    0.5
+    """
+    xs = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
+    if len(xs) == 0:
+        return Estimate(float("nan"), float("nan"), float("nan"), 0)
+    rng = np.random.default_rng(seed)
+    means = xs[rng.integers(0, len(xs), (RESAMPLES, len(xs)))].mean(axis=1)
+    low, high = np.quantile(means, [0.025, 0.975])
+    return Estimate(float(xs.mean()), float(low), float(high), len(xs))
+
+
+@dataclass(frozen=True, slots=True)
+class PickVersusInitial:
+    """The dream's pick against π_1 online, paired seed by seed within each history.
+
+    Attributes:
+        per_history: Mean over seeds of (pick − π_1), per history (0 where the pick is π_1).
+        mean: Their mean, with a two-level bootstrap interval.
+        wins: Histories whose pick beat π_1 (positive mean difference).
+        losses: Histories whose pick did worse.
+        kept: Histories whose pick is π_1 itself.
+    """
+
+    per_history: tuple[float, ...]
+    mean: Estimate
+    wins: int
+    losses: int
+    kept: int
+
+
+def pick_versus_initial(picks: Sequence[np.ndarray], initials: Sequence[np.ndarray],
+                        kept: Sequence[bool], seed: int = 0) -> PickVersusInitial:
+    """Paired differences per history; the interval resamples histories, then seeds within
+    each resampled history (both arms of a seed together).
+
+    >>> r = pick_versus_initial([np.array([1.0, 2.0])], [np.array([0.0, 1.0])], [False])
+    >>> r.per_history, r.wins, r.losses, r.kept
+    ((1.0,), 1, 0, 0)
+    """
+    diffs = []
+    for pick, initial in zip(picks, initials, strict=True):
+        a, b = np.asarray(pick, dtype=float), np.asarray(initial, dtype=float)
+        if a.shape != b.shape or a.ndim != 1 or len(a) == 0:
+            raise ValueError("the pick and π_1 must have run with the same seeds")
+        diffs.append(a - b)
+    if not diffs:
+        raise ValueError("no history to compare")
+    per = tuple(float(d.mean()) for d in diffs)
+    rng = np.random.default_rng(seed)
+    means = np.empty(RESAMPLES)
+    for i in range(RESAMPLES):
+        chosen = rng.integers(0, len(diffs), len(diffs))
+        means[i] = np.mean([diffs[h][rng.integers(0, len(diffs[h]), len(diffs[h]))].mean()
+                            for h in chosen])
+    low, high = np.quantile(means, [0.025, 0.975])
+    wins = sum(1 for d, k in zip(per, kept, strict=True) if not k and d > 0)
+    losses = sum(1 for d, k in zip(per, kept, strict=True) if not k and d < 0)
+    return PickVersusInitial(per, Estimate(float(np.mean(per)), float(low), float(high),
+                                           len(per)), wins, losses, sum(map(bool, kept)))

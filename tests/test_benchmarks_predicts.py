@@ -1,0 +1,135 @@
+"""bench_replay_predicts.py: the yardstick, the split-half, the pairing, and the online side.
+
+The online side once judged a grid plan by its grid (replay settings before version 4): every
+``planned`` candidate scored 0 online on the very tree it had grown. These tests run the
+benchmark's own online run on a planned policy whose grid the budget cuts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dreamrsi.engine import RunConfig, start_run
+from dreamrsi.policies.registry import parse_spec
+from dreamrsi.store.sqlite import SqliteRunStore
+from tests.conftest import TaskFactory
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "bench_replay_predicts.py"
+spec = importlib.util.spec_from_file_location("bench_replay_predicts", SCRIPT)
+assert spec and spec.loader
+predicts = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(predicts)
+stats = sys.modules["_predicts_stats"]  # the helper the script imports beside itself
+
+
+def test_the_yardstick_has_no_ceiling_and_standardises_by_pi1s_run_bests() -> None:
+    stick = stats.Yardstick.of([1.0, 2.0, 3.0, 4.0], worst=-5.0)
+    assert stick.center == 2.5 and stick.spread == pytest.approx(np.std([1, 2, 3, 4], ddof=1))
+    assert stick.z(2.5) == 0
+    # far above every recorded best: still ordered, never capped
+    assert stick.z(100.0) < stick.z(1000.0)
+    assert stick.z(None) == stick.z(-5.0) < stick.z(1.0)  # no valid score: the worst attempt
+
+
+def test_a_yardstick_without_spread_or_runs_is_refused() -> None:
+    with pytest.raises(ValueError, match="no spread"):
+        stats.Yardstick.of([2.0, 2.0], worst=0.0)
+    with pytest.raises(ValueError, match="two or more"):
+        stats.Yardstick.of([2.0], worst=0.0)
+
+
+def test_split_half_is_one_for_a_perfectly_repeatable_outcome_and_near_zero_for_noise() -> None:
+    rng = np.random.default_rng(1)
+    steady = [np.repeat(np.arange(8.0)[:, None], 10, axis=1) + h for h in range(5)]
+    sure = stats.split_half(steady)
+    assert (sure.half, sure.full, sure.bound, sure.histories) == (1.0, 1.0, 1.0, 5)
+    noise = stats.split_half([rng.normal(size=(8, 10)) for _ in range(20)])
+    assert abs(noise.half) < 0.15 and noise.histories == 20
+    assert noise.bound == (math.sqrt(noise.full) if noise.full > 0 else 0.0)
+
+
+def test_split_half_reliability_follows_spearman_brown_and_bounds_correlation() -> None:
+    rng = np.random.default_rng(2)
+    # a candidate effect as large as the per-seed noise: reliable, not perfectly
+    matrices = [np.arange(9.0)[:, None] / 3 + rng.normal(size=(9, 10)) for _ in range(30)]
+    found = stats.split_half(matrices)
+    assert 0.3 < found.half < 0.95
+    assert found.full == pytest.approx(2 * found.half / (1 + found.half))
+    assert found.bound == pytest.approx(math.sqrt(found.full)) and found.full > found.half
+    # histories with fewer than three candidates say nothing about a ranking
+    assert stats.split_half([np.ones((2, 10))]).histories == 0
+
+
+def test_the_pick_is_compared_with_pi1_seed_by_seed() -> None:
+    rng = np.random.default_rng(3)
+    # seeds differ a lot, the pick beats π_1 by 0.5 on each: pairing makes it plain
+    base = [rng.normal(scale=5, size=10) for _ in range(8)]
+    picks = [b + 0.5 for b in base]
+    found = stats.pick_versus_initial(picks, base, [False] * 8)
+    assert found.mean.value == pytest.approx(0.5) and found.mean.low == pytest.approx(0.5)
+    assert (found.wins, found.losses, found.kept) == (8, 0, 0)
+    # a history whose dream kept π_1 compares π_1 with itself: no win, no loss
+    kept = stats.pick_versus_initial([base[0], base[1] - 1], [base[0], base[1]], [True, False])
+    assert kept.per_history == (0.0, -1.0) and (kept.wins, kept.losses, kept.kept) == (0, 1, 1)
+    with pytest.raises(ValueError, match="same seeds"):
+        stats.pick_versus_initial([np.ones(3)], [np.ones(4)], [False])
+
+
+def test_rho_per_history_is_averaged_with_an_interval_over_histories() -> None:
+    assert math.isnan(stats.spearman([1, 2], [2, 1]))  # two points rank nothing
+    assert math.isnan(stats.spearman([0.7, 0.7, 0.7], [1, 2, 3]))  # replay tied throughout
+    found = stats.mean_over_histories([1.0, 0.5, float("nan"), 0.0])
+    assert found.value == pytest.approx(0.5) and found.count == 3
+    assert 0.0 <= found.low < 0.5 < found.high <= 1.0
+
+
+def test_every_candidate_of_a_history_runs_with_the_same_seeds_and_histories_never_share(
+) -> None:
+    seeds = {(h, j): predicts.online_seed(0, h, j) for h in range(10) for j in range(10)}
+    assert len(set(seeds.values())) == 100
+    recorded = {predicts.history_seed(0, h, i) for h in range(10) for i in range(10)}
+    assert not recorded & set(seeds.values())
+    assert not {predicts.online_seed(1, 0, j) for j in range(10)} & set(seeds.values())
+
+
+def test_a_planned_candidate_whose_grid_the_budget_cuts_scores_online(
+        tmp_path: Path, store: SqliteRunStore, make_task: TaskFactory) -> None:
+    task_dir = make_task()
+    from dreamrsi.tasks import load_task
+    task = load_task(task_dir)
+    for seed in (1, 2):
+        start_run(store, task, RunConfig(budget=8, workers=2, seed=seed,
+                                         policy=parse_spec("fixed:branches=2,refine=3")))
+    store.close()
+    planned = parse_spec("planned:min_branches=16,quantile=0.5,stretch=2.0")
+    args = predicts.argparse.Namespace(budget=12, workers=2, dream_trials=1, keep=1, seed=0,
+                                       families=["planned"],
+                                       no_pool_branches=False)
+    settings = predicts.dream_config(args).replay
+    assert settings.plan_support == "budget"
+    result = predicts.online_run({
+        "task": str(task_dir), "spec": planned.to_json(), "settings": settings.to_json(),
+        "history": str(tmp_path / "store"), "folder": str(tmp_path / "online"),
+        "budget": 12, "workers": 2, "context": 4, "seed": 7, "h": 0, "c": 3, "j": 1})
+    assert result["attempts"] == 12 and result["best"] is not None
+    assert result["v"] > 0 and result["v_quality"] > 0
+    assert not (tmp_path / "online").exists()  # the copy is gone, the history untouched
+    json.dumps(result)  # one JSON line of the log
+
+
+def test_the_log_is_read_back_by_history_and_by_run(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    log.write_text("\n".join([
+        "noise before", json.dumps({"kind": "history", "h": 2, "candidates": []}),
+        json.dumps({"kind": "online", "h": 2, "c": 1, "j": 0, "best": 1.5}),
+        "| a table row |"]) + "\n")
+    histories, runs = predicts.read_log(log)
+    assert list(histories) == [2] and runs[(2, 1, 0)]["best"] == 1.5
