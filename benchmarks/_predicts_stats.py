@@ -10,7 +10,10 @@ on a :class:`Yardstick` with no ceiling.
   many splits and over histories, then corrected to all seeds (Spearman-Brown). No correlation
   between replay and the online mean can exceed the square root of that reliability.
 - **ρ per history**: Spearman between replay score and mean online outcome among h's
-  candidates; averaged over histories, with a bootstrap interval resampling histories.
+  candidates; averaged over histories, with a bootstrap interval resampling histories. Also
+  pooled: the correlation of within-history ranks over every candidate of every history
+  (:func:`within_history_rho`), which uses all pairs where a history's few candidates rank
+  coarsely.
 - **The pick against π_1**: per history the mean over seeds of (pick − π_1), paired seed by
   seed; averaged over histories with a two-level bootstrap (histories, then seeds within each).
 """
@@ -32,9 +35,11 @@ class Yardstick:
     """Raw best scores (direction-normalised: higher is better) standardised by π_1.
 
     ``center`` and ``spread`` are the mean and standard deviation of the best scores of π_1's
-    recorded runs (every history's), so an outcome of 1 is one π_1-run spread above π_1's
-    typical run. ``floor`` stands for a run with no valid score: the worst valid attempt any
-    history recorded.
+    online runs (every history's, under the same conditions as every candidate's), so 0 is π_1's
+    typical online run and 1 is one standard deviation of π_1's run-to-run spread above it.
+    A linear map of the raw score: no ceiling, and one unit for every history (same task, same
+    π_1). ``floor`` stands for a run with no valid score: the worst valid attempt any history
+    recorded.
     """
 
     center: float
@@ -154,6 +159,47 @@ def mean_over_histories(values: Sequence[float], seed: int = 0) -> Estimate:
     means = xs[rng.integers(0, len(xs), (RESAMPLES, len(xs)))].mean(axis=1)
     low, high = np.quantile(means, [0.025, 0.975])
     return Estimate(float(xs.mean()), float(low), float(high), len(xs))
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Average ranks, centred on zero (ties share their mean rank)."""
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values))
+    ranks[order] = np.arange(len(values), dtype=float)
+    for value in np.unique(values):
+        tied = values == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks - ranks.mean()
+
+
+def within_history_rho(xs: Sequence[Sequence[float]], ys: Sequence[Sequence[float]],
+                       seed: int = 0) -> Estimate:
+    """The Pearson correlation of within-history ranks (each history's values ranked among
+    themselves, centred), pooled over histories; bootstrap 95% interval over histories.
+    Histories with fewer than two candidates add nothing.
+
+    >>> within_history_rho([[1, 2, 3], [5, 6]], [[1, 3, 2], [0, 9]]).value
+    0.6
+    """
+    pairs = [(_ranks(np.asarray(x, dtype=float)), _ranks(np.asarray(y, dtype=float)))
+             for x, y in zip(xs, ys, strict=True) if len(x) >= 2]
+
+    def rho(chosen: Sequence[int]) -> float:
+        a = np.concatenate([pairs[i][0] for i in chosen])
+        b = np.concatenate([pairs[i][1] for i in chosen])
+        scale = math.sqrt(float(a @ a) * float(b @ b))
+        return float(a @ b) / scale if scale > 0 else float("nan")
+
+    if not pairs:
+        return Estimate(float("nan"), float("nan"), float("nan"), 0)
+    rng = np.random.default_rng(seed)
+    samples = [rho(rng.integers(0, len(pairs), len(pairs))) for _ in range(RESAMPLES)]
+    samples = [s for s in samples if not math.isnan(s)]
+    value = rho(range(len(pairs)))
+    if not samples:
+        return Estimate(value, float("nan"), float("nan"), len(pairs))
+    low, high = np.quantile(samples, [0.025, 0.975])
+    return Estimate(value, float(low), float(high), len(pairs))
 
 
 @dataclass(frozen=True, slots=True)

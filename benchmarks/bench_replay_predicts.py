@@ -60,6 +60,7 @@ from _predicts_stats import (  # noqa: E402
     pick_versus_initial,
     spearman,
     split_half,
+    within_history_rho,
 )
 from _report import write_section  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
@@ -102,7 +103,8 @@ def settings_key(args: argparse.Namespace, initial: PolicySpec) -> dict[str, Any
     """What a logged history depends on (a resumed log must match it)."""
     return {"task": args.task, "history": args.history, "budget": args.budget,
             "workers": args.workers, "seed": args.seed, "dream_trials": args.dream_trials,
-            "keep": args.keep, "families": list(args.families), "context": args.context, "initial": initial.to_json(),
+            "keep": args.keep, "families": list(args.families), "context": args.context,
+            "initial": initial.to_json(),
             "pool_branches": not args.no_pool_branches}
 
 
@@ -251,7 +253,7 @@ def main() -> None:
     settings = dream_config(args).replay.to_json()
     histories: list[dict[str, Any]] = []
     runs: dict[tuple[int, int, int], dict[str, Any]] = {}
-    reused = 0
+    reused = reused_runs = 0
     with tempfile.TemporaryDirectory(prefix="dreamrsi-predicts-") as tmp, \
             _pool(args.jobs) as pool:
         stores = args.stores or Path(tmp) / "stores"
@@ -273,6 +275,7 @@ def main() -> None:
             for c, j in wanted:
                 if (c, j) not in missing:
                     runs[(h, c, j)] = logged_runs[(h, c, j)]
+                    reused_runs += 1
                     print(json.dumps(runs[(h, c, j)]), flush=True)
             # seed-major: every candidate's j-th run before any (j+1)-th, so drift in the
             # machine's state falls alike on all of them
@@ -285,7 +288,7 @@ def main() -> None:
             for result in pool(jobs):
                 runs[(result["h"], result["c"], result["j"])] = result
                 print(json.dumps(result), flush=True)
-    summary = summarise(args, initial, histories, runs, reused)
+    summary = summarise(args, initial, histories, runs, (reused, reused_runs))
     print(summary)
     if not args.no_section:
         write(args, summary)
@@ -327,12 +330,16 @@ def _pool(jobs: int) -> _Serial | _Parallel:
 
 
 def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dict[str, Any]],
-              runs: dict[tuple[int, int, int], dict[str, Any]], reused: int) -> str:
+              runs: dict[tuple[int, int, int], dict[str, Any]],
+              reused: tuple[int, int] = (0, 0)) -> str:
     """The section's text: the yardstick, reliability, ρ per history, the pick against π_1."""
-    yardstick = Yardstick.of([b for item in histories for b in item["bests"] if b is not None],
-                             min(f for item in histories for f in item["floors"]
-                                 if f is not None))
     seeds = range(args.online_seeds)
+    specs_of = {item["h"]: [PolicySpec.from_json(c["spec"]) for c in item["candidates"]]
+                for item in histories}
+    yardstick = Yardstick.of(
+        [b for item in histories for j in seeds
+         if (b := runs[(item["h"], specs_of[item["h"]].index(initial), j)]["best"]) is not None],
+        min(f for item in histories for f in item["floors"] if f is not None))
     outcomes, replay, inside, rho_all, rho_in = [], [], [], [], []
     picks, initials, kept, rows = [], [], [], []
     for item in histories:
@@ -349,7 +356,7 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         rho_in.append(spearman([s for s, k in zip(scores, support, strict=True) if k],
                                [m for m, k in zip(means, support, strict=True) if k]))
         pick = PolicySpec.from_json(item["pick"])
-        specs = [PolicySpec.from_json(c["spec"]) for c in cands]
+        specs = specs_of[h]
         p, i = specs.index(pick), specs.index(initial)
         picks.append(matrix[p])
         initials.append(matrix[i])
@@ -361,6 +368,14 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
     all_est = mean_over_histories(rho_all, args.seed)
     in_est = mean_over_histories(rho_in, args.seed)
     versus = pick_versus_initial(picks, initials, kept, args.seed)
+    pooled_all = within_history_rho(replay, [m.mean(axis=1) for m in outcomes], args.seed)
+    pooled_in = within_history_rho(
+        [[s for s, k in zip(r, ks, strict=True) if k] for r, ks in zip(replay, inside,
+                                                                          strict=True)],
+        [[v for v, k in zip(m.mean(axis=1), ks, strict=True) if k]
+         for m, ks in zip(outcomes, inside, strict=True)], args.seed)
+    figure = (f"**{in_est}**" if in_est.count else
+              "**n/a** (no history had three candidates inside the support)")
     online = [r for r in runs.values() if r["h"] in {item["h"] for item in histories}]
     at_cap = sum(1 for r in online if r["v_quality"] >= 1.0 - 1e-9)
     zs = [z for m in outcomes for z in m.ravel()]
@@ -376,12 +391,14 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         f"compares) and run online {args.online_seeds} times each with the history's seeds "
         "(paired: the same seeds for every candidate of a history), each run in a copy of "
         "its history's store.", "",
-        "Online outcome: the run's best score standardised by π_1, (best − mean of π_1's run "
-        "bests) / their standard deviation over every history's recorded runs "
+        "Online outcome: the run's best score standardised by π_1's online runs, (best − mean "
+        "of π_1's online bests) / their standard deviation, over every history "
         f"({yardstick.center:.6g} and {yardstick.spread:.3g}, in the task's direction, higher "
-        "is better). It has no cap (outcomes from "
-        f"{min(zs):.2f} to {max(zs):.2f}); V's rank quality, the earlier unit, was at its cap "
-        f"1.0 in {at_cap} of these {len(online)} online runs.", "",
+        "is better): 0 is π_1's typical online run, 1 one π_1 run-to-run spread above it. A "
+        "linear map of the raw best, so it has no cap (outcomes from "
+        f"{min(zs):.2f} to {max(zs):.2f}), and one unit across histories; rank statistics "
+        "within a history are those of the raw best. V's rank quality, the earlier unit, was "
+        f"at its cap 1.0 in {at_cap} of these {len(online)} online runs.", "",
         f"Split-half reliability of the online mean (random halves of the paired seeds, "
         f"Spearman across a history's candidates, averaged over 200 splits and "
         f"{reliability.histories} histories): {reliability.half:.2f}; Spearman-Brown for all "
@@ -390,8 +407,10 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         f"Spearman ρ between replay score and mean online outcome, per history, averaged "
         f"(bootstrap 95% interval over histories): all candidates **{all_est}** "
         f"({all_est.count} histories); inside the recorded support **{in_est}** "
-        f"({in_est.count} histories with three or more candidates inside it).", "",
-        f"Target: ρ ≥ 0.6 inside the support (mean over histories): **{in_est}** "
+        f"({in_est.count} histories with three or more candidates inside it). Pooled over "
+        f"histories (within-history ranks, every candidate): {pooled_all} all, {pooled_in} "
+        "inside the support.", "",
+        f"Target: ρ ≥ 0.6 inside the support (mean over histories): {figure} "
         f"{'PASS' if passed else 'MISS'}", "",
         f"The dream's pick against π_1 online (pick − π_1, paired over seeds, mean over "
         f"histories, two-level bootstrap 95% interval): **{versus.mean}**; the pick beat π_1 "
@@ -419,10 +438,10 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         a = np.array(values)
         lines.append(f"| {name} | {a[:, 0].mean():.4f} | {a[:, 1].mean():+.2f} | "
                      f"{a[:, 2].mean():.4f} | {a[:, 3].mean():.0%} | {a[:, 4].mean():.1f} |")
-    if reused:
-        lines += ["", f"{reused} of these {len(histories)} histories (and their logged online "
-                      "runs) were reused from the log of an earlier run with the same settings "
-                      "(`--resume`), not run again."]
+    if reused[0]:
+        lines += ["", f"{reused[0]} of these {len(histories)} histories and {reused[1]} of the "
+                      f"{len(online)} online runs were reused from the log of an earlier run "
+                      "with the same settings (`--resume`), not run again."]
     return "\n".join(lines)
 
 

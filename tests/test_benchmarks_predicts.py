@@ -133,3 +133,19 @@ def test_the_log_is_read_back_by_history_and_by_run(tmp_path: Path) -> None:
         "| a table row |"]) + "\n")
     histories, runs = predicts.read_log(log)
     assert list(histories) == [2] and runs[(2, 1, 0)]["best"] == 1.5
+
+
+def test_within_history_ranks_pool_every_candidate_and_ignore_level_differences() -> None:
+    # each history's outcomes sit at its own level; within each, replay ranks them right
+    xs = [[0.1, 0.2, 0.3], [0.5, 0.9, 0.7], [0.2, 0.1]]
+    ys = [[10.0, 20.0, 30.0], [-5.0, -1.0, -3.0], [100.0, 50.0]]
+    found = stats.within_history_rho(xs, ys)
+    assert found.value == pytest.approx(1.0) and found.count == 3
+    flipped = stats.within_history_rho(xs, [[-y for y in h] for h in ys])
+    assert flipped.value == pytest.approx(-1.0)
+    assert stats.within_history_rho([[1.0]], [[2.0]]).count == 0  # one candidate ranks nothing
+
+
+def test_the_helpers_examples_hold() -> None:
+    import doctest
+    assert doctest.testmod(stats).failed == 0
