@@ -28,8 +28,10 @@ from tests.dreaming.test_dreaming import record_runs
 
 LENGTH = 10
 INCUMBENT = parse_spec(f"fixed:branches=1,refine={LENGTH - 1}")
+# misses free: a policy asking for branches these one-chain trees never had costs nothing,
+# so the studies' space is mostly stopping points, which is what the gate here judges
 SETTINGS = ReplaySettings(workers=1, attempt_budget=LENGTH, beta1=0.1, beta2=0.0,
-                          quality=RawQuality())
+                          quality=RawQuality(), charge_misses=False)
 
 
 def jump_chain(tree_id: str, depth: int, jump: float = 5.0) -> RecordedTree:
@@ -46,8 +48,10 @@ def jump_chain(tree_id: str, depth: int, jump: float = 5.0) -> RecordedTree:
 
 
 def config(folds: int, *, require_gain: bool = False) -> DreamConfig:
+    # promotions on cost alone, from any number of trees: the gate is what these tests judge
     return DreamConfig(families=("fixed",), trials=60, replay=SETTINGS, crossval=folds,
-                       require_gain=require_gain, pool_branches=False)  # each chain alone
+                       require_gain=require_gain, pool_branches=False,  # each chain alone
+                       gate="value", min_trees=1)
 
 
 def test_folds_are_disjoint_cover_every_tree_and_leave_one_out_at_most() -> None:
@@ -165,9 +169,10 @@ def test_dream_records_the_gate_and_the_loop_and_cli_offer_it(
     task_dir = make_task()
     task = load_task(task_dir)
     record_runs(store, task_dir, range(3))
-    costly = ReplaySettings(workers=2, attempt_budget=8, beta1=0.2)  # one attempt is best
+    # one attempt is best; misses free, so twenty trials find a frugal shape
+    costly = ReplaySettings(workers=2, attempt_budget=8, beta1=0.2, charge_misses=False)
     report = dream(store, task, parse_spec("fixed:branches=2,refine=3"), DreamConfig(
-        families=("fixed",), trials=20, crossval=3, replay=costly))
+        families=("fixed",), trials=20, crossval=3, replay=costly, gate="value"))
     assert report.promoted and report.crossval is not None
     assert report.crossval.passed and report.crossval.folds == 3
     assert "cross-validated over 3 folds" in report.reason
@@ -194,7 +199,8 @@ def test_dream_records_the_gate_and_the_loop_and_cli_offer_it(
             record_runs(handle, task_dir, range(3))
         return path
 
-    costly_cli = ("--trials", "20", "--families", "fixed", "--beta1", "0.2", "--crossval", "2")
+    costly_cli = ("--trials", "20", "--families", "fixed", "--beta1", "0.2", "--crossval", "2",
+                  "--gate", "value", "--no-charge-misses", "--no-require-gain")
     dreamed = json.loads(cli("dream", str(task_dir), *costly_cli, "--json",
                              store=fresh_history("b")))
     assert dreamed["promoted"] and dreamed["crossval"]["folds"] == 2
@@ -204,7 +210,9 @@ def test_dream_records_the_gate_and_the_loop_and_cli_offer_it(
     assert "crossval" in cli("dream", str(task_dir), "--crossval", "1", code=1)
     looped = json.loads(cli("loop", str(task_dir), "--rounds", "2", "--per-round-budget", "4",
                             "--trials", "12", "--families", "fixed", "--crossval", "2",
-                            "--beta1", "0.2", "--isolation", "off", "--json",
+                            "--beta1", "0.2", "--gate", "value", "--min-trees", "1",
+                            "--no-charge-misses", "--no-require-gain",
+                            "--isolation", "off", "--json",
                             store=store_dir.parent / "d"))
     first = looped["rounds"][0]["dream"]
     assert not first["promoted"] and "two trees" in first["reason"]  # the loop's own tree only

@@ -72,12 +72,13 @@ def test_replay_settings_round_trip_and_old_rows_load() -> None:
     version_one = {"workers": 2, "max_rounds": None, "attempt_budget": 8, "beta1": 0.0005,
                    "beta2": 0.001, "quality": "relative"}  # before root orders and misses
     assert ReplaySettings.from_json(version_one) == ReplaySettings(
-        attempt_budget=8, quality=RelativeQuality(), plan_miss="floor", plan_support="grid")
+        attempt_budget=8, beta1=0.0005, quality=RelativeQuality(), charge_misses=False,
+        plan_miss="floor", plan_support="grid")
     version_three = {k: v for k, v in stored.items() if k != "plan_support"} | {"version": 3}
     assert ReplaySettings.from_json(version_three) == dataclasses.replace(
         settings, plan_support="grid")  # judged plans by their grid alone
-    with pytest.raises(ConfigError, match="version 5 are newer"):
-        ReplaySettings.from_json({**stored, "version": 5})
+    with pytest.raises(ConfigError, match="version 6 are newer"):
+        ReplaySettings.from_json({**stored, "version": 6})
     with pytest.raises(ConfigError, match="unknown plan_support 'size'.*budget | grid"):
         ReplaySettings(plan_support="size")
     with pytest.raises(ConfigError, match="do not fit"):
@@ -116,6 +117,8 @@ def test_stored_configs_keep_their_shape_and_load(tmp_path: Path) -> None:
                                  "plan_miss": "floor", "plan_support": "grid"}
         # settings added since these rows were stored read back as the dreams ran
         assert (new.pop("min_split_trees"), new.pop("interval")) == (2, "tree")
+        assert (new.pop("gate"), new.pop("min_trees"), new.pop("trials_per_tree")) == (
+            "value", 1, None)  # no gate on quality, one tree was enough, trials unscaled
         assert new.pop("pareto_scores", "auc") == "auc"
         assert {k: v for k, v in new.items() if k != "replay"} == {
             k: v for k, v in old.items() if k != "replay"}  # the store sorts keys
@@ -130,6 +133,7 @@ def test_a_config_from_before_pooling_and_the_gate_reads_as_it_ran() -> None:
            "history": "sha256:x", "trees": ["r1"]}
     config = DreamConfig.from_json(row)
     assert not config.pool_branches and config.crossval == 0
+    assert (config.gate, config.min_trees, config.trials_per_tree) == ("value", 1, None)
     assert config.split == Split(min_trees=2) and config.objective == ReplayValue()
     with pytest.raises(ConfigError, match="does not fit"):
         DreamConfig.from_json({**row, "speed": 3})

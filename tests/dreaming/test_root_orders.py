@@ -129,16 +129,17 @@ def test_root_orders_setting_is_checked_and_enters_the_versioned_digest() -> Non
         ReplaySettings(root_orders=0)
     plain = ReplaySettings()
     stored = plain.to_json()
-    assert stored["version"] == 4 and stored["root_orders"] == 1
+    assert stored["version"] == 5 and stored["root_orders"] == 1
     payload = json.dumps(stored, sort_keys=True)
     assert plain.digest() == "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
     assert ReplaySettings(root_orders=3).digest() != plain.digest()
-    # settings stored before root_orders and charge_misses existed read back at their
-    # defaults, and with the plan misses of their day (the floor)
+    # settings stored before root_orders and charge_misses existed read back as they ran
+    # (one order, free misses), and with the plan misses of their day (the floor)
     old = {k: v for k, v in stored.items() if k not in ("version", "root_orders",
                                                           "charge_misses", "plan_miss",
                                                           "plan_support")}
-    assert ReplaySettings.from_json(old) == ReplaySettings(plan_miss="floor",
+    assert ReplaySettings.from_json(old) == ReplaySettings(charge_misses=False,
+                                                           plan_miss="floor",
                                                            plan_support="grid")
 
 

@@ -3,6 +3,7 @@ resample runs when pooled trees share branches, and records that say what the ev
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -67,16 +68,32 @@ def test_no_holdout_below_the_threshold_and_the_record_says_so(
     assert "a split needs 4" in decision.parsed["reason"]  # type: ignore[index]
 
 
-def test_a_promotion_on_a_single_tree_says_so(store: SqliteRunStore,
-                                              make_task: TaskFactory) -> None:
+def test_a_dream_over_one_tree_keeps_the_incumbent_and_says_why(
+    store: SqliteRunStore, make_task: TaskFactory
+) -> None:
     task_dir = make_task()
     _record(store, task_dir, range(1))
+    task = load_task(task_dir)
     weak = PolicySpec("fixed", {"branches": 1, "refine": 0})  # stops after one attempt
-    report = dream(store, load_task(task_dir), weak, FAST)
-    assert report.promoted
+    report = dream(store, task, weak, FAST)
+    assert not report.promoted and report.selected == weak
     assert report.notes == ("no holdout: 1 tree, a split needs 4",
+                            "no promotion: 1 tree on the train side, a promotion needs 2")
+    best = max(c.train.value for c in report.candidates)
+    leaders = [c for c in report.candidates if c.train.value == best]
+    assert weak not in [c.spec for c in leaders]  # a candidate led, and was held back
+    assert any(f"best candidate {c.version_id} is ahead by" in report.reason for c in leaders)
+    assert "compared on 1 tree and a promotion needs 2" in report.reason
+    stored = store.get_dream(report.dream_id)
+    assert stored.report is not None and stored.report["notes"] == list(report.notes)
+    assert stored.config["min_trees"] == 2 and stored.promoted is False
+    # with the settings of dreams before this rule, the same dream promotes, and says so
+    old = replace(FAST, min_trees=1, require_gain=False, gate="value")
+    before = dream(store, task, weak, old)
+    assert before.promoted
+    assert before.notes == ("no holdout: 1 tree, a split needs 4",
                             "promoted on a single tree: no interval, no holdout")
-    assert "promoted on a single tree" in store.get_dream(report.dream_id).report["reason"]
+    assert "promoted on a single tree" in store.get_dream(before.dream_id).report["reason"]
 
 
 def test_split_settings_are_checked_and_old_dreams_split_from_two() -> None:

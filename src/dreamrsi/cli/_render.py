@@ -388,6 +388,8 @@ def dream_table(console: Console, report: Mapping[str, Any]) -> None:
     for c in rows:
         low, high = c["interval"]
         interval = "[one tree]" if low is None else f"[{low:+.4f}, {high:+.4f}]"
+        if "quality_gain" in c:  # the interval is on the quality gain, the gated quantity
+            interval = f"quality {c['quality_gain']:+.4f} {interval}"
         table.add_row(_e(c["policy"]), c["version_id"], _num(c["train"]["value"]),
                       _num(c["holdout"]["value"]), f"{c['difference']:+.4f} {interval}",
                       f"{c['train']['attempts']:.1f}", f"{c['train']['rounds']:.1f}",

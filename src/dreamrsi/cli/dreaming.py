@@ -38,16 +38,22 @@ if TYPE_CHECKING:
     from dreamrsi.tasks.spec import Task
 
 # the replay settings of dream, loop and replay
-Beta1Opt = Annotated[float, typer.Option(
-    "--beta1", help="Cost per attempt in V (finite, 0 or more).")]
+Beta1Opt = Annotated[float | None, typer.Option(
+    "--beta1", help="Cost per attempt in V (finite, 0 or more; default 0, or 0.0005 in a loop "
+                    "with --total-budget, where unspent attempts buy later rounds).")]
 Beta2Opt = Annotated[float, typer.Option(
     "--beta2", help="Bonus per unit of parallelism in V (finite, 0 or more).")]
 QualityOpt = Annotated[str, typer.Option(
     help="rank (share of the history's scores reached) | rarity (decades of rarity in the "
-         "history) | relative (per tree) | raw.")]
+         "history) | reach (1 when the history's --reach-quantile is reached, else 0) | "
+         "relative (per tree) | raw.")]
+ReachQuantileOpt = Annotated[float | None, typer.Option(
+    help="With --quality reach: the quantile of the history's valid scores to reach (above 0, "
+         "at most 1; default 0.9).")]
 K2Opt = Annotated[int | None, typer.Option("--k2", **COUNT, help="Most replay rounds (K2).")]
 ChargeMissesOpt = Annotated[bool, typer.Option(
-    help="Count selections with no recorded continuation as attempts spent (budget and cost).")]
+    help="Count selections with no recorded continuation as attempts spent (budget and cost; "
+         "on by default).")]
 RootOrdersOpt = Annotated[int, typer.Option(
     **COUNT, help="Replay each tree under this many rotations of its root's branches and "
                   "average V (1: the recorded order only).")]
@@ -62,11 +68,21 @@ ReplayBudgetOpt = Annotated[int | None, typer.Option(
 # the search and selection settings of dream and loop
 SelectOnOpt = Annotated[str, typer.Option(
     help="Select on train trees (the ones the studies tuned on) or holdout trees.")]
-TrialsOpt = Annotated[int, typer.Option(**COUNT, help="Optuna trials, shared by the families.")]
+TrialsOpt = Annotated[int, typer.Option(
+    **COUNT, help="Most Optuna trials, shared by the families.")]
+TrialsPerTreeOpt = Annotated[int, typer.Option(
+    **COUNT, help="Optuna trials per training tree (at most --trials, at least one per "
+                  "family).")]
+MinTreesOpt = Annotated[int, typer.Option(
+    **COUNT, help="Fewest trees (recorded runs) compared on that a promotion needs.")]
+GateOpt = Annotated[str | None, typer.Option(
+    help="What a promotion is gated on: quality (the leader must gain quality; the default) "
+         "| value (V, cost included; the default of a loop with --total-budget).")]
 FamiliesOpt = Annotated[str | None, typer.Option(
     help="Comma-separated policy families to search (default: all built-in).")]
 RequireGainOpt = Annotated[bool, typer.Option(
-    help="Promote only when the bootstrap interval is above zero.")]
+    help="Promote only when the bootstrap interval of the gated gain is above zero (on by "
+         "default).")]
 ObjectiveOpt = Annotated[str, typer.Option(
     help="value (mean V) | pareto (Pareto-AUC over each family's knob).")]
 ParetoLamOpt = Annotated[float, typer.Option(
@@ -93,7 +109,8 @@ def _dream_config(trials: int, families: str | None, holdout: float, require_gai
                   seed: int, settings: ReplaySettings, objective: str,
                   pareto_lam: float, select_on: str = "train",
                   crossval: int = 0, pool_branches: bool = True,
-                  code: int | None = None) -> DreamConfig:
+                  code: int | None = None, *, gate: str, min_trees: int,
+                  trials_per_tree: int) -> DreamConfig:
     from dreamrsi.dreaming import CodeSettings, DreamConfig, parse_objective, parse_split
     from dreamrsi.policies.registry import BUILTIN
 
@@ -103,34 +120,47 @@ def _dream_config(trials: int, families: str | None, holdout: float, require_gai
                        require_gain=require_gain, seed=seed, replay=settings,
                        objective=parse_objective(objective, pareto_lam), crossval=crossval,
                        pool_branches=pool_branches,
-                       code=None if code is None else CodeSettings(revisions=code))
+                       code=None if code is None else CodeSettings(revisions=code), gate=gate,
+                       min_trees=min_trees, trials_per_tree=trials_per_tree)
 
 
 def _replay_settings(workers: int, k2: int | None, budget: int | None, beta1: float,
                      beta2: float, quality: str, root_orders: int,
-                     charge_misses: bool) -> ReplaySettings:
+                     charge_misses: bool, reach_quantile: float | None) -> ReplaySettings:
     from dreamrsi.dreaming import ReplaySettings, parse_quality
 
     return ReplaySettings(workers=workers, max_rounds=k2, attempt_budget=budget, beta1=beta1,
-                          beta2=beta2, quality=parse_quality(quality), root_orders=root_orders,
-                          charge_misses=charge_misses)
+                          beta2=beta2, quality=parse_quality(quality, reach_quantile),
+                          root_orders=root_orders, charge_misses=charge_misses)
+
+
+def _protocol_defaults(total_budget: int | None) -> DreamConfig:
+    """The dream settings a protocol takes by default (a dream alone: the per-round ones;
+    ``dreaming.loop.protocol_dream``)."""
+    from dreamrsi.dreaming.loop import protocol_dream
+
+    return protocol_dream("per-round" if total_budget is None else "total")
 
 
 def dream(
     task: TaskArg,
     trials: TrialsOpt = 600,
+    trials_per_tree: TrialsPerTreeOpt = 50,
     families: FamiliesOpt = None,
     holdout: Annotated[float, typer.Option(
         help="Share of trees held out (above 0, below 1).")] = 0.25,
-    require_gain: RequireGainOpt = False,
+    require_gain: RequireGainOpt = True,
+    gate: GateOpt = None,
+    min_trees: MinTreesOpt = 2,
     workers: ReplayWorkersOpt = None,
     budget: ReplayBudgetOpt = None,
     k2: K2Opt = None,
-    beta1: Beta1Opt = 0.0005,
+    beta1: Beta1Opt = None,
     beta2: Beta2Opt = 0.001,
     quality: QualityOpt = "rank",
+    reach_quantile: ReachQuantileOpt = None,
     root_orders: RootOrdersOpt = 1,
-    charge_misses: ChargeMissesOpt = False,
+    charge_misses: ChargeMissesOpt = True,
     objective: ObjectiveOpt = "value",
     pareto_lam: ParetoLamOpt = 0.1,
     select_on: SelectOnOpt = "train",
@@ -157,11 +187,16 @@ def dream(
 
         loaded = resolve_task(task)
         # checked before the store is opened (and created); W is filled in from the store
-        settings = _replay_settings(workers or 1, k2, budget, beta1, beta2, quality,
-                                    root_orders, charge_misses)
+        # a dream alone has no protocol: its choice runs next with a budget of its own, where
+        # unspent attempts buy nothing, so it takes the per-round defaults
+        defaults = _protocol_defaults(None)
+        settings = _replay_settings(workers or 1, k2, budget,
+                                    defaults.replay.beta1 if beta1 is None else beta1, beta2,
+                                    quality, root_orders, charge_misses, reach_quantile)
         config = _dream_config(trials, families, holdout, require_gain, seed, settings,
                                objective, pareto_lam, select_on, crossval, pool_branches,
-                               revisions if code else None)
+                               revisions if code else None, gate=gate or defaults.gate,
+                               min_trees=min_trees, trials_per_tree=trials_per_tree)
         with open_store(store, writer=True, holder=f"dream {loaded.name}") as handle:
             incumbent, _ = dq.deployed_policy(handle, loaded.digest)
             if workers is None:
@@ -207,13 +242,17 @@ def loop(
         help="Dream over the task's earlier trees in the store before round 1 and deploy "
              "that choice (--no-dream-first: round 1 runs π_1).")] = True,
     trials: TrialsOpt = 600,
+    trials_per_tree: TrialsPerTreeOpt = 50,
     families: FamiliesOpt = None,
-    require_gain: RequireGainOpt = False,
-    beta1: Beta1Opt = 0.0005,
+    require_gain: RequireGainOpt = True,
+    gate: GateOpt = None,
+    min_trees: MinTreesOpt = 2,
+    beta1: Beta1Opt = None,
     beta2: Beta2Opt = 0.001,
     quality: QualityOpt = "rank",
+    reach_quantile: ReachQuantileOpt = None,
     root_orders: RootOrdersOpt = 1,
-    charge_misses: ChargeMissesOpt = False,
+    charge_misses: ChargeMissesOpt = True,
     objective: ObjectiveOpt = "value",
     pareto_lam: ParetoLamOpt = 0.1,
     select_on: SelectOnOpt = "train",
@@ -257,15 +296,19 @@ def loop(
                          {"model": code_model or model, "base_url": code_base_url or base_url,
                           "api_key_env": code_api_key_env}, (base_url, model))
             return
-        settings = _replay_settings(workers, None, per_round_budget, beta1, beta2, quality,
-                                    root_orders, charge_misses)
+        defaults = _protocol_defaults(total_budget)
+        settings = _replay_settings(workers, None, per_round_budget,
+                                    defaults.replay.beta1 if beta1 is None else beta1, beta2,
+                                    quality, root_orders, charge_misses, reach_quantile)
         count = rounds if rounds is not None else (5 if total_budget is None else total_budget)
         config = LoopConfig(count, per_round_budget, workers, arm, seed,
                             parse_policy(initial) if initial else None, isolation,
                             _dream_config(trials, families, 0.25, require_gain, seed,
                                           settings, objective, pareto_lam, select_on,
                                           crossval, pool_branches,
-                                          revisions if code else None),
+                                          revisions if code else None,
+                                          gate=gate or defaults.gate, min_trees=min_trees,
+                                          trials_per_tree=trials_per_tree),
                             warm_start, target, dream_first, total_budget, history,
                             base_url, model)
         with open_store(store, writer=True, holder=f"loop {loaded.name}") as handle:
@@ -314,7 +357,7 @@ def _resume_loop(task: Task, loop_id: str, store: Path, as_json: bool,
         sigterm_as_interrupt()
         observer = None if as_json else (
             lambda r: _render.loop_round(console(), r, handle.chain_head(r.run_id)))
-        codes = LoopConfig.from_json(record.config).dream.code is not None
+        codes = LoopConfig.from_json(record.config).dream_settings().code is not None
         author = make_author(task, handle, **model) if codes else None
         report = resume_loop(handle, record.loop_id, observer,
                              accept_unisolated_model_code=accept_unisolated, author=author,
@@ -375,11 +418,12 @@ def replay(
     workers: ReplayWorkersOpt = None,
     budget: ReplayBudgetOpt = None,
     k2: K2Opt = None,
-    beta1: Beta1Opt = 0.0005,
+    beta1: Beta1Opt = None,
     beta2: Beta2Opt = 0.001,
     quality: QualityOpt = "rank",
+    reach_quantile: ReachQuantileOpt = None,
     root_orders: RootOrdersOpt = 1,
-    charge_misses: ChargeMissesOpt = False,
+    charge_misses: ChargeMissesOpt = True,
     pool_branches: PoolOpt = True,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
@@ -396,8 +440,8 @@ def replay(
         with reader(store) as handle:
             spec = parse_policy(policy) if policy else dq.deployed_policy(handle, loaded.digest)[0]
             settings = _replay_settings(workers or dq.default_workers(handle, loaded), k2,
-                                        budget, beta1, beta2, quality, root_orders,
-                                        charge_misses)
+                                        budget, 0.0 if beta1 is None else beta1, beta2,
+                                        quality, root_orders, charge_misses, reach_quantile)
             table = dq.replay_rows(handle, loaded, spec, settings, pool_branches)
         if as_json:
             print_json(table)

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         RankQuality,
         RarityQuality,
         RawQuality,
+        ReachQuality,
         RelativeQuality,
         parse_quality,
     )
@@ -65,6 +66,7 @@ _MODULE_OF = {
     "RankQuality": "dreamrsi.dreaming.quality",
     "RarityQuality": "dreamrsi.dreaming.quality",
     "RawQuality": "dreamrsi.dreaming.quality",
+    "ReachQuality": "dreamrsi.dreaming.quality",
     "RelativeQuality": "dreamrsi.dreaming.quality",
     "parse_quality": "dreamrsi.dreaming.quality",
     "DreamReport": "dreamrsi.dreaming.report",
@@ -86,6 +88,7 @@ __all__ = [
     "RankQuality",
     "RarityQuality",
     "RawQuality",
+    "ReachQuality",
     "RelativeQuality",
     "ReplaySettings",
     "ReplayValue",

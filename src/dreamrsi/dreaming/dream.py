@@ -31,7 +31,7 @@ from dreamrsi.dreaming.code import (
     score_program,
 )
 from dreamrsi.dreaming.crossval import CrossValidation, fold_trees
-from dreamrsi.dreaming.evaluate import ReplaySettings
+from dreamrsi.dreaming.evaluate import ReplaySettings, TreeScore, score_policy
 from dreamrsi.dreaming.history import History, load_history, pool_branches
 from dreamrsi.dreaming.objectives import (
     Candidate,
@@ -58,6 +58,12 @@ from dreamrsi.tasks.spec import Task
 
 INTERVALS = ("run", "tree")
 """How a dream bootstraps the leader's interval (``DreamConfig.interval``)."""
+GATES = ("quality", "value")
+"""What a promotion is gated on (``DreamConfig.gate``)."""
+MIN_TREES = 2
+"""The fewest trees a dream promotes on by default (``DreamConfig.min_trees``)."""
+TRIALS_PER_TREE = 50
+"""Optuna trials per training tree by default (``DreamConfig.trials_per_tree``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,12 +72,25 @@ class DreamConfig:
 
     Attributes:
         families: Policy families to search.
-        trials: Optuna trials in all, shared evenly by the families.
+        trials: Optuna trials in all, shared evenly by the families: the most, with
+            ``trials_per_tree``.
+        trials_per_tree: Trials per training tree (``None``: ``trials`` whatever the
+            history). A dream runs ``trials_per_tree`` times its training trees, at most
+            ``trials`` and at least one per family (:meth:`study_trials`): a search of 600
+            trials over one or two trees finds whatever fits them best, noise included.
         keep: Best specs per family replayed on every tree as candidates.
         split: How the trees are divided into training and holdout (a share held out, at
             least one tree), and the side the selection compares candidates on
             (:mod:`dreamrsi.dreaming.splits`).
-        require_gain: Promote only when the bootstrap interval is above zero.
+        require_gain: Promote only when the bootstrap interval of the gated quantity's
+            difference (``gate``) is above zero (on by default).
+        gate: What a promotion is gated on: ``quality`` (the quality term of V per tree, or
+            per run with pooled branches: the leader on V must gain quality, so a leader
+            ahead on cost alone stays out; the default, right where unspent attempts buy
+            nothing) or ``value`` (V itself, cost included: right where they buy later
+            rounds, the total-budget loop's default).
+        min_trees: The fewest trees (distinct recorded runs) on the side the selection
+            compares on that a promotion needs; with fewer the incumbent stays.
         seed: Seed of the samplers and the bootstrap, 0 to ``2**32 - 1`` (family ``i``'s
             study is seeded with ``seed + i``, modulo ``2**32``).
         replay: How candidates are replayed and scored.
@@ -107,7 +126,7 @@ class DreamConfig:
     trials: int = 600
     keep: int = 3
     split: Split = Split()
-    require_gain: bool = False
+    require_gain: bool = True
     seed: int = 0
     replay: ReplaySettings = field(default_factory=ReplaySettings)
     objective: DreamObjective = ReplayValue()
@@ -117,6 +136,9 @@ class DreamConfig:
     interval: str = "run"
     prune: bool = True
     processes: int | None = None
+    gate: str = GATES[0]
+    min_trees: int = MIN_TREES
+    trials_per_tree: int | None = TRIALS_PER_TREE
 
     def __post_init__(self) -> None:
         if self.code is not None and (self.crossval or isinstance(self.objective, ParetoAUC)):
@@ -127,6 +149,12 @@ class DreamConfig:
         if self.interval not in INTERVALS:
             raise ConfigError(f"unknown interval '{self.interval}'", key="interval",
                               expected=" | ".join(INTERVALS))
+        if self.gate not in GATES:
+            raise ConfigError(f"unknown gate '{self.gate}'", key="gate",
+                              expected=" | ".join(GATES))
+        check_int("min_trees", self.min_trees, 1)
+        if self.trials_per_tree is not None:
+            check_int("trials_per_tree", self.trials_per_tree, 1)
         if self.processes is not None:
             check_int("processes", self.processes, 1, 1024)
         if self.crossval < 0 or self.crossval == 1:
@@ -158,8 +186,16 @@ class DreamConfig:
                 "seed": self.seed, "replay": self.replay.to_json(),
                 **self.objective.to_json(), "select_on": split["select_on"],
                 "crossval": self.crossval, "pool_branches": self.pool_branches,
-                "interval": self.interval, "prune": self.prune,
+                "interval": self.interval, "prune": self.prune, "gate": self.gate,
+                "min_trees": self.min_trees, "trials_per_tree": self.trials_per_tree,
                 **({} if self.code is None else {"code": self.code.to_json()})}
+
+    def study_trials(self, train_trees: int) -> int:
+        """The trials a dream over ``train_trees`` training trees runs: ``trials_per_tree``
+        times the trees, at most :attr:`trials`, at least one per family."""
+        if self.trials_per_tree is None:
+            return self.trials
+        return max(len(self.families), min(self.trials, self.trials_per_tree * train_trees))
 
     @property
     def cores(self) -> int:
@@ -172,7 +208,8 @@ class DreamConfig:
         names its history and trees; they are not settings and are left out). A row from
         before a setting existed gets the value the dream ran with: no pooled branches, no
         cross-validation, selection on the training trees, a split from two trees, intervals
-        over trees, no pruning.
+        over trees, no pruning, no gain required, a gate on V, promotion from one tree, the
+        trials unscaled.
 
         Raises:
             ConfigError: An unknown key or mode, or a value out of range.
@@ -193,6 +230,10 @@ class DreamConfig:
         values.setdefault("pool_branches", False)
         values.setdefault("interval", "tree")
         values.setdefault("prune", False)
+        values.setdefault("require_gain", False)
+        values.setdefault("gate", "value")
+        values.setdefault("min_trees", 1)
+        values.setdefault("trials_per_tree", None)
         try:
             return cls(families=tuple(values.pop("families", sorted(BUILTIN))), split=split,
                        objective=objective, replay=ReplaySettings.from_json(replay_json),
@@ -234,7 +275,8 @@ def dream(store: RunStore, task: Task, incumbent: PolicySpec,
         config.code, author, sources)
     choice = choose(train, holdout, incumbent, config, QualityScale.of(history.trees),
                     code=code, sources=sources)
-    notes = _notes(config, len(history.trees), choice.selection.promoted)
+    notes = _notes(config, len(history.trees),
+                   len(config.split.selected(train, holdout)), choice.selection.promoted)
     if notes:
         choice = replace(choice, selection=replace(
             choice.selection, reason="; ".join((choice.selection.reason, *notes))))
@@ -249,10 +291,16 @@ def dream(store: RunStore, task: Task, incumbent: PolicySpec,
     return report
 
 
-def _notes(config: DreamConfig, trees: int, promoted: bool) -> tuple[str, ...]:
+def _notes(config: DreamConfig, trees: int, compared: int,
+           promoted: bool) -> tuple[str, ...]:
     """What the record says about the evidence's size: no holdout below the split's threshold,
-    and a promotion on a single tree."""
+    too few trees compared to promote, and a promotion on a single tree (``compared``: the
+    trees of the side the selection compared on)."""
     notes = [note] if (note := config.split.note(trees)) else []
+    if compared < config.min_trees:
+        notes.append(f"no promotion: {compared} tree{'s' if compared != 1 else ''} on the "
+                     f"{config.split.select_on.value} side, a promotion needs "
+                     f"{config.min_trees}")
     if trees == 1 and promoted:
         notes.append("promoted on a single tree: no interval, no holdout")
     return tuple(notes)
@@ -323,14 +371,13 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
 
     def by_run(version_id: str) -> tuple[float, float] | tuple[None, None]:
         def rewards(spec: PolicySpec) -> Callable[[Sequence[RecordedTree]], list[float]]:
-            if spec.name == CODE:  # a program: replayed in its sandboxed worker, by V
+            if spec.name == CODE:  # a program: replayed in its sandboxed worker
                 known = {**(sources or {}), **(outcome.sources if outcome else {})}
                 source = known[spec.params["digest"]]
                 limits = config.code.limits if config.code is not None else ProgramLimits()
-                return lambda trees: [s.value for s in score_program(
+                return lambda trees: [_gated(s, config) for s in score_program(
                     source, trees, [], config.replay, scale, limits).train]
-            return lambda trees: config.objective.rewards(spec, trees, trees, config.replay,
-                                                          scale)
+            return lambda trees: gate_rewards(spec, trees, trees, config, scale)
         # families on every core; a program here (it runs in its own sandboxed worker)
         programs = CODE in (by_id[version_id].name, incumbent.name)
         return by_run_interval(rewards(by_id[version_id]), rewards(incumbent), compared,
@@ -338,11 +385,15 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
                                processes=1 if programs else config.cores)
 
     pooled_runs = config.pool_branches and config.interval == "run"
-    selection = select({c.version_id: [s.value for s in config.split.selected(c.train,
-                                                                               c.holdout)]
-                        for c in candidates}, incumbent.version_id(),
-                       require_gain=config.require_gain, seed=config.seed,
-                       interval_of=by_run if pooled_runs else None)
+    compared_scores = {c.version_id: config.split.selected(c.train, c.holdout)
+                       for c in candidates}
+    selection = select({v: [s.value for s in scores] for v, scores in compared_scores.items()},
+                       incumbent.version_id(), require_gain=config.require_gain,
+                       seed=config.seed, interval_of=by_run if pooled_runs else None,
+                       gated=None if config.gate == "value" else {
+                           v: [s.quality for s in scores]
+                           for v, scores in compared_scores.items()},
+                       min_trees=config.min_trees)
     if not (config.crossval and selection.promoted):
         return Choice(tuple(candidates), selection, tuple(events), trials, code=outcome)
     started = time.monotonic()
@@ -363,9 +414,10 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
 def crossvalidate(trees: list[RecordedTree], incumbent: PolicySpec, config: DreamConfig,
                   scale: QualityScale) -> CrossValidation:
     """Rerun the dream without each fold of ``trees`` and measure, on the trees left out, its
-    selection's reward minus the incumbent's (see :mod:`dreamrsi.dreaming.crossval`). Each
-    rerun measures quality on the scale of the trees it sees, as a dream without those trees
-    would; the left-out trees are judged on ``scale``."""
+    selection's reward minus the incumbent's, in the gated quantity (see
+    :mod:`dreamrsi.dreaming.crossval`). Each rerun measures quality on the scale of the trees
+    it sees, as a dream without those trees would; the left-out trees are judged on
+    ``scale``."""
     inner = replace(config, crossval=0)
     if len(trees) < 2:
         return CrossValidation(0, (), (), (), 0, config.require_gain, config.seed)
@@ -385,11 +437,26 @@ def crossvalidate(trees: list[RecordedTree], incumbent: PolicySpec, config: Drea
             continue
         judged = pool_branches(fold, _max_lent(config.replay)) if config.pool_branches \
             else fold
-        new = config.objective.rewards(choice.selected, judged, rest, config.replay, scale)
-        old = config.objective.rewards(incumbent, judged, rest, config.replay, scale)
+        new = gate_rewards(choice.selected, judged, rest, config, scale)
+        old = gate_rewards(incumbent, judged, rest, config, scale)
         gains += [a - b for a, b in zip(new, old, strict=True)]
     return CrossValidation(len(picks), tuple(ids), tuple(gains), tuple(picks), trials,
                            config.require_gain, config.seed)
+
+
+def gate_rewards(spec: PolicySpec, trees: Sequence[RecordedTree],
+                 history: Sequence[RecordedTree], config: DreamConfig,
+                 scale: QualityScale) -> list[float]:
+    """What ``config.gate`` measures of ``spec`` on each tree, planning from ``history``: the
+    quality term of its replays, or the objective's reward."""
+    if config.gate == "value":
+        return config.objective.rewards(spec, trees, history, config.replay, scale)
+    return [s.quality for s in score_policy(spec, trees, config.replay, history=history,
+                                            scale=scale)]
+
+
+def _gated(score: TreeScore, config: DreamConfig) -> float:
+    return score.value if config.gate == "value" else score.quality
 
 
 def _candidate(spec: PolicySpec, train: list[RecordedTree], holdout: list[RecordedTree],
@@ -453,7 +520,7 @@ def _studies(train: list[RecordedTree], incumbent: PolicySpec, config: DreamConf
              scale: QualityScale) -> tuple[list[LedgerEvent], list[PolicySpec], int]:
     """One study per family (in worker processes when there are cores to spare), each
     recorded as a ledger event."""
-    share, extra = divmod(config.trials, len(config.families))
+    share, extra = divmod(config.study_trials(len(train)), len(config.families))
     objective = config.objective
     by_tree: Callable[..., Iterable[float]] | None = \
         getattr(objective, "study_values", None) if config.prune else None
@@ -502,7 +569,7 @@ def _record(store: RunStore, task: Task, choice: Choice, report: DreamReport,
               for s in items]
     replay_event = LedgerEvent(
         Actor.DREAMER, "replay candidates", exit=0,
-        parsed={"history": history.digest(),
+        parsed={"history": history.digest(), "trials": report.trials,
                 "candidates": [c.as_dict() for c in report.candidates],
                 "train_trees": list(report.train_trees),
                 "holdout_trees": list(report.holdout_trees)})

@@ -41,11 +41,15 @@ from dreamrsi.dreaming.quality import (
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import make_policy
 
-SETTINGS_VERSION = 4
+SETTINGS_VERSION = 5
 """The version of :meth:`ReplaySettings.to_json`, carried in it and so in its digest. Version 1
 (stored without a version) lacked ``root_orders`` and ``charge_misses``; version 2 lacked
 ``plan_miss`` (its plans out of support earned the tree's floor); version 3 lacked
-``plan_support`` (a plan was judged by its grid alone, whatever the attempt budget)."""
+``plan_support`` (a plan was judged by its grid alone, whatever the attempt budget); version 4
+had free misses and β1 = 0.0005 as defaults (a row lacking either reads back so)."""
+COST_BETA1 = 0.0005
+"""β1 of the total-budget loop by default, and of replay settings of version 4 and before: a
+full round of forty attempts costs 0.02 of the rank range."""
 PLAN_MISSES = ("nothing", "floor")
 """What a grid plan out of the recorded support earns (``ReplaySettings.plan_miss``)."""
 PLAN_SUPPORTS = ("budget", "grid")
@@ -64,16 +68,18 @@ class ReplaySettings:
             ``core.replay.default_rounds``), a cap the policy is never told (it would name
             the tree's size).
         attempt_budget: Cut replays at this many attempts, as the online budget would.
-        beta1: Cost per attempt, in quality units.
+        beta1: Cost per attempt, in quality units (default 0: with a budget per run, what a
+            policy leaves unspent buys nothing, so spending less is no gain; the
+            total-budget loop uses :data:`COST_BETA1`).
         beta2: Bonus per unit of parallelism (attempts per round).
         quality: The quality term's mode (:mod:`dreamrsi.dreaming.quality`; names are read
             with ``parse_quality``).
         root_orders: Rotations of each tree's root children to replay and average over (at
             most one per branch); 1 replays the recorded order only.
         charge_misses: Count each selection that reveals nothing (no recorded continuation)
-            as an attempt spent: against ``attempt_budget`` and in V's cost term. Off, such
-            selections are free, and a policy that goes beyond what was recorded looks
-            cheaper in replay than it is online.
+            as an attempt spent: against ``attempt_budget`` and in V's cost term (on by
+            default). Off, such selections are free, and a policy that goes beyond what was
+            recorded looks cheaper in replay than it is online.
         plan_miss: What a grid plan beyond the recorded support earns: ``nothing`` (the
             bottom of the quality mode's scale, as the paper has it; raw quality has no
             bottom and keeps the floor) or ``floor`` (the quality of the tree's lowest valid
@@ -89,11 +95,11 @@ class ReplaySettings:
     workers: int = 2
     max_rounds: int | None = None
     attempt_budget: int | None = None
-    beta1: float = 0.0005
+    beta1: float = 0.0
     beta2: float = 0.001
     quality: Quality = RankQuality()
     root_orders: int = 1
-    charge_misses: bool = False
+    charge_misses: bool = True
     plan_miss: str = "nothing"
     plan_support: str = "budget"
 
@@ -125,13 +131,14 @@ class ReplaySettings:
         """The settings as dreams store them (the quality mode by name, and the version)."""
         return {"version": SETTINGS_VERSION, "workers": self.workers,
                 "max_rounds": self.max_rounds, "attempt_budget": self.attempt_budget,
-                "beta1": self.beta1, "beta2": self.beta2, "quality": self.quality.name,
+                "beta1": self.beta1, "beta2": self.beta2, **self.quality.to_json(),
                 "root_orders": self.root_orders, "charge_misses": self.charge_misses,
                 "plan_miss": self.plan_miss, "plan_support": self.plan_support}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReplaySettings:
-        """Read stored settings of any version (a field a version lacks takes its default).
+        """Read stored settings of any version (a field a version lacks takes the value that
+        version ran with: free misses and β1 = 0.0005 before version 5).
 
         Raises:
             ConfigError: A newer version, an unknown key or an unknown quality mode.
@@ -141,8 +148,14 @@ class ReplaySettings:
         if version not in range(1, SETTINGS_VERSION + 1):
             raise ConfigError(f"replay settings of version {version!r} are newer than this "
                               f"code (version {SETTINGS_VERSION})", key="version")
+        quantile = values.pop("reach_quantile", None)
         if "quality" in values:
-            values["quality"] = parse_quality(values["quality"])
+            values["quality"] = parse_quality(values["quality"], quantile)
+        elif quantile is not None:
+            raise ConfigError("reach_quantile without the reach quality", key="reach_quantile")
+        if version < 5:
+            values.setdefault("beta1", COST_BETA1)
+            values.setdefault("charge_misses", False)
         if version < 3:
             values.setdefault("plan_miss", "floor")
         if version < 4:

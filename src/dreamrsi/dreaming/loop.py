@@ -26,12 +26,13 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from dreamrsi.agents.policy_author import PolicyAuthor
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.dreaming.dream import DreamConfig, dream
+from dreamrsi.dreaming.evaluate import COST_BETA1, ReplaySettings
 from dreamrsi.dreaming.history import load_history
 from dreamrsi.dreaming.report import DreamReport
 from dreamrsi.dreaming.select import interval_text
@@ -72,7 +73,12 @@ class LoopConfig:
             seed ``seed * 1000 + t``.
         initial: π_1; default: fixed refinement sized to the per-round budget.
         isolation: Sandbox isolation of the runs (``None``: the task's setting).
-        dream: Settings of each dream (replay workers and budget follow the loop's).
+        dream: Settings of each dream (replay workers and budget follow the loop's);
+            ``None`` (replaced on construction): the protocol's defaults
+            (:func:`protocol_dream`): per round, β1 = 0 and promotions gated on quality,
+            since what a round leaves unspent buys nothing; with a total budget, β1 = 0.0005
+            and promotions gated on V, cost included, since it buys later rounds. A config
+            given is used as it is.
         warm_start: Start each round from the best workspace found so far (default: every
             round starts from the seed, as in the paper's protocol).
         target: Stop the loop once a raw score reaches this value (the round that reaches it
@@ -97,7 +103,7 @@ class LoopConfig:
     seed: int = 0
     initial: PolicySpec | None = None
     isolation: str | None = None
-    dream: DreamConfig = field(default_factory=DreamConfig)
+    dream: DreamConfig | None = None
     warm_start: bool = False
     target: float | None = None
     dream_first: bool = True
@@ -107,6 +113,8 @@ class LoopConfig:
     model: str | None = None
 
     def __post_init__(self) -> None:
+        if self.dream is None:
+            object.__setattr__(self, "dream", protocol_dream(self.protocol))
         check_endpoint(self.base_url, self.model)
         for name in ("rounds", "per_round_budget", "workers"):
             check_int(name, getattr(self, name), 1)
@@ -134,11 +142,16 @@ class LoopConfig:
         """π_1."""
         return self.initial or default_policy(self.per_round_budget, self.workers)
 
+    def dream_settings(self) -> DreamConfig:
+        """The dream settings as given, or the protocol's defaults (see :attr:`dream`)."""
+        return self.dream if self.dream is not None else protocol_dream(self.protocol)
+
     def dream_config(self) -> DreamConfig:
         """The dream settings, with replay matched to the online rounds."""
-        settings = replace(self.dream.replay, workers=self.workers,
+        dreams = self.dream_settings()
+        settings = replace(dreams.replay, workers=self.workers,
                            attempt_budget=self.per_round_budget)
-        return replace(self.dream, replay=settings)
+        return replace(dreams, replay=settings)
 
     def round_budget(self, spent: int) -> int:
         """The ceiling of the next round, after ``spent`` attempts."""
@@ -151,7 +164,7 @@ class LoopConfig:
         return {"rounds": self.rounds, "per_round_budget": self.per_round_budget,
                 "workers": self.workers, "arm": self.arm, "seed": self.seed,
                 "initial": self.initial_policy().label(), "isolation": self.isolation,
-                "dream": self.dream.to_json(), "warm_start": self.warm_start,
+                "dream": self.dream_settings().to_json(), "warm_start": self.warm_start,
                 "target": self.target, "dream_first": self.dream_first,
                 "total_budget": self.total_budget, "history": self.history,
                 "base_url": self.base_url, "model": self.model}
@@ -172,6 +185,15 @@ class LoopConfig:
             return cls(**values)
         except TypeError as exc:
             raise ConfigError(f"a stored loop config does not fit: {exc}") from None
+
+
+def protocol_dream(protocol: str) -> DreamConfig:
+    """A loop's dream settings by default under ``protocol`` (``per-round`` or ``total``):
+    per round, β1 = 0 and a gate on quality; with a total budget, β1 = ``COST_BETA1`` and a
+    gate on V."""
+    if protocol == "total":
+        return DreamConfig(replay=ReplaySettings(beta1=COST_BETA1), gate="value")
+    return DreamConfig(replay=ReplaySettings(beta1=0.0), gate="quality")
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,12 +248,12 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
 
     ``accept_unisolated_model_code``: as :func:`~dreamrsi.engine.run.start_run` takes it,
     checked before the first round. ``author``: the policy-development agent of code
-    dreaming (``config.dream.code``), which each dream then runs.
+    dreaming (``config.dream_settings().code``), which each dream then runs.
 
     Raises:
         ConfigError: Code dreaming is on without an agent.
     """
-    if config.dream.code is not None and author is None and config.arm == "dream":
+    if config.dream_settings().code is not None and author is None and config.arm == "dream":
         raise ConfigError("code dreaming needs a model to write programs", key="code")
     with_endpoint(task, config.base_url, config.model)  # refused up front for a command task
     resolve_isolation(task, config.isolation,
@@ -279,7 +301,7 @@ def resume_loop(store: RunStore, loop_id: str, observer: RoundObserver | None = 
     overrides = (base_url, model)
     config = replace(config, base_url=base_url or config.base_url, model=model or config.model)
     with_endpoint(task, config.base_url, config.model)
-    if config.dream.code is not None and author is None and config.arm == "dream":
+    if config.dream_settings().code is not None and author is None and config.arm == "dream":
         raise ConfigError("code dreaming needs a model to write programs", key="code")
     resolve_isolation(task, config.isolation,
                       accept_unisolated_model_code=accept_unisolated_model_code)
@@ -499,8 +521,10 @@ def _why(report: DreamReport) -> str:
     mean = row.on(side).value
     inc = report.row_of(report.incumbent).on(side).value
     verdict = "promoted" if report.promoted else "kept"
+    c = row.comparison
+    gate = "" if c.gain is None else f", quality {c.gain:+.4f}"
     why = (f"{verdict} by dream {report.dream_id}: replay score {mean:.4f} vs incumbent "
-           f"{inc:.4f} (difference {interval_text(row.comparison.low, row.comparison.high)})"
+           f"{inc:.4f} (difference{gate} {interval_text(c.low, c.high)})"
            f" over {len(report.selection_trees)} {side.value} trees")
     if report.crossval is not None:
         gate = "" if report.promoted else "a promotion was refused: "

@@ -15,7 +15,13 @@ command line, a stored dream), and carried in :class:`~dreamrsi.dreaming.evaluat
   the point;
 - :class:`RelativeQuality` (``relative``): per tree, 0 at its weakest valid score and 1 at
   its best;
-- :class:`RawQuality` (``raw``): the normalised score itself, as in the paper's formula.
+- :class:`RawQuality` (``raw``): the normalised score itself, as in the paper's formula;
+- :class:`ReachQuality` (``reach``): 1 when the best revealed score reaches a high quantile of
+  the history (its ``quantile``, 0.9 by default: the ⌈q·n⌉-th lowest of the n valid scores
+  recorded, in the task's direction, since scores are normalised so that higher is better),
+  else 0. Averaged over root orders and trees it is the replay probability that a round
+  reaches that level: the quantity a user with a target cares about, with nothing for
+  getting closer without reaching it.
 
 ``beta1`` and ``beta2`` are in the units of the chosen quality.
 """
@@ -26,7 +32,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from dreamrsi.core.replay import RecordedTree, ReplayResult
 from dreamrsi.errors import ConfigError
@@ -57,6 +63,16 @@ class QualityScale:
         above = n - bisect_right(self.scores, score)
         return math.log10((n + 1) / (above + 1))
 
+    def threshold(self, quantile: float) -> float | None:
+        """The ``quantile`` of the recorded scores: the ⌈q·n⌉-th lowest of the n (at least
+        the lowest; rounded to nine decimals first, so that 0.9 of 10 is the 9th and not the
+        10th); ``None`` with none recorded. A score reaches it exactly when its :meth:`rank`
+        is at least ``quantile``."""
+        n = len(self.scores)
+        if not n:
+            return None
+        return self.scores[max(1, math.ceil(round(quantile * n, 9))) - 1]
+
 
 @runtime_checkable
 class Quality(Protocol):
@@ -81,6 +97,10 @@ class Quality(Protocol):
         :attr:`scaled`)."""
         ...
 
+    def to_json(self) -> dict[str, Any]:
+        """The keys replay settings store the mode under (its name, and its own settings)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class RawQuality:
@@ -94,6 +114,10 @@ class RawQuality:
                scale: QualityScale | None) -> ReplayResult:
         """The result as replay measured it."""
         return result
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"quality": name}``."""
+        return {"quality": self.name}
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +138,10 @@ class RelativeQuality:
             quality = (result.quality - floor) / (best - floor)
         return with_quality(result, quality)
 
+    def to_json(self) -> dict[str, Any]:
+        """``{"quality": name}``."""
+        return {"quality": self.name}
+
 
 @dataclass(frozen=True, slots=True)
 class RankQuality:
@@ -127,6 +155,10 @@ class RankQuality:
                scale: QualityScale | None) -> ReplayResult:
         """The rank of the best revealed score (0 when nothing with a score was seen)."""
         return with_quality(result, _measured(result, tree, scale, QualityScale.rank))
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"quality": name}``."""
+        return {"quality": self.name}
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,21 +174,74 @@ class RarityQuality:
         """The rarity of the best revealed score (0 when nothing with a score was seen)."""
         return with_quality(result, _measured(result, tree, scale, QualityScale.rarity))
 
+    def to_json(self) -> dict[str, Any]:
+        """``{"quality": name}``."""
+        return {"quality": self.name}
+
+
+REACH_QUANTILE = 0.9
+"""The quantile of the history a replay must reach under ``reach`` quality by default."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReachQuality:
+    """1 when the best revealed score reaches the history's ``quantile``, else 0.
+
+    Attributes:
+        quantile: The share of the history's valid scores the threshold is at or above (above
+            0, at most 1; 1 is the history's best).
+    """
+
+    name: ClassVar[str] = "reach"
+    scaled: ClassVar[bool] = True
+    nothing: ClassVar[float | None] = 0.0
+    quantile: float = REACH_QUANTILE
+
+    def __post_init__(self) -> None:
+        q = self.quantile
+        if isinstance(q, bool) or not isinstance(q, int | float) or not (
+                math.isfinite(q) and 0 < q <= 1):
+            raise ConfigError(f"reach_quantile must be above 0 and at most 1, got {q!r}",
+                              key="reach_quantile")
+
+    def scored(self, result: ReplayResult, tree: RecordedTree,
+               scale: QualityScale | None) -> ReplayResult:
+        """1 when the best revealed score is at or above the history's threshold (0 when
+        nothing with a score was seen, or the history holds no valid score)."""
+        return with_quality(result, _measured(result, tree, scale, self._reaches))
+
+    def _reaches(self, scale: QualityScale, score: float) -> float:
+        threshold = scale.threshold(self.quantile)
+        return 1.0 if threshold is not None and score >= threshold else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"quality": "reach", "reach_quantile": quantile}``."""
+        return {"quality": self.name, "reach_quantile": self.quantile}
+
 
 QUALITIES: dict[str, Quality] = {q.name: q for q in (
-    RankQuality(), RarityQuality(), RelativeQuality(), RawQuality())}
-"""Every quality mode by name, the default first."""
+    RankQuality(), RarityQuality(), RelativeQuality(), RawQuality(), ReachQuality())}
+"""Every quality mode by name (with its settings' defaults), the default first."""
 
 
-def parse_quality(name: str) -> Quality:
-    """The quality mode called ``name``.
+def parse_quality(name: str, reach_quantile: float | None = None) -> Quality:
+    """The quality mode called ``name`` (``reach_quantile``: the ``reach`` mode's quantile,
+    default 0.9; refused with another mode).
 
     >>> parse_quality("rarity")
     RarityQuality()
+    >>> parse_quality("reach", 0.95)
+    ReachQuality(quantile=0.95)
 
     Raises:
-        ConfigError: No mode has that name (the message lists them).
+        ConfigError: No mode has that name (the message lists them), or a quantile given to
+            another mode than ``reach``, or one out of (0, 1].
     """
+    if name == ReachQuality.name:
+        return ReachQuality(REACH_QUANTILE if reach_quantile is None else reach_quantile)
+    if reach_quantile is not None:
+        raise ConfigError(f"reach_quantile is a setting of the reach quality, not of "
+                          f"'{name}'", key="reach_quantile")
     try:
         return QUALITIES[name]
     except KeyError:

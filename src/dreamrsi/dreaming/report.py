@@ -53,11 +53,14 @@ class CandidateReport:
         return self.holdout if side is Side.HOLDOUT else self.train
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: the report row of the command line and the store."""
+        """JSON-ready: the report row of the command line and the store (``difference``: in
+        mean V; ``interval``: on what the promotion was gated on, quality when the row has a
+        ``quality_gain``, V otherwise)."""
         c = self.comparison
         return {"version_id": self.version_id, "policy": self.spec.label(),
                 "train": self.train.as_dict(), "holdout": self.holdout.as_dict(),
-                "difference": c.difference, "interval": [c.low, c.high]}
+                "difference": c.difference, "interval": [c.low, c.high],
+                **({} if c.gain is None else {"quality_gain": c.gain})}
 
 
 @dataclass(frozen=True, slots=True)

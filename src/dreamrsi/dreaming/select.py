@@ -4,6 +4,12 @@ Each candidate's difference to the incumbent gets a paired bootstrap interval ov
 replayed on the same trees, so the pairing removes the trees' own spread). One tree says
 nothing about the spread, so it gives no interval. With ``require_gain`` a candidate replaces
 the incumbent only when its interval exists and lies above zero.
+
+The gated quantity may differ from the one ranked: with ``gated`` (each version's quality per
+tree, say), the leader is still the argmax of the values, but its interval is on the gated
+quantity's difference and it is promoted only when that difference's mean is above zero (and,
+with ``require_gain``, its interval too): a leader that is ahead on cost alone stays out.
+Below ``min_trees`` trees nothing is promoted at all.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ class Comparison:
     incumbent_mean: float
     low: float | None
     high: float | None
+    gain: float | None = None
+    """The mean difference of the gated quantity, when it is not the value (``low`` and
+    ``high`` are then its interval)."""
 
     @property
     def difference(self) -> float:
@@ -65,7 +74,9 @@ Interval = Callable[[str], tuple[float, float] | tuple[None, None]]
 
 def select(values: Mapping[str, Sequence[float]], incumbent: str, *,
            require_gain: bool = False, seed: int = 0,
-           interval_of: Interval | None = None) -> Selection:
+           interval_of: Interval | None = None,
+           gated: Mapping[str, Sequence[float]] | None = None,
+           min_trees: int = 1) -> Selection:
     """Choose among versions scored on the same trees.
 
     Args:
@@ -75,7 +86,10 @@ def select(values: Mapping[str, Sequence[float]], incumbent: str, *,
         seed: Seed of the bootstrap.
         interval_of: The leader's interval (when it leads the incumbent), in place of the
             paired bootstrap over trees (a dream over pooled trees resamples runs:
-            :mod:`dreamrsi.dreaming.by_run`).
+            :mod:`dreamrsi.dreaming.by_run`); on the gated quantity when ``gated`` is given.
+        gated: Version id -> the quantity the promotion is gated on, per tree (the quality
+            term of V, say); ``None``: the values themselves.
+        min_trees: The fewest trees a promotion needs; with fewer the incumbent stays.
 
     Returns:
         The selection; ties keep the incumbent.
@@ -84,28 +98,54 @@ def select(values: Mapping[str, Sequence[float]], incumbent: str, *,
         raise ValueError(f"the incumbent {incumbent} was not evaluated")
     base = list(values[incumbent])
     base_mean = float(np.mean(base))
+    gate_base = None if gated is None else list(gated[incumbent])
     comparisons = []
     for version_id, vs in values.items():
         if len(vs) != len(base):
             raise ValueError(f"{version_id} was scored on {len(vs)} trees, not {len(base)}")
-        low, high = paired_interval(vs, base, seed=seed)
-        comparisons.append(Comparison(version_id, float(np.mean(vs)), base_mean, low, high))
+        if gated is None or gate_base is None:
+            low, high = paired_interval(vs, base, seed=seed)
+            gain = None
+        else:
+            low, high = paired_interval(gated[version_id], gate_base, seed=seed)
+            gain = float(np.mean(gated[version_id])) - float(np.mean(gate_base))
+        comparisons.append(Comparison(version_id, float(np.mean(vs)), base_mean, low, high,
+                                      gain))
     comparisons.sort(key=lambda c: (-c.mean, c.version_id != incumbent, c.version_id))
     best = comparisons[0]
-    if interval_of is not None and best.version_id != incumbent and best.mean > base_mean:
-        best = Comparison(best.version_id, best.mean, base_mean, *interval_of(best.version_id))
-        comparisons[0] = best
+
+    def keep(why: str) -> Selection:
+        return Selection(incumbent, incumbent, False, why, tuple(comparisons))
+
     if best.version_id == incumbent or best.mean <= base_mean:
-        return Selection(incumbent, incumbent, False, "no candidate beats the incumbent's mean "
-                         "replay score", tuple(comparisons))
+        return keep("no candidate beats the incumbent's mean replay score")
+    if len(base) < min_trees:
+        return keep(f"best candidate {best.version_id} is ahead by {best.difference:+.4g} but "
+                    f"it was compared on {_trees(len(base))} and a promotion needs {min_trees}")
+    if interval_of is not None:
+        low, high = interval_of(best.version_id)
+        best = Comparison(best.version_id, best.mean, base_mean, low, high, best.gain)
+        comparisons[0] = best
+    if best.gain is not None and best.gain <= 0:
+        return keep(f"best candidate {best.version_id} is ahead by {best.difference:+.4g} but "
+                    f"gains {best.gain:+.4g} in quality: no promotion on cost alone")
     if require_gain and (best.low is None or best.low <= 0):
         why = ("one tree gives no interval" if best.low is None else
-               f"its {interval_text(best.low, best.high)} does not exclude zero")
-        return Selection(incumbent, incumbent, False, f"best candidate {best.version_id} is "
-                         f"ahead by {best.difference:+.4g} but {why}", tuple(comparisons))
+               f"its {interval_text(best.low, best.high)}"
+               f"{'' if best.gain is None else ' on quality'} does not exclude zero")
+        return keep(f"best candidate {best.version_id} is ahead by {best.difference:+.4g} but "
+                    f"{why}")
+    if best.gain is None:
+        return Selection(best.version_id, incumbent, True, f"{best.version_id} beats the "
+                         f"incumbent by {best.difference:+.4g} "
+                         f"({interval_text(best.low, best.high)})", tuple(comparisons))
     return Selection(best.version_id, incumbent, True, f"{best.version_id} beats the "
-                     f"incumbent by {best.difference:+.4g} "
-                     f"({interval_text(best.low, best.high)})", tuple(comparisons))
+                     f"incumbent by {best.difference:+.4g}, {best.gain:+.4g} in quality "
+                     f"({interval_text(best.low, best.high)} on quality)", tuple(comparisons))
+
+
+def _trees(count: int) -> str:
+    return f"{count} tree{'s' if count != 1 else ''}"
 
 
 def interval_text(low: float | None, high: float | None, digits: int = 4) -> str:
