@@ -4,6 +4,7 @@ revisions, what is recorded, rejected, promoted and charged."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,9 +29,11 @@ from tests.programs.programs import FRUGAL, HOSTILE, RAISES, answer
 pytestmark = pytest.mark.usefixtures("bwrap")
 KEY = "sk-code-dream-0123456789abcdef"
 # one trial: the fixed study tries the incumbent's parameters only, so the candidates are the
-# incumbent and the programs; with β1 = 0.3 three attempts beat eight whatever the quality
+# incumbent and the programs; with β1 = 0.3 three attempts beat eight whatever the quality,
+# and with the gate on V, from any number of trees, such a program is promoted
 FAST = DreamConfig(families=("fixed",), trials=1, keep=1,
-                   replay=ReplaySettings(workers=2, attempt_budget=8, beta1=0.3))
+                   replay=ReplaySettings(workers=2, attempt_budget=8, beta1=0.3),
+                   gate="value", require_gain=False, min_trees=1)
 
 
 @pytest.fixture
@@ -57,8 +60,7 @@ def test_a_policy_writing_dream_scores_the_good_rejects_the_broken_and_the_hosti
     task = load_task(task_dir)
     script = [Reply.text(answer(FRUGAL), 1000, 500), Reply.text(answer(RAISES)),
               Reply.text(answer(HOSTILE)), Reply.text("no code here")]
-    config = DreamConfig(families=FAST.families, trials=FAST.trials, keep=FAST.keep,
-                         replay=FAST.replay, code=CodeSettings(revisions=4))
+    config = replace(FAST, code=CodeSettings(revisions=4))
     with FakeOpenAI(script) as server:
         report = dream(store, task, parse_spec("fixed:branches=2,refine=3"), config,
                        author=author(server, store))
@@ -100,8 +102,7 @@ def test_a_promoted_program_is_the_next_dreams_incumbent_and_runs_online(
         history: tuple[SqliteRunStore, Path]) -> None:
     store, task_dir = history
     task = load_task(task_dir)
-    config = DreamConfig(families=FAST.families, trials=FAST.trials, keep=FAST.keep,
-                         replay=FAST.replay, code=CodeSettings(revisions=1))
+    config = replace(FAST, code=CodeSettings(revisions=1))
     with FakeOpenAI([Reply.text(answer(FRUGAL))]) as server:
         first = dream(store, task, parse_spec("fixed:branches=2,refine=3"), config,
                       author=author(server, store))

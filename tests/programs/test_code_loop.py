@@ -63,7 +63,9 @@ def test_the_loop_with_the_llm_proposer_online_and_code_dreaming_offline(
                             initial=parse_spec("fixed:branches=2,refine=2"),
                             dream=DreamConfig(families=("fixed",), trials=1, keep=1,
                                               replay=ReplaySettings(beta1=0.3),
-                                              code=CodeSettings(revisions=3)))
+                                              code=CodeSettings(revisions=3),
+                                              gate="value", require_gain=False,
+                                              min_trees=1))  # frugal wins, from one tree
         report = run_loop(store, task, config, author=make_author(task, store))
     rounds = report.rounds
     assert len(rounds) == 3
@@ -114,7 +116,9 @@ def test_the_cli_dreams_with_code_and_lists_the_program(
                                    "--policy", "fixed:branches=2,refine=1", *base])
         assert done.exit_code == 0, done.output
         done = runner.invoke(app, ["dream", str(task_dir), "--families", "fixed",
-                                   "--trials", "1", "--beta1", "0.3", "--code",
+                                   "--trials", "1", "--beta1", "0.3", "--gate", "value",
+                                   "--no-require-gain", "--min-trees", "1",
+                                   "--no-charge-misses", "--code",
                                    "--revisions", "1", "--json", *base])
         assert done.exit_code == 0, done.output
         # named by its digest, the program runs online in its worker
