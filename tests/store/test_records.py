@@ -202,7 +202,7 @@ def test_an_added_node_is_caught(recorded: tuple[Path, str]) -> None:
     forged = f"{run_id}-9"
     _sql(root, "INSERT INTO nodes SELECT ?, run_id, parent_id, 9, round, commit_id, status, "
          "valid, 1e9, 1e9, feedback, metrics, plan, wall_ms, cpu_ms, tokens_in, tokens_out, "
-         "money_usd, candidate_hash, artifacts, evidence, created_at FROM nodes "
+         "money_usd, candidate_hash, artifacts, evidence, created_at, history_used FROM nodes "
          "WHERE node_id = ?", (forged, f"{run_id}-4"))
     assert _chain_only(root, run_id).ok
     report = _verify(root, run_id)

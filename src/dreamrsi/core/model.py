@@ -113,6 +113,9 @@ class Node(NamedTuple):
         artifacts: Digests of files that belong to this attempt's evidence.
         evidence: Ids of the ledger rows recording the commands behind this node.
         created_at: Unix time the attempt finished being recorded.
+        history_used: The runs of its run's history context the attempt drew from, as its
+            proposer declared them (``HISTORY:``), sorted; ``()``: none of them. ``None``: not
+            declared, read as the whole context its run was given (the conservative reading).
     """
 
     node_id: str
@@ -133,6 +136,7 @@ class Node(NamedTuple):
     artifacts: tuple[Artifact, ...] = ()
     evidence: tuple[str, ...] = ()
     created_at: float = 0.0
+    history_used: tuple[str, ...] | None = None
 
     @property
     def is_root(self) -> bool:

@@ -203,7 +203,7 @@ _NULLABLE = (str, type(None))
 _FLOAT_OR_NULL = (float, type(None))
 _NODE_TYPES = ((str,), (str,), _NULLABLE, (int,), (int,), _NULLABLE, (str,), (int,),
                _FLOAT_OR_NULL, _FLOAT_OR_NULL, (str,), (str,), _NULLABLE, (int,), (int,), (int,),
-               (int,), (float,), _NULLABLE, (str,), (str,), (float,))
+               (int,), (float,), _NULLABLE, (str,), (str,), (float,), _NULLABLE)
 """The classes the text below writes as they are, by column (``records.NODE_COLUMNS``)."""
 _PLAIN: dict[tuple[type, ...], bool] = {}
 
@@ -225,19 +225,22 @@ def node_record_text(row: Sequence[Any], feedback_sha256: str,
         return None
     (node_id, run_id, parent_id, seq, round_, commit, status, valid, score, raw_score, _, _,
      plan, wall_ms, cpu_ms, tokens_in, tokens_out, money_usd, candidate_hash, artifacts,
-     evidence, created_at) = row
+     evidence, created_at, history_used) = row
     # x - x is 0.0 for a finite float and NaN (true) for an infinite one
     if (money_usd - money_usd or created_at - created_at
             or (score is not None and score - score)
             or (raw_score is not None and raw_score - raw_score)):
         return None
     q = _quote_ascii
+    used = "" if history_used is None else f'"history_used":{history_used},'
     return (
         f'{{"node":{{"artifacts":{artifacts},'
         f'"candidate_hash":{"null" if candidate_hash is None else q(candidate_hash)},'
         f'"commit_id":{"null" if commit is None else q(commit)},"cpu_ms":{cpu_ms},'
         f'"created_at":{created_at!r},"evidence":{evidence},'
-        f'"feedback_sha256":{q(feedback_sha256)},"metrics_sha256":{q(metrics_sha256)},'
+        f'"feedback_sha256":{q(feedback_sha256)},'
+        f'{used}'
+        f'"metrics_sha256":{q(metrics_sha256)},'
         f'"money_usd":{money_usd!r},"node_id":{q(node_id)},'
         f'"parent_id":{"null" if parent_id is None else q(parent_id)},'
         f'"plan":{"null" if plan is None else q(plan)},'

@@ -275,8 +275,9 @@ class RunStore(abc.ABC):
 
     @abc.abstractmethod
     def replay_nodes(self, run_id: str) -> list[Node]:
-        """The nodes of a run with only the fields a policy decides on, by seq: feedback,
-        metrics, artifacts, evidence and commit empty, ``created_at`` 0."""
+        """The nodes of a run with only the fields a policy decides on (and ``history_used``,
+        which lending reads), by seq: feedback, metrics, artifacts, evidence and commit empty,
+        ``created_at`` 0."""
 
     @abc.abstractmethod
     def get_node(self, node_id: str) -> Node:

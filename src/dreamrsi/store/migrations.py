@@ -3,12 +3,13 @@
 Each migration is SQL; the one numbered :data:`RECORDS_VERSION` also runs a step in Python
 (``SqliteRunStore._anchor_records``) that writes the records of the runs and nodes already in
 the store into their chains. Migration 4 only adds indexes (``dreamrsi.store.tree_sql`` reads
-trees through them).
+trees through them). Migration 5 adds the column ``history_used`` to ``nodes`` (empty for
+nodes recorded before it: the conservative reading, see ``core.model.Node``).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 RECORDS_VERSION = 3
 
 MIGRATIONS: dict[int, tuple[str, str]] = {
@@ -172,6 +173,12 @@ MIGRATIONS: dict[int, tuple[str, str]] = {
         CREATE INDEX nodes_status ON nodes(run_id, status, score);
         CREATE INDEX nodes_children ON nodes(run_id, parent_id, seq, node_id, status, score);
         CREATE INDEX nodes_candidate ON nodes(run_id, candidate_hash, seq)
+        """,
+    ),
+    5: (
+        "nodes: the runs of the history context each attempt declared it used (HISTORY:)",
+        """
+        ALTER TABLE nodes ADD COLUMN history_used TEXT
         """,
     ),
 }

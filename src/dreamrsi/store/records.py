@@ -24,9 +24,10 @@ from dreamrsi.store.ledger import Actor, ChainHead, LedgerEvent, now_iso
 NODE_COLUMNS = (
     "node_id", "run_id", "parent_id", "seq", "round", "commit_id", "status", "valid", "score",
     "raw_score", "feedback", "metrics", "plan", "wall_ms", "cpu_ms", "tokens_in", "tokens_out",
-    "money_usd", "candidate_hash", "artifacts", "evidence", "created_at",
+    "money_usd", "candidate_hash", "artifacts", "evidence", "created_at", "history_used",
 )
-"""Every column of ``nodes``: all of them are immutable and recorded."""
+"""Every column of ``nodes``: all of them are immutable and recorded (``history_used`` only
+where it holds a value, so the records of nodes written before it existed still match)."""
 
 RUN_COLUMNS = ("run_id", "task_digest", "task_name", "policy", "config", "seed", "created_at")
 """The immutable columns of ``runs`` (status, stop reason, times and pid change as it runs)."""
@@ -46,10 +47,15 @@ def node_record(row: Sequence[Any]) -> dict[str, Any]:
     record["metrics_sha256"] = _digest(record.pop("metrics"))
     record["artifacts"] = _parse(record["artifacts"])
     record["evidence"] = _parse(record["evidence"])
+    if record["history_used"] is None:
+        del record["history_used"]
+    else:
+        record["history_used"] = _parse(record["history_used"])
     return _finite(record, _NODE_REAL)
 
 
-_LISTS = (NODE_COLUMNS.index("artifacts"), NODE_COLUMNS.index("evidence"))
+_LISTS = (NODE_COLUMNS.index("artifacts"), NODE_COLUMNS.index("evidence"),
+          NODE_COLUMNS.index("history_used"))
 _FEEDBACK, _METRICS = NODE_COLUMNS.index("feedback"), NODE_COLUMNS.index("metrics")
 
 

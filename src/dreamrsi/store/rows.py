@@ -51,7 +51,7 @@ LEDGER_COLUMNS = ("chain", "seq", "id", "run_id", "dream_id", "node_id", "t", "a
 # when the column is NOT NULL (as in the SQLite schema).
 TASK_AFFINITY = "TTTTR"
 RUN_AFFINITY = "TTTTTITtRrriR"
-NODE_AFFINITY = "TTtIItTIrrTTtIIIIRtTTR"
+NODE_AFFINITY = "TTtIItTIrrTTtIIIIRtTTRt"
 ATTEMPT_AFFINITY = "TTTIItR"
 LEDGER_AFFINITY = "TITtttTTTTitTtTIITTT"
 
@@ -137,7 +137,8 @@ def node_row(n: Node) -> tuple[Any, ...]:
             dumps(dict(n.metrics)) if n.metrics else "{}", n.plan,
             c.wall_ms, c.cpu_ms, c.tokens_in, c.tokens_out, c.money_usd, n.candidate_hash,
             dumps_pairs(n.artifacts) if n.artifacts else "[]",
-            dumps_strings(n.evidence) if n.evidence else "[]", n.created_at)
+            dumps_strings(n.evidence) if n.evidence else "[]", n.created_at,
+            None if n.history_used is None else dumps_strings(n.history_used))
 
 
 def node_from_row(r: Sequence[Any]) -> Node:
@@ -145,14 +146,22 @@ def node_from_row(r: Sequence[Any]) -> Node:
     this function, so it unpacks a tuple and calls ``Node`` positionally (in field order)."""
     (node_id, run_id, parent_id, seq, round_, commit, status, valid, score, raw_score, feedback,
      metrics, plan, wall_ms, cpu_ms, tokens_in, tokens_out, money_usd, candidate_hash, artifacts,
-     evidence, created_at) = r
+     evidence, created_at, history_used) = r
     return Node(
         node_id, run_id, parent_id, seq, round_, commit,
         _NODE_STATUS.get(status) or NodeStatus(status), bool(valid), score, raw_score, feedback,
         loads(metrics) if metrics != "{}" else {}, plan,
         Cost(wall_ms, cpu_ms, tokens_in, tokens_out, money_usd), candidate_hash,
         tuple(Artifact(p, d) for p, d in loads(artifacts)) if artifacts != "[]" else (),
-        tuple(loads(evidence)) if evidence != "[]" else (), created_at)
+        tuple(loads(evidence)) if evidence != "[]" else (), created_at,
+        used_runs(history_used))
+
+
+def used_runs(text: str | None) -> tuple[str, ...] | None:
+    """``Node.history_used`` from its stored column (``None``: not declared)."""
+    if text is None:
+        return None
+    return () if text == "[]" else tuple(loads(text))
 
 
 def replay_node(node: Node) -> Node:

@@ -67,6 +67,7 @@ from dreamrsi.store.rows import (
     run_from_row,
     run_row,
     task_from_row,
+    used_runs,
     task_row,
 )
 from dreamrsi.store.spend_sql import SpendQueries
@@ -84,7 +85,7 @@ _RUN_COLUMNS = ", ".join(RUN_COLUMNS)
 _LEDGER_COLUMNS = ", ".join(LEDGER_COLUMNS)
 _REPLAY_COLUMNS = (
     "node_id, parent_id, seq, round, status, valid, score, raw_score, plan, wall_ms, "
-    "cpu_ms, tokens_in, tokens_out, money_usd, candidate_hash"
+    "cpu_ms, tokens_in, tokens_out, money_usd, candidate_hash, history_used"
 )
 _EMPTY: Any = MappingProxyType({})
 
@@ -228,10 +229,12 @@ class SqliteRunStore(TreeQueries, SpendQueries, DreamTables, RecordAudit):
         conn = self._conn
         for run in conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at, rowid"
                                 ).fetchall():
-            nodes = conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE run_id = ? "
-                                 "ORDER BY seq", (run[0],)).fetchall()
+            # the columns of schema 3 (``history_used`` comes with migration 5: empty here)
+            nodes = conn.execute(f"SELECT {', '.join(NODE_COLUMNS[:-1])} FROM nodes WHERE "
+                                 "run_id = ? ORDER BY seq", (run[0],)).fetchall()
             events = [record_event("run", run_record(run), anchored=True)]
-            events += [record_event("node", node_record(n), anchored=True) for n in nodes]
+            events += [record_event("node", node_record((*n, None)), anchored=True)
+                       for n in nodes]
             self._append(conn, run[0], events, run[0], None)
 
     # -- resources -------------------------------------------------------------------------
@@ -452,7 +455,7 @@ class SqliteRunStore(TreeQueries, SpendQueries, DreamTables, RecordAudit):
         with self._write(several=True) as conn, gc_paused():
             last = conn.execute("SELECT max(rowid) FROM nodes").fetchone()[0] or 0
             written = [node_row(n) for n in nodes]
-            conn.executemany(f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({_marks(22)})",
+            conn.executemany(f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({_marks(len(NODE_COLUMNS))})",
                              written)
             stored = conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE rowid > ? "
                                   "ORDER BY rowid", (last,)).fetchall()
@@ -477,21 +480,23 @@ class SqliteRunStore(TreeQueries, SpendQueries, DreamTables, RecordAudit):
 
     def replay_nodes(self, run_id: str) -> list[Node]:
         """The nodes of a run with the fields a policy decides on, by seq: ids, parent, round,
-        status, validity, scores, plan, cost and candidate hash. Feedback, metrics, artifacts,
-        evidence and commits are left empty (``nodes`` has them): replay loads many trees."""
+        status, validity, scores, plan, cost, candidate hash and the history it used (lending
+        reads it). Feedback, metrics, artifacts, evidence and commits are left empty
+        (``nodes`` has them): replay loads many trees."""
         # The rows are consumed as they arrive: loading is most of dreaming's start-up on a
         # large history.
         # tuple.__new__ builds the named tuples without their Python-level __new__ (a quarter
         # of the time); the fields are in Node's and Cost's order.
-        status, new, node, cost = _NODE_STATUS, tuple.__new__, Node, Cost
+        status, new, node, cost, used = _NODE_STATUS, tuple.__new__, Node, Cost, used_runs
         try:
             rows = self._conn.execute(f"SELECT {_REPLAY_COLUMNS} FROM nodes WHERE run_id = ? "
                                       "ORDER BY seq", (run_id,))
             with gc_paused():  # two new tuples a row, none of them in a cycle
                 return [new(node, (i, run_id, p, s, k, None, status[st], bool(v), sc, raw, "",
                                    _EMPTY,
-                                   plan, new(cost, (w, c, ti, to, m)), h, (), (), 0.0))
-                        for i, p, s, k, st, v, sc, raw, plan, w, c, ti, to, m, h in rows]
+                                   plan, new(cost, (w, c, ti, to, m)), h, (), (), 0.0,
+                                   None if u is None else used(u)))
+                        for i, p, s, k, st, v, sc, raw, plan, w, c, ti, to, m, h, u in rows]
         except sqlite3.Error as exc:
             raise _store_error(self.root, exc) from exc
 

@@ -95,8 +95,9 @@ class LedgerTests:
             "policy": {"name": "greedy", "params": {"k": 2, "eps": 0.25}},
             "config": dict(run.config), "seed": 7, "created_at": run.created_at}}
         record = (rows[1].event.parsed or {})["node"]
+        # a node whose proposer declared nothing of the history has no ``history_used``
         assert set(record) == {*NODE_COLUMNS, "feedback_sha256", "metrics_sha256"} - {
-            "feedback", "metrics"}
+            "feedback", "metrics", "history_used"}
         assert (record["score"], type(record["score"]), record["valid"]) == (2.0, float, 1)
         assert record["feedback_sha256"] == _sha256("feedback of node 0")
         assert record["metrics_sha256"] == _sha256(dumps({"m": 1}))
@@ -169,6 +170,30 @@ class LedgerTests:
         assert store.verify_ledger(RUN).ok  # the rows are intact: only the node changed
         report = store.verify(RUN)
         assert not report.ok and (report.node_id, report.field) == (f"{RUN}-0", "score")
+
+    def test_the_history_a_node_used_is_kept_and_recorded(self, store: RunStore) -> None:
+        store.add_nodes([make_node(RUN, 0, None, commit=None),
+                         make_node(RUN, 1, commit=None, history_used=()),
+                         make_node(RUN, 2, 1, commit=None, history_used=("ra", "rb"))])
+        assert [n.history_used for n in store.nodes(RUN)] == [None, (), ("ra", "rb")]
+        assert [n.history_used for n in store.replay_nodes(RUN)] == [None, (), ("ra", "rb")]
+        assert store.get_node(f"{RUN}-2").history_used == ("ra", "rb")
+        records = [(r.event.parsed or {})["node"] for r in store.ledger(RUN)
+                   if r.event.cmd == "record node"]
+        assert ["history_used" in r for r in records] == [False, True, True]
+        assert [r.get("history_used") for r in records[1:]] == [[], ["ra", "rb"]]
+        assert store.verify(RUN).ok
+        # what lending reads is chained: declaring afterwards, or widening, is caught
+        for node_id, forged in ((f"{RUN}-0", "[]"), (f"{RUN}-1", '["ra"]'),
+                                (f"{RUN}-2", None)):
+            saved = store.get_node(node_id).history_used
+            self.tamper_node(store, node_id, "history_used", forged)
+            report = store.verify(RUN)
+            assert not report.ok and (report.node_id, report.field) == (
+                node_id, "history_used"), report
+            self.tamper_node(store, node_id, "history_used",
+                             None if saved is None else dumps(list(saved)))
+            assert store.verify(RUN).ok
 
     def test_an_altered_or_missing_blob_is_caught(self, store: RunStore) -> None:
         digest = store.put_blob(b"evidence")
