@@ -16,6 +16,14 @@ SHOWN_CHARS = 4000
 holds up to 64 KiB of each)."""
 
 
+def _history(d: Mapping[str, Any]) -> str:
+    """What of its run's history context the node declared it used (``HISTORY:``)."""
+    context = ", ".join(d["history_context"]) or "none"
+    if d["history_used"] is None:
+        return f"not declared: counts as its run's whole history context ({context})"
+    return f"{', '.join(d['history_used']) or 'none'} (declared; context: {context})"
+
+
 def node_text(d: Mapping[str, Any]) -> None:
     """Print a node's record (``dreamrsi.engine.node_view.node_detail``)."""
     width, _ = output_shape()
@@ -23,7 +31,7 @@ def node_text(d: Mapping[str, Any]) -> None:
              f"status {d['status']}, {'valid' if d['valid'] else 'not valid'}, score "
              f"{_fmt(d['score'])}; seq {d['seq']}, round {d['round']}, depth {d['depth']}, "
              f"parent {d['parent_id'] or '-'}",
-             f"plan: {d['plan'] or '-'}"]
+             f"plan: {d['plan'] or '-'}", f"history used: {_history(d)}"]
     if d["reason"] and d["reason"] != d["feedback"]:
         lines.append(f"reason: {d['reason']}")
     lines += [f"feedback: {d['feedback'] or '-'}",

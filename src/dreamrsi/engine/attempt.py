@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from dreamrsi.core.model import Artifact, Cost, Node, NodeStatus
 from dreamrsi.engine.context import INFRASTRUCTURE
+from dreamrsi.engine.declared import context_runs_of, declared_history
 from dreamrsi.engine.evaluation import Evaluation, parse_evaluation
 from dreamrsi.engine.peers import prepare_trusted, read_verdict
 from dreamrsi.engine.sandboxing import (
@@ -251,6 +252,9 @@ class AttemptRunner:
         rec.add_command(Actor.TACTICAL, result, spec.commit,
                         parsed=None if model is None else {"model": model})
         rec.plan = _plan(result.stdout)
+        rec.history_used, note = declared_history(result.stdout, context_runs_of(spec.context))
+        if note is not None:
+            rec.notes.append(note)
         rec.add_narration(result)
         if cost_problem:
             rec.notes.append(cost_problem)
@@ -354,6 +358,7 @@ class _Recorder:
         self.git_calls: list[GitCall] = []
         self.notes: list[str] = []
         self.plan: str | None = None
+        self.history_used: tuple[str, ...] | None = None  # an llm proposer's: never declared
         self.cpu_ms = 0
         self.tokens = Cost()
         self.infrastructure = False
@@ -415,7 +420,7 @@ class _Recorder:
             round=spec.round, commit=commit, status=ev.status, valid=ev.valid, score=ev.score,
             raw_score=ev.raw_score, feedback=feedback, metrics=ev.metrics, plan=self.plan,
             cost=cost, candidate_hash=ev.candidate_hash, evidence=evidence,
-            created_at=time.time())
+            created_at=time.time(), history_used=self.history_used)
         return AttemptOutcome(node, tuple(self.events), infra)
 
 

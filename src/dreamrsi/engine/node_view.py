@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dreamrsi.core.model import Node, node_id_for
+from dreamrsi.engine.history import context_runs
 from dreamrsi.errors import ConfigError, DreamError, NotFound
 from dreamrsi.store._fast import loads
 from dreamrsi.store.base import RunStore
@@ -80,6 +81,8 @@ def node_detail(store: RunStore, run_id: str, ref: str) -> dict[str, Any]:
         "depth": store.node_depth(node.node_id), "status": node.status.value,
         "valid": node.valid, "score": node.raw_score if node.valid else None,
         "raw_score": node.raw_score, "plan": node.plan,
+        "history_used": None if node.history_used is None else list(node.history_used),
+        "history_context": sorted(context_runs(store, run.config.get("context_nodes", ()))),
         "reason": short_reason(node.status.value, node.valid, node.feedback),
         "feedback": node.feedback, "metrics": dict(node.metrics),
         "wall_ms": c.wall_ms, "cpu_ms": c.cpu_ms, "tokens_in": c.tokens_in,

@@ -27,7 +27,8 @@ from dreamrsi.core.view import TreeView
 from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, Attempts, AttemptSpec
 from dreamrsi.engine.config import RunConfig, check_endpoint, with_endpoint
 from dreamrsi.engine.context import INFRASTRUCTURE, is_infrastructure, node_info
-from dreamrsi.engine.history import choose_elites, prepare_history
+from dreamrsi.engine.declared import checked_history
+from dreamrsi.engine.history import choose_elites, context_runs, prepare_history
 from dreamrsi.engine.recording import attempt_safely, record_outcome
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, DreamError, InfrastructureError, StoreError
@@ -305,6 +306,7 @@ class _Session:
         self.work_root = store.work_folder
         self.history_folder = self.work_root / "history"
         self.history: list[dict[str, Any]] = []
+        self.context_runs = context_runs(store, config.context_nodes)
         self.runner: Attempts = attempts or AttemptRunner(
             task, self.repo, store.blobs, self.work_root, isolation, self.work_root / "trusted",
             deadline, self.cancel,
@@ -445,6 +447,7 @@ class _Session:
         what was recorded (an ``error`` node in its place when it could not be kept as is,
         :func:`~dreamrsi.engine.recording.record_outcome`). Counts the attempts in a row that
         failed outside the candidate."""
+        outcome = replace(outcome, node=checked_history(outcome.node, self.context_runs))
         recorded = record_outcome(self.store, self.run.run_id, outcome)
         node = recorded.node
         self.tally.add(node)
