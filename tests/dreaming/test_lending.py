@@ -29,17 +29,46 @@ SPECS = ("fixed:branches=3,refine=6", "fixed:branches=40,refine=0",
          "stagnation", "planned")
 
 
-def copied(tree: RecordedTree, lenders: list[RecordedTree], pooled: RecordedTree
-           ) -> RecordedTree:
-    """``tree`` with a copy of every lender's branches appended, numbered after its own: the
-    pooled tree as ``RecordedTree.from_nodes`` builds it from all its nodes (with the best,
-    floor and rounds of the whole pool, taken from ``pooled``)."""
+Chain = list[Node]
+
+
+def branch_uses(tree: RecordedTree) -> list[tuple[Chain, frozenset[str]]]:
+    """Each branch of ``tree`` (its nodes in chain order) with the runs it used, read from its
+    nodes: what each declared, the tree's ``saw`` for a node that declared nothing."""
+    root_id = tree.root.node_id
+    below = {n.parent_id: n for n in tree.nodes.values() if n.parent_id not in (None, root_id)}
+    out = []
+    for first in sorted((n for n in tree.nodes.values() if n.parent_id == root_id),
+                        key=lambda n: n.seq):
+        chain = [first]
+        while chain[-1].node_id in below:
+            chain.append(below[chain[-1].node_id])
+        used: set[str] = set()
+        for node in chain:
+            used |= tree.saw if node.history_used is None else set(node.history_used)
+        out.append((chain, frozenset(used)))
+    return out
+
+
+def lent_chains(lender: RecordedTree, borrower: RecordedTree) -> list[Chain]:
+    """The branches of ``lender`` that used only runs ``borrower``'s context named."""
+    return [chain for chain, used in branch_uses(lender) if used <= borrower.saw]
+
+
+Lent = list[tuple[RecordedTree, list[Chain]]]
+
+
+def copied(tree: RecordedTree, lenders: Lent, pooled: RecordedTree) -> RecordedTree:
+    """``tree`` with a copy of every lent branch appended, numbered after its own: the pooled
+    tree as ``RecordedTree.from_nodes`` builds it from all its nodes (with the best, floor and
+    rounds of the whole pool, taken from ``pooled``)."""
     nodes = list(tree.nodes.values())
     offset = max(n.seq for n in nodes) + 1
-    for lender in lenders:
+    for lender, chains in lenders:
+        lent = sorted((n for chain in chains for n in chain), key=lambda n: n.seq)
         nodes += [n._replace(seq=n.seq + offset, parent_id=tree.root.node_id
                              if n.parent_id == lender.root.node_id else n.parent_id)
-                  for n in lender.nodes.values() if n.parent_id is not None]
+                  for n in lent]
         offset += max(n.seq for n in lender.nodes.values()) + 1
     copy = RecordedTree.from_nodes(tree.tree_id, nodes, start=tree.start,
                                    own_size=tree.recorded_size, saw=tree.saw)
@@ -53,16 +82,21 @@ def history(count: int, seed: int) -> list[RecordedTree]:
             for i in range(count)]
 
 
-def _lenders(trees: list[RecordedTree], i: int, max_lent: int | None) -> list[RecordedTree]:
-    lenders = [trees[(i + k) % len(trees)] for k in range(1, len(trees))]
+def _lenders(trees: list[RecordedTree], i: int, max_lent: int | None) -> Lent:
+    """What each other tree lends ``trees[i]``, the next trees first, until ``max_lent``
+    branches are lent (all: ``None``)."""
+    tree = trees[i]
+    lenders = [(t, chains) for t in (trees[(i + k) % len(trees)] for k in range(1, len(trees)))
+               if t.start == tree.start and (chains := lent_chains(t, tree))]
     if max_lent is None:
         return lenders
-    chosen, count = [], 0
-    for lender in lenders:
+    chosen: Lent = []
+    count = 0
+    for lender, chains in lenders:
         if count >= max_lent:
             break
-        chosen.append(lender)
-        count += len(lender.root_children)
+        chosen.append((lender, chains))
+        count += len(chains)
     return chosen
 
 
@@ -161,22 +195,31 @@ def test_the_run_bootstrap_lends_as_the_budget_allows_and_gives_the_same_interva
                            processes=2) == whole
 
 
+Declared = tuple[str, ...] | None
+
+
 def _random_tree(tree_id: str, shape: list[list[float | None]],
-                 root_score: float | None = 0.0) -> RecordedTree:
+                 root_score: float | None = 0.0, *,
+                 used: list[list[Declared]] | None = None, saw: frozenset[str] = frozenset(),
+                 interleave: bool = False) -> RecordedTree:
     """A root with one chain per list of ``shape``, created branch by branch (``None``: an
-    invalid attempt)."""
+    invalid attempt), or round by round (``interleave``: each round extends every chain
+    still growing, as a grid records it); ``used``: each node's ``history_used``."""
     root = Node(f"{tree_id}-0", tree_id, None, 0, 0, "c", NodeStatus.OK,
                 root_score is not None, root_score, root_score)
-    nodes, seq = [root], 0
-    for chain in shape:
-        parent = root.node_id
-        for score in chain:
-            seq += 1
-            nodes.append(Node(f"{tree_id}-{seq}", tree_id, parent, seq, seq, "c",
-                              NodeStatus.OK if score is not None else NodeStatus.INVALID,
-                              score is not None, score, score))
-            parent = nodes[-1].node_id
-    return RecordedTree.from_nodes(tree_id, nodes)
+    places = [(b, d) for b, chain in enumerate(shape) for d in range(len(chain))]
+    if interleave:
+        places.sort(key=lambda p: (p[1], p[0]))
+    nodes, tips = [root], [root.node_id] * len(shape)
+    for seq, (b, d) in enumerate(places, start=1):
+        score = shape[b][d]
+        nodes.append(Node(f"{tree_id}-{seq}", tree_id, tips[b], seq, d + 1 if interleave
+                          else seq, "c",
+                          NodeStatus.OK if score is not None else NodeStatus.INVALID,
+                          score is not None, score, score,
+                          history_used=None if used is None else used[b][d]))
+        tips[b] = nodes[-1].node_id
+    return RecordedTree.from_nodes(tree_id, nodes, saw=saw)
 
 
 _SCORES = st.one_of(st.none(), st.floats(-5, 5, allow_nan=False))
@@ -184,16 +227,11 @@ _HISTORIES = st.lists(st.lists(st.lists(_SCORES, min_size=1, max_size=5), min_si
                                max_size=4), min_size=2, max_size=6)
 
 
-@settings(max_examples=60, deadline=None)
-@given(_HISTORIES, st.one_of(st.none(), st.integers(1, 12)), st.sampled_from(SPECS),
-       st.integers(1, 4), st.one_of(st.none(), st.integers(1, 30)), st.integers(1, 3))
-def test_a_pool_built_lazily_replays_as_copies_on_any_history(
-        shapes: list[list[list[float | None]]], max_lent: int | None, text: str,
-        workers: int, budget: int | None, orders: int) -> None:
-    trees = [_random_tree(f"h{i}", shape) for i, shape in enumerate(shapes)]
-    lending = [t for t in trees if t.root_children]
-    if not lending:
-        return
+def _check_pools_replay_as_copies(lending: list[RecordedTree], max_lent: int | None,
+                                  text: str, workers: int, budget: int | None,
+                                  orders: int) -> None:
+    """Pooled trees, and pools of subsets from one shared index, replay (and score) as the
+    trees holding copies of the branches lent to them."""
     pooled = pool_branches(lending, max_lent)
     copies = [copied(t, _lenders(lending, i, max_lent), p)
               for i, (t, p) in enumerate(zip(lending, pooled, strict=True))]
@@ -224,6 +262,52 @@ def test_a_pool_built_lazily_replays_as_copies_on_any_history(
                           attempt_budget=budget) == \
                 replay(make_policy(text), copy, workers=workers, max_rounds=40,
                        attempt_budget=budget)
+            _same_nodes(lent, copy)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_HISTORIES, st.one_of(st.none(), st.integers(1, 12)), st.sampled_from(SPECS),
+       st.integers(1, 4), st.one_of(st.none(), st.integers(1, 30)), st.integers(1, 3))
+def test_a_pool_built_lazily_replays_as_copies_on_any_history(
+        shapes: list[list[list[float | None]]], max_lent: int | None, text: str,
+        workers: int, budget: int | None, orders: int) -> None:
+    trees = [_random_tree(f"h{i}", shape) for i, shape in enumerate(shapes)]
+    lending = [t for t in trees if t.root_children]
+    if not lending:
+        return
+    _check_pools_replay_as_copies(lending, max_lent, text, workers, budget, orders)
+
+
+_DECLARED = st.sampled_from([None, None, (), (), ("h0",), ("h1",), ("h0", "h2"), ("h3",)])
+_NODE = st.tuples(_SCORES, _DECLARED)
+_DECLARING = st.lists(st.tuples(
+    st.lists(st.lists(_NODE, min_size=1, max_size=4), min_size=0, max_size=4),
+    st.sets(st.integers(0, 4), max_size=3), st.booleans()), min_size=2, max_size=5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_DECLARING, st.one_of(st.none(), st.integers(1, 12)), st.sampled_from(SPECS),
+       st.integers(1, 4), st.one_of(st.none(), st.integers(1, 30)))
+def test_pools_lent_per_branch_replay_as_copies_on_any_history(
+        specs: list[tuple[list[list[tuple[float | None, Declared]]], set[int], bool]],
+        max_lent: int | None, text: str, workers: int, budget: int | None) -> None:
+    trees = [_random_tree(f"h{i}", [[s for s, _ in c] for c in chains],
+                          used=[[u for _, u in c] for c in chains],
+                          saw=frozenset(f"h{j}" for j in saw if j != i), interleave=mixed)
+             for i, (chains, saw, mixed) in enumerate(specs)]
+    lending = [t for t in trees if t.root_children]
+    if not lending:
+        return
+    for i, (tree, lent) in enumerate(zip(lending, pool_branches(lending), strict=True)):
+        # nothing that used the tree, or a run it was not shown, is lent to it
+        mine = set(tree.root_children)
+        for first in (n for n in lent.root_nodes if n.node_id not in mine):
+            lender = next(t for t in lending if first.node_id in t.nodes)
+            [used] = [u for c, u in branch_uses(lender) if c[0].node_id == first.node_id]
+            assert used <= tree.saw and tree.tree_id not in used
+        assert len(lent.root_children) - len(mine) == sum(
+            len(c) for _, c in _lenders(lending, i, None))
+    _check_pools_replay_as_copies(lending, max_lent, text, workers, budget, 2)
 
 
 def test_a_pooled_tree_makes_a_lenders_first_nodes_only_when_a_replay_reaches_them() -> None:
@@ -253,38 +337,33 @@ def test_a_pooled_tree_makes_a_lenders_first_nodes_only_when_a_replay_reaches_th
 
 def _folded_pool(trees: list[RecordedTree], max_lent: int | None
                  ) -> list[tuple[object, ...]]:
-    """What pooling gives each tree, folded over every lender in order (the first of equal
-    values kept): its lent branches' first ids, best, floor and rounds; ``None`` for a tree
-    nothing is lent to."""
+    """What pooling gives each tree, folded over every lender in order, each lender's lent
+    branches grouped by the runs they used (in order of their first branch), each group's
+    extremes over its branches in order, each in chain order (the first of equal values
+    kept): its lent branches' first ids, best, floor and rounds; ``None`` for a tree nothing
+    is lent to."""
     out: list[tuple[object, ...]] = []
     for i, tree in enumerate(trees):
-        lenders = [t for t in (trees[(i + k) % len(trees)] for k in range(1, len(trees)))
-                   if t.start == tree.start and t.root_children and tree.tree_id not in t.saw]
+        lenders = _lenders(trees, i, None)
         if not lenders:
             out.append((None,))
             continue
         best, floor, rounds = tree.best, tree.floor, tree.rounds
-        for lender in lenders:
-            lent = [n for n in lender.nodes.values() if n.parent_id is not None]
-            scores = [n.score for n in lent if n.score is not None]
-            high, low = max(scores, default=None), min(scores, default=None)
-            best = high if best is None or (high is not None and high > best) else best
-            floor = low if floor is None or (low is not None and low < floor) else floor
-            rounds = max(rounds, max(n.round for n in lent))
-        ids = tree.root_children + tuple(
-            c for t in _enough_of(lenders, max_lent) for c in t.root_children)
+        for lender, _ in lenders:
+            groups: dict[frozenset[str], list[Node]] = {}
+            for chain, used in branch_uses(lender):
+                if used <= tree.saw:
+                    groups.setdefault(used, []).extend(chain)
+            for nodes in groups.values():
+                scores = [n.score for n in nodes if n.score is not None]
+                high, low = max(scores, default=None), min(scores, default=None)
+                best = high if best is None or (high is not None and high > best) else best
+                floor = low if floor is None or (low is not None and low < floor) else floor
+                rounds = max(rounds, max(n.round for n in nodes))
+        ids = tree.root_children + tuple(c[0].node_id for _, chains in
+                                         _lenders(trees, i, max_lent) for c in chains)
         out.append((ids, _signed(best), _signed(floor), rounds))
     return out
-
-
-def _enough_of(lenders: list[RecordedTree], max_lent: int | None) -> list[RecordedTree]:
-    """The first lenders whose branches number at least ``max_lent`` (all: ``None``)."""
-    if max_lent is None:
-        return lenders
-    chosen: list[RecordedTree] = []
-    while len(chosen) < len(lenders) and sum(t.branch_count for t in chosen) < max_lent:
-        chosen.append(lenders[len(chosen)])
-    return chosen
 
 
 def _signed(value: float | None) -> object:

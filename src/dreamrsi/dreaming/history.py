@@ -9,11 +9,17 @@ others, it refuses and names them. How a dream splits the trees into training an
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from dreamrsi.core.replay import RecordedTree
-from dreamrsi.dreaming.lending import LentBranches
+from dreamrsi.dreaming.lending import (
+    LendClass,
+    LentBranches,
+    classes_extremes,
+    lend_classes,
+    lendable,
+)
 from dreamrsi.engine.history import context_runs
 from dreamrsi.errors import ConfigError
 from dreamrsi.store.base import RunRecord, RunStore
@@ -93,36 +99,44 @@ def load_history(store: RunStore, task_name: str, task_digest: str,
 
 def pool_branches(trees: Sequence[RecordedTree], max_lent: int | None = None,
                   shared: LentBranches | None = None) -> list[RecordedTree]:
-    """Each tree with the branches of every other tree of the same start appended to its own,
+    """Each tree with the branches of the other trees of the same start appended to its own,
     as further children of its root (the next trees first, in the given order, wrapping
-    round), except trees whose proposers saw it (history as context: their branches may start
-    from its own elite, which no fresh start of its run could have drawn).
+    round), each lender's branches in its order: those that used only runs its own run had
+    in its context (history as context: a branch that started from an elite of a run the tree
+    was not shown is a draw no fresh start of its run could have made; one that started from
+    the seed and used nothing of the history, any tree's could).
+
+    A branch's used runs are the union over its nodes of what each declared on its
+    ``HISTORY:`` line (``Node.history_used``), and for a node that declared nothing, every run
+    its run's context named (``RecordedTree.saw``): a tree is never lent a branch that used it
+    or that may have. Trees recorded before nodes declared lend as before: a run's branches to
+    the trees whose context named every run its own did.
 
     Replay opens the root's children in order, so a policy that opens no more branches than a
     tree holds sees that tree exactly; one that opens more draws the other trees' branches:
     recorded outcomes of fresh starts from the same workspace, which is what opening them
-    online would have drawn, as long as a branch's proposer sees no sibling and its run did
-    not see this tree. Chains stay as long as they were recorded. The pooled trees keep their
-    ids. One difference for a policy that opens no more branches than the tree holds: a pooled
-    tree is rarely revealed whole, so if
-    it asks for more than the chains hold it goes on missing (until K2, or the budget when
-    misses are charged) where the tree alone would have ended the replay.
+    online would have drawn, as long as a branch's proposer sees no sibling. Chains stay as
+    long as they were recorded. The pooled trees keep their ids. One difference for a policy
+    that opens no more branches than the tree holds: a pooled tree is rarely revealed whole,
+    so if it asks for more than the chains hold it goes on missing (until K2, or the budget
+    when misses are charged) where the tree alone would have ended the replay.
 
     Every tree holding every other's branches makes a history of n trees n² nodes; the lent
     branches are shared, not copied (:mod:`dreamrsi.dreaming.lending`), so pooling costs each
     tree the ids of the lent branches' first nodes (the nodes themselves are made when a replay
-    reaches them), and the pool's best, floor and rounds are read from the lenders' extremes
-    sorted once per call, not folded over every lender of every tree. ``max_lent`` (a replay's
-    attempt budget: a replay cannot open more branches than it makes attempts) lends each
-    tree only the first lenders' branches until at least that many are lent; the tree keeps
-    the best, floor and rounds of the whole pool, so replays cut by that budget are the same
-    as over the whole pool. ``shared``: these trees' branches (or more trees') indexed for
-    lending already, by a caller pooling subsets of the same trees again and again.
+    reaches them), and the pool's best, floor and rounds are read from the lenders' classes
+    of branches sorted once per call, not folded over every lender of every tree.
+    ``max_lent`` (a replay's attempt budget: a replay cannot open more branches than it makes
+    attempts) lends each tree only the first lenders' branches until at least that many are
+    lent; the tree keeps the best, floor and rounds of the whole pool, so replays cut by that
+    budget are the same as over the whole pool. ``shared``: these trees' branches (or more
+    trees') indexed for lending already, by a caller pooling subsets of the same trees again
+    and again.
     """
     trees = list(trees)
-    extremes = shared.extremes if shared is not None else {
-        t.tree_id: _lent_extremes(t) for t in trees}
-    pool = _PoolExtremes(trees, extremes)
+    classes = shared.classes if shared is not None else {
+        t.tree_id: lend_classes(t) for t in trees}
+    pool = _PoolExtremes(trees, classes)
     pooled = []
     for i, tree in enumerate(trees):
         found = pool.of(i)
@@ -131,69 +145,75 @@ def pool_branches(trees: Sequence[RecordedTree], max_lent: int | None = None,
             continue
         if shared is None:  # indexed once, for every tree that borrows
             shared = LentBranches([t for t in trees if t.root_children])
-        lent = shared.lend(tree, _enough(_lenders(trees, i), max_lent))
+        lent = shared.lend(tree, _enough(_lenders(trees, i, classes), classes, max_lent))
         pooled.append(replace(lent, best=found[0], floor=found[1], rounds=found[2]))
     return pooled
 
 
-def _lenders(trees: list[RecordedTree], i: int) -> Iterator[RecordedTree]:
-    """The trees that lend ``trees[i]`` branches, in order: the next trees first, wrapping
-    round; those of the same start with branches, that did not see it."""
+Lender = tuple[RecordedTree, tuple[int, ...]]
+"""A tree that lends, and which of its classes of branches (``lending.lend_classes``)."""
+
+
+def _lenders(trees: list[RecordedTree], i: int,
+             classes: Mapping[str, tuple[LendClass, ...]]) -> Iterator[Lender]:
+    """The trees that lend ``trees[i]`` branches, in order (the next trees first, wrapping
+    round), each with the classes it lends: those of the same start, with a branch that used
+    only runs ``trees[i]``'s context named."""
     tree = trees[i]
     for k in range(1, len(trees)):
         lender = trees[(i + k) % len(trees)]
-        if lender.start == tree.start and lender.root_children \
-                and tree.tree_id not in lender.saw:
-            yield lender
+        if lender.start == tree.start and lender.root_children:
+            chosen = lendable(classes[lender.tree_id], tree.saw)
+            if chosen:
+                yield lender, chosen
 
 
-def _enough(lenders: Iterable[RecordedTree], max_lent: int | None) -> list[RecordedTree]:
-    """The first lenders whose branches number at least ``max_lent`` (all: ``None``), read
-    no further than that."""
+def _enough(lenders: Iterable[Lender], classes: Mapping[str, tuple[LendClass, ...]],
+            max_lent: int | None) -> list[Lender]:
+    """The first lenders whose lent branches number at least ``max_lent`` (all: ``None``),
+    read no further than that."""
     if max_lent is None:
         return list(lenders)
-    chosen, count = [], 0
-    for lender in lenders:
+    chosen: list[Lender] = []
+    count = 0
+    for lender, ks in lenders:
         if count >= max_lent:
             break
-        chosen.append(lender)
-        count += len(lender.root_children)
+        chosen.append((lender, ks))
+        own = classes[lender.tree_id]
+        count += sum(len(own[k].branches) for k in ks)
     return chosen
 
 
 class _PoolExtremes:
     """The best and floor scores and the last round of each tree with everything its lenders
-    hold (``None`` when nothing is lent to it), without walking every lender for each tree.
+    lend it (``None`` when nothing is lent to it), without walking every lender for each tree.
 
-    Per start, the lenders' highest scores are kept sorted (and their lowest, and their last
-    rounds): a tree's value is the first one not its own nor of a tree that saw it. The
-    extremes are the same as folding over the lenders in their order, except that a fold keeps
-    the first of equal values: which zero (``0.0`` or ``-0.0``) wins depends on the order,
-    and NaN compares with nothing; those trees are folded as before.
+    Per start, the lenders' classes of branches (``lending.lend_classes``) are kept sorted by
+    their highest scores (and their lowest, and their last rounds): a tree's value is the
+    first one of another tree's class that may be lent to it. The extremes are the same as
+    folding over the lenders in their order (each lender's lent classes in order), except
+    that a fold keeps the first of equal values: which zero (``0.0`` or ``-0.0``) wins depends
+    on the order, and NaN compares with nothing; those trees are folded as before.
     """
 
     def __init__(self, trees: list[RecordedTree],
-                 extremes: dict[str, tuple[float | None, float | None, int]]) -> None:
-        self.trees, self.extremes = trees, extremes
-        groups: dict[str, list[int]] = {}
+                 classes: Mapping[str, tuple[LendClass, ...]]) -> None:
+        self.trees, self.classes = trees, classes
+        groups: dict[str, list[tuple[int, int, LendClass]]] = {}
         for j, tree in enumerate(trees):
             if tree.root_children:
-                groups.setdefault(tree.start, []).append(j)
-        self.count = {start: len(js) for start, js in groups.items()}
-        self.highs = {start: sorted(((extremes[trees[j].tree_id][0], j) for j in js
-                                     if extremes[trees[j].tree_id][0] is not None),
-                                    reverse=True) for start, js in groups.items()}
-        self.lows = {start: sorted((extremes[trees[j].tree_id][1], j) for j in js
-                                   if extremes[trees[j].tree_id][1] is not None)
-                     for start, js in groups.items()}
-        self.lasts = {start: sorted(((extremes[trees[j].tree_id][2], j) for j in js),
-                                    reverse=True) for start, js in groups.items()}
-        self.saw_it: dict[str, set[int]] = {}  # a tree's id: the lenders that saw it
-        for j in (j for js in groups.values() for j in js):
-            for seen in trees[j].saw:
-                self.saw_it.setdefault(seen, set()).add(j)
-        values = [v for js in groups.values() for j in js
-                  for v in extremes[trees[j].tree_id][:2] if v is not None]
+                groups.setdefault(tree.start, []).extend(
+                    (j, k, c) for k, c in enumerate(classes[tree.tree_id]))
+        self.highs = {start: sorted(((c.high, j, k) for j, k, c in entries
+                                     if c.high is not None), reverse=True)
+                      for start, entries in groups.items()}
+        self.lows = {start: sorted((c.low, j, k) for j, k, c in entries if c.low is not None)
+                     for start, entries in groups.items()}
+        self.lasts = {start: sorted(((c.last, j, k) for j, k, c in entries), reverse=True)
+                      for start, entries in groups.items()}
+        values = [v for entries in groups.values() for _, _, c in entries
+                  for v in (c.high, c.low) if v is not None]
         values += [v for t in trees for v in (t.best, t.floor) if v is not None]
         # equal floats other than zeros are the same number: any of them is the fold's
         self.exact = len({t.tree_id for t in trees}) == len(trees) and all(
@@ -204,15 +224,16 @@ class _PoolExtremes:
         tree = self.trees[i]
         if not self.exact:
             return self._folded(i)
-        saw = {j for j in self.saw_it.get(tree.tree_id, ())
-               if self.trees[j].start == tree.start and j != i}
-        own = 1 if tree.root_children else 0
-        if self.count.get(tree.start, 0) - own - len(saw) <= 0:
+        trees, classes, saw = self.trees, self.classes, tree.saw
+
+        def lends(j: int, k: int) -> bool:
+            return j != i and classes[trees[j].tree_id][k].used <= saw
+
+        last = next((v for v, j, k in self.lasts.get(tree.start, ()) if lends(j, k)), None)
+        if last is None:
             return None
-        skip = {i, *saw}
-        high = next((v for v, j in self.highs[tree.start] if j not in skip), None)
-        low = next((v for v, j in self.lows[tree.start] if j not in skip), None)
-        last = next(v for v, j in self.lasts[tree.start] if j not in skip)
+        high = next((v for v, j, k in self.highs[tree.start] if lends(j, k)), None)
+        low = next((v for v, j, k in self.lows[tree.start] if lends(j, k)), None)
         best = _pick(tree.best, high, max)
         floor = _pick(tree.floor, low, min)
         if best == 0.0 or floor == 0.0:  # which zero: as the fold finds it
@@ -223,9 +244,9 @@ class _PoolExtremes:
         """The extremes folded over the lenders in order (the first of equal values kept)."""
         tree = self.trees[i]
         best, floor, rounds, any_lender = tree.best, tree.floor, tree.rounds, False
-        for lender in _lenders(self.trees, i):
+        for lender, chosen in _lenders(self.trees, i, self.classes):
             any_lender = True
-            high, low, last = self.extremes[lender.tree_id]
+            high, low, last = classes_extremes(self.classes[lender.tree_id], chosen)
             best = high if best is None or (high is not None and high > best) else best
             floor = low if floor is None or (low is not None and low < floor) else floor
             rounds = max(rounds, last)
@@ -238,15 +259,6 @@ def _pick(own: float | None, lent: float | None,
     if own is None or lent is None:
         return lent if own is None else own
     return better(own, lent)
-
-
-def _lent_extremes(tree: RecordedTree) -> tuple[float | None, float | None, int]:
-    """Highest and lowest score and last round of a tree's non-root nodes (what it lends)."""
-    scores = [n.score for n in tree.nodes.values()
-              if n.parent_id is not None and n.score is not None]
-    rounds = [n.round for n in tree.nodes.values() if n.parent_id is not None]
-    return (max(scores) if scores else None, min(scores) if scores else None,
-            max(rounds, default=0))
 
 
 def hash_order(trees: Sequence[RecordedTree]) -> list[RecordedTree]:

@@ -36,9 +36,107 @@ from dreamrsi.core.view import Branch
 T = TypeVar("T")
 
 
+class LendClass(NamedTuple):
+    """Branches of one tree that used the same runs of the history (:func:`lend_classes`).
+
+    Attributes:
+        used: The runs they used: for each branch, the union over its nodes of what each
+            declared (``Node.history_used``), the whole of the tree's ``saw`` for a node that
+            declared nothing.
+        branches: Their places among the tree's root children, in order.
+        high: Their highest score (``max`` over each branch in chain order, branches in
+            order), ``None`` without one.
+        low: Their lowest score, likewise.
+        last: The last round among their nodes.
+        longest: Their longest chain below a branch's first node.
+    """
+
+    used: frozenset[str]
+    branches: tuple[int, ...]
+    high: float | None
+    low: float | None
+    last: int
+    longest: int
+
+
+def lend_classes(tree: RecordedTree) -> tuple[LendClass, ...]:
+    """``tree``'s branches grouped by the runs of the history they used, in the order of each
+    group's first branch: what it may lend a tree whose run had those runs in its context."""
+    saw, below = tree.saw, tree.child_by_seq
+    groups: dict[frozenset[str], list[int]] = {}
+    chains: list[list[Node]] = []
+    for b, first in enumerate(tree.root_nodes):
+        chain: list[Node] = []
+        declared: set[str] = set()
+        whole = False
+        node: Node | None = first
+        while node is not None:
+            chain.append(node)
+            named = node.history_used
+            if named is None:
+                whole = True
+            elif named:
+                declared.update(named)
+            node = below[node.seq]
+        chains.append(chain)
+        key = saw.union(declared) if whole else frozenset(declared)
+        groups.setdefault(key, []).append(b)
+    classes = []
+    for used, branches in groups.items():
+        nodes = [n for b in branches for n in chains[b]]
+        scores = [n.score for n in nodes if n.score is not None]
+        classes.append(LendClass(used, tuple(branches), max(scores) if scores else None,
+                                 min(scores) if scores else None,
+                                 max(n.round for n in nodes),
+                                 max(len(chains[b]) for b in branches) - 1))
+    return tuple(classes)
+
+
+def lendable(classes: Sequence[LendClass], saw: frozenset[str]) -> tuple[int, ...]:
+    """The classes (by place) whose branches may be lent to a tree whose run had ``saw`` in
+    its context: those whose used runs are all among them (none used: lent to every tree)."""
+    return tuple(k for k, c in enumerate(classes) if c.used <= saw)
+
+
+def classes_extremes(classes: Sequence[LendClass], chosen: Sequence[int]
+                     ) -> tuple[float | None, float | None, int]:
+    """Highest and lowest score and last round of the ``chosen`` classes, folded in order
+    (the first of equal values kept)."""
+    high: float | None = None
+    low: float | None = None
+    last = 0
+    for k in chosen:
+        c = classes[k]
+        high = c.high if high is None or (c.high is not None and c.high > high) else high
+        low = c.low if low is None or (c.low is not None and c.low < low) else low
+        last = max(last, c.last)
+    return high, low, last
+
+
+class LentUnit(NamedTuple):
+    """What one lender lends one borrower: its branches of some classes (all of them: the
+    unit's ``key`` is the lender's id), their first nodes and every node in ``seq`` order.
+
+    ``position`` maps a branch's place among the lender's root children to its place among
+    these first nodes (``None``: every branch is lent, the places are the same)."""
+
+    key: str
+    lender: str
+    firsts: tuple[Node, ...]
+    first_ids: tuple[str, ...]
+    order: tuple[Node, ...]
+    position: Mapping[int, int] | None
+    longest: int
+
+    def place(self, branch: int) -> int | None:
+        """Where the lender's ``branch``-th branch is among the lent ones (``None``: not
+        lent)."""
+        return branch if self.position is None else self.position.get(branch)
+
+
 class LentBranches:
     """Every tree's non-root nodes as lent to others, indexed once for all the pooled trees,
-    with the highest and lowest score and the last round among them (``extremes``).
+    with each tree's branches grouped by the history they used (``classes``).
 
     Args:
         trees: The trees that may lend (any order; each is indexed once).
@@ -49,13 +147,12 @@ class LentBranches:
         self.base: dict[str, int] = {}
         self.nodes: dict[str, Node] = {}
         self.owner: dict[str, str] = {}
-        self.order: dict[str, tuple[Node, ...]] = {}
-        self.firsts: dict[str, tuple[Node, ...]] = {}
-        self.first_ids: dict[str, tuple[str, ...]] = {}
+        self.branch_of: dict[str, int] = {}
         self.first_at: dict[str, int] = {}
         self.after: dict[str, Branch | None] = {}
-        self.extremes: dict[str, tuple[float | None, float | None, int]] = {}
-        self.refine: dict[str, int] = {}
+        self.classes: dict[str, tuple[LendClass, ...]] = {}
+        self._whole: dict[str, LentUnit] = {}
+        self._units: dict[tuple[str, tuple[int, ...]], LentUnit] = {}
         self._lent_to: dict[tuple[str, str], _Lent] = {}
         self._states: dict[str, RootStates] = {}
         child: list[Node | None] = [None] * base
@@ -69,51 +166,75 @@ class LentBranches:
             top = base + max((n.seq - base for n in lent), default=0) + 1
             child += [None] * (top - len(child))
             tips: dict[str, Branch] = {}
+            firsts: list[Node] = []
             for node in lent:
                 parent_id = node.parent_id
                 assert parent_id is not None
                 if parent_id == root_id:
                     state = Branch(node)
+                    self.first_at[node.node_id] = self.branch_of[node.node_id] = len(firsts)
+                    firsts.append(node)
                 else:
                     state = tips.pop(parent_id).grown(node)
                     self.after[parent_id] = state
                     child[self.nodes[parent_id].seq] = node
+                    self.branch_of[node.node_id] = self.branch_of[parent_id]
                 self.after[node.node_id] = None
                 tips[node.node_id] = state
                 self.nodes[node.node_id] = node
                 self.owner[node.node_id] = tree.tree_id
-            self.order[tree.tree_id] = tuple(lent)
-            self.refine[tree.tree_id] = tree.refine_count
-            scores = [n.score for n in lent if n.score is not None]
-            self.extremes[tree.tree_id] = (max(scores, default=None), min(scores, default=None),
-                                           max((n.round for n in lent), default=0))
-            firsts = tuple(n for n in lent if n.parent_id == root_id)
-            self.firsts[tree.tree_id] = firsts
-            self.first_ids[tree.tree_id] = tuple(n.node_id for n in firsts)
-            self.first_at.update((n.node_id, i) for i, n in enumerate(firsts))
+            self.classes[tree.tree_id] = lend_classes(tree)
+            self._whole[tree.tree_id] = LentUnit(
+                tree.tree_id, tree.tree_id, tuple(firsts), tuple(n.node_id for n in firsts),
+                tuple(lent), None, tree.refine_count)
             base = top
         self.child: tuple[Node | None, ...] = tuple(child)
 
-    def lend(self, tree: RecordedTree, lenders: Sequence[RecordedTree]) -> RecordedTree:
-        """``tree`` with the branches of ``lenders`` appended to its root's children, in order
-        (``best``, ``floor`` and ``rounds`` are the tree's own: the caller sets them). Only
-        the first nodes' ids are laid out here; a lender's first nodes and their states are
-        made when first reached (:class:`_LentParts`)."""
-        ids = [t.tree_id for t in lenders]
+    def unit(self, lender: str, chosen: tuple[int, ...]) -> LentUnit:
+        """The branches of ``lender``'s ``chosen`` classes (:func:`lendable`), made once."""
+        classes = self.classes[lender]
+        if len(chosen) == len(classes):
+            return self._whole[lender]
+        found = self._units.get((lender, chosen))
+        if found is None:
+            whole = self._whole[lender]
+            branches = sorted(b for k in chosen for b in classes[k].branches)
+            position = {b: i for i, b in enumerate(branches)}
+            branch_of = self.branch_of
+            firsts = tuple(whole.firsts[b] for b in branches)
+            found = self._units[(lender, chosen)] = LentUnit(
+                f"{lender}/{','.join(map(str, chosen))}", lender, firsts,
+                tuple(n.node_id for n in firsts),
+                tuple(n for n in whole.order if branch_of[n.node_id] in position), position,
+                max(classes[k].longest for k in chosen))
+        return found
+
+    def lent_to(self, lender: str, saw: frozenset[str]) -> LentUnit:
+        """What ``lender`` lends a tree whose run had ``saw`` in its context (some branch
+        of it must be: the caller chose it as a lender)."""
+        return self.unit(lender, lendable(self.classes[lender], saw))
+
+    def lend(self, tree: RecordedTree, lenders: Sequence[tuple[RecordedTree, tuple[int, ...]]]
+             ) -> RecordedTree:
+        """``tree`` with the branches of the chosen classes of each lender appended to its
+        root's children, in order (``best``, ``floor`` and ``rounds`` are the tree's own: the
+        caller sets them). Only the first nodes' ids are laid out here; a lender's first nodes
+        and their states are made when first reached (:class:`_LentParts`)."""
+        units = [self.unit(t.tree_id, chosen) for t, chosen in lenders]
         states = self.states_of(tree)
-        parts = _LentParts(tree.root.node_id, ids, len(tree.root_nodes), self, states)
+        parts = _LentParts(tree.root.node_id, units, len(tree.root_nodes), self, states)
         nodes = PooledNodes(tree.nodes, parts)
-        longest = max([tree.refine_count, *(self.refine[t] for t in ids)])
+        longest = max([tree.refine_count, *(u.longest for u in units)])
         return PooledTree(
             tree.tree_id, tree.root, nodes,
-            tree.root_children + tuple(chain.from_iterable(self.first_ids[t] for t in ids)),
-            tree.size + sum(t.size for t in lenders), tree.rounds, tree.best, tree.floor,
+            tree.root_children + tuple(chain.from_iterable(u.first_ids for u in units)),
+            tree.size + sum(len(u.order) for u in units), tree.rounds, tree.best, tree.floor,
             tree.task_digest, tree.evaluator_digest,
             cast(tuple[Node | None, ...], PooledChildren(tree.child_by_seq, self.child)),
             cast(tuple[Node, ...], LentSequence(tree.root_nodes, parts, 1)),
             cast(tuple[Branch, ...], LentSequence(tree.branch_starts, parts, 2)),
             states, tree.start, tree.recorded_size, tree.saw, tree.task_name, longest,
-            (tree, *lenders))
+            (tree, *(t for t, _ in lenders)))
 
     def states_of(self, tree: RecordedTree) -> RootStates:
         """The replay states of ``tree`` pooled: its own, and the lent first nodes' of every
@@ -126,19 +247,18 @@ class LentBranches:
             self._states[tree.tree_id] = found
         return found
 
-    def lent(self, root_id: str, lender: str) -> _Lent:
-        """A lender's first nodes as children of the root ``root_id``, with their first two
-        states (made once per root and lender: a bootstrap pools the same pairs again)."""
-        key = (root_id, lender)
+    def lent(self, root_id: str, unit: LentUnit) -> _Lent:
+        """A unit's first nodes as children of the root ``root_id``, with their first two
+        states (made once per root and unit: a bootstrap pools the same pairs again)."""
+        key = (root_id, unit.key)
         found = self._lent_to.get(key)
         if found is None:
-            firsts = tuple(n._replace(parent_id=root_id) for n in self.firsts[lender])
+            firsts = tuple(n._replace(parent_id=root_id) for n in unit.firsts)
             starts = tuple(map(Branch, firsts))
             seconds = tuple(None if (second := self.child[first.seq]) is None
                             else start.grown(second)
                             for first, start in zip(firsts, starts, strict=True))
-            found = self._lent_to[key] = _Lent(self.first_ids[lender], firsts, starts,
-                                               seconds)
+            found = self._lent_to[key] = _Lent(unit.first_ids, firsts, starts, seconds)
         return found
 
 
@@ -195,38 +315,39 @@ class RootStates(dict[str, Branch | None]):
             return dict.__getitem__(self, node_id)
         shared = self.shared
         if node_id in shared.first_at:
-            found = shared.lent(self.tree.root.node_id, shared.owner[node_id])
+            unit = shared.lent_to(shared.owner[node_id], self.tree.saw)
+            found = shared.lent(self.tree.root.node_id, unit)
             self.update(zip(found.ids, found.seconds, strict=True))
             return dict.__getitem__(self, node_id)
         return shared.after[node_id]
 
 
 class _LentParts:
-    """What one pooled tree borrows: its lenders in order, where each one's branches start
-    among the root's children (after the tree's own ``own`` branches), and each lender's
+    """What one pooled tree borrows: its lenders' units in order, where each one's branches
+    start among the root's children (after the tree's own ``own`` branches), and each unit's
     first nodes and states once made (:meth:`made`)."""
 
-    __slots__ = ("root_id", "lenders", "lender_index", "offsets", "count", "shared", "states",
+    __slots__ = ("root_id", "units", "lender_index", "offsets", "count", "shared", "states",
                  "_made")
 
-    def __init__(self, root_id: str, lenders: list[str], own: int, shared: LentBranches,
+    def __init__(self, root_id: str, units: list[LentUnit], own: int, shared: LentBranches,
                  states: RootStates) -> None:
-        self.root_id, self.lenders, self.shared, self.states = root_id, lenders, shared, states
-        self.lender_index = {t: i for i, t in enumerate(lenders)}
+        self.root_id, self.units, self.shared, self.states = root_id, units, shared, states
+        self.lender_index = {u.lender: i for i, u in enumerate(units)}
         offsets, count = [], own
-        for lender in lenders:
+        for unit in units:
             offsets.append(count)
-            count += len(shared.first_ids[lender])
+            count += len(unit.first_ids)
         self.offsets, self.count = offsets, count
-        self._made: list[_Lent | None] = [None] * len(lenders)
+        self._made: list[_Lent | None] = [None] * len(units)
 
     def made(self, at: int) -> _Lent:
-        """The ``at``-th lender's first nodes and states as this root's (its states join the
+        """The ``at``-th unit's first nodes and states as this root's (its states join the
         tree's :class:`RootStates` on the first call, if another pooling has not put them
         there already)."""
         found = self._made[at]
         if found is None:
-            found = self._made[at] = self.shared.lent(self.root_id, self.lenders[at])
+            found = self._made[at] = self.shared.lent(self.root_id, self.units[at])
             self.states.update(zip(found.ids, found.seconds, strict=True))
         return found
 
@@ -288,8 +409,8 @@ class PooledChildren(Sequence[Node | None]):
 
 
 class PooledNodes(Mapping[str, Node]):
-    """Every node of a pooled tree by id: its own, then each lender's in its order, the lent
-    first nodes as children of its root."""
+    """Every node of a pooled tree by id: its own, then each lender's lent ones in its order,
+    the lent first nodes as children of its root."""
 
     def __init__(self, own: Mapping[str, Node], parts: _LentParts) -> None:
         self.own, self.parts = own, parts
@@ -303,16 +424,18 @@ class PooledNodes(Mapping[str, Node]):
         at = parts.lender_index.get(shared.owner.get(node_id, ""))
         if at is None:
             raise KeyError(node_id)
-        first = shared.first_at.get(node_id)
-        return shared.nodes[node_id] if first is None else parts.made(at).firsts[first]
+        place = parts.units[at].place(shared.branch_of[node_id])
+        if place is None:  # a branch its lender does not lend this tree
+            raise KeyError(node_id)
+        if node_id in shared.first_at:
+            return parts.made(at).firsts[place]
+        return shared.nodes[node_id]
 
     def __iter__(self) -> Iterator[str]:
         yield from self.own
-        shared = self.parts.shared
-        for lender in self.parts.lenders:
-            for node in shared.order[lender]:
+        for unit in self.parts.units:
+            for node in unit.order:
                 yield node.node_id
 
     def __len__(self) -> int:
-        shared = self.parts.shared
-        return len(self.own) + sum(len(shared.order[t]) for t in self.parts.lenders)
+        return len(self.own) + sum(len(u.order) for u in self.parts.units)

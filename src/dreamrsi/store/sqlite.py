@@ -67,8 +67,8 @@ from dreamrsi.store.rows import (
     run_from_row,
     run_row,
     task_from_row,
-    used_runs,
     task_row,
+    used_runs,
 )
 from dreamrsi.store.spend_sql import SpendQueries
 from dreamrsi.store.tree_sql import TreeQueries
@@ -455,8 +455,8 @@ class SqliteRunStore(TreeQueries, SpendQueries, DreamTables, RecordAudit):
         with self._write(several=True) as conn, gc_paused():
             last = conn.execute("SELECT max(rowid) FROM nodes").fetchone()[0] or 0
             written = [node_row(n) for n in nodes]
-            conn.executemany(f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({_marks(len(NODE_COLUMNS))})",
-                             written)
+            conn.executemany(f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES "
+                             f"({_marks(len(NODE_COLUMNS))})", written)
             stored = conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE rowid > ? "
                                   "ORDER BY rowid", (last,)).fetchall()
             if len(stored) != len(nodes):
