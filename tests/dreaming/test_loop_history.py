@@ -112,7 +112,11 @@ def test_no_tree_is_lent_branches_of_a_run_that_saw_it(store: SqliteRunStore,
     pooled = {t.tree_id: t for t in pool_branches([old, saw_old, blind])}
     assert pooled[old.tree_id].branch_count == 4  # its own 2 and the blind run's, not saw_old's
     assert pooled[saw_old.tree_id].branch_count == 6
-    assert pooled[blind.tree_id].branch_count == 6
+    # saw_old's proposers declared nothing: each branch may have started from old's elite,
+    # which the blind run was never shown, so they are not lent to it either (lending once
+    # asked only whether the lender saw the borrower, and lent them)
+    assert pooled[blind.tree_id].branch_count == 4
+    assert not set(saw_old.root_children) & set(pooled[blind.tree_id].root_children)
 
 
 def test_total_budget_carries_unspent_attempts_to_later_rounds(store: SqliteRunStore,

@@ -6,8 +6,9 @@ context from the JSON file named by ``$DREAM_CONTEXT`` (defaults when absent: se
 sequence in place). A child of the root (depth 0) starts a fresh branch from random heights
 (C1: heavy-tailed Gamma(1/2) at n = 600; C3: uniform at n = 400), or, when the context names
 elites of earlier trees (``history``), half the time from an elite's sequence with one operator
-applied (its plan names the elite); any deeper attempt applies one
-random operator to the parent's sequence:
+applied (its plan names the elite, and its ``HISTORY:`` line the elite's run; every other
+attempt prints ``HISTORY: none``, having used nothing of the history); any deeper attempt
+applies one random operator to the parent's sequence:
 
 * noise: add gaussian noise scaled to the sequence's rms;
 * block: redraw a random block of 5-20% of the entries;
@@ -244,6 +245,12 @@ def elite_name(elite: dict) -> str:
     return f"elite {elite.get('node_id')} of run {elite.get('run_id')} ({shown})"
 
 
+def elite_run(elite: dict | None) -> str:
+    """The run an elite came from, as the ``HISTORY:`` line names it (dreamrsi reads the line
+    to lend, in replay, only branches that used what a tree's own run was shown)."""
+    return str((elite or {}).get("run_id"))
+
+
 def main() -> int:
     ctx = read_context()
     rng = np.random.default_rng(abs(int(ctx.get("seed") or 0)))
@@ -264,6 +271,7 @@ def main() -> int:
         f"PLAN: {idea}, then L-BFGS on a log-sum-exp smoothed max {PEAK}, sharpness "
         f"{SHARPNESS[0]:g} to {SHARPNESS[-1]:g} over {len(SHARPNESS)} stages"
     )
+    print(f"HISTORY: {'none' if from_elite is None else elite_run(elite)}")
     new = optimise(start, SHARPNESS)
     if not np.all(np.isfinite(new)):
         new = normalise(start)  # never seen; keeps the file valid should it happen

@@ -4,7 +4,9 @@ N, the number of circles, is the task's parameter, read from ``params.json`` (``
 Reads the attempt context from the JSON file named by ``$DREAM_CONTEXT`` (defaults when absent:
 seed 0, improve the packing in place). A child of the root starts a fresh branch from a random
 layout, or, when the context names elites of earlier trees (``history``), half the time from
-an elite's packing with one operator applied (its plan names the elite). Each chain carries
+an elite's packing with one operator applied (its plan names the elite, and its
+``HISTORY:`` line the elite's run; every other attempt prints ``HISTORY: none``, having used
+nothing of the history). Each chain carries
 its best packing so far in ``chain_best.json``; any deeper attempt
 applies one random operator to the better of that and the parent's packing, so a step that
 scores lower is recorded but the chain goes on from its best (basin hopping with greedy
@@ -290,6 +292,12 @@ def elite_name(elite: dict) -> str:
     return f"elite {elite.get('node_id')} of run {elite.get('run_id')} ({shown})"
 
 
+def elite_run(elite: dict | None) -> str:
+    """The run an elite came from, as the ``HISTORY:`` line names it (dreamrsi reads the line
+    to lend, in replay, only branches that used what a tree's own run was shown)."""
+    return str((elite or {}).get("run_id"))
+
+
 def main() -> int:
     ctx = read_context()
     rng = np.random.default_rng(abs(int(ctx.get("seed") or 0)))
@@ -309,6 +317,7 @@ def main() -> int:
     if base is not None and base is not circles and start is None:
         idea = f"from the chain's best packing ({base[:, 2].sum():.10f}): {idea}"
     print(f"PLAN: {idea}, re-solve with SLSQP, shrink radii to strict feasibility")
+    print(f"HISTORY: {'none' if start is None else elite_run(elite)}")
     save_packing(new)
     save_packing(new if fresh else better(base, new), CHAIN_BEST_FILE)
     before = "unreadable" if circles is None else f"{math.fsum(circles[:, 2].tolist()):.10f}"

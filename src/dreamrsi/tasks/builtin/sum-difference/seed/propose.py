@@ -9,7 +9,10 @@ cheap (bitsets of M bits). The ends ("fringes") are then tuned element by elemen
 Reads the attempt context from ``$DREAM_CONTEXT`` (defaults when absent: seed 0, improve the set
 in place). A child of the root (depth 0) starts a fresh branch: simulated annealing over
 patterns P in Z_M for four random moduli M, the best pattern's best phase and length as an
-integer set (|A| <= 512), then annealing of the fringes. Deeper attempts detect the parent's
+integer set (|A| <= 512), then annealing of the fringes; or, when the context names elites of
+earlier trees (``history``), half the time one operator below applied to an elite's set (its
+plan names the elite, and its ``HISTORY:`` line the elite's run; every other attempt prints
+``HISTORY: none``, having used nothing of the history). Deeper attempts detect the parent's
 period and pattern and apply one operator: re-anneal the pattern, lift it to modulus 2M and
 anneal it there, jump to a fresh pattern (at a multiple of M or another modulus), re-anneal
 the fringes, or resize the core by whole periods. Without a detectable period only the
@@ -398,12 +401,42 @@ def read_context() -> dict:
         return json.load(fh)
 
 
+def pick_elite(ctx: dict, rng: np.random.Generator) -> dict | None:
+    """An elite of the completed history to start a fresh branch from, or None.
+
+    The context's ``history`` names the best nodes of the task's earlier trees, each with a
+    folder holding its workspace. When it names any, half the fresh branches start from one
+    of them (chosen uniformly); without history nothing is drawn, so a run without it is what
+    it always was.
+    """
+    elites = [e for e in ctx.get("history") or [] if isinstance(e, dict)
+              and isinstance(e.get("workspace"), str)]
+    if not elites or rng.random() < 0.5:
+        return None
+    return elites[int(rng.integers(len(elites)))]
+
+
+def elite_name(elite: dict) -> str:
+    """How a plan names the elite it starts from."""
+    score = elite.get("score")
+    shown = f"{score:.7f}" if isinstance(score, int | float) else "unscored"
+    return f"elite {elite.get('node_id')} of run {elite.get('run_id')} ({shown})"
+
+
 def main() -> int:
     ctx = read_context()
     rng = np.random.default_rng(abs(int(ctx.get("seed") or 0)))
     parent = ctx.get("parent") or {}
     elements = load_set()
-    if elements is None or parent.get("depth") == 0:
+    elite = pick_elite(ctx, rng) if parent.get("depth") == 0 else None
+    from_elite = None if elite is None else load_set(os.path.join(elite["workspace"],
+                                                                  SET_FILE))
+    if from_elite is not None:
+        new, idea = child(from_elite, rng)
+        if normal_form(new) == normal_form(from_elite):
+            new = forced_move(new, max(4, (max(new) - min(new)) // 8), rng)
+        idea = f"new branch from {elite_name(elite or {})}: {idea}"
+    elif elements is None or parent.get("depth") == 0:
         new, idea = fresh_branch(rng)
     else:
         new, idea = child(elements, rng)
@@ -411,6 +444,7 @@ def main() -> int:
             new = forced_move(new, max(4, (max(new) - min(new)) // 8), rng)
             idea += " (that gave the parent back, so one forced fringe move)"
     print(f"PLAN: {idea}")
+    print(f"HISTORY: {'none' if from_elite is None else (elite or {}).get('run_id')}")
     save_set(new)
     before = "none" if elements is None else f"{gamma_of(elements):.7f}"
     print(f"Γ {gamma_of(new):.7f} with |A| = {len(new)} (parent set {before})")
