@@ -20,7 +20,7 @@ def _history(d: Mapping[str, Any]) -> str:
     """What of its run's history context the node declared it used (``HISTORY:``)."""
     context = ", ".join(d["history_context"]) or "none"
     if d["history_used"] is None:
-        return f"not declared: counts as its run's whole history context ({context})"
+        return f"not declared, so all of its run's context ({context})"
     return f"{', '.join(d['history_used']) or 'none'} (declared; context: {context})"
 
 
