@@ -62,7 +62,9 @@ class RecordedTree:
         own_size: Non-root nodes the tree's own run recorded: ``size`` less the branches
             lent by other runs (0 when built without :meth:`from_nodes`: same as ``size``).
         saw: The runs whose results the recording run's proposers were shown (the history
-            named in their context); a tree is never lent branches of a run that saw it.
+            named in their context): what a node that declared nothing of it
+            (``Node.history_used``) counts as having used, and what a branch lent to this tree
+            may have used (``dreaming.history.pool_branches``).
         task_name: The name of the task that recorded it: what a replay tells the policy,
             as the online run told it.
     """

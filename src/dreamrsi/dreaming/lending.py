@@ -8,11 +8,17 @@ into a range of ``seq`` of their own, above every tree's own numbers, with their
 A pooled tree then holds its own index and the ids of the lent branches' first nodes, and
 looks everything else up in the shared index.
 
+A lender may lend a borrower only some of its branches: those that used only runs of the
+history the borrower's run was shown (:func:`lend_classes` groups a tree's branches by the runs
+they used; ``dreaming.history.pool_branches`` states the rule). What one lender lends one
+borrower is a :class:`LentUnit`: all its branches (the common case, shared by every borrower)
+or the branches of some of its classes, made once per lender and set of classes.
+
 The lent first nodes are the one part a borrower cannot share: as children of its root they
 carry its root's id, and so do the states that reveal them and their children. A pooled tree
 makes them for one lender at a time, when something first reaches past its own branches into
 that lender's (a replay opening that many branches, a look-up by id), and the index keeps
-them for the next pooling of the same root and lender (a bootstrap pools the same pairs
+them for the next pooling of the same root and unit (a bootstrap pools the same pairs
 again). A replay that opens no more branches than the tree holds makes none: pooling costs
 each tree its own states and a few numbers per lender, whatever the history's size.
 
