@@ -20,7 +20,7 @@ from dreamrsi.dreaming.lending import (
     lend_classes,
     lendable,
 )
-from dreamrsi.engine.history import context_runs
+from dreamrsi.engine.declared import context_runs
 from dreamrsi.errors import ConfigError
 from dreamrsi.store.base import RunRecord, RunStore
 from dreamrsi.store.integrity import check_tree

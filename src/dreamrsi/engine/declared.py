@@ -18,19 +18,28 @@ applies, which lends nothing a declaration could not.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
-from typing import Any
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dreamrsi.core.model import Node
 from dreamrsi.workspace.folders import shown
 
-__all__ = ["HISTORY_LINE_CHARS", "checked_history", "context_runs_of", "declared_history"]
+if TYPE_CHECKING:
+    from dreamrsi.store.base import RunStore
+
+__all__ = ["HISTORY_LINE_CHARS", "checked_history", "context_runs", "context_runs_of",
+           "declared_history"]
 
 HISTORY_LINE_CHARS = 4096
 """The longest ``HISTORY:`` line read (past it the line is ignored, with a note)."""
 
 _HISTORY = re.compile(r"^[ \t]*HISTORY:(.*)$", re.MULTILINE)
 _SHOWN = 80
+
+
+def context_runs(store: RunStore, node_ids: Sequence[str]) -> frozenset[str]:
+    """The runs whose elites a run's context named (its ``context_nodes``)."""
+    return frozenset(store.get_node(n).run_id for n in node_ids)
 
 
 def context_runs_of(context: Mapping[str, Any]) -> frozenset[str]:

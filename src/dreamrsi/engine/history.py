@@ -42,11 +42,6 @@ def choose_elites(store: RunStore, task: Task, count: int) -> tuple[str, ...]:
     return tuple(n.node_id for n in best[:count])
 
 
-def context_runs(store: RunStore, node_ids: Sequence[str]) -> frozenset[str]:
-    """The runs whose elites a run's context named."""
-    return frozenset(store.get_node(n).run_id for n in node_ids)
-
-
 def prepare_history(store: RunStore, node_ids: Sequence[str],
                     folder: Path) -> list[dict[str, Any]]:
     """Check each elite's workspace out into ``folder/<node id>`` (readable by the sandbox's

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dreamrsi.core.model import Node, node_id_for
-from dreamrsi.engine.history import context_runs
+from dreamrsi.engine.declared import context_runs
 from dreamrsi.errors import ConfigError, DreamError, NotFound
 from dreamrsi.store._fast import loads
 from dreamrsi.store.base import RunStore

@@ -27,8 +27,8 @@ from dreamrsi.core.view import TreeView
 from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, Attempts, AttemptSpec
 from dreamrsi.engine.config import RunConfig, check_endpoint, with_endpoint
 from dreamrsi.engine.context import INFRASTRUCTURE, is_infrastructure, node_info
-from dreamrsi.engine.declared import checked_history
-from dreamrsi.engine.history import choose_elites, context_runs, prepare_history
+from dreamrsi.engine.declared import checked_history, context_runs
+from dreamrsi.engine.history import choose_elites, prepare_history
 from dreamrsi.engine.recording import attempt_safely, record_outcome
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, DreamError, InfrastructureError, StoreError

@@ -130,7 +130,8 @@ nodes = st.builds(
     st.none() | number, st.none() | number, text, maybe_nan_dict, st.none() | text,
     st.builds(Cost, st.integers(0, 10**6), st.integers(0, 10**6), st.integers(0, 10),
               st.integers(0, 10), st.floats(0, 10) | st.integers(0, 3)),
-    st.none() | text, artifacts, st.lists(text, max_size=2).map(tuple), stamp | st.integers(0, 9))
+    st.none() | text, artifacts, st.lists(text, max_size=2).map(tuple), stamp | st.integers(0, 9),
+    st.none() | st.lists(text, max_size=2).map(tuple))
 in_flight = st.builds(lambda node_id, *rest: InFlight(node_id, rest[0], rest[1],
                                                       NODES.index(node_id), *rest[2:]),
                       st.sampled_from(NODES), RUN_OF, text,
