@@ -226,6 +226,24 @@ def test_the_prompt_shows_the_best_programs_of_earlier_runs(
     assert "evaluate.py" not in shown  # protected files are not shown
 
 
+def test_a_models_history_line_is_not_a_declaration(llm_task: LlmTaskFactory,
+                                                    store: SqliteRunStore) -> None:
+    """The llm proposer shows the model every elite, so its nodes count as having used the
+    whole history, whatever the answer says."""
+
+    def claims_none(seen: Seen) -> Reply:
+        answer = improve(seen)
+        return Reply.text("HISTORY: none\n" + answer.content)
+
+    with FakeOpenAI(responder=claims_none) as server:
+        task_dir = llm_task(server.base_url)
+        run(store, task_dir, budget=1)
+        _, nodes = run(store, task_dir, budget=2, history=2)
+    assert all(n.status is NodeStatus.OK for n in nodes)
+    assert [n.history_used for n in nodes] == [None, None, None]
+    assert not any("HISTORY" in n.feedback for n in nodes)
+
+
 def test_prompt_templates_from_the_task_directory(llm_task: LlmTaskFactory,
                                                   store: SqliteRunStore,
                                                   server: FakeOpenAI) -> None:
