@@ -397,6 +397,29 @@ def test_pooling_reads_each_trees_extremes_as_a_fold_over_its_lenders(
                     pooled.rounds) == want
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(
+    st.lists(st.tuples(st.lists(_ZEROS, min_size=1, max_size=3), _DECLARED), max_size=4),
+    _ZEROS, st.sets(st.integers(0, 4), max_size=3), st.booleans()),
+    min_size=1, max_size=5), st.one_of(st.none(), st.integers(0, 5)))
+def test_pooling_per_branch_reads_extremes_as_a_fold_over_the_lent_branches(
+        specs: list[tuple[list[tuple[list[float | None], Declared]], float | None, set[int],
+                          bool]],
+        max_lent: int | None) -> None:
+    trees = [_random_tree(f"h{i}", [c for c, _ in chains], root,
+                          used=[[u] * len(c) for c, u in chains],
+                          saw=frozenset(f"h{j}" for j in saw if j != i), interleave=mixed)
+             for i, (chains, root, saw, mixed) in enumerate(specs)]
+    expected = _folded_pool(trees, max_lent)
+    for tree, pooled, want in zip(trees, pool_branches(trees, max_lent), expected,
+                                  strict=True):
+        if want == (None,):
+            assert pooled is tree
+        else:
+            assert (pooled.root_children, _signed(pooled.best), _signed(pooled.floor),
+                    pooled.rounds) == want
+
+
 def test_pooled_trees_take_the_families_own_loops_without_making_lent_parts() -> None:
     trees = [t for t in history(6, 13) if t.root_children]
     for workers in (1, 3):
