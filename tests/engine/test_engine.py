@@ -237,10 +237,20 @@ def test_bad_run_config_is_rejected(bad: dict[str, object]) -> None:
         RunConfig(**bad)  # type: ignore[arg-type]
 
 
-def test_default_policy_fills_the_budget() -> None:
-    assert default_policy(60, 2).params == {"branches": 3, "refine": 19}
-    assert default_policy(10, 4).params == {"branches": 4, "refine": 19}
+def test_default_policy_is_a_grid_of_short_branches_that_fills_the_budget() -> None:
+    shapes = {budget: (default_policy(budget, 2).params["branches"],
+                       default_policy(budget, 2).params["refine"] + 1)
+              for budget in (20, 40, 60, 110, 200)}
+    assert shapes == {20: (4, 5), 40: (6, 7), 60: (8, 8), 110: (10, 11), 200: (14, 15)}
+    assert default_policy(10, 4).params == {"branches": 4, "refine": 2}
+    assert default_policy(1, 3).params == {"branches": 3, "refine": 0}
     assert default_policy(None, 3).params == {"branches": 3, "refine": 19}
+    for budget in range(1, 400):
+        for workers in (1, 2, 5):
+            params = default_policy(budget, workers).params
+            cells = params["branches"] * (params["refine"] + 1)
+            assert params["branches"] >= workers
+            assert budget <= cells < budget + params["branches"], (budget, workers, params)
 
 
 @pytest.mark.slow

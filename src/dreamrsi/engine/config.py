@@ -194,15 +194,22 @@ def check_positive(name: str, value: object) -> None:
 
 
 DEFAULT_REFINE = 19
+"""Chain length minus one of the default policy when a run has no budget."""
 
 
 def default_policy(budget: int | None, workers: int) -> PolicySpec:
-    """The policy a run gets when none is named: fixed parallel refinement with chains of 20
-    attempts and as many branches as the budget fills (at least one per worker).
+    """The policy a run gets when none is named: a grid of many short branches.
+
+    With a budget B, ``max(W, round(sqrt(B)))`` branches, each refined so the grid fills the
+    budget (``refine = ceil(B / branches) - 1``; the budget cuts the last chains where the grid
+    holds more): 20 attempts give 4 chains of 5, 110 give 10 of 11 (the paper's first tree),
+    200 give 14 of 15. A first tree this broad shows a dream both breadth and some depth; chains
+    of 20 taught it nothing about breadth. Without a budget: W chains of 20.
 
     >>> default_policy(200, 2).params
-    {'branches': 10, 'refine': 19}
+    {'branches': 14, 'refine': 14}
     """
-    per_branch = DEFAULT_REFINE + 1
-    branches = workers if budget is None else max(workers, -(-budget // per_branch))
-    return PolicySpec("fixed", {"branches": branches, "refine": DEFAULT_REFINE})
+    if budget is None:
+        return PolicySpec("fixed", {"branches": workers, "refine": DEFAULT_REFINE})
+    branches = max(workers, round(math.sqrt(budget)))
+    return PolicySpec("fixed", {"branches": branches, "refine": -(-budget // branches) - 1})
