@@ -64,6 +64,19 @@ def propose(cwd: Path, tmp_path: Path, seed: int, parent: dict) -> str:
     return plans[-1]
 
 
+def propose_with(cwd: Path, tmp_path: Path, ctx: dict) -> tuple[str, str]:
+    """Run the proposer with the context ``ctx``; its PLAN line and its HISTORY line."""
+    path = tmp_path / f"ctx-{cwd.name}.json"
+    path.write_text(json.dumps(ctx))
+    proc = run(["propose.py"], cwd, DREAM_CONTEXT=str(path))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    plans = [line for line in lines if line.startswith("PLAN: ")]
+    used = [line for line in lines if line.startswith("HISTORY: ")]
+    assert plans and len(used) == 1, proc.stdout
+    return plans[-1], used[0]
+
+
 def solver_params(cwd: Path) -> tuple[str, dict]:
     """FAMILY and PARAMS of the workspace's solver.py, read by importing it."""
     ns: dict = {}
@@ -389,6 +402,113 @@ def test_an_unreadable_chain_starts_a_new_branch(tmp_path: Path, chain: str) -> 
     plan = propose(ws, tmp_path, 5, {"depth": 4, "score": 1.0, "valid": True})
     assert plan.startswith("PLAN: new branch: family ")
     assert json.loads((ws / "chain.json").read_text())["family"] in FAMILIES
+
+
+def fresh_context(seed: int, history: list[dict]) -> dict:
+    """The context of a child of the root (a fresh branch) naming ``history``."""
+    return {"seed": seed, "attempt_id": f"a{seed}", "round": 1, "parent": {"depth": 0},
+            "ancestors": [], "task": {"name": "lasso-path"}, "history": history}
+
+
+@pytest.mark.slow
+def test_fresh_branches_start_from_the_elites_of_a_real_earlier_run_half_the_time(
+        tmp_path: Path) -> None:
+    """An earlier run recorded by ``dreamrsi run``; its elite checked out as the engine checks
+    it out for a context: about half the fresh branches start from it (its family, one
+    refinement of its parameters, its score as the chain's best), the others draw a family,
+    and each says which on its HISTORY line; the same seed does the same thing."""
+    from dreamrsi.engine.history import choose_elites, prepare_history
+    from dreamrsi.store import open_store
+
+    store_dir = tmp_path / "store"
+    done = subprocess.run([sys.executable, "-m", "dreamrsi", "run", "lasso-path", "--budget",
+                           "3", "--policy", "fixed:branches=3,refine=0", "--seed", "1",
+                           "--store", str(store_dir)],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    store = open_store(store_dir)
+    try:
+        (elite_id,) = choose_elites(store, resolve_task("lasso-path"), 4)
+        history = prepare_history(store, [elite_id], tmp_path / "history")
+        run_id = store.get_node(elite_id).run_id
+    finally:
+        store.close()
+    elite_chain = json.loads((Path(history[0]["workspace"]) / "chain.json").read_text())
+    family = elite_chain["family"]  # the elite is a branch of the run, not its seed
+    from_elite = 0
+    for seed in range(40):
+        ws = workspace(tmp_path, f"e{seed}")
+        plan, used = propose_with(ws, tmp_path, fresh_context(seed, history))
+        chain = json.loads((ws / "chain.json").read_text())
+        if plan.startswith(f"PLAN: new branch from elite {elite_id} of run {run_id} ("):
+            from_elite += 1
+            assert used == f"HISTORY: {run_id}"
+            assert f": refine {family} from the chain's best (score " in plan
+            assert chain["family"] == family and chain["best_score"] == history[0]["score"]
+            assert chain["best_params"] == elite_chain["params"]
+            changed = sum(chain["params"][k] != elite_chain["params"][k]
+                          for k in elite_chain["params"])
+            assert changed in (1, 2), plan
+        else:
+            assert plan.startswith("PLAN: new branch: family "), plan
+            assert used == "HISTORY: none" and chain["best_score"] is None
+        again = workspace(tmp_path, f"again{seed}")
+        assert propose_with(again, tmp_path, fresh_context(seed, history)) == (plan, used)
+        assert (again / "solver.py").read_bytes() == (ws / "solver.py").read_bytes()
+        shutil.rmtree(again)
+    assert 12 <= from_elite <= 28, from_elite  # Binomial(40, 1/2): outside is p < 0.01
+
+
+def test_without_history_fresh_branches_are_what_they_were(tmp_path: Path) -> None:
+    for seed in range(6):
+        a, b = workspace(tmp_path, f"a{seed}"), workspace(tmp_path, f"b{seed}")
+        plain = propose(a, tmp_path, seed, {"depth": 0})
+        assert propose_with(b, tmp_path, fresh_context(seed, [])) == (plain, "HISTORY: none")
+        assert (a / "solver.py").read_bytes() == (b / "solver.py").read_bytes()
+
+
+def test_refinements_use_nothing_of_the_history(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    propose(ws, tmp_path, 3, {"depth": 0})
+    elite = {"run_id": "rother", "node_id": "rother-4", "score": 500.0,
+             "workspace": str(SEED_DIR)}
+    for seed in range(8):
+        ctx = {**fresh_context(seed, [elite]),
+               "parent": {"depth": 1 + seed, "score": 10.0, "valid": True}}
+        plan, used = propose_with(ws, tmp_path, ctx)
+        assert plan.startswith("PLAN: refine ") and used == "HISTORY: none"
+
+
+@pytest.mark.parametrize("elite_chain", [None, "{not json", '{"family": "quantum"}',
+                                         '{"family": "fista", "params": [1]}', "[]",
+                                         '{"family": "homotopy", "params": {}, "tried": 7,'
+                                         ' "best_params": "x", "best_score": "high"}'])
+def test_an_unusable_elite_gives_a_fresh_draw(tmp_path: Path, elite_chain: str | None) -> None:
+    """An elite whose workspace is missing, or whose chain is unreadable, never fails the
+    attempt: the branch is a fresh draw and says it used nothing; a chain with bad fields
+    besides a known family and parameters is used with those fields reset."""
+    folder = tmp_path / "elite"
+    folder.mkdir()
+    if elite_chain is not None:
+        (folder / "chain.json").write_text(elite_chain)
+    history = [{"run_id": "rold", "node_id": "rold-2", "score": 90.0,
+                "workspace": str(folder if elite_chain is not None else tmp_path / "gone")},
+               {"run_id": "rjunk", "node_id": 3}, "not an elite"]
+    kinds = set()
+    for seed in range(16):
+        ws = workspace(tmp_path, f"u{seed}")
+        plan, used = propose_with(ws, tmp_path, fresh_context(seed, history))
+        chain = json.loads((ws / "chain.json").read_text())
+        assert chain["family"] in FAMILIES
+        if plan.startswith("PLAN: new branch from elite rold-2 of run rold (90): "):
+            assert elite_chain is not None and "homotopy" in elite_chain
+            assert used == "HISTORY: rold" and chain["best_score"] == 90.0
+            kinds.add("elite")
+        else:
+            assert plan.startswith("PLAN: new branch: family ") and used == "HISTORY: none"
+            kinds.add("fresh")
+    usable = elite_chain is not None and "homotopy" in elite_chain
+    assert kinds == ({"elite", "fresh"} if usable else {"fresh"})
 
 
 def test_every_family_renders_to_a_loadable_solver(tmp_path: Path) -> None:

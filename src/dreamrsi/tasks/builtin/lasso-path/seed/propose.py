@@ -12,7 +12,12 @@ parameters sit in one ``PARAMS = {...}`` line:
   coordinates: slow, and slower still the more they sweep.
 
 A child of the root starts a branch: it draws a family and writes it at that family's default
-parameters. Deeper attempts refine: the chain's memory, ``chain.json`` (the family, the
+parameters; or, when the context names elites of earlier trees (``history``), half the time it
+starts from one of them (drawn uniformly): the elite's ``chain.json`` (family, parameters, best
+so far) with the elite's score recorded, one refinement step applied (its plan names the elite).
+An elite without a readable chain (the seed, another proposer's solver) gives a fresh draw.
+The proposer prints ``HISTORY: RUN_ID`` when it started from an elite of run RUN_ID, else
+``HISTORY: none``. Deeper attempts refine: the chain's memory, ``chain.json`` (the family, the
 parameters of the solver in the workspace, the best parameters and score so far, every tried
 setting), is updated with the parent's score from the context, and one or two parameters of
 the best setting so far are changed to a value the chain has not tried. Parameter changes move
@@ -141,12 +146,12 @@ def read_context() -> dict:
         return json.load(fh)
 
 
-def read_chain() -> dict | None:
+def read_chain(path: str = CHAIN_FILE) -> dict | None:
     """``chain.json`` when it is readable and names a known family with a parameter dict."""
     try:
-        with open(CHAIN_FILE, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8") as fh:
             chain = json.load(fh)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if (not isinstance(chain, dict) or chain.get("family") not in FAMILIES
             or not isinstance(chain.get("params"), dict)):
@@ -186,16 +191,66 @@ def refine(chain: dict, parent: dict, rng: random.Random) -> tuple[dict, str]:
     return chain, f"refine {name} from {origin}: {changes}{note}"
 
 
+def pick_elite(ctx: dict, rng: random.Random) -> dict | None:
+    """An elite of the completed history to start a fresh branch from, or None.
+
+    The context's ``history`` names the best nodes of the task's earlier trees, each with a
+    read-only folder holding its workspace. When it names any, half the fresh branches start
+    from one of them (chosen uniformly); without history nothing is drawn, so a run without it
+    is what it always was.
+    """
+    elites = [e for e in ctx.get("history") or [] if isinstance(e, dict)
+              and isinstance(e.get("workspace"), str)]
+    if not elites or rng.random() < 0.5:
+        return None
+    return elites[rng.randrange(len(elites))]
+
+
+def elite_chain(elite: dict) -> dict | None:
+    """The elite's chain (its family and parameters, filled with the family's defaults where
+    it lacks one) with the elite's own score recorded as its best; None when its workspace has
+    no readable chain of a known family."""
+    chain = read_chain(os.path.join(elite["workspace"], CHAIN_FILE))
+    score = elite.get("score")
+    if chain is None or not isinstance(score, int | float) or not math.isfinite(score):
+        return None
+    _, defaults = read_family(chain["family"])
+    chain["params"] = {**defaults, **chain["params"]}
+    if not isinstance(chain["tried"], list):
+        chain["tried"] = []
+    if chain["best_score"] is not None and not isinstance(chain["best_score"], int | float):
+        chain["best_score"] = None
+    if not isinstance(chain["best_params"], dict):
+        chain["best_params"], chain["best_score"] = None, None
+    return chain
+
+
+def elite_name(elite: dict) -> str:
+    """How a plan names the elite it starts from."""
+    score = elite.get("score")
+    shown = f"{score:.4g}" if isinstance(score, int | float) else "unscored"
+    return f"elite {elite.get('node_id')} of run {elite.get('run_id')} ({shown})"
+
+
 def main() -> int:
     ctx = read_context()
     rng = random.Random(abs(int(ctx.get("seed") or 0)))
     parent = ctx.get("parent") or {}
-    chain = None if parent.get("depth") == 0 else read_chain()
-    if chain is None:
+    fresh = parent.get("depth") == 0
+    chain = None if fresh else read_chain()
+    elite = pick_elite(ctx, rng) if fresh else None
+    start = None if elite is None else elite_chain(elite)
+    used = "none"
+    if start is not None:
+        chain, plan = refine(start, {"score": elite["score"], "valid": True}, rng)
+        plan = f"new branch from {elite_name(elite)}: {plan}"
+        used = str(elite.get("run_id"))
+    elif chain is None:
         chain, plan = branch(rng)
     else:
         chain, plan = refine(chain, parent, rng)
     print(f"PLAN: {plan}")
+    print(f"HISTORY: {used}")
     with open(SOLVER_FILE, "w", encoding="utf-8") as fh:
         fh.write(render(chain["family"], chain["params"]))
     with open(CHAIN_FILE, "w", encoding="utf-8") as fh:
