@@ -26,6 +26,15 @@ Emits one JSON object ``{"score", "valid", "feedback", "metrics", "candidate_has
 last line of stdout. Always exits 0.
 Options for manual runs and tests: ``--seed N`` (instances), ``--limit N`` (first N shapes),
 ``--call-cpu S``, ``--call-timeout S`` (wall), ``--solver PATH``.
+
+``--ops metric`` (or ``score``): once the timed check has passed, count the instructions of one
+call on a fresh instance of each of four shapes (``COUNT_SHAPES``), the worker run under
+Valgrind's callgrind (``count_ops``): deterministic for a solver and a seed, where CPU time
+varies by tens of percent on a busy machine. ``metric`` reports the geometric mean as
+``metrics.ops`` (None, with the reason in the feedback, when it could not be counted);
+``score`` makes the score 1 / geometric-mean billions of instructions per counted call, and a
+solver that cannot be counted invalid (the task ``lasso-path-ops``). The count is taken inside
+the solver's own process: a hostile solver can forge it (README).
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ import json  # noqa: E402
 import math  # noqa: E402
 import secrets  # noqa: E402
 import select  # noqa: E402
+import shutil  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -61,6 +71,12 @@ CALL_TIMEOUT_S = 20.0  # wall clock, one call (a hang, or a machine far too busy
 BUDGET_S = 8.0  # CPU seconds of solver time for a whole evaluation
 REPEAT_TARGET_S = 0.3  # timed calls per instance: as many as fit here after the warm-up, 1-3
 MAX_REPEATS = 3
+COUNT_SHAPES = (1, 5, 6, 10)  # --ops: one counted call on a fresh instance of each of these
+COUNT_STREAM = 0x0B5  # the counted instances' random stream, beside the evaluation's seed
+COUNT_SLOWDOWN = 100  # callgrind runs a solver about this many times slower (measured: 40-100)
+COUNT_WALL_S = 90.0  # the most the counted calls may take under callgrind (estimated), and a
+# counted call's limit of wall and CPU time
+VALGRIND = shutil.which("valgrind")
 SHAPES = (  # (family, n, p): both regimes (n > p and p > n) of every family
     ("gaussian", 100, 20),
     ("gaussian", 200, 60),
@@ -174,13 +190,16 @@ def _children_of(pids: set[int]) -> list[int]:
 class Worker:
     """The candidate's process: requests in, answers out, CPU time read from outside."""
 
-    def __init__(self, solver: str, call_timeout: float, call_cpu: float = CALL_CPU_S) -> None:
+    def __init__(self, solver: str, call_timeout: float, call_cpu: float = CALL_CPU_S,
+                 prefix: tuple[str, ...] = ()) -> None:
         self.call_timeout, self.call_cpu = call_timeout, call_cpu
         self.cpu_start: float | None = None  # CPU clock at the start of the call under way
         self.stderr = tempfile.TemporaryFile()
         env = {k: v for k, v in os.environ.items() if not k.startswith("DREAM_")}
+        if prefix:  # counting: the same interpreter state in every run
+            env["PYTHONHASHSEED"] = "0"
         self.proc = subprocess.Popen(
-            [sys.executable, WORKER_FILE, solver],
+            [*prefix, sys.executable, WORKER_FILE, *(("--count",) if prefix else ()), solver],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
             env=env, start_new_session=True, close_fds=True,
         )
@@ -370,13 +389,88 @@ def run_instances(worker: Worker, shapes, seed: int, metrics: dict) -> list[floa
     return times
 
 
+class Uncounted(Exception):
+    """Instructions could not be counted; the message says why."""
+
+
+def count_ops(solver: str, shapes, seed: int, metrics: dict) -> list[int]:
+    """Instructions of one call of the solver on a fresh instance of each counted shape.
+
+    The worker runs under callgrind (``worker.py --count``): instrumentation starts once the
+    solver is loaded, and each call's instructions are dumped to a file of their own. The
+    instances are drawn from the evaluation's seed (another stream than the timed ones), so a
+    solver and a seed give the same count; every answer is checked as the timed ones are.
+    Raises Uncounted when the count failed: valgrind missing, the calls too slow to count,
+    the worker failing under callgrind, or an answer there that is wrong.
+    """
+    picked = [i for i in COUNT_SHAPES if i < len(shapes)] or [0]
+    if VALGRIND is None:
+        raise Uncounted("valgrind is not installed (the ops count needs it)")
+    native = {row["shape"]: row["ms"] for row in metrics["instances"]}
+    estimate = sum(native[f"{shapes[i][0]} {shapes[i][1]}x{shapes[i][2]}"] for i in picked)
+    if estimate * COUNT_SLOWDOWN / 1e3 > COUNT_WALL_S:
+        raise Uncounted(f"the counted calls take {estimate:.0f} ms of CPU natively, about "
+                        f"{estimate * COUNT_SLOWDOWN / 1e3:.0f} s under callgrind (more than "
+                        f"the {COUNT_WALL_S:g} s allowed)")
+    rng = np.random.default_rng([seed, COUNT_STREAM])
+    problems = []
+    for i in picked:
+        X, y = make_instance(shapes[i][0], shapes[i][1], shapes[i][2], rng)
+        lambdas = lambda_grid(X, y)
+        problems.append((i, X, y, lambdas, reference(X, y, lambdas)[0]))
+    with tempfile.TemporaryDirectory(prefix="ops-") as folder:
+        out = os.path.join(folder, "callgrind.out")
+        prefix = (VALGRIND, "--tool=callgrind", "--instr-atstart=no", "-q",
+                  f"--callgrind-out-file={out}", "--dump-line=no", "--compress-strings=no")
+        worker = None
+        try:
+            try:
+                worker = Worker(solver, COUNT_WALL_S, COUNT_WALL_S, prefix)
+            except Rejected as exc:
+                raise Uncounted(f"the worker did not start under callgrind: {exc}") from None
+            for i, X, y, lambdas, F_ref in problems:
+                what = f"{label(i, shapes[i])}, counted call (a fresh instance, under callgrind)"
+                W, _ = worker.call(X, y, lambdas, what)
+                check(X, y, W, lambdas, F_ref, what)
+        except Rejected as exc:
+            raise Uncounted(str(exc)) from None
+        finally:
+            if worker is not None:
+                worker.close()
+        dumps = sorted((f for f in os.listdir(folder) if f.startswith("callgrind.out.")),
+                       key=lambda f: int(f.rsplit(".", 1)[1]) if f[-1].isdigit() else -1)
+        if len(dumps) != len(problems):
+            raise Uncounted(f"{len(dumps)} callgrind dumps for {len(problems)} calls (the "
+                            "solver issued callgrind requests of its own?)")
+        counts = [_summary(os.path.join(folder, f)) for f in dumps]
+    metrics["ops_instances"] = [{"shape": f"{shapes[i][0]} {shapes[i][1]}x{shapes[i][2]}",
+                                 "ops": n} for (i, *_), n in zip(problems, counts)]
+    return counts
+
+
+def _summary(path: str) -> int:
+    """The ``summary:`` line of one callgrind dump: its instruction count."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.startswith("summary:"):
+                value = int(line.split()[1])
+                if not 0 < value < 2**62:
+                    raise Uncounted(f"callgrind reported {value} instructions for one call")
+                return value
+    raise Uncounted(f"no summary line in {os.path.basename(path)}")
+
+
 def geomean(values: list[float]) -> float:
     return math.exp(math.fsum(math.log(v) for v in values) / len(values))
 
 
 def evaluate(solver: str, seed: int, limit: int, call_timeout: float,
-             call_cpu: float = CALL_CPU_S) -> dict:
-    """Score the solver at ``solver`` and explain the score."""
+             call_cpu: float = CALL_CPU_S, ops: str = "off") -> dict:
+    """Score the solver at ``solver`` and explain the score.
+
+    ``ops``: ``off``; ``metric`` (count instructions, report them in the metrics); ``score``
+    (count them and score 1 / geometric-mean billions of instructions per call).
+    """
     shapes = SHAPES[:limit]
     metrics: dict = {"seed": seed, "tolerance": TOLERANCE, "n_lambdas": N_LAMBDAS, "eps": EPS,
                      "instances": []}
@@ -399,7 +493,28 @@ def evaluate(solver: str, seed: int, limit: int, call_timeout: float,
     g = geomean(times)
     sk = geomean([row["sklearn_ms"] / 1e3 for row in metrics["instances"]])
     metrics.update(geomean_ms=round(g * 1e3, 4), sklearn_geomean_ms=round(sk * 1e3, 4))
-    return _result(1.0 / g, True, _feedback(g, sk, metrics), metrics, digest)
+    feedback = _feedback(g, sk, metrics)
+    if ops == "off":
+        return _result(1.0 / g, True, feedback, metrics, digest)
+    try:
+        counts = count_ops(solver, shapes, seed, metrics)
+    except Uncounted as exc:
+        metrics["ops"] = None
+        if ops == "score":
+            return _result(None, False, f"invalid: instructions not counted: {exc}", metrics,
+                           digest)
+        return _result(1.0 / g, True, f"{feedback}\nops: not counted: {exc}", metrics, digest)
+    G = geomean([float(n) for n in counts])
+    metrics["ops"] = round(G)
+    feedback += (f"\nops: geometric mean {G / 1e6:.3f} million instructions per call (callgrind, "
+                 f"{len(counts)} counted calls: " + ", ".join(
+                     f"{r['shape']} {r['ops'] / 1e6:.3f}M" for r in metrics["ops_instances"])
+                 + ")")
+    if ops == "score":
+        feedback = (f"score {1e9 / G:.4g} = 1 / geometric-mean billions of instructions per "
+                    f"counted call (below); CPU time is checked and reported, not scored\n"
+                    + feedback)
+    return _result(1e9 / G if ops == "score" else 1.0 / g, True, feedback, metrics, digest)
 
 
 def _feedback(g: float, sk: float, metrics: dict) -> str:
@@ -431,13 +546,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--call-timeout", type=float, default=CALL_TIMEOUT_S)
     parser.add_argument("--call-cpu", type=float, default=CALL_CPU_S)
     parser.add_argument("--solver", default=SOLVER_FILE)
+    parser.add_argument("--ops", choices=("off", "metric", "score"), default="off")
     args = parser.parse_args(argv)
     seed = secrets.randbits(32) if args.seed is None else args.seed
     _prctl(4, 0)  # PR_SET_DUMPABLE 0: the solver cannot read our environment or memory
     _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: processes the solver orphans come back to us
     try:
         result = evaluate(args.solver, seed, max(1, args.limit), args.call_timeout,
-                          args.call_cpu)
+                          args.call_cpu, args.ops)
     except Exception as exc:  # the contract is one JSON line, whatever happens
         result = _result(None, False, f"invalid: evaluator error {exc!r}", {"seed": seed}, "")
     line = json.dumps(result, allow_nan=False)

@@ -9,7 +9,15 @@ line plus raw little-endian float64 bytes each way:
               {"ok": false, "error": "..."}  when the call raised or returned something unusable
 
 The evaluator times each request from outside with this process's CPU clock and checks every
-answer itself, so nothing this process says about time or quality is trusted. Before the
+answer itself, so nothing this process says about time or quality is trusted.
+
+``python3 worker.py --count SOLVER``, run by the evaluator under Valgrind's callgrind with
+instrumentation off at start (``--instr-atstart=no``), counts instructions instead: it turns
+instrumentation on once the solver is loaded and, around each call, zeroes callgrind's counters
+and dumps them (Valgrind client requests, issued through a few bytes of machine code), so each
+dump holds the instructions of one call of the solver. Callgrind keeps its counters in this
+process: a hostile solver could issue the same requests, or write callgrind's memory, so the
+count is a measurement of a cooperating solver, not a guarantee (see the task's README). Before the
 candidate is imported the protocol moves to private descriptors and file descriptor 1 points at
 standard error: a ``print`` in the solver cannot reach the evaluator.
 """
@@ -29,6 +37,40 @@ import traceback  # noqa: E402
 import numpy as np  # noqa: E402
 
 
+class _Callgrind:
+    """Callgrind's client requests (x86-64 only): ``start`` instrumentation, ``zero`` and
+    ``dump`` its counters. Outside Valgrind each request is a no-op returning 0."""
+
+    BASE = (ord("C") << 24) | (ord("T") << 16)
+    DUMP, ZERO, START = BASE, BASE + 1, BASE + 4
+    RUNNING_ON_VALGRIND = 0x1001
+    # mov rax, rdi; xor edx, edx; the special preamble (rol rdi by 3, 13, 61, 51: rdi
+    # unchanged); xchg rbx, rbx (the request: args at rax, default 0 in rdx, result in rdx);
+    # mov rax, rdx; ret
+    CODE = bytes.fromhex("4889f831d248c1c70348c1c70d48c1c73d48c1c7334887db4889d0c3")
+
+    def __init__(self) -> None:
+        import ctypes
+        import mmap
+        import platform
+
+        if platform.machine() not in ("x86_64", "AMD64"):
+            raise RuntimeError(f"instruction counts need x86-64, not {platform.machine()}")
+        self._page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE
+                               | mmap.PROT_EXEC)
+        self._page.write(self.CODE)
+        address = ctypes.addressof(ctypes.c_char.from_buffer(self._page))
+        self._args = (ctypes.c_long * 6)()
+        self._fn = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p)(address)
+        self._ctypes = ctypes
+        if not self.request(self.RUNNING_ON_VALGRIND):
+            raise RuntimeError("--count needs the worker to run under valgrind --tool=callgrind")
+
+    def request(self, code: int) -> int:
+        self._args[0] = code
+        return int(self._fn(self._ctypes.addressof(self._args)))
+
+
 def _tail(limit: int = 1500) -> str:
     text = traceback.format_exc()
     return text if len(text) <= limit else "..." + text[-limit:]
@@ -41,7 +83,8 @@ def main() -> int:
     os.dup2(devnull, 0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    path = sys.argv[1]
+    count = sys.argv[1] == "--count"
+    path = sys.argv[-1]
     folder = os.path.dirname(os.path.abspath(path))
     sys.path.append(folder)  # helper modules beside the solver; never ahead of the stdlib
     try:
@@ -57,6 +100,14 @@ def main() -> int:
     except BaseException:  # noqa: BLE001  (SystemExit included: report, never vanish)
         _send(proto_out, {"ready": False, "error": _tail()})
         return 0
+    counter = None
+    if count:
+        try:
+            counter = _Callgrind()
+        except Exception:  # noqa: BLE001
+            _send(proto_out, {"ready": False, "error": _tail()})
+            return 0
+        counter.request(counter.START)
     _send(proto_out, {"ready": True})
     while True:
         line = _readline(proto_in)
@@ -67,11 +118,16 @@ def main() -> int:
         X = _read_array(proto_in, n * p).reshape(n, p)
         y = _read_array(proto_in, n)
         lambdas = _read_array(proto_in, k)
+        if counter is not None:
+            counter.request(counter.ZERO)
         try:
             W = np.array(solve(X, y, lambdas), dtype=np.float64, copy=True, order="C")
         except BaseException:  # noqa: BLE001
             _send(proto_out, {"ok": False, "error": _tail()})
             continue
+        finally:
+            if counter is not None:
+                counter.request(counter.DUMP)
         _send(proto_out, {"ok": True, "shape": list(W.shape)}, W.tobytes())
 
 
