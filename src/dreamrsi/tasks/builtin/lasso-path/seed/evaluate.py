@@ -444,7 +444,7 @@ def count_ops(solver: str, shapes, seed: int, metrics: dict) -> list[int]:
                             "solver issued callgrind requests of its own?)")
         counts = [_summary(os.path.join(folder, f)) for f in dumps]
     metrics["ops_instances"] = [{"shape": f"{shapes[i][0]} {shapes[i][1]}x{shapes[i][2]}",
-                                 "ops": n} for (i, *_), n in zip(problems, counts)]
+                                 "ops": n} for (i, *_), n in zip(problems, counts, strict=True)]
     return counts
 
 
@@ -453,7 +453,10 @@ def _summary(path: str) -> int:
     with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
             if line.startswith("summary:"):
-                value = int(line.split()[1])
+                try:
+                    value = int(line.split()[1])
+                except (ValueError, IndexError):
+                    raise Uncounted(f"an unreadable summary line: {line[:80]!r}") from None
                 if not 0 < value < 2**62:
                     raise Uncounted(f"callgrind reported {value} instructions for one call")
                 return value
