@@ -1,7 +1,7 @@
 """lasso-path's instruction count (``evaluate.py --ops``) and the task that scores by it,
 ``lasso-path-ops``: real evaluations, the worker run under Valgrind's callgrind.
 
-``--limit 2`` keeps them quick: one counted call (gaussian 200x60) on a fresh instance.
+``--limit 2`` keeps them quick: one counted call (gaussian 200x60).
 """
 
 from __future__ import annotations
@@ -54,14 +54,20 @@ def test_the_ops_task_is_the_lasso_task_scored_by_instructions() -> None:
     assert resolve_task("lasso-path").evaluator.command == "python3 evaluate.py"
 
 
-def test_the_count_repeats_for_a_solver_and_a_seed_and_ranks_solvers(tmp_path: Path) -> None:
+def test_the_count_repeats_for_a_solver_whatever_the_seed_and_ranks_solvers(
+        tmp_path: Path) -> None:
+    """The counted instances are the same in every evaluation: two evaluations of a solver on
+    different instance seeds count the same instructions (within 0.1%: allocation addresses
+    may change a few code paths; measured: to the instruction), where CPU time varies by
+    tens of percent on a busy machine."""
     fast = workspace(tmp_path, "homotopy", "fast")
     first = evaluate(fast, "--seed", "5", "--ops", "metric")
-    again = evaluate(fast, "--seed", "5", "--ops", "metric")
+    again = evaluate(fast, "--seed", "6", "--ops", "metric")
     assert first["valid"] and again["valid"], first["feedback"]
+    assert first["metrics"]["seed"] != again["metrics"]["seed"]
     a, b = first["metrics"]["ops"], again["metrics"]["ops"]
     assert isinstance(a, int) and a > 1_000_000
-    assert abs(a - b) / a < 0.01, (a, b)  # CPU time on this machine: tens of percent
+    assert abs(a - b) / a < 0.001, (a, b)
     assert first["score"] != 1e9 / a  # metric mode: the score is still 1 / CPU seconds
     assert [r["shape"] for r in first["metrics"]["ops_instances"]] == ["gaussian 200x60"]
     assert "million instructions per call (callgrind, 1 counted calls" in first["feedback"]
@@ -125,7 +131,7 @@ def test_a_solver_caught_cheating_the_count_has_none(tmp_path: Path, cheat: str)
     (ws / "solver.py").write_text(textwrap.dedent(CHEATS[cheat]))
     metric = evaluate(ws, "--seed", "5", "--ops", "metric")
     assert metric["valid"] and metric["metrics"]["ops"] is None, metric["feedback"]
-    reason = {"wrong-when-counted": "counted call (a fresh instance, under callgrind): F_",
+    reason = {"wrong-when-counted": "counted call (under callgrind): F_",
               "own-requests": "2 callgrind dumps for 1 calls"}[cheat]
     assert reason in metric["feedback"]
     score = evaluate(ws, "--seed", "5", "--ops", "score")

@@ -28,13 +28,13 @@ Options for manual runs and tests: ``--seed N`` (instances), ``--limit N`` (firs
 ``--call-cpu S``, ``--call-timeout S`` (wall), ``--solver PATH``.
 
 ``--ops metric`` (or ``score``): once the timed check has passed, count the instructions of one
-call on a fresh instance of each of four shapes (``COUNT_SHAPES``), the worker run under
-Valgrind's callgrind (``count_ops``): deterministic for a solver and a seed, where CPU time
-varies by tens of percent on a busy machine. ``metric`` reports the geometric mean as
-``metrics.ops`` (None, with the reason in the feedback, when it could not be counted);
-``score`` makes the score 1 / geometric-mean billions of instructions per counted call, and a
-solver that cannot be counted invalid (the task ``lasso-path-ops``). The count is taken inside
-the solver's own process: a hostile solver can forge it (README).
+call on an instance of each of four shapes (``COUNT_SHAPES``; the same instances in every
+evaluation), the worker run under Valgrind's callgrind (``count_ops``): deterministic for a
+solver, where CPU time varies by tens of percent on a busy machine. ``metric`` reports the
+geometric mean as ``metrics.ops`` (None, with the reason in the feedback, when it could not be
+counted); ``score`` makes the score 1 / geometric-mean billions of instructions per counted
+call, and a solver that cannot be counted invalid (the task ``lasso-path-ops``). The count is
+taken inside the solver's own process: a hostile solver can forge it (README).
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ CALL_TIMEOUT_S = 20.0  # wall clock, one call (a hang, or a machine far too busy
 BUDGET_S = 8.0  # CPU seconds of solver time for a whole evaluation
 REPEAT_TARGET_S = 0.3  # timed calls per instance: as many as fit here after the warm-up, 1-3
 MAX_REPEATS = 3
-COUNT_SHAPES = (1, 5, 6, 10)  # --ops: one counted call on a fresh instance of each of these
-COUNT_STREAM = 0x0B5  # the counted instances' random stream, beside the evaluation's seed
+COUNT_SHAPES = (1, 5, 6, 10)  # --ops: one counted call on an instance of each of these
+COUNT_SEED = 20261204  # the counted instances: the same in every evaluation (not secret)
 COUNT_SLOWDOWN = 100  # callgrind runs a solver about this many times slower (measured: 40-100)
 COUNT_WALL_S = 90.0  # the most the counted calls may take under callgrind (estimated), and a
 # counted call's limit of wall and CPU time
@@ -393,13 +393,15 @@ class Uncounted(Exception):
     """Instructions could not be counted; the message says why."""
 
 
-def count_ops(solver: str, shapes, seed: int, metrics: dict) -> list[int]:
+def count_ops(solver: str, shapes, metrics: dict) -> list[int]:
     """Instructions of one call of the solver on a fresh instance of each counted shape.
 
     The worker runs under callgrind (``worker.py --count``): instrumentation starts once the
     solver is loaded, and each call's instructions are dumped to a file of their own. The
-    instances are drawn from the evaluation's seed (another stream than the timed ones), so a
-    solver and a seed give the same count; every answer is checked as the timed ones are.
+    instances are the same in every evaluation (``COUNT_SEED``), so a solver gets the same
+    count every time, whatever the evaluation's seed; every answer is checked as the timed
+    ones are. (Fixed instances a solver could recognise and answer from a table: the count is
+    forgeable anyway, see the README, and the timed score is not.)
     Raises Uncounted when the count failed: valgrind missing, the calls too slow to count,
     the worker failing under callgrind, or an answer there that is wrong.
     """
@@ -412,7 +414,7 @@ def count_ops(solver: str, shapes, seed: int, metrics: dict) -> list[int]:
         raise Uncounted(f"the counted calls take {estimate:.0f} ms of CPU natively, about "
                         f"{estimate * COUNT_SLOWDOWN / 1e3:.0f} s under callgrind (more than "
                         f"the {COUNT_WALL_S:g} s allowed)")
-    rng = np.random.default_rng([seed, COUNT_STREAM])
+    rng = np.random.default_rng(COUNT_SEED)
     problems = []
     for i in picked:
         X, y = make_instance(shapes[i][0], shapes[i][1], shapes[i][2], rng)
@@ -429,7 +431,7 @@ def count_ops(solver: str, shapes, seed: int, metrics: dict) -> list[int]:
             except Rejected as exc:
                 raise Uncounted(f"the worker did not start under callgrind: {exc}") from None
             for i, X, y, lambdas, F_ref in problems:
-                what = f"{label(i, shapes[i])}, counted call (a fresh instance, under callgrind)"
+                what = f"{label(i, shapes[i])}, counted call (under callgrind)"
                 W, _ = worker.call(X, y, lambdas, what)
                 check(X, y, W, lambdas, F_ref, what)
         except Rejected as exc:
@@ -500,7 +502,7 @@ def evaluate(solver: str, seed: int, limit: int, call_timeout: float,
     if ops == "off":
         return _result(1.0 / g, True, feedback, metrics, digest)
     try:
-        counts = count_ops(solver, shapes, seed, metrics)
+        counts = count_ops(solver, shapes, metrics)
     except Uncounted as exc:
         metrics["ops"] = None
         if ops == "score":
