@@ -5,9 +5,10 @@ Scores each solver (families at their default parameters) with the task's own ev
 fresh instances, solvers interleaved so that machine load hits them alike. For each solver it
 reports the spread, (max - min) / median, of the CPU-time score (1 / geometric-mean CPU seconds)
 and of the instruction count (``metrics.ops``: the geometric mean of callgrind's count of one
-call on each of four fresh instances), on the same instances and across instance sets; the
+call on each of four fixed instances), on the same instances and across instance seeds; the
 ratio of each solver to the seed (FISTA) by both measures; and what counting costs (wall
-seconds of an evaluation with the count, against one without, measured once per solver).
+seconds of an evaluation with the count, against one without, measured once per solver). The
+counted instances are the same in every evaluation; the timed ones come from the seed.
 
 Usage: python benchmarks/bench_lasso_ops.py [--repeats 5] [--fresh 3] [--seed 1]
        [--families homotopy fista]
@@ -120,9 +121,9 @@ def main() -> None:
         f"instances of seed {args.seed} and {args.fresh} times on fresh instances, with "
         "`--ops metric`. CPU score: 1 / geometric-mean CPU seconds over the eleven shapes (the "
         "task's score). Ops: the geometric mean of callgrind's instruction count of one call "
-        "on a fresh instance of each of four shapes (`metrics.ops`, the score of "
-        "`lasso-path-ops`). Spread: (max - min) / median; 'all' pools the same-instance and "
-        "fresh-instance evaluations. x FISTA: how many times faster (CPU) or fewer "
+        "on each of four instances, the same in every evaluation (`metrics.ops`, the score of "
+        "`lasso-path-ops`). Spread: (max - min) / median; 'all' pools the evaluations on the "
+        "instances of the seed and on fresh ones. x FISTA: how many times faster (CPU) or fewer "
         "instructions (ops) than the seed's solver. Wall: mean seconds of an evaluation with "
         "the count / one evaluation without it.", "",
         "| solver | valid | CPU score | CPU spread, same | CPU spread, all | ops (M instr.) | "
