@@ -114,6 +114,8 @@ def main() -> None:
             f"{cpu_med} | {pct(s['cpu_same'])} | {pct(s['cpu_fresh'])} | {ops_med} | "
             f"{pct(s['ops_same'])} | {pct(s['ops_fresh'])} | {cpu_x} | {ops_x} | "
             f"{mean_wall:.1f} / {plain[family]:.1f} |")
+    worst_cpu = max((float(summary[f]["cpu_same"]) for f in files  # type: ignore[arg-type]
+                     if summary[f]["cpu_same"] is not None), default=0.0)
     verdict = "PASS" if worst < SPREAD_TARGET and all(
         summary[f]["ops_same"] is not None for f in files) else "FAIL"
     lines = [
@@ -130,8 +132,8 @@ def main() -> None:
         "ops spread, same | ops spread, all | x FISTA (CPU) | x FISTA (ops) | wall s, ops / "
         "none |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|", *rows, "",
-        f"Target: instruction count repeatable (spread on the same instances under "
-        f"{SPREAD_TARGET:.0%} for every solver; worst {worst:.3%}): {verdict}", "",
+        f"Target: instruction count repeatable, same instances spread < {SPREAD_TARGET:.0%}. "
+        f"worst {worst:.3%} (CPU score: {worst_cpu:.2%}): {verdict}", "",
         f"Whole run {time.perf_counter() - started:.0f} s; the reference loop took "
         f"{loop_s:.3f} s at the start (machine load)."]
     text = "\n".join(lines)
