@@ -36,9 +36,12 @@ def charged_calls(store: SqliteRunStore, run_id: str) -> dict[str, list[dict[str
 def test_the_recursive_loop_with_a_model_proposer(llm_task: LlmTaskFactory, server: FakeOpenAI,
                                                  tmp_path: Path) -> None:
     store = tmp_path / "store"
+    # one chain of three a round (the default π_1 is a grid of short branches: two here), so
+    # each round's model answers build on each other and the best is the chain's third
     done = CliRunner().invoke(app, ["loop", str(llm_task(server.base_url)), "--rounds", "2",
                                     "--per-round-budget", "3", "--workers", "1", "--trials",
-                                    "8", "--store", str(store), "--json"])
+                                    "8", "--initial", "fixed:branches=1,refine=2",
+                                    "--store", str(store), "--json"])
     assert done.exit_code == 0, done.output
     report = json.loads(done.stdout)
     assert [r["attempts"] for r in report["rounds"]] == [3, 3]
