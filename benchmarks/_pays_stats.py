@@ -69,8 +69,8 @@ def reach(curve: np.ndarray, targets: np.ndarray) -> np.ndarray:
 def _targets(pairs: Sequence[Pair], picks: np.ndarray, level: float) -> np.ndarray:
     """Each resample's target at ``level``: the median over its fixed arm of the best so far
     once ``level`` of the attempts after the shared rounds are spent (1: the median final best)."""
-    at = np.array([p.shared + max(1, round(level * (len(p.fixed) - p.shared))) - 1
-                   for p in pairs])
+    at = np.array([min(len(p.fixed), p.shared + max(1, round(level * (len(p.fixed) - p.shared))))
+                   - 1 for p in pairs])
     values = np.array([p.fixed[i] for p, i in zip(pairs, at, strict=True)])
     return np.median(values[picks], axis=1)
 

@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -54,20 +56,39 @@ from bench_dreaming_pays import best_curve, finished_loops, maximises  # noqa: E
 from dreamrsi.tasks import resolve_task  # noqa: E402
 
 
-def loop_command(args: argparse.Namespace, arm: str, seed: int, store: Path) -> list[str]:
+def loop_command(args: argparse.Namespace, arm: str, seed: int, store: Path,
+                 prior: bool = False) -> list[str]:
     """``dreamrsi loop`` for one arm and seed: the loop's defaults but for the budget. With
-    ``--versus SPEC`` the dream arm's place is taken by a fixed arm running SPEC."""
-    versus = ["--arm", "fixed", "--initial", args.versus] if arm == "dream" and args.versus \
-        else ["--arm", arm]
+    ``--versus SPEC`` the dream arm's place is taken by a fixed arm running SPEC (not in the
+    earlier loops ``prior`` records, which run π_1)."""
+    versus = ["--arm", "fixed", "--initial", args.versus] \
+        if arm == "dream" and args.versus and not prior else ["--arm", arm]
     return [sys.executable, "-m", "dreamrsi", "loop", args.task, *versus, "--seed",
             str(seed), "--total-budget", str(args.total_budget), "--per-round-budget",
             str(args.per_round_budget), "--workers", str(args.workers), "--store", str(store),
             "--json", *args.loop_arg]
 
 
-def run_loop(args: argparse.Namespace, arm: str, seed: int, store: Path) -> dict[str, object]:
-    """One loop, summed up: its curve, its rounds, what it deployed and how long it took."""
+PRIOR_SEED = 100
+"""First seed of the earlier loops ``--prior`` records (the arms use 0, 1, ...)."""
+
+
+def record_prior(args: argparse.Namespace, seed: int, store: Path) -> None:
+    """``--prior N``: N fixed-arm loops of other seeds, recorded in ``store`` before either
+    arm's loop (the same ones for both arms: their stores are copies of it)."""
+    for i in range(args.prior):
+        other = PRIOR_SEED + args.prior * seed + i
+        subprocess.run(loop_command(args, "fixed", other, store, prior=True), check=True,
+                       capture_output=True, text=True)
+
+
+def run_loop(args: argparse.Namespace, arm: str, seed: int, store: Path,
+             prior: Path | None = None) -> dict[str, object]:
+    """One loop, summed up: its curve, its rounds, what it deployed and how long it took.
+    With ``prior``, the loop's store starts as a copy of that store."""
     started = time.perf_counter()
+    if prior is not None:
+        shutil.copytree(prior, store)
     out = subprocess.run(loop_command(args, arm, seed, store), check=True,
                          capture_output=True, text=True)
     report = json.loads(out.stdout)
@@ -77,7 +98,7 @@ def run_loop(args: argparse.Namespace, arm: str, seed: int, store: Path) -> dict
 
 
 def pairs_of(loops: dict[tuple[str, int], dict[str, object]], seeds: int,
-             maximize: bool, versus: bool = False) -> list[Pair]:
+             maximize: bool, versus: bool = False, prior: bool = False) -> list[Pair]:
     """The seeds' loops as pairs of curves where higher is better."""
     sign = 1.0 if maximize else -1.0
     pairs = []
@@ -85,34 +106,39 @@ def pairs_of(loops: dict[tuple[str, int], dict[str, object]], seeds: int,
         fixed, dream = loops[("fixed", seed)], loops[("dream", seed)]
         curves = [sign * np.array([v for v, _ in loop["curve"]], dtype=float)  # type: ignore[attr-defined]
                   for loop in (fixed, dream)]
-        pairs.append(Pair(curves[0], curves[1], 0 if versus else shared_attempts(fixed, dream)))
+        shared = 0 if versus else shared_attempts(fixed, dream, first_shared=not prior)
+        pairs.append(Pair(curves[0], curves[1], shared))
     return pairs
 
 
-def shared_attempts(fixed: dict[str, object], dream: dict[str, object]) -> int:
-    """Attempts of the leading rounds in which the dream arm still ran π_1: round 1 always, and
-    the rounds after it until its first promotion (a dream needs two trees to promote). Those
-    rounds run the same policy with the same seeds and the same history in both arms, so they
-    say nothing about what dreaming changed."""
+def shared_attempts(fixed: dict[str, object], dream: dict[str, object], *,
+                    first_shared: bool = True) -> int:
+    """Attempts of the leading rounds in which the dream arm still ran π_1: round 1 always
+    (unless ``first_shared`` is off: with earlier loops in the store the dream arm dreams
+    before round 1), and the rounds after it until its first promotion (a dream needs two
+    trees to promote). Those rounds run the same policy with the same seeds and the same
+    history in both arms, so they say nothing about what dreaming changed."""
     initial = fixed["rounds"][0]["policy"]  # type: ignore[index]
     shared = 0
     for d, f in zip(dream["rounds"], fixed["rounds"], strict=False):  # type: ignore[call-overload]
         if d["policy"] != initial or d["attempts"] != f["attempts"]:
             break
         shared += int(d["attempts"])
-    return max(shared, int(dream["rounds"][0]["attempts"]))  # type: ignore[index]
+    first = int(dream["rounds"][0]["attempts"])  # type: ignore[index]
+    return max(shared, first) if first_shared else shared
 
 
 def pick_against_initial(loops: dict[tuple[str, int], dict[str, object]], seeds: int,
-                         maximize: bool) -> str:
-    """Rounds after the first in which the dream arm ran a policy other than π_1, against the
-    fixed arm's round of the same number and seed: which found the better round best."""
+                         maximize: bool, first: int = 1) -> str:
+    """Rounds (from round ``first + 1``) in which the dream arm ran a policy other than π_1,
+    against the fixed arm's round of the same number and seed: which found the better round
+    best."""
     better = worse = tied = 0
     for seed in range(seeds):
         fixed = loops[("fixed", seed)]["rounds"]
         dream = loops[("dream", seed)]["rounds"]
         initial = fixed[0]["policy"]  # type: ignore[index]
-        for d, f in zip(dream[1:], fixed[1:], strict=False):  # type: ignore[index]
+        for d, f in zip(dream[first:], fixed[first:], strict=False):  # type: ignore[index]
             if d["policy"] == initial or d["round_best"] is None or f["round_best"] is None:
                 continue
             gap = (d["round_best"] - f["round_best"]) * (1 if maximize else -1)
@@ -121,15 +147,15 @@ def pick_against_initial(loops: dict[tuple[str, int], dict[str, object]], seeds:
             tied += gap == 0
     count = better + worse + tied
     if not count:
-        return "The dream arm never deployed a policy other than π_1 after round 1."
-    return (f"Rounds after the first in which the dream arm ran its pick (not π_1): {count}; "
+        return "The dream arm never deployed a policy other than π_1."
+    return (f"Rounds in which the dream arm ran its pick (not π_1): {count}; "
             f"its round best beat the fixed arm's round of the same number and seed in "
             f"{better}, tied in {tied}, lost in {worse}.")
 
 
 def summarise(args: argparse.Namespace, loops: dict[tuple[str, int], dict[str, object]]) -> str:
     maximize = maximises(args.task)
-    pairs = pairs_of(loops, args.seeds, maximize, bool(args.versus))
+    pairs = pairs_of(loops, args.seeds, maximize, bool(args.versus), bool(args.prior))
     result = compare(pairs)
     sign = 1.0 if maximize else -1.0
     finals = {arm: [loops[(arm, s)]["curve"][-1][0] for s in range(args.seeds)]  # type: ignore[index]
@@ -138,9 +164,10 @@ def summarise(args: argparse.Namespace, loops: dict[tuple[str, int], dict[str, o
                                     for s in range(args.seeds)) for arm in ("dream", "fixed")}
     rounds = {arm: statistics.median(len(loops[(arm, s)]["rounds"])  # type: ignore[arg-type]
                                      for s in range(args.seeds)) for arm in ("dream", "fixed")}
-    promoted = sum(1 for s in range(args.seeds) for r in loops[("dream", s)]["rounds"][1:]  # type: ignore[index]
+    first = 0 if args.prior else 1
+    promoted = sum(1 for s in range(args.seeds) for r in loops[("dream", s)]["rounds"][first:]  # type: ignore[index]
                    if r["policy"] != loops[("fixed", s)]["rounds"][0]["policy"])  # type: ignore[index]
-    dream_rounds = sum(len(loops[("dream", s)]["rounds"]) - 1  # type: ignore[arg-type]
+    dream_rounds = sum(len(loops[("dream", s)]["rounds"]) - first  # type: ignore[arg-type]
                        for s in range(args.seeds))
     e, ratio, gain = result.efficiency, result.ratio, result.best_gain
     never = {arm: sum(1 for p in pairs if (p.fixed if arm == "fixed" else p.dream)[-1]
@@ -151,7 +178,10 @@ def summarise(args: argparse.Namespace, loops: dict[tuple[str, int], dict[str, o
         f"attempts per loop, at most {args.per_round_budget} a round, W={args.workers}; every "
         "other setting the loop's default" + (f" but `{' '.join(args.loop_arg)}`"
                                               if args.loop_arg else "") + ". Intervals: "
-        "paired bootstrap over seeds, 2,000 resamples, the target redrawn in each.", "",
+        "paired bootstrap over seeds, 2,000 resamples, the target redrawn in each."
+        + (f" Both arms' stores first held the same {args.prior} loop(s) of π_1 with other "
+           "seeds (not counted); the dream arm dreamed over them before its round 1."
+           if args.prior else ""), "",
         headline_line(args, e, statistics.median(p.shared for p in pairs)),
         "", "| measure | dream arm | fixed arm |", "|---|---:|---:|",
         f"| attempts to reach the fixed arm's median final best {target:.10g} (median; "
@@ -167,7 +197,7 @@ def summarise(args: argparse.Namespace, loops: dict[tuple[str, int], dict[str, o
         f"minus fixed (mean over seeds, in the direction where higher is better): "
         f"{gain.value:+.6g} [{gain.low:+.6g}, {gain.high:+.6g}].", "",
         f"Dreamed rounds that ran a policy other than π_1: {promoted} of {dream_rounds}. "
-        + pick_against_initial(loops, args.seeds, maximize), "",
+        + pick_against_initial(loops, args.seeds, maximize, 0 if args.prior else 1), "",
         "Policies the dream arm ran in its last round: " + ", ".join(
             f"`{loops[('dream', s)]['rounds'][-1]['policy']}`"  # type: ignore[index]
             for s in range(args.seeds)),
@@ -215,6 +245,10 @@ def main() -> None:
                         help="in place of the dream arm, a fixed arm running SPEC from round 1 "
                              "(nothing shared): how much one policy pays over π_1, a ceiling "
                              "for what a dream choosing it could show")
+    parser.add_argument("--prior", type=int, default=0, metavar="N",
+                        help="learning across runs: both arms' stores first hold the same N "
+                             "fixed-arm loops of other seeds (not counted), which the dream "
+                             "arm dreams over before its round 1 (the loop's --dream-first)")
     parser.add_argument("--resume", type=Path, default=None,
                         help="a log of an earlier run with the same settings: reuse its loops")
     parser.add_argument("--no-figures", action="store_true")
@@ -226,9 +260,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="dreamrsi-paired-") as tmp, \
             ThreadPoolExecutor(max(1, args.jobs)) as pool:
 
+        locks = {seed: threading.Lock() for seed in range(args.seeds)}
+
+        def prior_store(seed: int) -> Path | None:
+            if not args.prior:
+                return None
+            store = Path(tmp) / f"prior-{seed}"
+            with locks[seed]:
+                if not (store / "done").exists():
+                    shutil.rmtree(store, ignore_errors=True)
+                    record_prior(args, seed, store / "store")
+                    (store / "done").touch()
+            return store / "store"
+
         def one(job: tuple[str, int]) -> dict[str, object]:
             arm, seed = job
-            loop = done.get(job) or run_loop(args, arm, seed, Path(tmp) / f"{arm}-{seed}")
+            loop = done.get(job) or run_loop(args, arm, seed, Path(tmp) / f"{arm}-{seed}",
+                                             prior_store(seed))
             print(json.dumps(loop), flush=True)
             return loop
 
@@ -236,6 +284,8 @@ def main() -> None:
                  for r in pool.map(one, jobs)}
     text = summarise(args, loops)
     variant = "".join(c if c.isalnum() else "-" for c in " ".join(args.loop_arg))
+    if args.prior:
+        variant += f"-prior-{args.prior}"
     if args.versus:
         variant += "-versus-" + "".join(c if c.isalnum() else "-" for c in args.versus)
     name = (f"paired-{resolve_task(args.task).name}-{args.total_budget}x{args.per_round_budget}"
@@ -243,6 +293,7 @@ def main() -> None:
     title = (f"Dreaming pays? Paired seeds, total budget ({args.task}, {args.total_budget} "
              f"attempts, {args.per_round_budget} a round, W={args.workers}"
              + (f", {' '.join(args.loop_arg)}" if args.loop_arg else "")
+             + (f"; {args.prior} earlier loops in the store" if args.prior else "")
              + (f"; the dream arm replaced by `{args.versus}`" if args.versus else "") + ")")
     if not args.no_figures:
         arms = {arm: [loops[(arm, s)] for s in range(args.seeds)] for arm in ("dream", "fixed")}
@@ -258,6 +309,7 @@ def main() -> None:
                   f"{args.seeds} --total-budget {args.total_budget} --per-round-budget "
                   f"{args.per_round_budget} --workers {args.workers}"
                   + "".join(f" --loop-arg={a}" for a in args.loop_arg)
+                  + (f" --prior {args.prior}" if args.prior else "")
                   + (f" --versus {args.versus}" if args.versus else ""))
 
 
