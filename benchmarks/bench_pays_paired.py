@@ -256,7 +256,11 @@ def main() -> None:
     if args.seeds < 2:
         parser.error("--seeds must be at least 2 for a paired interval")
     done = finished_loops(args.resume) if args.resume else {}
-    jobs = [(arm, seed) for seed in range(args.seeds) for arm in ("dream", "fixed")]
+    # seeds in blocks of --jobs, each block's dream arms first: with --prior, every worker
+    # then records a different seed's earlier loops instead of waiting for another's
+    width = max(1, args.jobs)
+    jobs = [(arm, seed) for block in range(0, args.seeds, width) for arm in ("dream", "fixed")
+            for seed in range(block, min(args.seeds, block + width))]
     with tempfile.TemporaryDirectory(prefix="dreamrsi-paired-") as tmp, \
             ThreadPoolExecutor(max(1, args.jobs)) as pool:
 
