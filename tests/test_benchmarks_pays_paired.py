@@ -36,6 +36,9 @@ def test_a_dream_arm_twice_as_fast_after_the_shared_rounds_measures_about_two() 
     rng = np.random.default_rng(2)
     e = [stats.compare([power.simulated_pair(rng, 200, 20, 2.0) for _ in range(60)],
                        resamples=200).efficiency.value for _ in range(8)]
+    # a band, not a point: e is estimated from simulated draws (seeded, so the test is
+    # deterministic; the median of 8 measurements here is 2.05). It fails if the estimator
+    # is off by a fifth either way; the shared rounds are checked exactly in the next test
     assert 1.6 < float(np.median(e)) < 2.5
 
 
