@@ -65,7 +65,8 @@ from _predicts_stats import (  # noqa: E402
 from _report import write_section  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
-from dreamrsi.dreaming.dream import DreamConfig, choose  # noqa: E402
+from dreamrsi.dreaming.config import DreamConfig  # noqa: E402
+from dreamrsi.dreaming.dream import choose  # noqa: E402
 from dreamrsi.dreaming.evaluate import ReplaySettings, replay_tree  # noqa: E402
 from dreamrsi.dreaming.history import load_history  # noqa: E402
 from dreamrsi.dreaming.loop import DEFAULT_HISTORY, LoopConfig  # noqa: E402

@@ -16,7 +16,8 @@ from dreamrsi._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dreamrsi.dreaming.code import CodeSettings, make_author
-    from dreamrsi.dreaming.dream import DreamConfig, dream
+    from dreamrsi.dreaming.config import DreamConfig
+    from dreamrsi.dreaming.dream import dream
     from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy
     from dreamrsi.dreaming.history import History, load_history
     from dreamrsi.dreaming.loop import (
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 _MODULE_OF = {
     "CodeSettings": "dreamrsi.dreaming.code",
     "make_author": "dreamrsi.dreaming.code",
-    "DreamConfig": "dreamrsi.dreaming.dream",
+    "DreamConfig": "dreamrsi.dreaming.config",
     "dream": "dreamrsi.dreaming.dream",
     "ReplaySettings": "dreamrsi.dreaming.evaluate",
     "score_policy": "dreamrsi.dreaming.evaluate",
