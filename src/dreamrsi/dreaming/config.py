@@ -25,7 +25,7 @@ from dreamrsi.policies.registry import BUILTIN, policy_class
 from dreamrsi.programs import ProgramLimits
 from dreamrsi.sandbox import IsolationMode
 
-INTERVALS = ("run", "tree")
+INTERVALS = ("branch", "run", "tree")
 """How a dream bootstraps the leader's interval (``DreamConfig.interval``)."""
 GATES = ("quality", "value")
 """What a promotion is gated on (``DreamConfig.gate``)."""
@@ -79,10 +79,14 @@ class DreamConfig:
         code: Code dreaming (``None``: off): M programs written by a model and scored in the
             sandbox join the candidates (:mod:`dreamrsi.dreaming.code`). Scored by V, so not
             with the Pareto-AUC objective, nor (yet) with the cross-validation gate.
-        interval: How the leader's interval against the incumbent is bootstrapped: ``run``
-            (with pooled branches, resample runs and pool each resample anew, since pooled
-            trees share branches; :mod:`dreamrsi.dreaming.by_run`) or ``tree`` (resample the
-            trees' values as they are). Without pooling both are the same.
+        interval: How the leader's interval against the incumbent is bootstrapped, with
+            pooled branches (pooled trees share branches, so their values are not
+            independent): ``branch`` (the default: redraw each run's branches among the
+            history's exchangeable ones and pool each resample anew;
+            :mod:`dreamrsi.dreaming.by_branch`), ``run`` (resample runs and pool each
+            resample anew: biased low with few runs; :mod:`dreamrsi.dreaming.by_run`) or
+            ``tree`` (resample the trees' values as they are: too narrow). Without pooling
+            all three resample the trees' values.
         prune: Stop a study's hopeless trials part-way (Optuna's median pruner over the
             running mean V, tree by tree; :mod:`dreamrsi.dreaming.search`); objectives
             that score trees one by one only (the mean V).
@@ -102,7 +106,7 @@ class DreamConfig:
     crossval: int = 0
     pool_branches: bool = True
     code: CodeSettings | None = None
-    interval: str = "run"
+    interval: str = INTERVALS[0]
     prune: bool = True
     processes: int | None = None
     gate: str = GATES[0]
