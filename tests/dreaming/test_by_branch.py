@@ -10,9 +10,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from dreamrsi.core.replay import RecordedTree, replay
-from dreamrsi.dreaming import DreamConfig, RawQuality, ReplaySettings
+from dreamrsi.dreaming import RawQuality, ReplaySettings
 from dreamrsi.dreaming.by_branch import branch_chain, by_branch_interval, rebuild, strata
-from dreamrsi.dreaming.dream import choose
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy
 from dreamrsi.dreaming.lending import lend_classes
 from dreamrsi.policies.registry import make_policy, parse_spec
@@ -101,16 +100,3 @@ def test_one_lucky_branch_is_doubt_and_a_gain_every_run_shows_is_a_gain() -> Non
                               processes=2) == (low, high)
     assert by_branch_interval(rewards(wide, scale), rewards(narrow, scale), steady[:1],
                               seed=3) == (None, None)
-
-
-def test_the_default_dream_interval_resamples_branches() -> None:
-    assert DreamConfig().interval == "branch"
-    trees = [_tree("rlucky", [(0.5, ()), (9.0, ())]),
-             *(_tree(f"r{i}", [(0.5, ()), (0.5, ())]) for i in range(5))]
-    config = DreamConfig(families=("fixed",), trials=40, keep=1,
-                         replay=ReplaySettings(workers=1, attempt_budget=12,
-                                               quality=RawQuality()))
-    choice = choose(trees, trees, parse_spec("fixed:branches=1,refine=0"), config,
-                    QualityScale.of(trees))
-    assert not choice.selection.promoted
-    assert "does not exclude zero" in choice.selection.reason

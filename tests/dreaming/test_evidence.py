@@ -120,7 +120,7 @@ def test_by_default_a_lucky_run_lent_to_every_tree_promotes_nothing() -> None:
     config = DreamConfig(families=("fixed",), trials=40, keep=2, split=Split(min_trees=100),
                          replay=ReplaySettings(workers=1, attempt_budget=12,
                                                quality=RawQuality()))
-    assert config.pool_branches and config.interval == "run"
+    assert config.pool_branches and config.interval == "branch"
     choice = choose(trees, trees, narrow, config, QualityScale.of(trees))
     leader = choice.selection.comparisons[0]
     assert leader.gain is not None and leader.gain > 0 and leader.low is not None
