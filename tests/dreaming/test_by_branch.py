@@ -6,12 +6,23 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
+import pytest
 
+import dreamrsi.dreaming.by_branch as by_branch_module
 from dreamrsi.core.replay import RecordedTree, replay
-from dreamrsi.dreaming import RawQuality, ReplaySettings
-from dreamrsi.dreaming.by_branch import branch_chain, by_branch_interval, rebuild, strata
+from dreamrsi.dreaming import DreamConfig, RawQuality, ReplaySettings, Split
+from dreamrsi.dreaming.by_branch import (
+    BRANCH_NODES,
+    branch_chain,
+    by_branch_interval,
+    fits,
+    rebuild,
+    strata,
+)
+from dreamrsi.dreaming.dream import choose
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy
 from dreamrsi.dreaming.lending import lend_classes
 from dreamrsi.policies.registry import make_policy, parse_spec
@@ -100,3 +111,23 @@ def test_one_lucky_branch_is_doubt_and_a_gain_every_run_shows_is_a_gain() -> Non
                               processes=2) == (low, high)
     assert by_branch_interval(rewards(wide, scale), rewards(narrow, scale), steady[:1],
                               seed=3) == (None, None)
+
+
+def test_a_history_above_the_bound_is_resampled_by_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(1)
+    trees = [_tree(f"r{i}", [(0.1, ()), *((float(x), ()) for x in rng.uniform(0, 1, 2))])
+             for i in range(4)]
+    assert fits(trees) and not fits(trees * (BRANCH_NODES // 12 + 1))
+    config = DreamConfig(families=("fixed",), trials=40, keep=1, split=Split(min_trees=100),
+                         replay=ReplaySettings(workers=1, attempt_budget=9,
+                                               quality=RawQuality()))
+    narrow, scale = parse_spec("fixed:branches=1,refine=0"), QualityScale.of(trees)
+
+    def leader(config: DreamConfig) -> tuple[float | None, float | None]:
+        comparison = choose(trees, trees, narrow, config, scale).selection.comparisons[0]
+        return comparison.low, comparison.high
+
+    by_branch, by_run = leader(config), leader(replace(config, interval="run"))
+    assert by_branch != by_run
+    monkeypatch.setattr(by_branch_module, "BRANCH_NODES", 11)
+    assert leader(config) == by_run

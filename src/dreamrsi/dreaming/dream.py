@@ -21,7 +21,7 @@ from dreamrsi.agents.policy_author import PolicyAuthor
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree, make_states
 from dreamrsi.dreaming._pool import map_in_processes
-from dreamrsi.dreaming.by_branch import by_branch_interval
+from dreamrsi.dreaming.by_branch import by_branch_interval, fits
 from dreamrsi.dreaming.by_run import by_run_interval
 from dreamrsi.dreaming.code import (
     CODE,
@@ -190,10 +190,11 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
                     source, trees, [], config.replay, scale, limits).train]
             return lambda trees: gate_rewards(spec, trees, trees, config, scale)
         # families on every core; a program here (it runs in its own sandboxed worker), and
-        # by runs: a few distinct resamples, not one sandboxed replay per branch resample
+        # by runs: a few distinct resamples, not one sandboxed replay per branch resample;
+        # by runs too above the branch bootstrap's bound on the history's size
         programs = CODE in (by_id[version_id].name, incumbent.name)
         interval = by_branch_interval if config.interval == "branch" and not programs \
-            else by_run_interval
+            and fits(compared) else by_run_interval
         return interval(rewards(by_id[version_id]), rewards(incumbent), compared,
                         seed=config.seed, max_lent=_max_lent(config.replay),
                         processes=1 if programs else config.cores)
