@@ -188,7 +188,7 @@ except SystemExit:
 print("\\nPROBE " + json.dumps(sorted(m for m in made if m.startswith("dreamrsi."))))
 """
 STARTUP_DATACLASSES = ["dreamrsi.core.policy.GridPlan", "dreamrsi.core.policy.PolicySpec",
-                       "dreamrsi.store.ledger.LedgerEvent"]
+                       "dreamrsi.store.events.LedgerEvent"]
 """The dataclasses a reading command makes: Python 3.11 compiles each one's methods when it
 is made (about 4 M instructions, a named tuple under 1 M), so the plain records on this path
 are named tuples (docs/architecture.md, "Start-up")."""

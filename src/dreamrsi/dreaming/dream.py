@@ -47,7 +47,7 @@ from dreamrsi.engine.config import MAX_SEED
 from dreamrsi.errors import ConfigError
 from dreamrsi.programs import ProgramLimits
 from dreamrsi.programs.stored import read_program
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RunStore, StoreHandle
 from dreamrsi.store.dreams import DreamRecord, PolicyScore, PolicyVersion
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.tasks.spec import Task
@@ -290,7 +290,7 @@ def _candidate(spec: PolicySpec, train: list[RecordedTree], holdout: list[Record
                          scale, limits)
 
 
-def load_sources(store: RunStore, specs: list[PolicySpec]) -> dict[str, str]:
+def load_sources(store: StoreHandle, specs: list[PolicySpec]) -> dict[str, str]:
     """The programs of the code specs among ``specs``, read from the store's blobs and
     checked against their digests.
 

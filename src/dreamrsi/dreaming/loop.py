@@ -52,7 +52,7 @@ from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, InfrastructureError, NotFound
 from dreamrsi.policies.registry import parse_spec
 from dreamrsi.programs.stored import CODE
-from dreamrsi.store.base import RunStatus, RunStore
+from dreamrsi.store.base import DreamsStore, RunStatus, RunStore
 from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
 from dreamrsi.tasks.spec import Task, load_task
 
@@ -487,7 +487,7 @@ class _Outcome:
                 **({} if self.code is None else {"code": self.code})}
 
 
-def _stored_outcome(store: RunStore, dream_id: str) -> _Outcome | None:
+def _stored_outcome(store: DreamsStore, dream_id: str) -> _Outcome | None:
     """A finished dream's decision, from its record (``None`` if it never finished)."""
     record = store.get_dream(dream_id)
     if record.report is None or record.selected is None:

@@ -11,7 +11,7 @@ from dreamrsi.errors import ConfigError
 if TYPE_CHECKING:
     from dreamrsi.core.policy import PolicySpec
     from dreamrsi.dreaming.evaluate import ReplaySettings
-    from dreamrsi.store.base import RunStore
+    from dreamrsi.store.base import DreamsStore, RunStore
     from dreamrsi.tasks.spec import Task
 
 
@@ -39,7 +39,7 @@ def default_workers(store: RunStore, task: Task) -> int:
     return int(runs[-1].config.get("workers", 2)) if runs else 2
 
 
-def policy_rows(store: RunStore, task_digest: str) -> list[dict[str, Any]]:
+def policy_rows(store: DreamsStore, task_digest: str) -> list[dict[str, Any]]:
     """Every version of the task with lineage, parameters and its replay scores per dream;
     a program also with the blob of its diff against its parent (``diff``)."""
     diffs = {r["version_id"]: r["diff"] for d in store.list_dreams(task_digest)

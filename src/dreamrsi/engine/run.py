@@ -42,6 +42,7 @@ from dreamrsi.store.base import (
     RunRecord,
     RunStatus,
     RunStore,
+    RunUpdate,
     TaskRecord,
 )
 from dreamrsi.store.integrity import check_tree
@@ -267,8 +268,8 @@ def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None
                      else max_infra_failures)
     task = with_endpoint(task, config.base_url, config.model)
     isolation = _preflight(task, config, accept_unisolated_model_code)
-    store.update_run(run.run_id, status=RunStatus.RUNNING, pid=os.getpid(),
-                     heartbeat_at=time.time(), stop_reason=None)
+    store.update_run(run.run_id, RunUpdate(status=RunStatus.RUNNING, pid=os.getpid(),
+                                           heartbeat_at=time.time(), stop_reason=None))
     if overrides:
         with store.atomic():
             store.append_ledger(run.run_id, [LedgerEvent(
@@ -522,9 +523,9 @@ class _Session:
     def _close(self, status: RunStatus, reason: str) -> None:
         self.release()
         try:
-            self.store.update_run(self.run.run_id, status=status, stop_reason=reason,
-                                  finished_at=time.time(), heartbeat_at=time.time(),
-                                  elapsed_s=self._elapsed())
+            self.store.update_run(self.run.run_id, RunUpdate(
+                status=status, stop_reason=reason, finished_at=time.time(),
+                heartbeat_at=time.time(), elapsed_s=self._elapsed()))
         except StoreError:
             logger.exception("could not record the end of run %s", self.run.run_id)
         if status is not RunStatus.RUNNING:
@@ -534,8 +535,8 @@ class _Session:
         now = time.monotonic()
         if now - self.last_beat >= self.config.heartbeat_s:
             self.last_beat = now
-            self.store.update_run(self.run.run_id, heartbeat_at=time.time(),
-                                  elapsed_s=self._elapsed())
+            self.store.update_run(self.run.run_id, RunUpdate(heartbeat_at=time.time(),
+                                                             elapsed_s=self._elapsed()))
 
     # -- helpers ---------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from dreamrsi.core.policy import PolicySpec
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import parse_spec
 from dreamrsi.programs.worker import ProgramLimits, ProgramPolicy, program_digest
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import StoreHandle
 
 __all__ = ["CODE", "ONLINE_LIMITS", "load_program", "parse_policy", "program_spec",
            "read_program"]
@@ -47,7 +47,7 @@ def parse_policy(text: str) -> PolicySpec:
     return program_spec(digest.strip())
 
 
-def read_program(store: RunStore, digest: object) -> str:
+def read_program(store: StoreHandle, digest: object) -> str:
     """A stored program's text, checked against its digest.
 
     Raises:
@@ -68,7 +68,7 @@ def read_program(store: RunStore, digest: object) -> str:
     return text
 
 
-def load_program(store: RunStore, spec: PolicySpec,
+def load_program(store: StoreHandle, spec: PolicySpec,
                  limits: ProgramLimits = ONLINE_LIMITS) -> ProgramPolicy:
     """The program a ``code`` spec names, ready to run in its sandboxed worker.
 

@@ -13,35 +13,36 @@ from typing import TYPE_CHECKING
 from dreamrsi._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from dreamrsi.store.base import (
-        InFlight,
-        RunCounts,
-        RunRecord,
-        RunStatus,
-        RunStore,
-        TaskRecord,
-    )
+    from dreamrsi.store.base import DreamsStore, LedgerStore, RunsStore, RunStore
     from dreamrsi.store.blobs import Blobs
-    from dreamrsi.store.dreams import (
+    from dreamrsi.store.events import Actor, LedgerEvent
+    from dreamrsi.store.factory import open_store
+    from dreamrsi.store.ledger import ChainHead, LedgerRow, VerifyReport
+    from dreamrsi.store.memory import MemoryRunStore
+    from dreamrsi.store.sqlite import SqliteRunStore
+    from dreamrsi.store.values import (
         DreamRecord,
+        InFlight,
         LoopRecord,
         LoopRound,
         PolicyScore,
         PolicyVersion,
+        RunCounts,
+        RunRecord,
+        RunStatus,
+        RunUpdate,
+        TaskRecord,
     )
-    from dreamrsi.store.factory import open_store
-    from dreamrsi.store.ledger import Actor, ChainHead, LedgerEvent, LedgerRow, VerifyReport
-    from dreamrsi.store.memory import MemoryRunStore
-    from dreamrsi.store.sqlite import SqliteRunStore
 
 _HOMES = {
-    "dreamrsi.store.base": ("InFlight", "RunCounts", "RunRecord", "RunStatus", "RunStore",
-                            "TaskRecord"),
+    "dreamrsi.store.base": ("DreamsStore", "LedgerStore", "RunsStore", "RunStore"),
     "dreamrsi.store.blobs": ("Blobs",),
-    "dreamrsi.store.dreams": ("DreamRecord", "LoopRecord", "LoopRound", "PolicyScore",
-                              "PolicyVersion"),
+    "dreamrsi.store.events": ("Actor", "LedgerEvent"),
     "dreamrsi.store.factory": ("open_store",),
-    "dreamrsi.store.ledger": ("Actor", "ChainHead", "LedgerEvent", "LedgerRow", "VerifyReport"),
+    "dreamrsi.store.ledger": ("ChainHead", "LedgerRow", "VerifyReport"),
+    "dreamrsi.store.values": ("DreamRecord", "InFlight", "LoopRecord", "LoopRound",
+                              "PolicyScore", "PolicyVersion", "RunCounts", "RunRecord",
+                              "RunStatus", "RunUpdate", "TaskRecord"),
     "dreamrsi.store.memory": ("MemoryRunStore",),
     "dreamrsi.store.sqlite": ("SqliteRunStore",),
 }
@@ -52,6 +53,7 @@ __all__ = [
     "Blobs",
     "ChainHead",
     "DreamRecord",
+    "DreamsStore",
     "LoopRecord",
     "LoopRound",
     "PolicyScore",
@@ -59,11 +61,14 @@ __all__ = [
     "InFlight",
     "LedgerEvent",
     "LedgerRow",
+    "LedgerStore",
     "MemoryRunStore",
     "RunCounts",
     "RunRecord",
     "RunStatus",
     "RunStore",
+    "RunsStore",
+    "RunUpdate",
     "SqliteRunStore",
     "TaskRecord",
     "VerifyReport",

@@ -62,7 +62,7 @@ from json.encoder import encode_basestring_ascii as _quote_ascii
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dreamrsi.store.ledger import EventJson, LedgerEvent
+    from dreamrsi.store.events import EventJson, LedgerEvent
 
 __all__ = [
     "canonical_text",

@@ -21,11 +21,6 @@ from dreamrsi.store.dreams import (
     ROUND_COLUMNS,
     SCORE_AFFINITY,
     SCORE_COLUMNS,
-    DreamRecord,
-    LoopRecord,
-    LoopRound,
-    PolicyScore,
-    PolicyVersion,
     dream_from_row,
     dream_row,
     loop_from_row,
@@ -36,6 +31,7 @@ from dreamrsi.store.dreams import (
     score_row,
 )
 from dreamrsi.store.rows import columns_of, with_affinity
+from dreamrsi.store.values import DreamRecord, LoopRecord, LoopRound, PolicyScore, PolicyVersion
 
 Row = dict[str, Any]
 _FOREIGN_KEY = "FOREIGN KEY constraint failed"

@@ -15,160 +15,46 @@ import abc
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from enum import StrEnum
 from pathlib import Path
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from dreamrsi.core.model import Cost, Node
-from dreamrsi.core.policy import PolicySpec
 from dreamrsi.store import trees
 from dreamrsi.store.ledger import ChainHead, LedgerEvent, LedgerRow, VerifyReport
 from dreamrsi.store.trees import TreeRow, TreeSummary
+from dreamrsi.store.values import (
+    DreamRecord,
+    InFlight,
+    LoopRecord,
+    LoopRound,
+    ModelSpend,
+    PolicyScore,
+    PolicyVersion,
+    RunCounts,
+    RunRecord,
+    RunStatus,
+    RunUpdate,
+    TaskRecord,
+    add_model_call,
+)
 
 if TYPE_CHECKING:
     from dreamrsi.store.blobs import Blobs
-    from dreamrsi.store.dreams import (
-        DreamRecord,
-        LoopRecord,
-        LoopRound,
-        PolicyScore,
-        PolicyVersion,
-    )
     from dreamrsi.workspace.git import WorkspaceRepo
 
 
-class RunStatus(StrEnum):
-    """Where a run stands. A ``running`` run whose process is gone is resumable."""
-
-    RUNNING = "running"
-    FINISHED = "finished"
-    INTERRUPTED = "interrupted"
-    FAILED = "failed"
+__all__ = [  # the value types live in dreamrsi.store.values; they are named here too
+    "DreamRecord", "DreamsStore", "InFlight", "LedgerStore", "LoopRecord", "LoopRound",
+    "ModelSpend", "PolicyScore", "PolicyVersion", "RunCounts", "RunRecord", "RunStatus",
+    "RunStore", "RunUpdate", "RunsStore", "StoreHandle", "TaskRecord", "add_model_call",
+]
 
 
-class TaskRecord(NamedTuple):
-    """A task as recorded with its runs (its digests fix which trees may be compared)."""
-
-    digest: str
-    name: str
-    evaluator_digest: str
-    spec: Mapping[str, Any]
-    created_at: float = 0.0
-
-
-class RunRecord(NamedTuple):
-    """One online exploration of one task under one policy and budget."""
-
-    run_id: str
-    task_digest: str
-    task_name: str
-    policy: PolicySpec
-    config: Mapping[str, Any]
-    seed: int
-    status: RunStatus
-    created_at: float
-    stop_reason: str | None = None
-    finished_at: float | None = None
-    heartbeat_at: float | None = None
-    pid: int | None = None
-    elapsed_s: float = 0.0
-
-
-class InFlight(NamedTuple):
-    """An attempt that was launched and has not been recorded yet."""
-
-    node_id: str
-    run_id: str
-    parent_id: str
-    seq: int
-    round: int
-    parent_commit: str | None
-    started_at: float
-
-
-class RunCounts(NamedTuple):
-    """Nodes of a run by status, and its best score."""
-
-    by_status: Mapping[str, int] = MappingProxyType({})
-    best_score: float | None = None
-    best_node: str | None = None
-
-    @property
-    def attempts(self) -> int:
-        """Recorded non-root nodes whose attempt finished (``lost`` excluded)."""
-        return self.finished - 1 if self.finished else 0
-
-    @property
-    def finished(self) -> int:
-        """Recorded nodes, root included, except ``lost`` ones."""
-        return sum(v for k, v in self.by_status.items() if k != "lost")
-
-
-class ModelSpend(NamedTuple):
-    """What one model's calls in a run cost: calls made, those answered, tokens, money."""
-
-    model: str
-    calls: int = 0
-    answered: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    money_usd: float = 0.0
-
-
-def add_model_call(totals: dict[str, ModelSpend], parsed: Mapping[str, Any]) -> None:
-    """Count one ``model chat`` ledger row's facts (its ``parsed``) into ``totals``."""
-    model = str(parsed.get("model") or "")
-    was = totals.get(model) or ModelSpend(model)
-    totals[model] = ModelSpend(
-        model, was.calls + 1, was.answered + (parsed.get("error") is None),
-        was.tokens_in + _count(parsed.get("tokens_in")),
-        was.tokens_out + _count(parsed.get("tokens_out")),
-        was.money_usd + _money(parsed.get("money_usd")))
-
-
-def _count(value: Any) -> int:
-    return value if value.__class__ is int and value > 0 else 0
-
-
-def _money(value: Any) -> float:
-    return float(value) if value.__class__ in (int, float) and value > 0 else 0.0
-
-
-class RunStore(abc.ABC):
-    """The durable record of a project: what every backend stores and hands out.
-
-    **Who writes.** One writer at a time: the process driving a run, a dream or a loop (the
-    engine is the single writer), which opened the store for writing and, for a backend shared
-    between processes, holds its writer lock (a second writer fails at once with
-    ``StoreBusy``). It writes from the thread that opened the handle; a write from another
-    thread raises ``StoreError``, and so does a write through a handle opened read-only.
-    Readers (the CLI, the dashboard) open their own handle and never block the writer, nor are
-    they blocked by it: they see committed transactions only.
-
-    **Thread safety.** A handle is used from the thread that opened it. Attempts run on worker
-    threads, which touch only :attr:`blobs` and :attr:`workspaces` (both thread safe) and the
-    :attr:`work_folder`; the engine thread records what they return.
-
-    **Transactions.** Every write happens inside :meth:`atomic`, or is its own transaction.
-    Nested :meth:`atomic` blocks are savepoints: an exception rolls back to where the block
-    began (everything when it is the outermost one) and propagates. A finished attempt (its
-    ledger rows, its node, the end of its in-flight marker) is one transaction, committed
-    before the policy's next decision.
-
-    **Immutability.** Tasks, recorded nodes, ledger rows, blobs, policy versions and
-    workspace commits never change once written: a second write of the same node id (or seq
-    in its run), run id, dream id, loop id or event id raises ``AlreadyRecorded`` and changes
-    nothing; a second ``put_task`` or ``put_policy`` of the same id keeps the first. Only a
-    run's mutable fields (:meth:`update_run`), in-flight markers, a dream's outcome, a loop's
-    status and its rounds, and replay scores (replaced by dream, version and tree) change.
-
-    **Records.** :meth:`create_run` and :meth:`add_node` also append the run's or the node's
-    record to the run's ledger chain in the same transaction (``dreamrsi.store.records``), so
-    that :meth:`verify` can check the stored run and nodes against the chain.
-    """
-
-    # -- resources -------------------------------------------------------------------------
+class StoreHandle(abc.ABC):
+    """What every part of a store shares: where it is, the resources it owns (blobs, the git
+    repository of workspaces, the folder where attempts run), transactions and closing. The
+    rules of :class:`RunStore` (one writer, threads, transactions, immutability) hold for
+    each part."""
 
     @property
     @abc.abstractmethod
@@ -227,6 +113,21 @@ class RunStore(abc.ABC):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- blobs -----------------------------------------------------------------------------
+
+    def put_blob(self, data: bytes) -> str:
+        """Store bytes by content; return the hex SHA-256."""
+        return self.blobs.put(data)
+
+    def get_blob(self, digest: str) -> bytes:
+        """Bytes stored under a digest (``NotFound`` otherwise)."""
+        return self.blobs.get(digest)
+
+
+class RunsStore(StoreHandle):
+    """Runs and nodes: tasks, runs, their nodes and in-flight attempts, and what is read from
+    them (trees, spend). What the engine records and the run views read."""
+
     # -- tasks and runs --------------------------------------------------------------------
 
     @abc.abstractmethod
@@ -252,11 +153,29 @@ class RunStore(abc.ABC):
     def list_runs(self, task_digest: str | None = None) -> list[RunRecord]:
         """Every run (or every run of one task), oldest first."""
 
+    def update_run(self, run_id: str, update: RunUpdate | None = None, /,
+                   **changes: Any) -> None:
+        """Change a run's mutable fields, given as a :class:`RunUpdate` (or as keyword
+        arguments naming the same fields: ``RunUpdate.of(changes)``).
+
+        Raises:
+            ValueError: A field that is not a run's mutable field, both forms at once, or
+                nothing to change.
+            NotFound: No such run.
+        """
+        if update is None:
+            update = RunUpdate.of(changes)
+        elif changes:
+            raise ValueError("give a RunUpdate or keyword changes, not both")
+        fields = update.changes()
+        if not fields:
+            raise ValueError("no run fields to change")
+        self._set_run_fields(run_id, fields)
+
     @abc.abstractmethod
-    def update_run(self, run_id: str, **changes: Any) -> None:
-        """Change a run's mutable fields: status, stop_reason, finished_at, heartbeat_at,
-        pid, elapsed_s (``ValueError`` for any other, or for none; ``NotFound`` for an unknown
-        run)."""
+    def _set_run_fields(self, run_id: str, changes: Mapping[str, Any]) -> None:
+        """Write a run's changed fields, by column name, in stored form (checked by
+        :meth:`update_run`; ``NotFound`` for an unknown run)."""
 
     # -- nodes and in-flight attempts ------------------------------------------------------
 
@@ -286,6 +205,18 @@ class RunStore(abc.ABC):
     @abc.abstractmethod
     def counts(self, run_id: str) -> RunCounts:
         """Nodes of a run by status, and its best node (highest score, lowest seq on ties)."""
+
+    @abc.abstractmethod
+    def start_attempts(self, attempts: Sequence[InFlight]) -> None:
+        """Mark attempts as in flight (``AlreadyRecorded`` if one is already marked)."""
+
+    @abc.abstractmethod
+    def finish_attempt(self, node_id: str) -> None:
+        """Clear an attempt's in-flight marker (clearing a missing one is harmless)."""
+
+    @abc.abstractmethod
+    def in_flight(self, run_id: str) -> list[InFlight]:
+        """Attempts of a run still marked in flight, by seq."""
 
     # -- reading trees: these load the run's nodes; a backend may answer them with queries ---
 
@@ -336,36 +267,10 @@ class RunStore(abc.ABC):
         return [n.node_id for n in self.replay_nodes(run_id)
                 if n.node_id.startswith(prefix)][:limit]
 
-    def node_ledger(self, node_id: str) -> list[LedgerRow]:
-        """The rows of a node's run chain that name the node, in order (``NotFound`` for an
-        unknown node)."""
-        run_id = self.get_node(node_id).run_id
-        return [r for r in self.ledger(run_id) if r.event.node_id == node_id]
 
-    def model_spend(self, run_id: str) -> list[ModelSpend]:
-        """What each model the run's ``llm`` proposer asked cost, from the run's ``model
-        chat`` ledger rows, by model name."""
-        totals: dict[str, ModelSpend] = {}
-        for row in self.ledger(run_id):
-            if row.event.cmd.startswith("model chat "):
-                parsed = row.event.parsed
-                if isinstance(parsed, Mapping):
-                    add_model_call(totals, parsed)
-        return sorted(totals.values())
-
-    @abc.abstractmethod
-    def start_attempts(self, attempts: Sequence[InFlight]) -> None:
-        """Mark attempts as in flight (``AlreadyRecorded`` if one is already marked)."""
-
-    @abc.abstractmethod
-    def finish_attempt(self, node_id: str) -> None:
-        """Clear an attempt's in-flight marker (clearing a missing one is harmless)."""
-
-    @abc.abstractmethod
-    def in_flight(self, run_id: str) -> list[InFlight]:
-        """Attempts of a run still marked in flight, by seq."""
-
-    # -- ledger ----------------------------------------------------------------------------
+class LedgerStore(StoreHandle):
+    """The evidence ledger: hash-chained rows in chains (one per run, one per dream), their
+    verification, and what is read from them."""
 
     @abc.abstractmethod
     def append_ledger(
@@ -399,17 +304,20 @@ class RunStore(abc.ABC):
         the blobs and workspace commits the rows name, and ``head`` (a head kept outside the
         store) against the chain."""
 
-    # -- blobs -----------------------------------------------------------------------------
+    def model_spend(self, run_id: str) -> list[ModelSpend]:
+        """What each model the run's ``llm`` proposer asked cost, from the run's ``model
+        chat`` ledger rows, by model name."""
+        totals: dict[str, ModelSpend] = {}
+        for row in self.ledger(run_id):
+            if row.event.cmd.startswith("model chat "):
+                parsed = row.event.parsed
+                if isinstance(parsed, Mapping):
+                    add_model_call(totals, parsed)
+        return sorted(totals.values())
 
-    def put_blob(self, data: bytes) -> str:
-        """Store bytes by content; return the hex SHA-256."""
-        return self.blobs.put(data)
 
-    def get_blob(self, digest: str) -> bytes:
-        """Bytes stored under a digest (``NotFound`` otherwise)."""
-        return self.blobs.get(digest)
-
-    # -- dreaming: policy versions, dreams, replay scores ----------------------------------
+class DreamsStore(StoreHandle):
+    """Dreams and policies: policy versions, dreams, replay scores and recursive loops."""
 
     @abc.abstractmethod
     def put_policy(self, version: PolicyVersion) -> None:
@@ -477,3 +385,45 @@ class RunStore(abc.ABC):
     @abc.abstractmethod
     def list_loops(self, task_digest: str | None = None) -> Iterator[LoopRecord]:
         """Loops, oldest first (all, or of one task)."""
+
+
+class RunStore(RunsStore, LedgerStore, DreamsStore):
+    """The durable record of a project: what every backend stores and hands out.
+
+    **Who writes.** One writer at a time: the process driving a run, a dream or a loop (the
+    engine is the single writer), which opened the store for writing and, for a backend shared
+    between processes, holds its writer lock (a second writer fails at once with
+    ``StoreBusy``). It writes from the thread that opened the handle; a write from another
+    thread raises ``StoreError``, and so does a write through a handle opened read-only.
+    Readers (the CLI, the dashboard) open their own handle and never block the writer, nor are
+    they blocked by it: they see committed transactions only.
+
+    **Thread safety.** A handle is used from the thread that opened it. Attempts run on worker
+    threads, which touch only :attr:`blobs` and :attr:`workspaces` (both thread safe) and the
+    :attr:`work_folder`; the engine thread records what they return.
+
+    **Transactions.** Every write happens inside :meth:`atomic`, or is its own transaction.
+    Nested :meth:`atomic` blocks are savepoints: an exception rolls back to where the block
+    began (everything when it is the outermost one) and propagates. A finished attempt (its
+    ledger rows, its node, the end of its in-flight marker) is one transaction, committed
+    before the policy's next decision.
+
+    **Immutability.** Tasks, recorded nodes, ledger rows, blobs, policy versions and
+    workspace commits never change once written: a second write of the same node id (or seq
+    in its run), run id, dream id, loop id or event id raises ``AlreadyRecorded`` and changes
+    nothing; a second ``put_task`` or ``put_policy`` of the same id keeps the first. Only a
+    run's mutable fields (:meth:`update_run`), in-flight markers, a dream's outcome, a loop's
+    status and its rounds, and replay scores (replaced by dream, version and tree) change.
+
+    **Records.** :meth:`create_run` and :meth:`add_node` also append the run's or the node's
+    record to the run's ledger chain in the same transaction (``dreamrsi.store.records``), so
+    that :meth:`verify` can check the stored run and nodes against the chain.
+    """
+
+    # -- reading across the parts ----------------------------------------------------------
+
+    def node_ledger(self, node_id: str) -> list[LedgerRow]:
+        """The rows of a node's run chain that name the node, in order (``NotFound`` for an
+        unknown node)."""
+        run_id = self.get_node(node_id).run_id
+        return [r for r in self.ledger(run_id) if r.event.node_id == node_id]

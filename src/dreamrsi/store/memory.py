@@ -26,7 +26,7 @@ import threading
 import time
 import weakref
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -37,7 +37,6 @@ from dreamrsi.errors import AlreadyRecorded, ConfigError, NotFound, StoreError
 from dreamrsi.store._journal import Journal
 from dreamrsi.store._memory_dreams import MemoryDreamTables
 from dreamrsi.store.audit import RecordAudit
-from dreamrsi.store.base import InFlight, RunCounts, RunRecord, RunStatus, TaskRecord
 from dreamrsi.store.blobs import MemoryBlobs
 from dreamrsi.store.ledger import (
     GENESIS,
@@ -62,7 +61,6 @@ from dreamrsi.store.rows import (
     LEDGER_COLUMNS,
     NODE_AFFINITY,
     RUN_AFFINITY,
-    RUN_MUTABLE,
     RUN_TABLE_COLUMNS,
     TASK_AFFINITY,
     TASK_COLUMNS,
@@ -81,6 +79,7 @@ from dreamrsi.store.rows import (
     task_row,
     with_affinity,
 )
+from dreamrsi.store.values import InFlight, RunCounts, RunRecord, TaskRecord
 from dreamrsi.store.workfolder import work_folder_for
 from dreamrsi.workspace.git import WorkspaceRepo
 
@@ -211,18 +210,12 @@ class MemoryRunStore(MemoryDreamTables, RecordAudit):
                 if task_digest is None or r["task_digest"] == task_digest]
         return [run_from_row(r) for r in sorted(rows, key=lambda r: r["created_at"])]
 
-    def update_run(self, run_id: str, **changes: Any) -> None:
-        unknown = set(changes) - RUN_MUTABLE
-        if unknown:
-            raise ValueError(f"cannot change run fields {sorted(unknown)}")
-        if not changes:
-            raise ValueError("no run fields to change")
-        values = {k: v.value if isinstance(v, RunStatus) else v for k, v in changes.items()}
+    def _set_run_fields(self, run_id: str, changes: Mapping[str, Any]) -> None:
         with self._write():
             old = self._runs.get(run_id)
             if old is None:
                 raise NotFound(f"no run '{run_id}' in the store at {self.location}")
-            new = {**old, **values}
+            new = {**old, **changes}
             row = with_affinity([new[c] for c in RUN_TABLE_COLUMNS], RUN_AFFINITY, "runs",
                                 RUN_TABLE_COLUMNS)
             self._journal.put(self._runs, run_id, columns_of(row, RUN_TABLE_COLUMNS))

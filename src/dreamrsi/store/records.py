@@ -19,7 +19,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from dreamrsi.store._fast import dumps, loads, node_record_text
-from dreamrsi.store.ledger import Actor, ChainHead, LedgerEvent, now_iso
+from dreamrsi.store.events import Actor, LedgerEvent, now_iso
+from dreamrsi.store.ledger import ChainHead
 
 NODE_COLUMNS = (
     "node_id", "run_id", "parent_id", "seq", "round", "commit_id", "status", "valid", "score",

@@ -23,8 +23,9 @@ from dreamrsi.core.model import Artifact, Cost, Node, NodeStatus
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.errors import AlreadyRecorded
 from dreamrsi.store._fast import dumps, dumps_pairs, dumps_strings, loads
-from dreamrsi.store.base import InFlight, RunRecord, RunStatus, TaskRecord
-from dreamrsi.store.ledger import Actor, EventJson, LedgerEvent, LedgerRow
+from dreamrsi.store.events import Actor, EventJson, LedgerEvent
+from dreamrsi.store.ledger import LedgerRow
+from dreamrsi.store.values import InFlight, RunRecord, RunStatus, TaskRecord
 
 
 class RowLike(Protocol):
@@ -40,9 +41,6 @@ RUN_TABLE_COLUMNS = ("run_id", "task_digest", "task_name", "policy", "config", "
 """Every column of ``runs`` (``records.RUN_COLUMNS`` holds the immutable ones)."""
 ATTEMPT_COLUMNS = ("node_id", "run_id", "parent_id", "seq", "round", "parent_commit",
                    "started_at")
-RUN_MUTABLE = frozenset({"status", "stop_reason", "finished_at", "heartbeat_at", "pid",
-                         "elapsed_s"})
-"""The columns of ``runs`` that ``update_run`` may change."""
 LEDGER_COLUMNS = ("chain", "seq", "id", "run_id", "dream_id", "node_id", "t", "actor", "cmd",
                   "args", "exit", "commit_id", "artifacts", "parsed", "env_digest",
                   "duration_ms", "admissible", "belief_updates", "prev_hash", "hash")

@@ -17,9 +17,9 @@ from typing import Any
 from dreamrsi.core.model import Cost
 from dreamrsi.errors import NotFound, StoreError
 from dreamrsi.store._fast import loads
-from dreamrsi.store.base import ModelSpend, add_model_call
 from dreamrsi.store.ledger import LedgerRow
 from dreamrsi.store.rows import LEDGER_COLUMNS, ledger_from_row
+from dreamrsi.store.values import ModelSpend, add_model_call
 
 _LEDGER = ", ".join(LEDGER_COLUMNS)
 _CHAT = "model chat "

@@ -16,7 +16,7 @@ import fcntl
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -34,9 +34,7 @@ from dreamrsi.errors import (
 )
 from dreamrsi.store._fast import gc_paused
 from dreamrsi.store.audit import RecordAudit
-from dreamrsi.store.base import InFlight, RunCounts, RunRecord, RunStatus, TaskRecord
 from dreamrsi.store.blobs import BlobStore
-from dreamrsi.store.dreams import DreamTables
 from dreamrsi.store.ledger import (
     GENESIS,
     ChainHead,
@@ -56,7 +54,6 @@ from dreamrsi.store.records import (
 )
 from dreamrsi.store.rows import (
     LEDGER_COLUMNS,
-    RUN_MUTABLE,
     attempt_from_row,
     attempt_row,
     ledger_dict,
@@ -71,7 +68,9 @@ from dreamrsi.store.rows import (
     used_runs,
 )
 from dreamrsi.store.spend_sql import SpendQueries
+from dreamrsi.store.sqlite_dreams import SqliteDreams
 from dreamrsi.store.tree_sql import TreeQueries
+from dreamrsi.store.values import InFlight, RunCounts, RunRecord, TaskRecord
 from dreamrsi.store.workfolder import work_folder_for
 
 if TYPE_CHECKING:
@@ -90,7 +89,7 @@ _REPLAY_COLUMNS = (
 _EMPTY: Any = MappingProxyType({})
 
 
-class SqliteRunStore(TreeQueries, SpendQueries, DreamTables, RecordAudit):
+class SqliteRunStore(TreeQueries, SpendQueries, SqliteDreams, RecordAudit):
     """A run store in a directory (see the module docstring).
 
     Open it with :meth:`open`. A writer holds an exclusive lock on the directory for as long as
@@ -427,16 +426,11 @@ class SqliteRunStore(TreeQueries, SpendQueries, DreamTables, RecordAudit):
                                (task_digest,))
         return [run_from_row(r) for r in rows]
 
-    def update_run(self, run_id: str, **changes: Any) -> None:
-        unknown = set(changes) - RUN_MUTABLE
-        if unknown:
-            raise ValueError(f"cannot change run fields {sorted(unknown)}")
-        if not changes:
-            raise ValueError("no run fields to change")
-        values = [v.value if isinstance(v, RunStatus) else v for v in changes.values()]
+    def _set_run_fields(self, run_id: str, changes: Mapping[str, Any]) -> None:
         sets = ", ".join(f"{k} = ?" for k in changes)
         with self._write() as conn:
-            cur = conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", (*values, run_id))
+            cur = conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?",
+                               (*changes.values(), run_id))
             if cur.rowcount == 0:
                 raise NotFound(f"no run '{run_id}' in the store at {self.root}")
 
