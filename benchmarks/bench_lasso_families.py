@@ -1,6 +1,6 @@
 """The lasso-path task's solver families side by side: speed, validity and score spread.
 
-Each family of ``src/dreamrsi/tasks/builtin/lasso-path/seed/families/`` at its default
+Each family of ``src/dreamrsi/tasks/builtin/_families/lasso-path/families/`` at its default
 parameters is scored by the task's own evaluator ``--repeats`` times on the same instances
 (``--seed``) and once more on fresh ones, families interleaved so that machine load hits them
 alike. The spread of a family is (max - min) / median of its scores on the same instances:
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import reference_loop, write_section  # noqa: E402
 
 SEED_DIR = (Path(__file__).resolve().parent.parent / "src" / "dreamrsi" / "tasks" / "builtin"
-            / "lasso-path" / "seed")
+            / "_families" / "lasso-path")  # lasso-path's whole seed: it has no files of its own
 
 
 def score(workspace: Path, family_file: str, seed: int | None) -> dict[str, object]:

@@ -117,7 +117,7 @@ MEASURES: dict[str, tuple[str, ...]] = {
     "bench_replay.py": ("src/dreamrsi/core", "src/dreamrsi/policies"),
     "bench_replay_shapes.py": ("src/dreamrsi/core", "src/dreamrsi/policies"),
     "bench_dream.py": ("src/dreamrsi/core", "src/dreamrsi/policies", "src/dreamrsi/dreaming"),
-    "bench_lasso_ops.py": ("src/dreamrsi/tasks/builtin/lasso-path/seed",),
+    "bench_lasso_ops.py": ("src/dreamrsi/tasks/builtin/_families/lasso-path",),
 }
 WHOLE_PACKAGE = ("src/dreamrsi",)
 

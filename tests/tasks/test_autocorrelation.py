@@ -14,15 +14,16 @@ from pathlib import Path
 import pytest
 
 from dreamrsi.tasks import resolve_task
+from dreamrsi.tasks.families import BUILTIN_DIR as BUILTIN
+from dreamrsi.tasks.families import FAMILIES_DIR
 
-BUILTIN = Path(__file__).resolve().parents[2] / "src" / "dreamrsi" / "tasks" / "builtin"
 TASKS = ("autocorrelation-c3", "autocorrelation-c1")
 FRESH_N = {"autocorrelation-c3": 400, "autocorrelation-c1": 600}
 
 
 def workspace(tmp_path: Path, task: str, name: str = "ws") -> Path:
-    """A fresh copy of the task's seed directory."""
-    return Path(shutil.copytree(BUILTIN / task / "seed", tmp_path / name))
+    """A fresh copy of the task's seed as it loads (the family's scripts, the task's files)."""
+    return Path(shutil.copytree(resolve_task(task).seed_dir, tmp_path / name))
 
 
 def run(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -103,11 +104,12 @@ def test_task_loads_with_the_expected_settings(task: str) -> None:
 
 @pytest.mark.parametrize("script", ["evaluate.py", "propose.py"])
 def test_one_script_serves_both_inequalities(script: str) -> None:
-    """The scripts are one program, parameterised by params.json: edit autocorrelation-c1's and
-    copy it to autocorrelation-c3 (docs/tasks.md)."""
-    c1, c3 = (BUILTIN / task / "seed" / script for task in ("autocorrelation-c1",
-                                                             "autocorrelation-c3"))
-    assert c3.read_bytes() == c1.read_bytes(), f"{c3} differs from {c1}"
+    """The scripts are one program, parameterised by params.json, kept once: the family's
+    (builtin/_families/autocorrelation/), in both tasks' seeds; no task holds a copy."""
+    family = (FAMILIES_DIR / "autocorrelation" / script).read_bytes()
+    for task in TASKS:
+        assert (resolve_task(task).seed_dir / script).read_bytes() == family
+        assert not (BUILTIN / task / "seed" / script).exists()
 
 
 @pytest.mark.parametrize("task", TASKS)

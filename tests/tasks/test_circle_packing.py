@@ -13,12 +13,16 @@ from pathlib import Path
 
 import pytest
 
-BUILTIN = Path(__file__).resolve().parents[2] / "src" / "dreamrsi" / "tasks" / "builtin"
+from dreamrsi.tasks import resolve_task
+from dreamrsi.tasks.families import BUILTIN_DIR as BUILTIN
+from dreamrsi.tasks.families import FAMILIES_DIR
+
 SIZES = (26, 32)
 
 
 def seed_dir(n: int) -> Path:
-    return BUILTIN / f"circle-packing-{n}" / "seed"
+    """The task's seed as it loads: the family's scripts and the task's own files."""
+    return resolve_task(f"circle-packing-{n}").seed_dir
 
 
 def workspace(tmp_path: Path, n: int = 26, name: str = "ws") -> Path:
@@ -113,10 +117,12 @@ def test_task_toml_and_seed_files(n: int) -> None:
 
 @pytest.mark.parametrize("script", ["evaluate.py", "propose.py"])
 def test_one_script_serves_every_n(script: str) -> None:
-    """The scripts are one program, parameterised by params.json: edit circle-packing-26's and
-    copy it to circle-packing-32 (docs/tasks.md)."""
-    assert (seed_dir(32) / script).read_bytes() == (seed_dir(26) / script).read_bytes(), (
-        f"circle-packing-32/seed/{script} differs from circle-packing-26/seed/{script}")
+    """The scripts are one program, parameterised by params.json, kept once: the family's
+    (builtin/_families/circle-packing/), in every task's seed; no task holds a copy."""
+    family = (FAMILIES_DIR / "circle-packing" / script).read_bytes()
+    for n in SIZES:
+        assert (seed_dir(n) / script).read_bytes() == family
+        assert not (BUILTIN / f"circle-packing-{n}" / "seed" / script).exists()
 
 
 # --- evaluator --------------------------------------------------------------------------------

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from dreamrsi.errors import ConfigError
-from dreamrsi.tasks import builtin_tasks, load_task
-from dreamrsi.tasks.catalog import task_path
+from dreamrsi.tasks import builtin_tasks, families, load_task
+from dreamrsi.tasks.catalog import copy_builtin, task_path
 from dreamrsi.tasks.digest import unvalidated_digest
+from dreamrsi.tasks.families import FAMILIES_DIR, FAMILY_OF, family_folder
 
 EXAMPLES = Path(__file__).parent / "examples"
 
@@ -34,10 +35,7 @@ def test_every_builtin_and_example_task_digests_as_it_loads() -> None:
 
 
 def copy_task(tmp_path: Path, name: str = "circle-packing-26") -> Path:
-    target = tmp_path / name
-    shutil.copytree(builtin_tasks()[name], target,
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    return target
+    return copy_builtin(name, tmp_path / name)
 
 
 def test_the_digest_follows_every_file_and_link(tmp_path: Path) -> None:
@@ -87,3 +85,43 @@ def test_task_path_resolves_as_resolve_task(tmp_path: Path) -> None:
         task_path("no-such-task")
     with pytest.raises(ConfigError, match="the task name is empty"):
         task_path("  ")
+
+
+def test_a_builtin_family_task_digests_as_a_whole_copy_of_it(tmp_path: Path) -> None:
+    """A built-in task whose scripts are its family's digests as a whole, ordinary copy of it
+    (the family's files in its own seed folder): the same digests as when each task kept a
+    full copy, and a copy anywhere else is an ordinary task."""
+    for name in FAMILY_OF:
+        builtin = load_task(builtin_tasks()[name])
+        copy = copy_builtin(name, tmp_path / name)
+        assert load_task(copy).digest == builtin.digest == unvalidated_digest(copy)
+        assert load_task(copy).evaluator_digest == builtin.evaluator_digest
+        assert family_folder(copy) is None and family_folder(builtin.directory) is not None
+
+
+def test_a_family_is_the_packages_never_a_tasks(tmp_path: Path) -> None:
+    """Only a directory directly in the package's builtin folder has a family: a task named
+    like a built-in elsewhere keeps to its own seed folder."""
+    task = tmp_path / "circle-packing-26"
+    shutil.copytree(builtin_tasks()["circle-packing-26"], task)
+    assert family_folder(task) is None
+    with pytest.raises(ConfigError, match="protected path 'evaluate.py' is not in the seed"):
+        load_task(task)
+    assert unvalidated_digest(task) != load_task(builtin_tasks()["circle-packing-26"]).digest
+
+
+def test_a_task_file_may_not_stand_where_a_family_file_does(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    expected = load_task(builtin_tasks()["circle-packing-26"]).digest
+    builtin = tmp_path / "builtin"
+    shutil.copytree(builtin_tasks()["circle-packing-26"], builtin / "circle-packing-26")
+    shutil.copytree(FAMILIES_DIR / "circle-packing", builtin / "_families" / "circle-packing")
+    monkeypatch.setattr(families, "BUILTIN_DIR", builtin.resolve())
+    monkeypatch.setattr(families, "FAMILIES_DIR", (builtin / "_families").resolve())
+    task = builtin / "circle-packing-26"
+    assert load_task(task).digest == expected
+    (task / "seed" / "evaluate.py").write_text("print('mine')\n")
+    with pytest.raises(ConfigError, match="evaluate.py, a file of the task's family"):
+        load_task(task)
+    assert unvalidated_digest(task) is None

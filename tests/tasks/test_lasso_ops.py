@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from dreamrsi.tasks import resolve_task
+from dreamrsi.tasks.catalog import copy_builtin
+from dreamrsi.tasks.families import BUILTIN_DIR, FAMILIES_DIR
 
-BUILTIN = Path(__file__).resolve().parents[2] / "src/dreamrsi/tasks/builtin"
-SEED_DIR = BUILTIN / "lasso-path" / "seed"
-OPS_DIR = BUILTIN / "lasso-path-ops"
+SEED_DIR = resolve_task("lasso-path").seed_dir
 
 def workspace(tmp_path: Path, family: str, name: str = "ws") -> Path:
     ws = Path(shutil.copytree(SEED_DIR, tmp_path / name,
@@ -39,16 +39,19 @@ def evaluate(cwd: Path, *args: str, env: dict[str, str] | None = None) -> dict:
 
 
 def test_the_ops_task_is_the_lasso_task_scored_by_instructions() -> None:
-    """One program: lasso-path-ops's seed is lasso-path's, byte for byte (edit lasso-path's and
-    copy it over); only the evaluator's command differs."""
-    ours = sorted(p.relative_to(OPS_DIR / "seed") for p in (OPS_DIR / "seed").rglob("*")
-                  if p.is_file() and "__pycache__" not in p.parts)
-    theirs = sorted(p.relative_to(SEED_DIR) for p in SEED_DIR.rglob("*")
-                    if p.is_file() and "__pycache__" not in p.parts)
-    assert ours == theirs
-    for path in ours:
-        assert (OPS_DIR / "seed" / path).read_bytes() == (SEED_DIR / path).read_bytes(), (
-            f"lasso-path-ops/seed/{path} differs from lasso-path/seed/{path}")
+    """One program: both tasks' seeds are the lasso-path family's folder, kept once
+    (builtin/_families/lasso-path/), and neither task holds a file of its own; only the
+    evaluator's command differs."""
+    family = FAMILIES_DIR / "lasso-path"
+    files = sorted(p.relative_to(family) for p in family.rglob("*")
+                   if p.is_file() and "__pycache__" not in p.parts)
+    assert "solver.py" in map(str, files)
+    for name in ("lasso-path", "lasso-path-ops"):
+        seed = resolve_task(name).seed_dir
+        assert sorted(p.relative_to(seed) for p in seed.rglob("*") if p.is_file()) == files
+        for path in files:
+            assert (seed / path).read_bytes() == (family / path).read_bytes()
+        assert not (BUILTIN_DIR / name / "seed").exists()
     task = resolve_task("lasso-path-ops")
     assert task.evaluator.command == "python3 evaluate.py --ops score"
     assert resolve_task("lasso-path").evaluator.command == "python3 evaluate.py"
@@ -145,8 +148,7 @@ def test_the_ops_task_scores_in_the_sandbox(tmp_path: Path) -> None:
     from dreamrsi.engine.check import check_task
 
     tmp_path.chmod(0o755)
-    task = Path(shutil.copytree(OPS_DIR, tmp_path / "task",
-                                ignore=shutil.ignore_patterns("__pycache__")))
+    task = copy_builtin("lasso-path-ops", tmp_path / "task")
     toml = task / "task.toml"
     toml.write_text(toml.read_text().replace('--ops score"', '--ops score --limit 2"'))
     shutil.copy(task / "seed" / "families" / "homotopy.py", task / "seed" / "solver.py")

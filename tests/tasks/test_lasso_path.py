@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from dreamrsi.tasks import resolve_task
+from dreamrsi.tasks.catalog import copy_builtin
 
-TASK_DIR = Path(__file__).resolve().parents[2] / "src/dreamrsi/tasks/builtin/lasso-path"
-SEED_DIR = TASK_DIR / "seed"
+SEED_DIR = resolve_task("lasso-path").seed_dir  # the family's folder: no files of its own
 FAMILIES = ("active-set", "cd-active", "cd-cyclic", "fista", "homotopy", "working-set")
 
 
@@ -306,8 +306,7 @@ def test_in_the_sandbox_the_solver_cannot_read_the_evaluator(tmp_path: Path) -> 
     from dreamrsi.engine.check import check_task
 
     tmp_path.chmod(0o755)
-    task = Path(shutil.copytree(TASK_DIR, tmp_path / "task",
-                                ignore=shutil.ignore_patterns("__pycache__")))
+    task = copy_builtin("lasso-path", tmp_path / "task")
     toml = task / "task.toml"
     toml.write_text(toml.read_text().replace('"python3 evaluate.py"',
                                              '"python3 evaluate.py --limit 2"'))

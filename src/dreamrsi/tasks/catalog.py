@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import shutil
+import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dreamrsi.errors import ConfigError
 from dreamrsi.tasks.digest import TASK_FILE
+from dreamrsi.tasks.families import BUILTIN_DIR
 
 if TYPE_CHECKING:
     from dreamrsi.tasks.spec import Task
 
-BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
+__all__ = ["BUILTIN_DIR", "builtin_tasks", "copy_builtin", "describe_builtin_tasks",
+           "is_builtin", "resolve_task", "task_path"]
 
 
 def builtin_tasks() -> dict[str, Path]:
@@ -36,6 +40,29 @@ def describe_builtin_tasks() -> list[dict[str, Any]]:
         rows.append({"name": name, "direction": task.direction.value,
                      "objective": task.objective, "directory": str(directory)})
     return rows
+
+
+def copy_builtin(name: str, dest: Path) -> Path:
+    """Write the built-in task ``name`` to the new folder ``dest`` as a whole, ordinary task:
+    its directory with its whole seed (its family's files too), a copy to edit that has the
+    built-in's digest until it is edited.
+
+    Raises:
+        ConfigError: No built-in task has that name, or the task does not load.
+    """
+    from dreamrsi.tasks.spec import load_task
+
+    builtins = builtin_tasks()
+    if name not in builtins:
+        raise ConfigError(f"no built-in task named '{name}'",
+                          expected="one of " + ", ".join(builtins))
+    task = load_task(builtins[name])
+    seed = tomllib.loads((task.directory / TASK_FILE).read_text())["workspace"]["seed"]
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(task.directory, dest, symlinks=True, ignore=ignore)
+    shutil.copytree(task.seed_dir, dest / seed, symlinks=True, ignore=ignore,
+                    dirs_exist_ok=True)
+    return dest
 
 
 def is_builtin(task: Task) -> bool:

@@ -14,7 +14,9 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
+from dreamrsi.errors import ConfigError
 from dreamrsi.tasks._inside import outside
+from dreamrsi.tasks.families import family_folder
 
 TASK_FILE = "task.toml"
 
@@ -40,6 +42,27 @@ def file_digests(root: Path) -> dict[str, str]:
                 out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
         dirs[:] = [d for d in dirs if d != "__pycache__" and not (top and d == ".git")]
     return out
+
+
+def seed_files(directory: Path, seed_dir: Path) -> dict[str, str]:
+    """sha256 of every file of a task's seed, by relative path: its seed folder's files and,
+    for a built-in task of a family, the family's shared files under them
+    (:mod:`dreamrsi.tasks.families`; a built-in task's own seed folder may then be missing).
+
+    Raises:
+        ConfigError: A file of the task's own seed folder stands where a family file does.
+    """
+    family = family_folder(directory)
+    own = file_digests(seed_dir) if family is None or seed_dir.is_dir() else {}
+    if family is None:
+        return own
+    shared = file_digests(family)
+    both = sorted(shared.keys() & own.keys())
+    if both:
+        raise ConfigError(f"the seed folder holds {both[0]}, a file of the task's family "
+                          f"{family.name}", file=str(seed_dir), key="workspace.seed",
+                          expected="only the task's own files (its parameters, its start)")
+    return {**shared, **own}
 
 
 def combine(parts: Mapping[str, str]) -> str:
@@ -75,6 +98,11 @@ def unvalidated_digest(directory: Path) -> str | None:
             not isinstance(evaluator, dict) or evaluator.get("kind", "command") != "command"):
         return None
     seed_dir = (directory / seed).resolve()
-    if not seed_dir.is_relative_to(directory) or not seed_dir.is_dir():
+    if not seed_dir.is_relative_to(directory) or not (
+            seed_dir.is_dir() or family_folder(directory) is not None):
         return None
-    return combine({TASK_FILE: hashlib.sha256(raw).hexdigest(), **file_digests(seed_dir)})
+    try:
+        files = seed_files(directory, seed_dir)
+    except ConfigError:
+        return None
+    return combine({TASK_FILE: hashlib.sha256(raw).hexdigest(), **files})

@@ -34,7 +34,8 @@ from dreamrsi.tasks.bounds import (
     MIN_OUTPUT_BYTES,
     MIN_PROCESSES,
 )
-from dreamrsi.tasks.digest import TASK_FILE, combine, file_digests
+from dreamrsi.tasks.digest import TASK_FILE, combine, seed_files
+from dreamrsi.tasks.families import composed_seed, family_folder
 from dreamrsi.tasks.peers import PeerSpec, peer_evaluator, peer_task_table
 from dreamrsi.tasks.proposers import (
     CommandProposer,
@@ -281,7 +282,11 @@ def _allowed_keys(loc: tuple[Any, ...], model: type[BaseModel]) -> str:
 
 def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpec,
              raw_bytes: bytes) -> Task:
-    seed_dir = _seed_dir(directory, file, spec.workspace.seed)
+    family = family_folder(directory)
+    own_seed = _seed_dir(directory, file, spec.workspace.seed, missing_ok=family is not None)
+    files = seed_files(directory, own_seed)
+    seed_dir = own_seed if family is None else composed_seed(
+        family, own_seed if own_seed.is_dir() else None, combine(files))
     evaluator, peer, derived = _evaluator(file, spec, seed_dir)
     for rel in spec.constraints.protected_paths:
         _check_relative(file, rel)
@@ -298,8 +303,7 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
                               c.cpu_s, c.max_processes, c.max_output_bytes, c.max_workspace_mb,
                               c.isolation, c.network, tuple(c.pass_env), tuple(c.read_paths),
                               c.max_scratch_mb)
-    seed_files = file_digests(seed_dir)
-    protected = {p: d for p, d in seed_files.items() if _under_any(p, constraints.protected_paths)}
+    protected = {p: d for p, d in files.items() if _under_any(p, constraints.protected_paths)}
     prompts = {} if proposer.llm is None else check_llm(
         file, proposer.llm, seed_dir, constraints.protected_paths, constraints.pass_env)
     adapter = {"/adapter": peer.adapter_digest} if peer else {}  # no seed path starts with /
@@ -313,7 +317,7 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
         proposer=proposer,
         constraints=constraints,
         survival=SurvivalSpec(spec.survival.repeats, tuple(spec.survival.commands)),
-        digest=combine({"task.toml": hashlib.sha256(raw_bytes).hexdigest(), **seed_files,
+        digest=combine({"task.toml": hashlib.sha256(raw_bytes).hexdigest(), **files,
                         **{f"\0{k}": v for k, v in prompts.items()}, **adapter}),
         evaluator_digest=combine({"command": evaluator.command, **protected, **adapter}),
         peer=peer,
@@ -343,9 +347,10 @@ def _evaluator(file: Path, spec: _TaskFile,
     return CommandSpec(built.command, built.timeout_s), built.spec, built.protected_paths
 
 
-def _seed_dir(directory: Path, file: Path, seed: str) -> Path:
+def _seed_dir(directory: Path, file: Path, seed: str, *, missing_ok: bool = False) -> Path:
     """The seed folder: inside the (resolved) task directory once symbolic links are
-    followed, so a task can never make the engine import files from elsewhere."""
+    followed, so a task can never make the engine import files from elsewhere (``missing_ok``:
+    a built-in task of a family may have no files of its own)."""
     where = "a folder inside the task directory, given relative to it"
     if Path(seed).is_absolute():
         raise ConfigError(f"seed folder '{seed}' is an absolute path", file=str(file),
@@ -355,7 +360,7 @@ def _seed_dir(directory: Path, file: Path, seed: str) -> Path:
         raise ConfigError(f"seed folder '{seed}' is outside the task directory (it resolves "
                           f"to {seed_dir})", file=str(file), key="workspace.seed",
                           expected=where)
-    if not seed_dir.is_dir():
+    if not seed_dir.is_dir() and not (missing_ok and not seed_dir.exists()):
         raise ConfigError(f"seed folder '{seed}' does not exist",
                           file=str(file), key="workspace.seed", expected="a folder")
     return seed_dir

@@ -1,0 +1,83 @@
+"""Built-in task families: one copy of the files the tasks of a family share.
+
+The built-in tasks come in families whose tasks differ only in their parameters:
+circle-packing-26 and -32 (n), autocorrelation-c1 and -c3 (which inequality, the sign, the
+length of a fresh start), lasso-path and lasso-path-ops (the evaluator's command). A family's
+scripts live once, in ``builtin/_families/FAMILY/``; a task's directory holds its
+``task.toml`` and, in its seed folder, only its own files (``params.json``, the start
+candidate). The task's seed is the family's folder with the task's own seed folder laid over
+it: the very files each task held when it kept a full copy, byte for byte, so the task's digest
+is the same as then. A task's own file may not stand where a family file does (each file has
+one copy).
+
+Only a built-in task's directory (a folder directly inside ``builtin/`` named in
+:data:`FAMILY_OF`) has a family: the package names it, never a ``task.toml``, so no task can
+make dreamrsi read files outside its directory. A copy of a built-in task's directory elsewhere
+is an ordinary task without its family's files; ``catalog.copy_builtin`` writes a whole one.
+
+The seed the engine starts from must be one folder: :func:`composed_seed` writes the union once
+per process (a private temporary folder, removed when the process exits).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
+FAMILIES_DIR = BUILTIN_DIR / "_families"
+
+FAMILY_OF = {
+    "autocorrelation-c1": "autocorrelation",
+    "autocorrelation-c3": "autocorrelation",
+    "circle-packing-26": "circle-packing",
+    "circle-packing-32": "circle-packing",
+    "lasso-path": "lasso-path",
+    "lasso-path-ops": "lasso-path",
+}
+"""The family of each built-in task that shares its scripts, by task directory name."""
+
+_IGNORED = shutil.ignore_patterns("__pycache__")
+_composed: dict[tuple[Path, Path | None, str], Path] = {}
+_root: list[Path] = []
+
+
+def family_folder(directory: Path) -> Path | None:
+    """The shared folder of the family of the built-in task at ``directory``; ``None`` for any
+    other task."""
+    directory = directory.resolve()
+    family = FAMILY_OF.get(directory.name)
+    if family is None or directory.parent != BUILTIN_DIR:
+        return None
+    return FAMILIES_DIR / family
+
+
+def composed_seed(family: Path, own: Path | None, digest: str) -> Path:
+    """A folder holding ``family``'s files with ``own``'s laid over them (``own``: the task's
+    seed folder, or ``None`` when it has none), made once per process for each ``digest`` of
+    their files."""
+    key = (family, own, digest)
+    found = _composed.get(key)
+    if found is not None and found.is_dir():
+        return found
+    target = Path(tempfile.mkdtemp(prefix=f"{family.name}-", dir=_private_root()))
+    shutil.copytree(family, target, symlinks=True, ignore=_IGNORED, dirs_exist_ok=True)
+    if own is not None:
+        shutil.copytree(own, target, symlinks=True, ignore=_IGNORED, dirs_exist_ok=True)
+    _composed[key] = target
+    return target
+
+
+def _private_root() -> Path:
+    if not _root or not _root[0].is_dir():
+        _root[:] = [Path(tempfile.mkdtemp(prefix="dreamrsi-seeds-"))]
+        atexit.register(_remove, _root[0], os.getpid())
+    return _root[0]
+
+
+def _remove(folder: Path, pid: int) -> None:
+    if os.getpid() == pid:  # a forked child leaves its parent's folder alone
+        shutil.rmtree(folder, ignore_errors=True)
