@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +49,8 @@ def copy_builtin(name: str, dest: Path) -> Path:
     Raises:
         ConfigError: No built-in task has that name, or the task does not load.
     """
+    import shutil
+
     from dreamrsi.tasks.spec import load_task
 
     builtins = builtin_tasks()

@@ -21,10 +21,7 @@ per process (a private temporary folder, removed when the process exits).
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
@@ -40,7 +37,6 @@ FAMILY_OF = {
 }
 """The family of each built-in task that shares its scripts, by task directory name."""
 
-_IGNORED = shutil.ignore_patterns("__pycache__")
 _composed: dict[tuple[Path, Path | None, str], Path] = {}
 _root: list[Path] = []
 
@@ -59,19 +55,26 @@ def composed_seed(family: Path, own: Path | None, digest: str) -> Path:
     """A folder holding ``family``'s files with ``own``'s laid over them (``own``: the task's
     seed folder, or ``None`` when it has none), made once per process for each ``digest`` of
     their files."""
+    import shutil  # imported here: reading commands digest built-in tasks, never compose them
+    import tempfile
+
     key = (family, own, digest)
     found = _composed.get(key)
     if found is not None and found.is_dir():
         return found
     target = Path(tempfile.mkdtemp(prefix=f"{family.name}-", dir=_private_root()))
-    shutil.copytree(family, target, symlinks=True, ignore=_IGNORED, dirs_exist_ok=True)
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(family, target, symlinks=True, ignore=ignore, dirs_exist_ok=True)
     if own is not None:
-        shutil.copytree(own, target, symlinks=True, ignore=_IGNORED, dirs_exist_ok=True)
+        shutil.copytree(own, target, symlinks=True, ignore=ignore, dirs_exist_ok=True)
     _composed[key] = target
     return target
 
 
 def _private_root() -> Path:
+    import atexit
+    import tempfile
+
     if not _root or not _root[0].is_dir():
         _root[:] = [Path(tempfile.mkdtemp(prefix="dreamrsi-seeds-"))]
         atexit.register(_remove, _root[0], os.getpid())
@@ -79,5 +82,7 @@ def _private_root() -> Path:
 
 
 def _remove(folder: Path, pid: int) -> None:
+    import shutil
+
     if os.getpid() == pid:  # a forked child leaves its parent's folder alone
         shutil.rmtree(folder, ignore_errors=True)
