@@ -11,7 +11,7 @@ from dreamrsi.errors import ConfigError
 from dreamrsi.tasks import builtin_tasks, families, load_task
 from dreamrsi.tasks.catalog import copy_builtin, task_path
 from dreamrsi.tasks.digest import unvalidated_digest
-from dreamrsi.tasks.families import FAMILIES_DIR, FAMILY_OF, family_folder
+from dreamrsi.tasks.families import COMMON, FAMILIES_DIR, FAMILY_OF, shared_folders
 
 EXAMPLES = Path(__file__).parent / "examples"
 
@@ -87,16 +87,19 @@ def test_task_path_resolves_as_resolve_task(tmp_path: Path) -> None:
         task_path("  ")
 
 
-def test_a_builtin_family_task_digests_as_a_whole_copy_of_it(tmp_path: Path) -> None:
-    """A built-in task whose scripts are its family's digests as a whole, ordinary copy of it
-    (the family's files in its own seed folder): the same digests as when each task kept a
-    full copy, and a copy anywhere else is an ordinary task."""
-    for name in FAMILY_OF:
+def test_a_builtin_task_digests_as_a_whole_copy_of_it(tmp_path: Path) -> None:
+    """A built-in task whose files are shared with others digests as a whole, ordinary copy of
+    it (the shared files in its own seed folder), and a copy anywhere else is an ordinary
+    task."""
+    for name in builtin_tasks():
         builtin = load_task(builtin_tasks()[name])
         copy = copy_builtin(name, tmp_path / name)
         assert load_task(copy).digest == builtin.digest == unvalidated_digest(copy)
         assert load_task(copy).evaluator_digest == builtin.evaluator_digest
-        assert family_folder(copy) is None and family_folder(builtin.directory) is not None
+        assert shared_folders(copy) == ()
+        assert len(shared_folders(builtin.directory)) == 1 + (name in FAMILY_OF)
+        assert (builtin.seed_dir / "verdict.py").read_bytes() == (
+            FAMILIES_DIR / COMMON / "verdict.py").read_bytes()
 
 
 def test_a_family_is_the_packages_never_a_tasks(tmp_path: Path) -> None:
@@ -104,7 +107,7 @@ def test_a_family_is_the_packages_never_a_tasks(tmp_path: Path) -> None:
     like a built-in elsewhere keeps to its own seed folder."""
     task = tmp_path / "circle-packing-26"
     shutil.copytree(builtin_tasks()["circle-packing-26"], task)
-    assert family_folder(task) is None
+    assert shared_folders(task) == ()
     with pytest.raises(ConfigError, match="protected path 'evaluate.py' is not in the seed"):
         load_task(task)
     assert unvalidated_digest(task) != load_task(builtin_tasks()["circle-packing-26"]).digest
@@ -116,12 +119,13 @@ def test_a_task_file_may_not_stand_where_a_family_file_does(tmp_path: Path,
     expected = load_task(builtin_tasks()["circle-packing-26"]).digest
     builtin = tmp_path / "builtin"
     shutil.copytree(builtin_tasks()["circle-packing-26"], builtin / "circle-packing-26")
-    shutil.copytree(FAMILIES_DIR / "circle-packing", builtin / "_families" / "circle-packing")
+    shutil.copytree(FAMILIES_DIR, builtin / "_families")
     monkeypatch.setattr(families, "BUILTIN_DIR", builtin.resolve())
     monkeypatch.setattr(families, "FAMILIES_DIR", (builtin / "_families").resolve())
     task = builtin / "circle-packing-26"
     assert load_task(task).digest == expected
     (task / "seed" / "evaluate.py").write_text("print('mine')\n")
-    with pytest.raises(ConfigError, match="evaluate.py, a file of the task's family"):
+    with pytest.raises(ConfigError, match="evaluate.py is in the seed folder and in the "
+                       "shared folder circle-packing"):
         load_task(task)
     assert unvalidated_digest(task) is None

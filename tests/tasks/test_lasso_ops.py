@@ -18,7 +18,7 @@ import pytest
 
 from dreamrsi.tasks import resolve_task
 from dreamrsi.tasks.catalog import copy_builtin
-from dreamrsi.tasks.families import BUILTIN_DIR, FAMILIES_DIR
+from dreamrsi.tasks.families import BUILTIN_DIR, COMMON, FAMILIES_DIR
 
 SEED_DIR = resolve_task("lasso-path").seed_dir
 
@@ -40,17 +40,18 @@ def evaluate(cwd: Path, *args: str, env: dict[str, str] | None = None) -> dict:
 
 def test_the_ops_task_is_the_lasso_task_scored_by_instructions() -> None:
     """One program: both tasks' seeds are the lasso-path family's folder, kept once
-    (builtin/_families/lasso-path/), and neither task holds a file of its own; only the
-    evaluator's command differs."""
+    (builtin/_families/lasso-path/), with the shared verdict.py, and neither task holds a file
+    of its own; only the evaluator's command differs."""
     family = FAMILIES_DIR / "lasso-path"
-    files = sorted(p.relative_to(family) for p in family.rglob("*")
-                   if p.is_file() and "__pycache__" not in p.parts)
+    files = sorted([Path("verdict.py"), *(p.relative_to(family) for p in family.rglob("*")
+                                          if p.is_file() and "__pycache__" not in p.parts)])
     assert "solver.py" in map(str, files)
     for name in ("lasso-path", "lasso-path-ops"):
         seed = resolve_task(name).seed_dir
         assert sorted(p.relative_to(seed) for p in seed.rglob("*") if p.is_file()) == files
         for path in files:
-            assert (seed / path).read_bytes() == (family / path).read_bytes()
+            source = FAMILIES_DIR / COMMON if path.name == "verdict.py" else family
+            assert (seed / path).read_bytes() == (source / path).read_bytes()
         assert not (BUILTIN_DIR / name / "seed").exists()
     task = resolve_task("lasso-path-ops")
     assert task.evaluator.command == "python3 evaluate.py --ops score"

@@ -15,15 +15,7 @@ import pytest
 
 from dreamrsi.tasks import resolve_task
 
-SEED_DIR = (
-    Path(__file__).resolve().parents[2]
-    / "src"
-    / "dreamrsi"
-    / "tasks"
-    / "builtin"
-    / "sum-difference"
-    / "seed"
-)
+SEED_DIR = resolve_task("sum-difference").seed_dir  # its own files and the shared verdict.py
 CONWAY = [0, 2, 3, 4, 7, 11, 12, 14]
 
 
@@ -96,8 +88,7 @@ def gamma(a: list[int]) -> float:
 def test_task_loads_with_the_expected_settings() -> None:
     task = resolve_task("sum-difference")
     assert task.direction.value == "maximize" and task.constraints.protected_paths == (
-        "evaluate.py",
-    )
+        "evaluate.py", "verdict.py")
 
 
 def test_seed_is_a_valid_mstd_set_with_the_right_score(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from dreamrsi.errors import ConfigError
 from dreamrsi.tasks._inside import outside
-from dreamrsi.tasks.families import family_folder
+from dreamrsi.tasks.families import shared_folders
 
 TASK_FILE = "task.toml"
 
@@ -46,23 +46,23 @@ def file_digests(root: Path) -> dict[str, str]:
 
 def seed_files(directory: Path, seed_dir: Path) -> dict[str, str]:
     """sha256 of every file of a task's seed, by relative path: its seed folder's files and,
-    for a built-in task of a family, the family's shared files under them
+    for a built-in task, those of the folders it shares with others
     (:mod:`dreamrsi.tasks.families`; a built-in task's own seed folder may then be missing).
 
     Raises:
-        ConfigError: A file of the task's own seed folder stands where a family file does.
+        ConfigError: A file stands in two of those folders.
     """
-    family = family_folder(directory)
-    own = file_digests(seed_dir) if family is None or seed_dir.is_dir() else {}
-    if family is None:
-        return own
-    shared = file_digests(family)
-    both = sorted(shared.keys() & own.keys())
-    if both:
-        raise ConfigError(f"the seed folder holds {both[0]}, a file of the task's family "
-                          f"{family.name}", file=str(seed_dir), key="workspace.seed",
-                          expected="only the task's own files (its parameters, its start)")
-    return {**shared, **own}
+    shared = shared_folders(directory)
+    files = file_digests(seed_dir) if not shared or seed_dir.is_dir() else {}
+    for folder in shared:
+        more = file_digests(folder)
+        both = sorted(files.keys() & more.keys())
+        if both:
+            raise ConfigError(f"{both[0]} is in the seed folder and in the shared folder "
+                              f"{folder.name} of the built-in tasks", file=str(seed_dir),
+                              key="workspace.seed", expected="each file in one place")
+        files.update(more)
+    return files
 
 
 def combine(parts: Mapping[str, str]) -> str:
@@ -99,7 +99,7 @@ def unvalidated_digest(directory: Path) -> str | None:
         return None
     seed_dir = (directory / seed).resolve()
     if not seed_dir.is_relative_to(directory) or not (
-            seed_dir.is_dir() or family_folder(directory) is not None):
+            seed_dir.is_dir() or shared_folders(directory)):
         return None
     try:
         files = seed_files(directory, seed_dir)

@@ -1,18 +1,17 @@
-"""Built-in task families: one copy of the files the tasks of a family share.
+"""Built-in task families: one copy of the files the built-in tasks share.
 
 The built-in tasks come in families whose tasks differ only in their parameters:
 circle-packing-26 and -32 (n), autocorrelation-c1 and -c3 (which inequality, the sign, the
 length of a fresh start), lasso-path and lasso-path-ops (the evaluator's command). A family's
-scripts live once, in ``builtin/_families/FAMILY/``; a task's directory holds its
-``task.toml`` and, in its seed folder, only its own files (``params.json``, the start
-candidate). The task's seed is the family's folder with the task's own seed folder laid over
-it: the very files each task held when it kept a full copy, byte for byte, so the task's digest
-is the same as then. A task's own file may not stand where a family file does (each file has
-one copy).
+scripts live once, in ``builtin/_families/FAMILY/``, and what every built-in task shares (the
+evaluators' verdict writer, ``verdict.py``) in ``builtin/_families/_common/``; a task's
+directory holds its ``task.toml`` and, in its seed folder, only its own files
+(``params.json``, the start candidate). The task's seed is the shared folders with the task's
+own seed folder laid over them. A file may stand in one of them only (each file has one copy).
 
-Only a built-in task's directory (a folder directly inside ``builtin/`` named in
-:data:`FAMILY_OF`) has a family: the package names it, never a ``task.toml``, so no task can
-make dreamrsi read files outside its directory. A copy of a built-in task's directory elsewhere
+Only a built-in task's directory (a folder directly inside ``builtin/``) has shared folders:
+the package names them, never a ``task.toml``, so no task can make dreamrsi read files outside
+its directory. A copy of a built-in task's directory elsewhere
 is an ordinary task without its family's files; ``catalog.copy_builtin`` writes a whole one.
 
 The seed the engine starts from must be one folder: :func:`composed_seed` writes the union once
@@ -26,6 +25,8 @@ from pathlib import Path
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 FAMILIES_DIR = BUILTIN_DIR / "_families"
+COMMON = "_common"
+"""The folder of ``FAMILIES_DIR`` whose files every built-in task's seed holds."""
 
 FAMILY_OF = {
     "autocorrelation-c1": "autocorrelation",
@@ -37,36 +38,34 @@ FAMILY_OF = {
 }
 """The family of each built-in task that shares its scripts, by task directory name."""
 
-_composed: dict[tuple[Path, Path | None, str], Path] = {}
+_composed: dict[tuple[tuple[Path, ...], Path | None, str], Path] = {}
 _root: list[Path] = []
 
 
-def family_folder(directory: Path) -> Path | None:
-    """The shared folder of the family of the built-in task at ``directory``; ``None`` for any
-    other task."""
+def shared_folders(directory: Path) -> tuple[Path, ...]:
+    """The shared folders whose files the seed of the built-in task at ``directory`` holds
+    beside its own (the common one, then its family's); none for any other task."""
     directory = directory.resolve()
+    if directory.parent != BUILTIN_DIR or directory.name.startswith("_"):
+        return ()
     family = FAMILY_OF.get(directory.name)
-    if family is None or directory.parent != BUILTIN_DIR:
-        return None
-    return FAMILIES_DIR / family
+    return (FAMILIES_DIR / COMMON, *(() if family is None else (FAMILIES_DIR / family,)))
 
 
-def composed_seed(family: Path, own: Path | None, digest: str) -> Path:
-    """A folder holding ``family``'s files with ``own``'s laid over them (``own``: the task's
-    seed folder, or ``None`` when it has none), made once per process for each ``digest`` of
-    their files."""
+def composed_seed(shared: tuple[Path, ...], own: Path | None, digest: str) -> Path:
+    """A folder holding the ``shared`` folders' files and ``own``'s (the task's seed folder,
+    or ``None`` when it has none), made once per process for each ``digest`` of their files."""
     import shutil  # imported here: reading commands digest built-in tasks, never compose them
     import tempfile
 
-    key = (family, own, digest)
+    key = (shared, own, digest)
     found = _composed.get(key)
     if found is not None and found.is_dir():
         return found
-    target = Path(tempfile.mkdtemp(prefix=f"{family.name}-", dir=_private_root()))
+    target = Path(tempfile.mkdtemp(prefix="seed-", dir=_private_root()))
     ignore = shutil.ignore_patterns("__pycache__")
-    shutil.copytree(family, target, symlinks=True, ignore=ignore, dirs_exist_ok=True)
-    if own is not None:
-        shutil.copytree(own, target, symlinks=True, ignore=ignore, dirs_exist_ok=True)
+    for folder in (*shared, *(() if own is None else (own,))):
+        shutil.copytree(folder, target, symlinks=True, ignore=ignore, dirs_exist_ok=True)
     _composed[key] = target
     return target
 

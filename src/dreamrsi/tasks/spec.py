@@ -35,7 +35,7 @@ from dreamrsi.tasks.bounds import (
     MIN_PROCESSES,
 )
 from dreamrsi.tasks.digest import TASK_FILE, combine, seed_files
-from dreamrsi.tasks.families import composed_seed, family_folder
+from dreamrsi.tasks.families import composed_seed, shared_folders
 from dreamrsi.tasks.peers import PeerSpec, peer_evaluator, peer_task_table
 from dreamrsi.tasks.proposers import (
     CommandProposer,
@@ -282,11 +282,11 @@ def _allowed_keys(loc: tuple[Any, ...], model: type[BaseModel]) -> str:
 
 def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpec,
              raw_bytes: bytes) -> Task:
-    family = family_folder(directory)
-    own_seed = _seed_dir(directory, file, spec.workspace.seed, missing_ok=family is not None)
+    shared = shared_folders(directory)
+    own_seed = _seed_dir(directory, file, spec.workspace.seed, missing_ok=bool(shared))
     files = seed_files(directory, own_seed)
-    seed_dir = own_seed if family is None else composed_seed(
-        family, own_seed if own_seed.is_dir() else None, combine(files))
+    seed_dir = composed_seed(shared, own_seed if own_seed.is_dir() else None,
+                             combine(files)) if shared else own_seed
     evaluator, peer, derived = _evaluator(file, spec, seed_dir)
     for rel in spec.constraints.protected_paths:
         _check_relative(file, rel)

@@ -25,6 +25,8 @@ import json
 import math
 import sys
 
+from verdict import verdict, write
+
 PARAMS_FILE = "params.json"
 with open(PARAMS_FILE, encoding="utf-8") as _fh:
     _PARAMS = json.load(_fh)
@@ -101,17 +103,17 @@ def evaluate(path: str = SEQUENCE_FILE) -> dict:
         with open(path, "rb") as fh:
             raw = fh.read()
     except FileNotFoundError:
-        return _result(None, False, f"invalid: {SEQUENCE_FILE} is missing", metrics, NO_FILE_HASH)
+        return verdict(None, False, f"invalid: {SEQUENCE_FILE} is missing", metrics, NO_FILE_HASH)
     except OSError as exc:
         feedback = f"invalid: cannot read {SEQUENCE_FILE}: {exc}"
-        return _result(None, False, feedback, metrics, NO_FILE_HASH)
+        return verdict(None, False, feedback, metrics, NO_FILE_HASH)
     try:
         values, ignored = load_values(raw.decode("utf-8"))
     except UnicodeDecodeError:
         feedback = f"invalid: {SEQUENCE_FILE} is not UTF-8"
-        return _result(None, False, feedback, metrics, hashlib.sha256(raw).hexdigest())
+        return verdict(None, False, feedback, metrics, hashlib.sha256(raw).hexdigest())
     except Rejected as exc:
-        return _result(None, False, f"invalid: {exc}", metrics, hashlib.sha256(raw).hexdigest())
+        return verdict(None, False, f"invalid: {exc}", metrics, hashlib.sha256(raw).hexdigest())
 
     n = len(values)
     digest = canonical_hash(values)
@@ -124,7 +126,7 @@ def evaluate(path: str = SEQUENCE_FILE) -> dict:
             f"{MIN_SQUARED_INTEGRAL:g} (sum a = {total:.6g}, n = {n}): the integral is too close "
             "to 0 for the ratio to mean anything"
         )
-        return _result(None, False, feedback, metrics, digest)
+        return verdict(None, False, feedback, metrics, digest)
 
     import numpy as np  # only now: rejecting a malformed file should not pay for the import
 
@@ -145,7 +147,7 @@ def evaluate(path: str = SEQUENCE_FILE) -> dict:
         zero_entries=sum(v == 0 for v in values),
         gap_to_best=score - BEST_KNOWN,
     )
-    return _result(score, True, _explain(score, metrics, ignored), metrics, digest)
+    return verdict(score, True, _explain(score, metrics, ignored), metrics, digest)
 
 
 def _explain(score: float, m: dict, ignored: list[str]) -> str:
@@ -178,24 +180,10 @@ def _explain(score: float, m: dict, ignored: list[str]) -> str:
     return text
 
 
-def _result(score, valid, feedback, metrics, digest) -> dict:
-    return {
-        "score": score,
-        "valid": valid,
-        "feedback": feedback,
-        "metrics": metrics,
-        "candidate_hash": digest,
-    }
 
 
 def main() -> int:
-    try:
-        result = evaluate()
-    except Exception as exc:  # the contract is one JSON line, whatever happens
-        result = _result(None, False, f"invalid: evaluator error {exc!r}", {}, NO_FILE_HASH)
-    line = json.dumps(result, allow_nan=False)
-    print(line)
-    return 0
+    return write(evaluate, {}, NO_FILE_HASH)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import json
 import math
 import sys
 
+from verdict import verdict, write
+
 PARAMS_FILE = "params.json"
 with open(PARAMS_FILE, encoding="utf-8") as _fh:
     N = int(json.load(_fh)["n"])
@@ -128,18 +130,18 @@ def evaluate(path: str = PACKING_FILE) -> dict:
         with open(path, "rb") as fh:
             raw = fh.read()
     except FileNotFoundError:
-        return _result(None, False, f"invalid: {PACKING_FILE} is missing", metrics, NO_FILE_HASH)
+        return verdict(None, False, f"invalid: {PACKING_FILE} is missing", metrics, NO_FILE_HASH)
     except OSError as exc:
-        return _result(
+        return verdict(
             None, False, f"invalid: cannot read {PACKING_FILE}: {exc}", metrics, NO_FILE_HASH
         )
     raw_hash = hashlib.sha256(raw).hexdigest()
     try:
         circles = load_circles(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        return _result(None, False, f"invalid: {PACKING_FILE} is not UTF-8", metrics, raw_hash)
+        return verdict(None, False, f"invalid: {PACKING_FILE} is not UTF-8", metrics, raw_hash)
     except Rejected as exc:
-        return _result(None, False, f"invalid: {exc}", metrics, raw_hash)
+        return verdict(None, False, f"invalid: {exc}", metrics, raw_hash)
 
     rs = [r for _, _, r in circles]
     total = math.fsum(rs)
@@ -158,7 +160,7 @@ def evaluate(path: str = PACKING_FILE) -> dict:
             f"invalid: {errors[0]}; {len(errors)} violation(s) in total, worst {worst:.3e} "
             f"(tolerance {TOLERANCE:g}); the sum of radii would be {total:.10f}"
         )
-        return _result(None, False, feedback, metrics, digest)
+        return verdict(None, False, feedback, metrics, digest)
 
     gap = BEST_KNOWN - total
     standing = f"gap {gap:.4g}" if gap > 0 else f"beats it by {-gap:.4g}"
@@ -171,27 +173,13 @@ def evaluate(path: str = PACKING_FILE) -> dict:
     feedback = (
         f"{strictness}; sum of radii {total:.10f} (best known {BEST_KNOWN}, {standing}); {sizes}"
     )
-    return _result(total, True, feedback, metrics, digest)
+    return verdict(total, True, feedback, metrics, digest)
 
 
-def _result(score, valid, feedback, metrics, digest) -> dict:
-    return {
-        "score": score,
-        "valid": valid,
-        "feedback": feedback,
-        "metrics": metrics,
-        "candidate_hash": digest,
-    }
 
 
 def main() -> int:
-    try:
-        result = evaluate()
-    except Exception as exc:  # the contract is one JSON line, whatever happens
-        result = _result(None, False, f"invalid: evaluator error {exc!r}", {"n": N}, NO_FILE_HASH)
-    line = json.dumps(result, allow_nan=False)
-    print(line)
-    return 0
+    return write(evaluate, {"n": N}, NO_FILE_HASH)
 
 
 if __name__ == "__main__":

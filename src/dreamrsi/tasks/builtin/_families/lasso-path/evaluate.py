@@ -61,6 +61,7 @@ import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
+from verdict import verdict, write  # noqa: E402
 
 SOLVER_FILE = "solver.py"
 WORKER_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
@@ -483,14 +484,14 @@ def evaluate(solver: str, seed: int, limit: int, call_timeout: float,
         with open(solver, "rb") as fh:
             digest = hashlib.sha256(fh.read()).hexdigest()
     except OSError as exc:
-        return _result(None, False, f"invalid: cannot read {SOLVER_FILE}: {exc}", metrics, "")
+        return verdict(None, False, f"invalid: cannot read {SOLVER_FILE}: {exc}", metrics, "")
     worker = None
     try:
         worker = Worker(solver, call_timeout, call_cpu)
         times = run_instances(worker, shapes, seed, metrics)
     except Rejected as exc:
         done = len(metrics["instances"])
-        return _result(None, False, f"invalid: {exc}\n({done} of {len(shapes)} instances "
+        return verdict(None, False, f"invalid: {exc}\n({done} of {len(shapes)} instances "
                        f"passed before this; instance seed {seed})", metrics, digest)
     finally:
         if worker is not None:
@@ -500,15 +501,15 @@ def evaluate(solver: str, seed: int, limit: int, call_timeout: float,
     metrics.update(geomean_ms=round(g * 1e3, 4), sklearn_geomean_ms=round(sk * 1e3, 4))
     feedback = _feedback(g, sk, metrics)
     if ops == "off":
-        return _result(1.0 / g, True, feedback, metrics, digest)
+        return verdict(1.0 / g, True, feedback, metrics, digest)
     try:
         counts = count_ops(solver, shapes, metrics)
     except Uncounted as exc:
         metrics["ops"] = None
         if ops == "score":
-            return _result(None, False, f"invalid: instructions not counted: {exc}", metrics,
+            return verdict(None, False, f"invalid: instructions not counted: {exc}", metrics,
                            digest)
-        return _result(1.0 / g, True, f"{feedback}\nops: not counted: {exc}", metrics, digest)
+        return verdict(1.0 / g, True, f"{feedback}\nops: not counted: {exc}", metrics, digest)
     G = geomean([float(n) for n in counts])
     metrics["ops"] = round(G)
     feedback += (f"\nops: geometric mean {G / 1e6:.3f} million instructions per call (callgrind, "
@@ -519,7 +520,7 @@ def evaluate(solver: str, seed: int, limit: int, call_timeout: float,
         feedback = (f"score {1e9 / G:.4g} = 1 / geometric-mean billions of instructions per "
                     f"counted call (below); CPU time is checked and reported, not scored\n"
                     + feedback)
-    return _result(1e9 / G if ops == "score" else 1.0 / g, True, feedback, metrics, digest)
+    return verdict(1e9 / G if ops == "score" else 1.0 / g, True, feedback, metrics, digest)
 
 
 def _feedback(g: float, sk: float, metrics: dict) -> str:
@@ -539,10 +540,6 @@ def _feedback(g: float, sk: float, metrics: dict) -> str:
     return "\n".join(lines)
 
 
-def _result(score, valid, feedback, metrics, digest) -> dict:
-    return {"score": score, "valid": valid, "feedback": feedback, "metrics": metrics,
-            "candidate_hash": digest}
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -556,14 +553,8 @@ def main(argv: list[str] | None = None) -> int:
     seed = secrets.randbits(32) if args.seed is None else args.seed
     _prctl(4, 0)  # PR_SET_DUMPABLE 0: the solver cannot read our environment or memory
     _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: processes the solver orphans come back to us
-    try:
-        result = evaluate(args.solver, seed, max(1, args.limit), args.call_timeout,
-                          args.call_cpu, args.ops)
-    except Exception as exc:  # the contract is one JSON line, whatever happens
-        result = _result(None, False, f"invalid: evaluator error {exc!r}", {"seed": seed}, "")
-    line = json.dumps(result, allow_nan=False)
-    print(line)
-    return 0
+    return write(lambda: evaluate(args.solver, seed, max(1, args.limit), args.call_timeout,
+                                  args.call_cpu, args.ops), {"seed": seed}, "")
 
 
 if __name__ == "__main__":

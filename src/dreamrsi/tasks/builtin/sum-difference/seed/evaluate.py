@@ -19,6 +19,8 @@ import json
 import math
 import sys
 
+from verdict import verdict, write
+
 SET_FILE = "set.json"
 MIN_SIZE = 2
 MAX_SIZE = 512
@@ -98,17 +100,17 @@ def evaluate(path: str = SET_FILE) -> dict:
         with open(path, "rb") as fh:
             raw = fh.read()
     except FileNotFoundError:
-        return _result(None, False, f"invalid: {SET_FILE} is missing", metrics, NO_FILE_HASH)
+        return verdict(None, False, f"invalid: {SET_FILE} is missing", metrics, NO_FILE_HASH)
     except OSError as exc:
         feedback = f"invalid: cannot read {SET_FILE}: {exc}"
-        return _result(None, False, feedback, metrics, NO_FILE_HASH)
+        return verdict(None, False, feedback, metrics, NO_FILE_HASH)
     try:
         elements, ignored = load_elements(raw.decode("utf-8"))
     except UnicodeDecodeError:
         feedback = f"invalid: {SET_FILE} is not UTF-8"
-        return _result(None, False, feedback, metrics, hashlib.sha256(raw).hexdigest())
+        return verdict(None, False, feedback, metrics, hashlib.sha256(raw).hexdigest())
     except Rejected as exc:
-        return _result(None, False, f"invalid: {exc}", metrics, hashlib.sha256(raw).hexdigest())
+        return verdict(None, False, f"invalid: {exc}", metrics, hashlib.sha256(raw).hexdigest())
 
     a = sorted(elements)
     n = len(a)
@@ -132,10 +134,10 @@ def evaluate(path: str = SET_FILE) -> dict:
             f"invalid: |A+A|/|A| = {sums}/{n} and |A-A|/|A| = {differences}/{n} must both "
             "exceed 1 for the logarithms to be positive"
         )
-        return _result(None, False, feedback, metrics, digest)
+        return verdict(None, False, feedback, metrics, digest)
     score = math.log(sums / n) / math.log(differences / n)
     metrics["gap_to_best"] = BEST_KNOWN - score
-    return _result(score, True, _explain(score, metrics, ignored), metrics, digest)
+    return verdict(score, True, _explain(score, metrics, ignored), metrics, digest)
 
 
 def _explain(score: float, m: dict, ignored: list[str]) -> str:
@@ -165,24 +167,10 @@ def _explain(score: float, m: dict, ignored: list[str]) -> str:
     return text
 
 
-def _result(score, valid, feedback, metrics, digest) -> dict:
-    return {
-        "score": score,
-        "valid": valid,
-        "feedback": feedback,
-        "metrics": metrics,
-        "candidate_hash": digest,
-    }
 
 
 def main() -> int:
-    try:
-        result = evaluate()
-    except Exception as exc:  # the contract is one JSON line, whatever happens
-        result = _result(None, False, f"invalid: evaluator error {exc!r}", {}, NO_FILE_HASH)
-    line = json.dumps(result, allow_nan=False)
-    print(line)
-    return 0
+    return write(evaluate, {}, NO_FILE_HASH)
 
 
 if __name__ == "__main__":
