@@ -328,13 +328,10 @@ def test_an_illegal_decision_fails_the_run_with_its_reason(
         def select(self, view: TreeView, budget: Budget) -> list[str]:
             return [view.root_id] if view.size == 0 else ["no-such-node"]
 
-    from unittest import mock
-
     task = load_task(make_task())
     # a policy that is not registered: hand it to the engine in place of the registry's
-    with mock.patch("dreamrsi.engine.run.make_policy", return_value=Rogue()), \
-            pytest.raises(PolicyError, match="round 2: node no-such-node is outside"):
-        start_run(store, task, RunConfig(budget=5))
+    with pytest.raises(PolicyError, match="round 2: node no-such-node is outside"):
+        start_run(store, task, RunConfig(budget=5), policy=Rogue())
     [run] = store.list_runs()
     assert run.status is RunStatus.FAILED and "no-such-node" in (run.stop_reason or "")
     assert len(store.nodes(run.run_id)) == 2  # the root and the one legal attempt

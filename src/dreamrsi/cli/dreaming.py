@@ -280,7 +280,7 @@ def loop(
         from dreamrsi.cli.runs import say_notes
         from dreamrsi.dreaming import LoopConfig, make_author, run_loop
         from dreamrsi.errors import ConfigError
-        from dreamrsi.programs.stored import parse_policy
+        from dreamrsi.policies.registry import parse_spec
         from dreamrsi.store import open_store
         from dreamrsi.tasks import resolve_task
 
@@ -302,7 +302,7 @@ def loop(
                                     quality, root_orders, charge_misses, reach_quantile)
         count = rounds if rounds is not None else (5 if total_budget is None else total_budget)
         config = LoopConfig(count, per_round_budget, workers, arm, seed,
-                            parse_policy(initial) if initial else None, isolation,
+                            parse_spec(initial) if initial else None, isolation,
                             _dream_config(trials, families, 0.25, require_gain, seed,
                                           settings, objective, pareto_lam, select_on,
                                           crossval, pool_branches,
@@ -433,12 +433,12 @@ def replay(
     def body() -> None:
         from dreamrsi.cli import _render
         from dreamrsi.dreaming import queries as dq
-        from dreamrsi.programs.stored import parse_policy
+        from dreamrsi.policies.registry import parse_spec
         from dreamrsi.tasks import resolve_task
 
         loaded = resolve_task(task)
         with reader(store) as handle:
-            spec = parse_policy(policy) if policy else dq.deployed_policy(handle, loaded.digest)[0]
+            spec = parse_spec(policy) if policy else dq.deployed_policy(handle, loaded.digest)[0]
             settings = _replay_settings(workers or dq.default_workers(handle, loaded), k2,
                                         budget, 0.0 if beta1 is None else beta1, beta2,
                                         quality, root_orders, charge_misses, reach_quantile)

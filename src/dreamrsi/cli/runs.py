@@ -83,11 +83,11 @@ def run(
 
     def body() -> None:
         from dreamrsi.engine import RunConfig, default_policy, start_run
-        from dreamrsi.programs.stored import parse_policy
+        from dreamrsi.policies.registry import parse_spec
         from dreamrsi.store import open_store
         from dreamrsi.tasks import resolve_task
 
-        spec = parse_policy(policy) if policy else default_policy(budget, workers)
+        spec = parse_spec(policy) if policy else default_policy(budget, workers)
         config = RunConfig(budget=budget, workers=workers, max_rounds=rounds,
                            wall_time_s=wall_time, max_tokens=max_tokens, max_cost_usd=max_cost,
                            seed=seed, policy=spec, isolation=isolation, target=target,

@@ -35,14 +35,15 @@ from dreamrsi.dreaming.evaluate import ReplaySettings, TreeScore, mean_value, re
 from dreamrsi.dreaming.objectives import Candidate
 from dreamrsi.dreaming.quality import QualityScale
 from dreamrsi.errors import ConfigError, PolicyError
+from dreamrsi.policies.registry import code_digest
 from dreamrsi.programs import ProgramFailure, ProgramLimits, ProgramPolicy, program_digest
-from dreamrsi.programs.stored import CODE, program_spec
+from dreamrsi.programs.stored import program_spec
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.tasks.proposers import LlmSettings, ModelChoice
 from dreamrsi.tasks.spec import Task
 
-__all__ = ["CODE", "CodeDreaming", "CodeOutcome", "CodeSettings", "Revision", "make_author",
+__all__ = ["CodeDreaming", "CodeOutcome", "CodeSettings", "Revision", "make_author",
            "program_spec", "revise", "score_program", "starter_program"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -221,7 +222,7 @@ def revise(code: CodeDreaming, incumbent: Candidate, train: Sequence[RecordedTre
            holdout: Sequence[RecordedTree], settings: ReplaySettings, scale: QualityScale,
            seed: int) -> CodeOutcome:
     """Write and score M revisions, each from the best version so far."""
-    inc_digest = incumbent.spec.params.get("digest") if incumbent.spec.name == CODE else None
+    inc_digest = code_digest(incumbent.spec)
     current_source = (code.sources[inc_digest] if inc_digest is not None
                       else starter_program(incumbent.spec, settings.workers))
     current = incumbent

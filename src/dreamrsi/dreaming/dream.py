@@ -24,7 +24,6 @@ from dreamrsi.dreaming._pool import map_in_processes
 from dreamrsi.dreaming.by_branch import by_branch_interval, fits
 from dreamrsi.dreaming.by_run import by_run_interval
 from dreamrsi.dreaming.code import (
-    CODE,
     CodeDreaming,
     CodeOutcome,
     revise,
@@ -45,6 +44,7 @@ from dreamrsi.dreaming.select import Selection, select
 from dreamrsi.dreaming.splits import Side
 from dreamrsi.engine.config import MAX_SEED
 from dreamrsi.errors import ConfigError
+from dreamrsi.policies.registry import code_digest, kind_of
 from dreamrsi.programs import ProgramLimits
 from dreamrsi.programs.stored import read_program
 from dreamrsi.store.base import RunStore, StoreHandle
@@ -77,7 +77,7 @@ def dream(store: RunStore, task: Task, incumbent: PolicySpec,
     inc_id = incumbent.version_id()
     with store.atomic():
         store.put_policy(PolicyVersion(inc_id, incumbent, task.digest, created_at=time.time(),
-                                       code_digest=_code_digest(incumbent)))
+                                       code_digest=code_digest(incumbent)))
         store.create_dream(DreamRecord(
             dream_id, task.digest, task.evaluator_digest,
             {"settings": config.replay.to_json(), "digest": config.replay.digest()},
@@ -169,9 +169,9 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
 
     unique = _unique([incumbent, *specs])
     # Families on every core; programs here (each runs in its own sandboxed worker already).
-    families = iter(map_in_processes(candidate, [s for s in unique if s.name != CODE],
+    families = iter(map_in_processes(candidate, [s for s in unique if not kind_of(s).isolated],
                                      config.cores))
-    candidates = [candidate(s) if s.name == CODE else next(families) for s in unique]
+    candidates = [candidate(s) if kind_of(s).isolated else next(families) for s in unique]
     outcome = None
     if code is not None:
         outcome = revise(code, candidates[0], train, holdout, config.replay, scale,
@@ -182,9 +182,10 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
 
     def by_run(version_id: str) -> tuple[float, float] | tuple[None, None]:
         def rewards(spec: PolicySpec) -> Callable[[Sequence[RecordedTree]], list[float]]:
-            if spec.name == CODE:  # a program: replayed in its sandboxed worker
+            digest = code_digest(spec)
+            if digest is not None:  # a program: replayed in its sandboxed worker
                 known = {**(sources or {}), **(outcome.sources if outcome else {})}
-                source = known[spec.params["digest"]]
+                source = known[digest]
                 limits = config.code.limits if config.code is not None else ProgramLimits()
                 return lambda trees: [_gated(s, config) for s in score_program(
                     source, trees, [], config.replay, scale, limits).train]
@@ -192,7 +193,7 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
         # families on every core; a program here (it runs in its own sandboxed worker), and
         # by runs: a few distinct resamples, not one sandboxed replay per branch resample;
         # by runs too above the branch bootstrap's bound on the history's size
-        programs = CODE in (by_id[version_id].name, incumbent.name)
+        programs = kind_of(by_id[version_id]).isolated or kind_of(incumbent).isolated
         interval = by_branch_interval if config.interval == "branch" and not programs \
             and fits(compared) else by_run_interval
         return interval(rewards(by_id[version_id]), rewards(incumbent), compared,
@@ -279,14 +280,15 @@ def _candidate(spec: PolicySpec, train: list[RecordedTree], holdout: list[Record
                incumbent: bool) -> Candidate:
     """A spec scored on every tree: a program in its sandboxed worker, a family by the
     objective."""
-    if spec.name != CODE:
+    digest = code_digest(spec)
+    if digest is None:
         return config.objective.candidate(spec, train, holdout, config.replay, scale,
                                           incumbent=incumbent)
     if config.crossval or isinstance(config.objective, ParetoAUC):
         raise ConfigError("a policy program is scored by V: dream over it without the "
                           "Pareto-AUC objective and the cross-validation gate", key="code")
     limits = config.code.limits if config.code is not None else ProgramLimits()
-    return score_program(sources[spec.params["digest"]], train, holdout, config.replay,
+    return score_program(sources[digest], train, holdout, config.replay,
                          scale, limits)
 
 
@@ -297,16 +299,8 @@ def load_sources(store: StoreHandle, specs: list[PolicySpec]) -> dict[str, str]:
     Raises:
         ConfigError: A program is missing or does not match its digest.
     """
-    found: dict[str, str] = {}
-    for spec in specs:
-        if spec.name != CODE:
-            continue
-        found[spec.params["digest"]] = read_program(store, spec.params["digest"])
-    return found
-
-
-def _code_digest(spec: PolicySpec) -> str | None:
-    return str(spec.params["digest"]) if spec.name == CODE else None
+    return {digest: read_program(store, digest)
+            for digest in map(code_digest, specs) if digest is not None}
 
 
 def _pooled(train: list[RecordedTree], holdout: list[RecordedTree], max_lent: int | None
@@ -400,7 +394,7 @@ def _record(store: RunStore, task: Task, choice: Choice, report: DreamReport,
             parent = None if c.version_id == selection.incumbent else parents.get(
                 c.version_id, selection.incumbent)
             store.put_policy(PolicyVersion(c.version_id, c.spec, task.digest, parent, dream_id,
-                                           created_at=now, code_digest=_code_digest(c.spec)))
+                                           created_at=now, code_digest=code_digest(c.spec)))
         store.add_scores(scores)
         store.append_ledger(dream_id, [*choice.events, replay_event, decision],
                             dream_id=dream_id)

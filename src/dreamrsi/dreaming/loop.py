@@ -50,8 +50,7 @@ from dreamrsi.engine.config import (
 from dreamrsi.engine.run import new_run_id, resume_run, start_run
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, InfrastructureError, NotFound
-from dreamrsi.policies.registry import parse_spec
-from dreamrsi.programs.stored import CODE
+from dreamrsi.policies.registry import code_digest, parse_spec
 from dreamrsi.store.base import DreamsStore, RunStatus, RunStore
 from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
 from dreamrsi.tasks.spec import Task, load_task
@@ -451,8 +450,7 @@ class _Driver:
         version_id = self.policy.version_id()
         self.store.put_policy(PolicyVersion(
             version_id, self.policy, self.task.digest, created_at=time.time(),
-            code_digest=(str(self.policy.params["digest"]) if self.policy.name == CODE
-                         else None)))
+            code_digest=code_digest(self.policy)))
         return version_id
 
     def report(self) -> LoopReport:

@@ -75,18 +75,15 @@ def replay_rows(store: RunStore, task: Task, spec: PolicySpec,
     ``pool_branches`` replays them)."""
     from dreamrsi.dreaming.evaluate import score_policy, summary
     from dreamrsi.dreaming.history import load_history, pool_branches
+    from dreamrsi.policies.registry import open_policy
     from dreamrsi.programs import ProgramLimits
-    from dreamrsi.programs.stored import CODE, load_program
 
     history = load_history(store, task.name, task.digest, task.evaluator_digest)
     if not history.trees:
         raise ConfigError(f"no recorded trees of task {task.name} to replay; run it first")
     trees = pool_branches(history.trees) if pool else history.trees
-    if spec.name == CODE:  # a stored program, replayed in its sandboxed worker
-        with load_program(store, spec, ProgramLimits()) as program:
-            scores = score_policy(program, trees, settings)
-    else:
-        scores = score_policy(spec, trees, settings)
+    with open_policy(spec, store, ProgramLimits()) as policy:  # a program: in its worker
+        scores = score_policy(policy, trees, settings)
     rows = [{"tree_id": s.result.tree_id, "value": s.value, "quality": s.quality,
              "attempts": s.revealed, "rounds": s.rounds, "parallelism": s.parallelism,
              "out_of_support": s.out_of_support, "stop": s.result.stop,

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from dreamrsi.core.episode import EpisodeSettings, EpisodeState, StopReason, run_episode
 from dreamrsi.core.model import Cost, Node, NodeStatus, node_id_for
-from dreamrsi.core.policy import GridPlan, Policy, PolicySpec
+from dreamrsi.core.policy import GridPlan, Policy
 from dreamrsi.core.replay import RecordedTree, make_plan, plan_context
 from dreamrsi.core.view import TreeView
 from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, Attempts, AttemptSpec
@@ -32,9 +32,7 @@ from dreamrsi.engine.history import choose_elites, prepare_history
 from dreamrsi.engine.recording import attempt_safely, record_outcome
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, DreamError, InfrastructureError, StoreError
-from dreamrsi.policies.registry import make_policy
-from dreamrsi.programs import ProgramPolicy
-from dreamrsi.programs.stored import CODE, load_program
+from dreamrsi.policies.registry import open_policy
 from dreamrsi.sandbox import IsolationMode
 from dreamrsi.store.base import (
     InFlight,
@@ -155,22 +153,9 @@ def start_run(store: RunStore, task: Task, config: RunConfig,
     """
     task = with_endpoint(task, config.base_url, config.model)
     isolation = _preflight(task, config, accept_unisolated_model_code)
-    built = None if policy is not None else _build_policy(store, config.policy)
-    policy = policy if policy is not None else built
-    assert policy is not None
-    try:
-        return _start(store, task, config, policy, observer, attempts, isolation, run_id)
-    finally:
-        if isinstance(built, ProgramPolicy):
-            built.close()
-
-
-def _build_policy(store: RunStore, spec: PolicySpec) -> Policy:
-    """A spec's policy: a family from the registry, or a stored program in its sandboxed
-    worker (closed by the caller when the run ends)."""
-    if spec.name == CODE:
-        return load_program(store, spec)
-    return make_policy(spec)
+    # what the registry opens (a program's sandboxed worker) closes when the run ends
+    with open_policy(config.policy if policy is None else policy, store) as opened:
+        return _start(store, task, config, opened, observer, attempts, isolation, run_id)
 
 
 def _start(store: RunStore, task: Task, config: RunConfig, policy: Policy,
@@ -274,15 +259,9 @@ def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None
         with store.atomic():
             store.append_ledger(run.run_id, [LedgerEvent(
                 Actor.STRATEGIC, "session override", parsed=overrides)], run_id=run.run_id)
-    built = None if policy is not None else _build_policy(store, config.policy)
-    policy = policy if policy is not None else built
-    assert policy is not None
-    try:
-        return _Session(store, task, config, policy, run, observer, attempts,
+    with open_policy(config.policy if policy is None else policy, store) as opened:
+        return _Session(store, task, config, opened, run, observer, attempts,
                         isolation).execute()
-    finally:
-        if isinstance(built, ProgramPolicy):
-            built.close()
 
 
 class _Session:
