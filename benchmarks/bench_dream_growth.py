@@ -2,7 +2,7 @@
 
 Synthetic histories (``dreamrsi.testing.builders.grid_nodes``: chains whose scores follow
 noisy improving walks) of 20, 100 and 500 trees, of 110 nodes (10 chains of 11) and of 2,000
-nodes (20 chains of 100). On each, one dream's decision (``dreaming.dream.choose``: every
+nodes (20 chains of 100). On each, one dream's decision (``dreaming.dreamer.choose``: every
 built-in family's study, 1,000 trials in all, then the candidates replayed on every tree and
 the selection; loading from and recording into the store are left out) runs with the
 defaults: hopeless trials pruned and the work spread over every core, replayed as the trees
@@ -32,7 +32,7 @@ from _report import reference_loop, write_section  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
 from dreamrsi.dreaming import DreamConfig, ReplaySettings  # noqa: E402
-from dreamrsi.dreaming.dream import choose  # noqa: E402
+from dreamrsi.dreaming.dreamer import choose  # noqa: E402
 from dreamrsi.dreaming.quality import QualityScale  # noqa: E402
 from dreamrsi.testing.builders import grid_nodes  # noqa: E402
 
@@ -131,7 +131,7 @@ def report(rows: list[str], per_tree: dict[int, list[tuple[int, float]]],
         verdict, measured = "not measured", "one history only, nothing to compare"
     lines += ["", f"CPU cost per tree from the smallest to the largest history: {measured}. "
               f"Target: at most linear (CPU per tree x1.1 at most): {verdict}.", "",
-        f"One dream's decision (`dreaming.dream.choose`): {len(DreamConfig().families)} "
+        f"One dream's decision (`dreaming.dreamer.choose`): {len(DreamConfig().families)} "
         f"families' studies, {args.trials} trials in all, then every study's best "
         f"{DreamConfig().keep} and the incumbent replayed on every tree (branches pooled, "
         "the default), and the selection. Replays as the trees were recorded: W = the "
@@ -162,7 +162,7 @@ def report(rows: list[str], per_tree: dict[int, list[tuple[int, float]]],
 
 
 def _chosen(choice: object) -> str:
-    c = choice  # a dreaming.dream.Choice
+    c = choice  # a dreaming.dreamer.Choice
     best = next(x for x in c.candidates  # type: ignore[attr-defined]
                 if x.version_id == c.selection.selected)  # type: ignore[attr-defined]
     mean = sum(s.value for s in best.train) / len(best.train)

@@ -33,7 +33,7 @@ from dreamrsi.core.replay import RecordedTree  # noqa: E402
 from dreamrsi.dreaming import DreamConfig  # noqa: E402
 from dreamrsi.dreaming.by_branch import by_branch_interval  # noqa: E402
 from dreamrsi.dreaming.by_run import by_run_interval  # noqa: E402
-from dreamrsi.dreaming.dream import choose, gate_rewards  # noqa: E402
+from dreamrsi.dreaming.dreamer import choose, gate_rewards  # noqa: E402
 from dreamrsi.dreaming.history import load_history, pool_branches  # noqa: E402
 from dreamrsi.dreaming.loop import protocol_dream  # noqa: E402
 from dreamrsi.dreaming.quality import QualityScale  # noqa: E402

@@ -3,7 +3,7 @@
 ``--histories`` independent histories are recorded, each ``--history`` runs of π_1 (the loop's
 initial policy unless ``--initial``) with its own seeds, in its own store, with the loop's
 history as context (``--context`` elites of the earlier trees). Over each, a dream builds its
-candidate set as ``dreaming.dream.choose`` does (one Optuna study per family, ``--dream-trials``
+candidate set as ``dreaming.dreamer.choose`` does (one Optuna study per family, ``--dream-trials``
 trials each, each family's ``--keep`` best specs, and π_1, the incumbent), scores every candidate
 by replay (mean V on the trees the selection compares) and picks one, with the loop's dream
 settings otherwise. Every candidate of a history then runs online ``--online-seeds`` times, with
@@ -66,7 +66,7 @@ from _report import write_section  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
 from dreamrsi.dreaming.config import DreamConfig  # noqa: E402
-from dreamrsi.dreaming.dream import choose  # noqa: E402
+from dreamrsi.dreaming.dreamer import choose  # noqa: E402
 from dreamrsi.dreaming.evaluate import ReplaySettings, replay_tree  # noqa: E402
 from dreamrsi.dreaming.history import load_history  # noqa: E402
 from dreamrsi.dreaming.loop import DEFAULT_HISTORY, LoopConfig  # noqa: E402

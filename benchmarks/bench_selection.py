@@ -36,7 +36,7 @@ from _report import write_section  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
 from dreamrsi.dreaming.config import DreamConfig  # noqa: E402
-from dreamrsi.dreaming.dream import choose  # noqa: E402
+from dreamrsi.dreaming.dreamer import choose  # noqa: E402
 from dreamrsi.dreaming.evaluate import (  # noqa: E402
     QualityScale,
     ReplaySettings,

@@ -22,7 +22,7 @@ from dreamrsi.dreaming.by_branch import (
     rebuild,
     strata,
 )
-from dreamrsi.dreaming.dream import choose
+from dreamrsi.dreaming.dreamer import choose
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy
 from dreamrsi.dreaming.lending import lend_classes
 from dreamrsi.policies.registry import make_policy, parse_spec

@@ -16,7 +16,7 @@ from dreamrsi.core.model import Node, NodeStatus, node_id_for
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming import DreamConfig, RawQuality, ReplaySettings, dream
 from dreamrsi.dreaming.crossval import CrossValidation, fold_trees
-from dreamrsi.dreaming.dream import choose, crossvalidate
+from dreamrsi.dreaming.dreamer import choose, crossvalidate
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import parse_spec

@@ -17,7 +17,7 @@ from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming import DreamConfig, ReplaySettings
 from dreamrsi.dreaming._pool import map_in_processes
-from dreamrsi.dreaming.dream import choose
+from dreamrsi.dreaming.dreamer import choose
 from dreamrsi.dreaming.evaluate import iter_scores, mean_value, score_policy
 from dreamrsi.dreaming.history import pool_branches
 from dreamrsi.dreaming.quality import QualityScale, parse_quality
@@ -192,7 +192,7 @@ def test_a_dream_over_bounded_pools_chooses_as_over_whole_ones(
     config = DreamConfig(families=("fixed", "greedy"), trials=24, keep=2, replay=SETTINGS,
                          processes=1)
     bounded = choose(train, holdout, incumbent, config, QualityScale.of(trees))
-    dream_module = sys.modules["dreamrsi.dreaming.dream"]  # the package exports dream()
+    dream_module = sys.modules["dreamrsi.dreaming.dreamer"]  # the package exports dream()
     monkeypatch.setattr(dream_module, "_max_lent", lambda settings: None)
     whole = choose(train, holdout, incumbent, config, QualityScale.of(trees))
     assert bounded.candidates == whole.candidates and bounded.selection == whole.selection

@@ -17,7 +17,7 @@ from dreamrsi.core.model import Node, NodeStatus, node_id_for
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming import DreamConfig, LoopConfig, RawQuality, ReplaySettings, Split, dream
-from dreamrsi.dreaming.dream import choose
+from dreamrsi.dreaming.dreamer import choose
 from dreamrsi.dreaming.evaluate import COST_BETA1
 from dreamrsi.dreaming.quality import QualityScale
 from dreamrsi.dreaming.select import select

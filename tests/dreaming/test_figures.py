@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from dreamrsi.dreaming import DreamConfig
-from dreamrsi.dreaming.dream import Choice, choose
+from dreamrsi.dreaming.dreamer import Choice, choose
 from dreamrsi.dreaming.history import load_history
 from dreamrsi.dreaming.quality import QualityScale
 from dreamrsi.dreaming.report import candidate_reports

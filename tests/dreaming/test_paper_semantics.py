@@ -11,7 +11,7 @@ from dreamrsi.core.policy import Budget, GridPlan, PlanContext, PolicyContext
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.core.view import TreeView
 from dreamrsi.dreaming import DreamConfig, ParetoAUC, ReplaySettings
-from dreamrsi.dreaming.dream import choose
+from dreamrsi.dreaming.dreamer import choose
 from dreamrsi.dreaming.evaluate import replay_tree, score_policy
 from dreamrsi.dreaming.quality import QualityScale, parse_quality
 from dreamrsi.errors import ConfigError

@@ -14,7 +14,7 @@ from dreamrsi.cli.main import app
 from dreamrsi.core.model import Node, NodeStatus, node_id_for
 from dreamrsi.core.replay import RecordedTree, default_rounds, replay
 from dreamrsi.dreaming import DreamConfig, RawQuality, ReplaySettings, Split
-from dreamrsi.dreaming.dream import choose
+from dreamrsi.dreaming.dreamer import choose
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy
 from dreamrsi.dreaming.history import load_history, pool_branches
 from dreamrsi.policies.registry import make_policy, parse_spec

@@ -12,7 +12,7 @@ from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming import DreamConfig, RawQuality, ReplaySettings, Split, dream
 from dreamrsi.dreaming.by_run import by_run_interval
-from dreamrsi.dreaming.dream import choose
+from dreamrsi.dreaming.dreamer import choose
 from dreamrsi.dreaming.evaluate import score_policy
 from dreamrsi.dreaming.history import pool_branches
 from dreamrsi.dreaming.quality import QualityScale

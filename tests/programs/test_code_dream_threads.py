@@ -17,7 +17,7 @@ from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming import DreamConfig, ReplaySettings
 from dreamrsi.dreaming.code import CodeDreaming, CodeSettings, starter_program
-from dreamrsi.dreaming.dream import choose
+from dreamrsi.dreaming.dreamer import choose
 from dreamrsi.dreaming.quality import QualityScale
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks.proposers import LlmSettings, ModelChoice

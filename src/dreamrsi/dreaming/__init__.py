@@ -2,22 +2,20 @@
 
 The names below are imported when first used (PEP 562): ``dreamrsi.dreaming.queries`` (what
 ``dreamrsi policies`` reads) does not load Optuna, NumPy or SciPy. The name ``dream`` is the
-function, as it was when this package imported everything at once: importing the submodule
-``dreamrsi.dreaming.dream`` does not rebind it (:class:`_Package`).
+function (defined in ``dreamer.py``: no submodule shares an exported name, so importing one
+never rebinds a name of this package).
 """
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dreamrsi._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dreamrsi.dreaming.code import CodeSettings, make_author
     from dreamrsi.dreaming.config import DreamConfig
-    from dreamrsi.dreaming.dream import dream
+    from dreamrsi.dreaming.dreamer import dream
     from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy
     from dreamrsi.dreaming.history import History, load_history
     from dreamrsi.dreaming.loop import (
@@ -49,7 +47,7 @@ _MODULE_OF = {
     "CodeSettings": "dreamrsi.dreaming.code",
     "make_author": "dreamrsi.dreaming.code",
     "DreamConfig": "dreamrsi.dreaming.config",
-    "dream": "dreamrsi.dreaming.dream",
+    "dream": "dreamrsi.dreaming.dreamer",
     "ReplaySettings": "dreamrsi.dreaming.evaluate",
     "score_policy": "dreamrsi.dreaming.evaluate",
     "History": "dreamrsi.dreaming.history",
@@ -110,14 +108,3 @@ __all__ = [
 
 __getattr__ = lazy_exports(__name__, _MODULE_OF)
 
-
-class _Package(types.ModuleType):
-    """This package: a submodule named like an exported function does not take its name."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, types.ModuleType) and name in _MODULE_OF:
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -32,7 +32,7 @@ from typing import Any
 from dreamrsi.agents.policy_author import PolicyAuthor
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.dreaming.config import DreamConfig
-from dreamrsi.dreaming.dream import dream
+from dreamrsi.dreaming.dreamer import dream
 from dreamrsi.dreaming.evaluate import COST_BETA1, ReplaySettings
 from dreamrsi.dreaming.history import load_history
 from dreamrsi.dreaming.report import DreamReport
