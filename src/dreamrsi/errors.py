@@ -22,6 +22,11 @@ with a status and feedback; it is never one of these exceptions.
 
 from __future__ import annotations
 
+from enum import StrEnum
+from typing import TypeVar
+
+_Choice = TypeVar("_Choice", bound=StrEnum)
+
 
 class DreamError(Exception):
     """Root of every error dreamrsi raises on purpose."""
@@ -59,6 +64,21 @@ class ConfigError(DreamError):
         if expected:
             text += f" (expected {expected})"
         super().__init__(text)
+
+
+def one_of(kind: type[_Choice], value: object, key: str) -> _Choice:
+    """``value`` (a member of the string enum ``kind``, or its value) as that member.
+
+    Raises:
+        ConfigError: No member has that value (the message names ``key`` and the values).
+    """
+    if isinstance(value, str):  # a member is a str too
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    raise ConfigError(f"unknown {key.replace('_', ' ')} '{value}'", key=key,
+                      expected=" | ".join(kind))
 
 
 class NotFound(DreamError, KeyError):

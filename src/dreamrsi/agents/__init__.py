@@ -5,6 +5,8 @@ The engine imports this package; it never imports the engine, dreaming or the in
 - :class:`ModelClient` (``client.py``): one endpoint, weighted models, retries with backoff
   and jitter, a hard deadline per call, tokens and money per call; never raises for what an
   endpoint does.
+- :class:`Proposer` (``protocol.py``): what the attempt runner asks of a proposer, a
+  :class:`ProposalRequest` in and a :class:`Proposal` (with its :class:`ProposalStatus`) out.
 - :class:`LlmProposer` (``proposer.py``): the ``[proposer] kind = "llm"`` of a task.
 - ``edits.py``: SEARCH/REPLACE blocks and whole-file answers, confined to EVOLVE-BLOCK
   regions; ``files.py``: reading and writing workspace files without following links;
@@ -23,7 +25,8 @@ from dreamrsi._lazy import lazy_exports
 if TYPE_CHECKING:
     from dreamrsi.agents.client import ChatResult, ModelCall, ModelClient
     from dreamrsi.agents.edits import Edit, EditError, apply_edits, parse_answer
-    from dreamrsi.agents.proposer import LlmProposer, Proposal
+    from dreamrsi.agents.proposer import LlmProposer
+    from dreamrsi.agents.protocol import Proposal, ProposalRequest, ProposalStatus, Proposer
 
 _MODULE_OF = {
     "ChatResult": "dreamrsi.agents.client",
@@ -34,7 +37,10 @@ _MODULE_OF = {
     "apply_edits": "dreamrsi.agents.edits",
     "parse_answer": "dreamrsi.agents.edits",
     "LlmProposer": "dreamrsi.agents.proposer",
-    "Proposal": "dreamrsi.agents.proposer",
+    "Proposal": "dreamrsi.agents.protocol",
+    "ProposalRequest": "dreamrsi.agents.protocol",
+    "ProposalStatus": "dreamrsi.agents.protocol",
+    "Proposer": "dreamrsi.agents.protocol",
 }
 
 __all__ = [
@@ -45,6 +51,9 @@ __all__ = [
     "ModelCall",
     "ModelClient",
     "Proposal",
+    "ProposalRequest",
+    "ProposalStatus",
+    "Proposer",
     "apply_edits",
     "parse_answer",
 ]

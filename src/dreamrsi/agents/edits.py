@@ -33,7 +33,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+
+from dreamrsi.tasks.proposers import EditFormat
 
 __all__ = ["Edit", "EditError", "apply_edits", "evolve_regions", "parse_answer"]
 
@@ -47,7 +48,6 @@ _FILE_NAME = re.compile(r"^[\w+-][\w.+-]*\.[A-Za-z0-9]+$")
 _PATH_PREFIX = re.compile(r"^(?:#+\s*|(?:file|path)\s*:\s*)", re.IGNORECASE)
 _QUOTES = "`*\"'"
 
-EditFormat = Literal["diff", "full"]
 
 
 class EditError(ValueError):
@@ -85,7 +85,7 @@ def parse_answer(answer: str, edit_format: EditFormat) -> list[Edit]:
         EditError: A block is incomplete, or the answer holds no edit at all.
     """
     lines = answer.splitlines()
-    return _parse_diff(lines) if edit_format == "diff" else _parse_full(lines)
+    return _parse_diff(lines) if edit_format == EditFormat.DIFF else _parse_full(lines)
 
 
 def _parse_diff(lines: list[str]) -> list[Edit]:

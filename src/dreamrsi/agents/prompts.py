@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from dreamrsi.errors import ConfigError
+from dreamrsi.tasks.proposers import EditFormat
 
 __all__ = ["PLACEHOLDERS", "Prompts", "load_prompts"]
 
@@ -119,7 +120,7 @@ def _fill(template: str, values: Mapping[str, str]) -> str:
 
 
 def prompt_values(context: Mapping[str, Any], files: Mapping[str, str], notes: Sequence[str],
-                  edit_format: str,
+                  edit_format: EditFormat,
                   elite_files: Sequence[Mapping[str, str]] = ()) -> dict[str, str]:
     """The value of every placeholder for one attempt.
 
@@ -148,7 +149,7 @@ def prompt_values(context: Mapping[str, Any], files: Mapping[str, str], notes: S
         "history": _history(context),
         "elites": _elites(context, elite_files),
         "files": _files(files, notes),
-        "edit_format": _DIFF if edit_format == "diff" else _FULL,
+        "edit_format": _DIFF if edit_format == EditFormat.DIFF else _FULL,
         "lessons": "\n".join(f"- {lesson}" for lesson in context.get("lessons") or ())
         or "none",
         "budget": _budget(context.get("budget") or {}),

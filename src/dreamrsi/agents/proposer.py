@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import random
 import re
-import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,45 +26,21 @@ from dreamrsi.agents.files import (
     write_file,
 )
 from dreamrsi.agents.prompts import Prompts, load_prompts, prompt_values
+from dreamrsi.agents.protocol import Proposal, ProposalRequest, ProposalStatus
 from dreamrsi.core.model import Artifact, Cost
 from dreamrsi.errors import ConfigError
 from dreamrsi.store.blobs import Blobs
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.tasks.spec import Task
 
-__all__ = ["LlmProposer", "Proposal"]
+__all__ = ["LlmProposer"]
 
 _PLAN = re.compile(r"^\s*\**PLAN\**:\s*(.+?)\s*$", re.MULTILINE)
 
 
-@dataclass(frozen=True, slots=True)
-class Proposal:
-    """What one proposal did to its workspace.
-
-    Attributes:
-        status: ``ok`` (edits written), ``error``, ``timeout`` (the proposer's time ran out)
-            or ``cancelled`` (the run stopped it).
-        problem: Why it is not ``ok`` (the node's feedback).
-        plan: The answer's ``PLAN:`` line.
-        changed: The files written.
-        cost: Tokens and money of every call.
-        events: Ledger rows: each call, the answer as narration, the edits.
-        infrastructure: No answer came because the endpoint failed (unreachable, a key
-            refused, a model it does not serve, server errors after the retries): not the
-            candidate's doing (see :attr:`ChatResult.infrastructure`).
-    """
-
-    status: str
-    problem: str | None
-    plan: str | None
-    changed: tuple[str, ...]
-    cost: Cost
-    events: tuple[LedgerEvent, ...]
-    infrastructure: bool = False
-
-
 class LlmProposer:
-    """Proposes edits for the attempts of one task's run; safe to share between threads.
+    """Proposes edits for the attempts of one task's run (a
+    :class:`~dreamrsi.agents.protocol.Proposer`); safe to share between threads.
 
     Args:
         task: The task (its ``proposer.llm`` settings, objective and protected paths).
@@ -92,17 +66,10 @@ class LlmProposer:
         """Close the model client's connections."""
         self.client.close()
 
-    def propose(self, context: Mapping[str, Any], workspace: Path, *, node_id: str,
-                deadline: float, cancel: threading.Event | None = None) -> Proposal:
-        """Ask the model for edits to ``workspace`` and write them.
-
-        Args:
-            context: The attempt's context (as a command proposer gets it).
-            workspace: The attempt's checkout of the parent's commit.
-            node_id: The attempt's node (named on its ledger rows).
-            deadline: ``time.monotonic()`` value by which the proposal must be done.
-            cancel: Set when the run stops.
-        """
+    def propose(self, request: ProposalRequest) -> Proposal:
+        """Ask the model for edits to ``request.workspace`` and write them (by
+        ``request.deadline``; ``request.cancel`` stops the call)."""
+        context, workspace = request.context, request.workspace
         if self._prompts is None:
             self.prepare()
         assert self._prompts is not None
@@ -110,13 +77,14 @@ class LlmProposer:
         files, notes = editable_files(workspace, self.settings.files, protected)
         if not files:
             why = "; ".join(notes) or "no text file outside the protected paths"
-            return Proposal("error", f"no file to show the model: {why}", None, (), Cost(), ())
+            return Proposal(ProposalStatus.ERROR, f"no file to show the model: {why}", None, (),
+                            Cost(), ())
         values = prompt_values(context, files, notes, self.settings.edit_format,
                                _elite_files(context, files))
         result = self.client.chat(self._prompts.messages(values),
-                                  random.Random(context.get("seed", 0)), deadline=deadline,
-                                  cancel=cancel)
-        return self._apply(result, files, workspace, node_id)
+                                  random.Random(context.get("seed", 0)),
+                                  deadline=request.deadline, cancel=request.cancel)
+        return self._apply(result, files, workspace, request.node_id)
 
     def _apply(self, result: ChatResult, files: dict[str, str], workspace: Path,
                node_id: str) -> Proposal:
@@ -125,9 +93,13 @@ class LlmProposer:
                     tokens_out=sum(c.tokens_out for c in result.calls),
                     money_usd=sum(c.money_usd for c in result.calls))
         if result.answer is None:
-            status = ("cancelled" if result.cancelled else "timeout" if result.timed_out
-                      else "error")
-            return Proposal(status, result.error, None, (), cost, tuple(events),
+            status = (ProposalStatus.CANCELLED if result.cancelled else ProposalStatus.TIMEOUT
+                      if result.timed_out else ProposalStatus.ERROR)
+            problem = result.error
+            if status is ProposalStatus.TIMEOUT:
+                problem = (f"proposer timed out after {self.task.proposer.timeout_s:g} s: "
+                           f"{result.error}")
+            return Proposal(status, problem, None, (), cost, tuple(events),
                             infrastructure=result.infrastructure)
         events.append(LedgerEvent(Actor.TACTICAL, "narration", admissible=False,
                                   node_id=node_id, artifacts=(Artifact(
@@ -139,10 +111,10 @@ class LlmProposer:
             problem = f"the model's answer was not applied: {exc}"
             events.append(LedgerEvent(Actor.TACTICAL, "apply edits", exit=1, node_id=node_id,
                                       parsed={"changed": [], "error": str(exc)}))
-            return Proposal("error", problem, plan, (), cost, tuple(events))
+            return Proposal(ProposalStatus.ERROR, problem, plan, (), cost, tuple(events))
         events.append(LedgerEvent(Actor.TACTICAL, "apply edits", exit=0, node_id=node_id,
                                   parsed={"changed": list(changed), "error": None}))
-        return Proposal("ok", None, plan, changed, cost, tuple(events))
+        return Proposal(ProposalStatus.OK, None, plan, changed, cost, tuple(events))
 
     def _write(self, answer: str, files: dict[str, str], workspace: Path) -> tuple[str, ...]:
         """Parse, check and apply the answer's edits, then write the files that changed."""

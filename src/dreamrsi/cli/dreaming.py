@@ -11,12 +11,27 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from dreamrsi.cli._dream_options import (
+    DEFAULT_OPTIONS,
+    Beta1Opt,
+    Beta2Opt,
+    ChargeMissesOpt,
+    DreamOptions,
+    K2Opt,
+    PoolOpt,
+    QualityOpt,
+    ReachQuantileOpt,
+    ReplayBudgetOpt,
+    ReplayWorkersOpt,
+    RootOrdersOpt,
+    replay_settings,
+    with_options,
+)
 from dreamrsi.cli._shared import console, guard, print_json, reader, sigterm_as_interrupt
 from dreamrsi.cli.options import (
     COUNT,
     DEFAULT_HISTORY,
     DEFAULT_STORE,
-    MAX_INT,
     AcceptUnisolatedOpt,
     BaseUrlOpt,
     HistoryOpt,
@@ -33,106 +48,9 @@ from dreamrsi.cli.options import (
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from dreamrsi.dreaming import DreamConfig, ReplaySettings
+    from dreamrsi.dreaming import DreamConfig
     from dreamrsi.store import RunStore
     from dreamrsi.tasks.spec import Task
-
-# the replay settings of dream, loop and replay
-Beta1Opt = Annotated[float | None, typer.Option(
-    "--beta1", help="Cost per attempt in V (finite, 0 or more; default 0, or 0.0005 in a loop "
-                    "with --total-budget, where unspent attempts buy later rounds).")]
-Beta2Opt = Annotated[float, typer.Option(
-    "--beta2", help="Bonus per unit of parallelism in V (finite, 0 or more).")]
-QualityOpt = Annotated[str, typer.Option(
-    help="rank (share of the history's scores reached) | rarity (decades of rarity in the "
-         "history) | reach (1 when the history's --reach-quantile is reached, else 0) | "
-         "relative (per tree) | raw.")]
-ReachQuantileOpt = Annotated[float | None, typer.Option(
-    help="With --quality reach: the quantile of the history's valid scores to reach (above 0, "
-         "at most 1; default 0.9).")]
-K2Opt = Annotated[int | None, typer.Option("--k2", **COUNT, help="Most replay rounds (K2).")]
-ChargeMissesOpt = Annotated[bool, typer.Option(
-    help="Count selections with no recorded continuation as attempts spent (budget and cost; "
-         "on by default).")]
-RootOrdersOpt = Annotated[int, typer.Option(
-    **COUNT, help="Replay each tree under this many rotations of its root's branches and "
-                  "average V (1: the recorded order only).")]
-PoolOpt = Annotated[bool, typer.Option(
-    help="Lend each tree the branches of the other trees with the same start, so opening more "
-    "branches than a tree holds draws recorded fresh starts (valid when a branch's proposer "
-    "sees no sibling).")]
-ReplayWorkersOpt = Annotated[int | None, typer.Option(**COUNT, help="W in replay.")]
-ReplayBudgetOpt = Annotated[int | None, typer.Option(
-    **COUNT, help="Attempt ceiling in replay.")]
-
-# the search and selection settings of dream and loop
-SelectOnOpt = Annotated[str, typer.Option(
-    help="Select on train trees (the ones the studies tuned on) or holdout trees.")]
-TrialsOpt = Annotated[int, typer.Option(
-    **COUNT, help="Most Optuna trials, shared by the families.")]
-TrialsPerTreeOpt = Annotated[int, typer.Option(
-    **COUNT, help="Optuna trials per training tree (at most --trials, at least one per "
-                  "family).")]
-MinTreesOpt = Annotated[int, typer.Option(
-    **COUNT, help="Fewest trees (recorded runs) compared on that a promotion needs.")]
-GateOpt = Annotated[str | None, typer.Option(
-    help="What a promotion is gated on: quality (the leader must gain quality; the default) "
-         "| value (V, cost included; the default of a loop with --total-budget).")]
-FamiliesOpt = Annotated[str | None, typer.Option(
-    help="Comma-separated policy families to search (default: all built-in).")]
-RequireGainOpt = Annotated[bool, typer.Option(
-    help="Promote only when the bootstrap interval of the gated gain is above zero (on by "
-         "default).")]
-ObjectiveOpt = Annotated[str, typer.Option(
-    help="value (mean V) | pareto (Pareto-AUC over each family's knob).")]
-ParetoLamOpt = Annotated[float, typer.Option(
-    help="λ of the Pareto-AUC parallel penalty (finite, 0 or more).")]
-CodeOpt = Annotated[bool, typer.Option(
-    help="Also let a model rewrite the policy's code: M programs per dream, each scored in "
-         "the sandbox (bubblewrap required).")]
-RevisionsOpt = Annotated[int, typer.Option(
-    min=1, max=100, help="M: programs written and scored per dream (with --code).")]
-CodeModelOpt = Annotated[str | None, typer.Option(
-    help="The model that writes programs (default: a loop's --model, else the task's "
-    "[proposer] models).")]
-CodeBaseUrlOpt = Annotated[str | None, typer.Option(
-    help="Its OpenAI-compatible endpoint (default: a loop's --base-url, else the task's, "
-    "else $OPENAI_BASE_URL).")]
-CodeKeyEnvOpt = Annotated[str | None, typer.Option(
-    help="The variable holding its API key (default: the task's, else OPENAI_API_KEY).")]
-CrossvalOpt = Annotated[int, typer.Option(
-    min=0, max=MAX_INT, help="Promote only when the dream, rerun without each of this many "
-    "folds of the trees, gains on the trees it left out (0: off; at least 2).")]
-
-
-def _dream_config(trials: int, families: str | None, holdout: float, require_gain: bool,
-                  seed: int, settings: ReplaySettings, objective: str,
-                  pareto_lam: float, select_on: str = "train",
-                  crossval: int = 0, pool_branches: bool = True,
-                  code: int | None = None, *, gate: str, min_trees: int,
-                  trials_per_tree: int) -> DreamConfig:
-    from dreamrsi.dreaming import CodeSettings, DreamConfig, parse_objective, parse_split
-    from dreamrsi.policies.registry import BUILTIN
-
-    names = tuple(sorted(BUILTIN)) if not families else tuple(
-        f.strip() for f in families.split(",") if f.strip())
-    return DreamConfig(families=names, trials=trials, split=parse_split(select_on, holdout),
-                       require_gain=require_gain, seed=seed, replay=settings,
-                       objective=parse_objective(objective, pareto_lam), crossval=crossval,
-                       pool_branches=pool_branches,
-                       code=None if code is None else CodeSettings(revisions=code), gate=gate,
-                       min_trees=min_trees, trials_per_tree=trials_per_tree)
-
-
-def _replay_settings(workers: int, k2: int | None, budget: int | None, beta1: float,
-                     beta2: float, quality: str, root_orders: int,
-                     charge_misses: bool, reach_quantile: float | None) -> ReplaySettings:
-    from dreamrsi.dreaming import ReplaySettings, parse_quality
-
-    return ReplaySettings(workers=workers, max_rounds=k2, attempt_budget=budget, beta1=beta1,
-                          beta2=beta2, quality=parse_quality(quality, reach_quantile),
-                          root_orders=root_orders, charge_misses=charge_misses)
-
 
 def _protocol_defaults(total_budget: int | None) -> DreamConfig:
     """The dream settings a protocol takes by default (a dream alone: the per-round ones;
@@ -142,35 +60,15 @@ def _protocol_defaults(total_budget: int | None) -> DreamConfig:
     return protocol_dream("per-round" if total_budget is None else "total")
 
 
+@with_options
 def dream(
     task: TaskArg,
-    trials: TrialsOpt = 600,
-    trials_per_tree: TrialsPerTreeOpt = 50,
-    families: FamiliesOpt = None,
+    options: DreamOptions = DEFAULT_OPTIONS,
     holdout: Annotated[float, typer.Option(
         help="Share of trees held out (above 0, below 1).")] = 0.25,
-    require_gain: RequireGainOpt = True,
-    gate: GateOpt = None,
-    min_trees: MinTreesOpt = 2,
     workers: ReplayWorkersOpt = None,
     budget: ReplayBudgetOpt = None,
     k2: K2Opt = None,
-    beta1: Beta1Opt = None,
-    beta2: Beta2Opt = 0.001,
-    quality: QualityOpt = "rank",
-    reach_quantile: ReachQuantileOpt = None,
-    root_orders: RootOrdersOpt = 1,
-    charge_misses: ChargeMissesOpt = True,
-    objective: ObjectiveOpt = "value",
-    pareto_lam: ParetoLamOpt = 0.1,
-    select_on: SelectOnOpt = "train",
-    crossval: CrossvalOpt = 0,
-    pool_branches: PoolOpt = True,
-    code: CodeOpt = False,
-    revisions: RevisionsOpt = 3,
-    code_model: CodeModelOpt = None,
-    code_base_url: CodeBaseUrlOpt = None,
-    code_api_key_env: CodeKeyEnvOpt = None,
     seed: Annotated[int, seed_option("Seed of the samplers.")] = 0,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
@@ -190,20 +88,16 @@ def dream(
         # a dream alone has no protocol: its choice runs next with a budget of its own, where
         # unspent attempts buy nothing, so it takes the per-round defaults
         defaults = _protocol_defaults(None)
-        settings = _replay_settings(workers or 1, k2, budget,
-                                    defaults.replay.beta1 if beta1 is None else beta1, beta2,
-                                    quality, root_orders, charge_misses, reach_quantile)
-        config = _dream_config(trials, families, holdout, require_gain, seed, settings,
-                               objective, pareto_lam, select_on, crossval, pool_branches,
-                               revisions if code else None, gate=gate or defaults.gate,
-                               min_trees=min_trees, trials_per_tree=trials_per_tree)
+        settings = options.replay_settings(workers or 1, k2, budget, defaults)
+        config = options.dream_config(holdout, seed, settings, defaults)
         with open_store(store, writer=True, holder=f"dream {loaded.name}") as handle:
             incumbent, _ = dq.deployed_policy(handle, loaded.digest)
             if workers is None:
                 config = replace(config, replay=replace(
                     settings, workers=dq.default_workers(handle, loaded)))
-            author = make_author(loaded, handle, model=code_model, base_url=code_base_url,
-                                 api_key_env=code_api_key_env) if code else None
+            author = make_author(loaded, handle, model=options.code_model,
+                                 base_url=options.code_base_url,
+                                 api_key_env=options.code_api_key_env) if options.code else None
             report = run_dream(handle, loaded, incumbent, config, author=author)
         if as_json:
             print_json(report.as_dict())
@@ -213,6 +107,7 @@ def dream(
     guard(body)
 
 
+@with_options
 def loop(
     ctx: typer.Context,
     task: TaskArg,
@@ -241,28 +136,7 @@ def loop(
     dream_first: Annotated[bool, typer.Option(
         help="Dream over the task's earlier trees in the store before round 1 and deploy "
              "that choice (--no-dream-first: round 1 runs π_1).")] = True,
-    trials: TrialsOpt = 600,
-    trials_per_tree: TrialsPerTreeOpt = 50,
-    families: FamiliesOpt = None,
-    require_gain: RequireGainOpt = True,
-    gate: GateOpt = None,
-    min_trees: MinTreesOpt = 2,
-    beta1: Beta1Opt = None,
-    beta2: Beta2Opt = 0.001,
-    quality: QualityOpt = "rank",
-    reach_quantile: ReachQuantileOpt = None,
-    root_orders: RootOrdersOpt = 1,
-    charge_misses: ChargeMissesOpt = True,
-    objective: ObjectiveOpt = "value",
-    pareto_lam: ParetoLamOpt = 0.1,
-    select_on: SelectOnOpt = "train",
-    crossval: CrossvalOpt = 0,
-    pool_branches: PoolOpt = True,
-    code: CodeOpt = False,
-    revisions: RevisionsOpt = 3,
-    code_model: CodeModelOpt = None,
-    code_base_url: CodeBaseUrlOpt = None,
-    code_api_key_env: CodeKeyEnvOpt = None,
+    options: DreamOptions = DEFAULT_OPTIONS,
     base_url: BaseUrlOpt = None,
     model: ModelOpt = None,
     seed: Annotated[int, seed_option("Seed of the loop.")] = 0,
@@ -279,7 +153,8 @@ def loop(
         from dreamrsi.cli import _render
         from dreamrsi.cli.runs import say_notes
         from dreamrsi.dreaming import LoopConfig, make_author, run_loop
-        from dreamrsi.errors import ConfigError
+        from dreamrsi.dreaming.loop import LoopArm
+        from dreamrsi.errors import ConfigError, one_of
         from dreamrsi.policies.registry import parse_spec
         from dreamrsi.store import open_store
         from dreamrsi.tasks import resolve_task
@@ -293,31 +168,27 @@ def loop(
                 raise ConfigError("--resume continues a loop with its stored settings; leave "
                                   "out " + ", ".join("--" + g.replace("_", "-") for g in given))
             _resume_loop(loaded, resume, store, as_json, accept_unisolated,
-                         {"model": code_model or model, "base_url": code_base_url or base_url,
-                          "api_key_env": code_api_key_env}, (base_url, model))
+                         {"model": options.code_model or model,
+                          "base_url": options.code_base_url or base_url,
+                          "api_key_env": options.code_api_key_env}, (base_url, model))
             return
         defaults = _protocol_defaults(total_budget)
-        settings = _replay_settings(workers, None, per_round_budget,
-                                    defaults.replay.beta1 if beta1 is None else beta1, beta2,
-                                    quality, root_orders, charge_misses, reach_quantile)
+        settings = options.replay_settings(workers, None, per_round_budget, defaults)
         count = rounds if rounds is not None else (5 if total_budget is None else total_budget)
-        config = LoopConfig(count, per_round_budget, workers, arm, seed,
-                            parse_spec(initial) if initial else None, isolation,
-                            _dream_config(trials, families, 0.25, require_gain, seed,
-                                          settings, objective, pareto_lam, select_on,
-                                          crossval, pool_branches,
-                                          revisions if code else None,
-                                          gate=gate or defaults.gate, min_trees=min_trees,
-                                          trials_per_tree=trials_per_tree),
-                            warm_start, target, dream_first, total_budget, history,
-                            base_url, model)
+        config = LoopConfig(
+            rounds=count, per_round_budget=per_round_budget, workers=workers,
+            arm=one_of(LoopArm, arm, "arm"), seed=seed,
+            initial=parse_spec(initial) if initial else None, isolation=isolation,
+            dream=options.dream_config(0.25, seed, settings, defaults),
+            warm_start=warm_start, target=target, dream_first=dream_first,
+            total_budget=total_budget, history=history, base_url=base_url, model=model)
         with open_store(store, writer=True, holder=f"loop {loaded.name}") as handle:
             sigterm_as_interrupt()
             observer = None if as_json else (
                 lambda r: _render.loop_round(console(), r, handle.chain_head(r.run_id)))
-            author = make_author(loaded, handle, model=code_model or model,
-                                 base_url=code_base_url or base_url,
-                                 api_key_env=code_api_key_env) if code else None
+            author = make_author(loaded, handle, model=options.code_model or model,
+                                 base_url=options.code_base_url or base_url,
+                                 api_key_env=options.code_api_key_env) if options.code else None
             report = run_loop(handle, loaded, config, observer,
                               accept_unisolated_model_code=accept_unisolated, author=author)
         if as_json:
@@ -439,9 +310,9 @@ def replay(
         loaded = resolve_task(task)
         with reader(store) as handle:
             spec = parse_spec(policy) if policy else dq.deployed_policy(handle, loaded.digest)[0]
-            settings = _replay_settings(workers or dq.default_workers(handle, loaded), k2,
-                                        budget, 0.0 if beta1 is None else beta1, beta2,
-                                        quality, root_orders, charge_misses, reach_quantile)
+            settings = replay_settings(workers or dq.default_workers(handle, loaded), k2,
+                                       budget, 0.0 if beta1 is None else beta1, beta2,
+                                       quality, root_orders, charge_misses, reach_quantile)
             table = dq.replay_rows(handle, loaded, spec, settings, pool_branches)
         if as_json:
             print_json(table)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from dreamrsi.dreaming._pool import default_processes
@@ -20,13 +21,22 @@ from dreamrsi.dreaming.objectives import (
 )
 from dreamrsi.dreaming.splits import Split, parse_split
 from dreamrsi.engine.config import MAX_SEED, check_int
-from dreamrsi.errors import ConfigError
+from dreamrsi.errors import ConfigError, one_of
 from dreamrsi.policies.registry import BUILTIN, policy_class
 from dreamrsi.programs import ProgramLimits
 from dreamrsi.sandbox import IsolationMode
 
-INTERVALS = ("branch", "run", "tree")
-"""How a dream bootstraps the leader's interval (``DreamConfig.interval``)."""
+
+class Interval(StrEnum):
+    """How a dream bootstraps the leader's interval (``DreamConfig.interval``): by branch
+    (redraw each run's branches and pool anew), by recorded run, or by tree."""
+
+    BRANCH = "branch"
+    RUN = "run"
+    TREE = "tree"
+
+
+INTERVALS = tuple(Interval)
 GATES = ("quality", "value")
 """What a promotion is gated on (``DreamConfig.gate``)."""
 MIN_TREES = 2
@@ -106,7 +116,7 @@ class DreamConfig:
     crossval: int = 0
     pool_branches: bool = True
     code: CodeSettings | None = None
-    interval: str = INTERVALS[0]
+    interval: Interval = Interval.BRANCH
     prune: bool = True
     processes: int | None = None
     gate: str = GATES[0]
@@ -119,9 +129,7 @@ class DreamConfig:
                               "Pareto-AUC objective nor with the cross-validation gate",
                               key="code")
         check_int("seed", self.seed, 0, MAX_SEED)
-        if self.interval not in INTERVALS:
-            raise ConfigError(f"unknown interval '{self.interval}'", key="interval",
-                              expected=" | ".join(INTERVALS))
+        object.__setattr__(self, "interval", one_of(Interval, self.interval, "interval"))
         if self.gate not in GATES:
             raise ConfigError(f"unknown gate '{self.gate}'", key="gate",
                               expected=" | ".join(GATES))
@@ -201,7 +209,7 @@ class DreamConfig:
             values["code"] = CodeSettings(revisions=code["revisions"], limits=ProgramLimits(
                 **limits, isolation=mode, accept_unisolated=mode is not IsolationMode.REQUIRED))
         values.setdefault("pool_branches", False)
-        values.setdefault("interval", "tree")
+        values.setdefault("interval", Interval.TREE)
         values.setdefault("prune", False)
         values.setdefault("require_gain", False)
         values.setdefault("gate", "value")

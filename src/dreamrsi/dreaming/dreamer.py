@@ -29,7 +29,7 @@ from dreamrsi.dreaming.code import (
     revise,
     score_program,
 )
-from dreamrsi.dreaming.config import DreamConfig
+from dreamrsi.dreaming.config import DreamConfig, Interval
 from dreamrsi.dreaming.crossval import CrossValidation, fold_trees
 from dreamrsi.dreaming.evaluate import ReplaySettings, TreeScore, score_policy
 from dreamrsi.dreaming.history import History, load_history, pool_branches
@@ -194,13 +194,13 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
         # by runs: a few distinct resamples, not one sandboxed replay per branch resample;
         # by runs too above the branch bootstrap's bound on the history's size
         programs = kind_of(by_id[version_id]).isolated or kind_of(incumbent).isolated
-        interval = by_branch_interval if config.interval == "branch" and not programs \
+        interval = by_branch_interval if config.interval is Interval.BRANCH and not programs \
             and fits(compared) else by_run_interval
         return interval(rewards(by_id[version_id]), rewards(incumbent), compared,
                         seed=config.seed, max_lent=_max_lent(config.replay),
                         processes=1 if programs else config.cores)
 
-    pooled_runs = config.pool_branches and config.interval != "tree"
+    pooled_runs = config.pool_branches and config.interval is not Interval.TREE
     compared_scores = {c.version_id: config.split.selected(c.train, c.holdout)
                        for c in candidates}
     selection = select({v: [s.value for s in scores] for v, scores in compared_scores.items()},

@@ -27,6 +27,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 from dreamrsi.agents.policy_author import PolicyAuthor
@@ -49,18 +50,35 @@ from dreamrsi.engine.config import (
 )
 from dreamrsi.engine.run import new_run_id, resume_run, start_run
 from dreamrsi.engine.sandboxing import resolve_isolation
-from dreamrsi.errors import ConfigError, InfrastructureError, NotFound
+from dreamrsi.errors import ConfigError, InfrastructureError, NotFound, one_of
 from dreamrsi.policies.registry import code_digest, parse_spec
 from dreamrsi.store.base import DreamsStore, RunStatus, RunStore
 from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
 from dreamrsi.tasks.spec import Task, load_task
 
-ARMS = ("dream", "fixed")
+
+class LoopArm(StrEnum):
+    """What a loop does between rounds: dream and redeploy, or keep the initial policy."""
+
+    DREAM = "dream"
+    FIXED = "fixed"
+
+
+class LoopStatus(StrEnum):
+    """A loop's stored status."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+ARMS = tuple(LoopArm)
 DEFAULT_HISTORY = 4
 """Elites of earlier trees a loop's proposers see by default (``LoopConfig.history``)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LoopConfig:
     """Settings of a loop.
 
@@ -99,7 +117,7 @@ class LoopConfig:
     rounds: int = 5
     per_round_budget: int = 40
     workers: int = 2
-    arm: str = "dream"
+    arm: LoopArm = LoopArm.DREAM
     seed: int = 0
     initial: PolicySpec | None = None
     isolation: str | None = None
@@ -130,8 +148,7 @@ class LoopConfig:
                                         or not math.isfinite(self.target)):
             raise ConfigError(f"target must be a finite number, got {self.target!r}",
                               key="target")
-        if self.arm not in ARMS:
-            raise ConfigError(f"unknown arm '{self.arm}'", key="arm", expected=" | ".join(ARMS))
+        object.__setattr__(self, "arm", one_of(LoopArm, self.arm, "arm"))
 
     @property
     def protocol(self) -> str:
@@ -253,7 +270,7 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
     Raises:
         ConfigError: Code dreaming is on without an agent.
     """
-    if config.dream_settings().code is not None and author is None and config.arm == "dream":
+    if config.dream_settings().code is not None and author is None and config.arm is LoopArm.DREAM:
         raise ConfigError("code dreaming needs a model to write programs", key="code")
     with_endpoint(task, config.base_url, config.model)  # refused up front for a command task
     resolve_isolation(task, config.isolation,
@@ -266,7 +283,7 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
         driver.policy, driver.why = first.selected, "before round 1, " + _why(first)
     driver.first = first
     loop_json = config.to_json() | {"first_dream": first.dream_id if first else None}
-    store.create_loop(LoopRecord(loop_id, task.digest, config.arm, loop_json, "running",
+    store.create_loop(LoopRecord(loop_id, task.digest, config.arm, loop_json, LoopStatus.RUNNING,
                                  time.time()))
     return driver.drive()
 
@@ -289,7 +306,7 @@ def resume_loop(store: RunStore, loop_id: str, observer: RoundObserver | None = 
             with code and no agent was given.
     """
     record = store.get_loop(loop_id)
-    if record.status == "finished":
+    if record.status == LoopStatus.FINISHED:
         raise ConfigError(f"loop {record.loop_id} already finished; start a new loop instead")
     task = load_task(store.get_task(record.task_digest).spec["directory"])
     if task.digest != record.task_digest:
@@ -301,11 +318,11 @@ def resume_loop(store: RunStore, loop_id: str, observer: RoundObserver | None = 
     overrides = (base_url, model)
     config = replace(config, base_url=base_url or config.base_url, model=model or config.model)
     with_endpoint(task, config.base_url, config.model)
-    if config.dream_settings().code is not None and author is None and config.arm == "dream":
+    if config.dream_settings().code is not None and author is None and config.arm is LoopArm.DREAM:
         raise ConfigError("code dreaming needs a model to write programs", key="code")
     resolve_isolation(task, config.isolation,
                       accept_unisolated_model_code=accept_unisolated_model_code)
-    store.set_loop_status(record.loop_id, "running")
+    store.set_loop_status(record.loop_id, LoopStatus.RUNNING)
     driver = _Driver(store, task, config, record.loop_id, observer,
                      accept_unisolated_model_code, author)
     driver.overrides = overrides
@@ -339,7 +356,7 @@ class _Driver:
     def drive(self, recorded: Sequence[LoopRound] = ()) -> LoopReport:
         """Finish the rounds ``recorded`` before a resume (their runs resumed, their dreams
         redone if unfinished), then run new rounds until the loop ends; record its status."""
-        c, status = self.config, "failed"
+        c, status = self.config, LoopStatus.FAILED
         try:
             ended = False
             for entry in recorded:
@@ -355,9 +372,9 @@ class _Driver:
                 self._finish_run(t, run_id)
                 if self.after_run(t, run_id, None):
                     break
-            status = "finished"
+            status = LoopStatus.FINISHED
         except KeyboardInterrupt:
-            status = "interrupted"
+            status = LoopStatus.INTERRUPTED
             raise
         finally:
             self.store.set_loop_status(self.loop_id, status)
@@ -411,7 +428,7 @@ class _Driver:
                    and not _better(self.task, c.target, self.best))
         ends = self._ends(t, counts.attempts, reached)
         outcome = None if dream_id is None else _stored_outcome(store, dream_id)
-        if outcome is None and c.arm == "dream" and not ends:
+        if outcome is None and c.arm is LoopArm.DREAM and not ends:
             outcome = _Outcome.of(dream(store, self.task, self.policy, c.dream_config(),
                                         author=self.author))
         store.add_loop_round(LoopRound(self.loop_id, t, run_id, version_id,
@@ -502,7 +519,7 @@ def _stored_outcome(store: DreamsStore, dream_id: str) -> _Outcome | None:
 def _first_dream(store: RunStore, task: Task, initial: PolicySpec,
                  config: LoopConfig, author: PolicyAuthor | None) -> DreamReport | None:
     """The dream before round 1 (``dream_first``), or ``None`` without earlier trees."""
-    if config.arm != "dream" or not config.dream_first:
+    if config.arm is not LoopArm.DREAM or not config.dream_first:
         return None
     history = load_history(store, task.name, task.digest, task.evaluator_digest)
     if not history.trees:

@@ -34,6 +34,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Literal
@@ -44,9 +45,17 @@ from dreamrsi.errors import ConfigError
 from dreamrsi.tasks._inside import check_inside
 from dreamrsi.tasks.bounds import MAX_TIMEOUT_S
 
-__all__ = ["LlmSettings", "ModelChoice", "Price", "ProposerSpec", "check_llm"]
+__all__ = ["EditFormat", "LlmSettings", "ModelChoice", "Price", "ProposerSpec", "check_llm"]
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class EditFormat(StrEnum):
+    """How a model writes its edits: SEARCH/REPLACE blocks inside EVOLVE-BLOCK regions, or
+    each file whole."""
+
+    DIFF = "diff"
+    FULL = "full"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +89,7 @@ class LlmSettings:
     max_tokens: int = 4096
     call_timeout_s: float = 60.0
     max_retries: int = 4
-    edit_format: Literal["diff", "full"] = "diff"
+    edit_format: EditFormat = EditFormat.DIFF
     files: tuple[str, ...] = ()
     prompt_dir: str | None = None
     prices: Mapping[str, Price] = field(default_factory=lambda: MappingProxyType({}))
@@ -151,8 +160,8 @@ def proposer_spec(raw: CommandProposer | LlmProposer) -> ProposerSpec:
                    for m in raw.models)
     prices = MappingProxyType({name: Price(p.input, p.output) for name, p in raw.prices.items()})
     llm = LlmSettings(models, raw.base_url, raw.api_key_env, raw.temperature, raw.max_tokens,
-                      raw.call_timeout_s, raw.max_retries, raw.edit_format, tuple(raw.files),
-                      raw.prompt_dir, prices)
+                      raw.call_timeout_s, raw.max_retries, EditFormat(raw.edit_format),
+                      tuple(raw.files), raw.prompt_dir, prices)
     return ProposerSpec("llm", "", raw.timeout_s, llm)
 
 

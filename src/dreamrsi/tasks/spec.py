@@ -15,6 +15,7 @@ import re
 import stat
 import tomllib
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -104,6 +105,14 @@ class CommandSpec:
     timeout_s: float
 
 
+class ProtectedChange(StrEnum):
+    """What an attempt whose proposer changed a protected path becomes: ``invalid`` (the
+    files are restored and it is not evaluated) or ``restore`` (restored, then evaluated)."""
+
+    INVALID = "invalid"
+    RESTORE = "restore"
+
+
 @dataclass(frozen=True, slots=True)
 class Constraints:
     """Hard constraints, resource limits and sandbox settings of every command of the task.
@@ -118,7 +127,7 @@ class Constraints:
     """
 
     protected_paths: tuple[str, ...] = ()
-    on_protected_change: str = "invalid"
+    on_protected_change: ProtectedChange = ProtectedChange.INVALID
     memory_mb: int = 4096
     cpu_s: int | None = None
     max_processes: int = 256
@@ -299,7 +308,7 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
     c = spec.constraints
     _check_sandbox_asks(file, c)
     protected_paths = tuple(dict.fromkeys([*derived, *c.protected_paths]))
-    constraints = Constraints(protected_paths, c.on_protected_change, c.memory_mb,
+    constraints = Constraints(protected_paths, ProtectedChange(c.on_protected_change), c.memory_mb,
                               c.cpu_s, c.max_processes, c.max_output_bytes, c.max_workspace_mb,
                               c.isolation, c.network, tuple(c.pass_env), tuple(c.read_paths),
                               c.max_scratch_mb)

@@ -1,0 +1,143 @@
+"""The evaluator protocol and the engine's evaluators: dreamrsi's command contract, and the
+peers' (OpenEvolve, ShinkaEvolve) through dreamrsi's adapter.
+
+An evaluator gets an :class:`EvaluationRequest` (the candidate's fresh checkout with the
+trusted files over it) and returns an :class:`EvaluationOutcome`: an
+:class:`~dreamrsi.engine.evaluation.Evaluation` whose status is a
+:class:`~dreamrsi.core.model.NodeStatus` (``lost`` when the run cut it), and the ledger rows
+behind it. It never raises for what a candidate does. Every evaluator here runs a command in
+the sandbox from the trusted copy; they differ in where the verdict is read (:meth:`verdict`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from dreamrsi.core.model import Artifact, NodeStatus
+from dreamrsi.engine.commands import bounded_command, command_event, cut_reason, dream_env
+from dreamrsi.engine.evaluation import Evaluation, ResultFile, parse_evaluation
+from dreamrsi.engine.peers import read_verdict
+from dreamrsi.engine.sandboxing import evaluator_env, evaluator_isolation
+from dreamrsi.sandbox import CommandResult, IsolationMode
+from dreamrsi.store.blobs import Blobs
+from dreamrsi.store.ledger import Actor, LedgerEvent
+from dreamrsi.tasks.spec import Task
+
+__all__ = ["CommandEvaluator", "EvaluationOutcome", "EvaluationRequest", "Evaluator",
+           "PeerEvaluator", "make_evaluator"]
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationRequest:
+    """One candidate to evaluate.
+
+    Attributes:
+        candidate: Its fresh checkout, the trusted files laid over it.
+        io: The attempt's private folder.
+        commit: The candidate's commit (named on ledger rows).
+        node_id: The attempt's node.
+        run_id: Its run.
+        context: The attempt's context (its seed is the evaluator's too).
+        deadline: ``time.monotonic()`` value at which the run's time ends (``None``: never).
+        cancel: Set when the run stops.
+    """
+
+    candidate: Path
+    io: Path
+    commit: str
+    node_id: str
+    run_id: str
+    context: Mapping[str, Any] = field(default_factory=dict)
+    deadline: float | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationOutcome:
+    """A verdict and the ledger rows behind it; ``cpu_ms`` is what the evaluator ran used."""
+
+    evaluation: Evaluation
+    events: tuple[LedgerEvent, ...] = ()
+    cpu_ms: int = 0
+
+
+class Evaluator(Protocol):
+    """Judges candidates of one task's run; shared by the run's worker threads."""
+
+    def prepare(self) -> None:
+        """Get ready before the first attempt (after the runner made the trusted copy of the
+        task's protected files)."""
+        ...
+
+    def evaluate(self, request: EvaluationRequest) -> EvaluationOutcome:
+        """Judge ``request.candidate``; failures are a status, never an exception."""
+        ...
+
+
+class CommandEvaluator:
+    """dreamrsi's evaluator contract: the task's command prints its verdict as JSON (last line
+    of stdout, or ``$DREAM_RESULT``).
+
+    Args:
+        task: The task.
+        blobs: Where its output is kept.
+        isolation: Bubblewrap mode.
+        trusted: The trusted copy of the task's protected files it runs from.
+    """
+
+    def __init__(self, task: Task, blobs: Blobs, isolation: IsolationMode,
+                 trusted: Path) -> None:
+        self.task = task
+        self.blobs = blobs
+        self.isolation = isolation
+        self.trusted = trusted
+
+    def prepare(self) -> None:
+        """Nothing: the runner made the trusted copy it runs from (with the adapter of a
+        peer's task)."""
+
+    def evaluate(self, request: EvaluationRequest) -> EvaluationOutcome:
+        """Run the command on the candidate and read its verdict."""
+        ev = self.task.evaluator
+        env = evaluator_env(self.task, request.io, self.trusted,
+                            dream_env(request.node_id, request.run_id, request.context),
+                            request.candidate)
+        result = bounded_command(
+            ev.command, ev.timeout_s, request.candidate,
+            evaluator_isolation(self.task, self.isolation, request.io, self.trusted), env,
+            self.task.constraints, deadline=request.deadline, cancel=request.cancel,
+            own_stdout=True)
+        if result is None:
+            return EvaluationOutcome(Evaluation(NodeStatus.LOST,
+                                                feedback=cut_reason(request.cancel)))
+        left = self.verdict(result)
+        evaluation = parse_evaluation(result, left, self.task.direction, ev.timeout_s)
+        named = ((("result.json", left.data),) if left.data else ()) + left.raw
+        extra = tuple(Artifact(name, self.blobs.put(data)) for name, data in named)
+        event = command_event(Actor.EVAL, result, request.commit, request.node_id, self.blobs,
+                              parsed=evaluation.parsed(), extra=extra)
+        return EvaluationOutcome(evaluation, (event,), result.cpu_ms)
+
+    def verdict(self, result: CommandResult) -> ResultFile:
+        """The verdict the command left outside its stdout: none (the stdout holds it)."""
+        return ResultFile()
+
+
+class PeerEvaluator(CommandEvaluator):
+    """A peer's evaluator (OpenEvolve, ShinkaEvolve), run through dreamrsi's adapter in the
+    trusted copy; its verdict is translated from the adapter's report."""
+
+    def verdict(self, result: CommandResult) -> ResultFile:
+        """The peer's verdict, translated (each raw file it left kept in ``raw``)."""
+        return read_verdict(self.task, result)
+
+
+def make_evaluator(task: Task, blobs: Blobs, isolation: IsolationMode,
+                   trusted: Path) -> Evaluator:
+    """The evaluator of ``task``: a peer's when its evaluator is one, else the command."""
+    kind = CommandEvaluator if task.peer is None else PeerEvaluator
+    return kind(task, blobs, isolation, trusted)
