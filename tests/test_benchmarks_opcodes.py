@@ -27,7 +27,7 @@ def test_a_count_is_of_one_replay_and_names_where_it_went() -> None:
     # every reveal runs at least the replay loop's few bytecodes; the top functions are a part
     assert total > 10 * revealed
     assert 0 < sum(n for _, n in top) <= total
-    assert any(name.startswith("one_slot.py:") or name.startswith("greedy.py:")
+    assert any(name.startswith("episode.py:") or name.startswith("greedy.py:")
                for name, _ in top)
     # deterministic: the same count again
     assert shapes._count_opcodes(cell) == [revealed, total, top]

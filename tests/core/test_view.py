@@ -193,7 +193,9 @@ def test_replay_reveals_build_the_same_view_as_one_by_one_reveals(nodes: list[No
     tree = RecordedTree.from_nodes("r", nodes)
     fast, slow, bound = TreeView(nodes[0]), TreeView(nodes[0]), TreeView(nodes[0])
     source = RecordedSource(tree)
-    step = bound.stepper(tree.state_after, tree.branch_starts)  # what replay() uses
+    # bound to a fresh view: core._fast.recorded_extend, what replay() uses; the plain
+    # path (TreeView.advance) reveals `fast`
+    step = RecordedSource(tree, bound).extend
     while True:  # every leaf and `width` root entries each round, as a greedy replay would
         batch = (*fast.leaves(), *[fast.root_id] * width)
         found = source.extend(fast, batch, 1)
@@ -218,3 +220,12 @@ def test_replay_reveals_build_the_same_view_as_one_by_one_reveals(nodes: list[No
         assert n.node_id in fast and fast.node(n.node_id) is n
         assert fast.chain(n.node_id) == slow.chain(n.node_id)
     assert "r-missing" not in fast
+
+
+def test_a_recorded_source_binds_to_a_fresh_view_only() -> None:
+    nodes = [node(0, None, 0.5), node(1, 0, 0.6)]
+    tree = RecordedTree.from_nodes("r", nodes)
+    view = TreeView(nodes[0])
+    view.reveal(nodes[1])
+    with pytest.raises(ValueError, match="fresh view"):
+        RecordedSource(tree, view)

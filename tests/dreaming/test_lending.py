@@ -13,8 +13,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dreamrsi.core.model import Node, NodeStatus
-from dreamrsi.core.one_slot import tame
-from dreamrsi.core.replay import RecordedTree, own_part, replay, replay_generic, summarize
+from dreamrsi.core.replay import RecordedTree, own_part, replay, replay_generic, summarize, tame
 from dreamrsi.dreaming import ReplaySettings
 from dreamrsi.dreaming.by_run import by_run_interval
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy

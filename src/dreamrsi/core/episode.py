@@ -14,18 +14,29 @@ the benchmarks use.
 
 from __future__ import annotations
 
-import _random
-import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol, cast
 
+from dreamrsi.core._fast import LazyRandom as _LazyRandom  # seeded when first used
 from dreamrsi.core.model import Node, NodeStatus
-from dreamrsi.core.policy import Budget, GridPlan, Policy, PolicyContext, check_batch
-from dreamrsi.core.view import TreeView
+from dreamrsi.core.policy import (
+    GIVE_UP,
+    OPEN,
+    STOP,
+    BatchChooser,
+    Budget,
+    Chooser,
+    GridPlan,
+    Policy,
+    PolicyContext,
+    check_batch,
+)
+from dreamrsi.core.view import Branch, TreeView
 
-__all__ = ["ChildSource", "EpisodeSettings", "EpisodeState", "StopReason", "run_episode"]
+__all__ = ["ChildSource", "EpisodeSettings", "EpisodeState", "GaveUp", "Played", "StopReason",
+           "play", "run_episode"]
 
 _LOST = NodeStatus.LOST
 _tuple_new = tuple.__new__  # builds a named tuple without its Python-level __new__
@@ -159,53 +170,6 @@ class EpisodeState:
     batch_sizes: list[int] | None = field(default_factory=list)
 
 
-class _Random(random.Random):
-    """A ``random.Random`` seeded in the usual way (what :class:`_LazyRandom` becomes)."""
-
-
-class _LazyRandom(random.Random):
-    """``random.Random(seed)``, seeded when first used.
-
-    Seeding the Mersenne twister costs several microseconds, which every replay paid for a
-    policy that may never draw a number (none of the built-in families does). The generator's
-    only sources are ``random()`` and ``getrandbits()`` (every other method draws through
-    them) and its state is reached through ``getstate()``, ``setstate()`` and ``seed()``; each
-    seeds it first (once) and turns the object into a plain :class:`_Random`, so later draws
-    cost what they always did (a bound method kept from before waking checks, then draws).
-    ``tests/core/test_episode.py`` checks that the draws equal ``random.Random(seed)``'s.
-    """
-
-    def __init__(self, seed: int) -> None:
-        self._seed_later = seed
-        self.gauss_next = None
-
-    def _wake(self) -> None:
-        if type(self) is _LazyRandom:  # a bound method kept from before may call again
-            _random.Random.seed(self, self._seed_later)
-            del self._seed_later
-            self.__class__ = _Random  # type: ignore[assignment]  # a subclass of Random
-
-    def random(self) -> float:
-        _LazyRandom._wake(self)
-        return _random.Random.random(self)
-
-    def getrandbits(self, k: int, /) -> int:
-        _LazyRandom._wake(self)
-        return _random.Random.getrandbits(self, k)
-
-    def getstate(self) -> tuple[Any, ...]:
-        _LazyRandom._wake(self)
-        return random.Random.getstate(self)
-
-    def setstate(self, state: tuple[Any, ...]) -> None:
-        _LazyRandom._wake(self)
-        random.Random.setstate(self, state)
-
-    def seed(self, a: Any = None, version: int = 2) -> None:
-        _LazyRandom._wake(self)
-        random.Random.seed(self, a, version)
-
-
 def _repeated_rounds(size: int, left: int | None, workers: int, charge: bool,
                      rounds_left: int) -> int:
     """Rounds after an idle one (a batch of ``size`` that revealed nothing, decided with
@@ -327,13 +291,13 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
             selections += len(batch)
             revealed += count
             if attempts is not None:  # the spending rule: finished nodes, and misses if charged
-                spent += count - sum(1 for node in found if node[6] is _LOST)  # [6]: status
+                spent += count - sum(1 for node in found if node.status is _LOST)
                 if charge:
                     spent += len(batch) - count
             if sizes is not None:
                 sizes.append(count)
             rounds += 1
-            view._rounds += 1  # view.complete_round(), inlined: every round of every replay
+            view.complete_round()
             if on_round is not None:
                 st.rounds, st.spent, st.selections, st.revealed = (rounds, spent, selections,
                                                                    revealed)
@@ -352,3 +316,165 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
                     view.complete_round(idle)
     finally:
         st.rounds, st.spent, st.selections, st.revealed = rounds, spent, selections, revealed
+
+
+# -- a chooser driven on recorded branch states ---------------------------------------------
+
+Played = tuple[StopReason, int, int, int, "list[int] | None", "float | None",
+               "list[Node] | None"]
+"""What :func:`play` returns: why the episode ended, its rounds, selections and revealed
+nodes, the nodes revealed in each round (``None`` unless the order is kept), the best score
+revealed (the root's included; ``None`` if none), and the revealed nodes in order (``None``
+unless the order is kept)."""
+
+
+class GaveUp(NamedTuple):
+    """What :func:`play` returns when the chooser answered GIVE_UP: the nodes revealed so far,
+    in order, and the counts, for the episode loop to continue from."""
+
+    nodes: list[Node]
+    state: EpisodeState
+
+
+def play(choose: Chooser | BatchChooser, starts: Sequence[Branch],
+         after: Mapping[str, Branch | None], size: int, best: float | None, workers: int,
+         rounds_cap: int, attempts: int | None, charge: bool,
+         keep_order: bool) -> Played | GaveUp:
+    """Drive a chooser over recorded branch states: :func:`run_episode`'s counts without a
+    view, a budget or a batch check.
+
+    ``starts`` are the recorded branches' first states in opening order, ``after[tip]`` a
+    branch's state once its tip's recorded child is revealed (``None``: none), ``size`` the
+    nodes there are, ``best`` the root's score. Every count is kept as :func:`run_episode`
+    keeps it (budgets checked in the same order, misses charged or not, the idle rounds of a
+    ``view_determined`` policy counted at once), so the result is the episode loop's:
+    ``tests/policies/test_choosers.py`` compares whole results on random trees.
+
+    At W = 1 (the one specialised path) ``choose`` is a :class:`Chooser`: every round makes
+    one selection and reveals at most one node; at any other W a :class:`BatchChooser`, each
+    round's batch revealed in order as the recorded source reveals it (an OPEN entry opens
+    the next recorded branch).
+    """
+    if workers == 1:
+        return _play_one(cast(Chooser, choose), starts, after, size, best, rounds_cap,
+                         attempts, charge, keep_order)
+    many = cast(BatchChooser, choose)
+    count_starts = len(starts)
+    opened = rounds = spent = selections = revealed = 0
+    nodes: list[Node] = []  # kept for a hand-over, and for the order
+    sizes: list[int] | None = [] if keep_order else None
+    found: list[Branch] = []
+    while True:
+        if rounds >= rounds_cap:
+            stop = _ROUND_BUDGET
+            break
+        left = None
+        slots = workers
+        if attempts is not None:
+            left = attempts - spent
+            if left <= 0:
+                stop = _ATTEMPT_BUDGET
+                break
+            if left < workers:
+                slots = left
+        batch = many(found, slots)
+        if not batch:
+            stop = _EMPTY_BATCH
+            break
+        if batch is GIVE_UP:
+            return GaveUp(nodes, EpisodeState(rounds, spent, selections, revealed, sizes))
+        found = []
+        for entry in batch:  # a list (GIVE_UP, the one string answer, was taken above)
+            if entry is OPEN:
+                if opened < count_starts:
+                    found.append(starts[opened])
+                    opened += 1
+            elif (state := after[entry.tip]) is not None:  # type: ignore[union-attr]
+                found.append(state)
+        count = len(found)
+        if not count and revealed >= size:
+            stop = _EXHAUSTED  # asked for more than is left: not a round
+            break
+        selections += len(batch)
+        revealed += count
+        rounds += 1
+        if sizes is not None:
+            sizes.append(count)
+        for state in found:
+            node = state.tip_node
+            if attempts is not None and node.status is not _LOST:
+                spent += 1
+            if state.since_best == 0 and (score := state.best) is not None and (
+                    best is None or score > best):
+                best = score
+            nodes.append(node)
+        if charge and attempts is not None:
+            spent += len(batch) - count
+        if not count:  # the same view: the same batch while the slots stay the same
+            idle = _repeated_rounds(len(batch), left, workers, charge, rounds_cap - rounds)
+            rounds += idle
+            selections += idle * len(batch)
+            if charge and attempts is not None:
+                spent += idle * len(batch)
+            if sizes is not None:
+                sizes += [0] * idle
+    return stop, rounds, selections, revealed, sizes, best, nodes if keep_order else None
+
+
+def _play_one(choose: Chooser, starts: Sequence[Branch], after: Mapping[str, Branch | None],
+              size: int, best: float | None, rounds_cap: int, attempts: int | None,
+              charge: bool, keep_order: bool) -> Played | GaveUp:
+    """:func:`play` at W = 1: one selection a round (so rounds count both), every node
+    revealed kept (so ``nodes`` counts them)."""
+    opened = rounds = spent = 0
+    nodes: list[Node] = []  # kept for a hand-over, and for the order
+    sizes: list[int] | None = [] if keep_order else None
+    state: Branch | None = None
+    while True:
+        if rounds >= rounds_cap:
+            stop = _ROUND_BUDGET
+            break
+        if attempts is not None and attempts <= spent:
+            stop = _ATTEMPT_BUDGET
+            break
+        pick = choose(state)
+        if type(pick) is not str:  # a branch: the common answer
+            state = after[pick.tip]  # type: ignore[union-attr]  # not a str: a Branch
+        elif pick is OPEN:
+            if opened < len(starts):
+                state = starts[opened]
+                opened += 1
+            else:
+                state = None
+        elif pick is STOP:
+            stop = _EMPTY_BATCH
+            break
+        else:  # GIVE_UP
+            return GaveUp(nodes, EpisodeState(rounds, spent, rounds, len(nodes), sizes))
+        if state is None:  # a miss: nothing recorded below what was asked for
+            if len(nodes) >= size:
+                stop = _EXHAUSTED  # asked for more than is left: not a round
+                break
+            # the policy sees the same view, so asks the same: count those rounds at once
+            # (as run_episode does); the next round then ends the episode
+            idle = rounds_cap - rounds if attempts is None else _repeated_rounds(
+                1, attempts - spent, 1, charge, rounds_cap - rounds - 1) + 1
+            rounds += idle
+            if charge and attempts is not None:
+                spent += idle
+            if sizes is not None:
+                sizes += [0] * idle
+            # _repeated_rounds' promise: the round cap or the attempts are now spent
+            assert rounds >= rounds_cap or (attempts is not None and attempts <= spent)
+            continue
+        node = state.tip_node
+        rounds += 1
+        if attempts is not None and node.status is not _LOST:
+            spent += 1
+        if state.since_best == 0 and (score := state.best) is not None and (
+                best is None or score > best):
+            best = score
+        nodes.append(node)
+        if sizes is not None:
+            sizes.append(1)
+    return stop, rounds, rounds, len(nodes), sizes, best, nodes if keep_order else None

@@ -15,9 +15,10 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
-from dreamrsi.core.view import TreeView
+from dreamrsi.core.model import Node
+from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.errors import PolicyError
 
 
@@ -139,6 +140,54 @@ class PolicyContext(NamedTuple):
     plan: GridPlan | None = None
 
 
+OPEN: Final = "open"
+"""A chooser's entry: open a new branch (the root is selected)."""
+STOP: Final = "stop"
+"""A chooser's answer: the empty batch (the episode ends)."""
+GIVE_UP: Final = "give up"
+"""A chooser's answer: let the policy's ``select`` decide from here on (the driver rebuilds
+the view from the nodes revealed so far)."""
+
+
+class ChooserStart(NamedTuple):
+    """What a chooser is made from when an episode starts: only what is revealed then.
+
+    Attributes:
+        root: The root node (revealed from the start).
+        workers: W of the episode.
+        plan: The grid the policy's ``plan`` hook chose, if it has one.
+    """
+
+    root: Node
+    workers: int
+    plan: GridPlan | None = None
+
+
+class Chooser(Protocol):
+    """A policy's decisions at W = 1, fed each revealed node's branch state.
+
+    Called with ``None`` first, then with the state of the node its last answer revealed (the
+    first node of a new branch after :data:`OPEN`, else the next node of the branch it
+    answered); not called again after a selection revealed nothing (the driver counts the
+    idle rounds, as it does for a ``view_determined`` policy). Made for one episode.
+    """
+
+    def __call__(self, revealed: Branch | None, /) -> Branch | str:
+        """The branch to extend (its current state), or OPEN, STOP or GIVE_UP."""
+        ...
+
+
+class BatchChooser(Protocol):
+    """A policy's decisions at any W, fed the branch states of the nodes each round revealed
+    (in batch order; empty the first time). Made for one episode."""
+
+    def __call__(self, revealed: Sequence[Branch], slots: int, /) -> list[Branch | str] | str:
+        """The batch for ``slots`` (``min(W, attempts left)``): branches to extend (their
+        current states) and :data:`OPEN` entries, in the order ``select`` would list them
+        (empty: stop), or :data:`GIVE_UP`."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class PolicySpec:
     """A policy named by its registry name and parameters; enough to rebuild it anywhere.
@@ -221,11 +270,13 @@ class Policy(Protocol):
     then counts a run of rounds that reveal nothing at once instead of asking the policy every
     round (:func:`~dreamrsi.core.episode.run_episode`); the outcome is the same.
 
-    A ``view_determined`` built-in family also defines ``one_slot(tree, plan)``: its
-    decisions at W = 1 on one recorded tree as a chooser (:mod:`dreamrsi.core.one_slot`), or
-    ``None`` where it has none; :func:`~dreamrsi.core.replay.replay` then plays the replay
-    with it instead of the episode loop, and the result must be the one the loop gives. It
-    sees the whole tree, so only classes registered with ``core.one_slot.trusted`` are asked.
+    A ``view_determined`` policy may also define ``chooser(start: ChooserStart)``: its
+    decisions for one episode as a :class:`Chooser` when ``start.workers`` is 1, else as a
+    :class:`BatchChooser` (``None`` where it has none). A chooser is fed only the branch
+    states of revealed nodes (never the recorded tree) and must decide what ``select``
+    decides; replay drives it instead of the episode loop
+    (:func:`~dreamrsi.core.episode.play`) where the class that defines ``select`` and
+    ``reset`` defines ``chooser`` too. See ``docs/policies.md``.
     """
 
     name: str
@@ -265,8 +316,7 @@ def check_batch(
     if len(batch) > workers:
         raise PolicyError(f"policy '{policy_name}', round {round_no}: selected {len(batch)} "
                           f"nodes, more than W={workers}")
-    root_id = view._root_id  # read directly, with the leaves: this runs every round of
-    tips = view._tips  # every replay
+    root_id, tips = view.root_id, view.leaf_table()
     # the common case, checked with one set operation: the distinct leaves in the batch and
     # the root entries make up the whole batch
     if len(tips.keys() & batch) + batch.count(root_id) == len(batch):

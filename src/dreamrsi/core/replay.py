@@ -10,17 +10,32 @@ command, and ends on an empty batch, after ``K2`` rounds, or when the whole tree
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import islice
 from operator import attrgetter
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from dreamrsi.core import one_slot
-from dreamrsi.core.episode import EpisodeSettings, EpisodeState, StopReason, run_episode
+from dreamrsi.core._fast import recorded_extend
+from dreamrsi.core.episode import (
+    EpisodeSettings,
+    EpisodeState,
+    GaveUp,
+    Played,
+    StopReason,
+    play,
+    run_episode,
+)
 from dreamrsi.core.model import Node
-from dreamrsi.core.policy import GridPlan, PlanContext, PlanHistory, Policy, TreeSummary
+from dreamrsi.core.policy import (
+    ChooserStart,
+    GridPlan,
+    PlanContext,
+    PlanHistory,
+    Policy,
+    TreeSummary,
+)
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.errors import PolicyError
 
@@ -376,20 +391,21 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int 
         return _plan_out_of_support(tree)  # grid is what the policy asks for
     cap = default_rounds(tree, attempt_budget) if max_rounds is None else max_rounds
     task_name = tree.task_name if task_name is None else task_name
-    played = None
-    if type(cap) is int:
-        if workers == 1:
-            if (make := one_slot.CHOOSERS.get(type(policy))) is not None and (
-                    choose := make(policy, tree, plan)) is not None:  # chooser_of, inlined
-                played = one_slot.play(choose, policy, tree, cap, attempt_budget,
-                                       charge_misses, keep_order, seed, task_name)
-        elif type(workers) is int and workers > 1 and (
-                batches := one_slot.batch_chooser_of(policy, tree, plan, workers)) is not None:
-            played = one_slot.play_batches(batches, policy, tree, workers, cap,
-                                           attempt_budget, charge_misses, keep_order, seed,
-                                           task_name)
+    played: Played | GaveUp | None = None
+    if (type(cap) is int and type(workers) is int and workers >= 1
+            and (make := _MAKERS.get(type(policy), _ASK)) is not None):
+        if make is _ASK:
+            make = _chooser_maker(type(policy))
+        if make is not None and tame(tree) and (choose := make(policy, _tuple_new(
+                ChooserStart, (tree.root, workers, plan)))) is not None:
+            played = play(choose, tree.branch_starts, tree.state_after, tree.size,
+                          tree.root.score, workers, cap, attempt_budget, charge_misses,
+                          keep_order)
+            if type(played) is GaveUp:
+                played = _hand_over(policy, tree, played, cap, attempt_budget, charge_misses,
+                                    keep_order, seed, task_name, workers)
     if played is not None:
-        stop, rounds, selections, revealed, sizes, best, nodes = played
+        stop, rounds, selections, revealed, sizes, best, nodes = played  # type: ignore[misc]
         if beyond and (selections > revealed or stop is StopReason.EXHAUSTED):
             return _plan_out_of_support(tree)
         quality = best if best is not None else tree.floor
@@ -427,7 +443,7 @@ def replay_generic(policy: Policy, tree: RecordedTree, *, workers: int,
         tree.task_name if task_name is None else task_name, plan, charge_misses,
         getattr(policy, "name", type(policy).__name__), hidden))
     view = TreeView(tree.root)
-    stop, st = run_episode(policy, view, _BoundSource(tree, view), settings,
+    stop, st = run_episode(policy, view, RecordedSource(tree, view), settings,
                            state=EpisodeState(0, 0, 0, 0, [] if keep_order else None))
     best = view.best
     quality = best.score if best is not None and best.score is not None else tree.floor
@@ -439,48 +455,102 @@ def replay_generic(policy: Policy, tree: RecordedTree, *, workers: int,
 
 
 class RecordedSource:
-    """The ``Child`` operator: children come from a recorded tree.
+    """The ``Child`` operator: children come from a recorded tree (the one recorded source).
 
     For a leaf, its recorded child; for the root, the earliest-created root child not yet
     revealed; otherwise nothing. The view it extends must have been revealed only by it.
 
     Args:
         tree: The recorded tree.
+        view: The fresh view (only the root revealed) it will extend, if known: its
+            ``extend`` is then bound to that view (:func:`dreamrsi.core._fast.recorded_extend`,
+            what replay uses: one call a round); else it reveals through
+            :meth:`TreeView.advance`, the plain path.
     """
 
-    __slots__ = ("_after", "_left", "_opened", "_starts")
+    __slots__ = ("extend", "_after", "_size", "_starts")
 
-    def __init__(self, tree: RecordedTree) -> None:
-        self._starts = tree.branch_starts
-        self._after = tree.state_after
-        self._left = tree.size
-        self._opened = 0
-
-    def exhausted(self, view: TreeView) -> bool:
-        """Whether the whole tree is revealed."""
-        return self._left <= 0
-
-    def extend(self, view: TreeView, batch: tuple[str, ...], round_no: int) -> list[Node]:
-        """Reveal the recorded continuation of each entry of a checked batch, in order."""
-        found, self._opened = view.advance(batch, self._after, self._starts, self._opened)
-        self._left -= len(found)
-        return found
-
-
-class _BoundSource:
-    """:class:`RecordedSource` for one fresh view, its ``extend`` the view's
-    :meth:`~dreamrsi.core.view.TreeView.stepper` itself: what :func:`replay` uses (one call a
-    round instead of two)."""
-
-    __slots__ = ("extend", "_size")
-
-    def __init__(self, tree: RecordedTree, view: TreeView) -> None:
-        self.extend = view.stepper(tree.state_after, tree.branch_starts)
-        self._size = tree.size
+    def __init__(self, tree: RecordedTree, view: TreeView | None = None) -> None:
+        self._starts, self._after, self._size = tree.branch_starts, tree.state_after, tree.size
+        self.extend: Callable[[TreeView, Sequence[str], int], list[Node]]
+        if view is None:
+            self.extend = self._advance
+        elif len(view) == 1:
+            self.extend = recorded_extend(view, tree.state_after, tree.branch_starts)
+        else:
+            raise ValueError("a recorded source binds to a fresh view only")
 
     def exhausted(self, view: TreeView) -> bool:
         """Whether the whole tree is revealed."""
         return view.size >= self._size
+
+    def _advance(self, view: TreeView, batch: Sequence[str], round_no: int) -> list[Node]:
+        """Reveal the recorded continuation of each entry of a checked batch, in order."""
+        return view.advance(batch, self._after, self._starts, view.branch_count())[0]
+
+
+_ASK: Any = object()  # not looked up yet
+_MAKERS: dict[type, Callable[[Any, ChooserStart], Any] | None] = {}
+"""Each policy class's ``chooser`` hook, or ``None`` where replay must not drive it."""
+
+
+def _chooser_maker(cls: type) -> Callable[[Any, ChooserStart], Any] | None:
+    """``cls.chooser`` where replay may drive it instead of the episode loop: the class
+    declares ``view_determined`` and the class that defines ``chooser`` also defines
+    ``select`` and ``reset`` (a subclass that changes how it decides without a chooser of
+    its own replays through ``select``). Looked up once per class."""
+    def owner(name: str) -> type | None:
+        return next((k for k in cls.__mro__ if name in vars(k)), None)
+
+    make = getattr(cls, "chooser", None)
+    ok = (callable(make) and getattr(cls, "view_determined", False) is True
+          and owner("chooser") is owner("select") is owner("reset"))
+    _MAKERS[cls] = make if ok else None
+    return _MAKERS[cls]
+
+
+def _hand_over(policy: Policy, tree: RecordedTree, gave_up: GaveUp, rounds_cap: int,
+               attempts: int | None, charge: bool, keep_order: bool, seed: int,
+               task_name: str, workers: int) -> Played:
+    """Continue a replay whose chooser gave up through the episode loop: the nodes revealed
+    so far revealed again in a fresh view (in order, so the recorded source opens the
+    branches that follow), then :func:`run_episode` with the policy itself."""
+    view = TreeView(tree.root)
+    source = RecordedSource(tree, view)
+    for node in gave_up.nodes:  # a node's batch was its parent (the root: the next branch)
+        source.extend(view, (node.parent_id,), 0)  # type: ignore[arg-type]  # not the root
+    st = gave_up.state
+    view.complete_round(st.rounds)
+    settings = EpisodeSettings(workers, attempts, None, seed, task_name, None, charge,
+                               getattr(policy, "name", type(policy).__name__), rounds_cap)
+    stop, st = run_episode(policy, view, source, settings, state=st)
+    top = view.best
+    return (stop, st.rounds, st.selections, st.revealed, st.batch_sizes,
+            None if top is None else top.score, list(view.nodes())[1:] if keep_order else None)
+
+
+_BIG = 1e150  # scores within it: no difference or ratio of two of them overflows
+
+
+@lru_cache(maxsize=4096)
+def tame(tree: RecordedTree) -> bool:
+    """Whether every score in ``tree`` is a finite float or int of magnitude at most 1e150 and
+    every wall time a whole number of at least 0 (what the engine records): the trees whose
+    replays a chooser drives (no NaN or infinity can arise in its sums and ratios, so
+    finding the best of a list by one scan picks what sorting it picks). The driver asks,
+    never a chooser. Cached per tree; a tree holding other trees' nodes (lent branches) is
+    tame when they all are, its nodes never walked."""
+    sources = tree.sources()
+    if sources != (tree,):
+        return all(map(tame, sources))
+    for node in tree.nodes.values():
+        score, wall = node.score, node.cost.wall_ms
+        if score is not None and not (type(score) is float or type(score) is int) or (
+                score is not None and not -_BIG <= score <= _BIG):
+            return False
+        if type(wall) is not int or wall < 0:
+            return False
+    return True
 
 
 def plan_context(task_name: str, workers: int, attempt_budget: int | None,

@@ -8,7 +8,7 @@ replay never rebuilds the visible set.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Self
 
@@ -317,50 +317,6 @@ class TreeView:
         if self._index is not None:
             self._index.update((n[0], n) for n in found)
         return found, opened
-
-    def stepper(self, after: Mapping[str, Branch | None],
-                starts: Sequence[Branch]) -> Callable[[TreeView, Sequence[str], int],
-                                                      list[Node]]:
-        """:meth:`advance` bound to this view and to one recorded tree's states, as one
-        function with the signature of ``ChildSource.extend`` (``(view, batch, round_no)``,
-        the view being this one): what a replay calls every round, without a wrapper's call
-        or the lookups of its arguments. The root's entries open ``starts`` in order from the
-        branches already opened, so every branch of this view must have come from
-        ``starts``, in order (a view revealed only by this stepper does).
-
-        Returns:
-            The stepper: it reveals each entry's next state, in batch order, and returns the
-            nodes revealed.
-        """
-        root_id, tips, stats, order = self._root_id, self._tips, self._stats, self._order
-        count = len(starts)
-
-        def step(view: TreeView, batch: Sequence[str], round_no: int) -> list[Node]:
-            before = len(order)
-            for parent_id in batch:
-                if parent_id != root_id:
-                    state = after[parent_id]
-                    if state is None:
-                        continue
-                    del tips[parent_id]
-                elif (opened := len(stats)) < count:
-                    state = starts[opened]
-                else:
-                    continue
-                tips[state.tip] = stats[state.branch_id] = state
-                order.append(node := state.tip_node)
-                # as in advance(): only a branch's new best may lead (Node[8] is its score,
-                # never None for the view's best)
-                if state.since_best == 0 and (score := state.best) is not None and (
-                        (best := self._best) is None
-                        or score > best[8]):  # type: ignore[operator]
-                    self._best = node
-            found = order[before:]
-            if self._index is not None:
-                self._index.update((n[0], n) for n in found)
-            return found
-
-        return step
 
     def complete_round(self, count: int = 1) -> None:
         """Count ``count`` completed decision rounds (one by default)."""

@@ -13,8 +13,7 @@ from operator import attrgetter
 from types import MappingProxyType
 
 from dreamrsi.core.model import Node
-from dreamrsi.core.one_slot import OPEN, STOP, Chooser
-from dreamrsi.core.policy import Budget
+from dreamrsi.core.policy import OPEN, STOP, Budget, Chooser
 from dreamrsi.core.view import Branch, TreeView
 
 _TINY = 1e-12
@@ -357,7 +356,7 @@ class OpenChains:
 
 def refine_chooser(length: int | Callable[[int], int | None], branches: int) -> Chooser:
     """:meth:`OpenChains.select` at W = 1 as a one-slot chooser
-    (:func:`dreamrsi.core.one_slot.play`): the first chain of those that may be unfinished,
+    (:func:`dreamrsi.core.episode.play`): the first chain of those that may be unfinished,
     while it is; past the last, the root while fewer than ``branches`` are open. ``length``:
     the finished attempts every chain is refined to, or the i-th chain's (``None``: never
     refined), asked once per chain as it opens.

@@ -8,23 +8,17 @@ from bisect import bisect_left, insort
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import sqrt
-from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import OPEN, BatchChooser, Chooser, tame, trusted
-from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
+from dreamrsi.core.policy import OPEN, BatchChooser, Budget, Chooser, ChooserStart, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog, FirstGains, Scale
 from dreamrsi.policies.params import check_params, param
-
-if TYPE_CHECKING:
-    from dreamrsi.core.replay import RecordedTree
 
 _FEW = 2  # with at most _FEW W + _FEW branches, score them all (cheaper than the ranking)
 _SCAN = 8  # the one-slot chooser's few: with at most _SCAN branches it scores them all
 _BATCH = 2  # the batch chooser's few: with at most W + _BATCH branches it scores them all
 
 
-@trusted
 @dataclass(eq=False)
 class AllocationScore:
     """Give the next attempts to the actions with the highest ``(ΔÔ + λÎ) / ĉ · ρ``.
@@ -90,31 +84,20 @@ class AllocationScore:
             return self._score_all(view, n, base, span)
         return self._ranked.choose(view, n)
 
-    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
-        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
-        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` where it does not
-        apply: a plan, a subclass, a root without a score, or a tree that is not
-        :func:`~dreamrsi.core.one_slot.tame` (whole wall times of at least 0, so the bound of
-        :class:`_Ranked` holds). It keeps the branches sorted by key as :class:`_Ranked`
-        does and scores the first few with :meth:`score`'s operations."""
-        root = tree.root.score
-        if root is None or not self._fits(tree, plan):
+    def chooser(self, start: ChooserStart) -> Chooser | BatchChooser | None:
+        """This policy's decisions as a chooser
+        (:class:`~dreamrsi.core.policy.Policy`; replay drives it), or ``None`` where it
+        does not apply: a plan, or a root without a score (the driver drives it on trees whose wall
+        times are whole numbers of at least 0, so the bound of :class:`_Ranked` holds). It
+        keeps the branches sorted by key as :class:`_Ranked` does and scores the first few
+        with :meth:`score`'s operations; on a tree of few branches it scores every branch
+        each round, as :meth:`_score_all` does, and keeps no ranking."""
+        root = start.root.score
+        if (root is None or start.plan is not None or not math.isfinite(self.lam)
+                or not math.isfinite(self.fresh)):
             return None
-        return _choosers(self.lam, self.fresh, self.max_branches, root)[0]
-
-    def batches(self, tree: RecordedTree, plan: GridPlan | None,
-                workers: int) -> BatchChooser | None:
-        """:meth:`one_slot` for any W: the batch :meth:`_Ranked.choose` chooses. On a tree of
-        few branches it scores every branch each round, as :meth:`_score_all` does, and
-        keeps no ranking."""
-        root = tree.root.score
-        if root is None or not self._fits(tree, plan):
-            return None
-        return _choosers(self.lam, self.fresh, self.max_branches, root)[1]
-
-    def _fits(self, tree: RecordedTree, plan: GridPlan | None) -> bool:
-        return (plan is None and type(self) is AllocationScore and tame(tree)
-                and math.isfinite(self.lam) and math.isfinite(self.fresh))
+        one, many = _choosers(self.lam, self.fresh, self.max_branches, root)
+        return one if start.workers == 1 else many
 
     def _score_all(self, view: TreeView, n: int, base: float, span: float) -> list[str]:
         """The W best actions, every branch scored (the ranking catches up when next used)."""
@@ -148,7 +131,7 @@ class AllocationScore:
 def _choosers(lam: float, fresh: float, max_branches: int,
               base: float) -> tuple[Chooser, BatchChooser]:
     """Allocation's one-slot and batch choosers over a root scored ``base`` (see
-    :meth:`AllocationScore.one_slot`; one episode uses one of them).
+    :meth:`AllocationScore.chooser`; one episode uses one of them).
 
     As in :class:`_Ranked`, timed branches are kept sorted by key (their score with the mean
     cost taken out) and untimed ones by score, each moved as it grows, and a round scores

@@ -9,19 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import Chooser, trusted
-from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
+from dreamrsi.core.policy import Budget, Chooser, ChooserStart, PolicyContext
 from dreamrsi.core.view import TreeView
 from dreamrsi.policies._common import OpenChains, refine_chooser
 from dreamrsi.policies.params import check_params, param
 
-if TYPE_CHECKING:
-    from dreamrsi.core.replay import RecordedTree
 
-
-@trusted
 @dataclass(eq=False)
 class FixedRefinement:
     """W independent branches from the root, each refined R times.
@@ -48,11 +42,11 @@ class FixedRefinement:
         still open is rebuilt from it)."""
         self._chains.forget()
 
-    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
-        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
-        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` for a plan or a
-        subclass."""
-        if plan is not None or type(self) is not FixedRefinement:
+    def chooser(self, start: ChooserStart) -> Chooser | None:
+        """This policy's decisions at W = 1 as a chooser
+        (:class:`~dreamrsi.core.policy.Policy`; replay drives it); ``None`` at any other W
+        or with a plan."""
+        if start.workers != 1 or start.plan is not None:
             return None
         return refine_chooser(self.refine + 1, self.branches)
 

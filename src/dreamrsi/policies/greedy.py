@@ -4,19 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame, trusted
-from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
+from dreamrsi.core.policy import OPEN, STOP, Budget, Chooser, ChooserStart, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BestRanking
 from dreamrsi.policies.params import check_params, param
 
-if TYPE_CHECKING:
-    from dreamrsi.core.replay import RecordedTree
 
-
-@trusted
 @dataclass(eq=False)
 class GreedyBestFirst:
     """Open ``branches`` branches, then each round extend the ``top`` best branches.
@@ -40,13 +34,13 @@ class GreedyBestFirst:
         """Forget the ranking of the branches (kept as they grow, rebuilt from the view)."""
         self._ranking.forget()
 
-    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
-        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
-        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` for a plan, a
-        subclass or a tree that is not :func:`~dreamrsi.core.one_slot.tame`. A branch's rank
-        key (see :func:`~dreamrsi.policies._common.rank_key`) only falls as it grows, so the
-        leader is the grown branch or the one before: one comparison a round."""
-        if plan is not None or type(self) is not GreedyBestFirst or not tame(tree):
+    def chooser(self, start: ChooserStart) -> Chooser | None:
+        """This policy's decisions at W = 1 as a chooser
+        (:class:`~dreamrsi.core.policy.Policy`; replay drives it); ``None`` at any other W
+        or with a plan. A branch's rank key (see
+        :func:`~dreamrsi.policies._common.rank_key`) only falls as it grows, so the leader
+        is the grown branch or the one before: one comparison a round."""
+        if start.workers != 1 or start.plan is not None:
             return None
         return _one_slot(self.branches)
 

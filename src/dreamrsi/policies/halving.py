@@ -5,16 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import OPEN, STOP, Chooser, tame, trusted
-from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
+from dreamrsi.core.policy import OPEN, STOP, Budget, Chooser, ChooserStart, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog
 from dreamrsi.policies.params import check_params, param
-
-if TYPE_CHECKING:
-    from dreamrsi.core.replay import RecordedTree
 
 
 def _by_rank(branches: list[Branch]) -> list[tuple[int, Branch]]:
@@ -25,7 +20,6 @@ def _by_rank(branches: list[Branch]) -> list[tuple[int, Branch]]:
     return [(k, branches[k]) for _, _, k in keyed]
 
 
-@trusted
 @dataclass(eq=False)
 class SuccessiveHalving:
     """Open ``n0`` branches, give each ``r0`` attempts, keep the best ``1/eta``, give the
@@ -132,12 +126,11 @@ class SuccessiveHalving:
         best = max(view.branch_stats(), key=lambda br: -math.inf if br.best is None else br.best)
         return [best.tip]
 
-    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
-        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
-        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` for a plan, a
-        subclass or a tree that is not :func:`~dreamrsi.core.one_slot.tame`: :meth:`select`'s
-        rungs over the branch states in opening order."""
-        if plan is not None or type(self) is not SuccessiveHalving or not tame(tree):
+    def chooser(self, start: ChooserStart) -> Chooser | None:
+        """This policy's decisions at W = 1 as a chooser
+        (:class:`~dreamrsi.core.policy.Policy`; replay drives it): :meth:`select`'s rungs
+        over the branch states in opening order; ``None`` at any other W or with a plan."""
+        if start.workers != 1 or start.plan is not None:
             return None
         return _one_slot(self.n0, self.r0, self.eta, self.brackets, self.finish)
 

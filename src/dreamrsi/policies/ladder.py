@@ -10,16 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import Chooser, trusted
-from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
+from dreamrsi.core.policy import Budget, Chooser, ChooserStart, PolicyContext
 from dreamrsi.core.view import TreeView
 from dreamrsi.policies._common import OpenChains, lengths_of, refine_chooser
 from dreamrsi.policies.params import check_params, param
-
-if TYPE_CHECKING:
-    from dreamrsi.core.replay import RecordedTree
 
 
 def chain_lengths(longest: int, levels: int) -> tuple[int, ...]:
@@ -31,7 +26,6 @@ def chain_lengths(longest: int, levels: int) -> tuple[int, ...]:
     return tuple(-(-longest // 2**level) for level in range(levels) for _ in range(2**level))
 
 
-@trusted
 @dataclass(eq=False)
 class Ladder:
     """Open ``2**levels - 1`` branches, longest first, and refine each to its rung's length.
@@ -61,11 +55,11 @@ class Ladder:
         """Forget the open chains (rebuilt from the view)."""
         self._chains.forget()
 
-    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
-        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
-        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` for a plan or a
-        subclass."""
-        if plan is not None or type(self) is not Ladder:
+    def chooser(self, start: ChooserStart) -> Chooser | None:
+        """This policy's decisions at W = 1 as a chooser
+        (:class:`~dreamrsi.core.policy.Policy`; replay drives it); ``None`` at any other W
+        or with a plan."""
+        if start.workers != 1 or start.plan is not None:
             return None
         return refine_chooser(self._length, len(self._lengths))
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import Chooser, trusted
 from dreamrsi.core.policy import (
     Budget,
+    Chooser,
+    ChooserStart,
     GridPlan,
     PlanContext,
     PolicyContext,
@@ -19,11 +19,7 @@ from dreamrsi.core.view import TreeView
 from dreamrsi.policies._common import OpenChains, refine_chooser
 from dreamrsi.policies.params import check_params, param
 
-if TYPE_CHECKING:
-    from dreamrsi.core.replay import RecordedTree
 
-
-@trusted
 @dataclass(eq=False)
 class PlannedGrid:
     """Plan ``branches × (refine + 1)`` before the episode, then run it as fixed refinement.
@@ -77,12 +73,13 @@ class PlannedGrid:
             self._grid = context.plan
         self._chains.forget()
 
-    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
-        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
-        (what :func:`~dreamrsi.core.replay.replay` then runs; the plan taken as
-        :meth:`reset` takes it), or ``None`` for a subclass."""
-        if type(self) is not PlannedGrid:
+    def chooser(self, start: ChooserStart) -> Chooser | None:
+        """This policy's decisions at W = 1 as a chooser
+        (:class:`~dreamrsi.core.policy.Policy`; replay drives it), the plan taken as
+        :meth:`reset` takes it; ``None`` at any other W."""
+        if start.workers != 1:
             return None
+        plan = start.plan
         if plan is not None:
             self._grid = plan
         grid = self._grid  # taken now: a replay of another tree may plan another grid

@@ -6,21 +6,23 @@ import math
 from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from dreamrsi.core.one_slot import OPEN, STOP, BatchChooser, Chooser, tame, trusted
-from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
+from dreamrsi.core.policy import (
+    OPEN,
+    STOP,
+    BatchChooser,
+    Budget,
+    Chooser,
+    ChooserStart,
+    PolicyContext,
+)
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BestRanking, Scale
 from dreamrsi.policies.params import check_params, param
 
-if TYPE_CHECKING:
-    from dreamrsi.core.replay import RecordedTree
-
 _TINY = 1e-12  # the smallest span (policies._common.scale)
 
 
-@trusted
 @dataclass(eq=False)
 class Stagnation:
     """Extend branches that still improve; open new ones when all have stalled; stop when the
@@ -77,33 +79,23 @@ class Stagnation:
                 batch += [view.root_id] * min(n - len(batch), self.max_branches - opened)
         return batch
 
-    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
-        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
-        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` where it does not
-        apply: a plan, a subclass, a tree that is not :func:`~dreamrsi.core.one_slot.tame`, or a
+    def chooser(self, start: ChooserStart) -> Chooser | BatchChooser | None:
+        """This policy's decisions as a chooser
+        (:class:`~dreamrsi.core.policy.Policy`; replay drives it; at any W:
+        :meth:`select`'s batch), or ``None`` where it does not apply: a plan, or a
         ``min_gain`` above 0 over a root without a score (its scale then comes from the
         branches). The active branches are kept sorted by rank key as they grow, as
         :class:`~dreamrsi.policies._common.BestRanking` keeps them."""
-        if not self._fits(tree, plan):
+        base = start.root.score
+        if start.plan is not None or not math.isfinite(self.min_gain) or (
+                self.min_gain > 0 and base is None):
             return None
-        return self._choosers(tree)[0]
-
-    def batches(self, tree: RecordedTree, plan: GridPlan | None,
-                workers: int) -> BatchChooser | None:
-        """:meth:`one_slot` for any W: :meth:`select`'s batch."""
-        if not self._fits(tree, plan):
-            return None
-        many = self._choosers(tree)[1]
+        one, many = _choosers(self.patience, self.max_branches, self.window, self.min_gain,
+                              self.initial, base)
+        if start.workers == 1:
+            return one
+        workers = start.workers
         return lambda revealed, n: many(revealed, n, workers)
-
-    def _fits(self, tree: RecordedTree, plan: GridPlan | None) -> bool:
-        return plan is None and type(self) is Stagnation and tame(tree) and not (
-            self.min_gain > 0 and tree.root.score is None) and math.isfinite(self.min_gain)
-
-    def _choosers(self, tree: RecordedTree) -> tuple[Chooser, Callable[
-            [Sequence[Branch], int, int], list[Branch | str]]]:
-        return _choosers(self.patience, self.max_branches, self.window, self.min_gain,
-                         self.initial, tree.root.score)
 
     def _active_branch(self, branch: Branch) -> bool:
         """Whether ``branch`` has not stalled: improved within ``patience`` attempts, and

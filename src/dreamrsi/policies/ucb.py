@@ -7,22 +7,26 @@ import math
 from bisect import bisect_left, insort
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dreamrsi.core.one_slot import GIVE_UP, OPEN, STOP, BatchChooser, Chooser, tame, trusted
-from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
+from dreamrsi.core.policy import (
+    GIVE_UP,
+    OPEN,
+    STOP,
+    BatchChooser,
+    Budget,
+    Chooser,
+    ChooserStart,
+    PolicyContext,
+)
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog, FirstGains, Scale, gain
 from dreamrsi.policies.params import check_params, param
-
-if TYPE_CHECKING:
-    from dreamrsi.core.replay import RecordedTree
 
 _FEW = 8  # with at most _FEW W + _FEW branches, value every arm (cheaper than the groups)
 _TINY = 1e-12  # the smallest span (policies._common.scale)
 
 
-@trusted
 @dataclass(eq=False)
 class UCBBranches:
     """Extend the branches with the highest upper confidence bound on their value.
@@ -163,32 +167,21 @@ class UCBBranches:
             found.sort(key=_ranked)
         return [found[0][2]]
 
-    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
-        """This policy's decisions at W = 1, as a chooser of :func:`dreamrsi.core.one_slot.play`
-        (what :func:`~dreamrsi.core.replay.replay` then runs), or ``None`` where it does not
-        apply: a plan, a subclass, a root without a score, or a tree that is not
-        :func:`~dreamrsi.core.one_slot.tame`. It values every arm every round as
-        :meth:`_value_all` does (the same floats, the best found by one scan: no NaN can
-        arise), and gives up past ``_FEW + _FEW`` branches, where the groups cost less."""
-        if not (plan is None and type(self) is UCBBranches and tree.root.score is not None
-                and tame(tree) and math.isfinite(self.c) and math.isfinite(self.fresh)):
-            return None  # not _fits(tree, plan) (inlined: asked every replay)
-        return _one_slot(self.c, self.fresh, self.max_branches,
-                         tree.root.score).send
-
-    def batches(self, tree: RecordedTree, plan: GridPlan | None,
-                workers: int) -> BatchChooser | None:
-        """:meth:`one_slot` for any W: :meth:`_value_all`'s batch, handing over past
-        ``8 W + 8`` branches."""
-        if not self._fits(tree, plan):
+    def chooser(self, start: ChooserStart) -> Chooser | BatchChooser | None:
+        """This policy's decisions as a chooser
+        (:class:`~dreamrsi.core.policy.Policy`; replay drives it), or ``None`` where it
+        does not apply: a plan, or a root without a score. At W = 1 it values every arm every round
+        as :meth:`_value_all` does (the same floats, the best found by one scan: the driver
+        drives it on trees where no NaN can arise), and gives up past ``_FEW + _FEW``
+        branches, where the groups cost less; at any W it gives :meth:`_value_all`'s batch,
+        handing over past ``8 W + 8`` branches."""
+        base = start.root.score
+        if (start.plan is not None or base is None or not math.isfinite(self.c)
+                or not math.isfinite(self.fresh)):
             return None
-        return _batches(self.c, self.fresh, self.max_branches,
-                        tree.root.score)  # type: ignore[arg-type]  # a score: one_slot
-
-    def _fits(self, tree: RecordedTree, plan: GridPlan | None) -> bool:
-        """Whether the choosers apply (see :meth:`one_slot`)."""
-        return (plan is None and type(self) is UCBBranches and tree.root.score is not None
-                and tame(tree) and math.isfinite(self.c) and math.isfinite(self.fresh))
+        if start.workers == 1:
+            return _one_slot(self.c, self.fresh, self.max_branches, base).send
+        return _batches(self.c, self.fresh, self.max_branches, base)
 
     def _value_all(self, view: TreeView, n: int) -> list[str]:
         """The W best arms, every arm valued (the groups catch up when next used)."""
@@ -223,7 +216,7 @@ class UCBBranches:
 
 def _one_slot(c: float, fresh: float, max_branches: int,
               base: float) -> Generator[Branch | str, Branch | None, None]:
-    """UCB's one-slot chooser over a root scored ``base`` (see :meth:`UCBBranches.one_slot`),
+    """UCB's one-slot chooser over a root scored ``base`` (see :meth:`UCBBranches.chooser`),
     as a generator: its ``send`` is fed each revealed node's branch state (``None`` the first
     time) and answers. Its state lives in its own frame, made afresh for each replay (a
     closure's cells cost more to make and to reach).
@@ -289,7 +282,7 @@ def _one_slot(c: float, fresh: float, max_branches: int,
 
 
 def _batches(c: float, fresh: float, max_branches: int, base: float) -> BatchChooser:
-    """UCB's batch chooser over a root scored ``base`` (see :meth:`UCBBranches.batches`):
+    """UCB's batch chooser over a root scored ``base`` (see :meth:`UCBBranches.chooser`):
     :meth:`UCBBranches._value_all`'s batch, GIVE_UP past ``8 n + 8`` branches. Its state is
     :func:`_one_slot`'s, kept alike."""
     arms: list[Branch] = []  # each branch's state, in opening order

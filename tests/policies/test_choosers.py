@@ -1,7 +1,7 @@
-"""The families' own replay loops (``core/one_slot.py``: one-slot choosers at W = 1, batch
-choosers at any W) against the generic episode loop: whole replay results (revealed nodes in
-order, batch sizes, counts, stop reason, quality) equal on random trees, parameters, W,
-budgets and round caps."""
+"""The families' choosers, driven on recorded branch states (``core.episode.play``: one-slot
+choosers at W = 1, batch choosers at any W), against the generic episode loop: whole replay
+results (revealed nodes in order, batch sizes, counts, stop reason, quality) equal on random
+trees, parameters, W, budgets and round caps."""
 
 from __future__ import annotations
 
@@ -12,17 +12,26 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dreamrsi.core.episode import GaveUp, play
 from dreamrsi.core.model import Cost, Node, NodeStatus
-from dreamrsi.core.one_slot import CHOOSERS, Chooser, play, tame
-from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
-from dreamrsi.core.replay import RecordedTree, replay, replay_generic
+from dreamrsi.core.policy import Budget, ChooserStart, GridPlan, PolicyContext
+from dreamrsi.core.replay import RecordedTree, _chooser_maker, replay, replay_generic, tame
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies import make_policy
 from dreamrsi.policies.greedy import GreedyBestFirst
 from tests.policies.test_incremental import PARAMS, bushy_trees
 
 FAMILIES = sorted(name for name in PARAMS
-                  if hasattr(make_policy(name), "one_slot"))
+                  if hasattr(make_policy(name), "chooser"))
+
+
+def driven(policy: object, tree: RecordedTree, plan: GridPlan | None,
+           workers: int = 1) -> object:
+    """The chooser replay drives for ``policy`` on ``tree`` (``None``: the episode loop)."""
+    make = _chooser_maker(type(policy))
+    if make is None or not tame(tree):
+        return None
+    return make(policy, ChooserStart(tree.root, workers, plan))
 
 
 def _spec(family: str, params: dict[str, object]) -> str:
@@ -57,12 +66,12 @@ def test_fast_replay_equals_the_episode_loop(nodes: list[Node], family: str,
                           plan=plan)
     assert fast == slow
     # ucb and allocation value branches against the root's score, and so does stagnation's
-    # min_gain: without it, they replay through the episode loop
+    # min_gain: without it, they replay through the episode loop; so does every family on a
+    # tree that is not tame (the driver asks, never a chooser)
     needs_root = family in ("ucb", "allocation") or (family == "stagnation"
                                                      and params["min_gain"] > 0)
-    assert (policy.one_slot(tree, plan) is not None) == (
-        family in ("fixed", "ladder", "planned")
-        or tame(tree) and (tree.root.score is not None or not needs_root))
+    assert (driven(policy, tree, plan) is not None) == (
+        tame(tree) and (tree.root.score is not None or not needs_root))
 
 
 def _long_chains(branches: int = 24) -> RecordedTree:
@@ -85,7 +94,7 @@ def test_the_one_slot_loop_is_taken_and_hands_over_alike() -> None:
     for family in FAMILIES:
         policy = make_policy(family + ":max_branches=30" if family in ("ucb",) else family)
         plan = GridPlan(4, 20, "test") if family == "planned" else None
-        assert policy.one_slot(tree, plan) is not None
+        assert driven(policy, tree, plan) is not None
         fast = replay(policy, tree, workers=1, max_rounds=400, plan=plan)
         assert fast == replay_generic(policy, tree, workers=1, max_rounds=400, plan=plan)
         assert fast.revealed >= 30
@@ -106,9 +115,9 @@ def test_untame_trees_replay_generically_and_alike(bad: float, wall: int) -> Non
     assert not tame(tree)
     for family in FAMILIES:
         policy = make_policy(family)
-        # the chain families read no score: they take any tree
-        assert (policy.one_slot(tree, None) is None) == (family not in ("fixed", "ladder",
-                                                                          "planned"))
+        # the driver drives no chooser on such a tree (the chain families read no score,
+        # but no engine records one)
+        assert driven(policy, tree, None) is None
         assert replay(policy, tree, workers=1, max_rounds=30) == replay_generic(
             policy, tree, workers=1, max_rounds=30)
 
@@ -129,18 +138,19 @@ def test_a_hand_over_keeps_the_budgets_counts_and_order(budget: int | None, char
                                       keep_order=keep)
 
 
-class _Peeking(GreedyBestFirst):
-    """A subclass, and a class of its own, whose one_slot would reveal the tree's best node
-    at once: never asked (only registered classes are handed the tree)."""
+class _Narrow(GreedyBestFirst):
+    """A subclass that decides otherwise (one branch, never refined) without a chooser of its
+    own: its parent's chooser must not be driven for it."""
 
-    def one_slot(self, tree: RecordedTree, plan: GridPlan | None) -> Chooser | None:
-        raise AssertionError("an untrusted policy was handed the recorded tree")
+    def select(self, view: TreeView, budget: Budget) -> list[str]:
+        return [view.root_id] if view.branch_count() < 1 else []
 
 
 class _Stranger:
+    """A chooser, but no promise that its batch is a function of the view: never driven."""
+
     name = "stranger"
-    view_determined = True
-    one_slot = _Peeking.one_slot
+    chooser = GreedyBestFirst.chooser
 
     def reset(self, context: PolicyContext) -> None:
         pass
@@ -149,16 +159,18 @@ class _Stranger:
         return [view.root_id] if view.branch_count() < 3 else []
 
 
-def test_only_registered_families_are_handed_the_tree() -> None:
+def test_a_chooser_is_driven_only_for_the_class_that_decides_with_it() -> None:
     tree = _long_chains()
-    for policy in (_Peeking(branches=3), _Stranger()):
+    for policy, revealed in ((_Narrow(branches=3), 1), (_Stranger(), 3)):
+        assert _chooser_maker(type(policy)) is None
         result = replay(policy, tree, workers=1, max_rounds=50)  # type: ignore[arg-type]
         assert result == replay_generic(policy, tree, workers=1,  # type: ignore[arg-type]
                                         max_rounds=50)
-        assert result.revealed >= 3
+        assert result.revealed == revealed
 
 
-BATCHED = [name for name in FAMILIES if hasattr(make_policy(name), "batches")]
+BATCHED = [name for name in FAMILIES
+           if driven(make_policy(name), _long_chains(), None, workers=2) is not None]
 
 
 def test_the_families_with_a_batch_chooser() -> None:
@@ -179,7 +191,7 @@ def test_batch_choosers_equal_the_episode_loop(nodes: list[Node], family: str,
     expected = tame(tree) and (
         tree.root.score is not None if family in ("allocation", "ucb")
         else tree.root.score is not None or params["min_gain"] == 0)
-    assert (policy.batches(tree, None, workers) is not None) == expected  # type: ignore[attr-defined]
+    assert (driven(policy, tree, None, workers) is not None) == expected
     assert replay(policy, tree, workers=workers, max_rounds=k2, attempt_budget=budget,
                   charge_misses=charge) == replay_generic(
         policy, tree, workers=workers, max_rounds=k2, attempt_budget=budget,
@@ -304,16 +316,18 @@ def test_a_chooser_carries_nothing_from_one_replay_to_another(family: str) -> No
     assert expected_outer == replay_generic(make_policy(spec), outer, workers=1,
                                             max_rounds=80, plan=outer_plan)
     policy = make_policy(spec)
-    choose = policy.one_slot(outer, outer_plan)
-    assert choose is not None
+    choose = driven(policy, outer, outer_plan)
+    assert callable(choose)
     inner_results = []
 
     def interleaved(revealed: Branch | None) -> Branch | str:
         inner_results.append(replay(policy, inner, workers=1, max_rounds=80, plan=inner_plan))
         return choose(revealed)
 
-    stop, rounds, selections, revealed, sizes, best, nodes = play(
-        interleaved, policy, outer, 80, None, False, True)
+    played = play(interleaved, outer.branch_starts, outer.state_after, outer.size,
+                  outer.root.score, 1, 80, None, False, True)
+    assert not isinstance(played, GaveUp)
+    stop, rounds, selections, revealed, sizes, best, nodes = played
     assert len(inner_results) > 3
     assert all(r == expected_inner for r in inner_results)
     assert (stop, rounds, selections, revealed, best) == (
@@ -329,11 +343,9 @@ def test_a_chooser_carries_nothing_from_one_replay_to_another(family: str) -> No
             expected_inner
 
 
-def test_replay_asks_the_registered_classes_only() -> None:
-    """``CHOOSERS`` (what ``replay`` looks a chooser up in) holds each built-in family's own
-    ``one_slot``, keyed by the class itself, and nothing else."""
+def test_replay_drives_each_familys_own_chooser() -> None:
+    """What replay drives for a built-in family is the class's own ``chooser``, made from the
+    root, W and the plan alone (nothing of the recorded tree)."""
     for family in FAMILIES:
         cls = type(make_policy(family))
-        assert CHOOSERS[cls] is cls.one_slot
-    assert _Peeking not in CHOOSERS and _Stranger not in CHOOSERS
-    assert len(CHOOSERS) == len(FAMILIES)
+        assert _chooser_maker(cls) is cls.chooser

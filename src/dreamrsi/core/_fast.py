@@ -1,0 +1,123 @@
+"""The core layer's speed tricks, all in one module, each with the plain path beside it.
+
+Each trick gives exactly what its plain path gives (the tests named below compare them); only
+the time differs. A replay plays millions of rounds in a dream, so these sit on its hottest
+lines; nothing else in ``core`` writes a :class:`~dreamrsi.core.view.TreeView`'s private
+fields from outside ``view.py`` or reaches into ``random``'s C type.
+
+1. **Recorded reveals bound to one view** (:func:`recorded_extend`): the recorded source's
+   ``extend`` as one closure over the view's own tables and one recorded tree's branch
+   states, writing the view's private fields directly. Plain path:
+   :meth:`TreeView.advance <dreamrsi.core.view.TreeView.advance>` (what the recorded source
+   calls on a view it did not start). ``tests/core/test_view.py`` reveals random trees both
+   ways and compares every node, leaf, statistic and best. Gain: one call a round less, and
+   no argument look-ups (measured when it was written: about 1.1x on ``bench_replay.py``'s
+   W = 10 cells of the families replayed by the episode loop).
+2. **A random source seeded when first used** (:class:`LazyRandom`): seeding the Mersenne
+   twister costs several microseconds, which every replay paid for a policy that never draws
+   (none of the built-in families does). CPython details: it seeds through
+   ``_random.Random.seed`` and then swaps its own class for a plain subclass of
+   ``random.Random``. Plain path: ``random.Random(seed)``;
+   ``tests/core/test_episode.py`` checks that the draws are equal.
+"""
+
+from __future__ import annotations
+
+import _random
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dreamrsi.core.model import Node
+    from dreamrsi.core.view import Branch, TreeView
+
+__all__ = ["LazyRandom", "recorded_extend"]
+
+
+def recorded_extend(view: TreeView, after: Mapping[str, Branch | None],
+                    starts: Sequence[Branch]) -> Callable[[TreeView, Sequence[str], int],
+                                                          list[Node]]:
+    """:meth:`TreeView.advance` bound to ``view`` and to one recorded tree's states, with the
+    signature of ``ChildSource.extend`` (``(view, batch, round_no)``, the view being this
+    one). The root's entries open ``starts`` in order from the branches already opened, so
+    every branch of the view must have come from ``starts``, in order (a view revealed only
+    through this function does).
+
+    Returns:
+        The function: it reveals each entry's next state, in batch order, and returns the
+        nodes revealed.
+    """
+    root_id, tips, stats, order = view._root_id, view._tips, view._stats, view._order
+    count = len(starts)
+
+    def extend(view: TreeView, batch: Sequence[str], round_no: int) -> list[Node]:
+        before = len(order)
+        for parent_id in batch:
+            if parent_id != root_id:
+                state = after[parent_id]
+                if state is None:
+                    continue
+                del tips[parent_id]
+            elif (opened := len(stats)) < count:
+                state = starts[opened]
+            else:
+                continue
+            tips[state.tip] = stats[state.branch_id] = state
+            order.append(node := state.tip_node)
+            # as in advance(): only a branch's new best (since_best 0) may lead; the view's
+            # best always has a score
+            if state.since_best == 0 and (score := state.best) is not None and (
+                    (best := view._best) is None or score > best.score):  # type: ignore[operator]
+                view._best = node
+        found = order[before:]
+        if view._index is not None:
+            view._index.update((n.node_id, n) for n in found)
+        return found
+
+    return extend
+
+
+class _Random(random.Random):
+    """A ``random.Random`` seeded in the usual way (what :class:`LazyRandom` becomes)."""
+
+
+class LazyRandom(random.Random):
+    """``random.Random(seed)``, seeded when first used.
+
+    The generator's only sources are ``random()`` and ``getrandbits()`` (every other method
+    draws through them) and its state is reached through ``getstate()``, ``setstate()`` and
+    ``seed()``; each seeds it first (once) and turns the object into a plain ``_Random``, so
+    later draws cost what they always did (a bound method kept from before waking checks,
+    then draws).
+    """
+
+    def __init__(self, seed: int) -> None:
+        self._seed_later = seed
+        self.gauss_next = None
+
+    def _wake(self) -> None:
+        if type(self) is LazyRandom:  # a bound method kept from before may call again
+            _random.Random.seed(self, self._seed_later)
+            del self._seed_later
+            self.__class__ = _Random  # type: ignore[assignment]  # a subclass of Random
+
+    def random(self) -> float:
+        LazyRandom._wake(self)
+        return _random.Random.random(self)
+
+    def getrandbits(self, k: int, /) -> int:
+        LazyRandom._wake(self)
+        return _random.Random.getrandbits(self, k)
+
+    def getstate(self) -> tuple[Any, ...]:
+        LazyRandom._wake(self)
+        return random.Random.getstate(self)
+
+    def setstate(self, state: tuple[Any, ...]) -> None:
+        LazyRandom._wake(self)
+        random.Random.setstate(self, state)
+
+    def seed(self, a: Any = None, version: int = 2) -> None:
+        LazyRandom._wake(self)
+        random.Random.seed(self, a, version)
