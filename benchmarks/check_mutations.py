@@ -1,0 +1,99 @@
+"""Mutation check: break one line of each family's formula and show that a test fails.
+
+For each built-in family, one line of the decision replay drives (its chooser: what every
+dream runs) is changed in a copy of ``src/`` (a constant or an operator, as a slip would
+change it), and the tests that guard the families are run against that copy: the paper's
+replay definition (``tests/core/test_episode.py``, which drives ``select`` through a loop
+written apart from the driver), the references that rank everything every round
+(``tests/policies/test_incremental.py``), the chooser-against-loop comparisons
+(``tests/policies/test_choosers.py``) and the families' own tests. A mutation no test
+catches is reported as SURVIVED and the script exits 1.
+
+Usage: python benchmarks/check_mutations.py [--families fixed greedy ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ("tests/core/test_episode.py", "tests/policies/test_incremental.py",
+         "tests/policies/test_choosers.py", "tests/policies/test_families.py")
+
+#: family -> (file under src/dreamrsi/policies, the line as written, the line broken)
+MUTATIONS: dict[str, tuple[str, str, str]] = {
+    "fixed": ("fixed_refinement.py",
+              "return refine_chooser(self.refine + 1, self.branches)",
+              "return refine_chooser(self.refine + 2, self.branches)"),
+    "ladder": ("ladder.py",
+               "return refine_chooser(self._length, len(self._lengths))",
+               "return refine_chooser(self._length, len(self._lengths) + 1)"),
+    "planned": ("planned.py",
+                "return refine_chooser(grid.refine_count + 1, grid.branch_count)",
+                "return refine_chooser(grid.refine_count + 2, grid.branch_count)"),
+    "greedy": ("greedy.py",
+               "key = (best is None, -(best or 0.0), at)  # rank_key(revealed, at)",
+               "key = (best is None, (best or 0.0), at)  # rank_key(revealed, at)"),
+    "halving": ("halving.py",
+                "keep = max(1, math.ceil(len(survivors) / eta))",
+                "keep = max(1, math.ceil(len(survivors) / eta) + 1)"),
+    "stagnation": ("stagnation.py",
+                   "if revealed.since_best < patience and (",
+                   "if revealed.since_best <= patience and ("),
+    "ucb": ("ucb.py",
+            "value = gains[k] + c * sqrt(log_t / arms[k].length)",
+            "value = gains[k] + c * sqrt(log_t / (arms[k].length + 1))"),
+    "allocation": ("allocation.py",
+                   "unit, rho = total / length, (revealed.valid + 1) / (length + 2)",
+                   "unit, rho = total / length, (revealed.valid + 1) / (length + 3)"),
+}
+
+
+def run(family: str, work: Path) -> tuple[bool, float, str]:
+    """Whether a test failed with ``family``'s mutation, the seconds it took, and the first
+    failing test's name."""
+    name, line, broken = MUTATIONS[family]
+    src = work / family / "src"
+    shutil.copytree(ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    path = src / "dreamrsi" / "policies" / name
+    text = path.read_text()
+    if text.count(line) != 1:
+        raise SystemExit(f"{family}: the line to break is not found once in {name}: {line!r}")
+    path.write_text(text.replace(line, broken))
+    env = dict(os.environ, PYTHONPATH=str(src))
+    where = subprocess.run([sys.executable, "-c", "import dreamrsi; print(dreamrsi.__file__)"],
+                           env=env, cwd=ROOT, capture_output=True, text=True, check=True)
+    if not where.stdout.startswith(str(src)):
+        raise SystemExit(f"the mutated copy is not the one imported: {where.stdout}")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                           *TESTS], env=env, cwd=ROOT, capture_output=True, text=True)
+    failed = [ln for ln in done.stdout.splitlines() if ln.startswith("FAILED")]
+    return done.returncode != 0, time.monotonic() - started, failed[0] if failed else ""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--families", nargs="+", choices=sorted(MUTATIONS),
+                        default=list(MUTATIONS))
+    args = parser.parse_args()
+    survived = []
+    with tempfile.TemporaryDirectory(prefix="dreamrsi-mutants-") as tmp:
+        for family in args.families:
+            caught, seconds, first = run(family, Path(tmp))
+            print(f"{family:10} {'caught' if caught else 'SURVIVED':8} in {seconds:5.1f} s  "
+                  f"{MUTATIONS[family][2]}  {first}", flush=True)
+            if not caught:
+                survived.append(family)
+    sys.exit(1 if survived else 0)
+
+
+if __name__ == "__main__":
+    main()
