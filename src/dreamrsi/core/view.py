@@ -293,7 +293,7 @@ class TreeView:
         root_id, tips, stats, order = self._root_id, self._tips, self._stats, self._order
         before = len(order)
         best = self._best
-        best_score = None if best is None else best[8]  # Node is a named tuple: [8] is score
+        best_score = None if best is None else best.score
         for parent_id in batch:
             if parent_id != root_id:
                 state = after[parent_id]
@@ -315,7 +315,7 @@ class TreeView:
         self._best = best
         found = order[before:]
         if self._index is not None:
-            self._index.update((n[0], n) for n in found)
+            self._index.update((n.node_id, n) for n in found)
         return found, opened
 
     def complete_round(self, count: int = 1) -> None:
