@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dreamrsi.core.episode import GaveUp, play
+from dreamrsi.core.episode import GaveUp, chooser_maker, play
 from dreamrsi.core.model import Cost, Node, NodeStatus
 from dreamrsi.core.policy import Budget, ChooserStart, GridPlan, PolicyContext
-from dreamrsi.core.replay import RecordedTree, _chooser_maker, replay, replay_generic, tame
+from dreamrsi.core.replay import RecordedTree, replay, replay_generic, tame
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies import make_policy
 from dreamrsi.policies.greedy import GreedyBestFirst
@@ -28,7 +28,7 @@ FAMILIES = sorted(name for name in PARAMS
 def driven(policy: object, tree: RecordedTree, plan: GridPlan | None,
            workers: int = 1) -> object:
     """The chooser replay drives for ``policy`` on ``tree`` (``None``: the episode loop)."""
-    make = _chooser_maker(type(policy))
+    make = chooser_maker(type(policy))
     if make is None or not tame(tree):
         return None
     return make(policy, ChooserStart(tree.root, workers, plan))
@@ -162,7 +162,7 @@ class _Stranger:
 def test_a_chooser_is_driven_only_for_the_class_that_decides_with_it() -> None:
     tree = _long_chains()
     for policy, revealed in ((_Narrow(branches=3), 1), (_Stranger(), 3)):
-        assert _chooser_maker(type(policy)) is None
+        assert chooser_maker(type(policy)) is None
         result = replay(policy, tree, workers=1, max_rounds=50)  # type: ignore[arg-type]
         assert result == replay_generic(policy, tree, workers=1,  # type: ignore[arg-type]
                                         max_rounds=50)
@@ -348,4 +348,4 @@ def test_replay_drives_each_familys_own_chooser() -> None:
     root, W and the plan alone (nothing of the recorded tree)."""
     for family in FAMILIES:
         cls = type(make_policy(family))
-        assert _chooser_maker(cls) is cls.chooser
+        assert chooser_maker(cls) is cls.chooser

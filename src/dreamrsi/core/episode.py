@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NamedTuple, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from dreamrsi.core._fast import LazyRandom as _LazyRandom  # seeded when first used
 from dreamrsi.core.model import Node, NodeStatus
@@ -28,6 +28,7 @@ from dreamrsi.core.policy import (
     BatchChooser,
     Budget,
     Chooser,
+    ChooserStart,
     GridPlan,
     Policy,
     PolicyContext,
@@ -36,7 +37,7 @@ from dreamrsi.core.policy import (
 from dreamrsi.core.view import Branch, TreeView
 
 __all__ = ["ChildSource", "EpisodeSettings", "EpisodeState", "GaveUp", "Played", "StopReason",
-           "play", "run_episode"]
+           "chooser_maker", "play", "run_episode"]
 
 _LOST = NodeStatus.LOST
 _tuple_new = tuple.__new__  # builds a named tuple without its Python-level __new__
@@ -326,6 +327,26 @@ Played = tuple[StopReason, int, int, int, "list[int] | None", "float | None",
 nodes, the nodes revealed in each round (``None`` unless the order is kept), the best score
 revealed (the root's included; ``None`` if none), and the revealed nodes in order (``None``
 unless the order is kept)."""
+
+
+_ASK: Any = object()  # not looked up yet
+_MAKERS: dict[type, Callable[[Any, ChooserStart], Any] | None] = {}
+"""Each policy class's ``chooser`` hook, or ``None`` where replay must not drive it."""
+
+
+def chooser_maker(cls: type) -> Callable[[Any, ChooserStart], Any] | None:
+    """``cls.chooser`` where replay may drive it instead of the episode loop: the class
+    declares ``view_determined`` and the class that defines ``chooser`` also defines
+    ``select`` and ``reset`` (a subclass that changes how it decides without a chooser of
+    its own replays through ``select``). Looked up once per class."""
+    def owner(name: str) -> type | None:
+        return next((k for k in cls.__mro__ if name in vars(k)), None)
+
+    make = getattr(cls, "chooser", None)
+    ok = (callable(make) and getattr(cls, "view_determined", False) is True
+          and owner("chooser") is owner("select") is owner("reset"))
+    _MAKERS[cls] = make if ok else None
+    return _MAKERS[cls]
 
 
 class GaveUp(NamedTuple):

@@ -15,15 +15,18 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import islice
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from dreamrsi.core._fast import recorded_extend
 from dreamrsi.core.episode import (
+    _ASK,
+    _MAKERS,
     EpisodeSettings,
     EpisodeState,
     GaveUp,
     Played,
     StopReason,
+    chooser_maker,
     play,
     run_episode,
 )
@@ -395,7 +398,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int 
     if (type(cap) is int and type(workers) is int and workers >= 1
             and (make := _MAKERS.get(type(policy), _ASK)) is not None):
         if make is _ASK:
-            make = _chooser_maker(type(policy))
+            make = chooser_maker(type(policy))
         if make is not None and tame(tree) and (choose := make(policy, _tuple_new(
                 ChooserStart, (tree.root, workers, plan)))) is not None:
             played = play(choose, tree.branch_starts, tree.state_after, tree.size,
@@ -489,32 +492,11 @@ class RecordedSource:
         return view.advance(batch, self._after, self._starts, view.branch_count())[0]
 
 
-_ASK: Any = object()  # not looked up yet
-_MAKERS: dict[type, Callable[[Any, ChooserStart], Any] | None] = {}
-"""Each policy class's ``chooser`` hook, or ``None`` where replay must not drive it."""
-
-
-def _chooser_maker(cls: type) -> Callable[[Any, ChooserStart], Any] | None:
-    """``cls.chooser`` where replay may drive it instead of the episode loop: the class
-    declares ``view_determined`` and the class that defines ``chooser`` also defines
-    ``select`` and ``reset`` (a subclass that changes how it decides without a chooser of
-    its own replays through ``select``). Looked up once per class."""
-    def owner(name: str) -> type | None:
-        return next((k for k in cls.__mro__ if name in vars(k)), None)
-
-    make = getattr(cls, "chooser", None)
-    ok = (callable(make) and getattr(cls, "view_determined", False) is True
-          and owner("chooser") is owner("select") is owner("reset"))
-    _MAKERS[cls] = make if ok else None
-    return _MAKERS[cls]
-
-
 def _hand_over(policy: Policy, tree: RecordedTree, gave_up: GaveUp, rounds_cap: int,
                attempts: int | None, charge: bool, keep_order: bool, seed: int,
                task_name: str, workers: int) -> Played:
-    """Continue a replay whose chooser gave up through the episode loop: the nodes revealed
-    so far revealed again in a fresh view (in order, so the recorded source opens the
-    branches that follow), then :func:`run_episode` with the policy itself."""
+    """Continue a replay whose chooser gave up: the nodes revealed so far revealed again in
+    a fresh view, in order, then :func:`run_episode` with the policy itself."""
     view = TreeView(tree.root)
     source = RecordedSource(tree, view)
     for node in gave_up.nodes:  # a node's batch was its parent (the root: the next branch)
@@ -534,12 +516,10 @@ _BIG = 1e150  # scores within it: no difference or ratio of two of them overflow
 
 @lru_cache(maxsize=4096)
 def tame(tree: RecordedTree) -> bool:
-    """Whether every score in ``tree`` is a finite float or int of magnitude at most 1e150 and
-    every wall time a whole number of at least 0 (what the engine records): the trees whose
-    replays a chooser drives (no NaN or infinity can arise in its sums and ratios, so
-    finding the best of a list by one scan picks what sorting it picks). The driver asks,
-    never a chooser. Cached per tree; a tree holding other trees' nodes (lent branches) is
-    tame when they all are, its nodes never walked."""
+    """Whether every score in ``tree`` is a finite float or int within ±1e150 and every wall
+    time a whole number of at least 0 (what the engine records): the trees on which replay
+    drives a chooser (no NaN or infinity can arise in its sums and ratios). Cached per tree;
+    a tree with lent branches is tame when its lenders all are."""
     sources = tree.sources()
     if sources != (tree,):
         return all(map(tame, sources))
