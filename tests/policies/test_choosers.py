@@ -19,6 +19,7 @@ from dreamrsi.core.replay import RecordedTree, replay, replay_generic, tame
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies import make_policy
 from dreamrsi.policies.greedy import GreedyBestFirst
+from tests.core.test_episode import reachable
 from tests.policies.test_incremental import PARAMS, bushy_trees
 
 FAMILIES = sorted(name for name in PARAMS
@@ -349,3 +350,39 @@ def test_replay_drives_each_familys_own_chooser() -> None:
     for family in FAMILIES:
         cls = type(make_policy(family))
         assert chooser_maker(cls) is cls.chooser
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+@pytest.mark.parametrize("family", sorted(PARAMS))
+def test_a_chooser_never_holds_a_node_it_was_not_shown(family: str, workers: int) -> None:
+    """Everything reachable from a chooser (its own state included) and from what it is
+    handed, at every call, holds no node other than the root and the nodes revealed to it:
+    why no class needs to be trusted with the recorded tree."""
+    tree = _bushy(80, 3)
+    policy = make_policy(family + (":max_branches=40" if family == "ucb" else ""))
+    plan = GridPlan(4, 3, "test") if family == "planned" else None
+    choose = driven(policy, tree, plan, workers)
+    if choose is None:
+        assert workers > 1  # the chain families, greedy and halving: the episode loop
+        return
+    shown = {tree.root.node_id}
+
+    def check(*objects: object) -> None:
+        held = {o.node_id for o in reachable(*objects) if isinstance(o, Node)}
+        assert held <= shown, (family, held - shown)
+
+    def one(revealed: Branch | None) -> Branch | str:
+        if revealed is not None:
+            shown.add(revealed.tip)
+        check(choose, revealed)
+        return choose(revealed)  # type: ignore[operator]
+
+    def many(revealed: list[Branch], slots: int) -> list[Branch | str] | str:
+        shown.update(state.tip for state in revealed)
+        check(choose, revealed)
+        return choose(revealed, slots)  # type: ignore[operator]
+
+    played = play(one if workers == 1 else many, tree.branch_starts, tree.state_after,
+                  tree.size, tree.root.score, workers, 200, None, False, True)
+    nodes = played.nodes if isinstance(played, GaveUp) else played[6]
+    assert nodes and {n.node_id for n in nodes} <= shown
