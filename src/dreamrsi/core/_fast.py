@@ -19,6 +19,11 @@ fields from outside ``view.py`` or reaches into ``random``'s C type.
    ``_random.Random.seed`` and then swaps its own class for a plain subclass of
    ``random.Random``. Plain path: ``random.Random(seed)``;
    ``tests/core/test_episode.py`` checks that the draws are equal.
+3. **Named tuples built without their Python-level constructor** (:data:`tuple_new`):
+   ``tuple_new(Budget, (workers, left, rounds))`` is ``Budget(workers, left, rounds)`` without
+   the call through ``Budget.__new__``'s keyword handling. ``Budget``, ``PolicyContext``,
+   ``EpisodeSettings``, ``ChooserStart`` and ``ReplayResult`` are built this way, once per
+   round or replay. Plain path: the named tuple's own constructor (the values are equal).
 """
 
 from __future__ import annotations
@@ -32,7 +37,10 @@ if TYPE_CHECKING:
     from dreamrsi.core.model import Node
     from dreamrsi.core.view import Branch, TreeView
 
-__all__ = ["LazyRandom", "recorded_extend"]
+__all__ = ["LazyRandom", "recorded_extend", "tuple_new"]
+
+tuple_new = tuple.__new__
+"""``tuple.__new__``: builds a named tuple from its values without its constructor."""
 
 
 def recorded_extend(view: TreeView, after: Mapping[str, Branch | None],

@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any, NamedTuple, Protocol, cast
 
 from dreamrsi.core._fast import LazyRandom as _LazyRandom  # seeded when first used
+from dreamrsi.core._fast import tuple_new as _tuple_new
 from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.core.policy import (
     GIVE_UP,
@@ -40,7 +41,6 @@ __all__ = ["ChildSource", "EpisodeSettings", "EpisodeState", "GaveUp", "Played",
            "chooser_maker", "play", "run_episode"]
 
 _LOST = NodeStatus.LOST
-_tuple_new = tuple.__new__  # builds a named tuple without its Python-level __new__
 
 
 class StopReason(StrEnum):

@@ -18,6 +18,7 @@ from operator import attrgetter
 from typing import NamedTuple
 
 from dreamrsi.core._fast import recorded_extend
+from dreamrsi.core._fast import tuple_new as _tuple_new
 from dreamrsi.core.episode import (
     _ASK,
     _MAKERS,
@@ -43,7 +44,6 @@ from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.errors import PolicyError
 
 _SEQ, _SCORE, _ROUND = attrgetter("seq"), attrgetter("score"), attrgetter("round")
-_tuple_new = tuple.__new__  # builds a named tuple without its Python-level __new__
 
 
 @dataclass(frozen=True, slots=True, eq=False)
