@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from dreamrsi.core.episode import GaveUp, chooser_maker, play
 from dreamrsi.core.model import Cost, Node, NodeStatus
-from dreamrsi.core.policy import Budget, ChooserStart, GridPlan, PolicyContext
+from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.replay import RecordedTree, replay, replay_generic, tame
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies import make_policy
@@ -32,7 +32,7 @@ def driven(policy: object, tree: RecordedTree, plan: GridPlan | None,
     make = chooser_maker(type(policy))
     if make is None or not tame(tree):
         return None
-    return make(policy, ChooserStart(tree.root, workers, plan))
+    return make(policy, tree.root, workers, plan)
 
 
 def _spec(family: str, params: dict[str, object]) -> str:

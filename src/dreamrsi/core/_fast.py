@@ -22,8 +22,8 @@ fields from outside ``view.py`` or reaches into ``random``'s C type.
 3. **Named tuples built without their Python-level constructor** (:data:`tuple_new`):
    ``tuple_new(Budget, (workers, left, rounds))`` is ``Budget(workers, left, rounds)`` without
    the call through ``Budget.__new__``'s keyword handling. ``Budget``, ``PolicyContext``,
-   ``EpisodeSettings``, ``ChooserStart`` and ``ReplayResult`` are built this way, once per
-   round or replay. Plain path: the named tuple's own constructor (the values are equal).
+   ``EpisodeSettings`` and ``ReplayResult`` are built this way, once per round or replay.
+   Plain path: the named tuple's own constructor (the values are equal).
 """
 
 from __future__ import annotations

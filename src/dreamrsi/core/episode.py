@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NamedTuple, Protocol, cast
+from typing import Any, NamedTuple, Protocol
 
 from dreamrsi.core._fast import LazyRandom as _LazyRandom  # seeded when first used
 from dreamrsi.core._fast import tuple_new as _tuple_new
@@ -29,7 +29,6 @@ from dreamrsi.core.policy import (
     BatchChooser,
     Budget,
     Chooser,
-    ChooserStart,
     GridPlan,
     Policy,
     PolicyContext,
@@ -38,7 +37,7 @@ from dreamrsi.core.policy import (
 from dreamrsi.core.view import Branch, TreeView
 
 __all__ = ["ChildSource", "EpisodeSettings", "EpisodeState", "GaveUp", "Played", "StopReason",
-           "chooser_maker", "play", "run_episode"]
+           "chooser_maker", "play", "play_one", "run_episode"]
 
 _LOST = NodeStatus.LOST
 
@@ -330,11 +329,11 @@ unless the order is kept)."""
 
 
 _ASK: Any = object()  # not looked up yet
-_MAKERS: dict[type, Callable[[Any, ChooserStart], Any] | None] = {}
+_MAKERS: dict[type, Callable[..., Any] | None] = {}
 """Each policy class's ``chooser`` hook, or ``None`` where replay must not drive it."""
 
 
-def chooser_maker(cls: type) -> Callable[[Any, ChooserStart], Any] | None:
+def chooser_maker(cls: type) -> Callable[..., Any] | None:
     """``cls.chooser`` where replay may drive it instead of the episode loop: the class
     declares ``view_determined`` and the class that defines ``chooser`` also defines
     ``select`` and ``reset`` (a subclass that changes how it decides without a chooser of
@@ -377,9 +376,9 @@ def play(choose: Chooser | BatchChooser, starts: Sequence[Branch],
     the next recorded branch).
     """
     if workers == 1:
-        return _play_one(cast(Chooser, choose), starts, after, size, best, rounds_cap,
-                         attempts, charge, keep_order)
-    many = cast(BatchChooser, choose)
+        return play_one(choose, starts, after, size, best,  # type: ignore[arg-type]
+                        rounds_cap, attempts, charge, keep_order)
+    many: BatchChooser = choose  # type: ignore[assignment]  # not at W = 1
     count_starts = len(starts)
     opened = rounds = spent = selections = revealed = 0
     nodes: list[Node] = []  # kept for a hand-over, and for the order
@@ -442,11 +441,12 @@ def play(choose: Chooser | BatchChooser, starts: Sequence[Branch],
     return stop, rounds, selections, revealed, sizes, best, nodes if keep_order else None
 
 
-def _play_one(choose: Chooser, starts: Sequence[Branch], after: Mapping[str, Branch | None],
+def play_one(choose: Chooser, starts: Sequence[Branch], after: Mapping[str, Branch | None],
               size: int, best: float | None, rounds_cap: int, attempts: int | None,
               charge: bool, keep_order: bool) -> Played | GaveUp:
-    """:func:`play` at W = 1: one selection a round (so rounds count both), every node
-    revealed kept (so ``nodes`` counts them)."""
+    """:func:`play` at W = 1, the driver's one specialised path (what replay calls at once):
+    one selection a round (so rounds count both), every node revealed kept (so ``nodes``
+    counts them)."""
     opened = rounds = spent = 0
     nodes: list[Node] = []  # kept for a hand-over, and for the order
     sizes: list[int] | None = [] if keep_order else None

@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
-from dreamrsi.core.model import Node
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.errors import PolicyError
 
@@ -149,20 +148,6 @@ GIVE_UP: Final = "give up"
 the view from the nodes revealed so far)."""
 
 
-class ChooserStart(NamedTuple):
-    """What a chooser is made from when an episode starts: only what is revealed then.
-
-    Attributes:
-        root: The root node (revealed from the start).
-        workers: W of the episode.
-        plan: The grid the policy's ``plan`` hook chose, if it has one.
-    """
-
-    root: Node
-    workers: int
-    plan: GridPlan | None = None
-
-
 class Chooser(Protocol):
     """A policy's decisions at W = 1, fed each revealed node's branch state.
 
@@ -270,13 +255,13 @@ class Policy(Protocol):
     then counts a run of rounds that reveal nothing at once instead of asking the policy every
     round (:func:`~dreamrsi.core.episode.run_episode`); the outcome is the same.
 
-    A ``view_determined`` policy may also define ``chooser(start: ChooserStart)``: its
-    decisions for one episode as a :class:`Chooser` when ``start.workers`` is 1, else as a
-    :class:`BatchChooser` (``None`` where it has none). A chooser is fed only the branch
-    states of revealed nodes (never the recorded tree) and must decide what ``select``
-    decides; replay drives it instead of the episode loop
-    (:func:`~dreamrsi.core.episode.play`) where the class that defines ``select`` and
-    ``reset`` defines ``chooser`` too. See ``docs/policies.md``.
+    A ``view_determined`` policy may also define ``chooser(root, workers, plan)``: its
+    decisions for one episode, made from what is revealed when it starts (the root node, W,
+    the plan), as a :class:`Chooser` when ``workers`` is 1, else as a :class:`BatchChooser`
+    (``None`` where it has none). A chooser is fed only the branch states of revealed nodes
+    (never the recorded tree) and must decide what ``select`` decides; replay drives it
+    instead of the episode loop (:func:`~dreamrsi.core.episode.play`) where the class that
+    defines ``select`` and ``reset`` defines ``chooser`` too. See ``docs/policies.md``.
     """
 
     name: str

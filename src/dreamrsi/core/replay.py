@@ -29,11 +29,11 @@ from dreamrsi.core.episode import (
     StopReason,
     chooser_maker,
     play,
+    play_one,
     run_episode,
 )
 from dreamrsi.core.model import Node
 from dreamrsi.core.policy import (
-    ChooserStart,
     GridPlan,
     PlanContext,
     PlanHistory,
@@ -399,11 +399,13 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int 
             and (make := _MAKERS.get(type(policy), _ASK)) is not None):
         if make is _ASK:
             make = chooser_maker(type(policy))
-        if make is not None and tame(tree) and (choose := make(policy, _tuple_new(
-                ChooserStart, (tree.root, workers, plan)))) is not None:
-            played = play(choose, tree.branch_starts, tree.state_after, tree.size,
-                          tree.root.score, workers, cap, attempt_budget, charge_misses,
-                          keep_order)
+        if make is not None and (_TAME_GET(tree) or tame(tree)) and (
+                choose := make(policy, tree.root, workers, plan)) is not None:
+            starts, after, size = tree.branch_starts, tree.state_after, tree.size
+            played = (play_one(choose, starts, after, size, tree.root.score, cap,
+                               attempt_budget, charge_misses, keep_order) if workers == 1 else
+                      play(choose, starts, after, size, tree.root.score, workers, cap,
+                           attempt_budget, charge_misses, keep_order))
             if type(played) is GaveUp:
                 played = _hand_over(policy, tree, played, cap, attempt_budget, charge_misses,
                                     keep_order, seed, task_name, workers)
@@ -426,8 +428,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int 
 
 
 def _plan_out_of_support(tree: RecordedTree) -> ReplayResult:
-    """What a replay whose plan asked for more than the tree holds earns: nothing revealed,
-    the tree's floor."""
+    """What a replay whose plan asked for more than the tree holds earns (nothing)."""
     floor = tree.floor if tree.floor is not None else 0.0
     return ReplayResult(tree.tree_id, floor, 0, 0, 1, 1, StopReason.PLAN_OUT_OF_SUPPORT, (),
                         ())
@@ -458,17 +459,14 @@ def replay_generic(policy: Policy, tree: RecordedTree, *, workers: int,
 
 
 class RecordedSource:
-    """The ``Child`` operator: children come from a recorded tree (the one recorded source).
-
-    For a leaf, its recorded child; for the root, the earliest-created root child not yet
-    revealed; otherwise nothing. The view it extends must have been revealed only by it.
+    """The ``Child`` operator, the one recorded source: for a leaf, its recorded child; for the
+    root, the earliest-created root child not yet revealed; otherwise nothing. The view it
+    extends must have been revealed only by it.
 
     Args:
         tree: The recorded tree.
-        view: The fresh view (only the root revealed) it will extend, if known: its
-            ``extend`` is then bound to that view (:func:`dreamrsi.core._fast.recorded_extend`,
-            what replay uses: one call a round); else it reveals through
-            :meth:`TreeView.advance`, the plain path.
+        view: The fresh view it will extend, if known: ``extend`` is then bound to it
+            (``core._fast.recorded_extend``, replay's); else :meth:`TreeView.advance`.
     """
 
     __slots__ = ("extend", "_after", "_size", "_starts")
@@ -512,25 +510,25 @@ def _hand_over(policy: Policy, tree: RecordedTree, gave_up: GaveUp, rounds_cap: 
 
 
 _BIG = 1e150  # scores within it: no difference or ratio of two of them overflows
+_TAME: dict[RecordedTree, bool] = {}  # tame()'s answers, up to 4,096 trees
+_TAME_GET = _TAME.get  # what replay asks first: a look-up, no call
 
 
-@lru_cache(maxsize=4096)
 def tame(tree: RecordedTree) -> bool:
     """Whether every score in ``tree`` is a finite float or int within ±1e150 and every wall
     time a whole number of at least 0 (what the engine records): the trees on which replay
     drives a chooser (no NaN or infinity can arise in its sums and ratios). Cached per tree;
     a tree with lent branches is tame when its lenders all are."""
-    sources = tree.sources()
-    if sources != (tree,):
-        return all(map(tame, sources))
-    for node in tree.nodes.values():
-        score, wall = node.score, node.cost.wall_ms
-        if score is not None and not (type(score) is float or type(score) is int) or (
-                score is not None and not -_BIG <= score <= _BIG):
-            return False
-        if type(wall) is not int or wall < 0:
-            return False
-    return True
+    if (known := _TAME_GET(tree)) is None:
+        sources = tree.sources()
+        known = all(map(tame, sources)) if sources != (tree,) else all(
+            (n.score is None or type(n.score) in (float, int) and -_BIG <= n.score <= _BIG)
+            and type(n.cost.wall_ms) is int and n.cost.wall_ms >= 0
+            for n in tree.nodes.values())
+        if len(_TAME) >= 4096:
+            _TAME.clear()
+        _TAME[tree] = known
+    return known
 
 
 def plan_context(task_name: str, workers: int, attempt_budget: int | None,

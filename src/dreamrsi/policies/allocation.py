@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import sqrt
 
-from dreamrsi.core.policy import OPEN, BatchChooser, Budget, Chooser, ChooserStart, PolicyContext
+from dreamrsi.core.model import Node
+from dreamrsi.core.policy import OPEN, BatchChooser, Budget, Chooser, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog, FirstGains, Scale
 from dreamrsi.policies.params import check_params, param
@@ -84,7 +85,8 @@ class AllocationScore:
             return self._score_all(view, n, base, span)
         return self._ranked.choose(view, n)
 
-    def chooser(self, start: ChooserStart) -> Chooser | BatchChooser | None:
+    def chooser(self, root: Node, workers: int,
+                plan: GridPlan | None) -> Chooser | BatchChooser | None:
         """This policy's decisions as a chooser
         (:class:`~dreamrsi.core.policy.Policy`; replay drives it), or ``None`` where it
         does not apply: a plan, or a root without a score (the driver drives it on trees whose wall
@@ -92,12 +94,12 @@ class AllocationScore:
         keeps the branches sorted by key as :class:`_Ranked` does and scores the first few
         with :meth:`score`'s operations; on a tree of few branches it scores every branch
         each round, as :meth:`_score_all` does, and keeps no ranking."""
-        root = start.root.score
-        if (root is None or start.plan is not None or not math.isfinite(self.lam)
+        base = root.score
+        if (base is None or plan is not None or not math.isfinite(self.lam)
                 or not math.isfinite(self.fresh)):
             return None
-        one, many = _choosers(self.lam, self.fresh, self.max_branches, root)
-        return one if start.workers == 1 else many
+        one, many = _choosers(self.lam, self.fresh, self.max_branches, base)
+        return one if workers == 1 else many
 
     def _score_all(self, view: TreeView, n: int, base: float, span: float) -> list[str]:
         """The W best actions, every branch scored (the ranking catches up when next used)."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dreamrsi.core.policy import Budget, Chooser, ChooserStart, PolicyContext
+from dreamrsi.core.model import Node
+from dreamrsi.core.policy import Budget, Chooser, GridPlan, PolicyContext
 from dreamrsi.core.view import TreeView
 from dreamrsi.policies._common import OpenChains, refine_chooser
 from dreamrsi.policies.params import check_params, param
@@ -42,11 +43,11 @@ class FixedRefinement:
         still open is rebuilt from it)."""
         self._chains.forget()
 
-    def chooser(self, start: ChooserStart) -> Chooser | None:
+    def chooser(self, root: Node, workers: int, plan: GridPlan | None) -> Chooser | None:
         """This policy's decisions at W = 1 as a chooser
         (:class:`~dreamrsi.core.policy.Policy`; replay drives it); ``None`` at any other W
         or with a plan."""
-        if start.workers != 1 or start.plan is not None:
+        if workers != 1 or plan is not None:
             return None
         return refine_chooser(self.refine + 1, self.branches)
 

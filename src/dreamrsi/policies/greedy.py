@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dreamrsi.core.policy import OPEN, STOP, Budget, Chooser, ChooserStart, PolicyContext
+from dreamrsi.core.model import Node
+from dreamrsi.core.policy import OPEN, STOP, Budget, Chooser, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BestRanking
 from dreamrsi.policies.params import check_params, param
@@ -34,13 +35,13 @@ class GreedyBestFirst:
         """Forget the ranking of the branches (kept as they grow, rebuilt from the view)."""
         self._ranking.forget()
 
-    def chooser(self, start: ChooserStart) -> Chooser | None:
+    def chooser(self, root: Node, workers: int, plan: GridPlan | None) -> Chooser | None:
         """This policy's decisions at W = 1 as a chooser
         (:class:`~dreamrsi.core.policy.Policy`; replay drives it); ``None`` at any other W
         or with a plan. A branch's rank key (see
         :func:`~dreamrsi.policies._common.rank_key`) only falls as it grows, so the leader
         is the grown branch or the one before: one comparison a round."""
-        if start.workers != 1 or start.plan is not None:
+        if workers != 1 or plan is not None:
             return None
         return _one_slot(self.branches)
 

@@ -6,7 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from dreamrsi.core.policy import OPEN, STOP, Budget, Chooser, ChooserStart, PolicyContext
+from dreamrsi.core.model import Node
+from dreamrsi.core.policy import OPEN, STOP, Budget, Chooser, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies._common import BranchLog
 from dreamrsi.policies.params import check_params, param
@@ -126,11 +127,11 @@ class SuccessiveHalving:
         best = max(view.branch_stats(), key=lambda br: -math.inf if br.best is None else br.best)
         return [best.tip]
 
-    def chooser(self, start: ChooserStart) -> Chooser | None:
+    def chooser(self, root: Node, workers: int, plan: GridPlan | None) -> Chooser | None:
         """This policy's decisions at W = 1 as a chooser
         (:class:`~dreamrsi.core.policy.Policy`; replay drives it): :meth:`select`'s rungs
         over the branch states in opening order; ``None`` at any other W or with a plan."""
-        if start.workers != 1 or start.plan is not None:
+        if workers != 1 or plan is not None:
             return None
         return _one_slot(self.n0, self.r0, self.eta, self.brackets, self.finish)
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dreamrsi.core.policy import Budget, Chooser, ChooserStart, PolicyContext
+from dreamrsi.core.model import Node
+from dreamrsi.core.policy import Budget, Chooser, GridPlan, PolicyContext
 from dreamrsi.core.view import TreeView
 from dreamrsi.policies._common import OpenChains, lengths_of, refine_chooser
 from dreamrsi.policies.params import check_params, param
@@ -55,11 +56,11 @@ class Ladder:
         """Forget the open chains (rebuilt from the view)."""
         self._chains.forget()
 
-    def chooser(self, start: ChooserStart) -> Chooser | None:
+    def chooser(self, root: Node, workers: int, plan: GridPlan | None) -> Chooser | None:
         """This policy's decisions at W = 1 as a chooser
         (:class:`~dreamrsi.core.policy.Policy`; replay drives it); ``None`` at any other W
         or with a plan."""
-        if start.workers != 1 or start.plan is not None:
+        if workers != 1 or plan is not None:
             return None
         return refine_chooser(self._length, len(self._lengths))
 

@@ -6,10 +6,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dreamrsi.core.model import Node
 from dreamrsi.core.policy import (
     Budget,
     Chooser,
-    ChooserStart,
     GridPlan,
     PlanContext,
     PolicyContext,
@@ -73,13 +73,12 @@ class PlannedGrid:
             self._grid = context.plan
         self._chains.forget()
 
-    def chooser(self, start: ChooserStart) -> Chooser | None:
+    def chooser(self, root: Node, workers: int, plan: GridPlan | None) -> Chooser | None:
         """This policy's decisions at W = 1 as a chooser
         (:class:`~dreamrsi.core.policy.Policy`; replay drives it), the plan taken as
         :meth:`reset` takes it; ``None`` at any other W."""
-        if start.workers != 1:
+        if workers != 1:
             return None
-        plan = start.plan
         if plan is not None:
             self._grid = plan
         grid = self._grid  # taken now: a replay of another tree may plan another grid

@@ -7,13 +7,14 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from dreamrsi.core.model import Node
 from dreamrsi.core.policy import (
     OPEN,
     STOP,
     BatchChooser,
     Budget,
     Chooser,
-    ChooserStart,
+    GridPlan,
     PolicyContext,
 )
 from dreamrsi.core.view import Branch, TreeView
@@ -79,22 +80,22 @@ class Stagnation:
                 batch += [view.root_id] * min(n - len(batch), self.max_branches - opened)
         return batch
 
-    def chooser(self, start: ChooserStart) -> Chooser | BatchChooser | None:
+    def chooser(self, root: Node, workers: int,
+                plan: GridPlan | None) -> Chooser | BatchChooser | None:
         """This policy's decisions as a chooser
         (:class:`~dreamrsi.core.policy.Policy`; replay drives it; at any W:
         :meth:`select`'s batch), or ``None`` where it does not apply: a plan, or a
         ``min_gain`` above 0 over a root without a score (its scale then comes from the
         branches). The active branches are kept sorted by rank key as they grow, as
         :class:`~dreamrsi.policies._common.BestRanking` keeps them."""
-        base = start.root.score
-        if start.plan is not None or not math.isfinite(self.min_gain) or (
+        base = root.score
+        if plan is not None or not math.isfinite(self.min_gain) or (
                 self.min_gain > 0 and base is None):
             return None
         one, many = _choosers(self.patience, self.max_branches, self.window, self.min_gain,
                               self.initial, base)
-        if start.workers == 1:
+        if workers == 1:
             return one
-        workers = start.workers
         return lambda revealed, n: many(revealed, n, workers)
 
     def _active_branch(self, branch: Branch) -> bool:

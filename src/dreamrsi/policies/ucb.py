@@ -9,6 +9,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dreamrsi.core.model import Node
 from dreamrsi.core.policy import (
     GIVE_UP,
     OPEN,
@@ -16,7 +17,7 @@ from dreamrsi.core.policy import (
     BatchChooser,
     Budget,
     Chooser,
-    ChooserStart,
+    GridPlan,
     PolicyContext,
 )
 from dreamrsi.core.view import Branch, TreeView
@@ -167,7 +168,8 @@ class UCBBranches:
             found.sort(key=_ranked)
         return [found[0][2]]
 
-    def chooser(self, start: ChooserStart) -> Chooser | BatchChooser | None:
+    def chooser(self, root: Node, workers: int,
+                plan: GridPlan | None) -> Chooser | BatchChooser | None:
         """This policy's decisions as a chooser
         (:class:`~dreamrsi.core.policy.Policy`; replay drives it), or ``None`` where it
         does not apply: a plan, or a root without a score. At W = 1 it values every arm every round
@@ -175,11 +177,11 @@ class UCBBranches:
         drives it on trees where no NaN can arise), and gives up past ``_FEW + _FEW``
         branches, where the groups cost less; at any W it gives :meth:`_value_all`'s batch,
         handing over past ``8 W + 8`` branches."""
-        base = start.root.score
-        if (start.plan is not None or base is None or not math.isfinite(self.c)
+        base = root.score
+        if (plan is not None or base is None or not math.isfinite(self.c)
                 or not math.isfinite(self.fresh)):
             return None
-        if start.workers == 1:
+        if workers == 1:
             return _one_slot(self.c, self.fresh, self.max_branches, base).send
         return _batches(self.c, self.fresh, self.max_branches, base)
 
