@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = ("tests/core/test_episode.py", "tests/policies/test_incremental.py",
-         "tests/policies/test_choosers.py", "tests/policies/test_families.py")
+TESTS = ("tests/policies/test_choosers.py", "tests/policies/test_incremental.py",
+         "tests/core/test_episode.py", "tests/policies/test_families.py")
 
 #: family -> (file under src/dreamrsi/policies, the line as written, the line broken)
 MUTATIONS: dict[str, tuple[str, str, str]] = {
@@ -76,7 +76,9 @@ def run(family: str, work: Path) -> tuple[bool, float, str]:
     done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
                            *TESTS], env=env, cwd=ROOT, capture_output=True, text=True)
     failed = [ln for ln in done.stdout.splitlines() if ln.startswith("FAILED")]
-    return done.returncode != 0, time.monotonic() - started, failed[0] if failed else ""
+    # caught: a test failed (exit status 1), not an error collecting or running them
+    return done.returncode == 1 and bool(failed), time.monotonic() - started, (
+        failed[0] if failed else done.stdout[-300:])
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dreamrsi.core.episode import GaveUp, chooser_maker, play
+from dreamrsi.core.episode import GaveUp, StopReason, chooser_maker, play
 from dreamrsi.core.model import Cost, Node, NodeStatus
 from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.replay import RecordedTree, replay, replay_generic, tame
@@ -386,3 +386,22 @@ def test_a_chooser_never_holds_a_node_it_was_not_shown(family: str, workers: int
                   tree.size, tree.root.score, workers, 200, None, False, True)
     nodes = played.nodes if isinstance(played, GaveUp) else played[6]
     assert nodes and {n.node_id for n in nodes} <= shown
+
+
+_FINISHING = {"fixed": "fixed:branches=3,refine=2", "ladder": "ladder:longest=4,levels=2",
+              "planned": "planned", "halving": "halving:n0=4,r0=1,finish=false"}
+
+
+@pytest.mark.parametrize("family", sorted(_FINISHING))
+def test_a_chooser_stops_where_select_stops(family: str) -> None:
+    """Families that end their episode themselves, on a tree they never run out of: the
+    chooser's last answers (the last rung, the last branch, then STOP) are the episode
+    loop's, node for node (a chooser that opened one branch too many would reveal one node
+    more)."""
+    tree = _long_chains()
+    plan = GridPlan(3, 2, "test") if family == "planned" else None
+    policy = make_policy(_FINISHING[family])
+    assert driven(policy, tree, plan) is not None
+    fast = replay(policy, tree, workers=1, max_rounds=400, plan=plan)
+    assert fast.stop is StopReason.EMPTY_BATCH and 0 < fast.revealed < 400
+    assert fast == replay_generic(policy, tree, workers=1, max_rounds=400, plan=plan)
