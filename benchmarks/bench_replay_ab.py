@@ -25,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_replay_shapes as shapes  # noqa: E402
+from _report import write_section  # noqa: E402
 
 
 def main() -> None:
@@ -57,7 +58,13 @@ def main() -> None:
         finally:
             for side in sides.values():
                 side.close()
-    print(table(rates, args))
+    text = table(rates, args)
+    print(text)
+    write_section(f"replay-ab-{args.baseline}", f"Replay reveals/s against {args.baseline}, "
+                  "interleaved (a refactor that must not move them)", text,
+                  f"python benchmarks/bench_replay_ab.py --baseline {args.baseline} --passes "
+                  f"{args.passes} --seconds {args.seconds} --repeats {args.repeats} --sizes "
+                  f"{' '.join(map(str, args.sizes))}")
 
 
 def table(rates: dict[tuple[str, int, str, int], dict[str, list[float]]],
