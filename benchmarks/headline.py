@@ -176,6 +176,9 @@ SPEARMAN = re.compile(rf"Spearman correlation, replay score vs online \w+: "
                       rf"\[(?P<lo>{NUMBER}), (?P<hi>{NUMBER})\]")
 ORACLE = re.compile(rf"Seed-by-seed oracle .*?ratio \*\*(?P<x>{NUMBER})\*\* "
                     rf"\[(?P<lo>{NUMBER}), (?P<hi>{NUMBER})\]")
+REPLAY_AB = re.compile(rf"^(?P<cells>\d+) cells; median of the cells' median ratios "
+                       rf"(?P<median>{NUMBER}), lowest (?P<low>{NUMBER}); (?P<below>\d+) below "
+                       rf"(?P<floor>{NUMBER})\.")
 MET = re.compile(r"(?P<label>[^.]*?): \*\*(?P<figure>[^*]+)\*\* \(target (?P<bound>[^:]+): "
                  r"(?P<verdict>met|missed|not met)")
 VERDICT = re.compile(r"\b(PASS|FAIL|MISS)\b")
@@ -415,6 +418,12 @@ def targets(section: Section, *, paired_seeds: tuple[int, ...] = (PAIRED_DEFAULT
             found.append(Target("dreaming pays: attempts ratio >= 2, interval above 1",
                                 f"{match['x']} [{match['lo']}, {match['hi']}]",
                                 "PASS" if x >= 2 and lo > 1 else "MISS"))
+        elif match := REPLAY_AB.search(line):  # bench_replay_ab.py: a refactor's speed
+            found.append(Target(f"replay reveals/s against the baseline: every cell's median "
+                                f"ratio >= {match['floor']}",
+                                f"lowest {match['low']} (median {match['median']}, "
+                                f"{match['cells']} cells)",
+                                "PASS" if match["below"] == "0" else "FAIL"))
         elif match := SPEARMAN.search(line):
             x = float(match["x"])
             found.append(Target("replay predicts online: Spearman ρ >= 0.6",

@@ -181,6 +181,15 @@ def test_a_paired_section_is_one_dreaming_pays_row_with_e_and_its_verdict() -> N
         == ["PASS"]
 
 
+def test_an_interleaved_replay_comparison_is_one_row_passing_when_no_cell_is_below() -> None:
+    line = ("192 cells; median of the cells' median ratios 1.000, lowest {low}; {below} below "
+            "0.9. 3 passes, each cell's sides alternating which goes first.")
+    assert only(line.format(low="0.904", below=0)) == [headline.Target(
+        "replay reveals/s against the baseline: every cell's median ratio >= 0.9",
+        "lowest 0.904 (median 1.000, 192 cells)", "PASS")]
+    assert [t.verdict for t in only(line.format(low="0.871", below=2))] == ["FAIL"]
+
+
 POWER = ("| seeds per arm | true e | median e | e pass | e > 1 | median ratio | ratio pass | "
          "ratio > 1 |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"
          "| 30 | 1 | 0.98 | 2% | 2% | 0.99 | 0% | 0% |\n"
