@@ -52,15 +52,21 @@ def fits(trees: Sequence[RecordedTree]) -> bool:
     return sum(t.size for t in trees) <= BRANCH_NODES
 
 
-def strata(trees: Sequence[RecordedTree]) -> list[list[Place]]:
+def used_runs(trees: Sequence[RecordedTree]) -> dict[Place, frozenset[str]]:
+    """The runs each branch of the history used (``lending.lend_classes``), by place."""
+    return {(t, b): cls.used for t, tree in enumerate(trees) for cls in lend_classes(tree)
+            for b in cls.branches}
+
+
+def strata(trees: Sequence[RecordedTree],
+           used: dict[Place, frozenset[str]] | None = None) -> list[list[Place]]:
     """The history's branches grouped into exchangeable strata (same start, same used runs),
     each in recording order (trees in order, branches in order), strata in order of their
-    first branch."""
+    first branch. ``used``: :func:`used_runs` of ``trees``, when the caller has it."""
     groups: dict[tuple[str, frozenset[str]], list[Place]] = {}
-    for t, tree in enumerate(trees):
-        for cls in lend_classes(tree):
-            groups.setdefault((tree.start, cls.used), []).extend((t, b) for b in cls.branches)
-    return [sorted(places) for places in groups.values()]
+    for place, runs in sorted((used_runs(trees) if used is None else used).items()):
+        groups.setdefault((trees[place[0]].start, runs), []).append(place)
+    return list(groups.values())
 
 
 def branch_chain(tree: RecordedTree, branch: int) -> list[Node]:
@@ -110,10 +116,9 @@ def by_branch_interval(candidate: Rewards, incumbent: Rewards, trees: Sequence[R
     if len(trees) < 2:
         return None, None
     rng = np.random.default_rng(seed)
-    groups = strata(trees)
-    chains = {place: branch_chain(trees[place[0]], place[1]) for g in groups for place in g}
-    used = {place: cls.used for t, tree in enumerate(trees) for cls in lend_classes(tree)
-            for place in ((t, b) for b in cls.branches)}
+    used = used_runs(trees)
+    groups = strata(trees, used)
+    chains = {place: branch_chain(trees[place[0]], place[1]) for place in used}
     draws = [[rng.integers(0, len(g), size=len(g)) for g in groups] for _ in range(resamples)]
 
     def gain(drawn: list[np.ndarray]) -> float:
