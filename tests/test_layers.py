@@ -23,6 +23,7 @@ LAYERS = {
     "agents": 3.5,  # the engine runs model proposers; agents never import the engine
     "programs": 3.5,  # policy programs in the sandboxed worker; the engine redeploys them
     "engine": 4,
+    "survival": 4.5,  # re-runs the engine's evaluators; loops and the cli call it
     "dreaming": 5,  # the recursive loop drives engine runs: engine never imports dreaming
     "cli": 6,
     "testing": 6,
