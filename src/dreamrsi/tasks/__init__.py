@@ -12,16 +12,25 @@ from dreamrsi._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dreamrsi.tasks.catalog import builtin_tasks, describe_builtin_tasks, resolve_task
-    from dreamrsi.tasks.spec import CommandSpec, Constraints, SurvivalSpec, Task, load_task
+    from dreamrsi.tasks.spec import (
+        CommandSpec,
+        Constraints,
+        ReviewSpec,
+        SurvivalSpec,
+        Task,
+        load_task,
+    )
 
 _MODULE_OF = {name: f"dreamrsi.tasks.{module}" for name, module in {
     "builtin_tasks": "catalog", "describe_builtin_tasks": "catalog", "resolve_task": "catalog",
-    "CommandSpec": "spec", "Constraints": "spec", "SurvivalSpec": "spec", "Task": "spec",
+    "CommandSpec": "spec", "Constraints": "spec", "ReviewSpec": "spec", "SurvivalSpec": "spec",
+    "Task": "spec",
     "load_task": "spec"}.items()}
 
 __all__ = [
     "CommandSpec",
     "Constraints",
+    "ReviewSpec",
     "SurvivalSpec",
     "Task",
     "builtin_tasks",

@@ -19,7 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dreamrsi.core.model import Direction
 from dreamrsi.errors import ConfigError
@@ -81,9 +81,25 @@ class _Constraints(_Strict):
     read_paths: list[str] = Field(default_factory=list)
 
 
+class _Review(_Strict):
+    command: str | None = Field(default=None, min_length=1)
+    model: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one(self) -> _Review:
+        if (self.command is None) == (self.model is None):
+            raise ValueError("name exactly one of 'command' or 'model'")
+        return self
+
+
 class _Survival(_Strict):
-    repeats: int = Field(default=3, ge=1)
+    repeats: int = Field(default=3, ge=1, le=100)
     commands: list[str] = Field(default_factory=list)
+    timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
+    tolerance: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    fresh: str | None = Field(default=None, min_length=1)
+    allow_changes: list[str] = Field(default_factory=list)
+    review: _Review | None = None
 
 
 class _TaskFile(_Strict):
@@ -141,11 +157,39 @@ class Constraints:
 
 
 @dataclass(frozen=True, slots=True)
+class ReviewSpec:
+    """A reviewer whose notes annotate a survival report and never gate it: a command (run
+    in the sandbox on the candidate) or a model (through the task's model client)."""
+
+    command: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SurvivalSpec:
-    """How an independent survival pass re-checks a result."""
+    """How an independent survival pass re-checks a result (``[survival]``).
+
+    Attributes:
+        repeats: How many times the evaluator runs on the candidate and on the base.
+        commands: Hard constraints: each must exit 0 on the candidate's checkout.
+        timeout_s: Time limit of each of ``commands`` and of ``fresh``.
+        tolerance: The task's noise, in raw score units: how far a re-run may be from the
+            recorded score, and the repeats from each other, and still reproduce.
+        fresh: A command that judges the checkout on instances the search never saw (or
+            re-checks its output independently of the evaluator); it prints a verdict as the
+            evaluator does and reads ``$DREAM_FRESH_SEED``. Its files must be protected, so
+            it runs from the trusted copy. None: the evaluator is the only check.
+        allow_changes: Globs of dependency or configuration files the candidate may change.
+        review: A reviewer whose notes are attached as non-admissible, or None.
+    """
 
     repeats: int = 3
     commands: tuple[str, ...] = ()
+    timeout_s: float = 600.0
+    tolerance: float = 0.0
+    fresh: CommandSpec | None = None
+    allow_changes: tuple[str, ...] = ()
+    review: ReviewSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,12 +369,24 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
         evaluator=evaluator,
         proposer=proposer,
         constraints=constraints,
-        survival=SurvivalSpec(spec.survival.repeats, tuple(spec.survival.commands)),
+        survival=_survival(spec.survival, evaluator),
         digest=combine({"task.toml": hashlib.sha256(raw_bytes).hexdigest(), **files,
                         **{f"\0{k}": v for k, v in prompts.items()}, **adapter}),
         evaluator_digest=combine({"command": evaluator.command, **protected, **adapter}),
         peer=peer,
     )
+
+
+def _survival(spec: _Survival, evaluator: CommandSpec) -> SurvivalSpec:
+    """The ``[survival]`` settings; commands inherit the evaluator's time limit."""
+    timeout = spec.timeout_s if spec.timeout_s is not None else evaluator.timeout_s
+    return SurvivalSpec(
+        repeats=spec.repeats, commands=tuple(spec.commands), timeout_s=timeout,
+        tolerance=spec.tolerance,
+        fresh=None if spec.fresh is None else CommandSpec(spec.fresh, timeout),
+        allow_changes=tuple(spec.allow_changes),
+        review=None if spec.review is None else ReviewSpec(spec.review.command,
+                                                           spec.review.model))
 
 
 def _evaluator(file: Path, spec: _TaskFile,
