@@ -55,6 +55,18 @@ class GitCall:
         return "git " + " ".join(self.args)
 
 
+LINK_MODE = "120000"
+
+
+@dataclass(frozen=True, slots=True)
+class TreeEntry:
+    """A path of a commit's tree: its git mode (``100644``, ``100755``, ``120000`` for a
+    link) and its blob id."""
+
+    mode: str
+    oid: str
+
+
 class GitFailed(StoreError):
     """A git command failed; the message holds its stderr."""
 
@@ -180,27 +192,43 @@ class WorkspaceRepo:
                             f"{err.decode('utf-8', 'replace').strip()[-500:]}")
         return data[:max_bytes].decode("utf-8", "replace"), cut
 
-    def links(self, commit: str, calls: list[GitCall]) -> dict[str, str]:
-        """Every symbolic link of ``commit``'s tree: its path to its target (bytes that are
-        not UTF-8 kept as surrogate escapes)."""
+    def tree(self, commit: str, calls: list[GitCall]) -> dict[str, TreeEntry]:
+        """Every file and link of ``commit``'s tree, by path (bytes that are not UTF-8 kept as
+        surrogate escapes): its git mode and object id. Two trees with the same entry at a
+        path hold the same bytes there, with the same kind (file, executable, link)."""
         listing = self._git_bytes(["ls-tree", "-r", "-z", "--full-tree", commit], calls)
-        found: dict[str, bytes] = {}
+        found: dict[str, TreeEntry] = {}
         for record in listing.split(b"\0"):
             meta, _, path = record.partition(b"\t")
             fields = meta.split()
-            if len(fields) == 3 and fields[0] == b"120000":
-                found[os.fsdecode(path)] = fields[2]
-        if not found:
+            if len(fields) == 3 and fields[1] == b"blob":
+                found[os.fsdecode(path)] = TreeEntry(fields[0].decode(), fields[2].decode())
+        return found
+
+    def read_blobs(self, oids: Iterable[str], calls: list[GitCall]) -> dict[str, bytes]:
+        """The bytes of each blob of ``oids`` (read in one ``git cat-file --batch``)."""
+        wanted = list(dict.fromkeys(oids))
+        if not wanted:
             return {}
         batch = self._git_bytes(["cat-file", "--batch"], calls,
-                                stdin=b"".join(oid + b"\n" for oid in found.values()))
-        targets: list[bytes] = []
-        while batch:
+                                stdin=b"".join(oid.encode() + b"\n" for oid in wanted))
+        out: dict[str, bytes] = {}
+        for oid in wanted:
             header, _, batch = batch.partition(b"\n")
-            size = int(header.split()[2])
-            targets.append(batch[:size])
+            fields = header.split()
+            if len(fields) != 3:
+                raise GitFailed(f"object {oid} is missing from the repository")
+            size = int(fields[2])
+            out[oid] = batch[:size]
             batch = batch[size + 1:]
-        return {path: os.fsdecode(target) for path, target in zip(found, targets, strict=True)}
+        return out
+
+    def links(self, commit: str, calls: list[GitCall]) -> dict[str, str]:
+        """Every symbolic link of ``commit``'s tree: its path to its target (bytes that are
+        not UTF-8 kept as surrogate escapes)."""
+        found = {p: e.oid for p, e in self.tree(commit, calls).items() if e.mode == LINK_MODE}
+        targets = self.read_blobs(found.values(), calls)
+        return {path: os.fsdecode(targets[oid]) for path, oid in found.items()}
 
     def resolve(self, ref: str) -> str:
         """The commit id a ref or abbreviated id names."""
