@@ -97,6 +97,7 @@ class _Survival(_Strict):
     commands: list[str] = Field(default_factory=list)
     timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     tolerance: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    relative_tolerance: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False)
     fresh: str | None = Field(default=None, min_length=1)
     allow_changes: list[str] = Field(default_factory=list)
     review: _Review | None = None
@@ -175,6 +176,9 @@ class SurvivalSpec:
         timeout_s: Time limit of each of ``commands`` and of ``fresh``.
         tolerance: The task's noise, in raw score units: how far a re-run may be from the
             recorded score, and the repeats from each other, and still reproduce.
+        relative_tolerance: The same as a fraction of the score's magnitude, for scores
+            whose noise scales with them (timings); the larger of the two applies
+            (:meth:`allowed_error`).
         fresh: A command that judges the checkout on instances the search never saw (or
             re-checks its output independently of the evaluator); it prints a verdict as the
             evaluator does and reads ``$DREAM_FRESH_SEED``. Its files must be protected, so
@@ -190,6 +194,15 @@ class SurvivalSpec:
     fresh: CommandSpec | None = None
     allow_changes: tuple[str, ...] = ()
     review: ReviewSpec | None = None
+    relative_tolerance: float = 0.0
+
+    def allowed_error(self, reference: float) -> float:
+        """How far a measurement near ``reference`` may be off and still agree with it.
+
+        >>> SurvivalSpec(tolerance=0.01, relative_tolerance=0.1).allowed_error(2.0)
+        0.2
+        """
+        return max(self.tolerance, self.relative_tolerance * abs(reference))
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,7 +399,8 @@ def _survival(spec: _Survival, evaluator: CommandSpec) -> SurvivalSpec:
         fresh=None if spec.fresh is None else CommandSpec(spec.fresh, timeout),
         allow_changes=tuple(spec.allow_changes),
         review=None if spec.review is None else ReviewSpec(spec.review.command,
-                                                           spec.review.model))
+                                                           spec.review.model),
+        relative_tolerance=spec.relative_tolerance)
 
 
 def _evaluator(file: Path, spec: _TaskFile,
