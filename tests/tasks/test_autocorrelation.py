@@ -95,7 +95,8 @@ def reference_score(a: list[float], signed: bool) -> float:
 def test_task_loads_with_the_expected_settings(task: str) -> None:
     loaded = resolve_task(task)
     assert loaded.name == task and loaded.direction.value == "minimize"
-    assert loaded.constraints.protected_paths == ("evaluate.py", "verdict.py", "params.json")
+    assert loaded.constraints.protected_paths == (
+        "evaluate.py", "verdict.py", "params.json", "fresh.py", "candidate_file.py")
     assert loaded.evaluator.timeout_s == 30 and loaded.proposer.timeout_s == 60
     params = json.loads((loaded.seed_dir / "params.json").read_text())
     assert params["inequality"] == task[-2:].upper() and params["fresh_n"] == FRESH_N[task]

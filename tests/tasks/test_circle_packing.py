@@ -105,10 +105,12 @@ def test_task_toml_and_seed_files(n: int) -> None:
     assert task["evaluator"] == {"command": "python3 evaluate.py", "timeout_s": 30}
     proposer = {"kind": "command", "command": "python3 propose.py", "timeout_s": 60}
     assert task["proposer"] == proposer
-    assert task["constraints"] == {
-        "protected_paths": ["evaluate.py", "verdict.py", "params.json"]}
+    assert task["constraints"] == {"protected_paths": [
+        "evaluate.py", "verdict.py", "params.json", "fresh.py", "candidate_file.py"]}
     assert sorted(p.name for p in seed_dir(n).iterdir() if p.name != "__pycache__") == [
+        "candidate_file.py",
         "evaluate.py",
+        "fresh.py",
         "packing.json",
         "params.json",
         "propose.py",

@@ -43,14 +43,15 @@ def test_the_ops_task_is_the_lasso_task_scored_by_instructions() -> None:
     (builtin/_families/lasso-path/), with the shared verdict.py, and neither task holds a file
     of its own; only the evaluator's command differs."""
     family = FAMILIES_DIR / "lasso-path"
-    files = sorted([Path("verdict.py"), *(p.relative_to(family) for p in family.rglob("*")
-                                          if p.is_file() and "__pycache__" not in p.parts)])
+    common = [Path(name) for name in ("verdict.py", "candidate_file.py")]
+    files = sorted([*common, *(p.relative_to(family) for p in family.rglob("*")
+                               if p.is_file() and "__pycache__" not in p.parts)])
     assert "solver.py" in map(str, files)
     for name in ("lasso-path", "lasso-path-ops"):
         seed = resolve_task(name).seed_dir
         assert sorted(p.relative_to(seed) for p in seed.rglob("*") if p.is_file()) == files
         for path in files:
-            source = FAMILIES_DIR / COMMON if path.name == "verdict.py" else family
+            source = FAMILIES_DIR / COMMON if path in common else family
             assert (seed / path).read_bytes() == (source / path).read_bytes()
         assert not (BUILTIN_DIR / name / "seed").exists()
     task = resolve_task("lasso-path-ops")

@@ -90,7 +90,8 @@ def solver_params(cwd: Path) -> tuple[str, dict]:
 def test_task_loads_and_protects_the_evaluator_and_its_worker() -> None:
     task = resolve_task("lasso-path")
     assert task.direction.value == "maximize"
-    assert task.constraints.protected_paths == ("evaluate.py", "verdict.py", "worker.py")
+    assert task.constraints.protected_paths == (
+        "evaluate.py", "verdict.py", "worker.py", "fresh.py", "candidate_file.py")
     assert "1e-6" in task.objective and "scikit-learn" in task.objective
 
 

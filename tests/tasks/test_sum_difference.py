@@ -88,7 +88,7 @@ def gamma(a: list[int]) -> float:
 def test_task_loads_with_the_expected_settings() -> None:
     task = resolve_task("sum-difference")
     assert task.direction.value == "maximize" and task.constraints.protected_paths == (
-        "evaluate.py", "verdict.py")
+        "evaluate.py", "verdict.py", "fresh.py", "candidate_file.py")
 
 
 def test_seed_is_a_valid_mstd_set_with_the_right_score(tmp_path: Path) -> None:

@@ -17,8 +17,9 @@ acceptance). The operators:
 * swap: exchange the centres of two circles of different radii.
 
 It then maximises the sum of radii with SciPy SLSQP on z = (x, y, r) with analytic Jacobians,
-shrinks radii until the packing is feasible at tolerance 0 (the evaluator's exact arithmetic),
-and writes the result over ``packing.json``. All randomness comes from the context's seed.
+shrinks radii until the packing is feasible at tolerance 0 in exact arithmetic (as the
+survival check ``fresh.py`` decides it), and writes the result over ``packing.json``. All
+randomness comes from the context's seed.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import json  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
+from fractions import Fraction  # noqa: E402
 
 import numpy as np  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
@@ -120,20 +122,26 @@ def solve(circles: np.ndarray, hold: tuple[int, ...] = ()) -> tuple[np.ndarray, 
 
 
 def offenders(circles: list[list[float]]) -> set[int]:
-    """Circles in a violation at tolerance 0, computed exactly as evaluate.py does."""
+    """Circles in a violation at tolerance 0, decided exactly on the floats (as fractions),
+    as the survival check (``fresh.py``) decides: a float test can miss an overlap of an ulp.
+    Only pairs within 1e-9 of touching need the exact test."""
     bad = set()
     for i, (xi, yi, ri) in enumerate(circles):
-        if ri < 0 or ri - xi > 0 or (xi + ri) - 1.0 > 0 or ri - yi > 0 or (yi + ri) - 1.0 > 0:
+        if (ri < 0 or ri > xi or ri > yi or Fraction(xi) + Fraction(ri) > 1
+                or Fraction(yi) + Fraction(ri) > 1):
             bad.add(i)
         for j in range(i + 1, N):
             xj, yj, rj = circles[j]
-            if (ri + rj) - math.hypot(xi - xj, yi - yj) > 0:
+            if (ri + rj) - math.hypot(xi - xj, yi - yj) < -1e-9:
+                continue
+            dx, dy = Fraction(xi) - Fraction(xj), Fraction(yi) - Fraction(yj)
+            if dx * dx + dy * dy < (Fraction(ri) + Fraction(rj)) ** 2:
                 bad.update((i, j))
     return bad
 
 
 def repair(circles: np.ndarray) -> np.ndarray:
-    """Shrink radii minimally until the packing is feasible at tolerance 0 (exact arithmetic).
+    """Shrink radii minimally until the packing is feasible at tolerance 0 (exactly).
 
     Walls cap each radius; each overlapping pair scales both radii by distance / (ri + rj);
     a final exact pass shaves a few ulps off any circle that rounding still leaves in violation.

@@ -25,7 +25,8 @@ none of this.
 Emits one JSON object ``{"score", "valid", "feedback", "metrics", "candidate_hash"}`` as the
 last line of stdout. Always exits 0.
 Options for manual runs and tests: ``--seed N`` (instances), ``--limit N`` (first N shapes),
-``--call-cpu S``, ``--call-timeout S`` (wall), ``--solver PATH``.
+``--call-cpu S``, ``--call-timeout S`` (wall), ``--solver PATH``, ``--count-seed N`` (the
+counted instances of ``--ops``).
 
 ``--ops metric`` (or ``score``): once the timed check has passed, count the instructions of one
 call on an instance of each of four shapes (``COUNT_SHAPES``; the same instances in every
@@ -394,15 +395,17 @@ class Uncounted(Exception):
     """Instructions could not be counted; the message says why."""
 
 
-def count_ops(solver: str, shapes, metrics: dict) -> list[int]:
+def count_ops(solver: str, shapes, metrics: dict, count_seed: int = COUNT_SEED) -> list[int]:
     """Instructions of one call of the solver on a fresh instance of each counted shape.
 
     The worker runs under callgrind (``worker.py --count``): instrumentation starts once the
     solver is loaded, and each call's instructions are dumped to a file of their own. The
-    instances are the same in every evaluation (``COUNT_SEED``), so a solver gets the same
-    count every time, whatever the evaluation's seed; every answer is checked as the timed
-    ones are. (Fixed instances a solver could recognise and answer from a table: the count is
-    forgeable anyway, see the README, and the timed score is not.)
+    instances are the same in every evaluation (``count_seed``, by default ``COUNT_SEED``),
+    so a solver gets the same count every time, whatever the evaluation's seed; every answer
+    is checked as the timed ones are. (Fixed instances a solver could recognise and answer
+    from a table: the count is forgeable anyway, see the README, and the timed score is not;
+    the survival check, ``fresh.py``, counts on instances of a fresh ``count_seed``, which no
+    table of the fixed ones answers.)
     Raises Uncounted when the count failed: valgrind missing, the calls too slow to count,
     the worker failing under callgrind, or an answer there that is wrong.
     """
@@ -415,7 +418,7 @@ def count_ops(solver: str, shapes, metrics: dict) -> list[int]:
         raise Uncounted(f"the counted calls take {estimate:.0f} ms of CPU natively, about "
                         f"{estimate * COUNT_SLOWDOWN / 1e3:.0f} s under callgrind (more than "
                         f"the {COUNT_WALL_S:g} s allowed)")
-    rng = np.random.default_rng(COUNT_SEED)
+    rng = np.random.default_rng(count_seed)
     problems = []
     for i in picked:
         X, y = make_instance(shapes[i][0], shapes[i][1], shapes[i][2], rng)
@@ -471,7 +474,8 @@ def geomean(values: list[float]) -> float:
 
 
 def evaluate(solver: str, seed: int, limit: int, call_timeout: float,
-             call_cpu: float = CALL_CPU_S, ops: str = "off") -> dict:
+             call_cpu: float = CALL_CPU_S, ops: str = "off",
+             count_seed: int = COUNT_SEED) -> dict:
     """Score the solver at ``solver`` and explain the score.
 
     ``ops``: ``off``; ``metric`` (count instructions, report them in the metrics); ``score``
@@ -503,7 +507,7 @@ def evaluate(solver: str, seed: int, limit: int, call_timeout: float,
     if ops == "off":
         return verdict(1.0 / g, True, feedback, metrics, digest)
     try:
-        counts = count_ops(solver, shapes, metrics)
+        counts = count_ops(solver, shapes, metrics, count_seed)
     except Uncounted as exc:
         metrics["ops"] = None
         if ops == "score":
@@ -549,12 +553,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--call-cpu", type=float, default=CALL_CPU_S)
     parser.add_argument("--solver", default=SOLVER_FILE)
     parser.add_argument("--ops", choices=("off", "metric", "score"), default="off")
+    parser.add_argument("--count-seed", type=int, default=COUNT_SEED)
     args = parser.parse_args(argv)
     seed = secrets.randbits(32) if args.seed is None else args.seed
     _prctl(4, 0)  # PR_SET_DUMPABLE 0: the solver cannot read our environment or memory
     _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: processes the solver orphans come back to us
     return write(lambda: evaluate(args.solver, seed, max(1, args.limit), args.call_timeout,
-                                  args.call_cpu, args.ops), {"seed": seed}, "")
+                                  args.call_cpu, args.ops, args.count_seed),
+                 {"seed": seed}, "")
 
 
 if __name__ == "__main__":
