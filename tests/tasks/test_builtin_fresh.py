@@ -359,8 +359,8 @@ def test_lasso_seed_and_a_faster_solver_pass_with_the_evaluators_score(tmp_path:
         ws = lasso_workspace(tmp_path, name=name)
         if name == "homotopy":
             shutil.copy(ws / "families" / "homotopy.py", ws / "solver.py")
-        checked = fresh(ws, "--limit", "3", seed=77)
-        agrees("lasso-path", checked, evaluate(ws, "--limit", "3"))
+        checked = fresh(ws, seed=77)
+        agrees("lasso-path", checked, evaluate(ws))
         assert checked["metrics"]["check"]["worst_excess"] <= 1e-6
         scores[name] = checked["score"]
     assert scores["homotopy"] - scores["seed"] > resolve_task("lasso-path").survival.tolerance
