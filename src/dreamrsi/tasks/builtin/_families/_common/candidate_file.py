@@ -1,13 +1,15 @@
 """Read a file the candidate left, refusing what is not a plain file of a sane size.
 
 Every built-in task's survival check (``fresh.py``, protected) reads the candidate's output
-through this file: a symbolic link, a FIFO, a device, a folder or a file larger than the
+through this file (:func:`read_candidate_file`, or :func:`read_listing` for a JSON object
+holding one list): a symbolic link, a FIFO, a device, a folder or a file larger than the
 check allows is refused with a message saying which, never followed, waited on or read whole.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 
@@ -68,3 +70,26 @@ def read_candidate_file(name: str, limit: int) -> bytes:
         raise Refused(f"cannot read {name}: {exc.strerror}") from None
     finally:
         os.close(fd)
+
+
+def _no_constant(token: str) -> float:
+    raise ValueError(f"{token} is not a finite number")
+
+
+def read_listing(name: str, key: str, limit: int) -> tuple[dict, list, bytes]:
+    """The JSON object in the candidate's file ``name`` (read as :func:`read_candidate_file`
+    reads it), the list it holds under ``key``, and the file's bytes.
+
+    Raises:
+        Refused: As :func:`read_candidate_file`; or not UTF-8 JSON (``NaN`` and ``Infinity``
+            included), not an object, or no list under ``key``.
+    """
+    raw = read_candidate_file(name, limit)
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise Refused(f"{name} is not readable JSON ({str(exc)[:100]}); only finite "
+                      "numbers") from None
+    if not isinstance(data, dict) or not isinstance(data.get(key), list):
+        raise Refused(f"{name} must be an object with a list '{key}'")
+    return data, data[key], raw

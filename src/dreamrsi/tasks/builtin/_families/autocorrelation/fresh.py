@@ -31,7 +31,7 @@ import math
 import sys
 from fractions import Fraction
 
-from candidate_file import Refused, read_candidate_file
+from candidate_file import Refused, read_listing
 from verdict import verdict, write
 
 SEQUENCE_FILE = "sequence.json"
@@ -45,19 +45,8 @@ NAME = str(_PARAMS["inequality"])
 NONNEGATIVE = bool(_PARAMS["nonnegative"])
 
 
-def _no_constant(token: str) -> float:
-    raise Refused(f"{SEQUENCE_FILE} holds {token}: only finite numbers")
-
-
-def heights(raw: bytes) -> list[float]:
+def heights(values: list) -> list[float]:
     """The heights the file lists, each a finite float within the task's bounds."""
-    try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise Refused(f"{SEQUENCE_FILE} is not readable JSON ({str(exc)[:100]})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("values"), list):
-        raise Refused(f"{SEQUENCE_FILE} must be an object with a list 'values'")
-    values = data["values"]
     if not 1 <= len(values) <= MAX_N:
         raise Refused(f"{len(values)} values; between 1 and {MAX_N} are allowed")
     out = []
@@ -114,8 +103,8 @@ def judge() -> dict:
     """The verdict on the sequence in the working directory."""
     metrics: dict = {"task": NAME, "exact": True}
     try:
-        raw = read_candidate_file(SEQUENCE_FILE, MAX_BYTES)
-        values = heights(raw)
+        _, listed, raw = read_listing(SEQUENCE_FILE, "values", MAX_BYTES)
+        values = heights(listed)
     except Refused as exc:
         return verdict(None, False, f"invalid: {exc}", metrics, "")
     digest = hashlib.sha256(raw).hexdigest()

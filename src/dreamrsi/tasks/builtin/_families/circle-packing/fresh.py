@@ -25,7 +25,7 @@ import math
 import sys
 from fractions import Fraction
 
-from candidate_file import Refused, read_candidate_file
+from candidate_file import Refused, read_listing
 from verdict import verdict, write
 
 PACKING_FILE = "packing.json"
@@ -34,21 +34,10 @@ with open("params.json", encoding="utf-8") as _fh:
     N = int(json.load(_fh)["n"])
 
 
-def _no_constant(token: str) -> float:
-    raise Refused(f"{PACKING_FILE} holds {token}: only finite numbers")
-
-
-def rows_of(raw: bytes) -> list[tuple[float, float, float]]:
+def rows_of(data: dict, circles: list) -> list[tuple[float, float, float]]:
     """The N circles of the file, each ``(x, y, r)`` as finite floats."""
-    try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise Refused(f"{PACKING_FILE} is not readable JSON ({str(exc)[:100]})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("circles"), list):
-        raise Refused(f"{PACKING_FILE} must be an object with a list 'circles'")
-    if "n" in data and (type(data["n"]) is not int or data["n"] != N):
+    if "n" in data and (isinstance(data["n"], bool) or data["n"] != N):
         raise Refused(f"'n' must be {N}, the task's number of circles")
-    circles = data["circles"]
     if len(circles) != N:
         raise Refused(f"{len(circles)} circles; the task packs exactly {N}")
     rows = []
@@ -101,8 +90,8 @@ def judge() -> dict:
     """The verdict on the packing in the working directory."""
     metrics: dict = {"n": N, "exact": True, "tolerance": 0}
     try:
-        raw = read_candidate_file(PACKING_FILE, MAX_BYTES)
-        rows = rows_of(raw)
+        data, circles, raw = read_listing(PACKING_FILE, "circles", MAX_BYTES)
+        rows = rows_of(data, circles)
     except Refused as exc:
         return verdict(None, False, f"invalid: {exc}", metrics, "")
     digest = hashlib.sha256(raw).hexdigest()

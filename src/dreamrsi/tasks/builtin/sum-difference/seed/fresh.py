@@ -15,11 +15,10 @@ candidate's output, not a new instance. Emits one JSON verdict line; always exit
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import sys
 
-from candidate_file import Refused, read_candidate_file
+from candidate_file import Refused, read_listing
 from verdict import verdict, write
 
 SET_FILE = "set.json"
@@ -27,19 +26,8 @@ MAX_BYTES = 1 << 20  # 512 integers of 8 characters take about 5 KB
 MIN_SIZE, MAX_SIZE, MAX_ABS = 2, 512, 10**6
 
 
-def _no_constant(token: str) -> float:
-    raise Refused(f"{SET_FILE} holds {token}: only integers")
-
-
-def elements(raw: bytes) -> list[int]:
+def elements(found: list) -> list[int]:
     """The set's elements: distinct integers within the task's bounds."""
-    try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise Refused(f"{SET_FILE} is not readable JSON ({str(exc)[:100]})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("elements"), list):
-        raise Refused(f"{SET_FILE} must be an object with a list 'elements'")
-    found = data["elements"]
     if not MIN_SIZE <= len(found) <= MAX_SIZE:
         raise Refused(f"{len(found)} elements; between {MIN_SIZE} and {MAX_SIZE} are allowed")
     for i, value in enumerate(found):
@@ -71,8 +59,8 @@ def judge() -> dict:
     """The verdict on the set in the working directory."""
     metrics: dict = {}
     try:
-        raw = read_candidate_file(SET_FILE, MAX_BYTES)
-        a = elements(raw)
+        _, listed, raw = read_listing(SET_FILE, "elements", MAX_BYTES)
+        a = elements(listed)
     except Refused as exc:
         return verdict(None, False, f"invalid: {exc}", metrics, "")
     digest = hashlib.sha256(raw).hexdigest()
