@@ -75,6 +75,7 @@ def test_a_version_one_store_upgrades_and_keeps_its_records(tmp_path: Path) -> N
         assert len(store.nodes(run.run_id)) == 4
         assert store.verify_ledger(run.run_id).ok
         assert store.list_policies(run.task_digest) == []
+        assert store.list_passes() == []
     with SqliteRunStore.open(root) as reader:
         versions = [r[0] for r in reader._query("SELECT version FROM migrations")]
         assert versions == list(range(1, SCHEMA_VERSION + 1))

@@ -34,6 +34,7 @@ from dreamrsi.store.values import (
     RunRecord,
     RunStatus,
     RunUpdate,
+    SurvivalPass,
     TaskRecord,
     add_model_call,
 )
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
 __all__ = [  # the value types live in dreamrsi.store.values; they are named here too
     "DreamRecord", "DreamsStore", "InFlight", "LedgerStore", "LoopRecord", "LoopRound",
     "ModelSpend", "PolicyScore", "PolicyVersion", "RunCounts", "RunRecord", "RunStatus",
-    "RunStore", "RunUpdate", "RunsStore", "StoreHandle", "TaskRecord", "add_model_call",
+    "RunStore", "RunUpdate", "RunsStore", "StoreHandle", "SurvivalPass", "SurvivalStore",
+    "TaskRecord", "add_model_call",
 ]
 
 
@@ -387,7 +389,32 @@ class DreamsStore(StoreHandle):
         """Loops, oldest first (all, or of one task)."""
 
 
-class RunStore(RunsStore, LedgerStore, DreamsStore):
+class SurvivalStore(StoreHandle):
+    """Survival passes: each is recorded ``running`` at its start and gets its verdict and
+    report in one write at its end (a killed pass keeps ``running``)."""
+
+    @abc.abstractmethod
+    def create_pass(self, record: SurvivalPass) -> None:
+        """Record the start of a pass (``AlreadyRecorded`` if its id exists)."""
+
+    @abc.abstractmethod
+    def finish_pass(self, pass_id: str, *, status: str, report: Mapping[str, Any],
+                    finished_at: float) -> None:
+        """Record a running pass's verdict and report together (nothing happens for an
+        unknown pass or one already finished)."""
+
+    @abc.abstractmethod
+    def get_pass(self, pass_id: str) -> SurvivalPass:
+        """The pass with this id or unique id prefix (``NotFound``; ``ConfigError`` when
+        ambiguous)."""
+
+    @abc.abstractmethod
+    def list_passes(self, *, run_id: str | None = None,
+                    node_id: str | None = None) -> list[SurvivalPass]:
+        """Passes, oldest first (then by id), of a run and/or a node, or all."""
+
+
+class RunStore(RunsStore, LedgerStore, DreamsStore, SurvivalStore):
     """The durable record of a project: what every backend stores and hands out.
 
     **Who writes.** One writer at a time: the process driving a run, a dream or a loop (the

@@ -18,13 +18,15 @@ from dreamrsi.core.model import Artifact
 
 
 class Actor(StrEnum):
-    """Who ran a command: the workspace machinery, a proposer, an evaluator, a policy, a dream."""
+    """Who ran a command: the workspace machinery, a proposer, an evaluator, a policy, a dream,
+    a survival pass."""
 
     EXECUTION = "execution"
     TACTICAL = "tactical"
     EVAL = "eval"
     STRATEGIC = "strategic"
     DREAMER = "dreamer"
+    SURVIVAL = "survival"
 
 
 def new_event_id() -> str:

@@ -4,12 +4,13 @@ Each migration is SQL; the one numbered :data:`RECORDS_VERSION` also runs a step
 (``SqliteRunStore._anchor_records``) that writes the records of the runs and nodes already in
 the store into their chains. Migration 4 only adds indexes (``dreamrsi.store.tree_sql`` reads
 trees through them). Migration 5 adds the column ``history_used`` to ``nodes`` (empty for
-nodes recorded before it: the conservative reading, see ``core.model.Node``).
+nodes recorded before it: the conservative reading, see ``core.model.Node``). Migration 6
+adds the table of survival passes (``dreamrsi.store.survival``).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 RECORDS_VERSION = 3
 
 MIGRATIONS: dict[int, tuple[str, str]] = {
@@ -179,6 +180,24 @@ MIGRATIONS: dict[int, tuple[str, str]] = {
         "nodes: the runs of the history context each attempt declared it used (HISTORY:)",
         """
         ALTER TABLE nodes ADD COLUMN history_used TEXT
+        """,
+    ),
+    6: (
+        "survival passes: a node checked against a base, running until its verdict and report",
+        """
+        CREATE TABLE survival_passes (
+            pass_id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            node_id TEXT NOT NULL,
+            commit_id TEXT NOT NULL,
+            base_commit TEXT NOT NULL,
+            status TEXT NOT NULL,
+            config TEXT NOT NULL,
+            report TEXT,
+            created_at REAL NOT NULL,
+            finished_at REAL
+        );
+        CREATE INDEX survival_passes_node ON survival_passes(run_id, node_id)
         """,
     ),
 }

@@ -69,6 +69,7 @@ from dreamrsi.store.rows import (
 )
 from dreamrsi.store.spend_sql import SpendQueries
 from dreamrsi.store.sqlite_dreams import SqliteDreams
+from dreamrsi.store.sqlite_survival import SqliteSurvival
 from dreamrsi.store.tree_sql import TreeQueries
 from dreamrsi.store.values import InFlight, RunCounts, RunRecord, TaskRecord
 from dreamrsi.store.workfolder import work_folder_for
@@ -89,7 +90,7 @@ _REPLAY_COLUMNS = (
 _EMPTY: Any = MappingProxyType({})
 
 
-class SqliteRunStore(TreeQueries, SpendQueries, SqliteDreams, RecordAudit):
+class SqliteRunStore(TreeQueries, SpendQueries, SqliteDreams, SqliteSurvival, RecordAudit):
     """A run store in a directory (see the module docstring).
 
     Open it with :meth:`open`. A writer holds an exclusive lock on the directory for as long as

@@ -223,3 +223,20 @@ class LoopRound(NamedTuple):
     run_id: str
     version_id: str
     dream_id: str | None = None
+
+
+class SurvivalPass(NamedTuple):
+    """One survival pass of a node against a base: ``running`` until its verdict
+    (``survived``, ``failed``, ``could_not_run``) and report are written, together, at its end;
+    a killed pass stays ``running`` (a later pass is a new record)."""
+
+    pass_id: str
+    run_id: str
+    node_id: str
+    commit: str
+    base_commit: str
+    status: str
+    config: Mapping[str, Any]
+    created_at: float
+    report: Mapping[str, Any] | None = None
+    finished_at: float | None = None

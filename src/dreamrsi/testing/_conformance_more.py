@@ -1,5 +1,5 @@
 """Parts of :class:`~dreamrsi.testing.store_conformance.RunStoreConformance`: the ledger and
-its verification, and the dreaming tables. Their tests use the suite's ``store`` and ``empty``
+its verification, the dreaming tables and survival passes. Their tests use the suite's ``store`` and ``empty``
 fixtures."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dreamrsi.store.base import RunStore
 from dreamrsi.store.dreams import DreamRecord, LoopRecord, LoopRound, PolicyScore, PolicyVersion
 from dreamrsi.store.ledger import GENESIS, Actor, ChainHead, LedgerEvent
 from dreamrsi.store.records import NODE_COLUMNS
+from dreamrsi.store.values import SurvivalPass
 from dreamrsi.testing.builders import RUN, TASK, event, make_node, make_run
 from dreamrsi.testing.store_state import store_state
 
@@ -290,3 +291,42 @@ class DreamTableTests:
             empty.add_loop_round(LoopRound("l1", 1, "r1", "p1", "d1"))
             raise RuntimeError("undo")
         assert store_state(empty, tasks=["t"]) == before
+
+
+class SurvivalTableTests:
+    """Survival passes: running until one write gives them their verdict and report."""
+
+    def test_survival_passes(self, empty: RunStore) -> None:
+        empty.create_pass(SurvivalPass("s1", "r1", "n1", "c" * 40, "b" * 40, "running",
+                                       {"repeats": 3}, 2.0))
+        empty.create_pass(SurvivalPass("s2", "r1", "n2", "c" * 40, "b" * 40, "running", {},
+                                       1.0))
+        with pytest.raises(AlreadyRecorded):
+            empty.create_pass(SurvivalPass("s1", "r2", "n1", "c" * 40, "b" * 40, "running",
+                                           {}, 3.0))
+        assert empty.get_pass("s1").report is None
+        empty.finish_pass("s1", status="failed", report={"verdict": "failed"},
+                          finished_at=4.0)
+        empty.finish_pass("s1", status="survived", report={}, finished_at=5.0)  # kept
+        empty.finish_pass("sX", status="survived", report={}, finished_at=5.0)
+        done = empty.get_pass("s1")
+        assert (done.status, done.report, done.finished_at, done.config) == (
+            "failed", {"verdict": "failed"}, 4.0, {"repeats": 3})
+        assert [p.pass_id for p in empty.list_passes()] == ["s2", "s1"]
+        assert [p.pass_id for p in empty.list_passes(run_id="r1", node_id="n1")] == ["s1"]
+        assert empty.list_passes(run_id="r2") == []
+        with pytest.raises(ConfigError, match="ambiguous"):
+            empty.get_pass("s")
+        with pytest.raises(NotFound):
+            empty.get_pass("sz")
+
+    def test_survival_passes_roll_back(self, empty: RunStore) -> None:
+        empty.create_pass(SurvivalPass("s1", "r1", "n1", "c" * 40, "b" * 40, "running", {},
+                                       1.0))
+        before = empty.list_passes()
+        with pytest.raises(RuntimeError), empty.atomic():
+            empty.finish_pass("s1", status="survived", report={"x": 1}, finished_at=2.0)
+            empty.create_pass(SurvivalPass("s2", "r1", "n1", "c" * 40, "b" * 40, "running",
+                                           {}, 3.0))
+            raise RuntimeError("undo")
+        assert empty.list_passes() == before

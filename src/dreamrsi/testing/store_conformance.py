@@ -30,7 +30,11 @@ from dreamrsi.store.ledger import GENESIS, ChainHead
 from dreamrsi.store.memory import MemoryRunStore
 from dreamrsi.store.migrations import SCHEMA_VERSION
 from dreamrsi.store.sqlite import SqliteRunStore
-from dreamrsi.testing._conformance_more import DreamTableTests, LedgerTests
+from dreamrsi.testing._conformance_more import (
+    DreamTableTests,
+    LedgerTests,
+    SurvivalTableTests,
+)
 from dreamrsi.testing._conformance_trees import TreeTests
 from dreamrsi.testing.builders import RUN, TASK, event, make_node, make_run, node_fields
 from dreamrsi.testing.store_state import store_state
@@ -50,7 +54,7 @@ def make_store(kind: str, folder: Path) -> RunStore:
     raise ValueError(f"unknown store kind {kind!r}; known: {', '.join(STORE_KINDS)}")
 
 
-class RunStoreConformance(LedgerTests, DreamTableTests, TreeTests):
+class RunStoreConformance(LedgerTests, DreamTableTests, SurvivalTableTests, TreeTests):
     """Tests of the :class:`RunStore` contract; subclass and implement :meth:`new_store`."""
 
     def new_store(self, folder: Path) -> RunStore:
