@@ -44,6 +44,8 @@ class EvaluationRequest:
         context: The attempt's context (its seed is the evaluator's too).
         deadline: ``time.monotonic()`` value at which the run's time ends (``None``: never).
         cancel: Set when the run stops.
+        env: Further ``DREAM_*`` variables for the command (a survival pass's
+            ``DREAM_FRESH_SEED``).
     """
 
     candidate: Path
@@ -54,6 +56,7 @@ class EvaluationRequest:
     context: Mapping[str, Any] = field(default_factory=dict)
     deadline: float | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +107,8 @@ class CommandEvaluator:
         """Run the command on the candidate and read its verdict."""
         ev = self.task.evaluator
         env = evaluator_env(self.task, request.io, self.trusted,
-                            dream_env(request.node_id, request.run_id, request.context),
-                            request.candidate)
+                            {**dream_env(request.node_id, request.run_id, request.context),
+                             **request.env}, request.candidate)
         result = bounded_command(
             ev.command, ev.timeout_s, request.candidate,
             evaluator_isolation(self.task, self.isolation, request.io, self.trusted), env,

@@ -114,6 +114,13 @@ def _recent(view: TreeView, parent: Node) -> tuple[list[tuple[Node, int]], int]:
     return near, max(0, depth - _CONTEXT_ANCESTORS - 1)
 
 
+def attempt_seed(run_seed: int, seq: int) -> int:
+    """The seed of the attempt numbered ``seq`` of a run seeded ``run_seed``: its proposer's
+    and its evaluator's (``$DREAM_SEED``), so a later pass can judge the node as it was."""
+    digest = hashlib.sha256(f"{run_seed}:{seq}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
 def new_run_id() -> str:
     """A short random run id such as ``r3f9a1c2b``."""
     return "r" + os.urandom(4).hex()
@@ -523,8 +530,7 @@ class _Session:
         return self.elapsed_before + (time.monotonic() - self.started)
 
     def _seed_for(self, seq: int) -> int:
-        digest = hashlib.sha256(f"{self.config.seed}:{seq}".encode()).digest()
-        return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+        return attempt_seed(self.config.seed, seq)
 
     def _context(self, view: TreeView, parent: Node, node_id: str, seq: int,
                  round_no: int) -> dict[str, Any]:
