@@ -6,7 +6,8 @@ Each command calls one service function and renders it (:mod:`~dreamrsi.cli.runs
 Commands are registered here, in the order ``--help`` lists them.
 
 Exit codes: 0 success, 1 a user error (printed as one message; ``--debug`` shows the
-traceback), 2 a usage error, 130 interrupted.
+traceback), 2 a usage error, 130 interrupted; ``survive`` adds 3 (failed) and 4 (could not
+run).
 
 Start-up is kept small: the command modules import their services inside each command, help
 and usage errors are Click's plain text (``rich_markup_mode=None``: Typer's Rich help would load
@@ -24,7 +25,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dreamrsi.cli import _coerce, dreaming, ledger, runs, tasks
+from dreamrsi.cli import _coerce, dreaming, ledger, runs, survival, tasks
 from dreamrsi.cli import store as store_cmds
 from dreamrsi.cli._shared import err_console, state
 
@@ -78,7 +79,7 @@ class _LazyRichHandler(logging.Handler):
 _COMMANDS: dict[str, Callable[..., None]] = {
     "run": runs.run, "resume": runs.resume, "dream": dreaming.dream, "loop": dreaming.loop,
     "policies": dreaming.policies, "replay": dreaming.replay, "status": runs.status,
-    "show": runs.show, "best": runs.best, "tasks": tasks.tasks,
+    "show": runs.show, "best": runs.best, "survive": survival.survive, "tasks": tasks.tasks,
 }
 """The top-level commands, in the order ``--help`` lists them."""
 

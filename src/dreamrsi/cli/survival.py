@@ -1,0 +1,104 @@
+"""The ``survive`` command: an independent survival pass of a run's node against a base.
+
+Exit codes a script can act on: 0 survived, 3 failed, 4 could not run (1 and 2 stay a user
+error and a usage error).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from dreamrsi.cli._shared import console, err_console, guard, print_json, sigterm_as_interrupt
+from dreamrsi.cli.options import (
+    DEFAULT_STORE,
+    AcceptUnisolatedOpt,
+    IsolationOpt,
+    JsonOpt,
+    RunArg,
+    StoreOpt,
+    path_value,
+)
+
+if TYPE_CHECKING:
+    from dreamrsi.survival.service import PassOutcome
+
+EXIT_CODES = {"survived": 0, "failed": 3, "could_not_run": 4}
+"""The exit status of ``survive`` (and of ``run``/``loop --survive``) for each verdict."""
+
+
+def survive(
+    run_id: RunArg,
+    node: Annotated[str | None, typer.Argument(
+        help="Node id (default: the run's best node).")] = None,
+    repeats: Annotated[int | None, typer.Option(
+        min=1, max=100, help="Evaluator runs on each of base and candidate (default: the "
+        "task's [survival] repeats).")] = None,
+    base: Annotated[str | None, typer.Option(
+        help="ROOT (the run's root, the default), a node id, or a commit of the store.")] = None,
+    out: Annotated[Path | None, typer.Option(
+        parser=path_value, help="Folder for report.json and report.md (default: "
+        "survival-PASS beside the store).")] = None,
+    isolation: IsolationOpt = None,
+    accept_unisolated: AcceptUnisolatedOpt = False,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check a result independently: re-run the evaluator on clean checkouts of NODE and its
+    base, check the hard constraints and fresh instances, and report a verdict (exit 0
+    survived, 3 failed, 4 could not run)."""
+
+    def body() -> int:
+        from dreamrsi.store import open_store
+        from dreamrsi.survival.service import survive as run_pass
+
+        with open_store(store, writer=True, holder=f"survive {run_id}") as handle:
+            sigterm_as_interrupt()
+            say = None if as_json else (lambda text: err_console().print(f"[dim]{text}[/dim]"))
+            outcome = run_pass(handle, handle.get_run(run_id).run_id, node, base=base,
+                               repeats=repeats, isolation=isolation,
+                               accept_unisolated_model_code=accept_unisolated, out=out,
+                               progress=say)
+        show_outcome(outcome, as_json)
+        return EXIT_CODES[outcome.verdict.value]
+
+    code = guard(body)
+    if code:
+        raise typer.Exit(code)
+
+
+def outcome_dict(outcome: PassOutcome) -> dict[str, Any]:
+    """What ``--json`` prints of a pass."""
+    report = outcome.report
+    return {"pass_id": outcome.record.pass_id, "verdict": outcome.verdict.value,
+            "run_id": report["run_id"], "node_id": report["node_id"],
+            "base_commit": report["base_commit"], "failing": report["failing"],
+            "findings": report["findings"], "delta": report["claims"]["delta"],
+            "report_files": [str(p) for p in outcome.files]}
+
+
+def show_outcome(outcome: PassOutcome, as_json: bool) -> None:
+    """Print a pass's verdict, every failing reason (or why it could not run), and where its
+    report is."""
+    if as_json:
+        print_json(outcome_dict(outcome))
+        return
+    from rich.markup import escape
+
+    out = console()
+    report = outcome.report
+    verdict = outcome.verdict.value
+    colour = {"survived": "green", "failed": "red"}.get(verdict, "yellow")
+    out.print(f"[{colour}]{verdict.replace('_', ' ')}[/{colour}]: node {report['node_id']} "
+              f"against {report['base']} (pass {outcome.record.pass_id})")
+    delta = report["claims"]["delta"]
+    if delta is not None:
+        out.print(f"delta {delta['mean']:.6g}, 95 % interval [{delta['low']:.6g}, "
+                  f"{delta['high']:.6g}] over {report['repeats']} repeat(s)")
+    for f in report["findings"]:
+        if f["fails"] or f["reason"] in ("could_not_run", "untested"):
+            out.print(f"  {f['reason']}: {escape(f['message'])}")
+    for path in outcome.files:
+        out.print(f"report: {escape(str(path))}")
