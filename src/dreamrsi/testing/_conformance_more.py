@@ -1,6 +1,6 @@
 """Parts of :class:`~dreamrsi.testing.store_conformance.RunStoreConformance`: the ledger and
-its verification, the dreaming tables and survival passes. Their tests use the suite's ``store`` and ``empty``
-fixtures."""
+its verification, the dreaming tables and survival passes. Their tests use the suite's
+``store`` and ``empty`` fixtures."""
 
 from __future__ import annotations
 
