@@ -148,7 +148,7 @@ def test_loop_configs_store_modes_by_name() -> None:
     assert stored["dream"]["replay"]["quality"] == "raw"
     assert list(stored) == ["rounds", "per_round_budget", "workers", "arm", "seed", "initial",
                             "isolation", "dream", "warm_start", "target", "dream_first",
-                            "total_budget", "history", "base_url", "model"]
+                            "total_budget", "history", "base_url", "model", "survive"]
     assert stored["base_url"] is None and stored["model"] is None
     old = {k: v for k, v in stored.items() if k not in {"base_url", "model"}}
     assert LoopConfig.from_json(old) == LoopConfig.from_json(stored)  # a loop stored before

@@ -151,7 +151,8 @@ def summary_table(console: Console, s: Mapping[str, Any]) -> None:
     table.add_column()
     table.add_row("status", _e(f"{s['status']}: {s['stop_reason'] or ''}"))
     table.add_row("policy", _e(s["policy"]))
-    table.add_row("best score", f"{_fmt(s['best_score'])} ({s['direction']})")
+    table.add_row("best score", f"{_fmt(s['best_score'])} ({s['direction']})"
+                  + survival_note(s.get("survival")))
     table.add_row("best node", s["best_node"] or "-")
     table.add_row("attempts", str(s["attempts"]))
     table.add_row("by status", ", ".join(f"{k} {v}" for k, v in s["counts"].items()))
@@ -182,7 +183,7 @@ def runs_table(runs: Sequence[Mapping[str, Any]]) -> None:
     table = TextTable("runs", [*columns, Column("stop reason")])
     for r in runs:
         cells = [_v(r["run_id"]), _v(r["task"]), r["status"], _v(r["policy"]),
-                 str(r["attempts"]), _fmt(r["best_score"]),
+                 str(r["attempts"]), _fmt(r["best_score"]) + survival_note(r.get("survival")),
                  ", ".join(f"{k} {v}" for k, v in r["counts"].items())]
         cells += [spend(r["tokens_in"], r["tokens_out"], r["money_usd"])] if spent else []
         table.add_row(*cells, _v(r["stop_reason"] or ""))
@@ -197,7 +198,8 @@ def tree_view(overview: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], ti
               offset: int, page: int | None) -> None:
     """``dreamrsi show``: the tree in numbers, its best branches, then the nodes listed."""
     s, tree = overview["run"], overview["tree"]
-    best = "-" if s["best_node"] is None else f"{_fmt(s['best_score'])} ({_v(s['best_node'])})"
+    best = "-" if s["best_node"] is None else (f"{_fmt(s['best_score'])} ({_v(s['best_node'])})"
+                                               + survival_note(s.get("survival")))
     sys.stdout.write(_v(f"run {s['run_id']} ({s['task']}): {tree['nodes']} nodes, "
                         f"{tree['branches']} branches, depth {tree['depth']}, best ")
                      + best + "\n")
@@ -244,10 +246,19 @@ def _rank(branch: Mapping[str, Any], direction: str) -> float:
     return -score if direction == "maximize" else score
 
 
+def survival_note(survival: Mapping[str, Any] | None) -> str:
+    """`` survived`` (``failed``, ``could not run``) after a score its latest survival pass
+    judged; nothing for a node never checked."""
+    if not survival:
+        return ""
+    return " " + str(survival["verdict"]).replace("_", " ")
+
+
 def best_panel(info: Mapping[str, Any]) -> None:
     """``dreamrsi best``."""
     lines = [f"node {info['node_id']} (depth {info['depth']}, round {info['round']})",
-             f"score {_fmt(info['score'])}", f"commit {info['commit']}",
+             f"score {_fmt(info['score'])}" + survival_note(info.get("survival")),
+             f"commit {info['commit']}",
              f"plan {info['plan'] or '-'}", f"feedback {info['feedback']}"]
     if info.get("exported_to"):
         lines.append(f"exported to {info['exported_to']}")
@@ -432,6 +443,12 @@ def loop_round(console: Console, r: Any, head: ChainHead | None = None) -> None:
         console.print(_e(f"  dream {d['dream_id']}: {d['trials']} trials in {d['seconds']} s -> "
                          f"{'promote' if d['promoted'] else 'keep'} {d['selected']}"),
                       highlight=False)
+    if getattr(r, "survival", None):
+        v = r.survival
+        console.print(_e(f"  survival pass {v['pass_id']} on {v['node_id']}: "
+                         f"{v['verdict'].replace('_', ' ')}"
+                         + (f" ({', '.join(v['failing'])})" if v.get("failing") else "")),
+                      highlight=False)
     if head is not None:
         console.print(f"  ledger head {head.length} {head.hash}", highlight=False,
                       soft_wrap=True)
@@ -446,7 +463,11 @@ def loop_summary(console: Console, report: Any) -> None:
         table.add_row(str(r.round), _e(r.run_id), _e(r.policy), str(r.attempts),
                       _fmt(r.round_best), _fmt(r.best_so_far))
     console.print(table)
-    console.print(_e(f"best {_fmt(report.best)} in {report.seconds:.0f} s ({report.stop})"),
+    gated = any(getattr(r, "survival", None) for r in report.rounds)
+    what = "best surviving" if gated else "best"
+    if gated and report.best is None:
+        console.print("no round's best node survived: the loop has no result", highlight=False)
+    console.print(_e(f"{what} {_fmt(report.best)} in {report.seconds:.0f} s ({report.stop})"),
                   highlight=False)
 
 

@@ -143,6 +143,9 @@ def loop(
     isolation: IsolationOpt = None,
     accept_unisolated: AcceptUnisolatedOpt = False,
     target: TargetOpt = None,
+    survive: Annotated[bool, typer.Option(
+        "--survive", help="Run a survival pass on each round's best node: only a node that "
+        "survives counts as the loop's best (and its warm start).")] = False,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -181,7 +184,8 @@ def loop(
             initial=parse_spec(initial) if initial else None, isolation=isolation,
             dream=options.dream_config(0.25, seed, settings, defaults),
             warm_start=warm_start, target=target, dream_first=dream_first,
-            total_budget=total_budget, history=history, base_url=base_url, model=model)
+            total_budget=total_budget, history=history, base_url=base_url, model=model,
+            survive=survive)
         with open_store(store, writer=True, holder=f"loop {loaded.name}") as handle:
             sigterm_as_interrupt()
             observer = None if as_json else (

@@ -75,13 +75,17 @@ def run(
     base_url: BaseUrlOpt = None,
     model: ModelOpt = None,
     max_infra_failures: InfraFailuresOpt = 3,
+    survive: Annotated[bool, typer.Option(
+        "--survive", help="Then run a survival pass on the best node: only a node that "
+        "survives is the run's result (exit 3 when it fails, 4 when it could not run).")
+    ] = False,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a discovery: explore TASK under a policy until a budget ends, the target is reached
     or the policy stops."""
 
-    def body() -> None:
+    def body() -> int:
         from dreamrsi.engine import RunConfig, default_policy, start_run
         from dreamrsi.policies.registry import parse_spec
         from dreamrsi.store import open_store
@@ -100,9 +104,12 @@ def run(
             summary = _drive(lambda obs: start_run(
                 handle, loaded, config, obs, accept_unisolated_model_code=accept_unisolated),
                 as_json, budget)
-            _finish(handle, summary.run_id, as_json)
+            gate = (isolation, accept_unisolated) if survive else None
+            return _finish(handle, summary.run_id, as_json, gate)
 
-    guard(body)
+    code = guard(body)
+    if code:
+        raise typer.Exit(code)
 
 
 def resume(run_id: RunArg, accept_unisolated: AcceptUnisolatedOpt = False,
@@ -151,18 +158,32 @@ def _drive(start: Callable[[Any], Any], as_json: bool, budget: int | None) -> An
         return start(bar)
 
 
-def _finish(handle: RunStore, run_id: str, as_json: bool) -> None:
+def _finish(handle: RunStore, run_id: str, as_json: bool,
+            gate: tuple[str | None, bool] | None = None) -> int:
+    """Print the run's summary; with ``gate`` (isolation, consent), first a survival pass on
+    its best node, whose exit status is returned (else 0)."""
     from dreamrsi.cli import _render
     from dreamrsi.engine import queries
 
     summary = {**queries.run_summary(handle, handle.get_run(run_id)),
                "models": queries.model_totals(handle, run_id)}
+    code = 0
+    if gate is not None and summary["best_node"] is not None:
+        from dreamrsi.cli.survival import gate_run
+
+        code = gate_run(handle, run_id, *gate, summary, as_json)
+    elif gate is not None:  # nothing valid to check: no result
+        summary["survival"] = None
+        code = 4
+        if not as_json:
+            console().print("no valid node to check: the run has no result")
     head = handle.chain_head(run_id)
     if as_json:
         print_json({**summary, "ledger_head": head_dict(head)})
     else:
         _render.summary_table(console(), summary)
         _render.head_line(console(), run_id, head)
+    return code
 
 
 def status(store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
@@ -170,9 +191,12 @@ def status(store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
 
     def body() -> None:
         from dreamrsi.engine import queries
+        from dreamrsi.survival.queries import node_verdict
 
         with reader(store) as handle:
             runs = queries.list_runs(handle)
+            for r in runs:
+                r["survival"] = node_verdict(handle, r["run_id"], r["best_node"])
         if as_json:
             print_json({"store": str(store), "runs": runs})
         else:
@@ -220,9 +244,12 @@ def show(
             _show_node(run_id, node, store, as_json)
             return
         from dreamrsi.engine import queries
+        from dreamrsi.survival.queries import node_verdict
 
         with reader(store) as handle:
             overview = queries.tree_overview(handle, run_id)
+            summary = overview["run"]
+            summary["survival"] = node_verdict(handle, summary["run_id"], summary["best_node"])
             tree = overview["tree"]
             chosen, max_depth, title = _selection(tree, all_nodes or as_json, branch, depth)
             page = limit if limit is not None or as_json else PAGE
@@ -285,10 +312,13 @@ def best(
 
     def body() -> None:
         from dreamrsi.engine import queries
+        from dreamrsi.survival.queries import node_verdict
 
         with reader(store) as handle:
             info = (queries.export_best(handle, run_id, export) if export
                     else queries.best(handle, run_id))
+            info["survival"] = node_verdict(handle, handle.get_node(info["node_id"]).run_id,
+                                            info["node_id"])
         if as_json:
             print_json(info)
         else:

@@ -102,3 +102,26 @@ def show_outcome(outcome: PassOutcome, as_json: bool) -> None:
             out.print(f"  {f['reason']}: {escape(f['message'])}")
     for path in outcome.files:
         out.print(f"report: {escape(str(path))}")
+
+
+def gate_run(handle: Any, run_id: str, isolation: str | None, accept: bool,
+             summary: dict[str, Any], as_json: bool) -> int:
+    """``run --survive``: a pass on the run's best node against its root; the run's result
+    becomes its best surviving node (none: said so). Returns the pass's exit status."""
+    from dreamrsi.survival.queries import best_surviving
+    from dreamrsi.survival.service import survive as run_pass
+
+    say = None if as_json else (lambda text: err_console().print(f"[dim]{text}[/dim]"))
+    outcome = run_pass(handle, run_id, isolation=isolation,
+                       accept_unisolated_model_code=accept, progress=say)
+    best = best_surviving(handle, run_id)
+    summary["best_node"] = best.node_id if best is not None else None
+    summary["best_score"] = best.raw_score if best is not None else None
+    summary["survival"] = outcome_dict(outcome)
+    if not as_json:
+        show_outcome(outcome, False)
+        if best is None:
+            console().print("no node of the run survived: the run has no result")
+        else:
+            console().print(f"result: node {best.node_id}, score {best.raw_score} (survived)")
+    return EXIT_CODES[outcome.verdict.value]

@@ -31,6 +31,7 @@ from enum import StrEnum
 from typing import Any
 
 from dreamrsi.agents.policy_author import PolicyAuthor
+from dreamrsi.core.model import Node
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.dreaming.config import DreamConfig
 from dreamrsi.dreaming.dreamer import dream
@@ -54,6 +55,7 @@ from dreamrsi.errors import ConfigError, InfrastructureError, NotFound, one_of
 from dreamrsi.policies.registry import code_digest, parse_spec
 from dreamrsi.store.base import DreamsStore, RunStatus, RunStore
 from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
+from dreamrsi.survival.service import survive
 from dreamrsi.tasks.spec import Task, load_task
 
 
@@ -112,6 +114,9 @@ class LoopConfig:
         base_url: The model endpoint of every round's ``llm`` proposer, overriding the
             task's (see :attr:`~dreamrsi.engine.config.RunConfig.base_url`).
         model: The model of every round's ``llm`` proposer, overriding the task's.
+        survive: Run a survival pass (:func:`dreamrsi.survival.service.survive`) on each
+            round's best node against its run's root; only a node that survives counts as
+            the loop's best (and as the warm start).
     """
 
     rounds: int = 5
@@ -129,6 +134,7 @@ class LoopConfig:
     history: int = DEFAULT_HISTORY
     base_url: str | None = None
     model: str | None = None
+    survive: bool = False
 
     def __post_init__(self) -> None:
         if self.dream is None:
@@ -184,7 +190,7 @@ class LoopConfig:
                 "dream": self.dream_settings().to_json(), "warm_start": self.warm_start,
                 "target": self.target, "dream_first": self.dream_first,
                 "total_budget": self.total_budget, "history": self.history,
-                "base_url": self.base_url, "model": self.model}
+                "base_url": self.base_url, "model": self.model, "survive": self.survive}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LoopConfig:
@@ -228,6 +234,7 @@ class RoundReport:
     cumulative_attempts: int
     dream: dict[str, Any] | None = None
     budget: int | None = None
+    survival: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,8 +426,10 @@ class _Driver:
         budget = store.get_run(run_id).config.get("budget")
         node = store.get_node(counts.best_node) if counts.best_node else None
         round_best = None if node is None else node.raw_score
-        if round_best is not None and (self.best is None or _better(self.task, round_best,
-                                                                    self.best)):
+        survival = self._survive(run_id, node) if c.survive and node is not None else None
+        counted = survival is None or survival["verdict"] == "survived"
+        if counted and round_best is not None and (
+                self.best is None or _better(self.task, round_best, self.best)):
             self.best, self.best_node = round_best, node.node_id if node else None
         self.spent += counts.attempts
         version_id = self._deploy()
@@ -435,7 +444,7 @@ class _Driver:
                                        outcome.dream_id if outcome else None))
         entry = RoundReport(t, run_id, self.policy.label(), version_id, self.why,
                             counts.attempts, round_best, self.best, self.spent,
-                            outcome.summary() if outcome else None, budget)
+                            outcome.summary() if outcome else None, budget, survival)
         self.reports.append(entry)
         if self.observer is not None:
             self.observer(entry)
@@ -444,6 +453,20 @@ class _Driver:
         if outcome is not None:
             self.policy, self.why = outcome.selected, outcome.why
         return ends
+
+    def _survive(self, run_id: str, node: Node) -> dict[str, Any]:
+        """The survival pass of a round's best node against its run's root (a pass already
+        finished on it, after a resume, is taken as it is)."""
+        for done in reversed(self.store.list_passes(run_id=run_id, node_id=node.node_id)):
+            if done.status != "running":
+                return {"pass_id": done.pass_id, "node_id": node.node_id,
+                        "verdict": done.status}
+        outcome = survive(self.store, run_id, node.node_id, isolation=self.config.isolation,
+                          accept_unisolated_model_code=self.accept)
+        return {"pass_id": outcome.record.pass_id, "node_id": node.node_id,
+                "verdict": outcome.verdict.value,
+                "failing": [f["reason"] for f in outcome.report["failing"]],
+                "report": [str(p) for p in outcome.files]}
 
     def _ends(self, t: int, attempts: int, reached: bool) -> bool:
         c = self.config

@@ -6,10 +6,19 @@ constraints and looks for the ways a candidate can win without being better (a c
 evaluator, weakened tests, outputs fitted to the evaluator's instances, a noisy score, a
 result that needs the network). Its verdict (:class:`Verdict`) and every reason
 (:class:`Finding`) are reported with the admissible ledger rows behind them.
+
+The names below are imported when first used (PEP 562), so a reading command that asks only
+for a node's verdict (``dreamrsi.survival.queries``) makes none of the pass's dataclasses.
 """
 
 from __future__ import annotations
 
-from dreamrsi.survival.findings import Check, Finding, Reason, Verdict, verdict_of
+from typing import TYPE_CHECKING
+
+from dreamrsi._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from dreamrsi.survival.findings import Check, Finding, Reason, Verdict, verdict_of
 
 __all__ = ["Check", "Finding", "Reason", "Verdict", "verdict_of"]
+__getattr__ = lazy_exports(__name__, dict.fromkeys(__all__, "dreamrsi.survival.findings"))
