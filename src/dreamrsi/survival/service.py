@@ -31,7 +31,8 @@ from dreamrsi.survival.constraints import command_findings, protected_findings
 from dreamrsi.survival.findings import Check, Finding, Reason, Verdict, verdict_of
 from dreamrsi.survival.judge import fresh_findings, reproduce_findings, reproduces
 from dreamrsi.survival.measure import Measurement, Side, interleaved, measure_once, offline
-from dreamrsi.survival.report import build_report, write_report
+from dreamrsi.survival.report import DIFF_BYTES, build_report, write_report
+from dreamrsi.survival.review import figures_of, review_findings
 from dreamrsi.survival.stats import Delta
 from dreamrsi.survival.workbench import Workbench
 from dreamrsi.tasks.spec import Task, load_task
@@ -196,6 +197,11 @@ class _Pass:
         repo = self.bench.store.workspaces
         for check in checks:
             found += check(repo, self.base_commit, self.candidate.commit, self.task)
+        if self.task.survival.review is not None:
+            self.say("reviewer")
+            diff, _ = repo.diff(self.base_commit, self.candidate.commit, DIFF_BYTES)
+            found += review_findings(self.bench, self.task, self.mode, self.candidate, diff,
+                                     figures_of(found, self.delta))
         return found
 
     def _untested(self) -> list[Finding]:

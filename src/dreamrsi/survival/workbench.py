@@ -70,6 +70,12 @@ class Workbench:
             self.store.append_ledger(self.run_id, [row], run_id=self.run_id)
         return row.event_id
 
+    def record_plain(self, event: LedgerEvent) -> str:
+        """Chain ``event`` as it is (narration: no ``parsed``, not admissible); its id."""
+        with self.store.atomic():
+            self.store.append_ledger(self.run_id, [event], run_id=self.run_id)
+        return event.event_id
+
     def close(self) -> None:
         """Remove the pass's folders (never raises)."""
         discard_folder(self.root)
