@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
-from dreamrsi.errors import AlreadyRecorded, ConfigError, NotFound
+from dreamrsi.errors import AlreadyRecorded
 from dreamrsi.store._fast import dumps
 from dreamrsi.store._journal import Journal
 from dreamrsi.store._memory_dreams import MemoryDreamTables
@@ -16,6 +16,7 @@ from dreamrsi.store.survival import (
     PASS_AFFINITY,
     PASS_COLUMNS,
     PASS_RUNNING,
+    one_pass,
     pass_from_row,
     pass_row,
 )
@@ -62,10 +63,7 @@ class MemorySurvivalTables(MemoryDreamTables):
     def get_pass(self, pass_id: str) -> SurvivalPass:
         rows = ([self._passes[pass_id]] if pass_id in self._passes else
                 [r for k, r in self._passes.items() if k.startswith(pass_id)][:2])
-        if len(rows) != 1:
-            raise NotFound(f"no survival pass '{pass_id}'") if not rows else ConfigError(
-                f"survival pass prefix '{pass_id}' is ambiguous")
-        return pass_from_row(rows[0])
+        return one_pass(list(rows), pass_id)
 
     def list_passes(self, *, run_id: str | None = None,
                     node_id: str | None = None) -> list[SurvivalPass]:

@@ -8,9 +8,8 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from dreamrsi.errors import ConfigError, NotFound
 from dreamrsi.store._fast import dumps
-from dreamrsi.store.survival import PASS_RUNNING, pass_from_row, pass_row
+from dreamrsi.store.survival import PASS_RUNNING, one_pass, pass_from_row, pass_row
 from dreamrsi.store.values import SurvivalPass
 
 
@@ -43,10 +42,7 @@ class SqliteSurvival:
         if not rows:
             rows = self._query("SELECT * FROM survival_passes WHERE substr(pass_id, 1, ?) = ? "
                                "LIMIT 2", (len(pass_id), pass_id))
-        if len(rows) != 1:
-            raise NotFound(f"no survival pass '{pass_id}'") if not rows else ConfigError(
-                f"survival pass prefix '{pass_id}' is ambiguous")
-        return pass_from_row(rows[0])
+        return one_pass(list(rows), pass_id)
 
     def list_passes(self, *, run_id: str | None = None,
                     node_id: str | None = None) -> list[SurvivalPass]:

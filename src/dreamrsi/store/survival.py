@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from dreamrsi.errors import ConfigError, NotFound
 from dreamrsi.store._fast import dumps
 from dreamrsi.store.values import SurvivalPass
 
 if TYPE_CHECKING:
     from dreamrsi.store.rows import RowLike
 
-__all__ = ["PASS_AFFINITY", "PASS_COLUMNS", "PASS_RUNNING", "SurvivalPass", "pass_from_row",
-           "pass_row"]
+__all__ = ["PASS_AFFINITY", "PASS_COLUMNS", "PASS_RUNNING", "SurvivalPass", "one_pass",
+           "pass_from_row", "pass_row"]
 
 PASS_COLUMNS = ("pass_id", "run_id", "node_id", "commit_id", "base_commit", "status", "config",
                 "report", "created_at", "finished_at")
@@ -36,3 +37,12 @@ def pass_from_row(r: RowLike) -> SurvivalPass:
                         r["created_at"],
                         None if r["report"] is None else json.loads(r["report"]),
                         r["finished_at"])
+
+
+def one_pass(rows: list[RowLike], pass_id: str) -> SurvivalPass:
+    """The pass of the rows an id (or prefix) matched: ``NotFound`` for none,
+    ``ConfigError`` for more than one."""
+    if len(rows) != 1:
+        raise NotFound(f"no survival pass '{pass_id}'") if not rows else ConfigError(
+            f"survival pass prefix '{pass_id}' is ambiguous")
+    return pass_from_row(rows[0])
