@@ -98,7 +98,9 @@ def test_a_killed_pass_leaves_no_verdict_and_a_new_pass_finishes(tmp_path: Path)
         assert killed.status == "running" and killed.report is None
         assert killed.finished_at is None
         assert store.verify(run_id).ok
+        assert list(store.work_folder.glob("survival-*"))  # the killed pass's folders
         again = survive(store, run_id, repeats=1, out=tmp_path / "again")
+        assert not list(store.work_folder.glob("survival-*"))
         passes = store.list_passes(run_id=run_id)
         assert [p.status for p in passes] == ["running", "survived"]
         assert passes[1].pass_id == again.record.pass_id != killed.pass_id

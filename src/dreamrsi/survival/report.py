@@ -16,6 +16,7 @@ from typing import Any
 
 from dreamrsi.store.values import SurvivalPass
 from dreamrsi.survival.findings import Finding, Reason, Verdict
+from dreamrsi.workspace.git import GitFailed
 
 __all__ = ["DIFF_BYTES", "build_report", "render_markdown", "write_report"]
 
@@ -42,8 +43,11 @@ def build_report(work: Any, record: SurvivalPass, findings: Sequence[Finding],
                  verdict: Verdict) -> dict[str, Any]:
     """The report of a finished pass (``work`` is the service's pass state)."""
     task, node = work.task, work.node
-    diff, cut = work.bench.store.workspaces.diff(work.base_commit, work.candidate.commit,
-                                                 DIFF_BYTES)
+    try:
+        diff, cut = work.bench.store.workspaces.diff(work.base_commit, work.candidate.commit,
+                                                     DIFF_BYTES)
+    except GitFailed as exc:
+        diff, cut = f"(no diff: {exc})", False
     ms = work.measurements
     evaluate = [m for m in ms if m.kind == "evaluate"]
     cand = [m for m in evaluate if m.role == "candidate"]

@@ -36,7 +36,7 @@ from dreamrsi.survival.review import figures_of, review_findings
 from dreamrsi.survival.stats import Delta
 from dreamrsi.survival.workbench import Workbench
 from dreamrsi.tasks.spec import Task, load_task
-from dreamrsi.workspace.git import WorkspaceRepo
+from dreamrsi.workspace.git import GitFailed, WorkspaceRepo
 
 __all__ = ["CHECKS", "PassOutcome", "StaticCheck", "default_out", "survive"]
 
@@ -180,7 +180,15 @@ class _Pass:
         self.notes: list[str] = []
 
     def check(self, checks: Sequence[StaticCheck]) -> list[Finding]:
-        """Every check, in order; the findings."""
+        """Every check, in order; the findings (a workspace operation that fails ends the
+        pass as could not run, with why)."""
+        try:
+            return self._checks(checks)
+        except (GitFailed, OSError) as exc:
+            return [Finding(Check.RUN, Reason.COULD_NOT_RUN,
+                            f"a workspace operation of the pass failed: {exc}", False)]
+
+    def _checks(self, checks: Sequence[StaticCheck]) -> list[Finding]:
         if self.mode is IsolationMode.REQUIRED and not self.isolated:
             return [Finding(Check.RUN, Reason.COULD_NOT_RUN,
                             f"the task requires isolation and {isolation_problem()}", False)]

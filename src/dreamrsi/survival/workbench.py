@@ -40,7 +40,9 @@ class Workbench:
         self.pass_id = pass_id
         self.run_id = run_id
         self.root = store.work_folder / f"survival-{pass_id}"
-        discard_folder(self.root)
+        if store.work_folder.is_dir():  # what killed passes left (this process is the writer)
+            for left in store.work_folder.glob("survival-*"):
+                discard_folder(left)
         self.root.mkdir(parents=True)
         self.trusted = self.root / "trusted"
         prepare_trusted(task, self.trusted)
