@@ -21,7 +21,7 @@ from typing import Any
 from dreamrsi.core.model import Node
 from dreamrsi.engine.run import attempt_seed
 from dreamrsi.engine.sandboxing import resolve_isolation
-from dreamrsi.errors import ConfigError, NotFound
+from dreamrsi.errors import ConfigError, NotFound, SandboxError
 from dreamrsi.sandbox import IsolationMode, isolation_problem
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.ledger import Actor
@@ -87,8 +87,11 @@ def survive(store: RunStore, run_id: str, node_id: str | None = None, *,
     count = task.survival.repeats if repeats is None else repeats
     if not 1 <= count <= 100:
         raise ConfigError(f"repeats must be 1 to 100, not {count}", key="repeats")
-    mode = resolve_isolation(task, isolation,
-                             accept_unisolated_model_code=accept_unisolated_model_code)
+    try:
+        mode = resolve_isolation(task, isolation,
+                                 accept_unisolated_model_code=accept_unisolated_model_code)
+    except SandboxError:  # a model's code must run isolated, and cannot here: the pass says so
+        mode = IsolationMode.REQUIRED
     pass_id = "s" + secrets.token_hex(4)
     config = {"repeats": count, "base": base or "ROOT", "isolation": mode.value,
               "tolerance": task.survival.tolerance}
