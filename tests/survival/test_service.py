@@ -213,3 +213,27 @@ print("PLAN: ask the server")
     assert Reason.NEEDS_NETWORK in _reasons(out)
     [net] = [m for m in out.report["measurements"] if m["kind"] == "network"]
     assert net["raw_score"] == 5.0
+
+
+JITTER = """
+import json, random
+v = float(open("value.txt").read())
+s = v * (1 + random.uniform(-0.01, 0.01))
+print(json.dumps({"score": s, "valid": True, "feedback": "timing-like"}))
+"""
+
+
+@pytest.mark.parametrize(("relative", "verdict"), [(0.05, Verdict.SURVIVED),
+                                                   (0.0, Verdict.FAILED)])
+def test_noise_that_scales_with_the_score_is_judged_relatively(
+        store: SqliteRunStore, tmp_path: Path, relative: float, verdict: Verdict) -> None:
+    toml = f"""
+    [survival]
+    relative_tolerance = {relative}
+    """
+    run_id = run_task(store, tmp_path / "task", evaluate=JITTER,
+                      extra_toml=textwrap.dedent(toml), budget=1)
+    out = survive(store, run_id, repeats=3, out=tmp_path / "r")
+    assert out.verdict is verdict, out.findings
+    if verdict is Verdict.FAILED:
+        assert Reason.FLAKY in _reasons(out)

@@ -4,7 +4,7 @@ that needs the network, and fresh instances (Check.REPRODUCE, NETWORK, FRESH).""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from dreamrsi.survival.findings import Check, Finding, Reason
 from dreamrsi.survival.measure import Measurement
@@ -26,17 +26,21 @@ def _invalid(ms: Sequence[Measurement]) -> str:
                      for m in ms if not m.valid)
 
 
-def reproduces(ms: Sequence[Measurement], recorded: float | None, tolerance: float) -> bool:
-    """Whether every run in ``ms`` is valid and their mean raw score is within ``tolerance``
-    of ``recorded``."""
+Allowed = Callable[[float], float]
+"""How far a measurement near a reference may be off (``SurvivalSpec.allowed_error``)."""
+
+
+def reproduces(ms: Sequence[Measurement], recorded: float | None, allowed: Allowed) -> bool:
+    """Whether every run in ``ms`` is valid and their mean raw score is within the allowed
+    error of ``recorded``."""
     if not ms or recorded is None or not all(m.valid and m.raw_score is not None for m in ms):
         return False
     mean = statistics.fmean(m.raw_score for m in ms if m.raw_score is not None)
-    return abs(mean - recorded) <= tolerance
+    return abs(mean - recorded) <= allowed(recorded)
 
 
 def reproduce_findings(ms: Sequence[Measurement], recorded: float | None, recorded_row: str,
-                       tolerance: float) -> tuple[list[Finding], Delta | None]:
+                       allowed: Allowed) -> tuple[list[Finding], Delta | None]:
     """Findings of the evaluator re-runs, and the paired delta when both sides were valid."""
     base, cand = _of(ms, "base"), _of(ms, "candidate")
     found: list[Finding] = []
@@ -52,16 +56,16 @@ def reproduce_findings(ms: Sequence[Measurement], recorded: float | None, record
     raws = [m.raw_score for m in cand if m.raw_score is not None]
     mean = statistics.fmean(raws)
     cited = (*((recorded_row,) if recorded_row else ()), *_rows(cand))
-    if recorded is None or abs(mean - recorded) > tolerance:
+    if recorded is None or abs(mean - recorded) > allowed(recorded):
         found.append(Finding(Check.REPRODUCE, Reason.NOT_REPRODUCED,
                              f"the candidate's mean score on a clean checkout is {mean:.6g}, "
-                             f"the search recorded {recorded}; tolerance {tolerance:g}", True,
-                             rows=cited))
-    if spread(raws) > tolerance:
+                             f"the search recorded {recorded}; tolerance "
+                             f"{allowed(recorded or 0.0):g}", True, rows=cited))
+    if spread(raws) > allowed(mean):
         found.append(Finding(Check.REPRODUCE, Reason.FLAKY,
                              f"the candidate's scores spread over {spread(raws):.6g} "
                              f"({', '.join(f'{r:.6g}' for r in raws)}), beyond the tolerance "
-                             f"{tolerance:g}", True, rows=_rows(cand)))
+                             f"{allowed(mean):g}", True, rows=_rows(cand)))
     if any(not m.valid for m in base):
         return found, None
     delta = paired_delta([m.score or 0.0 for m in cand], [m.score or 0.0 for m in base])
@@ -75,10 +79,10 @@ def reproduce_findings(ms: Sequence[Measurement], recorded: float | None, record
 
 
 def fresh_findings(ms: Sequence[Measurement], claimed: float | None,
-                   tolerance: float) -> tuple[list[Finding], Delta | None]:
+                   allowed: Allowed) -> tuple[list[Finding], Delta | None]:
     """Findings of the fresh-instance runs: FRESH_FAILED if the candidate is invalid on one,
-    or the improvement (``claimed`` > 0) does not carry to them (mean fresh delta ≤
-    ``tolerance``)."""
+    or the improvement (``claimed`` > 0) does not carry to them (mean fresh delta at most the
+    allowed error at the candidate's mean fresh score)."""
     base, cand = _of(ms, "base", "fresh"), _of(ms, "candidate", "fresh")
     if any(not m.valid for m in cand):
         return [Finding(Check.FRESH, Reason.FRESH_FAILED,
@@ -89,6 +93,7 @@ def fresh_findings(ms: Sequence[Measurement], claimed: float | None,
                         f"the base is not valid on fresh instances ({_invalid(base)}): no "
                         "fresh delta was measured", False, rows=_rows(base))], None
     delta = paired_delta([m.score or 0.0 for m in cand], [m.score or 0.0 for m in base])
+    tolerance = allowed(statistics.fmean(m.raw_score or 0.0 for m in cand))
     if claimed is not None and claimed > 0 and delta.mean <= tolerance:
         return [Finding(Check.FRESH, Reason.FRESH_FAILED,
                         f"the improvement ({claimed:.6g}) does not carry to fresh instances: "

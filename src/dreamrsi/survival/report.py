@@ -84,6 +84,7 @@ def build_report(work: Any, record: SurvivalPass, findings: Sequence[Finding],
         "claims": claims,
         "measurements": [m.as_dict() for m in ms],
         "repeats": work.repeats, "tolerance": task.survival.tolerance,
+        "relative_tolerance": task.survival.relative_tolerance,
         "environment": {
             "isolation": work.mode.value, "isolated": work.isolated, "network": False,
             "python": platform.python_version(), "executable": sys.executable,
@@ -101,7 +102,8 @@ def render_markdown(report: dict[str, Any]) -> str:
              f"Run {report['run_id']}, node {report['node_id']} (commit {report['commit']}), "
              f"against base {report['base']} (commit {report['base_commit']}); task "
              f"{report['task']}; {report['repeats']} repeat(s), tolerance "
-             f"{report['tolerance']}.", "", "## Findings", ""]
+             f"{report['tolerance']} (relative {report['relative_tolerance']}).", "",
+             "## Findings", ""]
     for f in report["findings"] or []:
         mark = "FAILS" if f["fails"] else ("note" if not f["admissible"] else "risk")
         rows = f" (rows {', '.join(f['rows'])})" if f["rows"] else ""

@@ -94,7 +94,8 @@ def survive(store: RunStore, run_id: str, node_id: str | None = None, *,
         mode = IsolationMode.REQUIRED
     pass_id = "s" + secrets.token_hex(4)
     config = {"repeats": count, "base": base or "ROOT", "isolation": mode.value,
-              "tolerance": task.survival.tolerance}
+              "tolerance": task.survival.tolerance,
+              "relative_tolerance": task.survival.relative_tolerance}
     record = SurvivalPass(pass_id, run.run_id, node.node_id, node.commit, base_commit,
                           PASS_RUNNING, config, time.time())
     store.create_pass(record)
@@ -234,7 +235,7 @@ class _Pass:
             self.bench, task, self.mode, side, kind="evaluate", repeat=i))
         self.measurements += ms
         found, self.delta = reproduce_findings(ms, self.node.raw_score, self.recorded_row,
-                                               self.task.survival.tolerance)
+                                               self.task.survival.allowed_error)
         return found
 
     def _network(self, found: list[Finding]) -> list[Finding]:
@@ -248,7 +249,7 @@ class _Pass:
         m = measure_once(self.bench, self.task, self.mode, self.candidate, kind="network",
                          repeat=0)
         self.measurements.append(m)
-        if reproduces([m], self.node.raw_score, self.task.survival.tolerance):
+        if reproduces([m], self.node.raw_score, self.task.survival.allowed_error):
             return [Finding(Check.NETWORK, Reason.NEEDS_NETWORK,
                             f"the candidate reproduces ({m.raw_score}) only with the network",
                             True, rows=(m.row,))]
@@ -276,7 +277,7 @@ class _Pass:
         ms = interleaved(self.repeats, self.base, self.candidate, one)
         self.measurements += ms
         claimed = self.delta.mean if self.delta is not None else None
-        found, self.fresh_delta = fresh_findings(ms, claimed, spec.tolerance)
+        found, self.fresh_delta = fresh_findings(ms, claimed, spec.allowed_error)
         return found
 
 
