@@ -103,6 +103,10 @@ def test_a_changed_protected_path_fails_even_through_a_link(store: SqliteRunStor
     assert out.verdict is Verdict.FAILED
     [found] = [f for f in out.findings if f.reason is Reason.PROTECTED_CHANGED]
     assert found.paths == ("evaluate.py",)
+    [row] = [r.event for r in store.ledger(run_id) if r.event.event_id == found.rows[0]]
+    assert row.actor is Actor.SURVIVAL and row.exit == 1
+    assert row.parsed is not None and row.parsed["changed"] == ["evaluate.py"]
+    assert out.report["claims"]["protected_paths"]["rows"] == list(found.rows)
 
 
 def test_a_hard_coded_answer_fails_on_fresh_instances(store: SqliteRunStore,
@@ -237,3 +241,15 @@ def test_noise_that_scales_with_the_score_is_judged_relatively(
     assert out.verdict is verdict, out.findings
     if verdict is Verdict.FAILED:
         assert Reason.FLAKY in _reasons(out)
+
+
+def test_without_the_sandbox_the_clean_sandbox_and_network_are_untested(
+        store: SqliteRunStore, tmp_path: Path) -> None:
+    run_id = run_task(store, tmp_path / "task", budget=1)
+    out = survive(store, run_id, repeats=1, isolation="off", out=tmp_path / "r")
+    assert out.verdict is Verdict.SURVIVED
+    untested = [f for f in out.findings if f.reason is Reason.UNTESTED]
+    assert {f.check.value for f in untested} == {"reproduce", "network"}
+    assert not any(f.fails for f in untested)
+    assert out.report["environment"]["isolated"] is False
+    assert any("network" in r for r in out.report["risks"])

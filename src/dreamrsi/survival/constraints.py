@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dreamrsi.engine.commands import bounded_command, command_event, dream_env
 from dreamrsi.engine.sandboxing import base_env, proposer_isolation
 from dreamrsi.sandbox import IsolationMode
-from dreamrsi.store.ledger import Actor
+from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.survival.findings import Check, Finding, Reason
 from dreamrsi.survival.measure import Side, offline
 from dreamrsi.survival.workbench import Workbench
@@ -20,6 +20,7 @@ from dreamrsi.workspace.git import TreeEntry
 __all__ = ["command_findings", "protected_changes", "protected_findings"]
 
 _TAIL = 1500
+_SHOWN = 1000
 
 
 def _under(path: str, protected: str) -> bool:
@@ -35,19 +36,27 @@ def protected_changes(base: Mapping[str, TreeEntry], candidate: Mapping[str, Tre
     return sorted(p for p in paths if base.get(p) != candidate.get(p))
 
 
-def protected_findings(bench: Workbench, base_commit: str, commit: str,
-                       task: Task) -> list[Finding]:
-    """PROTECTED_CHANGED naming every protected path the candidate's commit changed."""
+def protected_findings(bench: Workbench, base_commit: str, candidate: Side,
+                       task: Task) -> tuple[list[Finding], str]:
+    """PROTECTED_CHANGED naming every protected path the candidate's commit changed, and the
+    ledger row of the comparison (an in-process step, recorded as the pass's)."""
     repo = bench.store.workspaces
-    changed = protected_changes(repo.tree(base_commit, []), repo.tree(commit, []),
-                                task.constraints.protected_paths)
+    protected = task.constraints.protected_paths
+    changed = protected_changes(repo.tree(base_commit, []), repo.tree(candidate.commit, []),
+                                protected)
+    row = bench.record(LedgerEvent(
+        Actor.SURVIVAL, "compare protected paths", exit=1 if changed else 0,
+        commit=candidate.commit, parsed={"base_commit": base_commit,
+                                         "protected_paths": list(protected),
+                                         "changed": changed[:_SHOWN], "count": len(changed)},
+        node_id=candidate.node_id), check="constraints", role="candidate")
     if not changed:
-        return []
+        return [], row
     shown = ", ".join(changed[:20]) + (f" and {len(changed) - 20} more" if len(changed) > 20
                                        else "")
     return [Finding(Check.CONSTRAINTS, Reason.PROTECTED_CHANGED,
                     f"the candidate changed protected paths: {shown}", True,
-                    paths=tuple(changed))]
+                    paths=tuple(changed), rows=(row,))], row
 
 
 def command_findings(bench: Workbench, task: Task, mode: IsolationMode,

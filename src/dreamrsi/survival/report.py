@@ -63,7 +63,8 @@ def build_report(work: Any, record: SurvivalPass, findings: Sequence[Finding],
             "rows": [m.row for m in ms if m.kind == "fresh"]},
         "protected_paths": {"paths": list(task.constraints.protected_paths),
                             "unchanged": not any(f.reason is Reason.PROTECTED_CHANGED
-                                                 for f in findings)},
+                                                 for f in findings),
+                            "rows": [work.protected_row] if work.protected_row else []},
         "commands": work.commands,
     }
     untested = [f.message for f in findings if f.reason is Reason.UNTESTED]
@@ -121,7 +122,8 @@ def render_markdown(report: dict[str, Any]) -> str:
                          f"{d['high']:.6g}] (rows {', '.join(d['rows'])})")
     pp = claims["protected_paths"]
     lines.append(f"- protected paths {', '.join(pp['paths']) or '(none)'}: "
-                 f"{'unchanged' if pp['unchanged'] else 'CHANGED'}")
+                 f"{'unchanged' if pp['unchanged'] else 'CHANGED'} "
+                 f"(rows {', '.join(pp['rows']) or 'none'})")
     for c in claims["commands"]:
         lines.append(f"- `{c['command']}`: exit {c['exit']} "
                      f"({'passed' if c['passed'] else 'FAILED'}; rows {', '.join(c['rows'])})")

@@ -180,6 +180,7 @@ class _Pass:
         self.delta: Delta | None = None
         self.fresh_delta: Delta | None = None
         self.commands: list[dict[str, object]] = []
+        self.protected_row = ""
         self.recorded_row = _eval_row(bench.store, node)
         self.notes: list[str] = []
 
@@ -199,8 +200,9 @@ class _Pass:
         found = self._untested()
         found += self._reproduce()
         found += self._network(found)
-        found += protected_findings(self.bench, self.base_commit, self.candidate.commit,
-                                    self.task)
+        protected, self.protected_row = protected_findings(self.bench, self.base_commit,
+                                                           self.candidate, self.task)
+        found += protected
         self.say("survival commands")
         cmd_found, self.commands = command_findings(self.bench, self.task, self.mode,
                                                     self.candidate)
