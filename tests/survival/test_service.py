@@ -253,3 +253,31 @@ def test_without_the_sandbox_the_clean_sandbox_and_network_are_untested(
     assert not any(f.fails for f in untested)
     assert out.report["environment"]["isolated"] is False
     assert any("network" in r for r in out.report["risks"])
+
+
+def test_a_check_that_breaks_means_could_not_run(store: SqliteRunStore, tmp_path: Path) -> None:
+    run_id = run_task(store, tmp_path / "task", budget=1)
+
+    def broken(*args: object) -> list[object]:
+        raise RuntimeError("cannot read the tests")
+
+    def clean(*args: object) -> list[object]:
+        return []
+
+    assert survive(store, run_id, repeats=1, checks=[clean],  # type: ignore[list-item]
+                   out=tmp_path / "a").verdict is Verdict.SURVIVED
+    out = survive(store, run_id, repeats=1, checks=[broken],  # type: ignore[list-item]
+                  out=tmp_path / "b")
+    assert out.verdict is Verdict.COULD_NOT_RUN
+    assert "cannot read the tests" in out.report["findings"][-1]["message"]
+
+
+def test_an_out_that_is_a_file_is_refused_before_the_pass(store: SqliteRunStore,
+                                                         tmp_path: Path) -> None:
+    from dreamrsi.errors import ConfigError
+
+    run_id = run_task(store, tmp_path / "task", budget=1)
+    (tmp_path / "taken").write_text("keep me")
+    with pytest.raises(ConfigError, match="not a folder"):
+        survive(store, run_id, repeats=1, out=tmp_path / "taken")
+    assert store.list_passes() == [] and (tmp_path / "taken").read_text() == "keep me"

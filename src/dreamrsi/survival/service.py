@@ -93,6 +93,9 @@ def survive(store: RunStore, run_id: str, node_id: str | None = None, *,
     except SandboxError:  # a model's code must run isolated, and cannot here: the pass says so
         mode = IsolationMode.REQUIRED
     pass_id = "s" + secrets.token_hex(4)
+    out = out or default_out(Path(_store_root(store)), pass_id)
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise ConfigError(f"--out {out} is not a folder", key="--out")
     config = {"repeats": count, "base": base or "ROOT", "isolation": mode.value,
               "tolerance": task.survival.tolerance,
               "relative_tolerance": task.survival.relative_tolerance}
@@ -106,11 +109,16 @@ def survive(store: RunStore, run_id: str, node_id: str | None = None, *,
         findings = work.check(CHECKS if checks is None else checks)
         verdict = verdict_of(findings)
         report = build_report(work, record, findings, verdict)
-        files = write_report(report, out or default_out(Path(_store_root(store)), pass_id))
         finished = time.time()
         store.finish_pass(pass_id, status=verdict.value, report=report, finished_at=finished)
     finally:
         bench.close()
+    try:
+        files = write_report(report, out)
+    except OSError as exc:
+        raise ConfigError(f"pass {pass_id} {verdict.value.replace('_', ' ')} (its report is "
+                          f"stored with it), but its report files cannot be written into "
+                          f"{out}: {exc.strerror or exc}", key="--out") from None
     done = record._replace(status=verdict.value, report=report, finished_at=finished)
     return PassOutcome(done, verdict, tuple(findings), report, files)
 
@@ -210,7 +218,13 @@ class _Pass:
         found += self._fresh()
         repo = self.bench.store.workspaces
         for check in checks:
-            found += check(repo, self.base_commit, self.candidate.commit, self.task)
+            try:
+                found += check(repo, self.base_commit, self.candidate.commit, self.task)
+            except Exception as exc:  # noqa: BLE001 - a check that cannot judge stops a verdict
+                name = getattr(check, "__name__", repr(check))
+                found.append(Finding(Check.RUN, Reason.COULD_NOT_RUN,
+                                     f"the check {name} failed: {type(exc).__name__}: "
+                                     f"{str(exc)[:500]}", False))
         if self.task.survival.review is not None:
             self.say("reviewer")
             diff, _ = repo.diff(self.base_commit, self.candidate.commit, DIFF_BYTES)
