@@ -57,10 +57,15 @@ def survive(
         with open_store(store, writer=True, holder=f"survive {run_id}") as handle:
             sigterm_as_interrupt()
             say = None if as_json else (lambda text: err_console().print(f"[dim]{text}[/dim]"))
-            outcome = run_pass(handle, handle.get_run(run_id).run_id, node, base=base,
-                               repeats=repeats, isolation=isolation,
-                               accept_unisolated_model_code=accept_unisolated, out=out,
-                               progress=say)
+            try:
+                outcome = run_pass(handle, handle.get_run(run_id).run_id, node, base=base,
+                                   repeats=repeats, isolation=isolation,
+                                   accept_unisolated_model_code=accept_unisolated, out=out,
+                                   progress=say)
+            except KeyboardInterrupt:
+                err_console().print("[yellow]interrupted[/]; the pass has no verdict: run "
+                                    "`dreamrsi survive` again for a new one")
+                raise typer.Exit(130) from None
         show_outcome(outcome, as_json)
         return EXIT_CODES[outcome.verdict.value]
 
