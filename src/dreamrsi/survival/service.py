@@ -211,7 +211,8 @@ class _Pass:
         protected, self.protected_row = protected_findings(self.bench, self.base_commit,
                                                            self.candidate, self.task)
         found += protected
-        self.say("survival commands")
+        if self.task.survival.commands:
+            self.say(f"[survival] commands: {len(self.task.survival.commands)}")
         cmd_found, self.commands = command_findings(self.bench, self.task, self.mode,
                                                     self.candidate)
         found += cmd_found
