@@ -281,3 +281,13 @@ def test_an_out_that_is_a_file_is_refused_before_the_pass(store: SqliteRunStore,
     with pytest.raises(ConfigError, match="not a folder"):
         survive(store, run_id, repeats=1, out=tmp_path / "taken")
     assert store.list_passes() == [] and (tmp_path / "taken").read_text() == "keep me"
+
+
+def test_a_task_changed_since_the_run_is_refused(store: SqliteRunStore, tmp_path: Path) -> None:
+    from dreamrsi.errors import ConfigError
+
+    run_id = run_task(store, tmp_path / "task", budget=1)
+    (tmp_path / "task" / "seed" / "evaluate.py").write_text("print('{}')\n")
+    with pytest.raises(ConfigError, match="changed since run"):
+        survive(store, run_id, repeats=1, out=tmp_path / "r")
+    assert store.list_passes() == []

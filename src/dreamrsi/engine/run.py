@@ -114,6 +114,22 @@ def _recent(view: TreeView, parent: Node) -> tuple[list[tuple[Node, int]], int]:
     return near, max(0, depth - _CONTEXT_ANCESTORS - 1)
 
 
+def recorded_task(store: RunStore, run: RunRecord, needs: str) -> Task:
+    """The task of ``run``, loaded again from the folder it was recorded from.
+
+    Raises:
+        ConfigError: The task changed since the run started (``needs`` says why that
+            matters).
+    """
+    recorded = store.get_task(run.task_digest)
+    task = load_task(recorded.spec["directory"])
+    if task.digest != run.task_digest:
+        raise ConfigError(f"the task at {task.directory} changed since run {run.run_id} "
+                          f"started (digest {run.task_digest[:19]} then, {task.digest[:19]} "
+                          f"now); {needs}")
+    return task
+
+
 def attempt_seed(run_seed: int, seq: int) -> int:
     """The seed of the attempt numbered ``seq`` of a run seeded ``run_seed``: its proposer's
     and its evaluator's (``$DREAM_SEED``), so a later pass can judge the node as it was."""
@@ -246,12 +262,7 @@ def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None
     if run.status is RunStatus.FINISHED:
         raise ConfigError(f"run {run.run_id} already finished ({run.stop_reason}); "
                           "start a new run instead")
-    recorded = store.get_task(run.task_digest)
-    task = load_task(recorded.spec["directory"])
-    if task.digest != run.task_digest:
-        raise ConfigError(f"the task at {task.directory} changed since run {run.run_id} "
-                          f"started (digest {run.task_digest[:19]} then, {task.digest[:19]} "
-                          "now); resume needs the same task")
+    task = recorded_task(store, run, "resume needs the same task")
     config = RunConfig.from_json(run.config)
     overrides = {k: v for k, v in (("base_url", base_url), ("model", model),
                                    ("max_infra_failures", max_infra_failures)) if v is not None}

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dreamrsi.core.model import Node
-from dreamrsi.engine.run import attempt_seed
+from dreamrsi.engine.run import attempt_seed, recorded_task
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, NotFound, SandboxError
 from dreamrsi.sandbox import IsolationMode, isolation_problem
@@ -35,7 +35,7 @@ from dreamrsi.survival.report import DIFF_BYTES, build_report, write_report
 from dreamrsi.survival.review import figures_of, review_findings
 from dreamrsi.survival.stats import Delta
 from dreamrsi.survival.workbench import Workbench
-from dreamrsi.tasks.spec import Task, load_task
+from dreamrsi.tasks.spec import Task
 from dreamrsi.workspace.git import GitFailed, WorkspaceRepo
 
 __all__ = ["CHECKS", "PassOutcome", "StaticCheck", "default_out", "survive"]
@@ -79,7 +79,7 @@ def survive(store: RunStore, run_id: str, node_id: str | None = None, *,
         ConfigError: The task changed since the run, or a setting is out of range.
     """
     run = store.get_run(run_id)
-    task = _task_of(store, run)
+    task = recorded_task(store, run, "a survival pass judges the task the run searched")
     node = _node_of(store, run, node_id)
     base_node, base_commit = _base_of(store, run, base)
     if node.commit is None:
@@ -126,16 +126,6 @@ def survive(store: RunStore, run_id: str, node_id: str | None = None, *,
 def _store_root(store: RunStore) -> str:
     root = getattr(store, "root", None)
     return str(root) if root is not None else store.location.removeprefix("memory:")
-
-
-def _task_of(store: RunStore, run: RunRecord) -> Task:
-    recorded = store.get_task(run.task_digest)
-    task = load_task(recorded.spec["directory"])
-    if task.digest != run.task_digest:
-        raise ConfigError(f"the task at {task.directory} changed since run {run.run_id} "
-                          f"(digest {run.task_digest[:19]} then, {task.digest[:19]} now); a "
-                          "survival pass judges the task the run searched")
-    return task
 
 
 def _node_of(store: RunStore, run: RunRecord, node_id: str | None) -> Node:
