@@ -223,6 +223,24 @@ class WorkspaceRepo:
             batch = batch[size + 1:]
         return out
 
+    def blob_sizes(self, oids: Iterable[str], calls: list[GitCall]) -> dict[str, int]:
+        """The size in bytes of each blob of ``oids``, read without reading the blobs (one
+        ``git cat-file --batch-check``), so a caller can cap what it reads."""
+        wanted = list(dict.fromkeys(oids))
+        if not wanted:
+            return {}
+        listing = self._git_bytes(["cat-file", "--batch-check"], calls,
+                                  stdin=b"".join(oid.encode() + b"\n" for oid in wanted))
+        out: dict[str, int] = {}
+        for oid, line in zip(wanted, listing.splitlines(), strict=False):
+            fields = line.split()
+            if len(fields) != 3:
+                raise GitFailed(f"object {oid} is missing from the repository")
+            out[oid] = int(fields[2])
+        if len(out) != len(wanted):
+            raise GitFailed("git cat-file --batch-check answered fewer objects than asked")
+        return out
+
     def links(self, commit: str, calls: list[GitCall]) -> dict[str, str]:
         """Every symbolic link of ``commit``'s tree: its path to its target (bytes that are
         not UTF-8 kept as surrogate escapes)."""
