@@ -93,8 +93,8 @@ def _too_large(path: str, size: int) -> Finding:
 
 
 def _python_findings(base: _Modules, cand: _Modules) -> list[Finding]:
-    findings = _deleted({p: Counter(m.tests) for p, m in base.items()},
-                        {p: Counter(m.tests) for p, m in cand.items()})
+    findings = _deleted({p: Counter(m.tests.keys()) for p, m in base.items()},
+                        {p: Counter(m.tests.keys()) for p, m in cand.items()})
     base_keys = {k for m in base.values() for k in m.tests}
     pool: Counter[str] = Counter()
     for module in cand.values():
