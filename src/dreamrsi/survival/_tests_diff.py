@@ -205,9 +205,11 @@ def _text_findings(base: _Texts, cand: _Texts) -> list[Finding]:
 
 def _fewer_checks(language: str, old: dict[str, TextFacts],
                   new: dict[str, TextFacts]) -> list[Finding]:
-    """Assertions counted in text: fewer over all changed files of ``language``, named in
-    the kept files that lost some."""
-    if _total(f.checks for f in new.values()) >= _total(f.checks for f in old.values()):
+    """Assertions counted in text: fewer over the kept and new changed files of
+    ``language`` than over the kept ones (a deleted file is a deletion, reported as such),
+    named in the kept files that lost some."""
+    if _total(f.checks for f in new.values()) >= _total(f.checks for p, f in old.items()
+                                                         if p in new):
         return []
     paths = tuple(sorted(p for p in old if p in new and new[p].checks < old[p].checks)) \
         or tuple(sorted(old))

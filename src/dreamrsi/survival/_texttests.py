@@ -51,7 +51,7 @@ PYTHON = Language(
     re.compile(r"#[^\n]*"))
 _JS = Language(
     "javascript",
-    re.compile(r"\b(?:it|test|describe|context)\s*\(\s*(['\"`])(.*?)\1"),
+    re.compile(r"\b[xf]?(?:it|test|describe|context)(?:\.\w+)?\s*\(\s*(['\"`])(.*?)\1"),
     re.compile(r"\b(?:it|test|describe|context|suite)\.(?:skip|todo|only|fixme)\b|"
                r"\b[xf](?:it|describe|test|context)\s*\("),
     re.compile(r"\bexpect\s*\(|\bassert\w*\b"),
