@@ -4,6 +4,7 @@ new skips (static checks on real git commits of a real task)."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -245,10 +246,13 @@ def test_binary_files_and_null_bytes_do_not_raise(world: World) -> None:
     assert not [f for f in failing(found) if f.check is Check.TESTS]
 
 
-def test_a_deeply_nested_test_file_does_not_raise(world: World) -> None:
-    deep = "def test_deep():\n    assert " + "(" * 5000 + "1" + ")" * 5000 + "\n"
-    found = world.findings({"tests/test_deep.py": deep})
+@pytest.mark.parametrize("expression", ["(" * 5000 + "1" + ")" * 5000, "not " * 1500 + "x",
+                                        "x + " * 1500 + "x"])
+def test_a_deeply_nested_test_file_does_not_raise(world: World, expression: str) -> None:
+    found = world.findings({T: TEST_SOLVER + f"\n\ndef test_deep():\n    assert {expression}\n",
+                            "tests/conftest.py": f"x = {expression}\n"})
     assert not failing(found)
+    assert {f.reason for f in found} == {Reason.UNTESTED}
 
 
 def test_a_path_that_is_not_utf8_is_named(world: World) -> None:
@@ -314,3 +318,15 @@ def test_adding_tests_never_fails_the_tests_check(world: World, new: dict[str, l
                    for name, asserts in new.items() if name not in existing)
     text = (TEST_SOLVER if where == T else "from solver import solve\n") + body
     assert [f for f in failing(world.findings({where: text})) if f.check is Check.TESTS] == []
+
+
+@pytest.mark.parametrize(("path", "text"), [
+    ("web/slow.test.js", "/*" * 900_000),
+    ("rust/tests/slow.rs", "#[test]#[" * 200_000),
+    ("web/quotes.test.js", "it(\"" + "it('x" * 300_000),
+])
+def test_text_built_to_be_slow_to_read_is_read_in_linear_time(world: World, path: str,
+                                                             text: str) -> None:
+    start = time.monotonic()
+    world.findings({path: text})
+    assert time.monotonic() - start < 30  # quadratic reading takes hours here

@@ -97,7 +97,7 @@ def _evaluator_change(files: EvaluatorFiles, pair: TreePair, path: str) -> list[
     how = _how(pair, path)
     if under(path, files.protected):
         why = f"a protected path {how}"
-    elif path in files.named or under(path, set(files.named)):
+    elif under(path, files.named):
         why = f"{files.named.get(path, 'in a folder the evaluator command names')}, {how}"
     elif path in files.imported:
         return [Finding(Check.CHANGES, Reason.EVALUATOR_CHANGED,
@@ -151,7 +151,7 @@ def _classify(path: str, pair: TreePair) -> list[tuple[Reason, str]]:
         return [(_CONFIG, "changes how every Python process in the workspace starts")]
     if name.startswith("pytest_") and name.endswith(".py") and path not in pair.base:
         return [(_CONFIG, "a new pytest plugin module")]
-    if any(fnmatchcase(name, g) for g in _CONFIG_FILES) or under(path, set(_CONFIG_FOLDERS)):
+    if any(fnmatchcase(name, g) for g in _CONFIG_FILES) or under(path, _CONFIG_FOLDERS):
         return [(_CONFIG, "test, build or CI configuration changed")]
     if name == "pyproject.toml":
         return _tables(pair, path, _pyproject_values)

@@ -19,6 +19,7 @@ import importlib.util
 import posixpath
 import shlex
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from dreamrsi.survival._pair import TreePair
@@ -43,21 +44,27 @@ class EvaluatorFiles:
         folders: Folders an import of an external name could be shadowed from.
     """
 
-    protected: tuple[str, ...]
+    protected: frozenset[str]
     named: dict[str, str] = field(default_factory=dict)
     imported: dict[str, str] = field(default_factory=dict)
     external: set[str] = field(default_factory=set)
     folders: set[str] = field(default_factory=lambda: {""})
 
 
-def under(path: str, prefixes: tuple[str, ...] | set[str]) -> bool:
-    """Whether ``path`` is one of ``prefixes`` or inside one."""
-    return any(path == p or path.startswith(p + "/") for p in prefixes)
+def under(path: str, prefixes: Collection[str]) -> bool:
+    """Whether ``path`` is one of ``prefixes`` or inside one (its folders are looked up, so
+    a set of prefixes costs the path's depth, not its size)."""
+    while path:
+        if path in prefixes:
+            return True
+        path = posixpath.dirname(path)
+    return False
 
 
 def evaluator_files(task: Task, pair: TreePair) -> EvaluatorFiles:
     """The evaluator's files of ``pair``'s base tree (see the module's docstring)."""
-    found = EvaluatorFiles(tuple(p.strip("/") for p in task.constraints.protected_paths))
+    found = EvaluatorFiles(frozenset(posixpath.normpath(p)
+                                     for p in task.constraints.protected_paths))
     own = _candidate_files(task)
     for token, why in _command_paths(task):
         for path in _tree_paths(token, pair):

@@ -17,7 +17,10 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-__all__ = ["ModuleFacts", "TestFacts", "module_facts", "parse"]
+__all__ = ["MAX_DEPTH", "ModuleFacts", "TestFacts", "module_facts", "parse"]
+
+MAX_DEPTH = 200
+"""The deepest syntax tree the checks read; a deeper one is treated as not parsing."""
 
 _CHECK_CALLS = frozenset({"fail", "raises", "warns", "deprecated_call", "raises_regex"})
 _SKIP_NAMES = frozenset({"skip", "skipif", "xfail", "skipIf", "skipUnless", "expectedFailure",
@@ -68,12 +71,23 @@ class ModuleFacts:
 
 
 def parse(source: bytes) -> ast.Module | None:
-    """The syntax tree of ``source``, or None when Python cannot parse it (or it is too
-    deeply nested to)."""
+    """The syntax tree of ``source``, or None when Python cannot parse it or it is nested
+    deeper than :data:`MAX_DEPTH` (the checks walk it recursively)."""
     try:
-        return ast.parse(source)
+        tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    return tree if _depth_within(tree, MAX_DEPTH) else None
+
+
+def _depth_within(tree: ast.AST, limit: int) -> bool:
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return True
 
 
 def module_facts(tree: ast.Module) -> ModuleFacts:

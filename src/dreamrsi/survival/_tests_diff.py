@@ -66,8 +66,9 @@ def _read_python(pair: TreePair, path: str, base: tuple[_Modules, _Texts],
             side[1][(PYTHON.name, path)] = text_facts(source, PYTHON)
     which = "the base's" if old is not None and trees[0] is None else "the candidate's"
     return [Finding(Check.TESTS, Reason.UNTESTED,
-                    f"{path}: {which} version does not parse as Python; its tests, skips and "
-                    "assertions were compared as text", False, (path,))]
+                    f"{path}: {which} version does not parse as Python (or nests too deeply "
+                    "to read); its tests, skips and assertions were compared as text", False,
+                    (path,))]
 
 
 def _read_other(pair: TreePair, path: str, base: _Texts, cand: _Texts) -> list[Finding]:
@@ -159,9 +160,7 @@ def _fmt(loose: float) -> str:
 def _deleted(base: dict[str, Counter[str]], cand: dict[str, Counter[str]]) -> list[Finding]:
     """Tests (by name) fewer in the candidate's changed files than in the base's, named
     where they were."""
-    total_base: Counter[str] = sum(base.values(), Counter())
-    total_cand: Counter[str] = sum(cand.values(), Counter())
-    lost = total_base - total_cand
+    lost = _sum(base.values()) - _sum(cand.values())
     where: dict[str, list[str]] = defaultdict(list)
     for path, names in sorted(base.items()):
         for name in names:
@@ -177,9 +176,7 @@ def _skip_findings(base: dict[str, Counter[str]],
                    cand: dict[str, Counter[str]]) -> list[Finding]:
     """Skip references that grew over all changed files, named in the files where they
     grew."""
-    total_base: Counter[str] = sum(base.values(), Counter())
-    total_cand: Counter[str] = sum(cand.values(), Counter())
-    added = total_cand - total_base
+    added = _sum(cand.values()) - _sum(base.values())
     if not added:
         return []
     paths = sorted(p for p, kinds in cand.items()
@@ -222,3 +219,10 @@ def _fewer_checks(language: str, old: dict[str, TextFacts],
 
 def _total(values: Iterable[int]) -> int:
     return sum(values)
+
+
+def _sum(counters: Iterable[Counter[str]]) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for counter in counters:
+        total.update(counter)
+    return total

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from posixpath import basename, dirname
 
@@ -29,7 +30,7 @@ class Language:
     names: re.Pattern[str]     # group 1 (or the last group): a test's name
     skips: re.Pattern[str]
     checks: re.Pattern[str]
-    comments: re.Pattern[str]
+    comments: Callable[[str], str]
 
 
 @dataclass(slots=True)
@@ -41,35 +42,69 @@ class TextFacts:
     checks: int = 0
 
 
-_C_COMMENTS = re.compile(r"/\*.*?\*/|(?<![:\"'\w])//[^\n]*", re.S)
+def _c_comments(text: str) -> str:
+    """``text`` without ``/* ... */`` and ``// ...`` comments (a ``//`` right after ``:`` or a
+    quote is kept: a URL or a string), in one pass: an unclosed ``/*`` ends the text."""
+    out: list[str] = []
+    i = 0
+    block, line = text.find("/*"), _line_comment(text, 0)
+    while True:
+        if block != -1 and block < i:
+            block = text.find("/*", i)
+        if line != -1 and line < i:
+            line = _line_comment(text, i)
+        starts = [p for p in (block, line) if p != -1]
+        if not starts:
+            out.append(text[i:])
+            return "".join(out)
+        start = min(starts)
+        out.append(text[i:start])
+        if start == block:
+            end = text.find("*/", start + 2)
+            i = len(text) if end == -1 else end + 2
+        else:
+            end = text.find("\n", start)
+            i = len(text) if end == -1 else end
+
+
+def _line_comment(text: str, i: int) -> int:
+    while (found := text.find("//", i)) > 0 and text[found - 1] in ":\"'":
+        i = found + 2
+    return found
+
+
+def _python_comments(text: str) -> str:
+    return re.sub(r"#[^\n]*", "", text)
+
+
 PYTHON = Language(
     "python",
     re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(test\w*)", re.M),
     re.compile(r"\b(?:skip|skipif|xfail|skipIf|skipUnless|expectedFailure|skipTest|"
                r"importorskip|SkipTest)\b|\b__test__\s*=\s*False"),
     re.compile(r"\bassert\w*\b|\.fail\s*\(|\braises\s*\("),
-    re.compile(r"#[^\n]*"))
+    _python_comments)
 _JS = Language(
     "javascript",
-    re.compile(r"\b[xf]?(?:it|test|describe|context)(?:\.\w+)?\s*\(\s*(['\"`])(.*?)\1"),
+    re.compile(r"\b[xf]?(?:it|test|describe|context)(?:\.\w+)?\s*\(\s*(['\"`])([^\n]{0,300}?)\1"),
     re.compile(r"\b(?:it|test|describe|context|suite)\.(?:skip|todo|only|fixme)\b|"
                r"\b[xf](?:it|describe|test|context)\s*\("),
     re.compile(r"\bexpect\s*\(|\bassert\w*\b"),
-    _C_COMMENTS)
+    _c_comments)
 _GO = Language(
     "go",
     re.compile(r"^func\s+((?:Test|Benchmark|Fuzz|Example)\w*)\s*\(", re.M),
     re.compile(r"\.Skip(?:Now|f)?\s*\("),
     re.compile(r"\b\w+\.(?:Error|Errorf|Fatal|Fatalf|Fail|FailNow)\s*\(|"
                r"\b(?:assert|require)\.\w+\s*\("),
-    _C_COMMENTS)
+    _c_comments)
 _RUST = Language(
     "rust",
-    re.compile(r"#\[\s*(?:\w+::)*test\s*\]\s*(?:#\[[^\]]*\]\s*)*"
-               r"(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?fn\s+(\w+)"),
+    re.compile(r"#\[[ \t]*(?:\w{1,40}::){0,4}test[ \t]*\]\s*(?:#\[[^\]\n]{0,200}\]\s*){0,8}"
+               r"(?:pub(?:\([^)\n]{0,40}\))?\s+)?(?:async\s+)?fn\s+(\w+)"),
     re.compile(r"#\[\s*ignore\b"),
     re.compile(r"\b(?:debug_)?assert(?:_eq|_ne)?!|\bpanic!|\bunreachable!"),
-    _C_COMMENTS)
+    _c_comments)
 
 
 def python_test_path(path: str) -> bool:
@@ -102,7 +137,7 @@ def language_of(path: str, texts: tuple[bytes | None, ...]) -> Language | None:
 
 def text_facts(source: bytes, language: Language) -> TextFacts:
     """The tests, skips and assertions ``source`` names, comments removed."""
-    text = language.comments.sub("", source.decode("utf-8", "replace"))
+    text = language.comments(source.decode("utf-8", "replace"))
     names: Counter[str] = Counter()
     for match in language.names.finditer(text):
         names[match.group(match.lastindex or 0)] += 1
