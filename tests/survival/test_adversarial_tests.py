@@ -180,9 +180,19 @@ def test_a_module_level_skip_fails(world: World, module_line: str) -> None:
           Reason.SKIP_ADDED, T)
 
 
-def test_a_skip_in_a_new_test_file_fails(world: World) -> None:
-    new = "import pytest\n\n\n@pytest.mark.skip\ndef test_new():\n    assert 0\n"
-    _only(world.findings({"tests/test_new.py": new}), Reason.SKIP_ADDED, "tests/test_new.py")
+def test_a_skip_in_a_renamed_test_file_fails(world: World) -> None:
+    renamed = TEST_SOLVER.replace("TOL = 1e-9\n", "TOL = 1e-9\npytestmark = pytest.mark.skip\n")
+    _only(world.findings({T: None, "tests/test_renamed.py": renamed}), Reason.SKIP_ADDED,
+          "tests/test_renamed.py")
+    moved = TEST_SOLVER.replace("def test_positive", "@pytest.mark.xfail\ndef test_positive")
+    _only(world.findings({T: None, "tests/test_renamed.py": moved}), Reason.SKIP_ADDED,
+          "tests/test_renamed.py")
+
+
+def test_a_new_test_that_skips_itself_takes_nothing_from_the_base(world: World) -> None:
+    new = ("import sys\n\nimport pytest\n\n\n@pytest.mark.skipif(sys.platform == 'win32', "
+           "reason='posix')\ndef test_new():\n    assert 0\n")
+    assert failing(world.findings({"tests/test_new.py": new})) == []
 
 
 # -- other languages (textual) ---------------------------------------------------------------

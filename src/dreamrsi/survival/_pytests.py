@@ -52,6 +52,7 @@ class TestFacts:
         tolerance: The loosest value of each tolerance (``"approx.rel"``), as a looseness:
             larger is looser (``places`` and ``decimal`` become ``10**-n``).
         cases: Parametrized cases (the product over literal ``parametrize`` lists; 1 if none).
+        skips: Its own skip references (decorators and body), by kind.
     """
 
     checks: Counter[str] = field(default_factory=Counter)
@@ -59,12 +60,13 @@ class TestFacts:
     swallowed: int = 0
     tolerance: dict[str, float] = field(default_factory=dict)
     cases: int = 1
+    skips: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass(slots=True)
 class ModuleFacts:
     """What one test module holds: its tests by key (``name`` or ``Class.name``) and its
-    references to skips and expected failures, by kind."""
+    references to skips and expected failures, by kind (its tests' own included)."""
 
     tests: dict[str, TestFacts] = field(default_factory=dict)
     skips: Counter[str] = field(default_factory=Counter)
@@ -121,7 +123,7 @@ def _collect(stmt: ast.stmt, prefix: str, facts: ModuleFacts,
 
 def _test_facts(fn: ast.FunctionDef | ast.AsyncFunctionDef,
                 constants: dict[str, float]) -> TestFacts:
-    facts = TestFacts(cases=_cases(fn.decorator_list))
+    facts = TestFacts(cases=_cases(fn.decorator_list), skips=_skips(fn))
     _block(fn.body, facts, constants, swallowed=False)
     return facts
 
@@ -356,7 +358,7 @@ def _cases(decorators: list[ast.expr]) -> int:
     return cases
 
 
-def _skips(tree: ast.Module) -> Counter[str]:
+def _skips(tree: ast.AST) -> Counter[str]:
     """Every reference to a skip or expected failure, by name; ``__test__ = False`` (which
     stops collection) counts as ``__test__``."""
     found: Counter[str] = Counter()

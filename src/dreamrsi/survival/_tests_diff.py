@@ -112,8 +112,18 @@ def _python_findings(base: _Modules, cand: _Modules) -> list[Finding]:
                          f"{path}: weaker tests ({'; '.join(notes)})", True, (path,))
                  for path, notes in sorted(weakened.items()) if notes]
     findings += _skip_findings({p: m.skips for p, m in base.items()},
-                               {p: m.skips for p, m in cand.items()})
+                               {p: _kept_skips(m, base_keys) for p, m in cand.items()})
     return findings
+
+
+def _kept_skips(module: ModuleFacts, base_keys: set[str]) -> Counter[str]:
+    """A candidate module's skips, less those of its new tests (a new test that skips
+    itself takes nothing from the base's tests)."""
+    skips = Counter(module.skips)
+    for key, facts in module.tests.items():
+        if key not in base_keys:
+            skips.subtract(facts.skips)
+    return +skips
 
 
 def _counterpart(path: str, key: str, cand: _Modules) -> tuple[str, TestFacts] | None:
