@@ -11,7 +11,7 @@ import pytest
 from dreamrsi.survival import Check, Finding, Reason
 from dreamrsi.survival.adversarial import static_findings
 from dreamrsi.tasks.spec import load_task
-from dreamrsi.workspace import WorkspaceRepo
+from dreamrsi.workspace import GitFailed, WorkspaceRepo
 from tests.survival._adversarial_world import SEED, TOML, Link, World, failing
 
 EXAMPLES = Path(__file__).parents[1] / "tasks" / "examples"
@@ -224,3 +224,13 @@ def test_a_large_settings_file_is_untested_or_named(world: World) -> None:
 
 def test_no_change_no_finding(world: World) -> None:
     assert static_findings(world.repo, world.base, world.base, world.task) == []
+
+
+def test_blob_sizes_are_read_without_the_blobs(world: World) -> None:
+    tree = world.repo.tree(world.base, [])
+    oids = [tree["solver.py"].oid, tree["params.json"].oid]
+    assert world.repo.blob_sizes(oids, []) == {oids[0]: len(str(SEED["solver.py"])),
+                                               oids[1]: len(str(SEED["params.json"]))}
+    assert world.repo.blob_sizes([], []) == {}
+    with pytest.raises(GitFailed, match="missing"):
+        world.repo.blob_sizes(["0" * 40], [])

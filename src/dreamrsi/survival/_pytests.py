@@ -25,6 +25,8 @@ MAX_DEPTH = 200
 _CHECK_CALLS = frozenset({"fail", "raises", "warns", "deprecated_call", "raises_regex"})
 _SKIP_NAMES = frozenset({"skip", "skipif", "xfail", "skipIf", "skipUnless", "expectedFailure",
                          "skipTest", "importorskip", "SkipTest"})
+_CLOSE_CALLS = frozenset({"isclose", "allclose", "array_equal", "array_equiv", "equal"})
+_TRUTH_CALLS = frozenset({"assertTrue", "assertFalse", "assert_", "fail"})
 _SWALLOWING = frozenset({"AssertionError", "Exception", "BaseException"})
 # Tolerance keywords: (function, keyword) -> (default, position, looser when larger?).
 _TOLERANCES: dict[str, dict[str, tuple[float, int, bool]]] = {
@@ -47,6 +49,10 @@ class TestFacts:
 
     Attributes:
         checks: Each assertion that can run and fail, by its normalised syntax.
+        weight: Each of ``checks``' comparisons: 1, plus the comparison operators and
+            ``isclose``-like calls of an ``assert`` statement or of an assertion call's
+            arguments, plus 1 for an assertion call that compares (``assertEqual``, not
+            ``assertTrue``).
         trivial: Assertions that cannot fail (``assert True``, ``assert x or True``).
         swallowed: Assertions whose failure is caught and dropped.
         tolerance: The loosest value of each tolerance (``"approx.rel"``), as a looseness:
@@ -56,6 +62,7 @@ class TestFacts:
     """
 
     checks: Counter[str] = field(default_factory=Counter)
+    weight: dict[str, int] = field(default_factory=dict)
     trivial: int = 0
     swallowed: int = 0
     tolerance: dict[str, float] = field(default_factory=dict)
@@ -142,7 +149,9 @@ def _block(stmts: list[ast.stmt], facts: TestFacts, constants: dict[str, float],
 def _statement(stmt: ast.stmt, facts: TestFacts, constants: dict[str, float],
                swallowed: bool) -> None:
     if isinstance(stmt, ast.Assert):
-        _assertion(_trivial(stmt.test), ast.dump(stmt.test), facts, swallowed)
+        key = ast.dump(stmt.test)
+        facts.weight[key] = _comparisons(stmt.test)
+        _assertion(_trivial(stmt.test), key, facts, swallowed)
         _scan(stmt.test, facts, constants, swallowed, count_calls=False)
     elif isinstance(stmt, ast.If | ast.While):
         _scan(stmt.test, facts, constants, swallowed)
@@ -199,7 +208,22 @@ def _scan(node: ast.AST, facts: TestFacts, constants: dict[str, float], swallowe
                                                  or name in _CHECK_CALLS):
             trivial = name.startswith("assert") and all(
                 _constant_only(a) for a in [*sub.args, *(k.value for k in sub.keywords)])
-            _assertion(trivial, ast.dump(sub), facts, swallowed)
+            key = ast.dump(sub)
+            facts.weight[key] = (1 if name in _TRUTH_CALLS else 2) + sum(
+                _comparisons(a) - 1 for a in [*sub.args, *(k.value for k in sub.keywords)])
+            _assertion(trivial, key, facts, swallowed)
+
+
+def _comparisons(test: ast.expr) -> int:
+    """How many comparisons an ``assert`` makes: ``assert x`` 1, ``assert x == 4`` 2,
+    ``assert a == 1 and 0 < b < 2`` 4 (so ``== 4`` dropped reads as weaker)."""
+    found = 1
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare):
+            found += len(node.ops)
+        elif isinstance(node, ast.Call) and _last_name(node.func) in _CLOSE_CALLS:
+            found += 1
+    return found
 
 
 def _tolerances(call: ast.Call, name: str, facts: TestFacts,

@@ -141,12 +141,13 @@ def _weaker(before: TestFacts, after: TestFacts, pool: Counter[str]) -> list[str
     """How ``after`` checks less than ``before``; assertions found again in new tests
     (``pool``, consumed) count as moved, not removed."""
     notes = []
-    deficit = before.checks.total() - after.checks.total()
-    if deficit > 0:
-        moved = (before.checks - after.checks) & pool
-        pool.subtract(moved)
-        if deficit > moved.total():
-            notes.append(f"{before.checks.total()} assertions -> {after.checks.total()}")
+    moved = (before.checks - after.checks) & pool
+    pool.subtract(moved)
+    if before.checks.total() - after.checks.total() > moved.total():
+        notes.append(f"{before.checks.total()} assertions -> {after.checks.total()}")
+    elif (lost := _strength(before) - _strength(after)) > 0 \
+            and lost > sum(n * before.weight[k] for k, n in moved.items()):
+        notes.append(f"{_strength(before)} comparisons -> {_strength(after)}")
     if after.trivial > before.trivial:
         notes.append(f"{after.trivial - before.trivial} assertion(s) that cannot fail")
     if after.swallowed > before.swallowed:
@@ -158,6 +159,10 @@ def _weaker(before: TestFacts, after: TestFacts, pool: Counter[str]) -> list[str
     if after.cases < before.cases:
         notes.append(f"{before.cases} parametrized cases -> {after.cases}")
     return notes
+
+
+def _strength(facts: TestFacts) -> int:
+    return sum(n * facts.weight[k] for k, n in facts.checks.items())
 
 
 def _fmt(loose: float) -> str:
