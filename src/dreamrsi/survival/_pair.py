@@ -10,6 +10,7 @@ from dreamrsi.workspace.git import LINK_MODE, TreeEntry, WorkspaceRepo
 
 MAX_FILE_BYTES = 2_000_000
 """The most bytes of one file a static check reads; a larger file is named as untested."""
+_BATCH_BYTES = 64_000_000  # the most bytes one read of git holds in memory besides the kept
 
 
 @dataclass(slots=True)
@@ -53,12 +54,19 @@ class TreePair:
         if not todo:
             return
         sizes = self.repo.blob_sizes(todo, [])
-        small = [oid for oid, size in sizes.items() if size <= MAX_FILE_BYTES]
+        batch: list[str] = []
+        held = 0
         for oid, size in sizes.items():
             if size > MAX_FILE_BYTES:
                 self.too_large[todo[oid]] = size
                 self._bytes[oid] = None
-        self._bytes.update(self.repo.read_blobs(small, []))
+                continue
+            if held + size > _BATCH_BYTES:
+                self._bytes.update(self.repo.read_blobs(batch, []))
+                batch, held = [], 0
+            batch.append(oid)
+            held += size
+        self._bytes.update(self.repo.read_blobs(batch, []))
 
     def text(self, entry: TreeEntry | None) -> bytes | None:
         """The bytes of a file entry loaded before; None for no entry, a link, a file too

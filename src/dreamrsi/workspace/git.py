@@ -213,14 +213,16 @@ class WorkspaceRepo:
         batch = self._git_bytes(["cat-file", "--batch"], calls,
                                 stdin=b"".join(oid.encode() + b"\n" for oid in wanted))
         out: dict[str, bytes] = {}
+        pos = 0  # read in place: cutting the rest off each time copied it (quadratic)
         for oid in wanted:
-            header, _, batch = batch.partition(b"\n")
-            fields = header.split()
+            end = batch.find(b"\n", pos)
+            end = len(batch) if end == -1 else end
+            fields = batch[pos:end].split()
             if len(fields) != 3:
                 raise GitFailed(f"object {oid} is missing from the repository")
             size = int(fields[2])
-            out[oid] = batch[:size]
-            batch = batch[size + 1:]
+            out[oid] = batch[end + 1:end + 1 + size]
+            pos = end + 1 + size + 1
         return out
 
     def blob_sizes(self, oids: Iterable[str], calls: list[GitCall]) -> dict[str, int]:
