@@ -153,6 +153,14 @@ def test_asserts_that_cannot_be_reached_are_not_counted(world: World, guard: str
     _only(world.findings(edit), Reason.ASSERTION_REMOVED, "test_value: 2 assertions -> 0")
 
 
+@pytest.mark.parametrize("stub", [
+    "def solve(x):\n    return x * x\n", "solve = lambda x: x * x\n",
+])
+def test_a_test_module_that_stubs_the_code_under_test_fails(world: World, stub: str) -> None:
+    _only(world.findings(world.edit(T, "from solver import solve\n", stub)),
+          Reason.ASSERTION_REMOVED, "defines solve itself")
+
+
 def test_fewer_parametrized_cases_fail(world: World) -> None:
     _only(world.findings(world.edit(T, "[1, 2, 3]", "[1]")), Reason.ASSERTION_REMOVED,
           "3 parametrized cases -> 1")
@@ -306,6 +314,7 @@ def _plain_toml() -> str:
     {T: TEST_SOLVER.replace("assert solve(5) > 0", "assert 0 < solve(5) < 26")},
     {T: TEST_SOLVER.replace("assert solve(2) == 4", "np.testing.assert_equal(solve(2), 4)")},
     {T: TEST_SOLVER.replace("assert solve(2) == 4", "self.assertTrue(solve(2) == 4)")},
+    {T: TEST_SOLVER.replace("from solver import solve\n", "from solver import solve, cube\n")},
     {T: TEST_SOLVER.replace("# the square of x", "# x squared, for each case")},
     {T: TEST_SOLVER.replace("rel=1e-9", "rel=1e-12")},
     {T: TEST_SOLVER.replace("[1, 2, 3]", "[1, 2, 3, 4]")},
@@ -338,16 +347,22 @@ _ASSERTS = st.lists(st.sampled_from(["assert solve(2) == 4", "assert solve(1) > 
 
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(new=st.dictionaries(_NAMES, _ASSERTS, min_size=1, max_size=4),
-       where=st.sampled_from([T, "tests/test_more.py"]))
-def test_adding_tests_never_fails_the_tests_check(world: World, new: dict[str, list[str]],
-                                                  where: str) -> None:
+@given(new=st.dictionaries(_NAMES, _ASSERTS, min_size=0, max_size=4),
+       where=st.sampled_from([T, "tests/test_more.py"]),
+       extra=st.lists(_ASSERTS, max_size=3))
+def test_adding_tests_or_asserts_never_fails_the_tests_check(
+        world: World, new: dict[str, list[str]], where: str, extra: list[list[str]]) -> None:
     existing = set() if where != T else {"test_value", "test_positive", "test_close",
                                          "test_raises", "test_many"}
     body = "".join(f"\n\ndef {name}():\n" + "".join(f"    {a}\n" for a in asserts)
                    for name, asserts in new.items() if name not in existing)
     text = (TEST_SOLVER if where == T else "from solver import solve\n") + body
-    assert [f for f in failing(world.findings({where: text})) if f.check is Check.TESTS] == []
+    added = "".join(f"    {a}\n" for asserts in extra for a in asserts)
+    edits: dict[str, str | None] = {where: text}
+    if added:
+        edits[T] = str(edits.get(T, TEST_SOLVER)).replace(
+            "    assert solve(3) == 9\n", "    assert solve(3) == 9\n" + added)
+    assert [f for f in failing(world.findings(dict(edits))) if f.check is Check.TESTS] == []
 
 
 @pytest.mark.parametrize(("path", "text"), [

@@ -72,11 +72,14 @@ class TestFacts:
 
 @dataclass(slots=True)
 class ModuleFacts:
-    """What one test module holds: its tests by key (``name`` or ``Class.name``) and its
-    references to skips and expected failures, by kind (its tests' own included)."""
+    """What one test module holds: its tests by key (``name`` or ``Class.name``), its
+    references to skips and expected failures, by kind (its tests' own included), the names
+    it imports and the names it defines at its top."""
 
     tests: dict[str, TestFacts] = field(default_factory=dict)
     skips: Counter[str] = field(default_factory=Counter)
+    imported: set[str] = field(default_factory=set)
+    defined: set[str] = field(default_factory=set)
 
 
 def parse(source: bytes) -> ast.Module | None:
@@ -102,10 +105,26 @@ def _depth_within(tree: ast.AST, limit: int) -> bool:
 def module_facts(tree: ast.Module) -> ModuleFacts:
     """The tests and skips of a parsed module."""
     facts = ModuleFacts(skips=_skips(tree))
+    _top_names(tree, facts)
     constants = _numeric_constants(tree)
     for stmt in tree.body:
         _collect(stmt, "", facts, constants)
     return facts
+
+
+def _top_names(tree: ast.Module, facts: ModuleFacts) -> None:
+    """The names the module's top imports, and those it defines (functions, classes,
+    assignments)."""
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            facts.imported.update((a.asname or a.name).partition(".")[0] for a in stmt.names
+                                  if a.name != "*")
+        elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            facts.defined.add(stmt.name)
+        elif isinstance(stmt, ast.Assign | ast.AnnAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            facts.defined.update(n.id for t in targets for n in ast.walk(t)
+                                 if isinstance(n, ast.Name))
 
 
 def _collect(stmt: ast.stmt, prefix: str, facts: ModuleFacts,

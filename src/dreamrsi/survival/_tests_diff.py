@@ -108,12 +108,22 @@ def _python_findings(base: _Modules, cand: _Modules) -> list[Finding]:
             found = _counterpart(path, key, cand)
             if found is not None:
                 weakened[found[0]] += [f"{key}: {w}" for w in _weaker(before, found[1], pool)]
+    for path, module in cand.items():
+        if path in base and (stubs := _stubs(base[path], module)):
+            weakened[path].append(f"defines {', '.join(stubs)} itself instead of importing "
+                                  "it (the tests would check a stand-in)")
     findings += [Finding(Check.TESTS, Reason.ASSERTION_REMOVED,
                          f"{path}: weaker tests ({'; '.join(notes)})", True, (path,))
                  for path, notes in sorted(weakened.items()) if notes]
     findings += _skip_findings({p: m.skips for p, m in base.items()},
                                {p: _kept_skips(m, base_keys) for p, m in cand.items()})
     return findings
+
+
+def _stubs(before: ModuleFacts, after: ModuleFacts) -> list[str]:
+    """Names a kept test module imported and now defines instead (``from solver import
+    solve`` replaced by ``def solve``)."""
+    return sorted((before.imported - before.defined) & (after.defined - after.imported))
 
 
 def _kept_skips(module: ModuleFacts, base_keys: set[str]) -> Counter[str]:
