@@ -196,6 +196,30 @@ def test_skip_test_in_a_unittest_method_fails(world: World) -> None:
     assert {f.reason for f in bad} == {Reason.SKIP_ADDED, Reason.ASSERTION_REMOVED}
 
 
+def test_a_test_made_async_is_a_skip(world: World) -> None:
+    _only(world.findings(world.edit(T, "def test_value", "async def test_value")),
+          Reason.SKIP_ADDED, "made async", "test_value")
+
+
+def test_a_test_class_given_a_constructor_is_not_collected(world: World) -> None:
+    edit = world.edit(T, "class TestSolver:\n", "class TestSolver:\n    def __init__(self):\n"
+                      "        self.n = 0\n\n")
+    _only(world.findings(edit), Reason.SKIP_ADDED, "not collected")
+
+
+def test_a_helper_the_tests_call_is_compared_too(tmp_path: Path) -> None:
+    test = ("from f import f\n\n\ndef _check(x):\n    assert f(x) == x\n\n\n"
+            "def test_x():\n    _check(1)\n")
+    world = World(tmp_path, seed={"f.py": "", T: test}, toml=_plain_toml())
+    _only(world.findings({T: test.replace("assert f(x) == x", "assert f(x) or True")}),
+          Reason.ASSERTION_REMOVED, "helper _check")
+    _only(world.findings({T: test.replace("    _check(1)\n", "    _skip()\n")
+                          + "\n\ndef _skip():\n    pytest.skip('no')\n"}),
+          Reason.SKIP_ADDED, T)
+    assert failing(world.findings({T: test.replace("def _check", "def _verify")
+                                   .replace("_check(1)", "_verify(1)")})) == []
+
+
 @pytest.mark.parametrize("module_line", [
     "pytestmark = pytest.mark.skip\n", "pytestmark = [pytest.mark.xfail(strict=False)]\n",
     "__test__ = False\n",

@@ -17,8 +17,11 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-__all__ = ["MAX_DEPTH", "ModuleFacts", "TestFacts", "module_facts", "parse"]
+__all__ = ["HELPER", "MAX_DEPTH", "ModuleFacts", "TestFacts", "module_facts", "parse"]
 
+HELPER = "helper "
+"""The key prefix of a function that is not a test (a helper or fixture a test may call):
+its assertions are compared as a test's, its deletion is not a test's."""
 MAX_DEPTH = 200
 """The deepest syntax tree the checks read; a deeper one is treated as not parsing."""
 
@@ -59,6 +62,7 @@ class TestFacts:
             larger is looser (``places`` and ``decimal`` become ``10**-n``).
         cases: Parametrized cases (the product over literal ``parametrize`` lists; 1 if none).
         skips: Its own skip references (decorators and body), by kind.
+        is_async: Whether it is a coroutine (pytest skips one without an async plugin).
     """
 
     checks: Counter[str] = field(default_factory=Counter)
@@ -68,6 +72,7 @@ class TestFacts:
     tolerance: dict[str, float] = field(default_factory=dict)
     cases: int = 1
     skips: Counter[str] = field(default_factory=Counter)
+    is_async: bool = False
 
 
 @dataclass(slots=True)
@@ -131,12 +136,12 @@ def _collect(stmt: ast.stmt, prefix: str, facts: ModuleFacts,
              constants: dict[str, float]) -> None:
     """Record the tests ``stmt`` defines (or removes, by ``del`` or rebinding)."""
     if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-        facts.tests.pop(prefix + stmt.name, None)
-        if stmt.name.startswith("test"):
-            facts.tests[prefix + stmt.name] = _test_facts(stmt, constants)
+        _forget(facts, prefix + stmt.name)
+        key = prefix + stmt.name if stmt.name.startswith("test") else HELPER + prefix + stmt.name
+        facts.tests[key] = _test_facts(stmt, constants)
     elif isinstance(stmt, ast.ClassDef):
         inner = prefix + stmt.name + "."
-        for key in [k for k in facts.tests if k.startswith(inner)]:
+        for key in [k for k in facts.tests if k.removeprefix(HELPER).startswith(inner)]:
             del facts.tests[key]
         for child in stmt.body:
             _collect(child, inner, facts, constants)
@@ -144,12 +149,18 @@ def _collect(stmt: ast.stmt, prefix: str, facts: ModuleFacts,
         targets = stmt.targets if isinstance(stmt, ast.Delete | ast.Assign) else [stmt.target]
         for target in targets:
             if isinstance(target, ast.Name):
-                facts.tests.pop(prefix + target.id, None)
+                _forget(facts, prefix + target.id)
+
+
+def _forget(facts: ModuleFacts, name: str) -> None:
+    facts.tests.pop(name, None)
+    facts.tests.pop(HELPER + name, None)
 
 
 def _test_facts(fn: ast.FunctionDef | ast.AsyncFunctionDef,
                 constants: dict[str, float]) -> TestFacts:
-    facts = TestFacts(cases=_cases(fn.decorator_list), skips=_skips(fn))
+    facts = TestFacts(cases=_cases(fn.decorator_list), skips=_skips(fn),
+                      is_async=isinstance(fn, ast.AsyncFunctionDef))
     _block(fn.body, facts, constants, swallowed=False)
     return facts
 
@@ -409,6 +420,10 @@ def _skips(tree: ast.AST) -> Counter[str]:
         name = _last_name(node) if isinstance(node, ast.Name | ast.Attribute) else None
         if name in _SKIP_NAMES and isinstance(getattr(node, "ctx", None), ast.Load):
             found[name] += 1
+        if isinstance(node, ast.ClassDef) and node.name.startswith("Test") and any(
+                isinstance(b, ast.FunctionDef) and b.name in ("__init__", "__new__")
+                for b in node.body):
+            found["Test class with __init__ (not collected)"] += 1
         if isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == "__test__" for t in node.targets) \
                 and _constant_truth(node.value) is not True:

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 
 from dreamrsi.survival._pair import TreePair
-from dreamrsi.survival._pytests import ModuleFacts, TestFacts, module_facts, parse
+from dreamrsi.survival._pytests import HELPER, ModuleFacts, TestFacts, module_facts, parse
 from dreamrsi.survival._texttests import (
     PYTHON,
     TextFacts,
@@ -94,8 +94,8 @@ def _too_large(path: str, size: int) -> Finding:
 
 
 def _python_findings(base: _Modules, cand: _Modules) -> list[Finding]:
-    findings = _deleted({p: Counter(m.tests.keys()) for p, m in base.items()},
-                        {p: Counter(m.tests.keys()) for p, m in cand.items()})
+    findings = _deleted({p: _test_keys(m) for p, m in base.items()},
+                        {p: _test_keys(m) for p, m in cand.items()})
     base_keys = {k for m in base.values() for k in m.tests}
     pool: Counter[str] = Counter()
     for module in cand.values():
@@ -103,11 +103,19 @@ def _python_findings(base: _Modules, cand: _Modules) -> list[Finding]:
             if key not in base_keys:
                 pool.update(facts.checks)
     weakened: dict[str, list[str]] = defaultdict(list)
+    made_async: dict[str, list[str]] = defaultdict(list)
     for path, module in sorted(base.items()):
         for key, before in module.tests.items():
             found = _counterpart(path, key, cand)
-            if found is not None:
-                weakened[found[0]] += [f"{key}: {w}" for w in _weaker(before, found[1], pool)]
+            if found is None:
+                continue
+            weakened[found[0]] += [f"{key}: {w}" for w in _weaker(before, found[1], pool)]
+            if found[1].is_async and not before.is_async and not key.startswith(HELPER):
+                made_async[found[0]].append(key)
+    findings += [Finding(Check.TESTS, Reason.SKIP_ADDED,
+                         f"{path}: test(s) made async, which pytest skips without an async "
+                         f"plugin: {', '.join(keys)}", True, (path,))
+                 for path, keys in sorted(made_async.items())]
     for path, module in cand.items():
         if path in base and (stubs := _stubs(base[path], module)):
             weakened[path].append(f"defines {', '.join(stubs)} itself instead of importing "
@@ -126,12 +134,16 @@ def _stubs(before: ModuleFacts, after: ModuleFacts) -> list[str]:
     return sorted((before.imported - before.defined) & (after.defined - after.imported))
 
 
+def _test_keys(module: ModuleFacts) -> Counter[str]:
+    return Counter(k for k in module.tests if not k.startswith(HELPER))
+
+
 def _kept_skips(module: ModuleFacts, base_keys: set[str]) -> Counter[str]:
     """A candidate module's skips, less those of its new tests (a new test that skips
     itself takes nothing from the base's tests)."""
     skips = Counter(module.skips)
     for key, facts in module.tests.items():
-        if key not in base_keys:
+        if key not in base_keys and not key.startswith(HELPER):
             skips.subtract(facts.skips)
     return +skips
 
