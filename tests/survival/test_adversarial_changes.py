@@ -158,6 +158,7 @@ def test_an_allowed_dependency_change_is_named_not_failed(tmp_path: Path) -> Non
     ("pyproject.toml", str(SEED["pyproject.toml"]).replace('"-q"', '"-q -k not_value"')),
     ("setup.cfg", "[metadata]\nname = toy\n\n[tool:pytest]\naddopts = -q -x --deselect x\n"),
     ("sitecustomize.py", "import builtins\n"), ("lib/usercustomize.py", "x = 1\n"),
+    ("sitecustomize/__init__.py", "x = 1\n"), ("sitecustomize.pyc", "x"),
     ("evil.pth", "import os\n"), ("pytest_cheat.py", "def pytest_configure(config):\n    pass\n"),
     ("pyproject.toml", str(SEED["pyproject.toml"])
      + '\n[project.entry-points.pytest11]\ncheat = "cheat"\n'),
@@ -208,11 +209,17 @@ def test_an_unparsable_pyproject_is_read_as_a_dependency_change(world: World) ->
     {"tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef data():\n"
                           "    return [1, 2]\n"},
     {"docs/notes.txt": "idea\n", "big.bin": b"\0" * 3_000_000},
+    {"model.pth": b"PK\x03\x04\0\0torch checkpoint", "big.pth": b"x" * 2_100_000},
     {"solver_fast.py": "x = 1\n", "tests/test_solver.py": str(SEED["tests/test_solver.py"])
      .replace("# the square of x", "# squares")},
 ])
 def test_honest_changes_fail_nothing(world: World, edits: dict[str, str | bytes]) -> None:
     assert failing(world.findings(dict(edits))) == []
+
+
+def test_a_checkpoint_named_pth_deleted_fails_nothing(tmp_path: Path) -> None:
+    world = World(tmp_path, seed={**SEED, "model.pth": b"PK\x03\x04\0\0weights"})
+    assert failing(world.findings({"model.pth": None})) == []
 
 
 def test_a_large_settings_file_is_untested_or_named(world: World) -> None:

@@ -37,7 +37,7 @@ _CONFIG_FILES = ("pytest.ini", ".pytest.ini", "tox.ini", ".coveragerc", "noxfile
                  "Makefile", "makefile", "GNUmakefile", "*.mk", ".gitlab-ci.yml",
                  ".travis.yml", "azure-pipelines.yml", "Jenkinsfile")
 _CONFIG_FOLDERS = (".github/workflows", ".circleci")
-_EVERY_PROCESS = ("sitecustomize.py", "usercustomize.py", "*.pth")
+_STARTUP_MODULES = frozenset({"sitecustomize", "usercustomize"})
 _PYPROJECT: tuple[tuple[str, Reason], ...] = (
     ("project.dependencies", _DEP), ("project.optional-dependencies", _DEP),
     ("project.requires-python", _DEP), ("build-system", _DEP),
@@ -65,7 +65,7 @@ def change_findings(task: Task, pair: TreePair, changed: list[str]) -> list[Find
     findings = [f for p in changed for f in _evaluator_change(files, pair, p)]
     evaluator = {p for f in findings if f.reason is Reason.EVALUATOR_CHANGED for p in f.paths}
     pair.load_paths(p for p in changed if posixpath.basename(p) in (
-        "pyproject.toml", "setup.cfg", "conftest.py"))
+        "pyproject.toml", "setup.cfg", "conftest.py") or p.endswith(".pth"))
     for path in changed:
         if path not in evaluator:
             findings += [_judged(task, path, reason, why)
@@ -147,8 +147,11 @@ def _classify(path: str, pair: TreePair) -> list[tuple[Reason, str]]:
     if any(fnmatchcase(name, g) for g in _DEPENDENCY_FILES) or (
             "requirements" in folders and name.endswith((".txt", ".in"))):
         return [(_DEP, "a dependency file changed")]
-    if any(fnmatchcase(name, g) for g in _EVERY_PROCESS):
-        return [(_CONFIG, "changes how every Python process in the workspace starts")]
+    if name.split(".")[0] in _STARTUP_MODULES or _STARTUP_MODULES & set(folders):
+        return [(_CONFIG, "a startup module: changes how every Python process in the "
+                          "workspace starts")]
+    if name.endswith(".pth"):
+        return _pth(pair, path)
     if name.startswith("pytest_") and name.endswith(".py") and path not in pair.base:
         return [(_CONFIG, "a new pytest plugin module")]
     if any(fnmatchcase(name, g) for g in _CONFIG_FILES) or under(path, _CONFIG_FOLDERS):
@@ -160,6 +163,17 @@ def _classify(path: str, pair: TreePair) -> list[tuple[Reason, str]]:
     if name == "conftest.py":
         return _conftest(pair, path)
     return []
+
+
+def _pth(pair: TreePair, path: str) -> list[tuple[Reason, str]]:
+    """A ``.pth`` file as Python reads one (text: paths, and ``import`` lines it runs at
+    start-up); a binary one (a PyTorch checkpoint shares the suffix) is not one."""
+    entry = pair.cand.get(path, pair.base.get(path))  # deleted: what it was
+    text = pair.text(entry)
+    if path in pair.too_large or (text is not None and b"\0" in text):
+        return []
+    return [(_CONFIG, "a .pth file: its lines join every Python process's import path, and "
+                      "its import lines run at start-up")]
 
 
 def _tables(pair: TreePair, path: str, values: _Values) -> list[tuple[Reason, str]]:
