@@ -56,6 +56,13 @@ def test_a_folder_the_evaluator_command_names_is_its_data(tmp_path: Path) -> Non
           "data/instances.json", "named by the evaluator command")
 
 
+def test_files_the_fresh_command_names_are_the_evaluators(tmp_path: Path) -> None:
+    world = World(tmp_path, seed={**SEED, "fresh/check.py": "x = 1\n"},
+                  extra_toml='[survival]\nfresh = "python3 -m fresh.check --seed 3"\n')
+    _only(world.findings({"fresh/check.py": "x = 2\n"}), Reason.EVALUATOR_CHANGED,
+          "fresh/check.py", "[survival] fresh command")
+
+
 def test_a_protected_file_behind_a_link_made_of_its_folder_fails(tmp_path: Path) -> None:
     seed = {**SEED, "eval/score.py": "S = 1\n", "fake/score.py": "S = 9\n"}
     world = World(tmp_path, seed=seed)

@@ -1,15 +1,16 @@
 """The files of the base's tree that make up a task's evaluator.
 
 Three kinds: the protected paths (the task declares them: a changed one always fails); the
-files the evaluator command names (its tokens that are files or folders of the base's tree,
-``-m module`` resolved; for a peer's task also its evaluator file and ``config.yaml``), less
-the candidate's own files (a peer's program, an ``llm`` proposer's ``files``); and the Python
-modules those import from the tree, transitively. The evaluator runs from a trusted copy of
-the protected files, so an unprotected module it imports is the candidate's copy: a change to
-one is a named risk, not a failure (it is most often the candidate's own code, which the
-evaluator imports to score it). Module names the evaluator imports from outside the tree
-(the standard library, installed packages) are kept too: a file added beside the evaluator
-under such a name would shadow it.
+files the evaluator command or ``[survival] fresh`` (which judges as it does) names: its
+tokens that are files or folders of the base's tree, ``-m module`` resolved; for a peer's
+task also its evaluator file and ``config.yaml``; less the candidate's own files (a peer's
+program, an ``llm`` proposer's ``files``); and the Python modules those import from the
+tree, transitively. The evaluator runs from a trusted copy of the protected files, so an
+unprotected module it imports is the candidate's copy: a change to one is a named risk, not
+a failure (it is most often the candidate's own code, which the evaluator imports to score
+it). Module names the evaluator imports from outside the tree (the standard library,
+installed packages) are kept too: a file added beside the evaluator under such a name would
+shadow it.
 """
 
 from __future__ import annotations
@@ -84,23 +85,30 @@ def _candidate_files(task: Task) -> set[str]:
 
 
 def _command_paths(task: Task) -> list[tuple[str, str]]:
-    """Tokens of the evaluator command that may be paths, each with why."""
-    command = task.evaluator.command
+    """Tokens of the evaluator command (and of ``[survival] fresh``, which judges as the
+    evaluator does) that may be paths, each with why."""
+    out = _tokens(task.evaluator.command, "the evaluator command")
+    if task.survival.fresh is not None:
+        out += _tokens(task.survival.fresh.command, "the [survival] fresh command")
+    if task.peer is not None:
+        why = f"the {task.peer.style} evaluator's input"
+        out += [(task.peer.evaluator_file, why), (_PEER_CONFIG, why)]
+    return out
+
+
+def _tokens(command: str, what: str) -> list[tuple[str, str]]:
     try:
         tokens = shlex.split(command)
     except ValueError:
         tokens = command.split()
+    why = f"named by {what} ({command})"
     out: list[tuple[str, str]] = []
     for i, token in enumerate(tokens):
-        why = f"named by the evaluator command ({command})"
         out += [(part, why) for part in {token, token.partition("=")[2]} if part]
         if i > 0 and tokens[i - 1] == "-m":
             base = token.replace(".", "/")
             out += [(f"{base}.py", why), (f"{base}/__main__.py", why),
                     (f"{base}/__init__.py", why)]
-    if task.peer is not None:
-        why = f"the {task.peer.style} evaluator's input"
-        out += [(task.peer.evaluator_file, why), (_PEER_CONFIG, why)]
     return out
 
 
