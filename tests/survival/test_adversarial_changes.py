@@ -11,6 +11,7 @@ import pytest
 
 from dreamrsi.survival import Check, Finding, Reason
 from dreamrsi.survival.adversarial import static_findings
+from dreamrsi.tasks.catalog import builtin_tasks, resolve_task
 from dreamrsi.tasks.spec import load_task
 from dreamrsi.workspace import GitFailed, WorkspaceRepo
 from tests.survival._adversarial_world import SEED, TOML, Link, World, failing
@@ -258,3 +259,28 @@ def test_thousands_of_changed_files_are_read_in_linear_time(world: World) -> Non
     found = world.findings(dict(many))
     assert time.monotonic() - start < 30  # reading blobs by cutting copies took minutes
     assert failing(found) == []
+
+
+@pytest.mark.parametrize("name", sorted(builtin_tasks()))
+def test_each_builtin_task_honest_edits_pass_and_an_edited_evaluator_fails(
+        tmp_path: Path, name: str) -> None:
+    task = resolve_task(name)
+    ws = tmp_path / "ws"
+    shutil.copytree(task.seed_dir, ws, symlinks=True)
+    repo = WorkspaceRepo.open(tmp_path / "git")
+    base = repo.import_folder(ws, "base", "refs/heads/base", [])
+    edited = 0
+    for path in sorted(p for p in ws.rglob("*") if p.is_file()):
+        if path.relative_to(ws).as_posix() in task.constraints.protected_paths:
+            continue
+        if path.suffix in (".py", ".json"):
+            path.write_text(path.read_text() + ("\n# another idea\n" if path.suffix == ".py"
+                                                else "\n"))
+            edited += 1
+    assert edited
+    honest = repo.import_folder(ws, "honest", "refs/heads/honest", [])
+    assert static_findings(repo, base, honest, task) == []
+    evaluator = ws / "evaluate.py"
+    evaluator.write_text(evaluator.read_text() + "\nprint('{\"score\": 1e9}')\n")
+    cheat = repo.import_folder(ws, "cheat", "refs/heads/cheat", [])
+    _only(static_findings(repo, base, cheat, task), Reason.EVALUATOR_CHANGED, "evaluate.py")
