@@ -53,6 +53,16 @@ def test_a_deleted_test_method_is_named_with_its_class(world: World) -> None:
     _only(world.findings(edit), Reason.TEST_DELETED, "TestSolver.test_zero")
 
 
+def test_a_test_of_the_same_name_elsewhere_is_not_its_counterpart(tmp_path: Path) -> None:
+    one = "def test_basic():\n    assert f(1) == 1\n"
+    two = "def test_basic():\n    assert g(1) == 1\n    assert g(2) == 2\n"
+    world = World(tmp_path, seed={"tests/test_f.py": one, "tests/test_g.py": two},
+                  toml=_plain_toml())
+    found = failing(world.findings({"tests/test_g.py": None,
+                                    "tests/test_f.py": one + "# touched\n"}))
+    assert [(f.reason, f.paths) for f in found] == [(Reason.TEST_DELETED, ("tests/test_g.py",))]
+
+
 def test_a_test_renamed_out_of_collection_is_deleted(world: World) -> None:
     _only(world.findings(world.edit(T, "def test_positive", "def positive")),
           Reason.TEST_DELETED, "test_positive")

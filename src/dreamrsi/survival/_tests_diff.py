@@ -106,7 +106,7 @@ def _python_findings(base: _Modules, cand: _Modules) -> list[Finding]:
     made_async: dict[str, list[str]] = defaultdict(list)
     for path, module in sorted(base.items()):
         for key, before in module.tests.items():
-            found = _counterpart(path, key, cand)
+            found = _counterpart(path, key, base, cand)
             if found is None:
                 continue
             weakened[found[0]] += [f"{key}: {w}" for w in _weaker(before, found[1], pool)]
@@ -148,13 +148,14 @@ def _kept_skips(module: ModuleFacts, base_keys: set[str]) -> Counter[str]:
     return +skips
 
 
-def _counterpart(path: str, key: str, cand: _Modules) -> tuple[str, TestFacts] | None:
-    """The candidate's test ``key``: in the same file if it is still there, else in the
-    first other changed file that defines it."""
+def _counterpart(path: str, key: str, base: _Modules,
+                 cand: _Modules) -> tuple[str, TestFacts] | None:
+    """The candidate's test ``key``: in the same file if it is still there, else where it
+    moved (the first other changed file that gained it)."""
     if path in cand and key in cand[path].tests:
         return path, cand[path].tests[key]
     for other, module in sorted(cand.items()):
-        if key in module.tests:
+        if key in module.tests and not (other in base and key in base[other].tests):
             return other, module.tests[key]
     return None
 
