@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -129,3 +130,13 @@ def test_a_task_file_may_not_stand_where_a_family_file_does(tmp_path: Path,
                        "shared folder circle-packing"):
         load_task(task)
     assert unvalidated_digest(task) is None
+
+
+def test_a_seed_file_whose_name_is_not_utf8_loads_and_digests(tmp_path: Path) -> None:
+    directory = copy_task(tmp_path)
+    seed = load_task(directory).seed_dir
+    before = load_task(directory).digest
+    (seed / os.fsdecode(b"data-\xff.bin")).write_bytes(b"x")
+    task = load_task(directory)
+    assert task.digest != before
+    assert unvalidated_digest(directory) == task.digest

@@ -27,6 +27,7 @@ from dreamrsi.store.base import RunStore
 from dreamrsi.store.ledger import Actor
 from dreamrsi.store.survival import PASS_RUNNING
 from dreamrsi.store.values import RunRecord, SurvivalPass
+from dreamrsi.survival.adversarial import static_findings
 from dreamrsi.survival.constraints import command_findings, protected_findings
 from dreamrsi.survival.findings import Check, Finding, Reason, Verdict, verdict_of
 from dreamrsi.survival.judge import fresh_findings, reproduce_findings, reproduces
@@ -44,9 +45,10 @@ StaticCheck = Callable[[WorkspaceRepo, str, str, Task], list[Finding]]
 """A further check of the candidate's commit against the base's: (repository, base commit,
 candidate commit, task) to findings."""
 
-CHECKS: list[StaticCheck] = []
-"""The further checks every pass runs (the adversarial checks of tests, the evaluator, data,
-dependencies and configuration plug in here)."""
+CHECKS: tuple[StaticCheck, ...] = (static_findings,)
+"""The further checks every pass runs: the static adversarial checks of tests, the evaluator,
+its data, dependencies and configuration
+(:func:`~dreamrsi.survival.adversarial.static_findings`)."""
 
 
 @dataclass(frozen=True, slots=True)

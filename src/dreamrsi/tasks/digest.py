@@ -69,7 +69,7 @@ def combine(parts: Mapping[str, str]) -> str:
     """One digest of named parts, independent of their order."""
     h = hashlib.sha256()
     for key in sorted(parts):
-        h.update(f"{key}\0{parts[key]}\n".encode())
+        h.update(f"{key}\0{parts[key]}\n".encode("utf-8", "surrogateescape"))
     return "sha256:" + h.hexdigest()
 
 
