@@ -30,13 +30,20 @@ Allowed = Callable[[float], float]
 """How far a measurement near a reference may be off (``SurvivalSpec.allowed_error``)."""
 
 
+def _offset(raws: Sequence[float], reference: float) -> float:
+    """The mean of ``raws`` less ``reference``, as the mean of the differences: runs that all
+    equal the reference give exactly 0 (a mean taken first may land an ulp away from a value
+    every run shares, which a zero tolerance would fail)."""
+    return statistics.fmean(r - reference for r in raws)
+
+
 def reproduces(ms: Sequence[Measurement], recorded: float | None, allowed: Allowed) -> bool:
     """Whether every run in ``ms`` is valid and their mean raw score is within the allowed
     error of ``recorded``."""
     if not ms or recorded is None or not all(m.valid and m.raw_score is not None for m in ms):
         return False
-    mean = statistics.fmean(m.raw_score for m in ms if m.raw_score is not None)
-    return abs(mean - recorded) <= allowed(recorded)
+    raws = [m.raw_score for m in ms if m.raw_score is not None]
+    return abs(_offset(raws, recorded)) <= allowed(recorded)
 
 
 def reproduce_findings(ms: Sequence[Measurement], recorded: float | None, recorded_row: str,
@@ -56,7 +63,7 @@ def reproduce_findings(ms: Sequence[Measurement], recorded: float | None, record
     raws = [m.raw_score for m in cand if m.raw_score is not None]
     mean = statistics.fmean(raws)
     cited = (*((recorded_row,) if recorded_row else ()), *_rows(cand))
-    if recorded is None or abs(mean - recorded) > allowed(recorded):
+    if recorded is None or abs(_offset(raws, recorded)) > allowed(recorded):
         found.append(Finding(Check.REPRODUCE, Reason.NOT_REPRODUCED,
                              f"the candidate's mean score on a clean checkout is {mean:.6g}, "
                              f"the search recorded {recorded}; tolerance "
