@@ -25,7 +25,9 @@ LAYERS = {
     "engine": 4,
     "survival": 4.5,  # re-runs the engine's evaluators; loops and the cli call it
     "dreaming": 5,  # the recursive loop drives engine runs: engine never imports dreaming
+    "views": 5.5,  # the JSON views of a store that the cli and the mcp server share
     "cli": 6,
+    "mcp_server": 6,  # the MCP face: tools calling the services the cli calls
     "testing": 6,
     "__init__": 7,
     "__main__": 7,

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dreamrsi.cli._shared import head_dict, visible
+from dreamrsi.cli._shared import visible
 from dreamrsi.cli._table import DIM, Column, TextTable, output_shape, panel, wrap
 from dreamrsi.core.model import Direction
 
@@ -346,15 +346,6 @@ def head_line(console: Console, chain: str, head: ChainHead) -> None:
     console.print(f"ledger head {head.length} {head.hash}\n  keep it outside the store; "
                   f"`dreamrsi ledger verify {chain} --head {head.length}:{head.hash}` then "
                   "detects a truncated or re-hashed chain", highlight=False, soft_wrap=True)
-
-
-def verify_dict(r: VerifyReport) -> dict[str, Any]:
-    """``dreamrsi ledger verify --json``."""
-    return {"run_id": r.chain, "ok": r.ok, "rows": r.rows, "bad_seq": r.bad_seq,
-            "bad_id": r.bad_id, "problem": r.problem, "node_id": r.node_id, "field": r.field,
-            "nodes": r.nodes, "anchored": r.anchored, "blobs": r.blobs, "commits": r.commits,
-            "objects": r.objects, "head": None if r.head is None else head_dict(r.head),
-            "given_head": None if r.given_head is None else str(r.given_head)}
 
 
 def verify_text(r: VerifyReport) -> str:

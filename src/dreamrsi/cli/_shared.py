@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from dreamrsi.store.base import RunStore
-    from dreamrsi.store.ledger import ChainHead
 
 state = {"debug": False}
 """Global options of the invocation (set by the app's callback)."""
@@ -101,11 +100,6 @@ def stream_json(head: dict[str, Any], key: str, items: Iterable[Any]) -> None:
             out.write("".join(chunk))
             chunk.clear()
     out.write("".join(chunk) + ("]\n}\n" if sep == "\n    " else "\n  ]\n}\n"))
-
-
-def head_dict(head: ChainHead) -> dict[str, Any]:
-    """A chain head as JSON: ``{"length": ..., "hash": ...}``."""
-    return {"length": head.length, "hash": head.hash}
 
 
 def reader(store: Path) -> RunStore:

@@ -10,11 +10,11 @@ from dreamrsi.cli._shared import (
     console,
     err_console,
     guard,
-    head_dict,
     print_json,
     reader,
 )
 from dreamrsi.cli.options import DEFAULT_STORE, ChainArg, JsonOpt, StoreOpt
+from dreamrsi.views import head_dict, verify_dict
 
 HeadOpt = Annotated[str | None, typer.Option(
     "--head", help="A head kept outside the store, as `dreamrsi ledger head` printed it "
@@ -35,7 +35,7 @@ def verify(run_id: ChainArg, head: HeadOpt = None, store: StoreOpt = DEFAULT_STO
         with reader(store) as handle:
             report = handle.verify(queries.ledger_chain(handle, run_id), given)
         if as_json:
-            print_json(_render.verify_dict(report))
+            print_json(verify_dict(report))
         elif report.ok:
             console().print(_render.verify_text(report), highlight=False, soft_wrap=True)
         else:

@@ -16,7 +16,6 @@ import typer
 from dreamrsi.cli._shared import (
     console,
     guard,
-    head_dict,
     print_json,
     reader,
     sigterm_as_interrupt,
@@ -41,6 +40,7 @@ from dreamrsi.cli.options import (
     path_value,
     seed_option,
 )
+from dreamrsi.views import head_dict
 
 if TYPE_CHECKING:
     from dreamrsi.store.base import RunStore
@@ -163,10 +163,9 @@ def _finish(handle: RunStore, run_id: str, as_json: bool,
     """Print the run's summary; with ``gate`` (isolation, consent), first a survival pass on
     its best node, whose exit status is returned (else 0)."""
     from dreamrsi.cli import _render
-    from dreamrsi.engine import queries
+    from dreamrsi.views import run_result
 
-    summary = {**queries.run_summary(handle, handle.get_run(run_id)),
-               "models": queries.model_totals(handle, run_id)}
+    summary = run_result(handle, run_id)
     code = 0
     if gate is not None and summary["best_node"] is not None:
         from dreamrsi.cli.survival import gate_run
@@ -190,13 +189,10 @@ def status(store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
     """List the runs of the store with their state, counts and best score."""
 
     def body() -> None:
-        from dreamrsi.engine import queries
-        from dreamrsi.survival.queries import node_verdict
+        from dreamrsi.views import run_list
 
         with reader(store) as handle:
-            runs = queries.list_runs(handle)
-            for r in runs:
-                r["survival"] = node_verdict(handle, r["run_id"], r["best_node"])
+            runs = run_list(handle)
         if as_json:
             print_json({"store": str(store), "runs": runs})
         else:
@@ -243,18 +239,15 @@ def show(
                                   key="NODE")
             _show_node(run_id, node, store, as_json)
             return
-        from dreamrsi.engine import queries
-        from dreamrsi.survival.queries import node_verdict
+        from dreamrsi.views import tree_head, tree_nodes
 
         with reader(store) as handle:
-            overview = queries.tree_overview(handle, run_id)
-            summary = overview["run"]
-            summary["survival"] = node_verdict(handle, summary["run_id"], summary["best_node"])
+            overview = tree_head(handle, run_id)
             tree = overview["tree"]
             chosen, max_depth, title = _selection(tree, all_nodes or as_json, branch, depth)
             page = limit if limit is not None or as_json else PAGE
-            rows = queries.tree_rows(handle, run_id, branch=chosen, max_depth=max_depth,
-                                     offset=offset, limit=page)
+            rows = tree_nodes(handle, run_id, branch=chosen, depth=max_depth, offset=offset,
+                              limit=page)
             if as_json:
                 stream_json(overview, "nodes", rows)
                 return
@@ -311,14 +304,10 @@ def best(
     """Show the best node of a run, and optionally export its workspace."""
 
     def body() -> None:
-        from dreamrsi.engine import queries
-        from dreamrsi.survival.queries import node_verdict
+        from dreamrsi.views import best_info
 
         with reader(store) as handle:
-            info = (queries.export_best(handle, run_id, export) if export
-                    else queries.best(handle, run_id))
-            info["survival"] = node_verdict(handle, handle.get_node(info["node_id"]).run_id,
-                                            info["node_id"])
+            info = best_info(handle, run_id, export)
         if as_json:
             print_json(info)
         else:

@@ -21,6 +21,7 @@ from dreamrsi.cli.options import (
     StoreOpt,
     path_value,
 )
+from dreamrsi.views import outcome_dict
 
 if TYPE_CHECKING:
     from dreamrsi.survival.service import PassOutcome
@@ -72,16 +73,6 @@ def survive(
     code = guard(body)
     if code:
         raise typer.Exit(code)
-
-
-def outcome_dict(outcome: PassOutcome) -> dict[str, Any]:
-    """What ``--json`` prints of a pass."""
-    report = outcome.report
-    return {"pass_id": outcome.record.pass_id, "verdict": outcome.verdict.value,
-            "run_id": report["run_id"], "node_id": report["node_id"],
-            "base_commit": report["base_commit"], "failing": report["failing"],
-            "findings": report["findings"], "delta": report["claims"]["delta"],
-            "report_files": [str(p) for p in outcome.files]}
 
 
 def show_outcome(outcome: PassOutcome, as_json: bool) -> None:
