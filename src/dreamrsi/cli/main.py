@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dreamrsi.cli import _coerce, dreaming, ledger, runs, survival, tasks
+from dreamrsi.cli import _coerce, dreaming, ledger, mcp, runs, survival, tasks
 from dreamrsi.cli import store as store_cmds
 from dreamrsi.cli._shared import err_console, state
 
@@ -80,6 +80,7 @@ _COMMANDS: dict[str, Callable[..., None]] = {
     "run": runs.run, "resume": runs.resume, "dream": dreaming.dream, "loop": dreaming.loop,
     "policies": dreaming.policies, "replay": dreaming.replay, "status": runs.status,
     "show": runs.show, "best": runs.best, "survive": survival.survive, "tasks": tasks.tasks,
+    "mcp": mcp.mcp,
 }
 """The top-level commands, in the order ``--help`` lists them."""
 

@@ -1,0 +1,70 @@
+"""The MCP server: one store, the tool groups, and its two transports (stdio, and streamable
+HTTP bound to a loopback address only)."""
+
+import ipaddress
+import logging
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+
+from dreamrsi.errors import ConfigError
+from dreamrsi.mcp_server import reading, work
+from dreamrsi.mcp_server._shared import Served
+from dreamrsi.mcp_server.jobs import Jobs
+
+INSTRUCTIONS = (
+    "dreamrsi runs discovery trees of attempts at a task in a sandbox and records them in a "
+    "store. `tasks` lists built-in tasks; `run` starts a run (returns its run id at once: "
+    "follow it with `status`, `show`, `jobs`); `best` and `survive` read and check its "
+    "result; `loop` and `dream` improve the exploration policy from recorded trees.")
+
+TOOL_GROUPS = (reading.register, work.register)
+"""Each group adds its tools; the Dream Run verbs will be one more group."""
+
+
+def build_server(store: Path) -> tuple[MCPServer, Jobs]:
+    """The server of ``store`` with every tool group, and its jobs (the caller stops them)."""
+    server = MCPServer("dreamrsi", instructions=INSTRUCTIONS, log_level="WARNING")
+    served = Served(store, Jobs(store))
+    for register in TOOL_GROUPS:
+        register(server, served)
+    return server, served.jobs
+
+
+def loopback(host: str) -> str:
+    """``host`` when it names this machine's loopback (``localhost`` or a loopback address),
+    else a ConfigError: the server has no authentication, so it never listens beyond it."""
+    if host == "localhost":
+        return host
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        address = None
+    if address is None or not address.is_loopback:
+        raise ConfigError(f"--host {host!r} is not a loopback address; the MCP server has no "
+                          "authentication and serves only this machine (127.0.0.1, ::1 or "
+                          "localhost)", key="--host")
+    return str(address)
+
+
+def serve(store: Path, http: int | None = None, host: str = "127.0.0.1") -> None:
+    """Serve ``store`` over stdio, or over streamable HTTP on ``host:http`` (at ``/mcp``)
+    when ``http`` is given; stop the server's jobs when it stops."""
+    bound = loopback(host) if http is not None else None
+    server, jobs = build_server(store)
+    logging.getLogger("mcp").setLevel(logging.WARNING)
+    try:
+        if bound is None or http is None:
+            server.run("stdio")
+        else:
+            name = f"[{bound}]" if ":" in bound else bound
+            security = TransportSecuritySettings(
+                allowed_hosts=[f"{name}:*", "127.0.0.1:*", "localhost:*", "[::1]:*"],
+                allowed_origins=[f"http://{name}:*", "http://127.0.0.1:*",
+                                 "http://localhost:*", "http://[::1]:*"])
+            server.run("streamable-http", host=bound, port=http, transport_security=security)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        jobs.close()

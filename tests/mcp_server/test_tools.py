@@ -1,0 +1,184 @@
+"""The MCP server driven by the SDK's own client, over stdio and over streamable HTTP: it lists
+its tools, starts a small run, follows it to the end, reads its best node and tree, checks it
+with a survival pass, and answers bad arguments with a tool error while it keeps serving."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+TOOLS = {"tasks", "status", "show", "best", "ledger_verify", "survive", "run", "loop", "dream",
+         "jobs", "cancel"}
+
+
+@asynccontextmanager
+async def over_stdio(store: Path) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "dreamrsi", "mcp", "--store", str(store)])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_http(store: Path, port: int, host: str = "127.0.0.1") -> subprocess.Popen[bytes]:
+    server = subprocess.Popen([sys.executable, "-m", "dreamrsi", "mcp", "--http", str(port),
+                               "--host", host, "--store", str(store)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert server.poll() is None, server.stderr.read() if server.stderr else ""
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return server
+        except OSError:
+            time.sleep(0.2)
+    server.kill()
+    raise AssertionError("the HTTP server did not start")
+
+
+@asynccontextmanager
+async def over_http(port: int) -> AsyncIterator[ClientSession]:
+    async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, (tool, result.content)
+    assert isinstance(result.structured_content, dict), result
+    return result.structured_content
+
+
+async def refused(session: ClientSession, tool: str, **arguments: Any) -> str:
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error, (tool, arguments, result)
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+def cli_json(store: Path, *args: str) -> Any:
+    res = subprocess.run([sys.executable, "-m", "dreamrsi", *args, "--store", str(store),
+                          "--json"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+async def follow(session: ClientSession, job: str, within_s: float = 240) -> dict[str, Any]:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        (state,) = (await call(session, "jobs", job=job))["jobs"]
+        if state["state"] != "running":
+            return dict(state)
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"job {job} still running after {within_s} s")
+
+
+async def a_run_end_to_end(session: ClientSession, store: Path) -> None:
+    """The discovery verbs, from listing the tools to a survival pass, each answer the same
+    as the command line's --json."""
+    listed = await session.list_tools()
+    assert {t.name for t in listed.tools} == TOOLS
+    assert "sum-difference" in {t["name"] for t in (await call(session, "tasks"))["tasks"]}
+
+    started = await call(session, "run", task="sum-difference", budget=3, workers=1)
+    assert started["state"] == "running" and started["kind"] == "run"
+    run_id = started["run_id"]
+    done = await follow(session, started["job"])
+    assert done["state"] == "finished", done
+    assert done["result"]["run_id"] == run_id and done["result"]["ledger_head"]["length"] > 0
+
+    status = await call(session, "status")
+    (row,) = [r for r in status["runs"] if r["run_id"] == run_id]
+    assert row["status"] == "finished" and row["attempts"] == 3
+    best = await call(session, "best", run_id=run_id)
+    assert best["valid"] and best["score"] is not None
+    tree = await call(session, "show", run_id=run_id)
+    assert tree["run"]["run_id"] == run_id and len(tree["nodes"]) == tree["tree"]["nodes"] == 4
+    page = await call(session, "show", run_id=run_id, offset=1, limit=2)
+    assert [n["node_id"] for n in page["nodes"]] == [n["node_id"] for n in tree["nodes"][1:3]]
+    node = await call(session, "show", run_id=run_id, node=best["node_id"])
+    assert node["node_id"] == best["node_id"] and "diff" in node
+    assert (await call(session, "ledger_verify", run_id=run_id))["ok"] is True
+
+    checked = await call(session, "survive", run_id=run_id, repeats=1)
+    assert checked["verdict"] in ("survived", "failed", "could_not_run")
+    assert checked["node_id"] == best["node_id"]
+    assert all(Path(p).is_file() for p in checked["report_files"]) and checked["report_files"]
+
+    # an unknown run, a wrong choice of nodes: the tool's error
+    assert "rnope" in await refused(session, "best", run_id="rnope")
+    assert "rnope" in await refused(session, "show", run_id="rnope")
+    assert "node" in await refused(session, "show", run_id=run_id, node="1", offset=3)
+    assert "branch" in await refused(session, "show", run_id=run_id, branch=99)
+
+    # the two faces agree
+    assert await call(session, "status") == cli_json(store, "status")
+    assert await call(session, "best", run_id=run_id) == cli_json(store, "best", run_id)
+    assert await call(session, "show", run_id=run_id) == cli_json(store, "show", run_id)
+
+
+async def bad_input_is_a_tool_error(session: ClientSession) -> None:
+    assert "budget" in await refused(session, "run", task="sum-difference", budget=0)
+    assert "budget" in await refused(session, "run", task="sum-difference", budget="many")
+    assert await refused(session, "run", task="no-such-task", budget=2)
+    assert "policy" in (await refused(session, "run", task="sum-difference",
+                                      policy="no-such-policy")).lower()
+    assert "isolation" in await refused(session, "run", task="sum-difference",
+                                        isolation="none")
+    assert "no dreamrsi store" in await refused(session, "status")
+    assert "limit" in await refused(session, "show", run_id="r", limit=10**6)
+    assert "nope" in await refused(session, "jobs", job="nope")
+    assert await refused(session, "cancel", job="nope")
+    # the server still serves
+    assert {t["name"] for t in (await call(session, "tasks"))["tasks"]}
+
+
+@pytest.mark.slow
+def test_over_stdio(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+
+    async def main() -> None:
+        async with over_stdio(store) as session:
+            await bad_input_is_a_tool_error(session)
+            await a_run_end_to_end(session, store)
+
+    asyncio.run(main())
+
+
+@pytest.mark.slow
+def test_over_streamable_http(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    port = free_port()
+    server = start_http(store, port)
+
+    async def main() -> None:
+        async with over_http(port) as session:
+            await bad_input_is_a_tool_error(session)
+            await a_run_end_to_end(session, store)
+
+    try:
+        asyncio.run(main())
+        assert server.poll() is None
+    finally:
+        server.terminate()
+        server.wait(30)
