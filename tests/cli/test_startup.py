@@ -19,7 +19,8 @@ from dreamrsi.testing.builders import TASK, make_node, make_run
 
 HEAVY = ("numpy", "scipy", "optuna", "openai", "httpx", "pydantic", "yaml", "rich.markdown",
          "rich.traceback", "rich.progress", "rich.table", "rich.console", "importlib.metadata",
-         "dreamrsi.engine.run", "dreamrsi.dreaming.dreamer", "dreamrsi.tasks", "dreamrsi.sandbox")
+         "dreamrsi.engine.run", "dreamrsi.dreaming.dreamer", "dreamrsi.tasks", "dreamrsi.sandbox",
+         "mcp", "dreamrsi.mcp_server")
 """Modules that a command loads only when it needs them (Rich's console too: the reading
 commands draw their text with ``dreamrsi.cli._table``; only an error message prints through
 Rich)."""
@@ -65,7 +66,8 @@ def small_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 def test_help_loads_nothing_heavy() -> None:
-    for args in (["--help"], ["run", "--help"], ["dream", "--help"], ["show", "--help"]):
+    for args in (["--help"], ["run", "--help"], ["dream", "--help"], ["show", "--help"],
+                 ["mcp", "--help"]):
         assert _probe(*args) == {"code": 0, "loaded": []}, args
 
 

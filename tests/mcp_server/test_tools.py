@@ -5,8 +5,8 @@ with a survival pass, and answers bad arguments with a tool error while it keeps
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -179,6 +179,66 @@ def test_over_streamable_http(tmp_path: Path) -> None:
     try:
         asyncio.run(main())
         assert server.poll() is None
+        # another site's page cannot reach it through a name that resolves here
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request("POST", "/mcp", body=b"{}", headers={
+            "Host": f"attacker.example:{port}", "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream"})
+        assert connection.getresponse().status in (403, 421)
+        connection.close()
+        assert server.poll() is None
     finally:
         server.terminate()
         server.wait(30)
+
+
+@pytest.mark.slow
+def test_a_job_is_cancelled_and_one_job_runs_at_a_time(tmp_path: Path) -> None:
+    """``cancel`` stops a run as Ctrl-C does (recorded as interrupted, resumable); while a
+    job runs, a second one is refused (the store has one writer) and reading goes on."""
+    store = tmp_path / "store"
+
+    async def main() -> None:
+        async with over_stdio(store) as session:
+            started = await call(session, "run", task="sum-difference", budget=10_000)
+            assert "holds the store's writer lock" in await refused(
+                session, "dream", task="sum-difference")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:  # reads go on while the run writes
+                try:
+                    runs = (await call(session, "status"))["runs"]
+                except AssertionError:
+                    runs = []
+                if runs and runs[0]["attempts"] > 0:
+                    break
+                await asyncio.sleep(0.3)
+            assert runs and runs[0]["run_id"] == started["run_id"]
+            cancelled = await call(session, "cancel", job=started["job"])
+            assert cancelled["job"] == started["job"]
+            done = await follow(session, started["job"], 60)
+            assert done["state"] == "cancelled"
+            (row,) = (await call(session, "status"))["runs"]
+            assert row["status"] == "interrupted" and row["attempts"] < 10_000
+            assert (await call(session, "cancel", job=started["job"]))["state"] == "cancelled"
+
+    asyncio.run(main())
+
+
+def test_only_loopback_is_served(tmp_path: Path) -> None:
+    from dreamrsi.errors import ConfigError
+    from dreamrsi.mcp_server.server import loopback
+
+    for host in ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"):
+        assert loopback(host)
+    for host in ("0.0.0.0", "::", "10.0.0.1", "192.168.1.2", "example.com", "", "127.0.0.1 "):
+        with pytest.raises(ConfigError, match="not a loopback address"):
+            loopback(host)
+    res = subprocess.run([sys.executable, "-m", "dreamrsi", "mcp", "--http", str(free_port()),
+                          "--host", "0.0.0.0", "--store", str(tmp_path / "s")],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1 and "not a loopback address" in res.stderr
+    res = subprocess.run([sys.executable, "-m", "dreamrsi", "mcp", "--host", "127.0.0.1",
+                          "--http", "0", "--store", str(tmp_path / "s")],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2
+    assert not (tmp_path / "s").exists()
