@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -93,6 +95,18 @@ async def follow(session: ClientSession, job: str, within_s: float = 240) -> dic
     raise AssertionError(f"job {job} still running after {within_s} s")
 
 
+async def until_it_attempts(session: ClientSession) -> list[dict[str, Any]]:
+    """The store's runs once the first has finished an attempt."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        result = await session.call_tool("status", {})
+        runs = (result.structured_content or {}).get("runs") or []
+        if runs and runs[0]["attempts"] > 0:
+            return list(runs)
+        await asyncio.sleep(0.3)
+    raise AssertionError("no attempt finished within 60 s")
+
+
 async def a_run_end_to_end(session: ClientSession, store: Path) -> None:
     """The discovery verbs, from listing the tools to a survival pass, each answer the same
     as the command line's --json."""
@@ -124,6 +138,16 @@ async def a_run_end_to_end(session: ClientSession, store: Path) -> None:
     assert checked["verdict"] in ("survived", "failed", "could_not_run")
     assert checked["node_id"] == best["node_id"]
     assert all(Path(p).is_file() for p in checked["report_files"]) and checked["report_files"]
+
+    # a dream over the recorded tree, then a loop of one round: jobs too
+    dreamt = await follow(session, (await call(session, "dream", task="sum-difference"))["job"])
+    assert dreamt["state"] == "finished" and dreamt["kind"] == "dream", dreamt
+    assert dreamt["result"]["dream_id"] and dreamt["result"]["selected"]
+    looped = await follow(session, (await call(
+        session, "loop", task="sum-difference", rounds=1, per_round_budget=2, workers=1))["job"])
+    assert looped["state"] == "finished", looped
+    (round_one,) = looped["result"]["rounds"]
+    assert round_one["run_id"] in {r["run_id"] for r in (await call(session, "status"))["runs"]}
 
     # an unknown run, a wrong choice of nodes: the tool's error
     assert "rnope" in await refused(session, "best", run_id="rnope")
@@ -203,16 +227,10 @@ def test_a_job_is_cancelled_and_one_job_runs_at_a_time(tmp_path: Path) -> None:
             started = await call(session, "run", task="sum-difference", budget=10_000)
             assert "holds the store's writer lock" in await refused(
                 session, "dream", task="sum-difference")
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:  # reads go on while the run writes
-                try:
-                    runs = (await call(session, "status"))["runs"]
-                except AssertionError:
-                    runs = []
-                if runs and runs[0]["attempts"] > 0:
-                    break
-                await asyncio.sleep(0.3)
-            assert runs and runs[0]["run_id"] == started["run_id"]
+            assert "holds the store's writer lock" in await refused(
+                session, "survive", run_id=started["run_id"])
+            runs = await until_it_attempts(session)  # reads go on while the run writes
+            assert runs[0]["run_id"] == started["run_id"]
             cancelled = await call(session, "cancel", job=started["job"])
             assert cancelled["job"] == started["job"]
             done = await follow(session, started["job"], 60)
@@ -242,3 +260,31 @@ def test_only_loopback_is_served(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.slow
+def test_a_stopped_server_cancels_its_jobs(tmp_path: Path) -> None:
+    """SIGTERM stops the server as Ctrl-C does: its running job is cancelled (the run is
+    recorded as interrupted, resumable), never left writing unowned."""
+    store = tmp_path / "store"
+    port = free_port()
+    server = start_http(store, port)
+
+    async def start() -> dict[str, Any]:
+        async with over_http(port) as session:
+            started = await call(session, "run", task="sum-difference", budget=10_000)
+            await until_it_attempts(session)
+            return started
+
+    try:
+        started = asyncio.run(start())
+        time.sleep(1)
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(60) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+    with pytest.raises(ProcessLookupError):
+        os.kill(started["pid"], 0)
+    (row,) = cli_json(store, "status")["runs"]
+    assert row["run_id"] == started["run_id"] and row["status"] == "interrupted"

@@ -87,11 +87,7 @@ class Jobs:
         """Start ``argv`` (after the Python interpreter) as a job; refused while another job
         of this server runs (the store has one writer)."""
         with self._lock:
-            busy = [j for j in self._jobs.values() if j.state() == "running"]
-            if busy:
-                raise ConfigError(f"job {busy[0].job_id} ({busy[0].kind} of {busy[0].task}) "
-                                  "is running and holds the store's writer lock; wait for it "
-                                  "(`jobs`) or `cancel` it", key="job")
+            self._check_idle()
             job_id = f"j{len(self._jobs) + 1}-{os.urandom(3).hex()}"
             out, err = self._folder / f"{job_id}.out", self._folder / f"{job_id}.err"
             with out.open("wb") as stdout, err.open("wb") as stderr:
@@ -100,6 +96,19 @@ class Jobs:
             job = Job(job_id, kind, task, process, out, err, time.time(), run_id)
             self._jobs[job_id] = job
             return job
+
+    def check_idle(self) -> None:
+        """A ConfigError while a job of this server runs: it holds (or is about to take) the
+        store's writer lock, which a second writer would take from it or fail on."""
+        with self._lock:
+            self._check_idle()
+
+    def _check_idle(self) -> None:
+        busy = [j for j in self._jobs.values() if j.state() == "running"]
+        if busy:
+            raise ConfigError(f"job {busy[0].job_id} ({busy[0].kind} of {busy[0].task}) is "
+                              "running and holds the store's writer lock; wait for it "
+                              "(`jobs`) or `cancel` it", key="job")
 
     def get(self, job_id: str) -> Job:
         with self._lock:

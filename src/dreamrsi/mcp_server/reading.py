@@ -141,6 +141,7 @@ def register(server: MCPServer, served: Served) -> None:
         from dreamrsi.views import outcome_dict
 
         def body() -> dict[str, Any]:
+            served.jobs.check_idle()
             with open_store(served.store, writer=True,
                             holder=f"survive {run_id} (mcp)") as handle:
                 outcome = run_pass(handle, handle.get_run(run_id).run_id, node, base=base,

@@ -3,7 +3,9 @@ HTTP bound to a loopback address only)."""
 
 import ipaddress
 import logging
+import signal
 from pathlib import Path
+from types import FrameType
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
@@ -54,6 +56,7 @@ def serve(store: Path, http: int | None = None, host: str = "127.0.0.1") -> None
     bound = loopback(host) if http is not None else None
     server, jobs = build_server(store)
     logging.getLogger("mcp").setLevel(logging.WARNING)
+    signal.signal(signal.SIGTERM, _interrupt)  # stop as Ctrl-C does (HTTP: uvicorn's own)
     try:
         if bound is None or http is None:
             server.run("stdio")
@@ -68,3 +71,7 @@ def serve(store: Path, http: int | None = None, host: str = "127.0.0.1") -> None
         pass
     finally:
         jobs.close()
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
