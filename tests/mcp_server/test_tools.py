@@ -153,6 +153,7 @@ async def a_run_end_to_end(session: ClientSession, store: Path) -> None:
     assert "rnope" in await refused(session, "best", run_id="rnope")
     assert "rnope" in await refused(session, "show", run_id="rnope")
     assert "node" in await refused(session, "show", run_id=run_id, node="1", offset=3)
+    assert "node" in await refused(session, "show", run_id=run_id, node="1", limit=100)
     assert "branch" in await refused(session, "show", run_id=run_id, branch=99)
 
     # the two faces agree
@@ -171,6 +172,8 @@ async def bad_input_is_a_tool_error(session: ClientSession) -> None:
                                         isolation="none")
     assert "no dreamrsi store" in await refused(session, "status")
     assert "limit" in await refused(session, "show", run_id="r", limit=10**6)
+    assert "'budegt'" in await refused(session, "run", task="sum-difference", budegt=3)
+    assert "'surprise'" in await refused(session, "tasks", surprise=1)
     assert "nope" in await refused(session, "jobs", job="nope")
     assert await refused(session, "cancel", job="nope")
     # the server still serves

@@ -44,11 +44,14 @@ class Job:
     started: float
     run_id: str | None = None
     cancelled: bool = False
+    ended: float | None = None
 
     def state(self) -> str:
         code = self.process.poll()
         if code is None:
             return "running"
+        if self.ended is None:
+            self.ended = time.time()
         if self.cancelled:
             return "cancelled"
         return "finished" if code == 0 else "failed"
@@ -60,7 +63,7 @@ class Job:
         data: dict[str, Any] = {"job": self.job_id, "kind": self.kind, "task": self.task,
                                 "run_id": self.run_id, "state": state,
                                 "pid": self.process.pid, "exit_code": self.process.returncode,
-                                "seconds": round(time.time() - self.started, 3),
+                                "seconds": round((self.ended or time.time()) - self.started, 3),
                                 "result": None, "error": None}
         if state == "running":
             return data

@@ -52,8 +52,9 @@ def register(server: MCPServer, served: Served) -> None:
             ge=0, le=MAX_INT, description="List nodes down to this depth only.")] = None,
         offset: Annotated[int, Field(ge=0, le=MAX_INT,
                                      description="Skip this many nodes.")] = 0,
-        limit: Annotated[int, Field(ge=1, le=MAX_PAGE,
-                                    description="List at most this many nodes.")] = PAGE,
+        limit: Annotated[int | None, Field(
+            ge=1, le=MAX_PAGE, description=f"List at most this many nodes (default {PAGE}).")
+        ] = None,
     ) -> dict[str, Any]:
         """A run's tree (as `dreamrsi show RUN --json`): its summary, branches and one page
         of its nodes in branch order; page on with `offset` until fewer than `limit` nodes
@@ -62,7 +63,7 @@ def register(server: MCPServer, served: Served) -> None:
 
         def body() -> dict[str, Any]:
             if node is not None:
-                if branch is not None or depth is not None or offset or limit != PAGE:
+                if branch is not None or depth is not None or offset or limit is not None:
                     raise ConfigError("branch, depth, offset and limit choose nodes of the "
                                       "tree's listing; with node, show returns that node "
                                       "alone", key="node")
@@ -79,7 +80,8 @@ def register(server: MCPServer, served: Served) -> None:
                                       f"branch takes 1 to {max(overview['tree']['branches'], 1)}",
                                       key="branch")
                 return {**overview, "nodes": list(tree_nodes(
-                    handle, run_id, branch=branch, depth=depth, offset=offset, limit=limit))}
+                    handle, run_id, branch=branch, depth=depth, offset=offset,
+                    limit=PAGE if limit is None else limit))}
 
         return answer(body)
 

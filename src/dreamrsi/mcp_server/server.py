@@ -6,9 +6,12 @@ import logging
 import signal
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, InputRequiredResult
 
 from dreamrsi.errors import ConfigError
 from dreamrsi.mcp_server import reading, work
@@ -25,9 +28,26 @@ TOOL_GROUPS = (reading.register, work.register)
 """Each group adds its tools; the Dream Run verbs will be one more group."""
 
 
+class DreamServer(MCPServer[Any]):
+    """The SDK's server, refusing a call that names an argument its tool does not take (the
+    SDK would drop it: a misspelt ``budegt`` would start a run of the default budget)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None,
+                        ) -> CallToolResult | InputRequiredResult:
+        tool = next((t for t in await self.list_tools() if t.name == name), None)
+        if tool is not None:
+            known = tool.input_schema.get("properties", {})
+            unknown = sorted(set(arguments) - set(known))
+            if unknown:
+                raise ToolError(f"{name} takes no argument {', '.join(map(repr, unknown))} "
+                                f"(its arguments: {', '.join(known) or 'none'})")
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(store: Path) -> tuple[MCPServer, Jobs]:
     """The server of ``store`` with every tool group, and its jobs (the caller stops them)."""
-    server = MCPServer("dreamrsi", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = DreamServer("dreamrsi", instructions=INSTRUCTIONS, log_level="WARNING")
     served = Served(store, Jobs(store))
     for register in TOOL_GROUPS:
         register(server, served)
