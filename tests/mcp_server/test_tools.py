@@ -291,3 +291,47 @@ def test_a_stopped_server_cancels_its_jobs(tmp_path: Path) -> None:
         os.kill(started["pid"], 0)
     (row,) = cli_json(store, "status")["runs"]
     assert row["run_id"] == started["run_id"] and row["status"] == "interrupted"
+
+
+def _rpc(server: subprocess.Popen[bytes], message: dict[str, Any]) -> dict[str, Any] | None:
+    """Send one JSON-RPC message over the server's stdin; a request's answer."""
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+    server.stdin.flush()
+    if "id" not in message:
+        return None
+    while True:
+        answer = json.loads(server.stdout.readline())
+        if answer.get("id") == message["id"]:
+            return dict(answer)
+
+
+@pytest.mark.slow
+def test_a_stdio_server_stopped_by_sigterm_cancels_its_jobs(tmp_path: Path) -> None:
+    """SIGTERM ends a stdio server (whose client still holds its stdin open) and its job."""
+    store = tmp_path / "store"
+    server = subprocess.Popen([sys.executable, "-m", "dreamrsi", "mcp", "--store", str(store)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL)
+    try:
+        _rpc(server, {"id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}})
+        _rpc(server, {"method": "notifications/initialized"})
+        answer = _rpc(server, {"id": 2, "method": "tools/call", "params": {
+            "name": "run", "arguments": {"task": "sum-difference", "budget": 10_000}}})
+        assert answer is not None
+        started = answer["result"]["structuredContent"]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+                store.exists() and cli_json(store, "status")["runs"]):
+            time.sleep(0.3)
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(60) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+    with pytest.raises(ProcessLookupError):
+        os.kill(started["pid"], 0)
+    (row,) = cli_json(store, "status")["runs"]
+    assert row["run_id"] == started["run_id"] and row["status"] == "interrupted"

@@ -3,10 +3,10 @@ HTTP bound to a loopback address only)."""
 
 import ipaddress
 import logging
+import os
 import signal
 from pathlib import Path
-from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -76,9 +76,12 @@ def serve(store: Path, http: int | None = None, host: str = "127.0.0.1") -> None
     bound = loopback(host) if http is not None else None
     server, jobs = build_server(store)
     logging.getLogger("mcp").setLevel(logging.WARNING)
-    signal.signal(signal.SIGTERM, _interrupt)  # stop as Ctrl-C does (HTTP: uvicorn's own)
     try:
         if bound is None or http is None:
+            # the SDK reads stdin in a thread that an interrupt does not end: SIGTERM or
+            # Ctrl-C stops the jobs and the process at once (over HTTP, uvicorn shuts down)
+            for stop in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(stop, lambda signum, frame: _stop(jobs))
             server.run("stdio")
         else:
             name = f"[{bound}]" if ":" in bound else bound
@@ -93,5 +96,7 @@ def serve(store: Path, http: int | None = None, host: str = "127.0.0.1") -> None
         jobs.close()
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+def _stop(jobs: Jobs) -> NoReturn:
+    """Cancel the jobs, wait for them, and end the process."""
+    jobs.close()
+    os._exit(0)
