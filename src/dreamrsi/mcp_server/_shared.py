@@ -1,5 +1,7 @@
 """What the tool modules share: the server's store and jobs, the error boundary, readers."""
 
+from __future__ import annotations
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +26,7 @@ class Served:
     store: Path
     jobs: Jobs
 
-    def reader(self) -> "RunStore":
+    def reader(self) -> RunStore:
         """The store, opened for reading (a running job's writes are seen as they commit)."""
         from dreamrsi.store import open_store
 

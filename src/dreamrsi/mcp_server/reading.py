@@ -1,6 +1,8 @@
 """The tools that read the store (``tasks``, ``status``, ``show``, ``best``, ``ledger_verify``)
 and ``survive``, which checks a result. Each returns what the command's ``--json`` prints."""
 
+from __future__ import annotations
+
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -18,30 +20,38 @@ RunId = Annotated[str, Field(min_length=1, max_length=200,
 Isolation = Literal["auto", "required", "off"]
 
 
-def register(server: MCPServer, served: Served) -> None:
-    """Add the reading tools and ``survive`` to ``server``."""
+class ReadingTools:
+    """The reading tools and ``survive``, each a method: ``register`` adds them to a server."""
 
-    @server.tool()
-    def tasks() -> dict[str, Any]:
+    TOOLS = ("tasks", "status", "show", "best", "ledger_verify", "survive")
+
+    def __init__(self, served: Served) -> None:
+        self.served = served
+
+    def register(self, server: MCPServer) -> None:
+        """Add each tool to ``server``."""
+        for tool in self.TOOLS:
+            server.add_tool(getattr(self, tool))
+
+    def tasks(self) -> dict[str, Any]:
         """List the built-in tasks (name, direction, objective)."""
         from dreamrsi.tasks import describe_builtin_tasks
 
         return answer(lambda: {"tasks": describe_builtin_tasks()})
 
-    @server.tool()
-    def status() -> dict[str, Any]:
+    def status(self) -> dict[str, Any]:
         """List the runs of the store with their state, counts, best score and the best
         node's survival verdict (as `dreamrsi status --json`)."""
         from dreamrsi.views import run_list
 
         def body() -> dict[str, Any]:
-            with served.reader() as handle:
-                return {"store": str(served.store), "runs": run_list(handle)}
+            with self.served.reader() as handle:
+                return {"store": str(self.served.store), "runs": run_list(handle)}
 
         return answer(body)
 
-    @server.tool()
     def show(
+        self,
         run_id: RunId,
         node: Annotated[str | None, Field(
             min_length=1, max_length=200, description="Show this node's whole record "
@@ -69,11 +79,11 @@ def register(server: MCPServer, served: Served) -> None:
                                       "alone", key="node")
                 from dreamrsi.engine.node_view import node_detail
 
-                with served.reader() as handle:
+                with self.served.reader() as handle:
                     return node_detail(handle, run_id, node)
             from dreamrsi.views import tree_head, tree_nodes
 
-            with served.reader() as handle:
+            with self.served.reader() as handle:
                 overview = tree_head(handle, run_id)
                 if branch is not None and branch > overview["tree"]["branches"]:
                     raise ConfigError(f"the run has {overview['tree']['branches']} branches; "
@@ -85,20 +95,19 @@ def register(server: MCPServer, served: Served) -> None:
 
         return answer(body)
 
-    @server.tool()
-    def best(run_id: RunId) -> dict[str, Any]:
+    def best(self, run_id: RunId) -> dict[str, Any]:
         """A run's best node (highest score, earliest on ties) and its survival verdict (as
         `dreamrsi best RUN --json`)."""
         from dreamrsi.views import best_info
 
         def body() -> dict[str, Any]:
-            with served.reader() as handle:
+            with self.served.reader() as handle:
                 return best_info(handle, run_id)
 
         return answer(body)
 
-    @server.tool()
     def ledger_verify(
+        self,
         run_id: Annotated[str, Field(min_length=1, max_length=200,
                                      description="A run id (or unique prefix) or a dream id.")],
         head: Annotated[str | None, Field(
@@ -114,13 +123,13 @@ def register(server: MCPServer, served: Served) -> None:
 
         def body() -> dict[str, Any]:
             given = None if head is None else ChainHead.parse(head)
-            with served.reader() as handle:
+            with self.served.reader() as handle:
                 return verify_dict(handle.verify(queries.ledger_chain(handle, run_id), given))
 
         return answer(body)
 
-    @server.tool()
     def survive(
+        self,
         run_id: RunId,
         node: Annotated[str | None, Field(
             min_length=1, max_length=200,
@@ -143,8 +152,8 @@ def register(server: MCPServer, served: Served) -> None:
         from dreamrsi.views import outcome_dict
 
         def body() -> dict[str, Any]:
-            served.jobs.check_idle()
-            with open_store(served.store, writer=True,
+            self.served.jobs.check_idle()
+            with open_store(self.served.store, writer=True,
                             holder=f"survive {run_id} (mcp)") as handle:
                 outcome = run_pass(handle, handle.get_run(run_id).run_id, node, base=base,
                                    repeats=repeats, isolation=isolation)

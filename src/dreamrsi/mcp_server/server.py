@@ -1,6 +1,8 @@
 """The MCP server: one store, the tool groups, and its two transports (stdio, and streamable
 HTTP bound to a loopback address only)."""
 
+from __future__ import annotations
+
 import ipaddress
 import logging
 import os
@@ -24,7 +26,7 @@ INSTRUCTIONS = (
     "follow it with `status`, `show`, `jobs`); `best` and `survive` read and check its "
     "result; `loop` and `dream` improve the exploration policy from recorded trees.")
 
-TOOL_GROUPS = (reading.register, work.register)
+TOOL_GROUPS = (reading.ReadingTools, work.WorkTools)
 """Each group adds its tools; the Dream Run verbs will be one more group."""
 
 
@@ -49,8 +51,8 @@ def build_server(store: Path) -> tuple[MCPServer, Jobs]:
     """The server of ``store`` with every tool group, and its jobs (the caller stops them)."""
     server = DreamServer("dreamrsi", instructions=INSTRUCTIONS, log_level="WARNING")
     served = Served(store, Jobs(store))
-    for register in TOOL_GROUPS:
-        register(server, served)
+    for group in TOOL_GROUPS:
+        group(served).register(server)
     return server, served.jobs
 
 
@@ -76,12 +78,13 @@ def serve(store: Path, http: int | None = None, host: str = "127.0.0.1") -> None
     bound = loopback(host) if http is not None else None
     server, jobs = build_server(store)
     logging.getLogger("mcp").setLevel(logging.WARNING)
+    # SIGTERM or Ctrl-C stops the jobs, then the process: over stdio the SDK reads stdin in
+    # a thread that an interrupt does not end; over HTTP uvicorn shuts down, then raises the
+    # signal again for this handler
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop, lambda signum, frame: _stop(jobs))
     try:
         if bound is None or http is None:
-            # the SDK reads stdin in a thread that an interrupt does not end: SIGTERM or
-            # Ctrl-C stops the jobs and the process at once (over HTTP, uvicorn shuts down)
-            for stop in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(stop, lambda signum, frame: _stop(jobs))
             server.run("stdio")
         else:
             name = f"[{bound}]" if ":" in bound else bound
@@ -90,9 +93,7 @@ def serve(store: Path, http: int | None = None, host: str = "127.0.0.1") -> None
                 allowed_origins=[f"http://{name}:*", "http://127.0.0.1:*",
                                  "http://localhost:*", "http://[::1]:*"])
             server.run("streamable-http", host=bound, port=http, transport_security=security)
-    except KeyboardInterrupt:
-        pass
-    finally:
+    finally:  # the client closed stdin
         jobs.close()
 
 

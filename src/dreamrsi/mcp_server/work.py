@@ -4,6 +4,8 @@ those that follow and stop it (``jobs``, ``cancel``): see :mod:`dreamrsi.mcp_ser
 ``run`` names its run before it starts, so its answer holds the run id that ``status``,
 ``show`` and ``best`` follow; a loop's and a dream's ids are in their job's result."""
 
+from __future__ import annotations
+
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -27,11 +29,21 @@ def _check_task(task: str) -> str:
     return resolve_task(task).name
 
 
-def register(server: MCPServer, served: Served) -> None:
-    """Add the job tools to ``server``."""
+class WorkTools:
+    """The job tools, each a method: ``register`` adds them to a server."""
 
-    @server.tool()
+    TOOLS = ("run", "loop", "dream", "jobs", "cancel")
+
+    def __init__(self, served: Served) -> None:
+        self.served = served
+
+    def register(self, server: MCPServer) -> None:
+        """Add each tool to ``server``."""
+        for tool in self.TOOLS:
+            server.add_tool(getattr(self, tool))
+
     def run(
+        self,
         task: TaskName,
         budget: Annotated[Count, Field(description="Most attempts (root excluded).")] = 60,
         workers: Annotated[int, Field(ge=1, le=256,
@@ -56,19 +68,19 @@ def register(server: MCPServer, served: Served) -> None:
         from dreamrsi.mcp_server.specs import RunSpec
 
         def body() -> dict[str, Any]:
-            spec = RunSpec(task=task, store=str(served.store), run_id=new_run_id(),
+            spec = RunSpec(task=task, store=str(self.served.store), run_id=new_run_id(),
                            budget=budget, workers=workers, rounds=rounds, wall_time=wall_time,
                            seed=seed, policy=policy, isolation=isolation, target=target)
             spec.config()
             name = _check_task(task)
-            job = served.jobs.start("run", name, ["-m", "dreamrsi.mcp_server.worker",
+            job = self.served.jobs.start("run", name, ["-m", "dreamrsi.mcp_server.worker",
                                                   spec.model_dump_json()], spec.run_id)
             return job.as_dict()
 
         return answer(body)
 
-    @server.tool()
     def loop(
+        self,
         task: TaskName,
         rounds: Annotated[int, Field(ge=1, le=1000, description="Online rounds.")] = 5,
         per_round_budget: Annotated[Count, Field(
@@ -96,13 +108,13 @@ def register(server: MCPServer, served: Served) -> None:
                 argv.append("--survive")
             if isolation is not None:
                 argv += ["--isolation", isolation]
-            argv += ["--store", str(served.store), "--", task]
-            return served.jobs.start("loop", name, argv).as_dict()
+            argv += ["--store", str(self.served.store), "--", task]
+            return self.served.jobs.start("loop", name, argv).as_dict()
 
         return answer(body)
 
-    @server.tool()
     def dream(
+        self,
         task: TaskName,
         holdout: Annotated[float, Field(gt=0, lt=1,
                                         description="Share of trees held out.")] = 0.25,
@@ -123,24 +135,23 @@ def register(server: MCPServer, served: Served) -> None:
                 argv += ["--budget", str(budget)]
             if workers is not None:
                 argv += ["--workers", str(workers)]
-            argv += ["--store", str(served.store), "--json", "--", task]
-            return served.jobs.start("dream", name, argv).as_dict()
+            argv += ["--store", str(self.served.store), "--json", "--", task]
+            return self.served.jobs.start("dream", name, argv).as_dict()
 
         return answer(body)
 
-    @server.tool()
-    def jobs(job: Annotated[str | None, Field(
+    def jobs(self, job: Annotated[str | None, Field(
             min_length=1, max_length=100, description="One job's id (default: all).")] = None,
-             ) -> dict[str, Any]:
+    ) -> dict[str, Any]:
         """This server's jobs: kind, task, run id, state (running, finished, failed,
         cancelled), exit code; a finished job's result (the command's `--json`), a failed
         one's error output."""
         return answer(lambda: {"jobs": [j.as_dict() for j in (
-            [served.jobs.get(job)] if job is not None else served.jobs.all())]})
+            [self.served.jobs.get(job)] if job is not None else self.served.jobs.all())]})
 
-    @server.tool()
-    def cancel(job: Annotated[str, Field(min_length=1, max_length=100,
-                                         description="The job's id.")]) -> dict[str, Any]:
+    def cancel(self, job: Annotated[str, Field(min_length=1, max_length=100,
+                                              description="The job's id.")],
+               ) -> dict[str, Any]:
         """Stop a running job as Ctrl-C stops its command (SIGTERM): a run is recorded as
         interrupted and `dreamrsi resume RUN` continues it. A job that ended is left."""
-        return answer(lambda: served.jobs.cancel(job).as_dict())
+        return answer(lambda: self.served.jobs.cancel(job).as_dict())
