@@ -242,6 +242,33 @@ def test_a_score_that_is_noise_fails_the_repeat_tolerance(tmp_path: Path, propos
         assert _failing(data) <= {"flaky", "not_reproduced", "no_improvement"}
 
 
+SEEDED_NOISE = """
+open("solution.py", "w").write(
+    "import os, random\\n"
+    "def value():\\n"
+    "    return random.Random(os.environ['DREAM_SEED']).uniform(1, 9)\\n")
+print("PLAN: dice that land the same for the same seed")
+"""
+
+
+def test_noise_keyed_to_the_attempts_seed_fails_too(tmp_path: Path) -> None:
+    """A score drawn from ``$DREAM_SEED`` repeats exactly under the search's seed: the
+    search keeps the luckiest draw. Repeats after the first run under new seeds."""
+    store, run_id = _run(tmp_path, "seeded", evaluate=VALUE_EVALUATE, propose=SEEDED_NOISE,
+                         files=VALUE_FILES, extra_toml=TOLERANCE)
+    code, data = _survive(store, run_id, "--repeats", "3")
+    assert code == 3 and "flaky" in _failing(data)
+    with SqliteRunStore.open(store) as reader:
+        ms = reader.get_pass(data["pass_id"]).report["measurements"]
+    seeds = [(m["role"], m["repeat"], m["seed"]) for m in ms]
+    recorded = _nodes(store, run_id)[1]
+    first = [s for role, i, s in seeds if i == 0]
+    later = {i: {s for role, j, s in seeds if j == i} for i in (1, 2)}
+    assert len(set(first)) == 1 and all(len(v) == 1 for v in later.values())  # paired
+    assert len({*first, *later[1], *later[2]}) == 3  # a new seed for each later repeat
+    assert recorded.raw_score == next(m["raw_score"] for m in ms
+                                      if m["role"] == "candidate" and m["repeat"] == 0)
+
 # -- 4. a failing test deleted, weakened or skipped --------------------------------------------
 
 TESTS_EVALUATE = """

@@ -45,6 +45,7 @@ class Measurement:
     feedback: str
     row: str             # its ledger row
     fresh_seed: int | None = None
+    seed: int | None = None  # the $DREAM_SEED it ran under
 
     def as_dict(self) -> dict[str, Any]:
         """The measurement as the report holds it."""
@@ -73,7 +74,7 @@ def measure_once(bench: Workbench, task: Task, mode: IsolationMode, side: Side, 
         row = bench.record(event, check=kind, role=side.role, repeat=repeat,
                            network=task.constraints.network)
     return Measurement(kind, side.role, repeat, ev.status.value, ev.valid, ev.score,
-                       ev.raw_score, ev.feedback, row, fresh_seed)
+                       ev.raw_score, ev.feedback, row, fresh_seed, side.context.get("seed"))
 
 
 def interleaved(repeats: int, base: Side, candidate: Side,

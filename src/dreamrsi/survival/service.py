@@ -240,8 +240,19 @@ class _Pass:
     def _reproduce(self) -> list[Finding]:
         task = offline(self.task)
         self.say(f"evaluator: {self.repeats} repeat(s) each of base and candidate")
-        ms = interleaved(self.repeats, self.base, self.candidate, lambda side, i: measure_once(
-            self.bench, task, self.mode, side, kind="evaluate", repeat=i))
+        # repeat 1 under the search's seed (the claim as recorded); each later one under a
+        # new seed, the same for both sides: a score drawn from $DREAM_SEED (the search kept
+        # the luckiest draw) must spread like any other noise
+        seeds = {0: self.candidate.context["seed"]}
+
+        def one(side: Side, i: int) -> Measurement:
+            if i not in seeds:
+                seeds[i] = _new_seed(self._used_seeds() | set(seeds.values()))
+            reseeded = dataclasses.replace(side, context={**side.context, "seed": seeds[i]})
+            return measure_once(self.bench, task, self.mode, reseeded, kind="evaluate",
+                                repeat=i)
+
+        ms = interleaved(self.repeats, self.base, self.candidate, one)
         self.measurements += ms
         found, self.delta = reproduce_findings(ms, self.node.raw_score, self.recorded_row,
                                                self.task.survival.allowed_error)
@@ -264,6 +275,11 @@ class _Pass:
                             True, rows=(m.row,))]
         return []
 
+    def _used_seeds(self) -> set[int]:
+        """The run's seed and every attempt's: seeds the search saw."""
+        return {attempt_seed(self.record.seed, n.seq)
+                for n in self.bench.store.nodes(self.record.run_id)} | {self.record.seed}
+
     def _fresh(self) -> list[Finding]:
         spec = self.task.survival
         if spec.fresh is None:
@@ -271,8 +287,7 @@ class _Pass:
                               "on clean checkouts is the independent check")
             return []
         fresh_task = dataclasses.replace(offline(self.task), evaluator=spec.fresh)
-        used = {attempt_seed(self.record.seed, n.seq)
-                for n in self.bench.store.nodes(self.record.run_id)} | {self.record.seed}
+        used = self._used_seeds()
         self.say(f"fresh instances: {self.repeats} each")
         seeds: dict[int, int] = {}
 
