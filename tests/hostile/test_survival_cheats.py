@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import shutil
+import signal
 import subprocess
+import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,7 @@ from typer.testing import CliRunner
 
 from dreamrsi.cli.main import app
 from dreamrsi.core.model import NodeStatus
+from dreamrsi.store.ledger import Actor
 from dreamrsi.store.sqlite import SqliteRunStore
 from tests.conftest import write_task
 
@@ -431,3 +436,63 @@ def test_a_protected_path_changed_through_a_link_fails(tmp_path: Path, evaluate:
     assert {"protected_changed", "evaluator_changed"} <= _failing(data)
     [protected_finding] = [f for f in data["failing"] if f["reason"] == "protected_changed"]
     assert path in protected_finding["paths"]
+
+
+# -- 8. a pass killed during its fresh phase ----------------------------------------------------
+
+SLOW_FRESH = """
+import json, time
+time.sleep(0.5)
+v = float(open("value.txt").read())
+print(json.dumps({"score": v, "valid": True, "feedback": f"fresh {v}"}))
+"""
+
+
+def _fresh_rows(store: Path, run_id: str) -> int:
+    with SqliteRunStore.open(store) as reader:
+        return sum(1 for r in reader.ledger(run_id)
+                   if r.event.actor is Actor.SURVIVAL and r.event.parsed is not None
+                   and r.event.parsed.get("survival", {}).get("check") == "fresh")
+
+
+def test_a_pass_killed_during_its_fresh_phase_records_no_verdict(tmp_path: Path) -> None:
+    store, run_id = _run(tmp_path, "killed", files={"fresh.py": SLOW_FRESH},
+                         constraints='protected_paths = ["evaluate.py", "fresh.py"]',
+                         extra_toml='\n[survival]\nfresh = "python3 fresh.py"\n')
+    proc = subprocess.Popen([sys.executable, "-m", "dreamrsi", "survive", run_id, "--repeats",
+                             "6", "--store", str(store), "--json"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if _fresh_rows(store, run_id) >= 1:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None and _fresh_rows(store, run_id) >= 1, "no fresh phase seen"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    with SqliteRunStore.open(store) as reader:
+        [killed] = reader.list_passes(run_id=run_id)
+        assert (killed.status, killed.report, killed.finished_at) == ("running", None, None)
+        assert reader.verify(run_id).ok
+    # neither status, show nor best reads a verdict into the killed pass
+    assert _shown(store, run_id) == [None, None, None]
+    # a new pass finishes and is the verdict shown
+    code, data = _survive(store, run_id, "--repeats", "1")
+    assert code == 0
+    assert _shown(store, run_id) == ["survived"] * 3
+    with SqliteRunStore.open(store) as reader:
+        assert [p.status for p in reader.list_passes(run_id=run_id)] == ["running", "survived"]
+
+
+def _shown(store: Path, run_id: str) -> list[str | None]:
+    """The verdict next to the best score in ``status``, ``show`` and ``best`` (--json)."""
+    found: list[str | None] = []
+    for args, pick in [(("status",), lambda d: d["runs"][0]), (("show", run_id),
+                       lambda d: d["run"]), (("best", run_id), lambda d: d)]:
+        code, out, err = _cli(*args, "--store", str(store), "--json")
+        assert code == 0, out + err
+        survival = pick(json.loads(out))["survival"]
+        found.append(None if survival is None else survival["verdict"])
+    return found

@@ -15,13 +15,17 @@ from dreamrsi.tasks import resolve_task
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 
-# (task, budget, seed): a short run of each that improves on its root
+# (task, budget, seed): a short run of each that improves on its root. lasso-path's seed 0
+# draws the homotopy family in its first attempt (a fast solver; seed 1 draws FISTA, the
+# root's own family, which does not improve); its evaluations cost seconds, under Valgrind
+# (lasso-path-ops) tens of seconds for the root's FISTA.
+SLOW = pytest.mark.slow
 RUNS = [("sum-difference", 3, 1), ("circle-packing-26", 3, 1), ("circle-packing-32", 3, 1),
-        ("autocorrelation-c1", 3, 1), ("autocorrelation-c3", 3, 1), ("lasso-path", 3, 1),
-        ("lasso-path-ops", 3, 1)]
+        ("autocorrelation-c1", 3, 1), ("autocorrelation-c3", 3, 1),
+        pytest.param("lasso-path", 1, 0, marks=SLOW),
+        pytest.param("lasso-path-ops", 1, 0, marks=SLOW)]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("name", "budget", "seed"), RUNS)
 def test_a_built_in_best_survives_its_fresh_check(store: SqliteRunStore, tmp_path: Path,
                                                   name: str, budget: int, seed: int) -> None:
