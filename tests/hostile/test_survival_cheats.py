@@ -316,6 +316,17 @@ print("PLAN: make the suite pass")
 DELETE = _edit_test("    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n", "")
 WEAKEN = _edit_test("self.assertEqual(add(2, 3), 5)", "self.assertTrue(add(2, 3))")
 SKIP = _edit_test("    def test_add", "    @unittest.skip('later')\n    def test_add")
+QUIET_PACKAGE = """
+open("tests/__init__.py", "w").write(
+    "import unittest\\n"
+    "def load_tests(loader, tests, pattern):\\n    return unittest.TestSuite()\\n")
+print("PLAN: a quieter package")
+"""
+QUIET_MODULE = """
+open("tests/test_calc.py", "a").write(
+    "\\n\\nload_tests = lambda loader, tests, pattern: unittest.TestSuite()\\n")
+print("PLAN: a quieter module")
+"""
 FIX = """
 open("calc.py", "w").write("def add(a, b):\\n    return a + b\\n")
 print("PLAN: fix add")
@@ -324,7 +335,10 @@ print("PLAN: fix add")
 
 @pytest.mark.parametrize(("propose", "reason"), [(DELETE, "test_deleted"),
                                                  (WEAKEN, "assertion_removed"),
-                                                 (SKIP, "skip_added"), (FIX, None)])
+                                                 (SKIP, "skip_added"),
+                                                 (QUIET_PACKAGE, "config_changed"),
+                                                 (QUIET_MODULE, "config_changed"),
+                                                 (FIX, None)])
 def test_a_failing_test_deleted_weakened_or_skipped_fails(tmp_path: Path, propose: str,
                                                          reason: str | None) -> None:
     store, run_id = _run(tmp_path, "tests", evaluate=TESTS_EVALUATE, propose=propose,

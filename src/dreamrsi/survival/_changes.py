@@ -55,6 +55,7 @@ _SETUP_CFG: tuple[tuple[str, str | None, Reason], ...] = (
     ("coverage:run", None, _CONFIG), ("coverage:report", None, _CONFIG),
     ("options.entry_points", "pytest11", _CONFIG))
 _Values = Callable[[bytes], "dict[tuple[Reason, str], Any] | None"]
+_NAME_FIELDS = ("name", "id", "attr", "asname", "arg", "value")
 _CONFTEST_NAMES = frozenset({"collect_ignore", "collect_ignore_glob", "pytest_plugins",
                              "pytestmark"})
 
@@ -65,7 +66,7 @@ def change_findings(task: Task, pair: TreePair, changed: list[str]) -> list[Find
     findings = [f for p in changed for f in _evaluator_change(files, pair, p)]
     evaluator = {p for f in findings if f.reason is Reason.EVALUATOR_CHANGED for p in f.paths}
     pair.load_paths(p for p in changed if posixpath.basename(p) in (
-        "pyproject.toml", "setup.cfg", "conftest.py") or p.endswith(".pth"))
+        "pyproject.toml", "setup.cfg", "conftest.py") or p.endswith((".pth", ".py")))
     for path in changed:
         if path not in evaluator:
             findings += [_judged(task, path, reason, why)
@@ -162,7 +163,35 @@ def _classify(path: str, pair: TreePair) -> list[tuple[Reason, str]]:
         return _tables(pair, path, _setup_cfg_values)
     if name == "conftest.py":
         return _conftest(pair, path)
+    if name.endswith(".py"):
+        return _load_tests(pair, path)
     return []
+
+
+def _load_tests(pair: TreePair, path: str) -> list[tuple[Reason, str]]:
+    """unittest's ``load_tests`` protocol: a module's (or a package ``__init__``'s)
+    ``load_tests`` decides which of its tests run, so one returning an empty suite hides them
+    all. Every top-level statement naming it (a definition, an assignment, an import,
+    ``globals()["load_tests"]``) is compared; added, changed or removed is a change."""
+    sides: list[list[str]] = []
+    for source in (pair.old(path), pair.new(path)):
+        if source is None or b"load_tests" not in source:
+            sides.append([])
+            continue
+        tree = parse(source)
+        sides.append([line.decode(errors="replace") for line in source.splitlines()
+                      if b"load_tests" in line]
+                     if tree is None else
+                     [ast.dump(stmt) for stmt in tree.body if _names_load_tests(stmt)])
+    if sides[0] == sides[1]:
+        return []
+    return [(_CONFIG, "unittest's load_tests (which tests of the module or package run) "
+                      "added, changed or removed")]
+
+
+def _names_load_tests(stmt: ast.stmt) -> bool:
+    return any("load_tests" in {getattr(node, a, None) for a in _NAME_FIELDS}
+               for node in ast.walk(stmt))
 
 
 def _pth(pair: TreePair, path: str) -> list[tuple[Reason, str]]:
