@@ -7,7 +7,8 @@ differs (and the base's evaluator files, to follow its imports), at most
 :class:`~dreamrsi.survival.findings.Finding` objects:
 
 - :attr:`Check.TESTS`: tests deleted, assertions removed or weakened, new skips and expected
-  failures (:mod:`~dreamrsi.survival._tests_diff`);
+  failures (:mod:`~dreamrsi.survival._tests_diff`); assertions rebound at run time, in any
+  changed Python file (:mod:`~dreamrsi.survival._patches`);
 - :attr:`Check.CHANGES`: the evaluator or its data changed, dependencies changed, test or
   tool configuration changed, files added that change how every Python process starts
   (:mod:`~dreamrsi.survival._changes`).
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from dreamrsi.survival._changes import change_findings
 from dreamrsi.survival._pair import TreePair
+from dreamrsi.survival._patches import patch_findings
 from dreamrsi.survival._tests_diff import test_findings
 from dreamrsi.survival.findings import Check, Finding, Reason
 from dreamrsi.tasks.spec import Task
@@ -48,7 +50,8 @@ def static_findings(repo: WorkspaceRepo, base: str, candidate: str, task: Task) 
     changed = pair.changed()
     if not changed:
         return []
-    findings = [*change_findings(task, pair, changed), *test_findings(pair, changed)]
+    findings = [*change_findings(task, pair, changed), *test_findings(pair, changed),
+                *patch_findings(pair, changed)]
     reported = {p for f in findings if f.reason is Reason.UNTESTED for p in f.paths}
     findings += [Finding(Check.CHANGES, Reason.UNTESTED,
                          f"{path}: {size} bytes, too large to analyse", False, (path,))
