@@ -251,15 +251,18 @@ SEEDED_NOISE = """
 open("solution.py", "w").write(
     "import os, random\\n"
     "def value():\\n"
-    "    return random.Random(os.environ['DREAM_SEED']).uniform(1, 9)\\n")
-print("PLAN: dice that land the same for the same seed")
+    "    return random.Random(os.environ['VARIABLE']).uniform(1, 9)\\n")
+print("PLAN: dice that land the same for the same attempt")
 """
 
 
-def test_noise_keyed_to_the_attempts_seed_fails_too(tmp_path: Path) -> None:
-    """A score drawn from ``$DREAM_SEED`` repeats exactly under the search's seed: the
-    search keeps the luckiest draw. Repeats after the first run under new seeds."""
-    store, run_id = _run(tmp_path, "seeded", evaluate=VALUE_EVALUATE, propose=SEEDED_NOISE,
+@pytest.mark.parametrize("variable", ["DREAM_SEED", "DREAM_ATTEMPT_ID"])
+def test_noise_keyed_to_the_attempt_fails_too(tmp_path: Path, variable: str) -> None:
+    """A score drawn from ``$DREAM_SEED`` (or the attempt's id) repeats exactly as the search
+    ran it: the search keeps the luckiest draw. Repeats after the first run under a new seed
+    and attempt id."""
+    store, run_id = _run(tmp_path, "seeded", evaluate=VALUE_EVALUATE,
+                         propose=SEEDED_NOISE.replace("VARIABLE", variable),
                          files=VALUE_FILES, extra_toml=TOLERANCE)
     code, data = _survive(store, run_id, "--repeats", "3")
     assert code == 3 and "flaky" in _failing(data)

@@ -240,17 +240,18 @@ class _Pass:
     def _reproduce(self) -> list[Finding]:
         task = offline(self.task)
         self.say(f"evaluator: {self.repeats} repeat(s) each of base and candidate")
-        # repeat 1 under the search's seed (the claim as recorded); each later one under a
-        # new seed, the same for both sides: a score drawn from $DREAM_SEED (the search kept
-        # the luckiest draw) must spread like any other noise
+        # repeat 1 as the search ran it (the claim as recorded); each later one under a new
+        # seed and attempt id, the same for both sides: a score drawn from $DREAM_SEED or
+        # $DREAM_ATTEMPT_ID (the search kept the luckiest draw) spreads like other noise
         seeds = {0: self.candidate.context["seed"]}
 
         def one(side: Side, i: int) -> Measurement:
             if i not in seeds:
                 seeds[i] = _new_seed(self._used_seeds() | set(seeds.values()))
             reseeded = dataclasses.replace(side, context={**side.context, "seed": seeds[i]})
+            env = {"DREAM_ATTEMPT_ID": f"{side.node_id}.r{i}"} if i else None
             return measure_once(self.bench, task, self.mode, reseeded, kind="evaluate",
-                                repeat=i)
+                                repeat=i, env=env)
 
         ms = interleaved(self.repeats, self.base, self.candidate, one)
         self.measurements += ms
