@@ -372,6 +372,26 @@ def test_a_failing_test_deleted_weakened_or_skipped_fails(tmp_path: Path, propos
         assert (code, _failing(data)) == (3, {reason})
 
 
+END_EARLY = """
+open("tests/test_aaa.py", "w").write("import os\\nos._exit(0)\\n")  # the suite ends here
+open("calc.py", "w").write("def add(a, b):\\n    return 0\\n")
+open("value.txt", "w").write("1")
+print("PLAN: a better value, whatever the tests say")
+"""
+
+
+def test_a_suite_ended_early_with_success_fails(tmp_path: Path) -> None:
+    """The [survival] command exits 0 because a new test module ends the process at import,
+    before the tests that the broken code fails."""
+    files = {**TESTS_FILES, "calc.py": "def add(a, b):\n    return a + b\n"}
+    store, run_id = _run(tmp_path, "early", propose=END_EARLY, files=files,
+                         extra_toml=TESTS_TOML)
+    code, data = _survive(store, run_id, "--repeats", "2")
+    with SqliteRunStore.open(store) as reader:
+        [command] = reader.get_pass(data["pass_id"]).report["claims"]["commands"]
+    assert command["passed"]
+    assert (code, _failing(data)) == (3, {"skip_added"})
+
 # -- 5. a result that needs the network ---------------------------------------------------------
 
 @pytest.fixture
