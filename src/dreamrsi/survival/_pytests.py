@@ -236,12 +236,22 @@ def _scan(node: ast.AST, facts: TestFacts, constants: dict[str, float], swallowe
             _tolerances(sub, name, facts, constants)
         if count_calls and name is not None and (name.startswith("assert")
                                                  or name in _CHECK_CALLS):
-            trivial = name.startswith("assert") and all(
+            trivial = name.startswith("assert") and (all(
                 _constant_only(a) for a in [*sub.args, *(k.value for k in sub.keywords)])
+                or _same_sides(name, sub))
             key = ast.dump(sub)
             facts.weight[key] = (1 if name in _TRUTH_CALLS else 2) + sum(
                 _comparisons(a) - 1 for a in [*sub.args, *(k.value for k in sub.keywords)])
             _assertion(trivial, key, facts, swallowed)
+
+
+def _same_sides(name: str, call: ast.Call) -> bool:
+    """An equality-like assertion call (``assertEqual``, ``assert_allclose``, not
+    ``assertNotEqual``) given the same expression twice: ``assertEqual(f(x), f(x))`` holds
+    whatever ``f`` does, as ``assert x == x`` does."""
+    low = name.lower()
+    return ("equal" in low or "close" in low) and "not" not in low and len(call.args) >= 2 \
+        and ast.dump(call.args[0]) == ast.dump(call.args[1])
 
 
 def _comparisons(test: ast.expr) -> int:
