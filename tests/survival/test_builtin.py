@@ -17,13 +17,16 @@ pytestmark = pytest.mark.usefixtures("bwrap")
 
 # (task, budget, seed): a short run of each that improves on its root. lasso-path's seed 0
 # draws the homotopy family in its first attempt (a fast solver; seed 1 draws FISTA, the
-# root's own family, which does not improve); its evaluations cost seconds, under Valgrind
-# (lasso-path-ops) tens of seconds for the root's FISTA.
+# root's own family, which does not improve); its evaluations cost seconds. lasso-path-ops
+# is left out here: the same pass costs 240 to 310 s there (the root's FISTA counted under
+# Valgrind, in each repeat and each fresh instance), a quarter of the suite's time limit. Its
+# check is tested in tests/tasks/test_builtin_fresh.py (an honest faster solver ahead of the
+# seed by more than the tolerance on fresh instances, a counted-instance table not), and
+# whole passes on its runs' best nodes are measured in benchmarks/bench_survival.py.
 SLOW = pytest.mark.slow
 RUNS = [("sum-difference", 3, 1), ("circle-packing-26", 3, 1), ("circle-packing-32", 3, 1),
         ("autocorrelation-c1", 3, 1), ("autocorrelation-c3", 3, 1),
-        pytest.param("lasso-path", 1, 0, marks=SLOW),
-        pytest.param("lasso-path-ops", 1, 0, marks=SLOW)]
+        pytest.param("lasso-path", 1, 0, marks=SLOW)]
 
 
 @pytest.mark.parametrize(("name", "budget", "seed"), RUNS)
