@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import http.server
 import shutil
 import textwrap
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -103,3 +105,26 @@ def bwrap() -> str:
     path = shutil.which("bwrap")
     assert path, "bubblewrap is required for these tests: apt-get install bubblewrap"
     return path
+
+
+@pytest.fixture
+def answer_server() -> Iterator[str]:
+    """A loopback HTTP server outside the sandbox answering 5: "the network" (a command
+    without the network has its own namespace, whose loopback is not the host's)."""
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the server's name for it
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"5")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()

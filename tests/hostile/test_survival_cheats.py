@@ -8,7 +8,6 @@ node with ``dreamrsi survive RUN --json``, both through the CLI, in the real san
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import shutil
@@ -16,9 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -396,29 +393,6 @@ def test_a_suite_ended_early_with_success_fails(tmp_path: Path) -> None:
     assert (code, _failing(data)) == (3, {"skip_added"})
 
 # -- 5. a result that needs the network ---------------------------------------------------------
-
-@pytest.fixture
-def answer_server() -> Iterator[str]:
-    """A loopback HTTP server outside the sandbox answering 5: "the network" (a command
-    without the network has its own namespace, whose loopback is not the host's)."""
-
-    class Answer(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the server's name for it
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"5")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-
 
 def test_a_result_that_needs_the_network_fails(tmp_path: Path, answer_server: str) -> None:
     ask = f"""

@@ -181,24 +181,9 @@ print(json.dumps({"score": v, "valid": True, "feedback": f"value {v}"}))
 """
 
 
-def test_a_result_that_needs_the_network_fails(store: SqliteRunStore, tmp_path: Path) -> None:
-    import http.server
-    import threading
-
-    class Answer(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the server's name for it
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"5")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    # a loopback server outside the sandbox is "the network": a command without the network
-    # has its own namespace, whose loopback is not the host's
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
+def test_a_result_that_needs_the_network_fails(store: SqliteRunStore, tmp_path: Path,
+                                              answer_server: str) -> None:
+    url = answer_server
     propose = f"""
 open("solution.py", "w").write(
     "import urllib.request\\n"
@@ -206,14 +191,11 @@ open("solution.py", "w").write(
     "    return float(urllib.request.urlopen({url!r}, timeout=5).read())\\n")
 print("PLAN: ask the server")
 """
-    try:
-        run_id = run_task(store, tmp_path / "task", evaluate=NETWORK_EVALUATE, propose=propose,
-                          constraints='protected_paths = ["evaluate.py"]\nnetwork = true',
-                          files={"solution.py": "def value():\n    return 0.0\n"}, budget=1)
-        assert store.nodes(run_id)[1].raw_score == 5.0  # the search had the network
-        out = survive(store, run_id, repeats=1, out=tmp_path / "r")
-    finally:
-        server.shutdown()
+    run_id = run_task(store, tmp_path / "task", evaluate=NETWORK_EVALUATE, propose=propose,
+                      constraints='protected_paths = ["evaluate.py"]\nnetwork = true',
+                      files={"solution.py": "def value():\n    return 0.0\n"}, budget=1)
+    assert store.nodes(run_id)[1].raw_score == 5.0  # the search had the network
+    out = survive(store, run_id, repeats=1, out=tmp_path / "r")
     assert Reason.NEEDS_NETWORK in _reasons(out)
     [net] = [m for m in out.report["measurements"] if m["kind"] == "network"]
     assert net["raw_score"] == 5.0
