@@ -95,6 +95,7 @@ SEED: dict[str, Content] = {
     "propose.py": "pass\n",
     "README.md": "A toy.\n",
     "tests/test_solver.py": TEST_SOLVER,
+    # (test data: a candidate's source the static checks read, never run as a test here)
     "tests/test_other.py": "def test_other():\n    assert 1 + 1 == 2 or False is False\n"
                            "    assert len('ab') == 2\n",
     "tests/test_unit.py": TEST_UNIT,

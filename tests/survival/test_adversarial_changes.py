@@ -181,6 +181,7 @@ def test_a_configuration_change_fails(world: World, path: str, content: str) -> 
     "collect_ignore = ['test_solver.py']\n",
     "collect_ignore_glob = ['*']\n",
     "pytest_plugins = ['cheat']\n",
+    # (test data: a candidate's source the static checks read, never run as a test here)
     "@pytest.fixture(autouse=True)\ndef _skip_all():\n    pytest.skip('no')\n",
 ])
 def test_a_conftest_hook_that_decides_outcomes_fails(world: World, hook: str) -> None:

@@ -86,6 +86,7 @@ def test_an_assert_removed_from_a_kept_test_fails(world: World) -> None:
 
 
 @pytest.mark.parametrize("trivial", [
+    # (test data: a candidate's source the static checks read, never run as a test here)
     "assert True", "assert 1", "assert solve(3) == 9 or True", "assert (solve(3) == 9, 'm')",
     "assert 'always'", "assert 3 * 3 == 9", "assert solve(3) == solve(3)", "assert not False",
 ])
@@ -180,6 +181,7 @@ def test_fewer_parametrized_cases_fail(world: World) -> None:
 
 
 @pytest.mark.parametrize("before", [
+    # (test data: a candidate's source the static checks read, never run as a test here)
     "@pytest.mark.skip\n", "@pytest.mark.skip(reason='slow')\n",
     "@pytest.mark.skipif(True, reason='x')\n", "@pytest.mark.xfail\n",
     "@unittest.skip('x')\n", "@unittest.expectedFailure\n",
@@ -190,6 +192,7 @@ def test_a_skip_decorator_added_fails(world: World, before: str) -> None:
 
 
 @pytest.mark.parametrize("line", [
+    # (test data: a candidate's source the static checks read, never run as a test here)
     "pytest.skip('later')", "pytest.xfail('known')", "pytest.importorskip('nothing')",
     "raise unittest.SkipTest('x')",
 ])
@@ -224,6 +227,7 @@ def test_a_helper_the_tests_call_is_compared_too(tmp_path: Path) -> None:
     _only(world.findings({T: test.replace("assert f(x) == x", "assert f(x) or True")}),
           Reason.ASSERTION_REMOVED, "helper _check")
     _only(world.findings({T: test.replace("    _check(1)\n", "    _skip()\n")
+                          # (test data: a candidate's source, never run here)
                           + "\n\ndef _skip():\n    pytest.skip('no')\n"}),
           Reason.SKIP_ADDED, T)
     assert failing(world.findings({T: test.replace("def _check", "def _verify")
