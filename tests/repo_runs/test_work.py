@@ -1,0 +1,220 @@
+"""Dream Runs' foundation on real repositories and the real sandbox: opening, commands in
+dreams, checkpoints, forks and reverts, hypotheses, shadows, the brief."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dreamrsi.core.model import NodeStatus
+from dreamrsi.core.replay import RecordedTree
+from dreamrsi.errors import ConfigError
+from dreamrsi.repo_runs import verbs
+from dreamrsi.repo_runs.brief import brief, brief_text
+from dreamrsi.repo_runs.opening import OpenRequest
+from dreamrsi.repo_runs.session import Session
+from dreamrsi.repo_runs.state import DreamStatus, HypothesisStatus
+from dreamrsi.store.sqlite import SqliteRunStore
+from tests.repo_runs.repos import FIXED, fingerprint, git, make_repo
+
+pytestmark = pytest.mark.usefixtures("bwrap")
+
+
+def _open(store: SqliteRunStore, repo: Path, **kw: object) -> Session:
+    req = OpenRequest(repo, "make add() add", "python3 check.py", verdict="json",
+                      protect=("check.py",), constraints=("keep lib.add's signature",), **kw)
+    state = verbs.open_run(store, req)
+    return Session(store, state.run_id)
+
+
+@pytest.fixture
+def opened(tmp_path: Path) -> Iterator[tuple[SqliteRunStore, Session, Path]]:
+    repo = make_repo(tmp_path / "repo")
+    store = SqliteRunStore.open(tmp_path / "store", writer=True)
+    try:
+        yield store, _open(store, repo), repo
+    finally:
+        store.close()
+
+
+def test_open_records_a_run_whose_root_is_head_and_never_writes_the_repository(
+        tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    before = fingerprint(repo)
+    store = SqliteRunStore.open(tmp_path / "store", writer=True)
+    s = _open(store, repo, budget=("2h", "30"))
+    state = s.state()
+    root = store.get_node(state.root_node)
+    assert root.parent_id is None and root.status is NodeStatus.OK and root.score == 0.0
+    assert state.dreams["d1"].kind.value == "primary"
+    assert state.budget["budget"] == 30 and state.deadline is not None
+    ws = s.folders.working_copy("d1")
+    assert (ws / "lib.py").read_text() == (repo / "lib.py").read_text()
+    assert git(ws, "log", "--format=%s").split() == ["start"]  # the history came along
+    s.execute("d1", ["echo x > lib.py"])
+    s.checkpoint("d1", "clobber")
+    assert fingerprint(repo) == before
+    assert store.verify(state.run_id).ok
+    store.close()
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"objective": " "}, "objective is empty"),
+    ({"eval_cmd": ""}, "evaluation command is empty"),
+    ({"budget": ("6 parsecs",)}, "budget"),
+    ({"protect": ("missing.py",)}, "missing.py"),
+    ({"verdict": "vibes"}, "verdict"),
+])
+def test_open_refuses_bad_requests_and_records_nothing(tmp_path: Path, change: dict[str, object],
+                                                       message: str) -> None:
+    repo = make_repo(tmp_path / "repo")
+    store = SqliteRunStore.open(tmp_path / "store", writer=True)
+    fields: dict[str, object] = {"repo": repo, "objective": "o", "eval_cmd": "true",
+                                 "verdict": "json", **change}
+    with pytest.raises(ConfigError, match=message):
+        verbs.open_run(store, OpenRequest(**fields))  # type: ignore[arg-type]
+    assert store.list_runs() == []
+    assert not any((tmp_path / "store" / "repo-runs").glob("*/task"))
+    store.close()
+
+
+def test_open_refuses_a_folder_that_is_not_a_repository_with_a_commit(tmp_path: Path) -> None:
+    store = SqliteRunStore.open(tmp_path / "store", writer=True)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    for folder in (plain, empty, tmp_path / "absent"):
+        with pytest.raises(ConfigError, match="--repo"):
+            verbs.open_run(store, OpenRequest(folder, "o", "true", verdict="json"))
+    assert store.list_runs() == []
+    store.close()
+
+
+def test_exec_records_the_command_with_the_files_it_ran_on(opened) -> None:  # type: ignore[no-untyped-def]
+    store, s, _ = opened
+    ws = s.folders.working_copy("d1")
+    (ws / "lib.py").write_text(FIXED)
+    result = s.execute("d1", ["python3", "-c", "import lib; print(lib.add(2, 3))"])
+    assert result.exit == 0 and result.stdout_tail.strip() == "5"
+    row = next(r for r in store.ledger(s.run_id) if r.event.event_id == result.row)
+    assert row.event.admissible and row.event.parsed["dream"] == "d1"
+    files = store.workspaces.tree(result.commit, [])
+    blob = store.workspaces.read_blobs([files["lib.py"].oid], [])
+    assert blob[files["lib.py"].oid].decode() == FIXED  # the commit holds what it ran on
+    failed = s.execute("d1", ["exit 3"])
+    assert failed.exit == 3
+
+
+def test_exec_runs_in_the_sandbox_without_network_or_the_users_files(opened) -> None:  # type: ignore[no-untyped-def]
+    _, s, repo = opened
+    outside = s.execute("d1", [f"ls {repo}"])
+    assert outside.exit != 0
+    net = s.execute("d1", ["python3", "-c",
+                           "import socket; socket.create_connection(('1.1.1.1', 53), 2)"])
+    assert net.exit != 0
+
+
+def test_checkpoints_chain_and_fork_hang_from_the_root(opened) -> None:  # type: ignore[no-untyped-def]
+    store, s, _ = opened
+    ws = s.folders.working_copy("d1")
+    (ws / "lib.py").write_text(FIXED)
+    first = verbs.checkpoint(s, "d1", "fix add")
+    assert first.score == 1.0 and first.parent_id == s.state().root_node
+    (ws / "notes.txt").write_text("more")
+    second = verbs.checkpoint(s, "d1", "notes")
+    assert second.parent_id == first.node_id
+    d2 = verbs.fork(s, "d1", at=first.node_id)
+    assert (s.folders.working_copy(d2.dream_id) / "lib.py").read_text() == FIXED
+    assert not (s.folders.working_copy(d2.dream_id) / "notes.txt").exists()
+    third = verbs.checkpoint(s, d2.dream_id, "from the fix")
+    assert third.parent_id == s.state().root_node
+    verbs.revert(s, "d1", first.node_id)
+    assert not (ws / "notes.txt").exists()
+    fourth = verbs.checkpoint(s, "d1", "after revert")
+    assert fourth.parent_id == second.node_id  # the chain goes on
+    RecordedTree.from_nodes(s.run_id, store.nodes(s.run_id))  # still a root with chains
+    assert store.verify(s.run_id).ok
+
+
+def test_a_protected_path_changed_makes_the_checkpoint_invalid(opened) -> None:  # type: ignore[no-untyped-def]
+    _, s, _ = opened
+    ws = s.folders.working_copy("d1")
+    (ws / "check.py").write_text('print(\'{"score": 1.0, "valid": true}\')\n')
+    node = verbs.checkpoint(s, "d1", "cheat")
+    assert node.status is NodeStatus.INVALID and "check.py" in node.feedback
+
+
+def test_a_working_copy_with_a_fifo_or_a_link_out_is_kept_safely(opened) -> None:  # type: ignore[no-untyped-def]
+    _, s, _ = opened
+    ws = s.folders.working_copy("d1")
+    os.symlink("/etc/passwd", ws / "passwd")
+    linked = verbs.checkpoint(s, "d1", "a link")
+    assert linked.commit is not None
+    entry = s.store.workspaces.tree(linked.commit, [])["passwd"]
+    assert entry.mode == "120000"  # kept as a link, never the file it names
+    assert s.store.workspaces.read_blobs([entry.oid], [])[entry.oid] == b"/etc/passwd"
+    os.mkfifo(ws / "pipe")
+    node = verbs.checkpoint(s, "d1", "a fifo")
+    assert node.status is NodeStatus.ERROR and "pipe" in node.feedback
+    with pytest.raises(ConfigError, match="pipe"):
+        s.execute("d1", ["true"])
+
+
+def test_a_test_eliminates_a_hypothesis_citing_its_row(opened) -> None:  # type: ignore[no-untyped-def]
+    store, s, _ = opened
+    wrong = verbs.hypothesize(s, "check.py is what is broken", test="grep -q 'a + b' lib.py",
+                              predicts="pass")
+    right = verbs.hypothesize(s, "add subtracts", test="grep -q 'a - b' lib.py")
+    result, status = verbs.test_hypothesis(s, wrong)
+    assert status is HypothesisStatus.ELIMINATED
+    h = s.state().hypotheses[wrong]
+    assert h.history[-1].cites == (result.row,)
+    assert verbs.test_hypothesis(s, right)[1] is HypothesisStatus.SUPPORTED
+    narration = next(r.event.event_id for r in store.ledger(s.run_id)
+                     if not r.event.admissible)
+    with pytest.raises(ConfigError, match="not admissible"):
+        verbs.believe(s, right, "eliminated", [narration])
+    with pytest.raises(ConfigError, match="cite"):
+        verbs.believe(s, right, "eliminated", [])
+    with pytest.raises(ConfigError, match="no such row"):
+        verbs.believe(s, right, "eliminated", ["evt_nope"])
+    with pytest.raises(ConfigError, match="no hypothesis"):
+        verbs.believe(s, "h9", "eliminated", [result.row])
+    assert s.state().hypotheses[right].status is HypothesisStatus.SUPPORTED
+
+
+def test_a_shadow_answers_its_parent_with_evidence(opened) -> None:  # type: ignore[no-untyped-def]
+    store, s, _ = opened
+    with pytest.raises(ConfigError, match="question"):
+        verbs.shadow(s, question=" ", decision="d", budget=2, returns="r")
+    sh = verbs.shadow(s, question="does add subtract?", decision="fix lib or check",
+                      budget=2, returns="yes or no")
+    assert sh.status is DreamStatus.SHADOW
+    row = s.execute(sh.dream_id, ["grep -c 'a - b' lib.py"]).row
+    with pytest.raises(ConfigError, match="cite"):
+        verbs.answer(s, sh.dream_id, "yes", [])
+    done = verbs.answer(s, sh.dream_id, "yes: lib.add subtracts", [row])
+    assert done.status is DreamStatus.MERGED and done.answer_rows == (row,)
+    text = brief_text(brief(store, s.state(), dream="d1"))
+    assert "yes: lib.add subtracts" in text
+    with pytest.raises(ConfigError, match="merged"):
+        s.execute(sh.dream_id, ["true"])
+
+
+def test_the_brief_keeps_open_hypotheses_and_constraints_within_its_size(opened) -> None:  # type: ignore[no-untyped-def]
+    store, s, _ = opened
+    ids = [verbs.hypothesize(s, f"hypothesis number {i} " + "x" * 40) for i in range(6)]
+    for _ in range(8):
+        s.execute("d1", ["true"])
+    fresh = SqliteRunStore.open(store.root)  # a new reader: nothing held in memory
+    data = brief(fresh, Session(store, s.run_id).state(), dream="d1", max_chars=2500)
+    fresh.close()
+    assert {h["id"] for h in data["hypotheses"]} == set(ids)
+    assert data["constraints"] == ["keep lib.add's signature"]
+    assert data["omitted"].get("evidence", 0) > 0
+    assert "keep lib.add's signature" in brief_text(data)
