@@ -218,3 +218,14 @@ def test_the_brief_keeps_open_hypotheses_and_constraints_within_its_size(opened)
     assert data["constraints"] == ["keep lib.add's signature"]
     assert data["omitted"].get("evidence", 0) > 0
     assert "keep lib.add's signature" in brief_text(data)
+
+
+def test_a_dream_run_waits_for_its_verbs_and_refuses_an_engine_resume(opened) -> None:  # type: ignore[no-untyped-def]
+    from dreamrsi.engine.run import resume_run
+    from dreamrsi.store.values import RunStatus
+
+    store, s, _ = opened
+    run = store.get_run(s.run_id)
+    assert run.status is RunStatus.INTERRUPTED and "Dream Run" in (run.stop_reason or "")
+    with pytest.raises(ConfigError, match="Dream Run"):
+        resume_run(store, s.run_id)

@@ -262,6 +262,9 @@ def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None
     if run.status is RunStatus.FINISHED:
         raise ConfigError(f"run {run.run_id} already finished ({run.stop_reason}); "
                           "start a new run instead")
+    if run.config.get("kind") == "repo":
+        raise ConfigError(f"run {run.run_id} is a Dream Run: go on with its verbs "
+                          "(`dreamrsi brief`, `exec`, `checkpoint`) or `dreamrsi work`")
     task = recorded_task(store, run, "resume needs the same task")
     config = RunConfig.from_json(run.config)
     overrides = {k: v for k, v in (("base_url", base_url), ("model", model),

@@ -24,8 +24,11 @@ from dreamrsi.repo_runs.state import (
 )
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.ledger import Actor
+from dreamrsi.store.values import RunStatus, RunUpdate
 
-__all__ = ["abandon", "answer", "autopsy", "believe", "fork", "hypothesize", "open_run",
+WAITING = "a Dream Run: open, waiting for its next verb or `dreamrsi work`"
+
+__all__ = ["WAITING", "abandon", "answer", "autopsy", "believe", "fork", "hypothesize", "open_run",
            "question", "resolve", "revert", "set_subgoal", "shadow", "test_hypothesis"]
 
 
@@ -50,6 +53,8 @@ def open_run(store: RunStore, req: OpenRequest, *, isolation: str | None = None)
     _, state = record(store, run_id, EventKind.DREAM, {
         "dream": "d1", "kind": DreamKind.PRIMARY.value, "parent": None,
         "start_node": root.node_id})
+    store.update_run(run_id, RunUpdate(status=RunStatus.INTERRUPTED, pid=None,
+                                       stop_reason=WAITING))
     return state
 
 
