@@ -229,3 +229,17 @@ def test_a_dream_run_waits_for_its_verbs_and_refuses_an_engine_resume(opened) ->
     assert run.status is RunStatus.INTERRUPTED and "Dream Run" in (run.stop_reason or "")
     with pytest.raises(ConfigError, match="Dream Run"):
         resume_run(store, s.run_id)
+
+
+def test_exec_keeps_named_files_safely(opened) -> None:  # type: ignore[no-untyped-def]
+    store, s, _ = opened
+    result = s.execute("d1", ["echo '<testsuite tests=\"2\" failures=\"1\"/>' > report.xml"
+                              " && ln -s /etc/passwd leak"],
+                       artifacts=["report.xml", "leak", "absent.txt", "../outside"])
+    row = next(r for r in store.ledger(s.run_id) if r.event.event_id == result.row)
+    kept = {a.path: a.sha256 for a in row.event.artifacts}
+    assert store.get_blob(kept["report.xml"]).startswith(b"<testsuite")
+    missing = row.event.parsed["artifacts_missing"]
+    assert set(missing) == {"leak", "absent.txt", "../outside"}
+    assert "leak" not in kept  # a link is never followed
+    assert row.event.args == (result.command,)

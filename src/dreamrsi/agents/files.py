@@ -18,7 +18,8 @@ from pathlib import Path, PurePosixPath
 
 from dreamrsi.agents.edits import EVOLVE_START
 
-__all__ = ["FileProblem", "editable_files", "path_problem", "read_file", "write_file"]
+__all__ = ["FileProblem", "editable_files", "path_problem", "read_bytes", "read_file",
+           "write_file"]
 
 MAX_FILE_BYTES = 256 * 1024
 """Largest file shown to a model."""
@@ -87,7 +88,21 @@ def read_file(root: Path, rel: str, max_bytes: int = MAX_FILE_BYTES) -> str:
     Raises:
         FileProblem: A link, not a regular file, larger than ``max_bytes``, or not UTF-8.
     """
+    try:
+        return read_bytes(root, rel, max_bytes).decode("utf-8")
+    except UnicodeDecodeError:
+        raise FileProblem(f"{rel} is not UTF-8 text") from None
+
+
+def read_bytes(root: Path, rel: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file ``root/rel``, following no link.
+
+    Raises:
+        FileProblem: A link, not a regular file, or larger than ``max_bytes``.
+    """
     parts = PurePosixPath(rel).parts
+    if not parts or any(p in ("..", "/") for p in parts):
+        raise FileProblem(f"{rel} is not a path inside the folder")
     with _folder(root, parts[:-1]) as folder:
         try:
             fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
@@ -101,10 +116,7 @@ def read_file(root: Path, rel: str, max_bytes: int = MAX_FILE_BYTES) -> str:
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise FileProblem(f"{rel} is larger than {max_bytes} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise FileProblem(f"{rel} is not UTF-8 text") from None
+    return data
 
 
 def write_file(root: Path, rel: str, text: str) -> None:

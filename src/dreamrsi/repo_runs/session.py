@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dreamrsi.agents.files import FileProblem, read_bytes
 from dreamrsi.agents.protocol import Proposal, ProposalRequest, ProposalStatus
-from dreamrsi.core.model import Cost, Node, node_id_for
+from dreamrsi.core.model import Artifact, Cost, Node, node_id_for
 from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, AttemptSpec
 from dreamrsi.engine.commands import bounded_command, command_event
 from dreamrsi.engine.recording import attempt_safely, record_outcome
@@ -42,6 +43,8 @@ from dreamrsi.workspace.git import GitCall
 __all__ = ["ExecResult", "Session"]
 
 _MIB = 1 << 20
+MAX_ARTIFACT_BYTES = 4 * _MIB
+"""Largest file a command's row keeps."""
 _TAIL = 4000
 
 
@@ -141,11 +144,12 @@ class Session:
     # -- commands --------------------------------------------------------------------------
 
     def execute(self, dream_id: str, argv: Sequence[str], *, timeout_s: float = 600.0,
-                actor: Actor = Actor.EXECUTION,
-                facts: Mapping[str, Any] | None = None) -> ExecResult:
+                actor: Actor = Actor.EXECUTION, facts: Mapping[str, Any] | None = None,
+                artifacts: Sequence[str] = ()) -> ExecResult:
         """Run a command in the dream's working copy, in the sandbox, and record it: the
-        commit of the files it ran on, its exit, its output as blobs, what its output says
-        (test counts, a benchmark's numbers)."""
+        commit of the files it ran on, its exit, its output and the files named in
+        ``artifacts`` (paths in the working copy it wrote, such as a JUnit report) as blobs
+        with their sha256, and what they say (test counts, a benchmark's numbers)."""
         if not argv or not any(a.strip() for a in argv):
             raise ConfigError("no command to run", key="CMD")
         if not 0 < timeout_s <= 86400:
@@ -164,15 +168,35 @@ class Session:
                                  self.task.constraints, deadline=None,
                                  cancel=threading.Event())
         assert result is not None  # no deadline and no cancel: it always runs
+        kept, files, missing = self._artifacts(ws, artifacts)
         parsed = {"dream": dream_id, "base_node": dream.work_node, **(facts or {}),
-                  **_outputs(result)}
-        event = command_event(actor, result, commit, "", self.store.blobs, parsed=parsed)
-        event = _without_node(event)
+                  **_outputs(result, files),
+                  **({"artifacts_missing": missing} if missing else {})}
+        event = command_event(actor, result, commit, "", self.store.blobs, parsed=parsed,
+                              extra=kept)
+        event = dataclasses.replace(event, node_id=None, args=tuple(argv))
         with self.store.atomic():
             self.store.append_ledger(self.run_id, [event], run_id=self.run_id)
         return ExecResult(event.event_id, command, result.exit_code, result.timed_out,
                           result.duration_ms, commit, result.stdout[-_TAIL:],
                           result.stderr[-_TAIL:], event.parsed or {})
+
+    def _artifacts(self, ws: Path, names: Sequence[str]
+                   ) -> tuple[tuple[Artifact, ...], dict[str, bytes], dict[str, str]]:
+        """The files a command was asked to keep, read without following links (at most
+        :data:`MAX_ARTIFACT_BYTES` each); and why the others could not be kept."""
+        kept: list[Artifact] = []
+        files: dict[str, bytes] = {}
+        missing: dict[str, str] = {}
+        for name in names:
+            try:
+                data = read_bytes(ws, name, MAX_ARTIFACT_BYTES)
+            except (FileProblem, OSError) as exc:
+                missing[name] = str(exc)
+                continue
+            files[name] = data
+            kept.append(Artifact(name, self.store.blobs.put(data)))
+        return tuple(kept), files, missing
 
     def snapshot(self, dream: DreamState) -> str:
         """Commit the working copy's files as they are (not a checkpoint: evidence of what a
@@ -258,15 +282,12 @@ class Session:
         return outcome
 
 
-def _outputs(result: CommandResult) -> dict[str, Any]:
-    """What a command's output says, where its format is known."""
+def _outputs(result: CommandResult, files: Mapping[str, bytes]) -> dict[str, Any]:
+    """What a command's output and kept files say, where their format is known."""
     try:  # TEMPORARY until the parsers land (branch repo-verdict)
         from dreamrsi.engine.outputs import parse_outputs  # type: ignore[import-untyped]
     except ImportError:
         return {}
-    found = parse_outputs(result.stdout)
+    found = parse_outputs(result.stdout, files)
     return {"outputs": found} if found else {}
 
-
-def _without_node(event: LedgerEvent) -> LedgerEvent:
-    return dataclasses.replace(event, node_id=None)
