@@ -243,3 +243,18 @@ def test_exec_keeps_named_files_safely(opened) -> None:  # type: ignore[no-untyp
     assert set(missing) == {"leak", "absent.txt", "../outside"}
     assert "leak" not in kept  # a link is never followed
     assert row.event.args == (result.command,)
+
+
+def test_git_config_an_agent_writes_never_runs_on_the_trusted_side(opened, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    store, s, _ = opened
+    marker = tmp_path / "pwned"
+    hook = f"touch {marker}"
+    s.execute("d1", [f"printf '[core]\\n\\tfsmonitor = {hook}\\n\\thooksPath = hooks\\n' "
+                     ">> .git/config && mkdir -p hooks sub/.git && echo x > sub/f"])
+    node = verbs.checkpoint(s, "d1", "config")
+    verbs.fork(s, "d1")
+    verbs.revert(s, "d1", node.node_id)
+    assert not marker.exists()
+    assert node.commit is not None
+    tree = store.workspaces.tree(node.commit, [])
+    assert "sub/f" in tree and not any(".git" in path.split("/") for path in tree)

@@ -107,10 +107,10 @@ def replace_files(ws: Path, repo: WorkspaceRepo, commit: str, scratch: Path,
 
 
 def copy_working_files(src: Path, dest: Path, max_bytes: int) -> str | None:
-    """Copy the files of the working copy ``src`` (all but its top-level ``.git``) into the
-    empty folder ``dest``: folders, regular files (with their executable bit) and links as
-    links, following none. Returns why it cannot be copied (a FIFO, a device, more than
-    ``max_bytes``), or None."""
+    """Copy the files of the working copy ``src`` (all but every ``.git``: its own, and a
+    nested repository's) into the empty folder ``dest``: folders, regular files (with their
+    executable bit) and links as links, following none. Returns why it cannot be copied (a
+    FIFO, a device, more than ``max_bytes``), or None."""
     total = 0
     try:
         names = sorted(os.listdir(src))
@@ -126,6 +126,8 @@ def copy_working_files(src: Path, dest: Path, max_bytes: int) -> str | None:
             return problem
         if stat.S_ISDIR(info.st_mode) and not stat.S_ISLNK(info.st_mode):
             for entry in walk(top):
+                if b".git" in entry.rel.split(b"/"):  # a nested repository's own
+                    continue
                 rel = os.fsdecode(entry.rel)
                 problem, total = _copy_entry(top / rel, dest / name / rel, entry.info,
                                              f"{name}/{rel}", total, max_bytes)
