@@ -142,11 +142,12 @@ def select(records, keep):
 '''),
 )
 
+_ARG = '    parser.add_argument({})\n'
 _CLI_OPTIONS = (
-    ("cli: --columns picks the columns", '    parser.add_argument("--columns", help="comma-separated")\n'),
-    ("cli: --tsv writes tab-separated text", '    parser.add_argument("--tsv", action="store_true")\n'),
-    ("cli: --markdown writes a table", '    parser.add_argument("--markdown", action="store_true")\n'),
-    ("cli: --output names a file", '    parser.add_argument("--output", "-o")\n'),
+    ("cli: --columns picks the columns", _ARG.format('"--columns", help="comma-separated"')),
+    ("cli: --tsv writes tab-separated text", _ARG.format('"--tsv", action="store_true"')),
+    ("cli: --markdown writes a table", _ARG.format('"--markdown", action="store_true"')),
+    ("cli: --output names a file", _ARG.format('"--output", "-o"')),
 )
 
 _CLI = '''\
