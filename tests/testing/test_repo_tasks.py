@@ -110,6 +110,24 @@ def test_a_wrong_fix_scores_as_wrong(suite: dict[str, RepoTask], tmp_path: Path)
     assert json.loads(done.stdout.splitlines()[-1])["score"] == 1.0
 
 
+@pytest.mark.parametrize(("code", "says"), [
+    ("raise ImportError('half-written module')", "ImportError: half-written module"),
+    ("import sys\ndef {fn}(*args):\n    sys.exit(0)", "SystemExit"),
+    ("import os\nos._exit(0)", "the tests did not run"),
+    ("import atexit\natexit.register(print, 'not json')\ndef {fn}(*args):\n    return []",
+     "not JSON: not json"),
+])
+def test_a_hostile_candidate_gets_a_verdict_not_a_crash(
+        suite: dict[str, RepoTask], tmp_path: Path, code: str, says: str) -> None:
+    for name, module, fn in (("performance-target", "dedupe.py", "unique"),
+                             ("flaky-test", "retry.py", "delay")):
+        task = suite[name]
+        work = repo_tasks.copy_files(task, tmp_path / name)
+        (work / module).write_text(code.format(fn=fn) + "\n")
+        result = verdict(task, work)
+        assert result["score"] == 0.0 and says in result["feedback"], (name, result)
+
+
 def test_git_bisect_run_with_the_check_finds_the_truths_commit(
         suite: dict[str, RepoTask], tmp_path: Path) -> None:
     task = suite["seeded-regression"]
@@ -144,6 +162,9 @@ def test_bad_arguments_are_clear_errors_and_touch_nothing(tmp_path: Path) -> Non
     with pytest.raises(ValueError, match="not empty"):
         repo_tasks.flaky_test(busy)
     assert [p.name for p in busy.iterdir()] == ["mine.txt"]
+    with pytest.raises(ValueError, match="not a folder"):
+        repo_tasks.performance_target(busy / "mine.txt")
+    assert (busy / "mine.txt").read_text() == "keep me"
     with pytest.raises(ValueError, match="bad_at=40"):
         repo_tasks.seeded_regression(tmp_path / "r", bad_at=40)
     with pytest.raises(ValueError, match="bad_at=0"):

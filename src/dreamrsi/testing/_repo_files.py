@@ -10,6 +10,27 @@ from __future__ import annotations
 
 # ---------------------------------------------------------------- shared by the test runners
 
+_CHILD = '''
+
+def child(args, env=None):
+    """Run ``python3 args`` and read the JSON object its last stdout line holds:
+    (object, None), or (None, why not) when it failed, hung or printed something else."""
+    try:
+        proc = subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                              timeout=60, env=env)
+    except subprocess.TimeoutExpired:
+        return None, "timed out after 60 s"
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return None, f"exit {proc.returncode}: {tail}"
+    try:
+        out = json.loads(lines[-1])
+    except ValueError:
+        return None, f"the last line is not JSON: {lines[-1][:200]}"
+    return (out, None) if isinstance(out, dict) else (None, "the last line is not an object")
+'''
+
 RUN_TESTS = '''\
 """Run every test_* function of the files named, in this process; print a JSON summary."""
 import importlib.util
@@ -35,7 +56,7 @@ def run(paths):
             try:
                 getattr(module, name)()
                 results[name] = None
-            except Exception as e:  # a failing test is a result, never a crash
+            except (Exception, SystemExit) as e:  # a failure, never a crash
                 line = traceback.format_exception_only(type(e), e)[-1].strip()
                 results[name] = line
     return results
@@ -140,24 +161,16 @@ def measure():
         return {"error": "unique() differs from the reference on the benchmark's input"}
     return {"reference_s": best_time(reference, items),
             "candidate_s": best_time(dedupe.unique, items)}
-
-
-def child(args):
-    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return None, f"exit {proc.returncode}: {tail}"
-    return json.loads(lines[-1]), None
-
+''' + _CHILD + '''
 
 def verdict():
     tests, why = child([os.path.join(HERE, "run_tests.py"),
                         os.path.join(HERE, "tests", "test_dedupe.py")])
     failing = sorted(k for k, v in (tests or {}).items() if v)
     if why or failing:
-        detail = why or "; ".join(f"{k}: {tests[k]}" for k in failing)
-        return {"score": 0.0, "valid": False, "feedback": f"tests fail: {detail}",
+        detail = f"the tests did not run: {why}" if why else "tests fail: " + "; ".join(
+            f"{k}: {tests[k]}" for k in failing)
+        return {"score": 0.0, "valid": False, "feedback": detail,
                 "metrics": {"failing": len(failing)}}
     timing, why = child([os.path.abspath(__file__), "--measure"])
     if why or "error" in timing:
@@ -352,21 +365,17 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VERSION = sys.argv[1] if len(sys.argv) > 1 else "v2"
-
+''' + _CHILD + '''
 
 def main():
     env = dict(os.environ)
     vendored = os.path.join(HERE, "vendor", "confparse_" + VERSION)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (vendored, env.get("PYTHONPATH")) if p)
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "run_tests.py"),
-                           os.path.join(HERE, "tests", "test_app.py")],
-                          capture_output=True, text=True, timeout=60, env=env)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"score": 0.0, "valid": True, "feedback": f"the tests did not run: {tail}",
+    results, why = child([os.path.join(HERE, "run_tests.py"),
+                          os.path.join(HERE, "tests", "test_app.py")], env)
+    if why or not results:
+        return {"score": 0.0, "valid": True, "feedback": f"the tests did not run: {why}",
                 "metrics": {"passed": 0}}
-    results = json.loads(lines[-1])
     failing = sorted(k for k, v in results.items() if v)
     passed = len(results) - len(failing)
     feedback = f"{passed} of {len(results)} tests pass on confparse {VERSION}"
@@ -455,7 +464,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNS = 30
-
+''' + _CHILD + '''
 
 def repeat():
     spec = importlib.util.spec_from_file_location("run_tests", os.path.join(HERE, "run_tests.py"))
@@ -468,23 +477,19 @@ def repeat():
         results = run_tests.run([os.path.join(HERE, "tests", "test_retry.py")])
         for name, why in results.items():
             if why:
-                failures[name] = failures.get(name, 0) + 1
+                failures.setdefault(name, {"runs": 0, "why": why})["runs"] += 1
         passed += not any(results.values())
     return {"passed": passed, "failures": failures}
 
 
 def main():
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--repeat"],
-                          capture_output=True, text=True, timeout=60)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"score": 0.0, "valid": True, "feedback": f"the tests did not run: {tail}",
+    out, why = child([os.path.abspath(__file__), "--repeat"])
+    if why:
+        return {"score": 0.0, "valid": True, "feedback": f"the tests did not run: {why}",
                 "metrics": {}}
-    out = json.loads(lines[-1])
     feedback = f"{out['passed']} of {RUNS} runs passed"
     if out["failures"]:
-        feedback += "; failed: " + ", ".join(f"{k} ({v} runs)"
+        feedback += "; failed: " + ", ".join(f"{k} ({v['runs']} runs; {v['why']})"
                                              for k, v in sorted(out["failures"].items()))
     return {"score": out["passed"] / RUNS, "valid": True, "feedback": feedback,
             "metrics": {"passed": out["passed"], "runs": RUNS}}

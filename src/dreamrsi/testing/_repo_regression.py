@@ -220,13 +220,15 @@ if __name__ == "__main__":
         found = problem()
         print(found or "ok", file=sys.stderr)
         sys.exit(1 if found else 0)
-    child = subprocess.run([sys.executable, os.path.abspath(__file__)], capture_output=True,
-                           text=True, timeout=60)
-    ok = child.returncode == 0
-    why = child.stderr.strip().splitlines()[-1:] or ["no output"]
-    print(json.dumps({"score": 1.0 if ok else 0.0, "valid": True,
-                      "feedback": "fields round-trip through csv.reader" if ok else why[0],
-                      "metrics": {"check_exit": child.returncode}}))
+    try:
+        child = subprocess.run([sys.executable, os.path.abspath(__file__)],
+                               capture_output=True, text=True, timeout=60)
+        code, why = child.returncode, (child.stderr.strip().splitlines() or ["no output"])[-1]
+    except subprocess.TimeoutExpired:
+        code, why = None, "check.py timed out after 60 s"
+    print(json.dumps({"score": 1.0 if code == 0 else 0.0, "valid": True,
+                      "feedback": "fields round-trip through csv.reader" if code == 0 else why,
+                      "metrics": {"check_exit": code}}))
 '''
 
 README = "# export\n\nRender records as CSV.\n"

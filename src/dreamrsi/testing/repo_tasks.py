@@ -111,9 +111,11 @@ def _make_repo(folder: Path, snapshots: list[tuple[str, Mapping[str, str]]]) -> 
         The commit ids, oldest first.
 
     Raises:
-        ValueError: ``folder`` exists and is not empty.
+        ValueError: ``folder`` exists and is not an empty folder.
     """
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder: a repository task needs an empty folder")
     if folder.exists() and any(folder.iterdir()):
         raise ValueError(f"{folder} is not empty: a repository task needs an empty folder")
     folder.mkdir(parents=True, exist_ok=True)
