@@ -282,5 +282,7 @@ def test_best_of_n_and_linear_through_the_engine_in_the_sandbox(
         if result.attempts_to_success is not None:  # the run stopped at the target
             assert result.attempts == result.attempts_to_success
     assert deep.attempts_to_success is not None  # a chain tries every move within 3
+    assert set(wide.depths) == {1}  # N independent attempts from the root
+    assert deep.depths == tuple(range(1, deep.attempts + 1))  # one chain
     again = repo_baselines.best_of_n(task, 3, 5, tmp_path / "again", tools)
     assert again.scores == wide.scores  # the agents draw from the run's seeds

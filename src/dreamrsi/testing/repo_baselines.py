@@ -106,6 +106,8 @@ class ArmResult:
         best_score: The best raw score of any valid attempt (``None``: none was valid).
         wall_s: Wall-clock seconds of the whole arm.
         scores: Raw score of each attempt in creation order (``None`` where invalid).
+        depths: Depth of each attempt in creation order (1: a child of the root): the shape
+            the arm gave its tree.
     """
 
     attempts: int
@@ -113,6 +115,7 @@ class ArmResult:
     best_score: float | None
     wall_s: float
     scores: tuple[float | None, ...]
+    depths: tuple[int, ...] = ()
 
 
 def result_of(nodes: list[Node], target: float, wall_s: float) -> ArmResult:
@@ -121,7 +124,15 @@ def result_of(nodes: list[Node], target: float, wall_s: float) -> ArmResult:
     scores = tuple(n.raw_score if n.valid else None for n in done)
     first = next((i + 1 for i, s in enumerate(scores) if s is not None and s >= target), None)
     valid = [s for s in scores if s is not None]
-    return ArmResult(len(done), first, max(valid) if valid else None, wall_s, scores)
+    parent = {n.node_id: n.parent_id for n in nodes}
+    depths = []
+    for node in done:
+        depth, up = 0, node.parent_id
+        while up is not None:
+            depth, up = depth + 1, parent.get(up)
+        depths.append(depth)
+    return ArmResult(len(done), first, max(valid) if valid else None, wall_s, scores,
+                     tuple(depths))
 
 
 def engine_arm(task: RepoTask, policy: str, budget: int, seed: int, workdir: Path,
