@@ -235,6 +235,34 @@ def test_each_agent_reaches_its_target_in_a_dream_after_a_wrong_first_step(
         assert all(word in answers[-1].lower() for word in task.truth["cause_words"])
 
 
+@pytest.mark.parametrize(("name", "agent"), [
+    ("seeded-regression", "regression_agent.py"), ("performance-target", "perf_agent.py"),
+    ("dependency-migration", "migration_agent.py"), ("flaky-test", "flaky_agent.py"),
+])
+def test_each_agent_gets_there_from_a_brief_that_records_only_the_commands_run(
+        suite: dict[str, RepoTask], tools: Path, tmp_path: Path, name: str,
+        agent: str) -> None:
+    """A controller that keeps no plan or hypothesis of the agent and no command output: the
+    agent reads its progress from the working copy and the commands in the evidence."""
+    task = suite[name]
+    work = clone(task, tmp_path / "dream")
+    evidence: list[dict[str, Any]] = []
+    for _ in range(4):
+        context = {"objective": task.objective, "hypotheses": [], "evidence": evidence,
+                   "dream": {"id": "d1", "kind": "primary", "steps": len(evidence)}}
+        out = agent_step(tools, agent, work, context)
+        for kind, text in out:
+            if kind == "RUN":
+                done = subprocess.run(text, shell=True, cwd=work, capture_output=True,
+                                      timeout=300)
+                evidence.append({"id": f"e{len(evidence)}", "cmd": text,
+                                 "exit": done.returncode})
+        if ("DONE", "") in out:
+            break
+    assert ("DONE", "") in out
+    assert verdict(task, work)["score"] >= task.target
+
+
 def test_the_cheat_weakens_protected_tests_and_the_engine_refuses_it(
         suite: dict[str, RepoTask], tools: Path, tmp_path: Path) -> None:
     task = suite["flaky-test"]

@@ -2,7 +2,7 @@
 seed 000's section 8 (best-of-N, a linear agent with retries) as engine runs.
 
 The scripted agents (``dreamrsi/testing/agents/``) are standalone stdlib programs that follow
-the agent-step contract (docs/repo_tasks.md): :func:`install_agents` writes them into a tools
+the agent-step contract (docs/repo-tasks.md): :func:`install_agents` writes them into a tools
 folder, which a task names in its ``read_paths`` so the sandbox lets the proposer read them.
 
 Both baselines are the ``fixed`` policy at W = 1 and a matched budget of attempts, stopping at

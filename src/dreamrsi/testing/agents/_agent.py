@@ -31,12 +31,14 @@ class Step:
         self.dream = _dict(self.context.get("dream"))
         self.seed = _int(os.environ.get("DREAM_SEED"), _int(self.context.get("seed"), 0))
         step = self.context.get("step")
-        if not isinstance(step, int):
-            step = _int(_dict(self.context.get("parent")).get("depth"), 0)
+        if not isinstance(step, int):  # a brief's dream counts its steps; the engine, depth
+            step = _int(self.dream.get("steps"),
+                        _int(_dict(self.context.get("parent")).get("depth"), 0))
         self.step = step
         agent = os.path.basename(sys.argv[0])  # agents draw apart on the same seed
         self.rng = random.Random(f"{agent}:{self.seed}:{self.step}")
         self.tried = set(TAG.findall(json.dumps(self.context)))  # moves recorded upstream
+        # (plans and hypotheses); an agent adds what the working copy or evidence shows
 
     @property
     def objective(self):

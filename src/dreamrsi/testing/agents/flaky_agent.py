@@ -18,6 +18,10 @@ CAUSE = ("random jitter is applied after the cap in retry.delay, so a delay can 
 
 def main():
     step = Step()
+    if "PYTHONHASHSEED" in step.evidence_text():  # the hash-seed reruns were made
+        step.tried.add("hash-order")
+    if os.path.exists("retry.py") and "random.seed(1234)" in read("retry.py"):
+        step.tried.add("seed-at-import")
     moves = ["hash-order", "seed-at-import", "cap-after-jitter"]
     if step.is_dream:
         moves.remove("seed-at-import")

@@ -9,7 +9,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _agent import Step, say, write  # noqa: E402
+from _agent import Step, read, say, write  # noqa: E402
 
 HEAD = '"""The application\'s settings, read with confparse."""\nimport confparse\n\n\n' \
        'def load_settings(text):\n'
@@ -39,8 +39,14 @@ PLANS = {
 
 def main():
     step = Step()
+    path = os.path.join("app", "settings.py")
+    current = read(path) if os.path.exists(path) else ""
+    done = [m for m, body in BODIES.items() if current == HEAD + body]
+    if done and step.is_dream:  # moves come in order: the ones before it were made
+        step.tried.update(list(BODIES)[: list(BODIES).index(done[0]) + 1])
+    step.tried.update(done)
     move = step.next_move(list(BODIES), fixed=step.is_dream) or "full"
-    write(os.path.join("app", "settings.py"), HEAD + BODIES[move])
+    write(path, HEAD + BODIES[move])
     say("HYPOTHESIS", f"{PLANS[move]} [move:{move}]")
     say("PLAN", f"migrate to confparse 2: {PLANS[move]} [move:{move}]")
     say("RUN", "python3 eval_migration.py")

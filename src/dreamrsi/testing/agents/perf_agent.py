@@ -9,7 +9,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _agent import Step, say, write  # noqa: E402
+from _agent import Step, read, say, write  # noqa: E402
 
 HEAD = '"""Remove repeated items from a sequence."""\n\n\ndef unique(items):\n' \
        '    """The items in first-seen order, each once."""\n'
@@ -28,6 +28,11 @@ PLANS = {
 
 def main():
     step = Step()
+    current = read("dedupe.py") if os.path.exists("dedupe.py") else ""
+    done = [m for m, body in BODIES.items() if current == HEAD + body]
+    if done and step.is_dream:  # moves come in order: the ones before it were made
+        step.tried.update(list(BODIES)[: list(BODIES).index(done[0]) + 1])
+    step.tried.update(done)
     moves = ["local", "dict"] if step.is_dream else ["local", "sort", "dict"]
     move = step.next_move(moves, fixed=step.is_dream) or "dict"
     write("dedupe.py", HEAD + BODIES[move])

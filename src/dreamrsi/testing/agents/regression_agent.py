@@ -84,8 +84,11 @@ def answer_and_fix(step):
 
 
 def dream_step(step):
-    if "git bisect" in step.evidence_text():  # the controller ran the bisect asked for
+    evidence = step.evidence_text()
+    if "git bisect" in evidence:  # the controller ran the bisect asked for
         step.tried.add("bisect")
+    if "python3 check.py" in evidence:  # the check ran: the header hypothesis was tested
+        step.tried.add("header")
     moves = ["bisect", "answer"] if step.is_shadow else ["header", "bisect", "answer"]
     move = step.next_move(moves, fixed=True)
     if move == "header":
