@@ -155,6 +155,22 @@ def test_the_builders_are_deterministic_for_a_seed(tmp_path: Path) -> None:
     assert len(bad) > 1 and all(10 <= b <= 30 for b in bad)  # the seed picks it, mid-history
 
 
+def test_the_users_git_configuration_and_environment_change_no_commit_id(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = repo_tasks.seeded_regression(tmp_path / "plain", commits=8, bad_at=5)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\tname = Someone Else\n\temail = x@y.z\n"
+                                     "[init]\n\tdefaultBranch = trunk\n"
+                                     "[core]\n\tautocrlf = true\n[commit]\n\tgpgsign = true\n")
+    for name, value in (("HOME", str(home)), ("TZ", "Asia/Tokyo"), ("LANG", "de_DE.UTF-8"),
+                        ("GIT_AUTHOR_NAME", "Someone Else"), ("GIT_COMMITTER_DATE", "@0 +0000")):
+        monkeypatch.setenv(name, value)
+    other = repo_tasks.seeded_regression(tmp_path / "other", commits=8, bad_at=5)
+    assert other.truth["head"] == plain.truth["head"]
+    assert other.truth["bad_commit"] == plain.truth["bad_commit"]
+
+
 def test_bad_arguments_are_clear_errors_and_touch_nothing(tmp_path: Path) -> None:
     busy = tmp_path / "busy"
     busy.mkdir()
