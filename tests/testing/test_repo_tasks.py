@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from dreamrsi.sandbox import Isolation, IsolationMode, Limits, run_command
 from dreamrsi.testing import repo_baselines, repo_tasks
 from dreamrsi.testing.repo_tasks import RepoTask
 
@@ -226,6 +227,29 @@ def test_a_regression_shadow_bisects_by_itself_and_only_answers(
     out = agent_step(tools, "regression_agent.py", work, ask)  # the bisect's output was lost
     assert any(kind == "ANSWER" and task.truth["bad_commit"] in text for kind, text in out)
     assert repo_tasks.git(work, "status", "--porcelain") == ""  # a shadow edits nothing
+
+
+def test_a_shadow_bisects_inside_the_sandbox_as_its_own_user(
+        suite: dict[str, RepoTask], tools: Path, tmp_path: Path, bwrap: str) -> None:
+    """The agent as a controller runs it: bubblewrap required, no network, its working copy
+    the only writable folder, the agents and the brief read-only."""
+    task = suite["seeded-regression"]
+    work = clone(task, tmp_path / "shadow")
+    briefs = tmp_path / "briefs"
+    briefs.mkdir()
+    ask = brief(1, [], [{"id": "e1", "cmd": "git bisect start ...", "exit": 0}],
+                kind="shadow", question="which commit broke the quoting?")
+    (briefs / "brief.json").write_text(json.dumps(ask))
+    for path in (tmp_path, briefs, briefs / "brief.json"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    result = run_command(
+        f"python3 {tools / 'regression_agent.py'}", work,
+        env={**os.environ, "DREAM_CONTEXT": str(briefs / "brief.json"), "DREAM_SEED": "3"},
+        limits=Limits(timeout_s=120),
+        isolation=Isolation(mode=IsolationMode.REQUIRED, writable=(work,),
+                            readable=(tools, briefs), bwrap_path=bwrap))
+    assert result.ok(), result
+    assert f"ANSWER: first bad commit {task.truth['bad_commit']}" in result.stdout
 
 
 @pytest.mark.parametrize(("name", "agent", "steps"), [
