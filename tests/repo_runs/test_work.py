@@ -218,6 +218,9 @@ def test_the_brief_keeps_open_hypotheses_and_constraints_within_its_size(opened)
     assert data["constraints"] == ["keep lib.add's signature"]
     assert data["omitted"].get("evidence", 0) > 0
     assert "keep lib.add's signature" in brief_text(data)
+    s.execute("d1", ["echo the-first-bad-commit-is-abc123"])
+    last = brief(store, s.state())["evidence"][-1]
+    assert "the-first-bad-commit-is-abc123" in last["stdout_tail"]  # what an agent reads next
 
 
 def test_a_dream_run_waits_for_its_verbs_and_refuses_an_engine_resume(opened) -> None:  # type: ignore[no-untyped-def]

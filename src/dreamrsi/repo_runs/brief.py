@@ -3,7 +3,8 @@
 The brief holds what a worker must not lose at a context refresh: the objective, the success
 criteria and constraints (always whole), the current subgoal, every hypothesis still open, the
 dreams and their heads, shadows' questions and answers, open questions, and then, as room
-allows, the recent admissible evidence and the autopsies. What did not fit is counted, never
+allows, the recent admissible evidence (with the end of each command's output) and the
+autopsies. What did not fit is counted, never
 silently dropped: ``omitted`` says how many of each were left out.
 """
 
@@ -23,6 +24,7 @@ __all__ = ["DEFAULT_CHARS", "brief", "brief_text"]
 DEFAULT_CHARS = 12_000
 _EVIDENCE = 20
 _FIELD = 600
+_TAIL = 400
 _BOOKKEEPING = ("dreamrsi-git ", "record ", "anchor ", "copy working copy")  # not evidence
 
 
@@ -43,6 +45,7 @@ def brief(store: RunStore, state: WorkState, *, dream: str | None = None,
         "constraints": list(state.constraints),
         "protected_paths": list(state.protect),
         "subgoal": state.subgoal,
+        "step": state.steps,
         "budget": {"attempts": budget.get("budget"), "attempts_used": used,
                    "wall_s": budget.get("wall_time_s"), "wall_s_used": round(elapsed, 1),
                    "money_usd": budget.get("max_cost_usd"),
@@ -66,7 +69,7 @@ def brief(store: RunStore, state: WorkState, *, dream: str | None = None,
                                 "score": head.score, "feedback": head.feedback[:_FIELD]}
     settled = [_hypothesis(h) for h in state.hypotheses.values()
                if h.status is not HypothesisStatus.OPEN]
-    evidence = [_row(r) for r in _admissible(store.ledger(state.run_id))][-_EVIDENCE:]
+    evidence = [_row(store, r) for r in _admissible(store.ledger(state.run_id))[-_EVIDENCE:]]
     autopsies = [{"dream": a.dream, "text": a.text[:_FIELD], "cites": list(a.cites)}
                  for a in state.autopsies]
     omitted: dict[str, int] = {}
@@ -146,12 +149,20 @@ def _admissible(rows: Any) -> list[LedgerRow]:
             ("execution", "eval", "survival") and not r.event.cmd.startswith(_BOOKKEEPING)]
 
 
-def _row(row: LedgerRow) -> dict[str, Any]:
+def _row(store: RunStore, row: LedgerRow) -> dict[str, Any]:
     ev = row.event
     parsed = ev.parsed or {}
-    return {"id": ev.event_id, "actor": ev.actor.value, "cmd": ev.cmd[:_FIELD],
-            "exit": ev.exit, "dream": parsed.get("dream"), "node": ev.node_id,
-            "outputs": parsed.get("outputs")}
+    out = {"id": ev.event_id, "actor": ev.actor.value, "cmd": ev.cmd[:_FIELD],
+           "exit": ev.exit, "dream": parsed.get("dream"), "node": ev.node_id,
+           "outputs": parsed.get("outputs")}
+    stdout = next((a.sha256 for a in ev.artifacts if a.path == "stdout"), None)
+    if stdout is not None:
+        try:
+            text = store.get_blob(stdout)[-_TAIL:].decode("utf-8", "replace")
+        except Exception:  # noqa: BLE001 - a blob the store lost: the row says the rest
+            text = ""
+        out["stdout_tail"] = text
+    return out
 
 
 def _hyp_line(h: Mapping[str, Any]) -> str:
@@ -170,4 +181,6 @@ def _dream_line(d: Mapping[str, Any]) -> str:
 def _row_line(r: Mapping[str, Any]) -> str:
     where = f" in {r['dream']}" if r.get("dream") else ""
     outs = f" -> {json.dumps(r['outputs'])}" if r.get("outputs") else ""
-    return f"{r['id']} {r['actor']}{where}: `{r['cmd']}` exit {r['exit']}{outs}"
+    tail = r.get("stdout_tail", "").strip()
+    shown = "\n    " + tail.replace("\n", "\n    ") if tail else ""
+    return f"{r['id']} {r['actor']}{where}: `{r['cmd']}` exit {r['exit']}{outs}{shown}"
