@@ -55,12 +55,15 @@ class ResultFile:
     translated from its adapter's report), or why it could not; empty for the others.
 
     ``raw`` holds, by name, the files a peer's evaluator left (kept as evidence); the verdict
-    translated from them is ``data``.
+    translated from them is ``data``. ``exit_read``: ``data`` was read from the finished
+    command, its exit status included (``[evaluator] verdict = "exit"``), so a non-zero exit
+    is part of the verdict rather than a failed evaluator.
     """
 
     data: bytes | None = None
     problem: str | None = None
     raw: tuple[tuple[str, bytes], ...] = ()
+    exit_read: bool = False
 
 
 class _BadResult(ValueError):
@@ -73,7 +76,8 @@ def parse_evaluation(result: CommandResult, result_file: ResultFile, direction: 
 
     Args:
         result: The evaluator command's result.
-        result_file: A verdict worked out from its output (a peer's), or an empty one.
+        result_file: A verdict worked out from its output (a peer's, or one read from the
+            finished command), or an empty one.
         direction: The task's direction, to normalise the score.
         timeout_s: The evaluator's time limit, named in the timeout diagnostic.
     """
@@ -83,7 +87,7 @@ def parse_evaluation(result: CommandResult, result_file: ResultFile, direction: 
     if result.timed_out:
         return Evaluation(NodeStatus.TIMEOUT, feedback=_cap(
             f"evaluator timed out after {timeout_s:g} s{_stderr_tail(result)}"))
-    if result.exit_code != 0:
+    if result.exit_code != 0 and not (result_file.exit_read and result_file.data):
         ended = (f"was killed by signal {result.signal}" if result.signal
                  else f"exited with status {result.exit_code}")
         limit = f" ({result.limit_hit} limit)" if result.limit_hit else ""

@@ -6,11 +6,15 @@ trusted files over it) and returns an :class:`EvaluationOutcome`: an
 :class:`~dreamrsi.engine.evaluation.Evaluation` whose status is a
 :class:`~dreamrsi.core.model.NodeStatus` (``lost`` when the run cut it), and the ledger rows
 behind it. It never raises for what a candidate does. Every evaluator here runs a command in
-the sandbox from the trusted copy; they differ in where the verdict is read (:meth:`verdict`).
+the sandbox from the trusted copy; they differ in where the verdict is read (:meth:`verdict`):
+the command's JSON (:class:`CommandEvaluator`), a peer's result (:class:`PeerEvaluator`), or
+the finished command's test counts or exit status (:class:`ExitEvaluator`,
+``verdict = "exit"``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,15 +24,17 @@ from typing import Any, Protocol
 from dreamrsi.core.model import Artifact, NodeStatus
 from dreamrsi.engine.commands import bounded_command, command_event, cut_reason, dream_env
 from dreamrsi.engine.evaluation import Evaluation, ResultFile, parse_evaluation
+from dreamrsi.engine.exit_verdict import REPORTS_FOLDER, exit_verdict, read_reports
 from dreamrsi.engine.peers import read_verdict
 from dreamrsi.engine.sandboxing import evaluator_env, evaluator_isolation
 from dreamrsi.sandbox import CommandResult, IsolationMode
 from dreamrsi.store.blobs import Blobs
 from dreamrsi.store.ledger import Actor, LedgerEvent
-from dreamrsi.tasks.spec import Task
+from dreamrsi.store.workfolder import discard_folder
+from dreamrsi.tasks.spec import Task, VerdictSource
 
 __all__ = ["CommandEvaluator", "EvaluationOutcome", "EvaluationRequest", "Evaluator",
-           "PeerEvaluator", "make_evaluator"]
+           "ExitEvaluator", "PeerEvaluator", "make_evaluator"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +123,7 @@ class CommandEvaluator:
         if result is None:
             return EvaluationOutcome(Evaluation(NodeStatus.LOST,
                                                 feedback=cut_reason(request.cancel)))
-        left = self.verdict(result)
+        left = self.verdict(result, request)
         evaluation = parse_evaluation(result, left, self.task.direction, ev.timeout_s)
         named = ((("result.json", left.data),) if left.data else ()) + left.raw
         extra = tuple(Artifact(name, self.blobs.put(data)) for name, data in named)
@@ -125,7 +131,7 @@ class CommandEvaluator:
                               parsed=evaluation.parsed(), extra=extra)
         return EvaluationOutcome(evaluation, (event,), result.cpu_ms)
 
-    def verdict(self, result: CommandResult) -> ResultFile:
+    def verdict(self, result: CommandResult, request: EvaluationRequest) -> ResultFile:
         """The verdict the command left outside its stdout: none (the stdout holds it)."""
         return ResultFile()
 
@@ -134,13 +140,38 @@ class PeerEvaluator(CommandEvaluator):
     """A peer's evaluator (OpenEvolve, ShinkaEvolve), run through dreamrsi's adapter in the
     trusted copy; its verdict is translated from the adapter's report."""
 
-    def verdict(self, result: CommandResult) -> ResultFile:
+    def verdict(self, result: CommandResult, request: EvaluationRequest) -> ResultFile:
         """The peer's verdict, translated (each raw file it left kept in ``raw``)."""
         return read_verdict(self.task, result)
 
 
+class ExitEvaluator(CommandEvaluator):
+    """A command that prints no verdict (a test suite): the trusted side reads it from the
+    finished command, its test counts or its exit status (see
+    :mod:`dreamrsi.engine.exit_verdict`). The command may write JUnit XML reports to
+    ``$DREAM_REPORTS``, a folder made empty for it."""
+
+    def evaluate(self, request: EvaluationRequest) -> EvaluationOutcome:
+        """Run the command with an empty ``$DREAM_REPORTS`` and read its verdict."""
+        folder = request.io / REPORTS_FOLDER
+        discard_folder(folder)  # whatever the proposer left under that name
+        folder.mkdir(mode=0o755)
+        return super().evaluate(dataclasses.replace(
+            request, env={**request.env, "DREAM_REPORTS": str(folder)}))
+
+    def verdict(self, result: CommandResult, request: EvaluationRequest) -> ResultFile:
+        """The finished command's verdict, from its output, reports and exit status."""
+        files, notes = read_reports(request.io / REPORTS_FOLDER)
+        return exit_verdict(result, files, notes)
+
+
 def make_evaluator(task: Task, blobs: Blobs, isolation: IsolationMode,
                    trusted: Path) -> Evaluator:
-    """The evaluator of ``task``: a peer's when its evaluator is one, else the command."""
-    kind = CommandEvaluator if task.peer is None else PeerEvaluator
+    """The evaluator of ``task``: a peer's when its evaluator is one, the finished command's
+    when its verdict is ``exit``, else the command's JSON."""
+    kind: type[CommandEvaluator] = CommandEvaluator
+    if task.peer is not None:
+        kind = PeerEvaluator
+    elif task.evaluator.verdict is VerdictSource.EXIT:
+        kind = ExitEvaluator
     return kind(task, blobs, isolation, trusted)

@@ -18,13 +18,14 @@ if TYPE_CHECKING:
         ReviewSpec,
         SurvivalSpec,
         Task,
+        VerdictSource,
         load_task,
     )
 
 _MODULE_OF = {name: f"dreamrsi.tasks.{module}" for name, module in {
     "builtin_tasks": "catalog", "describe_builtin_tasks": "catalog", "resolve_task": "catalog",
     "CommandSpec": "spec", "Constraints": "spec", "ReviewSpec": "spec", "SurvivalSpec": "spec",
-    "Task": "spec",
+    "Task": "spec", "VerdictSource": "spec",
     "load_task": "spec"}.items()}
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "ReviewSpec",
     "SurvivalSpec",
     "Task",
+    "VerdictSource",
     "builtin_tasks",
     "describe_builtin_tasks",
     "load_task",

@@ -64,6 +64,7 @@ class _Evaluator(_Strict):
     timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     kind: Literal["command", "openevolve", "shinka"] = "command"
     program: str | None = Field(default=None, min_length=1)  # openevolve and shinka only
+    verdict: Literal["json", "exit"] | None = None  # command only; None: "json"
 
 
 class _Constraints(_Strict):
@@ -114,12 +115,24 @@ class _TaskFile(_Strict):
     survival: _Survival = Field(default_factory=_Survival)
 
 
+class VerdictSource(StrEnum):
+    """Where an evaluator's verdict is read (``[evaluator] verdict``): ``json``, the JSON
+    object the command prints (dreamrsi's contract); ``exit``, the finished command itself
+    (the fraction of tests passed that its pytest summary or JUnit reports count, else its
+    exit status; see :mod:`dreamrsi.engine.exit_verdict`)."""
+
+    JSON = "json"
+    EXIT = "exit"
+
+
 @dataclass(frozen=True, slots=True)
 class CommandSpec:
-    """A shell command run inside the workspace, with its time limit."""
+    """A shell command run inside the workspace, with its time limit and, for an evaluator,
+    where its verdict is read."""
 
     command: str
     timeout_s: float
+    verdict: VerdictSource = VerdictSource.JSON
 
 
 class ProtectedChange(StrEnum):
@@ -255,6 +268,8 @@ class Task:
             "directory": str(self.directory),
             "evaluator": {"command": self.evaluator.command,
                           "timeout_s": self.evaluator.timeout_s,
+                          **({"verdict": self.evaluator.verdict.value}
+                             if self.evaluator.verdict is not VerdictSource.JSON else {}),
                           **({"peer": self.peer.summary()} if self.peer else {})},
             "proposer": self._proposer_summary(),
             "protected_paths": list(self.constraints.protected_paths),
@@ -373,6 +388,10 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
     prompts = {} if proposer.llm is None else check_llm(
         file, proposer.llm, seed_dir, constraints.protected_paths, constraints.pass_env)
     adapter = {"/adapter": peer.adapter_digest} if peer else {}  # no seed path starts with /
+    # where the verdict is read changes what a score means (json, the default, adds nothing:
+    # the digests of tasks recorded before the key existed stay as they were)
+    verdict = {} if evaluator.verdict is VerdictSource.JSON else {
+        "/verdict": evaluator.verdict.value}
     return Task(
         name=spec.name,
         objective=spec.objective,
@@ -385,7 +404,8 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
         survival=_survival(spec.survival, evaluator),
         digest=combine({"task.toml": hashlib.sha256(raw_bytes).hexdigest(), **files,
                         **{f"\0{k}": v for k, v in prompts.items()}, **adapter}),
-        evaluator_digest=combine({"command": evaluator.command, **protected, **adapter}),
+        evaluator_digest=combine({"command": evaluator.command, **protected, **adapter,
+                                  **verdict}),
         peer=peer,
     )
 
@@ -414,7 +434,16 @@ def _evaluator(file: Path, spec: _TaskFile,
         if ev.program is not None:
             raise ConfigError("'program' is a key of the peers' evaluators", file=str(file),
                               key="evaluator.program", expected="kind openevolve or shinka")
-        return CommandSpec(ev.command, ev.timeout_s or 60.0), None, ()
+        verdict = VerdictSource(ev.verdict or "json")
+        if verdict is VerdictSource.EXIT and spec.direction != "maximize":
+            raise ConfigError("an evaluator with verdict 'exit' scores the fraction of tests "
+                              "passed (or 1 for exit status 0), which is maximised",
+                              file=str(file), key="direction", expected="maximize")
+        return CommandSpec(ev.command, ev.timeout_s or 60.0, verdict), None, ()
+    if ev.verdict is not None:
+        raise ConfigError(f"a {ev.kind} evaluator's verdict is its peer's result",
+                          file=str(file), key="evaluator.verdict",
+                          expected="no verdict key (it is a key of kind command)")
     if ev.command is not None:
         raise ConfigError(f"a {ev.kind} evaluator runs dreamrsi's adapter, not a command",
                           file=str(file), key="evaluator.command", expected="no command")
