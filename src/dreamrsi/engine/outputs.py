@@ -233,7 +233,8 @@ def parse_json_tail(text: str) -> dict[str, Any] | None:
 
     Only finite numbers at the top level are kept (never booleans, never nested values), at
     most :data:`MAX_JSON_FIELDS` of them, names of at most :data:`MAX_JSON_NAME_CHARS`
-    characters; ``NaN`` and ``Infinity`` are skipped, as are integers past 64 bits.
+    characters that UTF-8 can encode; ``NaN`` and ``Infinity`` are skipped, as are integers
+    past 64 bits.
 
     Returns:
         ``{"format": "json", "values": {name: number}}``.
@@ -252,9 +253,18 @@ def parse_json_tail(text: str) -> dict[str, Any] | None:
         if len(values) == MAX_JSON_FIELDS:
             break
         number = _number(value)
-        if number is not None and len(name) <= MAX_JSON_NAME_CHARS:
+        if number is not None and len(name) <= MAX_JSON_NAME_CHARS and _encodable(name):
             values[name] = number
     return {"format": "json", "values": values}
+
+
+def _encodable(name: str) -> bool:
+    """Whether UTF-8 can hold ``name`` (a lone surrogate, ``"\\ud800"``, it cannot)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _number(value: object) -> int | float | None:
