@@ -12,6 +12,7 @@ import pytest
 
 from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.engine import RunConfig, start_run
+from dreamrsi.engine.check import check_task
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import parse_spec
 from dreamrsi.store.ledger import Actor
@@ -230,3 +231,14 @@ def test_the_evaluator_digest_covers_the_verdict(tmp_path: Path) -> None:
     assert exit_.digest != json_.digest
     assert exit_.summary()["evaluator"]["verdict"] == "exit"
     assert "verdict" not in default.summary()["evaluator"]
+
+
+def test_task_check_reads_the_seed_as_a_run_does(tmp_path: Path) -> None:
+    command = f"{PYTEST} --junitxml=$DREAM_REPORTS/junit.xml > /dev/null"
+    report = check_task(load_task(write_task(tmp_path / "t", command)), "required",
+                        propose=True)
+    seed = report.evaluation
+    assert (seed.status, seed.valid, seed.score) == (NodeStatus.OK, True, 0.0)
+    assert seed.metrics["failed"] == 3 and seed.metrics["counted_by"] == "JUnit reports"
+    assert report.proposal is not None
+    assert report.proposal.node.score == pytest.approx(2 / 3)

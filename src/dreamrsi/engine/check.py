@@ -18,6 +18,7 @@ from dreamrsi.engine.attempt import AttemptRunner, AttemptSpec
 from dreamrsi.engine.config import ISOLATION_MODES, with_endpoint
 from dreamrsi.engine.context import node_info
 from dreamrsi.engine.evaluation import Evaluation, parse_evaluation
+from dreamrsi.engine.exit_verdict import prepare_reports, read_exit_verdict
 from dreamrsi.engine.peers import prepare_trusted, read_verdict
 from dreamrsi.engine.sandboxing import (
     command_limits,
@@ -27,7 +28,7 @@ from dreamrsi.engine.sandboxing import (
 )
 from dreamrsi.errors import ConfigError
 from dreamrsi.sandbox import CommandResult, IsolationMode, run_command
-from dreamrsi.tasks.spec import Task
+from dreamrsi.tasks.spec import Task, VerdictSource
 from dreamrsi.workspace.trusted import open_to_all
 
 _CHECK_RUN = "check"
@@ -162,14 +163,16 @@ def _evaluate_seed(task: Task, mode: IsolationMode) -> tuple[Evaluation, Command
         prepare_trusted(task, trusted)
         open_to_all(view)
         io.mkdir()
+        exit_read = task.evaluator.verdict is VerdictSource.EXIT
+        extra = prepare_reports(io) if exit_read else {}
         started = time.monotonic()
         result = run_command(
             task.evaluator.command, view,
-            env=evaluator_env(task, io, trusted, {}, view),
+            env=evaluator_env(task, io, trusted, extra, view),
             limits=command_limits(task.constraints, task.evaluator.timeout_s),
             isolation=evaluator_isolation(task, mode, io, trusted), own_stdout=True)
-        evaluation = parse_evaluation(result, read_verdict(task, result), task.direction,
-                                      task.evaluator.timeout_s)
+        left = read_exit_verdict(result, io) if exit_read else read_verdict(task, result)
+        evaluation = parse_evaluation(result, left, task.direction, task.evaluator.timeout_s)
         return evaluation, result, time.monotonic() - started
 
 

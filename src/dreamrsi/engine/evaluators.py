@@ -24,13 +24,12 @@ from typing import Any, Protocol
 from dreamrsi.core.model import Artifact, NodeStatus
 from dreamrsi.engine.commands import bounded_command, command_event, cut_reason, dream_env
 from dreamrsi.engine.evaluation import Evaluation, ResultFile, parse_evaluation
-from dreamrsi.engine.exit_verdict import REPORTS_FOLDER, exit_verdict, read_reports
+from dreamrsi.engine.exit_verdict import prepare_reports, read_exit_verdict
 from dreamrsi.engine.peers import read_verdict
 from dreamrsi.engine.sandboxing import evaluator_env, evaluator_isolation
 from dreamrsi.sandbox import CommandResult, IsolationMode
 from dreamrsi.store.blobs import Blobs
 from dreamrsi.store.ledger import Actor, LedgerEvent
-from dreamrsi.store.workfolder import discard_folder
 from dreamrsi.tasks.spec import Task, VerdictSource
 
 __all__ = ["CommandEvaluator", "EvaluationOutcome", "EvaluationRequest", "Evaluator",
@@ -153,16 +152,12 @@ class ExitEvaluator(CommandEvaluator):
 
     def evaluate(self, request: EvaluationRequest) -> EvaluationOutcome:
         """Run the command with an empty ``$DREAM_REPORTS`` and read its verdict."""
-        folder = request.io / REPORTS_FOLDER
-        discard_folder(folder)  # whatever the proposer left under that name
-        folder.mkdir(mode=0o755)
         return super().evaluate(dataclasses.replace(
-            request, env={**request.env, "DREAM_REPORTS": str(folder)}))
+            request, env={**request.env, **prepare_reports(request.io)}))
 
     def verdict(self, result: CommandResult, request: EvaluationRequest) -> ResultFile:
         """The finished command's verdict, from its output, reports and exit status."""
-        files, notes = read_reports(request.io / REPORTS_FOLDER)
-        return exit_verdict(result, files, notes)
+        return read_exit_verdict(result, request.io)
 
 
 def make_evaluator(task: Task, blobs: Blobs, isolation: IsolationMode,

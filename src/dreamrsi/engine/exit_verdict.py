@@ -24,8 +24,10 @@ from typing import Any
 from dreamrsi.engine.evaluation import ResultFile
 from dreamrsi.engine.outputs import MAX_XML_BYTES, junit_passed, parse_outputs
 from dreamrsi.sandbox import CommandResult, LeftFileError, read_left_file
+from dreamrsi.store.workfolder import discard_folder
 
-__all__ = ["MAX_REPORTS", "REPORTS_FOLDER", "exit_verdict", "read_reports"]
+__all__ = ["MAX_REPORTS", "REPORTS_FOLDER", "exit_verdict", "prepare_reports",
+           "read_exit_verdict", "read_reports"]
 
 REPORTS_FOLDER = "reports"
 """The folder of the io folder, made empty before the command, that ``$DREAM_REPORTS``
@@ -36,6 +38,22 @@ MAX_REPORTS = 16
 _MAX_ENTRIES = 10_000  # entries of the reports folder looked at
 _TAIL_CHARS = 4000
 _SIGNALS = range(129, 129 + 64)  # exit status 128 + N: the shell's child died of signal N
+
+
+def prepare_reports(io: Path) -> dict[str, str]:
+    """Make the empty reports folder in the io folder ``io`` (removing whatever a proposer
+    left under its name); the variable that names it to the command."""
+    folder = io / REPORTS_FOLDER
+    discard_folder(folder)
+    folder.mkdir(mode=0o755)
+    return {"DREAM_REPORTS": str(folder)}
+
+
+def read_exit_verdict(result: CommandResult, io: Path) -> ResultFile:
+    """The verdict of the finished command ``result``, which ran with
+    :func:`prepare_reports`'s folder in ``io``."""
+    files, notes = read_reports(io / REPORTS_FOLDER)
+    return exit_verdict(result, files, notes)
 
 
 def read_reports(folder: Path) -> tuple[dict[str, bytes], list[str]]:
