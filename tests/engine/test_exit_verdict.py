@@ -19,6 +19,7 @@ from dreamrsi.store.ledger import Actor
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks import VerdictSource
 from dreamrsi.tasks.spec import load_task
+from tests.tasks.test_peers import _edit_task
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 
@@ -242,3 +243,12 @@ def test_task_check_reads_the_seed_as_a_run_does(tmp_path: Path) -> None:
     assert seed.metrics["failed"] == 3 and seed.metrics["counted_by"] == "JUnit reports"
     assert report.proposal is not None
     assert report.proposal.node.score == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("verdict", ["exit", "json"])
+def test_a_peer_evaluator_takes_no_verdict_key(tmp_path: Path, verdict: str) -> None:
+    folder = _edit_task(tmp_path, "openevolve", 'kind = "openevolve"',
+                        f'kind = "openevolve"\nverdict = "{verdict}"')
+    with pytest.raises(ConfigError) as err:
+        load_task(folder)
+    assert err.value.key == "evaluator.verdict" and "peer's result" in str(err.value)
