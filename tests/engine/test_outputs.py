@@ -161,6 +161,11 @@ def test_huge_output_is_read_in_linear_time() -> None:
     found = parse_pytest(noise + "=== 3 passed in 0.1s ===")
     assert found is not None and found["passed"] == 3
     assert parse_pytest("y" * 20_000_000) is None  # one line, no newline at all
+    blank = "\n" * 20_000_000
+    assert parse_pytest(blank) is None and parse_json_tail(blank) is None
+    near = "=== 1 apples in 1s ===\n" * 500_000  # lines of the summary's shape, no count
+    assert parse_pytest(near) is None
+    assert parse_pytest("=== 2 passed in 1s ===\n" + near)["passed"] == 2  # type: ignore[index]
     assert time.monotonic() - start < 30
 
 

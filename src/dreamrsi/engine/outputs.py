@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 from xml.parsers import expat
@@ -45,9 +45,10 @@ _WORDS = {"passed": "passed", "failed": "failed", "error": "errors", "errors": "
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _COUNT = r"\d{1,12} [a-z]{1,20}"
 _SUMMARY = re.compile(
-    rf"^(?P<counts>(?:{_COUNT}|no tests ran)(?:, {_COUNT})*)"
-    r" in (?P<time>\d{1,12}(?:\.\d{1,12})?)(?:s| seconds)(?: \(\d{1,12}(?::\d\d){1,2}\))?$")
-_LONGEST_SUMMARY = 1000
+    rf"^[ =]*(?P<counts>(?:{_COUNT}|no tests ran)(?:, {_COUNT})*)"
+    r" in (?P<time>\d{1,12}(?:\.\d{1,12})?)(?:s| seconds)(?: \(\d{1,12}(?::\d\d){1,2}\))?"
+    r"[ =]*\r?$", re.MULTILINE)
+_CHUNK = 1 << 20  # the text is searched from its end, a chunk of whole lines at a time
 _JUNIT_COUNTS = ("tests", "failures", "errors", "skipped")
 _NO_FILES: Mapping[str, bytes] = MappingProxyType({})
 
@@ -65,19 +66,20 @@ def parse_pytest(text: str) -> dict[str, Any] | None:
         "xfailed": int, "xpassed": int, "warnings": int, "deselected": int,
         "duration_s": float}``.
     """
-    for line in _lines_from_end(text):
-        if len(line) > _LONGEST_SUMMARY or " in " not in line:
-            continue
-        found = _summary(_ANSI.sub("", line).strip().strip("=").strip())
+    end = len(text)
+    while end > 0:
+        start = text.rfind("\n", 0, max(0, end - _CHUNK)) + 1 if end > _CHUNK else 0
+        chunk = _ANSI.sub("", text[start:end])
+        found = None
+        for match in _SUMMARY.finditer(chunk):  # the regex scans in C; few lines match
+            found = _summary(match) or found
         if found is not None:
             return found
+        end = start - 1
     return None
 
 
-def _summary(line: str) -> dict[str, Any] | None:
-    match = _SUMMARY.match(line)
-    if match is None:
-        return None
+def _summary(match: re.Match[str]) -> dict[str, Any] | None:
     counts = dict.fromkeys(PYTEST_COUNTS, 0)
     known = match["counts"] == "no tests ran"
     if not known:
@@ -89,15 +91,6 @@ def _summary(line: str) -> dict[str, Any] | None:
     if not known:
         return None
     return {"format": "pytest", **counts, "duration_s": float(match["time"])}
-
-
-def _lines_from_end(text: str) -> Iterator[str]:
-    """The lines of ``text``, last first (without splitting all of a long text at once)."""
-    end = len(text)
-    while end > 0:
-        start = text.rfind("\n", 0, end) + 1
-        yield text[start:end].rstrip("\r")
-        end = start - 1
 
 
 def parse_junit(data: bytes) -> dict[str, Any] | None:
@@ -239,7 +232,8 @@ def parse_json_tail(text: str) -> dict[str, Any] | None:
     Returns:
         ``{"format": "json", "values": {name: number}}``.
     """
-    line = next((s.strip() for s in _lines_from_end(text) if s.strip()), "")
+    body = text.rstrip()
+    line = body[body.rfind("\n") + 1:].strip()
     if not line.startswith("{") or len(line) > MAX_LINE_CHARS:
         return None
     try:
