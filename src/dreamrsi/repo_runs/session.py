@@ -284,10 +284,8 @@ class Session:
 
 def _outputs(result: CommandResult, files: Mapping[str, bytes]) -> dict[str, Any]:
     """What a command's output and kept files say, where their format is known."""
-    try:  # TEMPORARY until the parsers land (branch repo-verdict)
-        from dreamrsi.engine.outputs import parse_outputs  # type: ignore[import-untyped]
-    except ImportError:
-        return {}
+    from dreamrsi.engine.outputs import parse_outputs
+
     found = parse_outputs(result.stdout, files)
     return {"outputs": found} if found else {}
 
