@@ -5,6 +5,7 @@ summary, its JUnit reports in ``$DREAM_REPORTS``, or its exit status)."""
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -13,6 +14,12 @@ import pytest
 from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.engine import RunConfig, start_run
 from dreamrsi.engine.check import check_task
+from dreamrsi.engine.exit_verdict import (
+    MAX_REPORTS,
+    MAX_REPORTS_BYTES,
+    REPORTS_FOLDER,
+    read_reports,
+)
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import parse_spec
 from dreamrsi.store.ledger import Actor
@@ -252,3 +259,45 @@ def test_a_peer_evaluator_takes_no_verdict_key(tmp_path: Path, verdict: str) -> 
     with pytest.raises(ConfigError) as err:
         load_task(folder)
     assert err.value.key == "evaluator.verdict" and "peer's result" in str(err.value)
+
+
+def _report(tests: int, pad: int = 0) -> bytes:
+    return f'<testsuite tests="{tests}" failures="0">{" " * pad}</testsuite>'.encode()
+
+
+def test_reports_are_read_without_links_within_bounds(tmp_path: Path) -> None:
+    folder = tmp_path / REPORTS_FOLDER
+    folder.mkdir()
+    (folder / "a.xml").write_bytes(_report(1))
+    (folder / "b.xml").write_bytes(b"<!DOCTYPE x><testsuite tests='9'/>")
+    (folder / "c.xml").symlink_to(folder / "a.xml")
+    os.mkfifo(folder / "d.xml")
+    (folder / "e.txt").write_bytes(_report(5))
+    (folder / "f.xml").mkdir()
+    (folder / "g\udcff.xml").write_bytes(_report(2))  # a name that is not UTF-8
+    files, notes = read_reports(folder)
+    assert files == {"a.xml": _report(1), "g\\udcff.xml": _report(2)}
+    said = "\n".join(notes)
+    assert "'b.xml' is not a JUnit report" in said and "'c.xml' not read" in said
+    assert "'d.xml' not read" in said and "'f.xml' not read" in said
+
+
+def test_reports_past_the_count_or_the_total_size_are_not_read(tmp_path: Path) -> None:
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(MAX_REPORTS + 4):
+        (many / f"r{i:02d}.xml").write_bytes(_report(1))
+    files, notes = read_reports(many)
+    assert len(files) == MAX_REPORTS and f"first {MAX_REPORTS} of {MAX_REPORTS + 4}" in notes[0]
+    big = tmp_path / "big"
+    big.mkdir()
+    third = MAX_REPORTS_BYTES // 3 + 1
+    for name in ("a.xml", "b.xml", "c.xml"):
+        (big / name).write_bytes(_report(1, third))
+    files, notes = read_reports(big)
+    assert sorted(files) == ["a.xml", "b.xml"] and "'c.xml' not read" in notes[0]
+    linked = tmp_path / "linked"
+    linked.symlink_to(big)
+    files, notes = read_reports(linked)  # O_NOFOLLOW | O_DIRECTORY on a link: ENOTDIR
+    assert files == {} and notes[0].startswith("$DREAM_REPORTS is not a plain folder")
+    assert read_reports(tmp_path / "absent")[0] == {}

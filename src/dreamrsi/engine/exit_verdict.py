@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from dreamrsi.engine.evaluation import ResultFile
-from dreamrsi.engine.outputs import MAX_XML_BYTES, junit_passed, parse_outputs
+from dreamrsi.engine.outputs import MAX_XML_BYTES, junit_passed, parse_junit, parse_outputs
 from dreamrsi.sandbox import CommandResult, LeftFileError, read_left_file
 from dreamrsi.store.workfolder import discard_folder
 
-__all__ = ["MAX_REPORTS", "REPORTS_FOLDER", "exit_verdict", "prepare_reports",
+__all__ = ["MAX_REPORTS", "MAX_REPORTS_BYTES", "REPORTS_FOLDER", "exit_verdict", "prepare_reports",
            "read_exit_verdict", "read_reports"]
 
 REPORTS_FOLDER = "reports"
@@ -34,6 +34,8 @@ REPORTS_FOLDER = "reports"
 names: JUnit XML files (``*.xml``) written there are read as the command's test counts."""
 MAX_REPORTS = 16
 """Most report files read (the first by name)."""
+MAX_REPORTS_BYTES = 8 << 20
+"""Most bytes of reports read in all (each is kept as evidence with the eval's row)."""
 
 _MAX_ENTRIES = 10_000  # entries of the reports folder looked at
 _TAIL_CHARS = 4000
@@ -57,10 +59,10 @@ def read_exit_verdict(result: CommandResult, io: Path) -> ResultFile:
 
 
 def read_reports(folder: Path) -> tuple[dict[str, bytes], list[str]]:
-    """The ``*.xml`` files the command left in ``folder`` by name, and notes on those that
-    could not be read (a link, a FIFO, a file over :data:`~dreamrsi.engine.outputs.
-    MAX_XML_BYTES`); never follows a link, the folder's own included."""
-    notes: list[str] = []
+    """The JUnit reports (``*.xml``) the command left in ``folder`` by name, and notes on the
+    files that were not read or are not reports (a link, a FIFO, a file over
+    :data:`~dreamrsi.engine.outputs.MAX_XML_BYTES` or past :data:`MAX_REPORTS_BYTES` in all,
+    XML that is no report); never follows a link, the folder's own included."""
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
@@ -71,18 +73,26 @@ def read_reports(folder: Path) -> tuple[dict[str, bytes], list[str]]:
                            if e.name.endswith(".xml"))
     finally:
         os.close(fd)
+    notes: list[str] = []
     if len(names) > MAX_REPORTS:
         notes.append(f"only the first {MAX_REPORTS} of {len(names)} reports were read")
     files: dict[str, bytes] = {}
+    left = MAX_REPORTS_BYTES
     for name in names[:MAX_REPORTS]:
         shown = name.encode("utf-8", "backslashreplace").decode("utf-8")
         try:
-            data = read_left_file(folder / name, MAX_XML_BYTES)
+            data = read_left_file(folder / name, min(MAX_XML_BYTES, left))
         except LeftFileError as exc:
             notes.append(f"report {shown!r} not read: {exc}")
             continue
-        if data is not None:
-            files[shown] = data
+        if data is None:
+            continue
+        if parse_junit(data) is None:
+            notes.append(f"report {shown!r} is not a JUnit report dreamrsi reads (malformed, "
+                         "a DOCTYPE or entity, or no <testsuite>)")
+            continue
+        files[shown] = data
+        left -= len(data)
     return files, notes
 
 
