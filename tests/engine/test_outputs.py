@@ -250,6 +250,14 @@ def test_an_empty_suite_counts_no_tests() -> None:
         "format": "junit", "tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time_s": 0.0}
 
 
+@pytest.mark.parametrize("encoding", ["x-bogus", "rot13", "base64", "zlib", "hex", "uu",
+                                      "bz2", "mbcs", "utf-7", "utf-32", "punycode", "idna",
+                                      "undefined"])
+def test_an_odd_declared_encoding_is_none(encoding: str) -> None:
+    data = f'<?xml version="1.0" encoding="{encoding}"?><testsuite tests="1"/>'.encode()
+    assert parse_junit(data) is None
+
+
 def test_junit_size_is_capped_and_deep_nesting_is_harmless() -> None:
     big = b'<testsuite tests="1">' + b" " * MAX_XML_BYTES + b"</testsuite>"
     assert parse_junit(big) is None
