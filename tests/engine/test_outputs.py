@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dreamrsi.engine.outputs import (
     MAX_JSON_FIELDS,
@@ -338,3 +340,18 @@ def test_parse_outputs_of_a_real_run(suite: Path, tmp_path: Path) -> None:
     assert printed is not None and printed["format"] == "pytest" and printed["failed"] == 1
     silent = parse_outputs("", files)  # the command sent its output elsewhere
     assert silent is not None and silent["format"] == "junit" and silent["tests"] == 7
+
+
+_PIECES = st.sampled_from([
+    "\n", " in ", "0.1s", "=== ", " ===", "1 passed", ", ", "2 failed", "no tests ran", "{",
+    "}", '"a": ', "1", "NaN", "[", "]", "\x1b[31m", "\r", "seconds", " (0:01:15)", "\udcff",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=5)), max_size=40).map("".join),
+       st.binary(max_size=300))
+def test_no_input_makes_a_parser_raise(text: str, data: bytes) -> None:
+    for found in (parse_pytest(text), parse_json_tail(text), parse_junit(data),
+                  parse_junit(b"<testsuite " + data), parse_outputs(text, {"r.xml": data})):
+        assert found is None or found["format"] in ("pytest", "junit", "json")
