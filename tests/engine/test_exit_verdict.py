@@ -136,6 +136,8 @@ def test_a_proposer_that_fixes_two_of_three_tests_scores_two_thirds(
     names = {a.path for a in row.artifacts}  # type: ignore[attr-defined]
     assert {"stdout", "result.json"} <= names
     assert row.parsed["metrics"]["passed"] == 2 and row.exit == 1  # type: ignore[attr-defined]
+    outputs = row.parsed["outputs"]  # type: ignore[attr-defined]
+    assert outputs["format"] == "pytest" and (outputs["passed"], outputs["failed"]) == (2, 1)
     assert store.verify(run_id).ok
 
 
@@ -151,6 +153,7 @@ def test_junit_reports_in_dream_reports_count_the_tests(store: SqliteRunStore,
     report = next(a for a in row.artifacts  # type: ignore[attr-defined]
                   if a.path == "reports/junit.xml")
     assert b"test_neg" in store.blobs.get(report.sha256)
+    assert row.parsed["outputs"]["tests"] == 3  # type: ignore[attr-defined]
 
 
 def test_a_command_without_counts_is_scored_by_its_exit_status(store: SqliteRunStore,

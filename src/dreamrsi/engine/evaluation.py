@@ -57,13 +57,15 @@ class ResultFile:
     ``raw`` holds, by name, the files a peer's evaluator left (kept as evidence); the verdict
     translated from them is ``data``. ``exit_read``: ``data`` was read from the finished
     command, its exit status included (``[evaluator] verdict = "exit"``), so a non-zero exit
-    is part of the verdict rather than a failed evaluator.
+    is part of the verdict rather than a failed evaluator; ``outputs`` is then what its output
+    said in a known format (:func:`~dreamrsi.engine.outputs.parse_outputs`), for the ledger.
     """
 
     data: bytes | None = None
     problem: str | None = None
     raw: tuple[tuple[str, bytes], ...] = ()
     exit_read: bool = False
+    outputs: dict[str, Any] | None = None
 
 
 class _BadResult(ValueError):

@@ -127,7 +127,9 @@ class CommandEvaluator:
         named = ((("result.json", left.data),) if left.data else ()) + left.raw
         extra = tuple(Artifact(name, self.blobs.put(data)) for name, data in named)
         event = command_event(Actor.EVAL, result, request.commit, request.node_id, self.blobs,
-                              parsed=evaluation.parsed(), extra=extra)
+                              parsed={**evaluation.parsed(), **(
+                                  {"outputs": left.outputs} if left.outputs else {})},
+                              extra=extra)
         return EvaluationOutcome(evaluation, (event,), result.cpu_ms)
 
     def verdict(self, result: CommandResult, request: EvaluationRequest) -> ResultFile:

@@ -125,7 +125,7 @@ def exit_verdict(result: CommandResult, reports: dict[str, bytes],
                 f"exit status {result.exit_code}")
     feedback = "\n".join([said, *(notes or ()), _tail(result)])
     verdict = {"score": score, "valid": valid, "feedback": feedback, "metrics": metrics}
-    return ResultFile(json.dumps(verdict).encode(), raw=raw, exit_read=True)
+    return ResultFile(json.dumps(verdict).encode(), raw=raw, exit_read=True, outputs=parsed)
 
 
 def _ended_abnormally(result: CommandResult) -> bool:
