@@ -123,7 +123,7 @@ def exit_verdict(result: CommandResult, reports: dict[str, bytes],
                 f"{counts['counted_by']}); exit status {result.exit_code}" if valid else
                 f"no tests ran ({counts['skipped']} skipped; counted by {counts['counted_by']}); "
                 f"exit status {result.exit_code}")
-    feedback = "\n".join([said, *(notes or ()), _tail(result)])
+    feedback = "\n".join(part for part in (said, *(notes or ()), _tail(result)) if part)
     verdict = {"score": score, "valid": valid, "feedback": feedback, "metrics": metrics}
     return ResultFile(json.dumps(verdict).encode(), raw=raw, exit_read=True, outputs=parsed)
 
