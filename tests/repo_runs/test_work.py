@@ -261,3 +261,22 @@ def test_git_config_an_agent_writes_never_runs_on_the_trusted_side(opened, tmp_p
     assert node.commit is not None
     tree = store.workspaces.tree(node.commit, [])
     assert "sub/f" in tree and not any(".git" in path.split("/") for path in tree)
+
+
+def test_a_test_suite_judges_checkpoints_and_exec_rows_carry_its_counts(tmp_path: Path) -> None:
+    tests = ("from lib import add\n\n"
+             "def test_adds():\n    assert add(2, 3) == 5\n\n"
+             "def test_zero():\n    assert add(0, 0) == 0\n")
+    repo = make_repo(tmp_path / "repo", {"lib.py": "def add(a, b):\n    return a - b\n",
+                                        "test_lib.py": tests})
+    store = SqliteRunStore.open(tmp_path / "store", writer=True)
+    state = verbs.open_run(store, OpenRequest(repo, "make add add", "python3 -m pytest -q -p "
+                                              "no:cacheprovider test_lib.py",
+                                              protect=("test_lib.py",)))
+    s = Session(store, state.run_id)
+    assert store.get_node(state.root_node).score == 0.5  # 1 of 2 tests pass
+    result = s.execute("d1", ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"])
+    assert result.parsed["outputs"]["passed"] == 1 and result.parsed["outputs"]["failed"] == 1
+    (s.folders.working_copy("d1") / "lib.py").write_text(FIXED)
+    assert verbs.checkpoint(s, "d1", "fix").score == 1.0
+    store.close()
