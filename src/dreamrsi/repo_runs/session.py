@@ -223,9 +223,10 @@ class Session:
             discard_folder(scratch)
 
     def checkpoint(self, dream_id: str, message: str = "",
-                   extra: Sequence[LedgerEvent] = ()) -> Node:
+                   extra: Sequence[LedgerEvent] = (), *, merge_of: str | None = None) -> Node:
         """Make the dream's working copy a checkpoint: a node of the run's tree, evaluated,
-        and the dream's head."""
+        and the dream's head. With ``merge_of``, the checkpoint is that dream's merge into
+        this one: a ``merge`` event is recorded with the node instead of a ``checkpoint``."""
         state = self.state()
         dream = state.live_dream(dream_id)
         ws = self.working_copy(dream)
@@ -235,10 +236,15 @@ class Session:
             ws, self.task.constraints.max_workspace_mb * _MIB, message))
         with self.store.atomic():
             node = record_outcome(self.store, self.run_id, outcome).node
-            record(self.store, self.run_id, EventKind.CHECKPOINT,
-                   {"dream": dream_id, "node": node.node_id, "commit": node.commit,
-                    "status": node.status.value, "score": node.score,
-                    "message": message}, node_id=node.node_id, extra=extra)
+            facts = {"node": node.node_id, "commit": node.commit,
+                     "status": node.status.value, "score": node.score, "message": message}
+            if merge_of is None:
+                record(self.store, self.run_id, EventKind.CHECKPOINT,
+                       {"dream": dream_id, **facts}, node_id=node.node_id, extra=extra)
+            else:
+                record(self.store, self.run_id, EventKind.MERGE,
+                       {"dream": merge_of, "into": dream_id, **facts}, node_id=node.node_id,
+                       extra=extra)
         return node
 
     def evaluate_root(self, commit: str) -> Node:

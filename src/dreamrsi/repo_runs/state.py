@@ -312,6 +312,11 @@ def _status(s: WorkState, p: Mapping[str, Any], row: str) -> WorkState:
 def _merge(s: WorkState, p: Mapping[str, Any], row: str) -> WorkState:
     d = s.live_dream(p["dream"])
     into = s.live_dream(p["into"])
+    if d.kind is DreamKind.SHADOW:
+        raise ConfigError(f"dream {d.dream_id} is a shadow: its answer returns to its parent "
+                          "(answer it), its files are never merged")
+    if d.dream_id == into.dream_id:
+        raise ConfigError(f"dream {d.dream_id} cannot be merged into itself")
     node = p["node"]
     s = _with_dream(s, dataclasses.replace(d, status=DreamStatus.MERGED))
     return _with_dream(s, dataclasses.replace(into, head_node=node, work_node=node,
@@ -379,6 +384,7 @@ def _step(s: WorkState, p: Mapping[str, Any], row: str) -> WorkState:
 
 
 def _submit(s: WorkState, p: Mapping[str, Any], row: str) -> WorkState:
+    s.dream(p["dream"])
     entry = dict(p)
     s = dataclasses.replace(s, submissions=(*s.submissions, entry))
     if p.get("verdict") == "survived":
