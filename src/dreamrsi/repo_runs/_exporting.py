@@ -1,0 +1,158 @@
+"""Git plumbing of finishing: commits and trees in the store's repository, a new branch in
+the user's, a patch file.
+
+The user's repository is written through objects and one new ref only: the checkpoint's
+tree is fetched from the store's repository (a parentless commit of it under a temporary ref
+there, fetched without writing ``FETCH_HEAD`` or any ref), a commit is made of it with the
+user's ``HEAD`` at open as parent, and ``refs/heads/NAME`` is created only if absent (a
+zero old value to ``update-ref``). The user's hooks are not run, and no automatic
+maintenance starts.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from dreamrsi.errors import ConfigError
+from dreamrsi.repo_runs.copies import git_plain
+
+__all__ = ["changed_paths", "check_branch", "check_patch_target", "commit_tree",
+           "write_branch", "write_patch"]
+
+_ZERO = "0" * 40
+_IDENTITY = {"GIT_AUTHOR_NAME": "dreamrsi", "GIT_AUTHOR_EMAIL": "dreamrsi@localhost",
+             "GIT_COMMITTER_NAME": "dreamrsi", "GIT_COMMITTER_EMAIL": "dreamrsi@localhost"}
+# the user's repository: none of its hooks, no gc or maintenance started by a fetch
+_QUIET = ["-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false"]
+
+
+def _store(git_dir: Path) -> list[str]:
+    return ["--git-dir", str(git_dir)]
+
+
+def commit_tree(git_dir: Path, tree: str, parents: Sequence[str], message: str) -> str:
+    """A commit of ``tree`` (any tree-ish) with ``parents`` in the store's repository; no ref
+    is made."""
+    args = [*_store(git_dir), "commit-tree", "--no-gpg-sign", tree]
+    for parent in parents:
+        args += ["-p", parent]
+    return _git(args + ["-m", message], env=_IDENTITY).strip()
+
+
+def changed_paths(git_dir: Path, old: str, new: str) -> list[str]:
+    """The paths whose entries differ between two commits of the store's repository."""
+    out = git_plain([*_store(git_dir), "diff-tree", "-r", "-z", "--no-renames", "--name-only",
+                     old, new])
+    return [p for p in out.split("\0") if p]
+
+
+def check_branch(repo: Path, name: str) -> str:
+    """``name`` if it is a valid branch name absent from the user's repository."""
+    if not name or name.startswith("-") or name != name.strip() or name == "HEAD":
+        raise ConfigError(f"{name!r} is not a valid branch name", key="--branch")
+    done = subprocess.run(["git", "check-ref-format", "--branch", name], cwd=repo,
+                          capture_output=True, env=_env(), check=False, timeout=60)
+    if done.returncode != 0 or done.stdout.decode("utf-8", "replace").strip() != name:
+        raise ConfigError(f"{name!r} is not a valid branch name (git check-ref-format "
+                          "--branch)", key="--branch")
+    exists = subprocess.run(["git", "-C", str(repo), "show-ref", "--verify", "--quiet",
+                             f"refs/heads/{name}"], capture_output=True, env=_env(),
+                            check=False, timeout=60)
+    if exists.returncode == 0:
+        raise ConfigError(f"the branch {name} exists already in {repo}: name another "
+                          "(an export never moves a branch)", key="--branch")
+    return name
+
+
+def write_branch(git_dir: Path, repo: Path, commit: str, parent: str, name: str,
+                 message: str) -> str:
+    """Create ``refs/heads/NAME`` in the user's repository: one new commit with ``commit``'s
+    tree (from the store) and ``parent`` as its parent. Returns the new commit."""
+    carrier = commit_tree(git_dir, f"{commit}^{{tree}}", (), "dreamrsi export")
+    ref = f"refs/dreamrsi/export/{secrets.token_hex(6)}"
+    _git([*_store(git_dir), "update-ref", ref, carrier])
+    try:
+        _git(["-C", str(repo), *_QUIET, "fetch", "--quiet", "--no-tags",
+              "--no-write-fetch-head", "--no-recurse-submodules", "--", str(git_dir), ref])
+    finally:
+        _git([*_store(git_dir), "update-ref", "-d", ref])
+    tree = _git(["-C", str(repo), "rev-parse", "--verify", f"{carrier}^{{tree}}"]).strip()
+    made = _git(["-C", str(repo), "commit-tree", "--no-gpg-sign", tree, "-p", parent,
+                 "-m", message], env=_identity_of(repo)).strip()
+    _git(["-C", str(repo), *_QUIET, "update-ref", "-m", "dreamrsi export",
+          f"refs/heads/{name}", made, _ZERO])
+    return made
+
+
+def check_patch_target(path: Path, force: bool) -> Path:
+    """Where a patch may be written: a path in an existing folder, absent unless ``force``
+    (an existing one is replaced, a link itself and never what it points to), never a
+    folder."""
+    path = path.absolute()
+    if not path.parent.is_dir():
+        raise ConfigError(f"{path.parent} is not a folder", key="--patch")
+    if path.is_dir() and not path.is_symlink():
+        raise ConfigError(f"{path} is a folder", key="--patch")
+    if os.path.lexists(path) and not force:
+        raise ConfigError(f"{path} exists (--force replaces it)", key="--patch")
+    return path
+
+
+def write_patch(git_dir: Path, old: str, new: str, path: Path, force: bool) -> int:
+    """Write ``git diff --binary OLD NEW`` into ``path`` (a new file, or, with ``force``, one
+    replacing what is there); its size."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            done = subprocess.run(
+                ["git", *_store(git_dir), "diff", "--binary", "--full-index", "--no-color",
+                 "--no-ext-diff", "--no-textconv", "--no-renames", "--src-prefix=a/",
+                 "--dst-prefix=b/", old, new], stdout=out, stderr=subprocess.PIPE,
+                env=_env(), check=False, timeout=600)
+        if done.returncode != 0:
+            err = done.stderr.decode("utf-8", "replace").strip()[-500:]
+            raise ConfigError(f"git diff failed: {err}")
+        os.chmod(tmp, 0o644)
+        size = os.path.getsize(tmp)
+        if force:
+            os.replace(tmp, path)  # a link is replaced, never followed
+        else:
+            try:
+                os.link(tmp, path)  # never overwrites, even one made since the check
+            except FileExistsError:
+                raise ConfigError(f"{path} exists (--force replaces it)",
+                                  key="--patch") from None
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+    return size
+
+
+def _identity_of(repo: Path) -> dict[str, str]:
+    """The user's own identity where git has one, else dreamrsi's."""
+    for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
+        done = subprocess.run(["git", "-C", str(repo), "var", var], capture_output=True,
+                              env=_env(), check=False, timeout=60)
+        if done.returncode != 0:
+            return _IDENTITY
+    return {}
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    return {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
+            "LC_ALL": "C", **(extra or {})}
+
+
+def _git(args: list[str], env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(["git", *args], capture_output=True, env=_env(env), check=False,
+                          timeout=600)
+    if done.returncode != 0:
+        err = done.stderr.decode("utf-8", "replace").strip()[-800:]
+        shown = " ".join(a for a in args if not a.startswith("-"))[:80]
+        raise ConfigError(f"git {shown} failed: {err}")
+    return done.stdout.decode("utf-8", "replace")

@@ -1,0 +1,309 @@
+"""Finishing a Dream Run on real repositories and the real sandbox: merge (three-way in the
+store's repository), submit (the survival gate) and export (a branch or a patch, the user's
+checkout never written)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dreamrsi.core.model import NodeStatus
+from dreamrsi.errors import ConfigError
+from dreamrsi.repo_runs import finishing, verbs
+from dreamrsi.repo_runs.opening import OpenRequest
+from dreamrsi.repo_runs.session import Session
+from dreamrsi.repo_runs.state import DreamStatus
+from dreamrsi.store.sqlite import SqliteRunStore
+from tests.repo_runs.repos import BROKEN, FIXED, git, make_repo
+
+pytestmark = pytest.mark.usefixtures("bwrap")
+
+SLOW = """\
+def prefix_sums(xs):
+    out = []
+    for i in range(len(xs)):
+        out.append(sum(xs[: i + 1]))
+    return out
+"""
+FAST = """\
+from itertools import accumulate
+
+
+def prefix_sums(xs):
+    return list(accumulate(xs))
+"""
+# The protected benchmark: correctness against its own reference, then the speed-up over
+# it in whole times, up to 10 (its resolution: a 100x speed-up scores 10 on any machine).
+BENCH = """\
+import json, random, time
+from slow import prefix_sums
+
+
+def reference(xs):
+    out = []
+    for i in range(len(xs)):
+        out.append(sum(xs[: i + 1]))
+    return out
+
+
+def best(f, xs):
+    t = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        f(list(xs))
+        t = min(t, time.perf_counter() - start)
+    return t
+
+
+xs = [random.Random(7).randint(-1000, 1000) for _ in range(3000)]
+ok = prefix_sums(list(xs)) == reference(xs)
+speedup = best(reference, xs) / best(prefix_sums, xs)
+print(json.dumps({"score": float(min(10, int(speedup))) if ok else 0.0, "valid": ok,
+                  "feedback": f"{speedup:.1f}x the reference" if ok else "wrong sums",
+                  "metrics": {"speedup": speedup}}))
+"""
+TEST_SLOW = """\
+import unittest
+from slow import prefix_sums
+
+
+class TestPrefixSums(unittest.TestCase):
+    def test_sums(self):
+        self.assertEqual(prefix_sums([1, 2, 3, -4]), [1, 3, 6, 2])
+"""
+CALC = "def add(a, b):\n    return a - b\n"
+TESTS = """\
+import unittest
+from calc import add
+
+
+class TestAdd(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 3), 5)
+
+    def test_zero(self):
+        self.assertEqual(add(0, 0), 0)
+"""
+WEAKENED = TESTS.replace("self.assertEqual(add(2, 3), 5)", "self.assertTrue(add(2, 3))")
+# The evaluator is the repository's test suite: the share of its tests that pass.
+SUITE = """\
+import io, json, unittest
+suite = unittest.defaultTestLoader.discover("tests", top_level_dir=".")
+r = unittest.TextTestRunner(stream=io.StringIO()).run(suite)
+bad = len(r.failures) + len(r.errors)
+print(json.dumps({"score": (r.testsRun - bad) / max(1, r.testsRun), "valid": r.testsRun > 0,
+                  "feedback": f"{r.testsRun - bad} of {r.testsRun} tests pass"}))
+"""
+
+
+def _store(tmp_path: Path) -> Iterator[SqliteRunStore]:
+    store = SqliteRunStore.open(tmp_path / "store", writer=True)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteRunStore]:
+    yield from _store(tmp_path)
+
+
+def _open(store: SqliteRunStore, repo: Path, eval_cmd: str, protect: tuple[str, ...],
+          objective: str = "make it better") -> Session:
+    state = verbs.open_run(store, OpenRequest(repo, objective, eval_cmd, verdict="json",
+                                              protect=protect))
+    return Session(store, state.run_id)
+
+
+def _users(repo: Path, new_branch: str | None = None) -> str:
+    """A digest of what an export must leave as it was: the working tree, the index, HEAD,
+    every ref but the new branch, ``git status``, and every other file under ``.git``
+    (objects and reflogs aside)."""
+    h = hashlib.sha256()
+    for path in sorted(repo.rglob("*")):
+        rel = path.relative_to(repo).as_posix()
+        if rel.startswith((".git/objects", ".git/logs")) or (
+                new_branch and f".git/refs/heads/{new_branch}".startswith(rel)
+                and rel.startswith(".git/refs/heads/")):
+            continue  # the new branch's ref and its folders
+        h.update(rel.encode() + b"\0")
+        if path.is_file() and not path.is_symlink():
+            h.update(path.read_bytes())
+    refs = [line for line in git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+            .splitlines() if line.split()[0] != f"refs/heads/{new_branch}"]
+    h.update("\n".join(refs).encode())
+    h.update(git(repo, "status", "--porcelain", "--ignored").encode())
+    h.update(git(repo, "symbolic-ref", "HEAD").encode())
+    return h.hexdigest()
+
+
+def _events(store: SqliteRunStore, run_id: str, kind: str) -> list[dict[str, object]]:
+    return [dict(r.event.parsed) for r in store.ledger(run_id)
+            if r.event.cmd == f"work {kind}" and isinstance(r.event.parsed, dict)]
+
+
+# -- merge -----------------------------------------------------------------------------------
+
+def test_merge_is_three_way_from_where_the_dream_started(store: SqliteRunStore,
+                                                         tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"lib.py": BROKEN,
+                                         "check.py": "print('{\"score\": 1, \"valid\": true}')\n",
+                                         "notes.txt": "one\n"})
+    s = _open(store, repo, "python3 check.py", ("check.py",))
+    ws1 = s.folders.working_copy("d1")
+    (ws1 / "notes.txt").write_text("one\ntwo\n")
+    c1 = verbs.checkpoint(s, "d1", "notes")
+    d2 = verbs.fork(s, "d1").dream_id
+    (s.folders.working_copy(d2) / "lib.py").write_text(FIXED)
+    verbs.checkpoint(s, d2, "fix add")
+    # d1 changes again the lines d2 started from: a clean merge only from d2's start
+    (ws1 / "notes.txt").write_text("one\nTWO\n")
+    verbs.checkpoint(s, "d1", "louder")
+    node = finishing.merge(s, d2, "d1")
+    state = s.state()
+    assert node.status is NodeStatus.OK and state.dreams["d1"].head_node == node.node_id
+    assert state.dreams[d2].status is DreamStatus.MERGED
+    assert (ws1 / "lib.py").read_text() == FIXED
+    assert (ws1 / "notes.txt").read_text() == "one\nTWO\n"
+    files = store.workspaces.tree(node.commit or "", [])
+    assert store.workspaces.read_blobs([files["lib.py"].oid], [])[files["lib.py"].oid] \
+        == FIXED.encode()
+    assert _events(store, s.run_id, "merge")[-1]["node"] == node.node_id
+    assert all(e["node"] != node.node_id for e in _events(store, s.run_id, "checkpoint"))
+    assert c1.node_id in state.dreams["d1"].checkpoints and store.verify(s.run_id).ok
+    with pytest.raises(ConfigError, match="merged"):
+        finishing.merge(s, d2, "d1")
+
+
+def test_merge_refuses_conflicts_unsaved_work_and_shadows_writing_nothing(
+        store: SqliteRunStore, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    s = _open(store, repo, "python3 check.py", ("check.py",))
+    ws1 = s.folders.working_copy("d1")
+    d2 = verbs.fork(s, "d1").dream_id
+    with pytest.raises(ConfigError, match="no checkpoint"):
+        finishing.merge(s, d2, "d1")
+    (s.folders.working_copy(d2) / "lib.py").write_text(FIXED)
+    verbs.checkpoint(s, d2, "fix")
+    (ws1 / "lib.py").write_text("def add(a, b):\n    return b + a\n")
+    with pytest.raises(ConfigError, match=r"not checkpointed \(lib.py\)"):
+        finishing.merge(s, d2, "d1")
+    verbs.checkpoint(s, "d1", "fix too")
+    events = len(list(store.ledger(s.run_id)))
+    with pytest.raises(ConfigError, match=r"conflicts in lib.py"):
+        finishing.merge(s, d2, "d1")
+    assert (ws1 / "lib.py").read_text() == "def add(a, b):\n    return b + a\n"
+    assert len(list(store.ledger(s.run_id))) == events
+    assert s.state().dreams[d2].status is DreamStatus.ACTIVE
+    sh = verbs.shadow(s, question="q?", decision="d", budget=1, returns="r").dream_id
+    with pytest.raises(ConfigError, match="shadow"):
+        finishing.merge(s, sh, "d1")
+    with pytest.raises(ConfigError, match="itself"):
+        finishing.merge(s, "d1", "d1")
+
+
+# -- submit and export -----------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_sped_up_function_survives_with_its_delta_and_exports(store: SqliteRunStore,
+                                                                tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"slow.py": SLOW, "bench.py": BENCH,
+                                         "test_slow.py": TEST_SLOW})
+    s = _open(store, repo, "python3 bench.py", ("bench.py",), "speed up prefix_sums")
+    assert s.execute("d1", ["python3 -m unittest -q test_slow"]).exit == 0
+    with pytest.raises(ConfigError, match="checkpoint it first"):
+        finishing.submit(s, "d1")
+    ws = s.folders.working_copy("d1")
+    (ws / "slow.py").write_text(FAST)  # the agent's edit
+    assert s.execute("d1", ["python3 -m unittest -q test_slow"]).exit == 0
+    node = verbs.checkpoint(s, "d1", "accumulate")
+    assert node.status is NodeStatus.OK and node.score == 10.0
+    with pytest.raises(ConfigError, match="never submitted"):
+        finishing.export(s, "d1", branch="faster")
+    result = finishing.submit(s, "d1", repeats=3, out=tmp_path / "pass")
+    assert result["verdict"] == "survived", result["reasons"]
+    delta = result["delta"]
+    assert delta["mean"] > 0 and delta["low"] > 0 and delta["high"] >= delta["mean"]
+    assert result["status"] == "candidate" and Path(result["report"]).is_file()
+    state = s.state()
+    assert state.dreams["d1"].status is DreamStatus.CANDIDATE
+    assert [e["node"] for e in state.survivors] == [node.node_id]
+    assert state.survivors[0]["delta"] == delta
+
+    before = _users(repo)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    done = finishing.export(s, "d1", branch="dreamrsi/faster", patch=tmp_path / "fast.patch")
+    assert _users(repo, "dreamrsi/faster") == before  # checkout, index, HEAD, refs as they were
+    made = git(repo, "rev-parse", "refs/heads/dreamrsi/faster").strip()
+    assert made == done["branch_commit"] and not done["forced"]
+    assert git(repo, "rev-parse", f"{made}^").strip() == head
+    assert git(repo, "show", f"{made}:slow.py") == FAST
+    message = git(repo, "log", "-1", "--format=%B", made)
+    assert s.run_id in message and "d1" in message and result["pass_id"] in message
+    assert "speed up prefix_sums" in message
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    subprocess.run(["git", "apply", "--check", str(tmp_path / "fast.patch")], cwd=clone,
+                   check=True)
+    assert _events(store, s.run_id, "export")[-1]["branch_commit"] == made
+
+    for bad in ("dreamrsi/faster", "bad..name", "-x", "@{-1}", "a b"):
+        with pytest.raises(ConfigError, match="--branch|exists"):
+            finishing.export(s, "d1", branch=bad)
+    with pytest.raises(ConfigError, match="exists"):
+        finishing.export(s, "d1", patch=tmp_path / "fast.patch")
+    (tmp_path / "target.txt").write_text("keep")
+    os.symlink(tmp_path / "target.txt", tmp_path / "link.patch")
+    finishing.export(s, "d1", patch=tmp_path / "link.patch", force=True)
+    assert (tmp_path / "target.txt").read_text() == "keep"  # the link replaced, not followed
+    assert not (tmp_path / "link.patch").is_symlink()
+    assert _users(repo, "dreamrsi/faster") == before and store.verify(s.run_id).ok
+
+
+def _suite_repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", {"calc.py": CALC, "evaluate.py": SUITE,
+                                         "tests/__init__.py": "", "tests/test_calc.py": TESTS})
+
+
+@pytest.mark.slow
+def test_a_dream_that_weakens_a_test_fails_survival(store: SqliteRunStore,
+                                                    tmp_path: Path) -> None:
+    repo = _suite_repo(tmp_path)
+    s = _open(store, repo, "python3 evaluate.py", ("evaluate.py",), "make the tests pass")
+    assert store.get_node(s.state().root_node).score == 0.5
+    ws = s.folders.working_copy("d1")
+    (ws / "tests" / "test_calc.py").write_text(WEAKENED)  # asserts less; calc stays broken
+    node = verbs.checkpoint(s, "d1", "tests pass")
+    assert node.status is NodeStatus.OK and node.score == 1.0  # the search was fooled
+    result = finishing.submit(s, "d1", repeats=2, out=tmp_path / "pass")
+    assert result["verdict"] == "failed"
+    weakened = [r for r in result["reasons"] if r.startswith("assertion_removed")]
+    assert weakened and "test_add" in weakened[0] and "tests/test_calc.py" in weakened[0]
+    state = s.state()
+    assert state.dreams["d1"].status is DreamStatus.ACTIVE and state.survivors == ()
+    assert state.submissions[-1]["reasons"] == result["reasons"]
+    with pytest.raises(ConfigError, match="did not survive"):
+        finishing.export(s, "d1", patch=tmp_path / "weak.patch")
+    forced = finishing.export(s, "d1", patch=tmp_path / "weak.patch", force=True)
+    assert forced["forced"] and _events(store, s.run_id, "export")[-1]["forced"]
+
+
+def test_a_protected_test_changed_is_caught_at_checkpoint(store: SqliteRunStore,
+                                                          tmp_path: Path) -> None:
+    repo = _suite_repo(tmp_path)
+    s = _open(store, repo, "python3 evaluate.py", ("evaluate.py", "tests"))
+    ws = s.folders.working_copy("d1")
+    (ws / "tests" / "test_calc.py").write_text(WEAKENED)
+    node = verbs.checkpoint(s, "d1", "tests pass")
+    assert node.status is NodeStatus.INVALID
+    assert "changed protected paths tests;" in node.feedback
+    with pytest.raises(ConfigError, match=r"not checkpointed \(tests/test_calc.py\)"):
+        finishing.submit(s, "d1")  # the checkpoint holds the restored test, not the edit
+    assert s.state().dreams["d1"].status is DreamStatus.ACTIVE
+    assert _events(store, s.run_id, "submit") == []
