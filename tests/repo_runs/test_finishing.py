@@ -307,3 +307,25 @@ def test_a_protected_test_changed_is_caught_at_checkpoint(store: SqliteRunStore,
         finishing.submit(s, "d1")  # the checkpoint holds the restored test, not the edit
     assert s.state().dreams["d1"].status is DreamStatus.ACTIVE
     assert _events(store, s.run_id, "submit") == []
+
+
+def test_an_export_changes_only_what_the_dream_changed(store: SqliteRunStore,
+                                                       tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"lib.py": BROKEN, ".gitignore": "*.log\n",
+                                         "check.py": "print('{\"score\": 1, \"valid\": true}')\n"})
+    (repo / "keep.log").write_text("tracked, though .gitignore matches it\n")
+    git(repo, "add", "-f", "keep.log")
+    git(repo, "commit", "-q", "-m", "a tracked log")
+    s = _open(store, repo, "python3 check.py", ("check.py",))
+    with pytest.raises(ConfigError, match="--branch NAME or --patch FILE"):
+        finishing.export(s, "d1")
+    with pytest.raises(ConfigError, match="no checkpoint"):
+        finishing.export(s, "d1", branch="x", force=True)
+    (s.folders.working_copy("d1") / "lib.py").write_text(FIXED)
+    verbs.checkpoint(s, "d1", "fix")
+    before = _users(repo)
+    done = finishing.export(s, "d1", branch="fixed", force=True)
+    assert done["forced"] and _users(repo, "fixed") == before
+    files = git(repo, "ls-tree", "-r", "--name-only", "fixed").split()
+    assert files == [".gitignore", "check.py", "keep.log", "lib.py"]  # keep.log not deleted
+    assert git(repo, "diff", "--name-only", "HEAD", "fixed").split() == ["lib.py"]

@@ -22,7 +22,7 @@ from dreamrsi.errors import ConfigError
 from dreamrsi.repo_runs.copies import git_plain
 
 __all__ = ["changed_paths", "check_branch", "check_patch_target", "commit_tree",
-           "write_branch", "write_patch"]
+           "merge_tree", "write_branch", "write_patch"]
 
 _ZERO = "0" * 40
 _IDENTITY = {"GIT_AUTHOR_NAME": "dreamrsi", "GIT_AUTHOR_EMAIL": "dreamrsi@localhost",
@@ -69,11 +69,17 @@ def check_branch(repo: Path, name: str) -> str:
     return name
 
 
-def write_branch(git_dir: Path, repo: Path, commit: str, parent: str, name: str,
+def write_branch(git_dir: Path, repo: Path, root: str, commit: str, parent: str, name: str,
                  message: str) -> str:
-    """Create ``refs/heads/NAME`` in the user's repository: one new commit with ``commit``'s
-    tree (from the store) and ``parent`` as its parent. Returns the new commit."""
-    carrier = commit_tree(git_dir, f"{commit}^{{tree}}", (), "dreamrsi export")
+    """Create ``refs/heads/NAME`` in the user's repository: one new commit, child of
+    ``parent`` (the user's ``HEAD`` at open), whose files are ``parent``'s with the changes
+    from the run's ``root`` to ``commit`` (both of the store) made on them. Returns it.
+
+    Where the root's files are ``parent``'s, that is ``commit``'s tree itself; files the root
+    lacks (a tracked file that ``.gitignore`` matches, a submodule) stay as the user has them
+    instead of being deleted. A conflict there refuses, naming the paths."""
+    base = commit_tree(git_dir, f"{root}^{{tree}}", (), "dreamrsi export: the run's root")
+    carrier = commit_tree(git_dir, f"{commit}^{{tree}}", (base,), "dreamrsi export")
     ref = f"refs/dreamrsi/export/{secrets.token_hex(6)}"
     _git([*_store(git_dir), "update-ref", ref, carrier])
     try:
@@ -81,12 +87,37 @@ def write_branch(git_dir: Path, repo: Path, commit: str, parent: str, name: str,
               "--no-write-fetch-head", "--no-recurse-submodules", "--", str(git_dir), ref])
     finally:
         _git([*_store(git_dir), "update-ref", "-d", ref])
-    tree = _git(["-C", str(repo), "rev-parse", "--verify", f"{carrier}^{{tree}}"]).strip()
-    made = _git(["-C", str(repo), "commit-tree", "--no-gpg-sign", tree, "-p", parent,
-                 "-m", message], env=_identity_of(repo)).strip()
-    _git(["-C", str(repo), *_QUIET, "update-ref", "-m", "dreamrsi export",
-          f"refs/heads/{name}", made, _ZERO])
+    user = ["-C", str(repo), *_QUIET]
+    ours = _git([*user, "commit-tree", "--no-gpg-sign", f"{parent}^{{tree}}", "-p", base,
+                 "-m", "dreamrsi export: HEAD"], env=_IDENTITY).strip()
+    tree, conflicted = merge_tree(user, ours, carrier)
+    if conflicted:
+        raise ConfigError(f"the checkpoint's changes conflict with the repository's HEAD in "
+                          f"{', '.join(conflicted[:20])}: no branch was written (export a "
+                          "--patch instead)", key="--branch")
+    made = _git([*user, "commit-tree", "--no-gpg-sign", tree, "-p", parent, "-m", message],
+                env=_identity_of(repo)).strip()
+    _git([*user, "update-ref", "-m", "dreamrsi export", f"refs/heads/{name}", made, _ZERO])
     return made
+
+
+def merge_tree(where: list[str], ours: str, theirs: str) -> tuple[str, list[str]]:
+    """``git merge-tree --write-tree`` of two commits (``where``: the git options naming the
+    repository): the merged tree, and the conflicted paths (none on a clean merge)."""
+    done = subprocess.run(["git", *where, "merge-tree", "--write-tree", "-z", "--name-only",
+                           ours, theirs], capture_output=True, env=_env(), check=False,
+                          timeout=600)
+    parts = done.stdout.split(b"\0")
+    if done.returncode not in (0, 1) or not parts[0]:
+        err = done.stderr.decode("utf-8", "replace").strip()[-500:]
+        raise ConfigError(f"git merge-tree failed: {err}")
+    conflicted: list[str] = []
+    if done.returncode == 1:
+        for part in parts[1:]:
+            if not part:
+                break
+            conflicted.append(part.decode("utf-8", "replace"))
+    return parts[0].decode(), list(dict.fromkeys(conflicted))
 
 
 def check_patch_target(path: Path, force: bool) -> Path:

@@ -11,8 +11,6 @@ survived; the user's checkout, index, ``HEAD`` and other branches are never writ
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from dreamrsi.repo_runs._exporting import (
     check_branch,
     check_patch_target,
     commit_tree,
+    merge_tree,
     write_branch,
     write_patch,
 )
@@ -88,31 +87,12 @@ def _three_way(git_dir: Path, base: str, ours: str, theirs: str, what: str) -> s
     b = commit_tree(git_dir, f"{base}^{{tree}}", (), "merge base")
     o = commit_tree(git_dir, f"{ours}^{{tree}}", (b,), "ours")
     t = commit_tree(git_dir, f"{theirs}^{{tree}}", (b,), "theirs")
-    done = subprocess.run(
-        ["git", "--git-dir", str(git_dir), "merge-tree", "--write-tree", "-z", "--name-only",
-         o, t], capture_output=True, env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1",
-                                          "LC_ALL": "C"}, check=False, timeout=600)
-    parts = done.stdout.split(b"\0")
-    if done.returncode == 1:
-        conflicted = list(dict.fromkeys(p.decode("utf-8", "replace") for p in
-                                        _until_empty(parts[1:])))
+    tree, conflicted = merge_tree(["--git-dir", str(git_dir)], o, t)
+    if conflicted:
         raise ConfigError(f"merging {what} conflicts in {_list(conflicted)}: nothing was "
                           "merged (resolve it in one dream's working copy, checkpoint, and "
                           "merge again)", key="DREAM")
-    if done.returncode != 0 or not parts[0]:
-        err = done.stderr.decode("utf-8", "replace").strip()[-500:]
-        raise ConfigError(f"merging {what} failed: git merge-tree: {err}")
-    tree = parts[0].decode()
     return commit_tree(git_dir, tree, (ours,), f"merge {what}")
-
-
-def _until_empty(parts: list[bytes]) -> list[bytes]:
-    out: list[bytes] = []
-    for part in parts:
-        if not part:
-            break
-        out.append(part)
-    return out
 
 
 # -- submit ----------------------------------------------------------------------------------
@@ -234,8 +214,9 @@ def export(session: Session, dream_id: str, *, branch: str | None = None,
                             "forced": not survived}
     if name is not None:
         done["branch"] = name
-        done["branch_commit"] = write_branch(git_dir, repo, node.commit or "", state.head,
-                                             name, _message(state, dream_id, node, done))
+        done["branch_commit"] = write_branch(git_dir, repo, root, node.commit or "",
+                                             state.head, name,
+                                             _message(state, dream_id, node, done))
     if target is not None:
         done["patch"] = str(target)
         done["patch_bytes"] = write_patch(git_dir, root, node.commit or "", target, force)
