@@ -329,3 +329,47 @@ def test_an_export_changes_only_what_the_dream_changed(store: SqliteRunStore,
     files = git(repo, "ls-tree", "-r", "--name-only", "fixed").split()
     assert files == [".gitignore", "check.py", "keep.log", "lib.py"]  # keep.log not deleted
     assert git(repo, "diff", "--name-only", "HEAD", "fixed").split() == ["lib.py"]
+
+
+def test_a_merge_whose_files_went_in_goes_on(store: SqliteRunStore, tmp_path: Path) -> None:
+    s = _open(store, make_repo(tmp_path / "repo"), "python3 check.py", ("check.py",))
+    d2 = verbs.fork(s, "d1").dream_id
+    (s.folders.working_copy(d2) / "lib.py").write_text(FIXED)
+    verbs.checkpoint(s, d2, "fix")
+    ws1 = s.folders.working_copy("d1")
+    (ws1 / "lib.py").write_text(FIXED + "# mine\n")  # neither d1's head nor the merge
+    with pytest.raises(ConfigError, match=r"not checkpointed \(lib.py\)"):
+        finishing.merge(s, d2, "d1")
+    (ws1 / "lib.py").write_text(FIXED)  # the merge's files, as a merge killed after them left
+    node = finishing.merge(s, d2, "d1")
+    assert node.score == 1.0 and s.state().dreams[d2].status is DreamStatus.MERGED
+
+
+VALID_IF_FIXED = """\
+import json
+from lib import add
+ok = add(2, 3) == 5
+print(json.dumps({"score": float(ok), "valid": ok, "feedback": "add adds" if ok else "no"}))
+"""
+
+
+def test_a_pass_that_cannot_judge_returns_the_dream_to_work(store: SqliteRunStore,
+                                                            tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"lib.py": BROKEN, "check.py": VALID_IF_FIXED})
+    s = _open(store, repo, "python3 check.py", ("check.py",))
+    (s.folders.working_copy("d1") / "lib.py").write_text(FIXED)
+    node = verbs.checkpoint(s, "d1", "fix")
+    assert node.status is NodeStatus.OK
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(ConfigError, match="--out"):
+        finishing.submit(s, "d1", out=tmp_path / "a-file")
+    state = s.state()
+    assert state.dreams["d1"].status is DreamStatus.ACTIVE
+    assert state.submissions[-1]["verdict"] == "could_not_run"
+    assert "--out" in state.submissions[-1]["reasons"][0]
+    result = finishing.submit(s, "d1", repeats=1, out=tmp_path / "pass")
+    assert result["verdict"] == "could_not_run" and result["status"] == "active"
+    assert any(r.startswith("could_not_run") and "base" in r for r in result["reasons"])
+    assert s.state().submissions[-1]["pass_id"] == result["pass_id"]
+    with pytest.raises(ConfigError, match="repeats"):
+        finishing.submit(s, "d1", repeats=0)

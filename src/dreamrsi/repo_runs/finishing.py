@@ -27,6 +27,7 @@ from dreamrsi.repo_runs._exporting import (
 )
 from dreamrsi.repo_runs.copies import replace_files
 from dreamrsi.repo_runs.journal import record
+from dreamrsi.repo_runs.opening import MAX_TEXT
 from dreamrsi.repo_runs.session import Session
 from dreamrsi.repo_runs.state import DreamKind, DreamState, DreamStatus, EventKind, WorkState
 from dreamrsi.survival.findings import Reason, Verdict
@@ -62,13 +63,16 @@ def merge(session: Session, dream_id: str, into: str, message: str = "") -> Node
     if not source.checkpoints:
         raise ConfigError(f"dream {dream_id} has no checkpoint to merge (checkpoint it first)",
                           key="DREAM")
-    for dream in (source, target):
-        _require_checkpointed(session, dream, "merging")
+    if len(message) > MAX_TEXT:
+        raise ConfigError(f"the message is longer than {MAX_TEXT} characters", key="--message")
+    _require_checkpointed(session, source, "merging it")
     git_dir = session.store.workspaces.git_dir
     base = session.node(source.start_node).commit or ""
     ours = session.node(target.head_node).commit or ""
     theirs = session.node(source.head_node).commit or ""
     merged = _three_way(git_dir, base, ours, theirs, f"{dream_id} into {into}")
+    # a merge whose files went in before the process died goes on from there
+    _require_checkpointed(session, target, "merging into it", also=merged)
     calls: list[GitCall] = []
     replace_files(session.working_copy(target), session.store.workspaces, merged,
                   session.folders.dream(into) / "merge", calls)
@@ -123,7 +127,7 @@ def submit(session: Session, dream_id: str, *, repeats: int | None = None,
     if not dream.checkpoints:
         raise ConfigError(f"dream {dream_id} has no checkpoint to submit: checkpoint it first",
                           key="DREAM")
-    _require_checkpointed(session, dream, "submitting")
+    _require_checkpointed(session, dream, "submitting it")
     node = session.node(dream.head_node)
     if state.closed is None and dream.status is DreamStatus.ACTIVE:
         record(session.store, session.run_id, EventKind.STATUS,
@@ -244,10 +248,16 @@ def _message(state: WorkState, dream_id: str, node: Node, done: dict[str, Any]) 
 
 # -- shared ----------------------------------------------------------------------------------
 
-def _require_checkpointed(session: Session, dream: DreamState, doing: str) -> None:
-    """Refuse when the dream's working copy differs from its head checkpoint."""
+def _require_checkpointed(session: Session, dream: DreamState, doing: str,
+                          also: str | None = None) -> None:
+    """Refuse when the dream's working copy differs from its head checkpoint (and from the
+    commit ``also``, when given)."""
+    git_dir = session.store.workspaces.git_dir
     head = session.node(dream.head_node).commit or ""
-    changed = changed_paths(session.store.workspaces.git_dir, head, session.snapshot(dream))
+    snapshot = session.snapshot(dream)
+    changed = changed_paths(git_dir, head, snapshot)
+    if changed and also is not None and not changed_paths(git_dir, also, snapshot):
+        return
     if changed:
         raise ConfigError(f"dream {dream.dream_id} has changes not checkpointed "
                           f"({_list(changed)}): checkpoint them (or revert them) before "
