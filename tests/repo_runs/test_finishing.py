@@ -373,3 +373,22 @@ def test_a_pass_that_cannot_judge_returns_the_dream_to_work(store: SqliteRunStor
     assert s.state().submissions[-1]["pass_id"] == result["pass_id"]
     with pytest.raises(ConfigError, match="repeats"):
         finishing.submit(s, "d1", repeats=0)
+
+
+def test_an_export_that_conflicts_with_head_writes_no_branch(store: SqliteRunStore,
+                                                             tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{head},sub")  # a submodule
+    git(repo, "commit", "-q", "-m", "a submodule")
+    s = _open(store, repo, "python3 check.py", ("check.py",))
+    ws = s.folders.working_copy("d1")
+    if (ws / "sub").is_dir():
+        (ws / "sub").rmdir()
+    (ws / "sub").write_text("a file where HEAD has a submodule\n")
+    verbs.checkpoint(s, "d1", "sub as a file")
+    before = _users(repo)
+    with pytest.raises(ConfigError, match="conflict with the repository's HEAD in sub"):
+        finishing.export(s, "d1", branch="sub-file", force=True)
+    assert _users(repo) == before and "sub-file" not in git(repo, "branch", "--list")
+    assert _events(store, s.run_id, "export") == []
