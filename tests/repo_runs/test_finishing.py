@@ -309,8 +309,8 @@ def test_a_protected_test_changed_is_caught_at_checkpoint(store: SqliteRunStore,
     assert _events(store, s.run_id, "submit") == []
 
 
-def test_an_export_changes_only_what_the_dream_changed(store: SqliteRunStore,
-                                                       tmp_path: Path) -> None:
+def test_an_export_changes_only_what_the_dream_changed(store: SqliteRunStore, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     repo = make_repo(tmp_path / "repo", {"lib.py": BROKEN, ".gitignore": "*.log\n",
                                          "check.py": "print('{\"score\": 1, \"valid\": true}')\n"})
     (repo / "keep.log").write_text("tracked, though .gitignore matches it\n")
@@ -324,7 +324,13 @@ def test_an_export_changes_only_what_the_dream_changed(store: SqliteRunStore,
     (s.folders.working_copy("d1") / "lib.py").write_text(FIXED)
     verbs.checkpoint(s, "d1", "fix")
     before = _users(repo)
+    elsewhere = make_repo(tmp_path / "elsewhere")
+    monkeypatch.setenv("GIT_DIR", str(elsewhere / ".git"))  # the caller's shell's, not ours
+    monkeypatch.setenv("GIT_INDEX_FILE", str(elsewhere / ".git" / "index"))
     done = finishing.export(s, "d1", branch="fixed", force=True)
+    monkeypatch.delenv("GIT_DIR")
+    monkeypatch.delenv("GIT_INDEX_FILE")
+    assert "fixed" not in git(elsewhere, "branch", "--list")
     assert done["forced"] and _users(repo, "fixed") == before
     files = git(repo, "ls-tree", "-r", "--name-only", "fixed").split()
     assert files == [".gitignore", "check.py", "keep.log", "lib.py"]  # keep.log not deleted

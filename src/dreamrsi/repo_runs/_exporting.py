@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dreamrsi.errors import ConfigError
-from dreamrsi.repo_runs.copies import git_plain
 
 __all__ = ["changed_paths", "check_branch", "check_patch_target", "commit_tree",
            "merge_tree", "write_branch", "write_patch"]
@@ -46,8 +45,8 @@ def commit_tree(git_dir: Path, tree: str, parents: Sequence[str], message: str) 
 
 def changed_paths(git_dir: Path, old: str, new: str) -> list[str]:
     """The paths whose entries differ between two commits of the store's repository."""
-    out = git_plain([*_store(git_dir), "diff-tree", "-r", "-z", "--no-renames", "--name-only",
-                     old, new])
+    out = _git([*_store(git_dir), "diff-tree", "-r", "-z", "--no-renames", "--name-only",
+                old, new])
     return [p for p in out.split("\0") if p]
 
 
@@ -174,9 +173,15 @@ def _identity_of(repo: Path) -> dict[str, str]:
     return {}
 
 
+# variables that would point git at another repository, index or object store than named
+_LOCATING = frozenset({"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+                       "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE"})
+
+
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    return {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
-            "LC_ALL": "C", **(extra or {})}
+    kept = {k: v for k, v in os.environ.items() if k not in _LOCATING}
+    return {**kept, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C",
+            **(extra or {})}
 
 
 def _git(args: list[str], env: dict[str, str] | None = None) -> str:
