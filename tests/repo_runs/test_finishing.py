@@ -398,3 +398,21 @@ def test_an_export_that_conflicts_with_head_writes_no_branch(store: SqliteRunSto
         finishing.export(s, "d1", branch="sub-file", force=True)
     assert _users(repo) == before and "sub-file" not in git(repo, "branch", "--list")
     assert _events(store, s.run_id, "export") == []
+
+
+def test_an_export_with_nowhere_to_go_is_refused_clearly(store: SqliteRunStore,
+                                                         tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    s = _open(store, repo, "python3 check.py", ("check.py",))
+    (s.folders.working_copy("d1") / "lib.py").write_text(FIXED)
+    verbs.checkpoint(s, "d1", "fix")
+    with pytest.raises(ConfigError, match="is not a folder"):
+        finishing.export(s, "d1", patch=tmp_path / "absent" / "x.patch", force=True)
+    (tmp_path / "a-folder").mkdir()
+    with pytest.raises(ConfigError, match="is a folder"):
+        finishing.export(s, "d1", patch=tmp_path / "a-folder", force=True)
+    repo.rename(tmp_path / "moved")
+    with pytest.raises(ConfigError, match="not a folder any more"):
+        finishing.export(s, "d1", branch="fixed", patch=tmp_path / "x.patch", force=True)
+    assert not (tmp_path / "x.patch").exists()  # both are checked before either is written
+    assert _events(store, s.run_id, "export") == []

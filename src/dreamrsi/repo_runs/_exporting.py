@@ -54,14 +54,14 @@ def check_branch(repo: Path, name: str) -> str:
     """``name`` if it is a valid branch name absent from the user's repository."""
     if not name or name.startswith("-") or name != name.strip() or name == "HEAD":
         raise ConfigError(f"{name!r} is not a valid branch name", key="--branch")
-    done = subprocess.run(["git", "check-ref-format", "--branch", name], cwd=repo,
-                          capture_output=True, env=_env(), check=False, timeout=60)
+    if not repo.is_dir():
+        raise ConfigError(f"the run's repository {repo} is not a folder any more",
+                          key="--branch")
+    done = _run(["check-ref-format", "--branch", name], cwd=repo)
     if done.returncode != 0 or done.stdout.decode("utf-8", "replace").strip() != name:
         raise ConfigError(f"{name!r} is not a valid branch name (git check-ref-format "
                           "--branch)", key="--branch")
-    exists = subprocess.run(["git", "-C", str(repo), "show-ref", "--verify", "--quiet",
-                             f"refs/heads/{name}"], capture_output=True, env=_env(),
-                            check=False, timeout=60)
+    exists = _run(["-C", str(repo), "show-ref", "--verify", "--quiet", f"refs/heads/{name}"])
     if exists.returncode == 0:
         raise ConfigError(f"the branch {name} exists already in {repo}: name another "
                           "(an export never moves a branch)", key="--branch")
@@ -103,9 +103,7 @@ def write_branch(git_dir: Path, repo: Path, root: str, commit: str, parent: str,
 def merge_tree(where: list[str], ours: str, theirs: str) -> tuple[str, list[str]]:
     """``git merge-tree --write-tree`` of two commits (``where``: the git options naming the
     repository): the merged tree, and the conflicted paths (none on a clean merge)."""
-    done = subprocess.run(["git", *where, "merge-tree", "--write-tree", "-z", "--name-only",
-                           ours, theirs], capture_output=True, env=_env(), check=False,
-                          timeout=600)
+    done = _run([*where, "merge-tree", "--write-tree", "-z", "--name-only", ours, theirs])
     parts = done.stdout.split(b"\0")
     if done.returncode not in (0, 1) or not parts[0]:
         err = done.stderr.decode("utf-8", "replace").strip()[-500:]
@@ -116,6 +114,7 @@ def merge_tree(where: list[str], ours: str, theirs: str) -> tuple[str, list[str]
             if not part:
                 break
             conflicted.append(part.decode("utf-8", "replace"))
+        conflicted = conflicted or ["(paths git did not name)"]
     return parts[0].decode(), list(dict.fromkeys(conflicted))
 
 
@@ -136,7 +135,11 @@ def check_patch_target(path: Path, force: bool) -> Path:
 def write_patch(git_dir: Path, old: str, new: str, path: Path, force: bool) -> int:
     """Write ``git diff --binary OLD NEW`` into ``path`` (a new file, or, with ``force``, one
     replacing what is there); its size."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise ConfigError(f"cannot write into {path.parent}: {exc.strerror or exc}",
+                          key="--patch") from None
     try:
         with os.fdopen(fd, "wb") as out:
             done = subprocess.run(
@@ -149,25 +152,29 @@ def write_patch(git_dir: Path, old: str, new: str, path: Path, force: bool) -> i
             raise ConfigError(f"git diff failed: {err}")
         os.chmod(tmp, 0o644)
         size = os.path.getsize(tmp)
-        if force:
-            os.replace(tmp, path)  # a link is replaced, never followed
-        else:
-            try:
-                os.link(tmp, path)  # never overwrites, even one made since the check
-            except FileExistsError:
-                raise ConfigError(f"{path} exists (--force replaces it)",
-                                  key="--patch") from None
+        _place(tmp, path, force)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ConfigError(f"cannot write {path}: {exc}", key="--patch") from None
     finally:
         if os.path.lexists(tmp):
             os.unlink(tmp)
     return size
 
 
+def _place(tmp: str, path: Path, force: bool) -> None:
+    if force:
+        os.replace(tmp, path)  # a link is replaced, never followed
+        return
+    try:
+        os.link(tmp, path)  # never overwrites, even a file made since the check
+    except FileExistsError:
+        raise ConfigError(f"{path} exists (--force replaces it)", key="--patch") from None
+
+
 def _identity_of(repo: Path) -> dict[str, str]:
     """The user's own identity where git has one, else dreamrsi's."""
     for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
-        done = subprocess.run(["git", "-C", str(repo), "var", var], capture_output=True,
-                              env=_env(), check=False, timeout=60)
+        done = _run(["-C", str(repo), "var", var])
         if done.returncode != 0:
             return _IDENTITY
     return {}
@@ -184,9 +191,18 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
             **(extra or {})}
 
 
+def _run(args: list[str], env: dict[str, str] | None = None,
+         cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    """git with ``args``; ``ConfigError`` only when it cannot be run at all."""
+    try:
+        return subprocess.run(["git", *args], capture_output=True, env=_env(env), cwd=cwd,
+                              check=False, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ConfigError(f"git {args[0] if args else ''} could not run: {exc}") from None
+
+
 def _git(args: list[str], env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(["git", *args], capture_output=True, env=_env(env), check=False,
-                          timeout=600)
+    done = _run(args, env)
     if done.returncode != 0:
         err = done.stderr.decode("utf-8", "replace").strip()[-800:]
         shown = " ".join(a for a in args if not a.startswith("-"))[:80]
