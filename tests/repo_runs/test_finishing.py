@@ -416,3 +416,53 @@ def test_an_export_with_nowhere_to_go_is_refused_clearly(store: SqliteRunStore,
         finishing.export(s, "d1", branch="fixed", patch=tmp_path / "x.patch", force=True)
     assert not (tmp_path / "x.patch").exists()  # both are checked before either is written
     assert _events(store, s.run_id, "export") == []
+
+
+SLOW_CHECK = "import time\ntime.sleep(1)\n" + VALID_IF_FIXED.replace(
+    '"valid": ok', '"valid": True')
+SUBMIT = """\
+import sys
+from pathlib import Path
+from dreamrsi.repo_runs import finishing
+from dreamrsi.repo_runs.session import Session
+from dreamrsi.store.sqlite import SqliteRunStore
+store = SqliteRunStore.open(Path(sys.argv[1]), writer=True)
+finishing.submit(Session(store, sys.argv[2]), "d1", repeats=3, out=Path(sys.argv[3]))
+"""
+
+
+@pytest.mark.slow
+def test_a_submission_killed_mid_pass_is_submitted_again(tmp_path: Path) -> None:
+    import signal
+    import sys
+    import time
+
+    repo = make_repo(tmp_path / "repo", {"lib.py": BROKEN, "check.py": SLOW_CHECK})
+    store = SqliteRunStore.open(tmp_path / "store", writer=True)
+    s = _open(store, repo, "python3 check.py", ("check.py",))
+    (s.folders.working_copy("d1") / "lib.py").write_text(FIXED)
+    verbs.checkpoint(s, "d1", "fix")
+    run_id = s.run_id
+    store.close()
+    proc = subprocess.Popen([sys.executable, "-c", SUBMIT, str(tmp_path / "store"), run_id,
+                             str(tmp_path / "killed")], start_new_session=True,
+                            cwd=Path(__file__).resolve().parents[2])
+    reader = SqliteRunStore.open(tmp_path / "store")
+    deadline = time.monotonic() + 60
+    while not reader.list_passes(run_id=run_id) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert proc.poll() is None, "the pass ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    reader.close()
+    store = SqliteRunStore.open(tmp_path / "store", writer=True)
+    try:
+        s = Session(store, run_id)
+        assert s.state().dreams["d1"].status is DreamStatus.CANDIDATE
+        assert s.state().submissions == ()
+        result = finishing.submit(s, "d1", repeats=2, out=tmp_path / "pass")
+        assert result["verdict"] == "survived", result["reasons"]
+        assert [p.status for p in store.list_passes(run_id=run_id)].count("survived") == 1
+        assert store.verify(run_id).ok
+    finally:
+        store.close()
