@@ -90,15 +90,8 @@ class TestAdd(unittest.TestCase):
         self.assertEqual(add(0, 0), 0)
 """
 WEAKENED = TESTS.replace("self.assertEqual(add(2, 3), 5)", "self.assertTrue(add(2, 3))")
-# The evaluator is the repository's test suite: the share of its tests that pass.
-SUITE = """\
-import io, json, unittest
-suite = unittest.defaultTestLoader.discover("tests", top_level_dir=".")
-r = unittest.TextTestRunner(stream=io.StringIO()).run(suite)
-bad = len(r.failures) + len(r.errors)
-print(json.dumps({"score": (r.testsRun - bad) / max(1, r.testsRun), "valid": r.testsRun > 0,
-                  "feedback": f"{r.testsRun - bad} of {r.testsRun} tests pass"}))
-"""
+# The evaluator is the repository's test suite, judged by its exit and pytest's counts.
+SUITE = "python3 -m pytest -q -p no:cacheprovider"
 
 
 def _store(tmp_path: Path) -> Iterator[SqliteRunStore]:
@@ -115,8 +108,8 @@ def store(tmp_path: Path) -> Iterator[SqliteRunStore]:
 
 
 def _open(store: SqliteRunStore, repo: Path, eval_cmd: str, protect: tuple[str, ...],
-          objective: str = "make it better") -> Session:
-    state = verbs.open_run(store, OpenRequest(repo, objective, eval_cmd, verdict="json",
+          objective: str = "make it better", verdict: str = "json") -> Session:
+    state = verbs.open_run(store, OpenRequest(repo, objective, eval_cmd, verdict=verdict,
                                               protect=protect))
     return Session(store, state.run_id)
 
@@ -267,15 +260,15 @@ def test_a_sped_up_function_survives_with_its_delta_and_exports(store: SqliteRun
 
 
 def _suite_repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo", {"calc.py": CALC, "evaluate.py": SUITE,
-                                         "tests/__init__.py": "", "tests/test_calc.py": TESTS})
+    return make_repo(tmp_path / "repo", {"calc.py": CALC, "tests/__init__.py": "",
+                                         "tests/test_calc.py": TESTS})
 
 
 @pytest.mark.slow
 def test_a_dream_that_weakens_a_test_fails_survival(store: SqliteRunStore,
                                                     tmp_path: Path) -> None:
     repo = _suite_repo(tmp_path)
-    s = _open(store, repo, "python3 evaluate.py", ("evaluate.py",), "make the tests pass")
+    s = _open(store, repo, SUITE, (), "make the tests pass", verdict="exit")
     assert store.get_node(s.state().root_node).score == 0.5
     ws = s.folders.working_copy("d1")
     (ws / "tests" / "test_calc.py").write_text(WEAKENED)  # asserts less; calc stays broken
@@ -297,7 +290,7 @@ def test_a_dream_that_weakens_a_test_fails_survival(store: SqliteRunStore,
 def test_a_protected_test_changed_is_caught_at_checkpoint(store: SqliteRunStore,
                                                           tmp_path: Path) -> None:
     repo = _suite_repo(tmp_path)
-    s = _open(store, repo, "python3 evaluate.py", ("evaluate.py", "tests"))
+    s = _open(store, repo, SUITE, ("tests",), verdict="exit")
     ws = s.folders.working_copy("d1")
     (ws / "tests" / "test_calc.py").write_text(WEAKENED)
     node = verbs.checkpoint(s, "d1", "tests pass")
