@@ -459,3 +459,32 @@ def test_a_submission_killed_mid_pass_is_submitted_again(tmp_path: Path) -> None
         assert store.verify(run_id).ok
     finally:
         store.close()
+
+
+def test_merge_bases_are_where_the_lines_parted(store: SqliteRunStore, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"check.py": "print('{\"score\": 1, \"valid\": true}')\n",
+                                         "notes.txt": "start\n"})
+    s = _open(store, repo, "python3 check.py", ("check.py",))
+
+    def edit(dream: str, name: str, text: str) -> str:
+        (s.folders.working_copy(dream) / name).write_text(text)
+        return verbs.checkpoint(s, dream, name).node_id
+
+    c1 = edit("d1", "a.txt", "a\n")
+    c2 = edit("d1", "b.txt", "b\n")
+    d2 = verbs.fork(s, "d1", at=c1).dream_id
+    d3 = verbs.fork(s, "d1", at=c2).dream_id
+    edit(d2, "c.txt", "c\n")
+    edit(d3, "d.txt", "d\n")
+    state = s.state()
+    assert finishing.lineage(state, state.dreams[d3])[:3] == [state.root_node, c1, c2]
+    assert finishing.merge_base(state, state.dreams[d3], state.dreams[d2]) == c1  # sisters
+    finishing.merge(s, d3, d2)
+    ws2 = s.folders.working_copy(d2)
+    assert sorted(p.name for p in ws2.glob("*.txt")) == ["a.txt", "b.txt", "c.txt", "d.txt",
+                                                         "notes.txt"]  # d1's b.txt kept
+    edit("d1", "a.txt", "a\nmore\n")  # from the root, both sides added a.txt: a conflict
+    state = s.state()
+    assert finishing.merge_base(state, state.dreams["d1"], state.dreams[d2]) == c1
+    finishing.merge(s, "d1", d2)  # a parent merged into its child
+    assert (ws2 / "a.txt").read_text() == "a\nmore\n"

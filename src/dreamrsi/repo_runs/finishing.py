@@ -34,7 +34,7 @@ from dreamrsi.survival.findings import Reason, Verdict
 from dreamrsi.survival.service import PassOutcome, survive
 from dreamrsi.workspace.git import GitCall
 
-__all__ = ["export", "merge", "submit"]
+__all__ = ["export", "lineage", "merge", "merge_base", "submit"]
 
 _SHOWN_PATHS = 20
 
@@ -42,8 +42,9 @@ _SHOWN_PATHS = 20
 # -- merge -----------------------------------------------------------------------------------
 
 def merge(session: Session, dream_id: str, into: str, message: str = "") -> Node:
-    """Merge the head of ``dream_id`` into the head of ``into`` (three-way, from the checkpoint
-    ``dream_id`` started from): the merged files become ``into``'s working copy and its new
+    """Merge the head of ``dream_id`` into the head of ``into`` (three-way, from the latest
+    checkpoint both descend from: where ``dream_id`` started, when it forked from ``into``'s
+    line; :func:`merge_base`): the merged files become ``into``'s working copy and its new
     checkpoint, recorded with the ``merge`` event in one transaction; ``dream_id`` ends as
     ``merged``.
 
@@ -67,7 +68,7 @@ def merge(session: Session, dream_id: str, into: str, message: str = "") -> Node
         raise ConfigError(f"the message is longer than {MAX_TEXT} characters", key="--message")
     _require_checkpointed(session, source, "merging it")
     git_dir = session.store.workspaces.git_dir
-    base = session.node(source.start_node).commit or ""
+    base = session.node(merge_base(state, source, target)).commit or ""
     ours = session.node(target.head_node).commit or ""
     theirs = session.node(source.head_node).commit or ""
     merged = _three_way(git_dir, base, ours, theirs, f"{dream_id} into {into}")
@@ -80,14 +81,34 @@ def merge(session: Session, dream_id: str, into: str, message: str = "") -> Node
     return session.checkpoint(into, text, merge_of=dream_id)
 
 
+def lineage(state: WorkState, dream: DreamState) -> list[str]:
+    """The checkpoints a dream's files descend from, oldest first: the root, its ancestors'
+    checkpoints up to where each forked, and its own."""
+    parts = [list(dream.checkpoints)]
+    start, d = dream.start_node, dream
+    while d.parent is not None:
+        parent = state.dream(d.parent)
+        own = list(parent.checkpoints)
+        parts.append(own[:own.index(start) + 1] if start in own else [])
+        start, d = parent.start_node, parent
+    return [state.root_node, *(n for part in reversed(parts) for n in part)]
+
+
+def merge_base(state: WorkState, source: DreamState, target: DreamState) -> str:
+    """The latest checkpoint both dreams descend from: ``source``'s start when it forked from
+    ``target``'s line (a dream merged back into where it came from), else where their lines
+    parted (sisters; a parent merged into its child)."""
+    theirs = set(lineage(state, target))
+    return next(n for n in reversed(lineage(state, source)) if n in theirs)
+
+
 def _three_way(git_dir: Path, base: str, ours: str, theirs: str, what: str) -> str:
     """The commit (a child of ``ours``) of the merge of ``theirs`` into ``ours`` from
     ``base``; ``ConfigError`` listing the conflicted paths.
 
     ``merge-tree`` finds its own merge base; each side is given as a commit of its tree
-    whose parent is a commit of ``base``'s tree, so the base is the checkpoint the dream
-    started from whatever the checkpoints' own history (a dream's first checkpoint hangs
-    from the root)."""
+    whose parent is a commit of ``base``'s tree, so the base is ``base`` whatever the
+    checkpoints' own history (a dream's first checkpoint hangs from the root)."""
     b = commit_tree(git_dir, f"{base}^{{tree}}", (), "merge base")
     o = commit_tree(git_dir, f"{ours}^{{tree}}", (b,), "ours")
     t = commit_tree(git_dir, f"{theirs}^{{tree}}", (b,), "theirs")
