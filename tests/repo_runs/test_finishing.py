@@ -315,7 +315,14 @@ def test_an_export_changes_only_what_the_dream_changed(store: SqliteRunStore, tm
     with pytest.raises(ConfigError, match="no checkpoint"):
         finishing.export(s, "d1", branch="x", force=True)
     (s.folders.working_copy("d1") / "lib.py").write_text(FIXED)
+    (s.folders.working_copy("d1") / "data.bin").write_bytes(bytes(range(256)) * 3)
     verbs.checkpoint(s, "d1", "fix")
+    finishing.export(s, "d1", patch=tmp_path / "fix.patch", force=True)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    git(clone, "apply", str(tmp_path / "fix.patch"))
+    assert (clone / "data.bin").read_bytes() == bytes(range(256)) * 3
+    assert (clone / "lib.py").read_text() == FIXED
     before = _users(repo)
     elsewhere = make_repo(tmp_path / "elsewhere")
     monkeypatch.setenv("GIT_DIR", str(elsewhere / ".git"))  # the caller's shell's, not ours
@@ -326,8 +333,8 @@ def test_an_export_changes_only_what_the_dream_changed(store: SqliteRunStore, tm
     assert "fixed" not in git(elsewhere, "branch", "--list")
     assert done["forced"] and _users(repo, "fixed") == before
     files = git(repo, "ls-tree", "-r", "--name-only", "fixed").split()
-    assert files == [".gitignore", "check.py", "keep.log", "lib.py"]  # keep.log not deleted
-    assert git(repo, "diff", "--name-only", "HEAD", "fixed").split() == ["lib.py"]
+    assert files == [".gitignore", "check.py", "data.bin", "keep.log", "lib.py"]  # keep.log kept
+    assert git(repo, "diff", "--name-only", "HEAD", "fixed").split() == ["data.bin", "lib.py"]
 
 
 def test_a_merge_whose_files_went_in_goes_on(store: SqliteRunStore, tmp_path: Path) -> None:

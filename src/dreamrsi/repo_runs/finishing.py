@@ -123,7 +123,8 @@ def _three_way(git_dir: Path, base: str, ours: str, theirs: str, what: str) -> s
 # -- submit ----------------------------------------------------------------------------------
 
 def submit(session: Session, dream_id: str, *, repeats: int | None = None,
-           isolation: str | None = None, out: Path | None = None) -> dict[str, Any]:
+           isolation: str | None = None, accept_unisolated_model_code: bool = False,
+           out: Path | None = None) -> dict[str, Any]:
     """The survival gate on the dream's head checkpoint, against the run's root (the user's
     ``HEAD``): the dream is ``candidate`` during the pass, stays one when it survives (and is
     listed in the run's survivors), and is ``active`` again when it fails or the pass could
@@ -155,7 +156,8 @@ def submit(session: Session, dream_id: str, *, repeats: int | None = None,
                {"dream": dream_id, "status": DreamStatus.CANDIDATE.value})
     try:
         outcome = survive(session.store, session.run_id, node.node_id, base="ROOT",
-                          repeats=repeats, isolation=isolation, out=out)
+                          repeats=repeats, isolation=isolation, out=out,
+                          accept_unisolated_model_code=accept_unisolated_model_code)
     except Exception as exc:
         _submitted(session, dream_id, node, {
             "pass_id": None, "verdict": Verdict.COULD_NOT_RUN.value,
