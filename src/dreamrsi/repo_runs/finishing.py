@@ -201,11 +201,12 @@ def _submitted(session: Session, dream_id: str, node: Node, summary: dict[str, A
 def export(session: Session, dream_id: str, *, branch: str | None = None,
            patch: Path | None = None, force: bool = False,
            at: str | None = None) -> dict[str, Any]:
-    """Export a checkpoint of ``dream_id`` (default: its head) that survived: ``branch``, a new
-    branch of the user's repository whose one commit has the checkpoint's files and the
-    user's ``HEAD`` at open as parent; ``patch``, a binary ``git diff`` of the root against the
-    checkpoint written to that file. ``force`` exports a checkpoint that did not survive
-    (recorded as forced) and replaces an existing patch file.
+    """Export a checkpoint of ``dream_id`` (default: its head, else ``at``) that survived:
+    ``branch``, a new branch of the user's repository whose one commit is the user's ``HEAD``
+    at open (its parent) with the changes from the root to the checkpoint made on it (the
+    checkpoint's own files where the root's are ``HEAD``'s); ``patch``, a binary ``git diff``
+    of the root against the checkpoint written to that file. ``force`` exports a checkpoint
+    that did not survive (recorded as forced) and replaces an existing patch file.
 
     Raises:
         ConfigError: Neither ``branch`` nor ``patch``; a checkpoint that did not survive
