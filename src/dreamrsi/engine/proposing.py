@@ -33,7 +33,7 @@ from dreamrsi.store.blobs import Blobs
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.tasks.spec import Task
 
-__all__ = ["PROPOSER_UNAVAILABLE", "PROPOSERS", "CommandProposer", "make_proposer"]
+__all__ = ["PROPOSER_UNAVAILABLE", "PROPOSERS", "CommandProposer", "make_proposer", "read_cost"]
 
 _PLAN = re.compile(r"^\s*PLAN:\s*(.+?)\s*$", re.MULTILINE)
 _MAX_COST_BYTES = 65_536
@@ -86,7 +86,7 @@ class CommandProposer:
                               and request.timeout_s < self.task.proposer.timeout_s):
             # cut by the run (stopped, or its time ended first): nothing of it is kept
             return Proposal(ProposalStatus.CANCELLED, None, None, (), Cost(), ())
-        tokens, model, cost_problem = _read_cost(cost_file)
+        tokens, model, cost_problem = read_cost(cost_file)
         events: list[LedgerEvent] = [command_event(
             Actor.TACTICAL, result, request.commit, request.node_id, self.blobs,
             parsed=None if model is None else {"model": model})]
@@ -161,7 +161,7 @@ def _plan(stdout: str) -> str | None:
     return found[-1][:500] if found else None
 
 
-def _read_cost(path: Path) -> tuple[Cost, str | None, str | None]:
+def read_cost(path: Path) -> tuple[Cost, str | None, str | None]:
     """Tokens and money a proposer reported in ``$DREAM_COST``, the model it named there
     (``model``: text, cut to :data:`_MODEL_CHARS`), and a note when the file was unusable (a
     link, a FIFO, too big, not JSON): it then counts as nothing."""

@@ -67,7 +67,13 @@ class AllocationScore:
         info = 1.0 / math.sqrt(branch.length)
         cost = (branch.wall_ms / branch.length) / mean_cost if branch.wall_ms else 1.0
         rho = (branch.valid + 1) / (branch.length + 2)
-        return (progress + self.lam * info) / max(cost, 1e-6) * rho
+        return self.value(progress, info, cost, rho)
+
+    def value(self, gain: float, info: float, cost: float, rho: float) -> float:
+        """``(ΔÔ + λÎ) / ĉ · ρ`` of one action from its terms (the expected gain, the
+        information it buys, its relative cost and its reliability); Dream Runs' allocation
+        (:mod:`dreamrsi.repo_runs.allocate`) scores its actions with it too."""
+        return (gain + self.lam * info) / max(cost, 1e-6) * rho
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Play the W actions with the highest allocation scores.
