@@ -1,0 +1,135 @@
+"""What the ledger says of each dream, read once for allocation and the controller.
+
+Only recorded facts go in: the checkpoints' nodes (scores, statuses, wall time), the admissible
+rows of the commands run in each dream (``exec`` rows and the agent's own command rows, with
+their duration and the money the agent reported) and the eval rows behind each checkpoint. The
+estimates of :mod:`.allocate` and the signals of :mod:`.stagnation` are computed from these,
+so they cite rows a reader can check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dreamrsi.core.model import Node, NodeStatus
+from dreamrsi.repo_runs.journal import PREFIX
+from dreamrsi.repo_runs.state import DreamState, WorkState
+from dreamrsi.store.base import RunStore
+from dreamrsi.store.ledger import Actor, LedgerRow
+
+__all__ = ["AGENT_CMD", "DECIDE", "DreamFacts", "RunFacts", "read_facts"]
+
+AGENT_CMD = "agent step"
+"""``parsed["role"]`` of an agent's command row (the command itself is the agent's)."""
+DECIDE = "decide "
+"""The command prefix of the controller's decision rows (``decide KIND``)."""
+
+
+@dataclass(slots=True)
+class DreamFacts:
+    """One dream's recorded facts.
+
+    Attributes:
+        dream: Its state.
+        start: The node its working copy started from.
+        checkpoints: Its checkpoints' nodes, in order.
+        execs: Its admissible ``exec`` rows (commands run through the session), in order.
+        agent_rows: Its agent steps' command rows, in order.
+        steps: Its STEP events' payloads, in order.
+    """
+
+    dream: DreamState
+    start: Node | None
+    checkpoints: list[Node] = field(default_factory=list)
+    execs: list[LedgerRow] = field(default_factory=list)
+    agent_rows: list[LedgerRow] = field(default_factory=list)
+    steps: list[Mapping[str, Any]] = field(default_factory=list)
+
+    def scores(self) -> list[float | None]:
+        """The start's score, then each checkpoint's."""
+        first = self.start.score if self.start is not None else None
+        return [first, *(n.score for n in self.checkpoints)]
+
+    def ok_share(self) -> float:
+        """ρ: the Laplace-smoothed share of its checkpoints that ended ``ok`` with a score."""
+        ok = sum(1 for n in self.checkpoints if n.status is NodeStatus.OK and n.score is not None)
+        return (ok + 1) / (len(self.checkpoints) + 2)
+
+    def step_wall_ms(self) -> list[float]:
+        """What each of its steps cost in wall time: the agent's command plus the evaluation
+        of the checkpoint it made (agent steps first; checkpoints without one count alone)."""
+        agents = [float(r.event.duration_ms) for r in self.agent_rows]
+        evals = [float(n.cost.wall_ms) for n in self.checkpoints]
+        if len(agents) >= len(evals):
+            return [a + (evals[i] if i < len(evals) else 0.0) for i, a in enumerate(agents)]
+        return [e + (agents[i] if i < len(agents) else 0.0) for i, e in enumerate(evals)]
+
+    def money(self) -> float:
+        """The money its agent steps reported (``$DREAM_COST``)."""
+        return sum(float((r.event.parsed or {}).get("cost_usd", 0.0)) for r in self.agent_rows)
+
+    def done(self) -> bool:
+        """Whether its agent's last step said ``DONE``."""
+        return bool(self.steps) and bool(self.steps[-1].get("done"))
+
+
+@dataclass(slots=True)
+class RunFacts:
+    """The run's recorded facts: its nodes, its admissible rows by id, each dream's facts, the
+    eval rows behind each node, and the controller's decisions."""
+
+    nodes: dict[str, Node]
+    admissible: dict[str, LedgerRow]
+    dreams: dict[str, DreamFacts]
+    eval_rows: dict[str, list[str]]
+    decisions: list[LedgerRow]
+    finished: set[str]
+
+    def evals_of(self, nodes: Sequence[Node | None]) -> tuple[str, ...]:
+        """The admissible eval rows behind ``nodes``, in order, each once."""
+        out: list[str] = []
+        for node in nodes:
+            if node is not None:
+                out += [r for r in self.eval_rows.get(node.node_id, ()) if r not in out]
+        return tuple(out)
+
+    def span(self) -> float:
+        """The spread of the run's scores (1 when there is none), the scale gains are on."""
+        scores = [n.score for n in self.nodes.values() if n.score is not None]
+        spread = max(scores) - min(scores) if scores else 0.0
+        return spread if spread > 0 else 1.0
+
+
+def read_facts(store: RunStore, state: WorkState) -> RunFacts:
+    """Read the run's ledger and nodes once into :class:`RunFacts`."""
+    nodes = {n.node_id: n for n in store.nodes(state.run_id)}
+    dreams = {d.dream_id: DreamFacts(d, nodes.get(d.start_node),
+                                     [nodes[c] for c in d.checkpoints if c in nodes])
+              for d in state.dreams.values()}
+    admissible: dict[str, LedgerRow] = {}
+    eval_rows: dict[str, list[str]] = {}
+    decisions: list[LedgerRow] = []
+    finished: set[str] = set()
+    for row in store.ledger(state.run_id):
+        ev = row.event
+        parsed = ev.parsed if isinstance(ev.parsed, Mapping) else {}
+        if ev.admissible:
+            admissible[ev.event_id] = row
+            if ev.actor is Actor.EVAL and ev.node_id is not None:
+                eval_rows.setdefault(ev.node_id, []).append(ev.event_id)
+            facts = dreams.get(str(parsed.get("dream")))
+            if facts is not None and parsed.get("role") == AGENT_CMD:
+                facts.agent_rows.append(row)
+            elif facts is not None and ev.actor is Actor.EXECUTION:
+                facts.execs.append(row)
+        elif ev.actor is Actor.STRATEGIC and ev.cmd.startswith(DECIDE):
+            decisions.append(row)
+        elif ev.actor is Actor.STRATEGIC and ev.cmd == PREFIX + "step":
+            facts = dreams.get(str(parsed.get("dream")))
+            if facts is not None:
+                facts.steps.append(parsed)
+            if parsed.get("decision"):
+                finished.add(str(parsed["decision"]))
+    return RunFacts(nodes, admissible, dreams, eval_rows, decisions, finished)

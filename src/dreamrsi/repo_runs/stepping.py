@@ -1,0 +1,235 @@
+"""One agent step of a Dream Run's controller (tactical over execution).
+
+The agent's command runs in the dream's working copy in the sandbox, as the engine's command
+proposer does (same runner, environment, isolation, network per the task, time limit = the
+task's proposer timeout, ``$DREAM_COST`` read the same way), with ``$DREAM_BRIEF`` (the brief
+of its dream, :func:`~dreamrsi.repo_runs.brief.brief`) and ``$DREAM_CONTEXT`` (the brief, the
+decision's kind and instruction, and the outputs of the commands of the dream's last step)
+written into the dream's io folder, its ``$HOME``. Its command is an admissible row (what it
+ran, its exit, its output as blobs, the money it reported); what it printed is also kept as
+narration (inadmissible). Its directives (:mod:`.directives`) are then carried out: ``RUN:``
+commands through :meth:`Session.execute` (admissible rows), ``HYPOTHESIS:`` lines as open
+hypotheses, then a checkpoint of the dream, then ``ANSWER:`` (a shadow's, citing this step's
+RUN rows: without any it is refused as unsupported and kept as narration) and the STEP event.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from dreamrsi.core.model import Artifact
+from dreamrsi.engine.commands import bounded_command, command_event, dream_env, narration_event
+from dreamrsi.engine.proposing import read_cost
+from dreamrsi.engine.sandboxing import base_env, proposer_isolation
+from dreamrsi.errors import DreamError
+from dreamrsi.repo_runs import verbs
+from dreamrsi.repo_runs.allocate import Action, ActionKind
+from dreamrsi.repo_runs.brief import DEFAULT_CHARS, brief
+from dreamrsi.repo_runs.directives import Directives, parse_directives
+from dreamrsi.repo_runs.evidence import AGENT_CMD, read_facts
+from dreamrsi.repo_runs.journal import record
+from dreamrsi.repo_runs.session import Session
+from dreamrsi.repo_runs.state import DreamKind, DreamState, EventKind
+from dreamrsi.sandbox import CommandResult
+from dreamrsi.store.ledger import Actor, LedgerEvent
+
+__all__ = ["agent_step", "money_spent"]
+
+_TAIL = 4000
+_LAST_RUNS = 8
+
+
+def agent_step(session: Session, action: Action, decision: str, agent: str,
+               brief_chars: int = DEFAULT_CHARS) -> dict[str, Any]:
+    """Carry out one agent step in ``action.dream``; what came of it."""
+    state = session.state()
+    dream = state.live_dream(action.dream or "")
+    if action.kind is ActionKind.REFRESH:
+        session.fresh_copy(dream.dream_id, dream.work_node)
+    ws = session.working_copy(dream)
+    io = session.folders.dream(dream.dream_id) / "io"
+    io.mkdir(exist_ok=True)
+    started = time.monotonic()
+    commit = session.snapshot(dream)
+    result = _run_agent(session, action, decision, agent, dream, ws, io, brief_chars)
+    if result is None:
+        return _end(session, dream, decision, {"status": "cut", "reason": "the run's wall "
+                                               "time ended during the agent's step"}, None)
+    cost, _, cost_note = read_cost(io / "cost.json")
+    row = command_event(Actor.TACTICAL, result, commit, "", session.store.blobs, parsed={
+        "role": AGENT_CMD, "dream": dream.dream_id, "decision": decision,
+        "cpu_ms": result.cpu_ms, "cost_usd": cost.money_usd, "tokens_in": cost.tokens_in,
+        "tokens_out": cost.tokens_out})
+    rows = [_unnoded(row)]
+    narration = narration_event(result, "", session.store.blobs)
+    if narration is not None:
+        rows.append(_unnoded(narration))
+    with session.store.atomic():
+        session.store.append_ledger(session.run_id, rows, run_id=session.run_id)
+    said = parse_directives(result.stdout)
+    notes = [*said.notes, *([cost_note] if cost_note else [])]
+    if result.timed_out or result.exit_code != 0 or result.overflow is not None:
+        session.fresh_copy(dream.dream_id, dream.work_node)  # a failed step's edits go
+        return _end(session, dream, decision, {
+            "status": "timeout" if result.timed_out else "error", "agent_row": row.event_id,
+            "reason": _failure(result, session), "notes": notes}, None)
+    payload = _directives(session, dream, said, decision, notes)
+    payload.update(status="ok", agent_row=row.event_id,
+                   wall_ms=int((time.monotonic() - started) * 1000),
+                   agent_ms=result.duration_ms)
+    return _end(session, dream, decision, payload, said)
+
+
+def _run_agent(session: Session, action: Action, decision: str, agent: str,
+               dream: DreamState, ws: Path, io: Path, chars: int) -> CommandResult | None:
+    state = session.state()
+    data = brief(session.store, state, dream=dream.dream_id, max_chars=chars)
+    context = {"brief": data, "dream": dream.dream_id, "kind": dream.kind.value,
+               "action": action.kind.value, "instruction": action.detail.get("instruction"),
+               "reason": action.reason, "decision": decision, "step": dream.steps + 1,
+               "last_runs": _last_runs(session, dream.dream_id)}
+    (io / "brief.json").write_text(json.dumps(data))
+    (io / "context.json").write_text(json.dumps(context))
+    (io / "cost.json").unlink(missing_ok=True)
+    env = {**base_env(session.task, io),
+           **dream_env(decision, session.run_id, {"seed": session.run.seed + dream.steps}),
+           "DREAM_DREAM_ID": dream.dream_id, "DREAM_BRIEF": str(io / "brief.json"),
+           "DREAM_CONTEXT": str(io / "context.json"), "DREAM_COST": str(io / "cost.json")}
+    deadline = None
+    if state.deadline is not None:
+        deadline = time.monotonic() + max(0.0, state.deadline - time.time())
+    return bounded_command(agent, session.task.proposer.timeout_s, ws,
+                           proposer_isolation(session.task, session.mode, ws, io), env,
+                           session.task.constraints, deadline=deadline,
+                           cancel=threading.Event())
+
+
+def _directives(session: Session, dream: DreamState, said: Directives, decision: str,
+                notes: list[str]) -> dict[str, Any]:
+    """RUN commands, hypotheses and the checkpoint of one step."""
+    runs: list[str] = []
+    for cmd in said.runs:
+        try:
+            res = session.execute(dream.dream_id, [cmd], timeout_s=session.task.proposer.timeout_s,
+                                  facts={"decision": decision, "directive": "RUN"})
+            runs.append(res.row)
+        except DreamError as exc:
+            notes.append(f"RUN: {cmd[:80]!r} was not run: {exc}")
+    made: list[str] = []
+    stated = {(h.text, h.test, h.predicts): h.hypothesis_id
+              for h in session.state().hypotheses.values()}
+    for ask in said.hypotheses:
+        again = stated.get((ask.text, ask.test, ask.predicts))
+        if again is not None:
+            notes.append(f"HYPOTHESIS: {ask.text[:80]!r} is {again} already")
+            continue
+        try:
+            made.append(verbs.hypothesize(session, ask.text, dream=dream.dream_id,
+                                          test=ask.test, predicts=ask.predicts))
+        except DreamError as exc:
+            notes.append(f"HYPOTHESIS: {ask.text[:80]!r} was not recorded: {exc}")
+    node = None
+    if dream.kind is not DreamKind.SHADOW or _changed(session, dream):
+        node = session.checkpoint(dream.dream_id, said.plan or f"step {dream.steps + 1}").node_id
+    return {"runs": runs, "hypotheses": made, "node": node, "plan": said.plan,
+            "done": said.done, "notes": notes}
+
+
+def _end(session: Session, dream: DreamState, decision: str, payload: dict[str, Any],
+         said: Directives | None) -> dict[str, Any]:
+    """Record the STEP event, and a shadow's answer with it (one transaction)."""
+    payload = {"dream": dream.dream_id, "decision": decision, **payload}
+    answer = said.answer if said is not None else None
+    cites, refused = _answer_cites(session, dream, said, payload.get("runs", []))
+    with session.store.atomic():
+        record(session.store, session.run_id, EventKind.STEP, payload)
+        if answer is not None and refused is None:
+            verbs.answer(session, dream.dream_id, answer, cites)
+            payload.update(answer=answer, answer_cites=cites)
+        elif answer is not None:
+            _refused(session, dream.dream_id, answer, refused or "")
+            payload["answer_refused"] = refused
+    return payload
+
+
+def _answer_cites(session: Session, dream: DreamState, said: Directives | None,
+                  runs: list[str]) -> tuple[list[str], str | None]:
+    """The rows a shadow's answer rests on (those it names, each one of its dream's command
+    rows, else its step's RUN rows), or why the answer is refused."""
+    if said is None or said.answer is None:
+        return [], None
+    if dream.kind is not DreamKind.SHADOW:
+        return [], "it is not a shadow"
+    if not said.answer:
+        return [], "it is empty"
+    if not said.answer_cites:
+        return runs, None if runs else "it cites no command run in its step (RUN:): unsupported"
+    own = [r.event.event_id for r in read_facts(session.store, session.state())
+           .dreams[dream.dream_id].execs]
+    cites = []
+    for cite in said.answer_cites:
+        found = [row for row in own if row.startswith(cite)]
+        if len(found) != 1:
+            return [], f"{cite!r} is not one of the rows of the commands run in {dream.dream_id}"
+        cites.append(found[0])
+    return cites, None
+
+
+def _refused(session: Session, dream: str, answer: str, why: str) -> None:
+    digest = session.store.blobs.put(answer.encode())
+    event = LedgerEvent(Actor.TACTICAL, f"answer refused ({dream}): {why}",
+                        artifacts=(Artifact("answer", digest),), admissible=False)
+    session.store.append_ledger(session.run_id, [event], run_id=session.run_id)
+
+
+def _changed(session: Session, dream: DreamState) -> bool:
+    """Whether the working copy's files differ from those of the node it descends from."""
+    repo = session.store.workspaces
+    now = repo.tree(session.snapshot(dream), [])
+    return now != repo.tree(session.node(dream.work_node).commit or "", [])
+
+
+def _last_runs(session: Session, dream_id: str) -> list[dict[str, Any]]:
+    """The dream's latest commands with the tails of their output (what the brief's
+    evidence rows name, to read)."""
+    facts = read_facts(session.store, session.state()).dreams[dream_id]
+    out = []
+    for row in facts.execs[-_LAST_RUNS:]:
+        ev = row.event
+        texts = {a.path: _blob(session, a.sha256) for a in ev.artifacts
+                 if a.path in ("stdout", "stderr")}
+        out.append({"row": ev.event_id, "cmd": ev.cmd, "exit": ev.exit,
+                    **{k: v.decode("utf-8", "replace")[-_TAIL:] for k, v in texts.items()
+                       if v is not None}})
+    return out
+
+
+def _blob(session: Session, digest: str) -> bytes | None:
+    try:
+        return session.store.blobs.get(digest)
+    except DreamError:  # NotFound: a blob removed by hand is not the agent's loss
+        return None
+
+
+def money_spent(session: Session) -> float:
+    """The money the run's agent steps reported (``$DREAM_COST``)."""
+    facts = read_facts(session.store, session.state())
+    return sum(d.money() for d in facts.dreams.values())
+
+
+def _failure(result: CommandResult, session: Session) -> str:
+    if result.timed_out:
+        return f"the agent timed out after {session.task.proposer.timeout_s:g} s"
+    if result.overflow is not None:
+        return f"the agent stopped: {result.overflow}"
+    return f"the agent exited with status {result.exit_code}: {result.stderr[-500:]}"
+
+
+def _unnoded(event: LedgerEvent) -> LedgerEvent:
+    return LedgerEvent(event.actor, event.cmd, event.args, event.exit, event.commit,
+                       event.artifacts, event.parsed, event.env_digest, event.duration_ms,
+                       event.admissible, event.belief_updates, None, event.event_id, event.t)
