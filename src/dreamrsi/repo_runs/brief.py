@@ -73,12 +73,14 @@ def brief(store: RunStore, state: WorkState, *, dream: str | None = None,
     autopsies = [{"dream": a.dream, "text": a.text[:_FIELD], "cites": list(a.cites)}
                  for a in state.autopsies]
     omitted: dict[str, int] = {}
-    for name, items in (("evidence", evidence), ("autopsies", autopsies),
-                        ("settled_hypotheses", settled)):
+    parts = (("evidence", evidence), ("autopsies", autopsies), ("settled_hypotheses", settled))
+    # room for the counts of what is left out, at their largest, so the whole fits
+    reserve = len(json.dumps({"omitted": {name: len(items) for name, items in parts}})) + 2
+    for name, items in parts:
         out[name] = []
         for item in reversed(items):  # the most recent first, while it fits
             out[name].insert(0, item)
-            if len(json.dumps(out)) > max_chars:
+            if len(json.dumps(out)) + reserve > max_chars:
                 out[name].pop(0)
                 omitted[name] = len(items) - len(out[name])
                 break
