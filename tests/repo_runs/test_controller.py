@@ -312,3 +312,28 @@ def test_no_agent_means_no_agent_step(tmp_path: Path) -> None:
     assert summary.actions == [] and summary.stopped.startswith("stop")
     with pytest.raises(Exception, match="steps 0 is below 1"):
         work(store, session.run_id, steps=0)
+
+
+FIFO_AGENT = r'''
+import json, os
+if json.load(open(os.environ["DREAM_CONTEXT"]))["step"] == 1:
+    os.mkfifo("pipe")
+    print("RUN: ls")
+else:
+    value = float(open("value.txt").read())
+    open("value.txt", "w").write(str(value + 1))
+'''
+
+
+def test_a_working_copy_an_agent_broke_ends_its_step_and_is_made_again(
+        tmp_path: Path) -> None:
+    agent = tool(tmp_path, "fifo_agent.py", FIFO_AGENT)
+    store, session, _ = open_run(tmp_path, make_repo(tmp_path), agent=f"python3 {agent}")
+    summary = work(store, session.run_id, steps=3)
+    first, second, third = (a["outcome"] for a in summary.actions)
+    assert "not a file" in first["notes"][0] and first["runs"] == []
+    assert store.get_node(first["node"]).status is NodeStatus.ERROR
+    assert second["status"] == "error" and "not a file" in second["reason"]
+    assert third["status"] == "ok" and store.get_node(third["node"]).score == pytest.approx(0.2)
+    steps = read_facts(store, session.state()).dreams["d1"].steps
+    assert [s["decision"] for s in steps] == [a["decision"] for a in summary.actions]

@@ -45,9 +45,20 @@ _LAST_RUNS = 8
 
 def agent_step(session: Session, action: Action, decision: str, agent: str,
                brief_chars: int = DEFAULT_CHARS) -> dict[str, Any]:
-    """Carry out one agent step in ``action.dream``; what came of it."""
-    state = session.state()
-    dream = state.live_dream(action.dream or "")
+    """Carry out one agent step in ``action.dream``; what came of it (a step that cannot be
+    finished, its working copy unusable say, ends as ``error`` with the reason recorded)."""
+    dream = session.state().live_dream(action.dream or "")
+    try:
+        return _step(session, action, decision, agent, dream, brief_chars)
+    except DreamError as exc:
+        now = session.state().dream(dream.dream_id)
+        session.fresh_copy(dream.dream_id, now.work_node)  # whatever the step half-made goes
+        return _end(session, now, decision, {"status": "error", "reason": f"the step could "
+                                             f"not be finished: {exc}"}, None)
+
+
+def _step(session: Session, action: Action, decision: str, agent: str, dream: DreamState,
+          brief_chars: int) -> dict[str, Any]:
     if action.kind is ActionKind.REFRESH:
         session.fresh_copy(dream.dream_id, dream.work_node)
     ws = session.working_copy(dream)
@@ -57,6 +68,7 @@ def agent_step(session: Session, action: Action, decision: str, agent: str,
     commit = session.snapshot(dream)
     result = _run_agent(session, action, decision, agent, dream, ws, io, brief_chars)
     if result is None:
+        session.fresh_copy(dream.dream_id, dream.work_node)
         return _end(session, dream, decision, {"status": "cut", "reason": "the run's wall "
                                                "time ended during the agent's step"}, None)
     cost, _, cost_note = read_cost(io / "cost.json")
@@ -112,9 +124,16 @@ def _directives(session: Session, dream: DreamState, said: Directives, decision:
                 notes: list[str]) -> dict[str, Any]:
     """RUN commands, hypotheses and the checkpoint of one step."""
     runs: list[str] = []
+    deadline = session.state().deadline
     for cmd in said.runs:
+        limit = session.task.proposer.timeout_s
+        if deadline is not None:
+            limit = min(limit, deadline - time.time())
+        if limit < 1:
+            notes.append(f"RUN: {cmd[:80]!r} was not run: the run's wall time is spent")
+            continue
         try:
-            res = session.execute(dream.dream_id, [cmd], timeout_s=session.task.proposer.timeout_s,
+            res = session.execute(dream.dream_id, [cmd], timeout_s=limit,
                                   facts={"decision": decision, "directive": "RUN"})
             runs.append(res.row)
         except DreamError as exc:
