@@ -9,8 +9,9 @@ that decision (a strategic row citing admissible rows only) and carries it out:
   sandbox, then its directives, a checkpoint and a STEP event;
 - a hypothesis's test, a revert, a rival dream, a shadow against a blocker, an abandon with its
   autopsy: the verbs of :mod:`.verbs`;
-- stop (success, nothing left) and submit (the survival gate is a person's call: ``dreamrsi
-  submit``) end the work.
+- stop (success, or nothing left) ends the work. A submit is never carried out here: the
+  survival gate is a person's call (``dreamrsi submit``); ``next`` lists it, and the work goes
+  on with the next action.
 
 It stops when the budget ends: the run's attempts (checkpoints), its wall time, its money
 (the evaluators' and the agents' ``$DREAM_COST``), or ``steps`` (decisions carried out here).
@@ -104,11 +105,11 @@ def work(store: RunStore, run_id: str, *, agent: str | None = None, steps: int |
             break
         actions = next_actions(store, state, config=config)
         top = _carryable(actions, agent or state.agent)
-        if top.kind in (ActionKind.STOP, ActionKind.SUBMIT):
+        if top.kind is ActionKind.STOP:
             summary.stopped = top.reason
             break
         decision = decide(session, top)
-        outcome = carry_out(session, top, decision, agent or state.agent, brief_chars)
+        outcome = carry_out(session, top, decision, agent or state.agent, brief_chars, state)
         entry = {**top.as_dict(), "decision": decision, "outcome": outcome}
         summary.actions.append(entry)
         _notify(observer, entry)
@@ -118,9 +119,10 @@ def work(store: RunStore, run_id: str, *, agent: str | None = None, steps: int |
 
 
 def _carryable(actions: list[Action], agent: str | None) -> Action:
-    """The best action this controller can carry out (without an agent: no agent step)."""
+    """The best action this controller can carry out: never a submit (a person's call), and
+    without an agent no agent step."""
     for action in actions:
-        if action.kind in AGENT_KINDS and not agent:
+        if action.kind is ActionKind.SUBMIT or (action.kind in AGENT_KINDS and not agent):
             continue
         return action
     return actions[-1]
@@ -158,12 +160,13 @@ def decide(session: Session, action: Action) -> str:
 
 
 def carry_out(session: Session, action: Action, decision: str, agent: str | None,
-              brief_chars: int = DEFAULT_CHARS) -> dict[str, Any]:
+              brief_chars: int = DEFAULT_CHARS, state: WorkState | None = None
+              ) -> dict[str, Any]:
     """Do what ``action`` says; what came of it (a failure is data, never raised)."""
     try:
         if action.kind in AGENT_KINDS:
             assert agent is not None  # _carryable never picks an agent step without one
-            return agent_step(session, action, decision, agent, brief_chars)
+            return agent_step(session, action, decision, agent, brief_chars, state)
         return _verb(session, action)
     except DreamError as exc:  # a verb refused (the state moved): recorded, never fatal
         logger.warning("decision %s could not be carried out: %s", decision, exc)

@@ -33,7 +33,7 @@ from dreamrsi.repo_runs.directives import Directives, parse_directives
 from dreamrsi.repo_runs.evidence import AGENT_CMD, read_facts
 from dreamrsi.repo_runs.journal import record
 from dreamrsi.repo_runs.session import Session
-from dreamrsi.repo_runs.state import DreamKind, DreamState, EventKind
+from dreamrsi.repo_runs.state import DreamKind, DreamState, EventKind, WorkState
 from dreamrsi.sandbox import CommandResult
 from dreamrsi.store.ledger import Actor, LedgerEvent
 
@@ -44,12 +44,14 @@ _LAST_RUNS = 8
 
 
 def agent_step(session: Session, action: Action, decision: str, agent: str,
-               brief_chars: int = DEFAULT_CHARS) -> dict[str, Any]:
+               brief_chars: int = DEFAULT_CHARS, state: WorkState | None = None
+               ) -> dict[str, Any]:
     """Carry out one agent step in ``action.dream``; what came of it (a step that cannot be
     finished, its working copy unusable say, ends as ``error`` with the reason recorded)."""
-    dream = session.state().live_dream(action.dream or "")
+    state = state or session.state()
+    dream = state.live_dream(action.dream or "")
     try:
-        return _step(session, action, decision, agent, dream, brief_chars)
+        return _step(session, state, action, decision, agent, dream, brief_chars)
     except DreamError as exc:
         now = session.state().dream(dream.dream_id)
         session.fresh_copy(dream.dream_id, now.work_node)  # whatever the step half-made goes
@@ -57,8 +59,8 @@ def agent_step(session: Session, action: Action, decision: str, agent: str,
                                              f"not be finished: {exc}"}, None)
 
 
-def _step(session: Session, action: Action, decision: str, agent: str, dream: DreamState,
-          brief_chars: int) -> dict[str, Any]:
+def _step(session: Session, state: WorkState, action: Action, decision: str, agent: str,
+          dream: DreamState, brief_chars: int) -> dict[str, Any]:
     if action.kind is ActionKind.REFRESH:
         session.fresh_copy(dream.dream_id, dream.work_node)
     ws = session.working_copy(dream)
@@ -66,7 +68,7 @@ def _step(session: Session, action: Action, decision: str, agent: str, dream: Dr
     io.mkdir(exist_ok=True)
     started = time.monotonic()
     commit = session.snapshot(dream)
-    result = _run_agent(session, action, decision, agent, dream, ws, io, brief_chars)
+    result = _run_agent(session, state, action, decision, agent, dream, (ws, io), brief_chars)
     if result is None:
         session.fresh_copy(dream.dream_id, dream.work_node)
         return _end(session, dream, decision, {"status": "cut", "reason": "the run's wall "
@@ -89,21 +91,22 @@ def _step(session: Session, action: Action, decision: str, agent: str, dream: Dr
         return _end(session, dream, decision, {
             "status": "timeout" if result.timed_out else "error", "agent_row": row.event_id,
             "reason": _failure(result, session), "notes": notes}, None)
-    payload = _directives(session, dream, said, decision, notes)
+    payload = _directives(session, state, dream, said, decision, notes)
     payload.update(status="ok", agent_row=row.event_id,
                    wall_ms=int((time.monotonic() - started) * 1000),
                    agent_ms=result.duration_ms)
-    return _end(session, dream, decision, payload, said)
+    return _end(session, dream, decision, payload, said, state)
 
 
-def _run_agent(session: Session, action: Action, decision: str, agent: str,
-               dream: DreamState, ws: Path, io: Path, chars: int) -> CommandResult | None:
-    state = session.state()
+def _run_agent(session: Session, state: WorkState, action: Action, decision: str, agent: str,
+               dream: DreamState, folders: tuple[Path, Path], chars: int
+               ) -> CommandResult | None:
+    ws, io = folders
     data = brief(session.store, state, dream=dream.dream_id, max_chars=chars)
     context = {"brief": data, "dream": dream.dream_id, "kind": dream.kind.value,
                "action": action.kind.value, "instruction": action.detail.get("instruction"),
                "reason": action.reason, "decision": decision, "step": dream.steps + 1,
-               "last_runs": _last_runs(session, dream.dream_id)}
+               "last_runs": _last_runs(session, state, dream.dream_id)}
     (io / "brief.json").write_text(json.dumps(data))
     (io / "context.json").write_text(json.dumps(context))
     (io / "cost.json").unlink(missing_ok=True)
@@ -120,11 +123,11 @@ def _run_agent(session: Session, action: Action, decision: str, agent: str,
                            cancel=threading.Event())
 
 
-def _directives(session: Session, dream: DreamState, said: Directives, decision: str,
-                notes: list[str]) -> dict[str, Any]:
+def _directives(session: Session, state: WorkState, dream: DreamState, said: Directives,
+                decision: str, notes: list[str]) -> dict[str, Any]:
     """RUN commands, hypotheses and the checkpoint of one step."""
     runs: list[str] = []
-    deadline = session.state().deadline
+    deadline = state.deadline
     for cmd in said.runs:
         limit = session.task.proposer.timeout_s
         if deadline is not None:
@@ -140,7 +143,7 @@ def _directives(session: Session, dream: DreamState, said: Directives, decision:
             notes.append(f"RUN: {cmd[:80]!r} was not run: {exc}")
     made: list[str] = []
     stated = {(h.text, h.test, h.predicts): h.hypothesis_id
-              for h in session.state().hypotheses.values()}
+              for h in state.hypotheses.values()}
     for ask in said.hypotheses:
         again = stated.get((ask.text, ask.test, ask.predicts))
         if again is not None:
@@ -159,11 +162,11 @@ def _directives(session: Session, dream: DreamState, said: Directives, decision:
 
 
 def _end(session: Session, dream: DreamState, decision: str, payload: dict[str, Any],
-         said: Directives | None) -> dict[str, Any]:
+         said: Directives | None, state: WorkState | None = None) -> dict[str, Any]:
     """Record the STEP event, and a shadow's answer with it (one transaction)."""
     payload = {"dream": dream.dream_id, "decision": decision, **payload}
     answer = said.answer if said is not None else None
-    cites, refused = _answer_cites(session, dream, said, payload.get("runs", []))
+    cites, refused = _answer_cites(session, state, dream, said, payload.get("runs", []))
     with session.store.atomic():
         record(session.store, session.run_id, EventKind.STEP, payload)
         if answer is not None and refused is None:
@@ -175,8 +178,8 @@ def _end(session: Session, dream: DreamState, decision: str, payload: dict[str, 
     return payload
 
 
-def _answer_cites(session: Session, dream: DreamState, said: Directives | None,
-                  runs: list[str]) -> tuple[list[str], str | None]:
+def _answer_cites(session: Session, state: WorkState | None, dream: DreamState,
+                  said: Directives | None, runs: list[str]) -> tuple[list[str], str | None]:
     """The rows a shadow's answer rests on (those it names, each one of its dream's command
     rows, else its step's RUN rows), or why the answer is refused."""
     if said is None or said.answer is None:
@@ -187,7 +190,7 @@ def _answer_cites(session: Session, dream: DreamState, said: Directives | None,
         return [], "it is empty"
     if not said.answer_cites:
         return runs, None if runs else "it cites no command run in its step (RUN:): unsupported"
-    own = [r.event.event_id for r in read_facts(session.store, session.state())
+    own = [r.event.event_id for r in read_facts(session.store, state or session.state())
            .dreams[dream.dream_id].execs]
     cites = []
     for cite in said.answer_cites:
@@ -212,10 +215,10 @@ def _changed(session: Session, dream: DreamState) -> bool:
     return now != repo.tree(session.node(dream.work_node).commit or "", [])
 
 
-def _last_runs(session: Session, dream_id: str) -> list[dict[str, Any]]:
+def _last_runs(session: Session, state: WorkState, dream_id: str) -> list[dict[str, Any]]:
     """The dream's latest commands with the tails of their output (what the brief's
     evidence rows name, to read)."""
-    facts = read_facts(session.store, session.state()).dreams[dream_id]
+    facts = read_facts(session.store, state).dreams[dream_id]
     out = []
     for row in facts.execs[-_LAST_RUNS:]:
         ev = row.event
