@@ -14,8 +14,8 @@ import pytest
 
 from dreamrsi.core.model import NodeStatus
 from dreamrsi.repo_runs import verbs
-from dreamrsi.repo_runs.allocate import ActionKind, next_actions
-from dreamrsi.repo_runs.controller import work
+from dreamrsi.repo_runs.allocate import Action, ActionKind, next_actions
+from dreamrsi.repo_runs.controller import carry_out, decide, work
 from dreamrsi.repo_runs.evidence import read_facts
 from dreamrsi.repo_runs.session import Session
 from dreamrsi.repo_runs.state import DreamStatus, HypothesisStatus
@@ -337,3 +337,27 @@ def test_a_working_copy_an_agent_broke_ends_its_step_and_is_made_again(
     assert third["status"] == "ok" and store.get_node(third["node"]).score == pytest.approx(0.2)
     steps = read_facts(store, session.state()).dreams["d1"].steps
     assert [s["decision"] for s in steps] == [a["decision"] for a in summary.actions]
+
+
+def test_a_hypothesis_of_an_abandoned_dream_is_tested_in_a_live_one(tmp_path: Path) -> None:
+    store, session, _ = open_run(tmp_path, make_repo(tmp_path))
+    verbs.fork(session, "d1", at=session.state().root_node)
+    hid = verbs.hypothesize(session, "the evaluator exists", dream="d2",
+                            test="test -f evaluate.py")
+    verbs.abandon(session, "d2", "a dead end")
+    summary = work(store, session.run_id, steps=3)
+    assert [a["kind"] for a in summary.actions] == ["test"]
+    assert summary.actions[0]["dream"] == "d1"
+    h = session.state().hypothesis(hid)
+    assert h.status is HypothesisStatus.SUPPORTED
+    row = read_facts(store, session.state()).admissible[h.history[0].cites[0]].event
+    assert (row.parsed or {})["dream"] == "d1"
+
+
+def test_an_action_the_state_no_longer_allows_is_refused_not_raised(tmp_path: Path) -> None:
+    store, session, _ = open_run(tmp_path, make_repo(tmp_path))
+    [node] = checkpoints(session, "d1", ["2"])
+    verbs.fork(session, "d1", at=session.state().root_node)
+    action = Action(ActionKind.REVERT, "d2", 1.0, {}, "a stale decision", (), {"node": node})
+    outcome = carry_out(session, action, decide(session, action), None)
+    assert outcome["status"] == "refused" and "not a checkpoint of dream d2" in outcome["reason"]

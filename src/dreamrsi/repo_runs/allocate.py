@@ -333,12 +333,22 @@ class _Ranker:
             if (h.status is not HypothesisStatus.OPEN or h.test is None
                     or runs[h.hypothesis_id] >= 2):
                 continue
-            dream = h.dream if h.dream and self.state.dreams[h.dream].live else None
+            dream = self.test_dream(h.dream)
+            if dream is None:
+                continue
             out.append(self.action(ActionKind.TEST, dream, 0.0, 1.0, cost, 1.0,
                                    f"hypothesis {h.hypothesis_id} is open and its test decides "
                                    f"it: `{h.test[:200]}` (predicts {h.predicts})",
                                    hypothesis=h.hypothesis_id))
         return out
+
+    def test_dream(self, named: str | None) -> str | None:
+        """Where a hypothesis's test runs: its dream while live, else the first live primary
+        or alternative (``None``: no live dream)."""
+        if named is not None and self.state.dreams[named].live:
+            return named
+        return next((d.dream_id for d in self.state.dreams.values()
+                     if d.live and d.kind is not DreamKind.SHADOW), None)
 
     def test_cost(self) -> float:
         """ĉ of a test: the run's mean command time over its mean step (0.05 to 1)."""

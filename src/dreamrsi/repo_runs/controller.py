@@ -114,6 +114,10 @@ def work(store: RunStore, run_id: str, *, agent: str | None = None, steps: int |
         summary.actions.append(entry)
         _notify(observer, entry)
         done += 1
+        if outcome.get("status") == "refused":  # the same decision would come again
+            summary.stopped = (f"decision {decision} ({top.kind.value}) could not be carried "
+                               f"out: {outcome['reason']}")
+            break
     summary.best = _best(session)
     return summary
 
