@@ -20,6 +20,8 @@ from dreamrsi.repo_runs.session import Session
 from dreamrsi.repo_runs.stagnation import signals
 from tests.repo_runs._control import checkpoints, make_repo, open_run, set_value
 
+pytestmark = pytest.mark.usefixtures("bwrap")
+
 
 def _actions(session: Session, **knobs: int) -> list[Action]:
     return next_actions(session.store, session.state(), config=Allocation(**knobs))

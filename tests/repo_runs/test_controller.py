@@ -23,6 +23,8 @@ from dreamrsi.store.ledger import Actor
 from dreamrsi.store.sqlite import SqliteRunStore
 from tests.repo_runs._control import checkpoints, git, make_repo, open_run, tool
 
+pytestmark = pytest.mark.usefixtures("bwrap")
+
 ROOT = Path(__file__).parents[2]
 
 CALC_EVAL = """\
@@ -34,7 +36,7 @@ BISECT_AGENT = r'''
 import json, os, re
 ctx = json.load(open(os.environ["DREAM_CONTEXT"]))
 brief = json.load(open(os.environ["DREAM_BRIEF"]))
-if ctx["kind"] != "shadow":
+if ctx["dream"]["kind"] != "shadow":
     print("nothing to change here")
     print("DONE")
     raise SystemExit
@@ -287,7 +289,7 @@ def test_a_failing_or_unruly_agent_is_recorded_never_fatal(tmp_path: Path) -> No
 def test_an_unsupported_shadow_answer_is_refused(tmp_path: Path) -> None:
     agent = tool(tmp_path, "bluff_agent.py", '''
         import json, os
-        if json.load(open(os.environ["DREAM_CONTEXT"]))["kind"] == "shadow":
+        if json.load(open(os.environ["DREAM_CONTEXT"]))["dream"]["kind"] == "shadow":
             print("ANSWER: surely commit abc")
         else:
             print("DONE")

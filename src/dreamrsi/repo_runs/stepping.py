@@ -3,8 +3,9 @@
 The agent's command runs in the dream's working copy in the sandbox, as the engine's command
 proposer does (same runner, environment, isolation, network per the task, time limit = the
 task's proposer timeout, ``$DREAM_COST`` read the same way), with ``$DREAM_BRIEF`` (the brief
-of its dream, :func:`~dreamrsi.repo_runs.brief.brief`) and ``$DREAM_CONTEXT`` (the brief, the
-decision's kind and instruction, and the outputs of the commands of the dream's last step)
+of its dream, :func:`~dreamrsi.repo_runs.brief.brief`) and ``$DREAM_CONTEXT`` (the brief's keys
+and the step's number, the decision's kind, instruction and reason, and the outputs of the
+dream's latest commands)
 written into the dream's io folder, its ``$HOME``. Its command is an admissible row (what it
 ran, its exit, its output as blobs, the money it reported); what it printed is also kept as
 narration (inadmissible). Its directives (:mod:`.directives`) are then carried out: ``RUN:``
@@ -103,10 +104,9 @@ def _run_agent(session: Session, state: WorkState, action: Action, decision: str
                ) -> CommandResult | None:
     ws, io = folders
     data = brief(session.store, state, dream=dream.dream_id, max_chars=chars)
-    context = {"brief": data, "dream": dream.dream_id, "kind": dream.kind.value,
-               "action": action.kind.value, "instruction": action.detail.get("instruction"),
-               "reason": action.reason, "decision": decision, "step": dream.steps + 1,
-               "last_runs": _last_runs(session, state, dream.dream_id)}
+    context = {**data, "step": dream.steps + 1, "action": action.kind.value,
+               "instruction": action.detail.get("instruction"), "reason": action.reason,
+               "decision": decision, "last_runs": _last_runs(session, state, dream.dream_id)}
     (io / "brief.json").write_text(json.dumps(data))
     (io / "context.json").write_text(json.dumps(context))
     (io / "cost.json").unlink(missing_ok=True)
