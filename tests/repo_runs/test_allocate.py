@@ -15,9 +15,10 @@ from dreamrsi.policies.allocation import AllocationScore
 from dreamrsi.repo_runs import verbs
 from dreamrsi.repo_runs.allocate import Action, ActionKind, Allocation, _halve, next_actions
 from dreamrsi.repo_runs.evidence import read_facts
-from dreamrsi.repo_runs.journal import check_cites
+from dreamrsi.repo_runs.journal import check_cites, record
 from dreamrsi.repo_runs.session import Session
 from dreamrsi.repo_runs.stagnation import signals
+from dreamrsi.repo_runs.state import EventKind
 from tests.repo_runs._control import checkpoints, make_repo, open_run, set_value
 
 pytestmark = pytest.mark.usefixtures("bwrap")
@@ -209,3 +210,14 @@ def test_a_head_at_the_success_mark_stops_first(tmp_path: Path) -> None:
     assert actions[0].kind is ActionKind.STOP and actions[0].dream == "d1"
     assert math.isinf(actions[0].score) and "success" in actions[0].reason
     assert actions[0].as_dict()["score"] == "inf"
+
+
+def test_a_survivor_stops_the_work(tmp_path: Path) -> None:
+    _, session, _ = open_run(tmp_path, make_repo(tmp_path))
+    [node] = checkpoints(session, "d1", ["3"])
+    record(session.store, session.run_id, EventKind.SUBMIT,
+           {"dream": "d1", "node": node, "verdict": "survived", "pass_id": "p1"})
+    actions = _actions(session)
+    assert actions[0].kind is ActionKind.STOP and "survived its submit" in actions[0].reason
+    assert actions[0].cites == read_facts(session.store, session.state()).evals_of(
+        [session.store.get_node(node)])

@@ -191,6 +191,12 @@ class _Ranker:
     # -- actions ---------------------------------------------------------------------------
 
     def success(self) -> list[Action]:
+        for entry in self.state.survivors:  # a dream's head survived its submit: done
+            node = self.facts.nodes.get(str(entry.get("node")))
+            return [Action(ActionKind.STOP, entry.get("dream"), math.inf, {},
+                           f"dream {entry.get('dream')}'s checkpoint {entry.get('node')} "
+                           f"survived its submit (pass {entry.get('pass_id')}): export it",
+                           self.facts.evals_of([node]), {"node": entry.get("node")})]
         out = []
         for d in self.facts.dreams.values():
             head = self.facts.nodes.get(d.dream.head_node)
