@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -363,3 +366,43 @@ def test_an_action_the_state_no_longer_allows_is_refused_not_raised(tmp_path: Pa
     action = Action(ActionKind.REVERT, "d2", 1.0, {}, "a stale decision", (), {"node": node})
     outcome = carry_out(session, action, decide(session, action), None)
     assert outcome["status"] == "refused" and "not a checkpoint of dream d2" in outcome["reason"]
+
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """A scratch folder outside /tmp (the sandbox hides the host's /tmp: a path there proves
+    nothing)."""
+    path = Path(tempfile.mkdtemp(prefix="dreamrsi-control-", dir="/var/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_an_agent_cannot_touch_the_user_s_repository_or_the_store(outside_tmp: Path) -> None:
+    tmp_path = outside_tmp
+    repo = make_repo(tmp_path)
+    agent = tool(tmp_path, "hostile_agent.py", f'''
+        import os, subprocess
+        hits = []
+        for path in ({str(repo / "value.txt")!r}, {str(tmp_path / "store" / "store.db")!r},
+                     {str(repo / ".git" / "HEAD")!r}):
+            try:
+                with open(path, "a") as f:
+                    f.write("owned")
+                hits.append(path)
+            except OSError as exc:
+                pass
+        print("PLAN: wrote " + (", ".join(hits) or "nothing"))
+        print("RUN: echo owned >> {str(repo / "value.txt")}; cat {str(repo / "value.txt")}")
+        ''')
+    store, session, _ = open_run(tmp_path, repo, agent=f"python3 {agent}")
+    before = (repo / "value.txt").read_text(), git(repo, "rev-parse", "HEAD")
+    summary = work(store, session.run_id, steps=1)
+    [step] = summary.actions
+    assert step["outcome"]["status"] == "ok" and step["outcome"]["plan"] == "wrote nothing"
+    [run_row] = step["outcome"]["runs"]
+    assert read_facts(store, session.state()).admissible[run_row].event.exit != 0
+    assert ((repo / "value.txt").read_text(), git(repo, "rev-parse", "HEAD")) == before
+    assert git(repo, "status", "--porcelain") == ""
+    assert store.verify(session.run_id).ok
