@@ -68,10 +68,12 @@ def parse_directives(stdout: str) -> Directives:
         elif word == "ANSWER":
             text, _, cites = text.partition("||")
             key, _, rows = cites.partition(":")
-            if cites and key.strip().upper() != "CITES":
+            named = key.strip().upper() == "CITES"
+            if cites and not named:
                 out.notes.append(f"ANSWER part {cites.strip()[:80]!r} was not understood "
                                  "(CITES: ROW...)")
-            out.answer, out.answer_cites = text.strip(), rows.replace(",", " ").split()
+            out.answer = text.strip()
+            out.answer_cites = rows.replace(",", " ").split() if named else []
         elif word == "RUN":
             if len(out.runs) >= MAX_RUNS:
                 out.notes.append(f"RUN: {text[:80]!r} skipped: at most {MAX_RUNS} a step")
