@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from dreamrsi.core.model import Node
+    from dreamrsi.repo_runs.state import WorkState
     from dreamrsi.store.base import RunStore
     from dreamrsi.store.ledger import ChainHead, VerifyReport
     from dreamrsi.survival.service import PassOutcome
@@ -95,3 +97,68 @@ def verify_dict(r: VerifyReport) -> dict[str, Any]:
             "nodes": r.nodes, "anchored": r.anchored, "blobs": r.blobs, "commits": r.commits,
             "objects": r.objects, "head": None if r.head is None else head_dict(r.head),
             "given_head": None if r.given_head is None else str(r.given_head)}
+
+
+# -- Dream Runs ----------------------------------------------------------------------------
+
+
+def checkpoint_dict(node: Node) -> dict[str, Any]:
+    """A Dream Run's checkpoint (or root): its node, verdict and feedback."""
+    return {"node": node.node_id, "status": node.status.value, "valid": node.valid,
+            "score": node.raw_score, "feedback": node.feedback, "commit": node.commit,
+            "message": node.plan}
+
+
+def dream_rows(handle: RunStore, state: WorkState) -> list[dict[str, Any]]:
+    """The dreams of a Dream Run (``dreams``): kind, status, parent, head and its score, the
+    checkpoints, a shadow's question and answer, and where its working copy is."""
+    from dreamrsi.repo_runs.copies import RunFolders
+    from dreamrsi.repo_runs.opening import store_root
+
+    folders = RunFolders(store_root(handle), state.run_id)
+    rows = []
+    for d in state.dreams.values():
+        head = handle.get_node(d.head_node)
+        row: dict[str, Any] = {
+            "dream": d.dream_id, "kind": d.kind.value, "status": d.status.value,
+            "parent": d.parent, "start": d.start_node, "head": d.head_node,
+            "work_node": d.work_node, "score": head.raw_score, "head_status": head.status.value,
+            "checkpoints": list(d.checkpoints), "steps": d.steps,
+            "working_copy": str(folders.working_copy(d.dream_id))}
+        if d.question:
+            row.update(question=d.question, decision=d.decision, budget=d.budget,
+                       returns=d.returns, answer=d.answer, answer_cites=list(d.answer_rows))
+        rows.append(row)
+    return rows
+
+
+def dream_dict(handle: RunStore, state: WorkState, dream_id: str) -> dict[str, Any]:
+    """One dream, as :func:`dream_rows` lists it."""
+    state.dream(dream_id)
+    return next(r for r in dream_rows(handle, state) if r["dream"] == dream_id)
+
+
+def hypothesis_rows(state: WorkState) -> list[dict[str, Any]]:
+    """A Dream Run's hypotheses (``hypothesis list``), each with its history of beliefs and the
+    rows each cites."""
+    return [{"hypothesis": h.hypothesis_id, "text": h.text, "status": h.status.value,
+             "dream": h.dream, "test": h.test, "predicts": h.predicts,
+             "history": [{"status": b.status.value, "cites": list(b.cites), "note": b.note,
+                          "row": b.row} for b in h.history]}
+            for h in state.hypotheses.values()]
+
+
+def question_rows(state: WorkState) -> list[dict[str, Any]]:
+    """A Dream Run's questions, open and resolved."""
+    return [{"question": q.question_id, "text": q.text, "answer": q.answer,
+             "cites": list(q.cites)} for q in state.questions.values()]
+
+
+def opened_dict(handle: RunStore, state: WorkState, max_chars: int) -> dict[str, Any]:
+    """A Dream Run just opened (``open``): its run, root, repository, dreams and brief."""
+    from dreamrsi.repo_runs.brief import brief
+
+    return {"run_id": state.run_id, "repo": state.repo, "head": state.head,
+            "root": checkpoint_dict(handle.get_node(state.root_node)),
+            "dreams": dream_rows(handle, state),
+            "brief": brief(handle, state, dream="d1", max_chars=max_chars)}

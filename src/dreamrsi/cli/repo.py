@@ -1,0 +1,641 @@
+"""The Dream Run commands: ``open`` a run over a git repository, then work in its dreams
+(``exec``, ``checkpoint``, ``fork``, ``revert``, ``abandon``, ``shadow``, ``answer``), keep
+its record of beliefs (``hypothesis``, ``question``, ``subgoal``) and read it (``brief``,
+``dreams``). Each command calls one verb of :mod:`dreamrsi.repo_runs` (docs/repo-runs.md).
+
+The commands that write take the store's writer lock for as long as they run; ``brief``,
+``dreams`` and ``hypothesis list`` only read. A store that does not exist is an error of every
+command but ``open`` (nothing is created by a mistake). :data:`COMMANDS` holds the top-level
+commands and :data:`GROUPS` the command groups; ``cli/main.py`` registers both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from dreamrsi.cli._shared import err_console, guard, print_json, visible
+from dreamrsi.cli.options import (
+    DEFAULT_STORE,
+    MAX_SEED,
+    JsonOpt,
+    RunArg,
+    StoreOpt,
+    path_value,
+)
+
+if TYPE_CHECKING:
+    from dreamrsi.repo_runs.session import Session
+    from dreamrsi.store.base import RunStore
+
+DreamArg = Annotated[str, typer.Argument(help="A dream of the run (d1, d2, ...).")]
+CiteOpt = Annotated[list[str] | None, typer.Option(
+    "--cite", help="An admissible ledger row (an id, or a unique prefix) the claim rests on: "
+    "a command's row from `exec`, an evaluation's; repeat for more.")]
+AtOpt = Annotated[str | None, typer.Option(
+    "--at", help="A checkpoint (node id or unique prefix) of the dream to start from "
+    "(default: the dream's head).")]
+TimeoutOpt = Annotated[float, typer.Option(
+    "--timeout", min=0.001, max=86400, help="The command's time limit, seconds.")]
+BriefChars = Annotated[int, typer.Option(
+    "--max-chars", min=1000, max=10_000_000,
+    help="The brief's size limit, characters of its JSON (what must never be dropped is "
+    "kept whatever the limit).")]
+DEFAULT_CHARS = 12_000
+"""``dreamrsi.repo_runs.brief.DEFAULT_CHARS``."""
+OPEN_BRIEF_LINES = 24
+"""How many lines of the brief ``open`` prints."""
+
+
+# -- shared ------------------------------------------------------------------------------
+
+
+def _reader(store: Path) -> RunStore:
+    from dreamrsi.store import open_store
+
+    return open_store(store, writer=False)
+
+
+@contextmanager
+def _session(store: Path, run_id: str, holder: str) -> Iterator[Session]:
+    """The Dream Run ``run_id`` of ``store`` (which must exist), opened for writing."""
+    from dreamrsi.repo_runs.journal import load_state
+    from dreamrsi.repo_runs.session import Session
+    from dreamrsi.store import open_store
+
+    _reader(store).close()  # a missing store is an error here, never created
+    with open_store(store, writer=True, holder=f"{holder} {run_id}") as handle:
+        full = handle.get_run(run_id).run_id
+        load_state(handle, full)  # "not a Dream Run" before anything else
+        yield Session(handle, full)
+
+
+def _say(text: str) -> None:
+    typer.echo(visible(text))
+
+
+def _score(score: float | None) -> str:
+    return "none" if score is None else f"{score:.6g}"
+
+
+def _node_line(node: dict[str, Any]) -> str:
+    feedback = node["feedback"].strip().splitlines()
+    why = f": {feedback[0][:200]}" if feedback else ""
+    return f"{node['node']}: {node['status']}, score {_score(node['score'])}{why}"
+
+
+def _dream_line(d: dict[str, Any]) -> str:
+    parent = f" from {d['parent']}" if d["parent"] else ""
+    text = (f"{d['dream']} {d['kind']} {d['status']}{parent}: head {d['head']} "
+            f"(score {_score(d['score'])}), {len(d['checkpoints'])} checkpoint(s)")
+    if d.get("question"):
+        text += f"\n    question: {d['question']}"
+        text += f"\n    answer: {d['answer']}" if d.get("answer") else \
+            f"\n    returns {d['returns']} within {d['budget']} step(s)"
+    return text + f"\n    working copy: {d['working_copy']}"
+
+
+def _show(data: Any, as_json: bool, text: Callable[[], str]) -> None:
+    if as_json:
+        print_json(data)
+    else:
+        _say(text())
+
+
+# -- open, brief, dreams -----------------------------------------------------------------
+
+
+def open_run(
+    repo: Annotated[Path, typer.Option(
+        "--repo", parser=path_value, show_default=False,
+        help="The git repository to work on (its HEAD is the root; it is never written).")],
+    objective: Annotated[str, typer.Option(help="What the work is for, in words.")],
+    eval_cmd: Annotated[str, typer.Option(
+        "--eval", help="The command that judges a checkpoint, run in a clean checkout of it "
+        "in the sandbox.")],
+    verdict: Annotated[str, typer.Option(
+        help="exit (its exit status and test counts) | json (it prints dreamrsi's verdict "
+        "{\"score\", \"valid\", \"feedback\"}).")] = "exit",
+    success: Annotated[list[str] | None, typer.Option(
+        "--success", help="A success criterion, in words; repeat for more.")] = None,
+    constraint: Annotated[list[str] | None, typer.Option(
+        "--constraint", help="A constraint, in words (every brief shows it); repeat.")] = None,
+    protect: Annotated[list[str] | None, typer.Option(
+        "--protect", help="A path (relative to the repository) no checkpoint may change; "
+        "repeat.")] = None,
+    budget: Annotated[list[str] | None, typer.Option(
+        "--budget", help="6h | 90m | $20 | 40 (checkpoints); repeat for several.")] = None,
+    agent: Annotated[str | None, typer.Option(
+        help="The agent command of unattended work.")] = None,
+    eval_timeout: Annotated[float, typer.Option(
+        "--eval-timeout", min=0.001, max=86400, help="The evaluator's time limit, s.")] = 600.0,
+    agent_timeout: Annotated[float, typer.Option(
+        "--agent-timeout", min=0.001, max=86400, help="One agent step's limit, s.")] = 1800.0,
+    network: Annotated[bool, typer.Option(
+        "--network", help="Let commands reach the network (off by default).")] = False,
+    read_path: Annotated[list[str] | None, typer.Option(
+        "--read-path", help="A host folder commands may read; repeat.")] = None,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="The run's seed.")] = 0,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Open a Dream Run over a git repository: copy it, evaluate its HEAD as the root, and
+    start the primary dream d1 in a working copy of its own."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.opening import OpenRequest, check_repo
+        from dreamrsi.repo_runs.verbs import open_run as open_verb
+        from dreamrsi.store import open_store
+        from dreamrsi.views import opened_dict
+
+        req = OpenRequest(
+            repo=repo, objective=objective, eval_cmd=eval_cmd, verdict=verdict,
+            success=tuple(success or ()), constraints=tuple(constraint or ()),
+            protect=tuple(protect or ()), budget=tuple(budget or ()), agent=agent,
+            eval_timeout_s=eval_timeout, agent_timeout_s=agent_timeout, network=network,
+            read_paths=tuple(read_path or ()), seed=seed).checked()
+        check_repo(repo.absolute())  # before the store is made: a mistake writes nothing
+        _check_budget(req.budget)
+        with open_store(store, writer=True, holder="open") as handle:
+            state = open_verb(handle, req)
+            data = opened_dict(handle, state, DEFAULT_CHARS)
+        _show(data, as_json, lambda: _opened_text(data))
+
+    guard(body)
+
+
+def _check_budget(words: tuple[str, ...]) -> None:
+    from dreamrsi.repo_runs.budget import parse_budget
+
+    parse_budget(words)
+
+
+def _opened_text(data: dict[str, Any]) -> str:
+    from dreamrsi.repo_runs.brief import brief_text
+
+    run = data["run_id"]
+    d1 = data["dreams"][0]
+    lines = [f"opened Dream Run {run} over {data['repo']} (HEAD {data['head'][:12]})",
+             f"root {_node_line(data['root'])}",
+             f"dream d1 (primary): working copy {d1['working_copy']}", ""]
+    brief = brief_text(data["brief"]).splitlines()
+    lines += brief[:OPEN_BRIEF_LINES]
+    if len(brief) > OPEN_BRIEF_LINES:
+        lines.append(f"... (the whole brief: dreamrsi brief {run} --dream d1)")
+    lines += ["", f"next: edit files in the working copy; `dreamrsi exec {run} d1 -- CMD` runs "
+              f"a command there; `dreamrsi checkpoint {run} d1 -m MSG` evaluates and keeps it"]
+    return "\n".join(lines)
+
+
+def brief(
+    run_id: RunArg,
+    dream: Annotated[str | None, typer.Option(
+        help="Brief this dream's worker: its question, last evaluation, shadows' answers.")
+    ] = None,
+    max_chars: BriefChars = DEFAULT_CHARS,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """The state a fresh model context starts from: objective, criteria, constraints,
+    subgoal, open hypotheses, dreams, recent admissible evidence, autopsies, budget."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.brief import brief as make_brief
+        from dreamrsi.repo_runs.brief import brief_text
+        from dreamrsi.repo_runs.journal import load_state
+
+        with _reader(store) as handle:
+            state = load_state(handle, handle.get_run(run_id).run_id)
+            data = make_brief(handle, state, dream=dream, max_chars=max_chars)
+        _show(data, as_json, lambda: brief_text(data).rstrip("\n"))
+
+    guard(body)
+
+
+def dreams(run_id: RunArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
+    """The run's dreams: kind, status, head checkpoint and its score, working copy."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.journal import load_state
+        from dreamrsi.views import dream_rows
+
+        with _reader(store) as handle:
+            state = load_state(handle, handle.get_run(run_id).run_id)
+            rows = dream_rows(handle, state)
+        _show({"run_id": state.run_id, "dreams": rows}, as_json,
+              lambda: "\n".join(_dream_line(d) for d in rows))
+
+    guard(body)
+
+
+# -- work in a dream ---------------------------------------------------------------------
+
+
+TIMEOUT_EXIT = 124
+"""``exec``'s exit status when the command ran past ``--timeout`` (as ``timeout(1)``)."""
+
+
+def exec_command(
+    run_id: RunArg,
+    dream: DreamArg,
+    command: Annotated[list[str], typer.Argument(
+        help="The command and its arguments (after --); one argument is a shell line.",
+        show_default=False)],
+    timeout: TimeoutOpt = 600.0,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a command in the dream's working copy, in the sandbox, and record it in the
+    ledger (its row id, exit, output, the commit of the files it ran on). Exits with the
+    command's own status (124: timed out; 1 also for dreamrsi's own errors)."""
+
+    def body() -> int:
+        from dreamrsi.cli._shared import sigterm_as_interrupt
+
+        with _session(store, run_id, "exec") as session:
+            sigterm_as_interrupt()
+            try:
+                result = session.execute(dream, command, timeout_s=timeout)
+            except KeyboardInterrupt:
+                err_console().print("[yellow]interrupted[/]: the command was stopped and "
+                                    "nothing was recorded")
+                raise typer.Exit(130) from None
+        data = result.as_dict()
+        if as_json:
+            print_json(data)
+        else:
+            if result.stdout_tail:
+                typer.echo(visible(result.stdout_tail), nl=False)
+            if result.stderr_tail:
+                typer.echo(visible(result.stderr_tail), nl=False, err=True)
+            state = "timed out" if result.timed_out else f"exit {result.exit}"
+            typer.echo(f"[row {result.row}: {state}, {result.duration_ms} ms, files at "
+                       f"{result.commit[:12]}]", err=True)
+        if result.timed_out:
+            return TIMEOUT_EXIT
+        signal = data["parsed"].get("signal")
+        return result.exit if result.exit is not None else 128 + int(signal or 0)
+
+    code = guard(body)
+    if code:
+        raise typer.Exit(code)
+
+
+def checkpoint(
+    run_id: RunArg,
+    dream: DreamArg,
+    message: Annotated[str, typer.Option("--message", "-m",
+                                         help="What this checkpoint is.")] = "",
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make the dream's working copy a checkpoint: committed, protected paths checked,
+    evaluated in a clean checkout, recorded as a node of the run's tree."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.verbs import checkpoint as checkpoint_verb
+        from dreamrsi.views import checkpoint_dict
+
+        with _session(store, run_id, "checkpoint") as session:
+            data = {"dream": dream, **checkpoint_dict(checkpoint_verb(session, dream, message))}
+        _show(data, as_json, lambda: f"checkpoint {_node_line(data)}")
+
+    guard(body)
+
+
+def fork(
+    run_id: RunArg,
+    dream: DreamArg,
+    at: AtOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start an alternative dream from a checkpoint of DREAM, in a working copy of its own."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.verbs import fork as fork_verb
+
+        with _session(store, run_id, "fork") as session:
+            data = _dream_of(session, fork_verb(session, dream, at=at).dream_id)
+        _show(data, as_json, lambda: _dream_line(data))
+
+    guard(body)
+
+
+def revert(
+    run_id: RunArg,
+    dream: DreamArg,
+    checkpoint_id: Annotated[str, typer.Argument(
+        metavar="CHECKPOINT", help="A checkpoint of the dream (node id or unique prefix).")],
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Put a checkpoint's files back in the dream's working copy (its changes since are
+    dropped); its next checkpoint continues from there."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.verbs import revert as revert_verb
+
+        with _session(store, run_id, "revert") as session:
+            data = _dream_of(session, revert_verb(session, dream, checkpoint_id).dream_id)
+        _show(data, as_json, lambda: f"reverted to {data['work_node']}: " + _dream_line(data))
+
+    guard(body)
+
+
+def abandon(
+    run_id: RunArg,
+    dream: DreamArg,
+    reason: Annotated[str, typer.Option(
+        help="Why the path ends: what was tried, what the evidence showed (its autopsy).")
+    ] = "",
+    cite: CiteOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """End a dream, with its autopsy; its checkpoints stay in the tree."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.verbs import abandon as abandon_verb
+
+        with _session(store, run_id, "abandon") as session:
+            data = _dream_of(session, abandon_verb(session, dream, reason,
+                                                   tuple(cite or ())).dream_id)
+        _show(data, as_json, lambda: _dream_line(data))
+
+    guard(body)
+
+
+def shadow(
+    run_id: RunArg,
+    question: Annotated[str, typer.Option(help="The side question it answers (required).")
+                        ] = "",
+    decision: Annotated[str, typer.Option(
+        help="The decision its answer could change (required).")] = "",
+    budget: Annotated[int | None, typer.Option(
+        max=1_000_000, help="The steps it may spend, at least 1 (required).")] = None,
+    returns: Annotated[str, typer.Option(
+        help="The artifact it returns: a commit, a number, a yes or no (required).")] = "",
+    parent: Annotated[str, typer.Option(help="The dream it serves.")] = "d1",
+    at: AtOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start a shadow dream: a bounded side question (its question, the decision it could
+    change, its budget, what it returns), answered with `dreamrsi answer`."""
+
+    def body() -> None:
+        from dreamrsi.errors import ConfigError
+        from dreamrsi.repo_runs.verbs import shadow as shadow_verb
+
+        if budget is None or budget < 1:
+            raise ConfigError("a shadow must name its budget (steps, at least 1)",
+                              key="--budget")
+        with _session(store, run_id, "shadow") as session:
+            made = shadow_verb(session, question=question, decision=decision, budget=budget,
+                               returns=returns, parent=parent, at=at)
+            data = _dream_of(session, made.dream_id)
+        _show(data, as_json, lambda: _dream_line(data))
+
+    guard(body)
+
+
+def answer(
+    run_id: RunArg,
+    dream: DreamArg,
+    text: Annotated[str, typer.Argument(help="The shadow's answer.")],
+    cite: CiteOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a shadow's question, citing the admissible rows behind it; the shadow ends and
+    its answer goes to its parent's brief."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.verbs import answer as answer_verb
+
+        with _session(store, run_id, "answer") as session:
+            data = _dream_of(session, answer_verb(session, dream, text,
+                                                  tuple(cite or ())).dream_id)
+        _show(data, as_json, lambda: _dream_line(data))
+
+    guard(body)
+
+
+def subgoal(
+    run_id: RunArg,
+    text: Annotated[str, typer.Argument(help="What the work is on now.")],
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Set the run's current subgoal (every brief shows it)."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.verbs import set_subgoal
+
+        with _session(store, run_id, "subgoal") as session:
+            set_subgoal(session, text)
+            data = {"run_id": session.run_id, "subgoal": session.state().subgoal}
+        _show(data, as_json, lambda: f"subgoal: {data['subgoal']}")
+
+    guard(body)
+
+
+def _dream_of(session: Session, dream_id: str) -> dict[str, Any]:
+    from dreamrsi.views import dream_dict
+
+    return dream_dict(session.store, session.state(), dream_id)
+
+
+# -- hypotheses and questions -------------------------------------------------------------
+
+hypothesis_app = typer.Typer(
+    help="State, update, test and list the run's hypotheses.", no_args_is_help=True,
+    rich_markup_mode=None)
+question_app = typer.Typer(help="Ask and resolve the run's open questions.",
+                           no_args_is_help=True, rich_markup_mode=None)
+HypArg = Annotated[str, typer.Argument(metavar="HYPOTHESIS", help="A hypothesis (h1, ...).")]
+
+
+def _hyp_line(h: dict[str, Any]) -> str:
+    test = f" (test: `{h['test']}`, predicts {h['predicts']})" if h["test"] else ""
+    text = f"{h['hypothesis']} [{h['status']}] {h['text']}{test}"
+    for b in h["history"]:
+        note = f" ({b['note']})" if b["note"] else ""
+        text += f"\n    -> {b['status']} on {', '.join(b['cites'])}{note}"
+    return text
+
+
+def _one_hypothesis(session: Session, hid: str) -> dict[str, Any]:
+    from dreamrsi.views import hypothesis_rows
+
+    return next(h for h in hypothesis_rows(session.state()) if h["hypothesis"] == hid)
+
+
+@hypothesis_app.command("add")
+def hypothesis_add(
+    run_id: RunArg,
+    text: Annotated[str, typer.Argument(help="The claim.")],
+    dream: Annotated[str | None, typer.Option(help="The dream it is about.")] = None,
+    test: Annotated[str | None, typer.Option(
+        help="A command whose outcome decides it (`hypothesis test` runs it).")] = None,
+    predicts: Annotated[str, typer.Option(
+        help="pass | fail: what the hypothesis says the test command does.")] = "pass",
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """State a new open hypothesis, with the command that would decide it."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.verbs import hypothesize
+
+        with _session(store, run_id, "hypothesis add") as session:
+            data = _one_hypothesis(session, hypothesize(session, text, dream=dream, test=test,
+                                                        predicts=predicts))
+        _show(data, as_json, lambda: _hyp_line(data))
+
+    guard(body)
+
+
+@hypothesis_app.command("update")
+def hypothesis_update(
+    run_id: RunArg,
+    hypothesis: HypArg,
+    status: Annotated[str, typer.Option(help="open | supported | eliminated.")],
+    cite: CiteOpt = None,
+    note: Annotated[str, typer.Option(help="Why, in words.")] = "",
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Move a hypothesis to a new status, citing the admissible rows that moved it."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.verbs import believe
+
+        with _session(store, run_id, "hypothesis update") as session:
+            believe(session, hypothesis, status, tuple(cite or ()), note)
+            data = _one_hypothesis(session, hypothesis)
+        _show(data, as_json, lambda: _hyp_line(data))
+
+    guard(body)
+
+
+@hypothesis_app.command("test")
+def hypothesis_test(
+    run_id: RunArg,
+    hypothesis: HypArg,
+    dream: Annotated[str | None, typer.Option(
+        help="The dream to run it in (default: the hypothesis's, else the primary).")] = None,
+    timeout: TimeoutOpt = 600.0,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a hypothesis's test command in a dream and move it by the outcome (supported when
+    the command did what it predicts, eliminated when not), citing the command's row."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.verbs import test_hypothesis
+
+        with _session(store, run_id, "hypothesis test") as session:
+            result, _ = test_hypothesis(session, hypothesis, dream, timeout_s=timeout)
+            data = {**_one_hypothesis(session, hypothesis), "exec": result.as_dict()}
+        _show(data, as_json, lambda: _hyp_line(data) + (
+            f"\n  (row {result.row} timed out: the hypothesis stays as it was)"
+            if result.timed_out else ""))
+
+    guard(body)
+
+
+@hypothesis_app.command("list")
+def hypothesis_list(run_id: RunArg, store: StoreOpt = DEFAULT_STORE,
+                    as_json: JsonOpt = False) -> None:
+    """The run's hypotheses, each with its status and the rows that moved it."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.journal import load_state
+        from dreamrsi.views import hypothesis_rows
+
+        with _reader(store) as handle:
+            state = load_state(handle, handle.get_run(run_id).run_id)
+        rows = hypothesis_rows(state)
+        _show({"run_id": state.run_id, "hypotheses": rows}, as_json,
+              lambda: "\n".join(map(_hyp_line, rows)) or "no hypotheses")
+
+    guard(body)
+
+
+@question_app.command("add")
+def question_add(
+    run_id: RunArg,
+    text: Annotated[str, typer.Argument(help="The question.")],
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Ask an open question (every brief shows it until it is resolved)."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.verbs import question
+
+        with _session(store, run_id, "question add") as session:
+            qid = question(session, text)
+            data = {"question": qid, "text": text}
+        _show(data, as_json, lambda: f"{qid}: {text}")
+
+    guard(body)
+
+
+@question_app.command("resolve")
+def question_resolve(
+    run_id: RunArg,
+    question_id: Annotated[str, typer.Argument(metavar="QUESTION", help="q1, q2, ...")],
+    text: Annotated[str, typer.Argument(help="The answer.")],
+    cite: CiteOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer an open question, citing the admissible rows behind the answer."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.verbs import resolve
+        from dreamrsi.views import question_rows
+
+        with _session(store, run_id, "question resolve") as session:
+            resolve(session, question_id, text, tuple(cite or ()))
+            data = next(q for q in question_rows(session.state())
+                        if q["question"] == question_id)
+        _show(data, as_json, lambda: f"{question_id}: resolved, {text}")
+
+    guard(body)
+
+
+@question_app.command("list")
+def question_list(run_id: RunArg, store: StoreOpt = DEFAULT_STORE,
+                  as_json: JsonOpt = False) -> None:
+    """The run's questions, open and resolved."""
+
+    def body() -> None:
+        from dreamrsi.repo_runs.journal import load_state
+        from dreamrsi.views import question_rows
+
+        with _reader(store) as handle:
+            state = load_state(handle, handle.get_run(run_id).run_id)
+        rows = question_rows(state)
+        _show({"run_id": state.run_id, "questions": rows}, as_json, lambda: "\n".join(
+            f"{q['question']}: {q['text']}" + (f" -> {q['answer']}" if q["answer"] else "")
+            for q in rows) or "no questions")
+
+    guard(body)
+
+
+COMMANDS: dict[str, Callable[..., None]] = {
+    "open": open_run, "brief": brief, "dreams": dreams, "exec": exec_command,
+    "checkpoint": checkpoint, "fork": fork, "revert": revert, "abandon": abandon,
+    "shadow": shadow, "answer": answer, "subgoal": subgoal,
+}
+"""The Dream Run's top-level commands, in the order ``--help`` lists them."""
+GROUPS: dict[str, typer.Typer] = {"hypothesis": hypothesis_app, "question": question_app}
+"""The Dream Run's command groups."""
