@@ -11,7 +11,7 @@ commands and :data:`GROUPS` the command groups; ``cli/main.py`` registers both.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -168,7 +168,7 @@ def open_run(
     guard(body)
 
 
-def _check_budget(words: tuple[str, ...]) -> None:
+def _check_budget(words: Sequence[str]) -> None:
     from dreamrsi.repo_runs.budget import parse_budget
 
     parse_budget(words)
