@@ -16,7 +16,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, InputRequiredResult
 
 from dreamrsi.errors import ConfigError
-from dreamrsi.mcp_server import reading, work
+from dreamrsi.mcp_server import reading, repo, work
 from dreamrsi.mcp_server._shared import Served
 from dreamrsi.mcp_server.jobs import Jobs
 
@@ -24,10 +24,14 @@ INSTRUCTIONS = (
     "dreamrsi runs discovery trees of attempts at a task in a sandbox and records them in a "
     "store. `tasks` lists built-in tasks; `run` starts a run (returns its run id at once: "
     "follow it with `status`, `show`, `jobs`); `best` and `survive` read and check its "
-    "result; `loop` and `dream` improve the exploration policy from recorded trees.")
+    "result; `loop` and `dream` improve the exploration policy from recorded trees. A Dream "
+    "Run is coding work on a git repository: `repo_open` opens one; `repo_brief` is where a "
+    "fresh context starts; `repo_exec` runs a command in a dream's working copy (its row is "
+    "evidence to cite); `repo_checkpoint` evaluates and keeps the work; `repo_shadow` asks a "
+    "side question that `repo_answer` ends.")
 
-TOOL_GROUPS = (reading.ReadingTools, work.WorkTools)
-"""Each group adds its tools; the Dream Run verbs will be one more group."""
+TOOL_GROUPS = (reading.ReadingTools, work.WorkTools, repo.RepoTools)
+"""Each group adds its tools: the store's readers, the jobs, the Dream Run verbs."""
 
 
 class DreamServer(MCPServer[Any]):
