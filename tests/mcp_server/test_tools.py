@@ -23,7 +23,9 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 TOOLS = {"tasks", "status", "show", "best", "ledger_verify", "survive", "run", "loop", "dream",
-         "jobs", "cancel"}
+         "jobs", "cancel", "repo_open", "repo_brief", "repo_dreams", "repo_exec",
+         "repo_checkpoint", "repo_fork", "repo_revert", "repo_abandon", "repo_shadow",
+         "repo_answer", "repo_hypothesis", "repo_question", "repo_subgoal"}
 
 
 @asynccontextmanager
@@ -232,6 +234,8 @@ def test_a_job_is_cancelled_and_one_job_runs_at_a_time(tmp_path: Path) -> None:
                 session, "dream", task="sum-difference")
             assert "holds the store's writer lock" in await refused(
                 session, "survive", run_id=started["run_id"])
+            assert "holds the store's writer lock" in await refused(
+                session, "repo_exec", run_id=started["run_id"], dream="d1", command="true")
             runs = await until_it_attempts(session)  # reads go on while the run writes
             assert runs[0]["run_id"] == started["run_id"]
             cancelled = await call(session, "cancel", job=started["job"])
