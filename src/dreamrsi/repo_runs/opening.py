@@ -31,6 +31,7 @@ from dreamrsi.tasks.spec import load_task
 __all__ = ["OpenRequest", "store_root", "write_task"]
 
 MAX_TEXT = 4000
+MAX_SECONDS = 86400
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -80,6 +81,11 @@ class OpenRequest:
         for name in ("objective", "eval_cmd"):
             if len(getattr(self, name)) > MAX_TEXT:
                 raise ConfigError(f"{name} is longer than {MAX_TEXT} characters")
+        for key, seconds in (("--eval-timeout", self.eval_timeout_s),
+                             ("--agent-timeout", self.agent_timeout_s)):
+            if not 0 < seconds <= MAX_SECONDS:  # NaN too
+                raise ConfigError(f"{seconds} is not a time limit above 0 and at most "
+                                  f"{MAX_SECONDS} seconds", key=key)
         if self.verdict not in ("json", "exit"):
             raise ConfigError(f"verdict {self.verdict!r} is not json or exit", key="--verdict")
         for text in (*self.success, *self.constraints):
