@@ -224,6 +224,10 @@ BAD = [
     (("brief", "rnope"), "no run 'rnope'"),
     (("exec", "rnope", "d1", "--", "true"), "no run 'rnope'"),
     (("exec", "RUN", "d9", "--", "true"), "no dream 'd9'"),
+    (("exec", "RUN", "d1", "--timeout", "nan", "--", "true"), "--timeout"),
+    (("exec", "RUN", "d1", "--timeout", "0", "--", "true"), "--timeout"),
+    (("exec", "RUN", "d1", "--", " "), "no command"),
+    (("hypothesis", "test", "RUN", "h1", "--timeout", "inf"), "--timeout"),
     (("checkpoint", "RUN", "d9"), "no dream 'd9'"),
     (("fork", "RUN", "d1", "--at", "nope"), "'nope' is not a checkpoint"),
     (("revert", "RUN", "d1", "nope"), "'nope' is not a checkpoint"),
@@ -281,7 +285,8 @@ def test_a_discovery_run_is_not_a_dream_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("case", ["not-git", "no-commit", "missing", "empty-objective",
-                                  "blank-eval", "bad-budget", "bad-verdict"])
+                                  "blank-eval", "bad-budget", "bad-verdict",
+                                  "nan-timeout"])
 def test_open_refuses_bad_requests_and_makes_no_store(tmp_path: Path, case: str) -> None:
     repo = make_repo(tmp_path / "repo")
     plain = tmp_path / "plain"
@@ -295,11 +300,12 @@ def test_open_refuses_bad_requests_and_makes_no_store(tmp_path: Path, case: str)
     expected = {"not-git": "not a git repository", "no-commit": "not a git repository",
                 "missing": "is not a folder", "empty-objective": "objective is empty",
                 "blank-eval": "evaluation command is empty", "bad-budget": "budget",
-                "bad-verdict": "verdict"}[case]
+                "bad-verdict": "verdict", "nan-timeout": "--eval-timeout"}[case]
     args.update({"not-git": {"repo": str(plain)}, "no-commit": {"repo": str(bare)},
                  "missing": {"repo": str(tmp_path / "none")},
                  "empty-objective": {"objective": "  "}, "blank-eval": {"eval": " "},
-                 "bad-budget": {"budget": "forever"}, "bad-verdict": {"verdict": "vibes"}}[case])
+                 "bad-budget": {"budget": "forever"}, "bad-verdict": {"verdict": "vibes"},
+                 "nan-timeout": {"eval-timeout": "nan"}}[case])
     store = tmp_path / "store"
     flat = [x for k, v in args.items() for x in (f"--{k}", v)]
     out = cli("open", *flat, "--store", str(store), code=1).output

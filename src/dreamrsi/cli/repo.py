@@ -40,7 +40,7 @@ AtOpt = Annotated[str | None, typer.Option(
     "--at", help="A checkpoint (node id or unique prefix) of the dream to start from "
     "(default: the dream's head).")]
 TimeoutOpt = Annotated[float, typer.Option(
-    "--timeout", min=0.001, max=86400, help="The command's time limit, seconds.")]
+    "--timeout", help="The command's time limit, seconds (above 0, at most 86400).")]
 BriefChars = Annotated[int, typer.Option(
     "--max-chars", min=1000, max=10_000_000,
     help="The brief's size limit, characters of its JSON (what must never be dropped is "
@@ -132,9 +132,9 @@ def open_run(
     agent: Annotated[str | None, typer.Option(
         help="The agent command of unattended work.")] = None,
     eval_timeout: Annotated[float, typer.Option(
-        "--eval-timeout", min=0.001, max=86400, help="The evaluator's time limit, s.")] = 600.0,
+        "--eval-timeout", help="The evaluator's time limit, s (at most 86400).")] = 600.0,
     agent_timeout: Annotated[float, typer.Option(
-        "--agent-timeout", min=0.001, max=86400, help="One agent step's limit, s.")] = 1800.0,
+        "--agent-timeout", help="One agent step's limit, s (at most 86400).")] = 1800.0,
     network: Annotated[bool, typer.Option(
         "--network", help="Let commands reach the network (off by default).")] = False,
     read_path: Annotated[list[str] | None, typer.Option(
