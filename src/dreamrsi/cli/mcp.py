@@ -23,7 +23,8 @@ def mcp(
     store: StoreOpt = DEFAULT_STORE,
 ) -> None:
     """Serve the store's tools to an MCP client: status, show, best, ledger_verify, tasks,
-    run, loop, dream, jobs, cancel, survive (docs/mcp.md). Stdio by default."""
+    run, loop, dream, jobs, cancel, survive, and the Dream Run verbs repo_open, repo_brief,
+    repo_exec, repo_shadow, ... (docs/mcp.md). Stdio by default."""
 
     def body() -> None:
         from dreamrsi.errors import ConfigError
