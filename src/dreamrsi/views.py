@@ -113,9 +113,9 @@ def dream_rows(handle: RunStore, state: WorkState) -> list[dict[str, Any]]:
     """The dreams of a Dream Run (``dreams``): kind, status, parent, head and its score, the
     checkpoints, a shadow's question and answer, and where its working copy is."""
     from dreamrsi.repo_runs.copies import RunFolders
-    from dreamrsi.repo_runs.opening import store_root
 
-    folders = RunFolders(store_root(handle), state.run_id)
+    root = getattr(handle, "root", None)  # repo_runs.opening.store_root, which loads the engine
+    folders = None if root is None else RunFolders(Path(root), state.run_id)
     rows = []
     for d in state.dreams.values():
         head = handle.get_node(d.head_node)
@@ -124,7 +124,7 @@ def dream_rows(handle: RunStore, state: WorkState) -> list[dict[str, Any]]:
             "parent": d.parent, "start": d.start_node, "head": d.head_node,
             "work_node": d.work_node, "score": head.raw_score, "head_status": head.status.value,
             "checkpoints": list(d.checkpoints), "steps": d.steps,
-            "working_copy": str(folders.working_copy(d.dream_id))}
+            "working_copy": None if folders is None else str(folders.working_copy(d.dream_id))}
         if d.question:
             row.update(question=d.question, decision=d.decision, budget=d.budget,
                        returns=d.returns, answer=d.answer, answer_cites=list(d.answer_rows))

@@ -327,3 +327,12 @@ def test_the_whole_app_answers_as_the_command_alone(opened: Opened) -> None:
                  ["dreams", "rnope", "--store", str(opened.store)]):
         want, got = runner.invoke(app, args), runner.invoke(app_for(args), args)
         assert (got.exit_code, got.output) == (want.exit_code, want.output), args
+
+
+def test_help_and_the_reading_commands_load_nothing_heavy(opened: Opened) -> None:
+    from tests.cli.test_startup import _probe
+
+    assert _probe("open", "--help") == {"code": 0, "loaded": []}
+    for args in (["brief", opened.run_id], ["dreams", opened.run_id]):
+        assert _probe(*args, "--store", str(opened.store), "--json") == {
+            "code": 0, "loaded": []}, args
