@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from dreamrsi.store.values import RunRecord, RunStatus, TaskRecord
 from dreamrsi.store.workfolder import discard_folder
 from dreamrsi.tasks.spec import load_task
 
-__all__ = ["OpenRequest", "store_root", "write_task"]
+__all__ = ["OpenRequest", "check_repo", "check_request", "store_root", "task_toml", "write_task"]
 
 MAX_TEXT = 4000
 MAX_SECONDS = 86400
@@ -123,6 +124,11 @@ def write_task(folders: RunFolders, req: OpenRequest, name: str) -> None:
     git_plain(["--git-dir", str(folders.origin), "--work-tree", str(folders.seed),
                "read-tree", "--reset", "-u", "HEAD"], cwd=folders.seed)
     (folders.origin / "index").unlink(missing_ok=True)  # read-tree's, of no further use
+    (folders.task / "task.toml").write_text(task_toml(req, name), encoding="utf-8")
+
+
+def task_toml(req: OpenRequest, name: str) -> str:
+    """The text of the run's ``task.toml``."""
     lines = [
         f"name = {_toml(name)}",
         f"objective = {_toml(req.objective)}",
@@ -143,7 +149,49 @@ def write_task(folders: RunFolders, req: OpenRequest, name: str) -> None:
         f"read_paths = {json.dumps([str(Path(p).absolute()) for p in req.read_paths])}",
         "",
     ]
-    (folders.task / "task.toml").write_text("\n".join(lines), encoding="utf-8")
+    return "\n".join(lines)
+
+
+_OPTIONS = {"objective": "--objective", "evaluator.command": "--eval",
+            "evaluator.timeout_s": "--eval-timeout", "evaluator.verdict": "--verdict",
+            "proposer.command": "--agent", "proposer.timeout_s": "--agent-timeout",
+            "constraints.protected_paths": "--protect", "constraints.read_paths": "--read-path"}
+
+
+def check_request(req: OpenRequest) -> Path:
+    """The repository's top folder, once the whole request is sound: its fields, the
+    repository, the budget, and the task it makes, loaded from a scratch folder, so that what
+    the task format refuses (a protected path outside the repository, a read path that does not
+    exist) is an error naming the option before anything is written."""
+    req = req.checked()
+    top = check_repo(req.repo.absolute())
+    parse_budget(req.budget)
+    with tempfile.TemporaryDirectory(prefix="dreamrsi-open-") as scratch:
+        task = Path(scratch) / "task"
+        (task / "seed").mkdir(parents=True)
+        _protected_stubs(top, task / "seed", req.protect)
+        (task / "task.toml").write_text(task_toml(req, "repo-check"), encoding="utf-8")
+        try:
+            load_task(task)
+        except ConfigError as exc:
+            key = _OPTIONS.get(exc.key or "", exc.key)
+            raise ConfigError(exc.reason, key=key, expected=exc.expected) from None
+    return top
+
+
+def _protected_stubs(repo: Path, seed: Path, protect: Sequence[str]) -> None:
+    """Empty files at the paths of ``HEAD`` under the protected paths (the task's check of its
+    protected paths looks for them in the seed); one that climbs out is left to that check."""
+    inside = [p for p in protect
+              if p and not Path(p).is_absolute() and ".." not in Path(p).parts]
+    if not inside:
+        return
+    listed = git_plain(["--literal-pathspecs", "-C", str(repo), "ls-tree", "-r", "-z",
+                        "--name-only", "HEAD", "--", *inside])
+    for name in filter(None, listed.split("\0")):
+        target = seed / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.touch()
 
 
 def _toml(text: str) -> str:
@@ -153,8 +201,8 @@ def _toml(text: str) -> str:
 def open_records(store: RunStore, req: OpenRequest) -> tuple[str, RunFolders, str]:
     """Copy the repository, write the task and record the run (its root not yet); returns the
     run id, its folders and the repository's ``HEAD``."""
+    repo = check_request(req)
     req = req.checked()
-    repo = check_repo(req.repo.absolute())
     budget = parse_budget(req.budget)
     run_id = new_run_id()
     folders = RunFolders(store_root(store), run_id)
