@@ -286,7 +286,8 @@ def test_a_discovery_run_is_not_a_dream_run(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("case", ["not-git", "no-commit", "missing", "empty-objective",
                                   "blank-eval", "bad-budget", "bad-verdict",
-                                  "nan-timeout"])
+                                  "nan-timeout", "absolute-protect", "climbing-protect",
+                                  "missing-read-path", "missing-protect"])
 def test_open_refuses_bad_requests_and_makes_no_store(tmp_path: Path, case: str) -> None:
     repo = make_repo(tmp_path / "repo")
     plain = tmp_path / "plain"
@@ -300,12 +301,19 @@ def test_open_refuses_bad_requests_and_makes_no_store(tmp_path: Path, case: str)
     expected = {"not-git": "not a git repository", "no-commit": "not a git repository",
                 "missing": "is not a folder", "empty-objective": "objective is empty",
                 "blank-eval": "evaluation command is empty", "bad-budget": "budget",
-                "bad-verdict": "verdict", "nan-timeout": "--eval-timeout"}[case]
+                "bad-verdict": "verdict", "nan-timeout": "--eval-timeout",
+                "absolute-protect": "key '--protect'", "climbing-protect": "key '--protect'",
+                "missing-read-path": "key '--read-path'",
+                "missing-protect": "protected path 'nope.py' is not in"}[case]
     args.update({"not-git": {"repo": str(plain)}, "no-commit": {"repo": str(bare)},
                  "missing": {"repo": str(tmp_path / "none")},
                  "empty-objective": {"objective": "  "}, "blank-eval": {"eval": " "},
                  "bad-budget": {"budget": "forever"}, "bad-verdict": {"verdict": "vibes"},
-                 "nan-timeout": {"eval-timeout": "nan"}}[case])
+                 "nan-timeout": {"eval-timeout": "nan"},
+                 "absolute-protect": {"protect": "/etc/passwd"},
+                 "climbing-protect": {"protect": "src/../../x"},
+                 "missing-read-path": {"read-path": str(tmp_path / "none")},
+                 "missing-protect": {"protect": "nope.py"}}[case])
     store = tmp_path / "store"
     flat = [x for k, v in args.items() for x in (f"--{k}", v)]
     out = cli("open", *flat, "--store", str(store), code=1).output

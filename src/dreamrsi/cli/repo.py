@@ -11,7 +11,7 @@ commands and :data:`GROUPS` the command groups; ``cli/main.py`` registers both.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -147,7 +147,7 @@ def open_run(
     start the primary dream d1 in a working copy of its own."""
 
     def body() -> None:
-        from dreamrsi.repo_runs.opening import OpenRequest, check_repo
+        from dreamrsi.repo_runs.opening import OpenRequest, check_request
         from dreamrsi.repo_runs.verbs import open_run as open_verb
         from dreamrsi.store import open_store
         from dreamrsi.views import opened_dict
@@ -157,21 +157,14 @@ def open_run(
             success=tuple(success or ()), constraints=tuple(constraint or ()),
             protect=tuple(protect or ()), budget=tuple(budget or ()), agent=agent,
             eval_timeout_s=eval_timeout, agent_timeout_s=agent_timeout, network=network,
-            read_paths=tuple(read_path or ()), seed=seed).checked()
-        check_repo(repo.absolute())  # before the store is made: a mistake writes nothing
-        _check_budget(req.budget)
+            read_paths=tuple(read_path or ()), seed=seed)
+        check_request(req)  # before the store is made: a mistake writes nothing
         with open_store(store, writer=True, holder="open") as handle:
             state = open_verb(handle, req)
             data = opened_dict(handle, state, DEFAULT_CHARS)
         _show(data, as_json, lambda: _opened_text(data))
 
     guard(body)
-
-
-def _check_budget(words: Sequence[str]) -> None:
-    from dreamrsi.repo_runs.budget import parse_budget
-
-    parse_budget(words)
 
 
 def _opened_text(data: dict[str, Any]) -> str:

@@ -119,21 +119,18 @@ class RepoTools:
         Waits for the root's evaluation."""
         from pathlib import Path
 
-        from dreamrsi.repo_runs.opening import OpenRequest, check_repo
+        from dreamrsi.repo_runs.opening import OpenRequest, check_request
         from dreamrsi.repo_runs.verbs import open_run
         from dreamrsi.store import open_store
         from dreamrsi.views import opened_dict
 
         def body() -> dict[str, Any]:
-            from dreamrsi.repo_runs.budget import parse_budget
-
             req = OpenRequest(
                 repo=Path(repo), objective=objective, eval_cmd=eval_command, verdict=verdict,
                 success=tuple(success or ()), constraints=tuple(constraints or ()),
                 protect=tuple(protect or ()), budget=tuple(budget or ()), agent=agent,
-                eval_timeout_s=eval_timeout, network=network, seed=seed).checked()
-            check_repo(req.repo.absolute())
-            parse_budget(req.budget)
+                eval_timeout_s=eval_timeout, network=network, seed=seed)
+            check_request(req)  # before the store is made: a mistake writes nothing
             self.served.jobs.check_idle()
             with open_store(self.served.store, writer=True, holder="open (mcp)") as handle:
                 state = open_run(handle, req)
