@@ -62,7 +62,10 @@ def opened(tmp_path_factory: pytest.TempPathFactory, bwrap: str) -> Opened:
               "--budget", "6h", "--budget", "40", "--store", str(store)).stdout
     match = re.search(r"opened Dream Run (r[0-9a-f]+)", out)
     assert match, out
-    return Opened(store, match.group(1), repo, out)
+    made = Opened(store, match.group(1), repo, out)
+    assert made.json("hypothesis", "add", made.run_id, "there is a value",
+                     "--test", "test -s value.txt")["hypothesis"] == "h1"
+    return made
 
 
 def ledger_rows(store: Path, run_id: str) -> list[Any]:
@@ -248,6 +251,11 @@ BAD = [
     (("question", "resolve", "RUN", "q99", "x", "--cite", "CITE"), "q99"),
     (("subgoal", "RUN", ""), "empty"),
     (("dreams", "rnope"), "no run 'rnope'"),
+    (("brief", "RUN", "--dream", "d9"), "no dream 'd9'"),
+    (("answer", "RUN", "d1", "x", "--cite", "CITE"), "not a shadow"),
+    (("shadow", "RUN", "--question", "q", "--decision", "d", "--budget", "1", "--returns", "r",
+      "--parent", "d9"), "no dream 'd9'"),
+    (("checkpoint", "RUN", "d1", "-m", "x" * 5000), "longer than"),
 ]
 
 

@@ -266,6 +266,8 @@ def exec_command(
             if result.stderr_tail:
                 typer.echo(visible(result.stderr_tail), nl=False, err=True)
             state = "timed out" if result.timed_out else f"exit {result.exit}"
+            if result.exit is None and not result.timed_out:
+                state = f"killed by signal {result.parsed.get('signal')}"
             typer.echo(f"[row {result.row}: {state}, {result.duration_ms} ms, files at "
                        f"{result.commit[:12]}]", err=True)
         if result.timed_out:
