@@ -352,3 +352,41 @@ def test_help_and_the_reading_commands_load_nothing_heavy(opened: Opened) -> Non
     for args in (["brief", opened.run_id], ["dreams", opened.run_id]):
         assert _probe(*args, "--store", str(opened.store), "--json") == {
             "code": 0, "loaded": []}, args
+
+
+def test_a_long_exec_holds_the_writer_lock_and_sigterm_stops_it(tmp_path: Path,
+                                                                 bwrap: str) -> None:
+    """While `exec` runs, `brief` reads and another writing command is refused, naming the
+    holder; SIGTERM stops the command (exit 130), leaves no process and records nothing."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    repo = make_repo(tmp_path / "repo")
+    store = tmp_path / "store"
+    data = json.loads(cli("open", "--repo", str(repo), "--objective", "o", "--eval", EVAL_CMD,
+                          "--verdict", "json", "--store", str(store), "--json").stdout)
+    run, ws = data["run_id"], Path(data["dreams"][0]["working_copy"])
+    rows = len(ledger_rows(store, run))
+    marker = f"sleep {9000 + int(time.time()) % 900}"
+    proc = subprocess.Popen([sys.executable, "-m", "dreamrsi", "exec", run, "d1", "--store",
+                             str(store), "--", f"touch started; {marker}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (ws / "started").exists():
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        busy = cli("checkpoint", run, "d1", "--store", str(store), code=1).output
+        assert "being written by another dreamrsi process" in busy and f"exec {run}" in busy
+        assert cli("brief", run, "--store", str(store), "--json").stdout
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "nothing was recorded" in err, err
+    time.sleep(0.5)
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 1
+    assert len(ledger_rows(store, run)) == rows
