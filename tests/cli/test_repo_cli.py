@@ -84,16 +84,24 @@ def test_open_prints_the_run_the_root_the_dream_and_the_brief(opened: Opened) ->
     assert git(opened.repo, "status", "--porcelain") == ""
 
 
-def test_open_json(tmp_path: Path, bwrap: str) -> None:
+def test_open_json_and_the_exit_verdict(tmp_path: Path, bwrap: str) -> None:
+    """By default the evaluator's exit status and test counts are its verdict."""
     repo = make_repo(tmp_path / "repo", value="2")
-    data = json.loads(cli("open", "--repo", str(repo), "--objective", "o", "--eval", EVAL_CMD,
-                          "--verdict", "json", "--store", str(tmp_path / "s"),
+    store = tmp_path / "s"
+    data = json.loads(cli("open", "--repo", str(repo), "--objective", "o", "--eval",
+                          "python3 -m pytest -q -p no:cacheprovider", "--store", str(store),
                           "--json").stdout)
-    assert data["root"]["score"] == 2.0 and data["root"]["status"] == "ok"
+    assert data["root"]["status"] == "ok" and data["root"]["valid"], data["root"]
+    assert "1 passed" in data["root"]["feedback"]
     assert data["head"] == git(repo, "rev-parse", "HEAD").strip()
     assert [d["dream"] for d in data["dreams"]] == ["d1"]
     assert data["brief"]["objective"] == "o" and data["brief"]["dream"]["id"] == "d1"
-    assert Path(data["dreams"][0]["working_copy"], "value.txt").read_text() == "2\n"
+    ws = Path(data["dreams"][0]["working_copy"])
+    assert (ws / "value.txt").read_text() == "2\n"
+    (ws / "test_value.py").write_text("def test_value():\n    assert False\n")
+    ran = json.loads(cli("exec", data["run_id"], "d1", "--store", str(store), "--json", "--",
+                         "python3 -m pytest -q -p no:cacheprovider", code=1).stdout)
+    assert ran["parsed"]["outputs"]["failed"] == 1, ran["parsed"]
 
 
 def test_exec_records_the_command_and_exits_with_its_status(opened: Opened) -> None:
