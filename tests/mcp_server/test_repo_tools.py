@@ -11,6 +11,7 @@ from typing import Any
 
 from mcp import ClientSession
 
+from tests.cli.test_repo_cli import EVAL_CMD, make_repo
 from tests.mcp_server.test_tools import (
     TOOLS,
     call,
@@ -21,10 +22,11 @@ from tests.mcp_server.test_tools import (
     refused,
     start_http,
 )
-from tests.repo_git import EVAL_CMD, git, make_repo
+from tests.repo_runs.repos import fingerprint
 
 
 async def a_shadow_end_to_end(session: ClientSession, repo: Path, store: Path) -> None:
+    before = fingerprint(repo)
     listed = {t.name for t in (await session.list_tools()).tools}
     assert listed == TOOLS and {"repo_open", "repo_shadow", "repo_brief"} <= listed
 
@@ -76,7 +78,7 @@ async def a_shadow_end_to_end(session: ClientSession, repo: Path, store: Path) -
     assert await call(session, "repo_dreams", run_id=run) == cli_json(store, "dreams", run)
     assert await call(session, "repo_hypothesis", run_id=run, action="list") == cli_json(
         store, "hypothesis", "list", run)
-    assert git(repo, "status", "--porcelain") == "" and (repo / "value.txt").read_text() == "1\n"
+    assert fingerprint(repo) == before
 
     await bad_input_is_a_tool_error(session, run, store, repo.parent)
 
