@@ -2,8 +2,8 @@
 
 Each command calls one service function and renders it (:mod:`~dreamrsi.cli.runs`,
 :mod:`~dreamrsi.cli.dreaming`, :mod:`~dreamrsi.cli.tasks`, :mod:`~dreamrsi.cli.ledger`,
-:mod:`~dreamrsi.cli.store`, the Dream Run's :mod:`~dreamrsi.cli.repo`); the options they
-share are in :mod:`~dreamrsi.cli.options`.
+:mod:`~dreamrsi.cli.store`, the Dream Run's :mod:`~dreamrsi.cli.repo` and
+:mod:`~dreamrsi.cli.beliefs`); the options they share are in :mod:`~dreamrsi.cli.options`.
 Commands are registered here, in the order ``--help`` lists them.
 
 Exit codes: 0 success, 1 a user error (printed as one message; ``--debug`` shows the
@@ -26,7 +26,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dreamrsi.cli import _coerce, dreaming, ledger, mcp, repo, runs, survival, tasks
+from dreamrsi.cli import _coerce, beliefs, dreaming, ledger, mcp, repo, runs, survival, tasks
 from dreamrsi.cli import store as store_cmds
 from dreamrsi.cli._shared import err_console, state
 
@@ -48,7 +48,7 @@ store_app = typer.Typer(help="Maintain a store.", no_args_is_help=True, rich_mar
 app.add_typer(task_app, name="task")
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(store_app, name="store")
-for _group, _typer in repo.GROUPS.items():
+for _group, _typer in beliefs.GROUPS.items():
     app.add_typer(_typer, name=_group)
 
 

@@ -1,112 +1,42 @@
 """The Dream Run commands: ``open`` a run over a git repository, then work in its dreams
-(``exec``, ``checkpoint``, ``fork``, ``revert``, ``abandon``, ``shadow``, ``answer``), keep
-its record of beliefs (``hypothesis``, ``question``, ``subgoal``) and read it (``brief``,
-``dreams``). Each command calls one verb of :mod:`dreamrsi.repo_runs` (docs/repo-runs.md).
+(``exec``, ``checkpoint``, ``fork``, ``revert``, ``abandon``, ``shadow``, ``answer``), set its
+``subgoal`` and read it (``brief``, ``dreams``). Each command calls one verb of
+:mod:`dreamrsi.repo_runs` (docs/repo-runs.md); hypotheses and questions are in
+:mod:`~dreamrsi.cli.beliefs`.
 
-The commands that write take the store's writer lock for as long as they run; ``brief``,
-``dreams`` and ``hypothesis list`` only read. A store that does not exist is an error of every
-command but ``open`` (nothing is created by a mistake). :data:`COMMANDS` holds the top-level
-commands and :data:`GROUPS` the command groups; ``cli/main.py`` registers both.
+The commands that write take the store's writer lock for as long as they run; ``brief`` and
+``dreams`` only read. A store that does not exist is an error of every command but ``open``
+(nothing is created by a mistake). :data:`COMMANDS` holds the commands; ``cli/main.py``
+registers them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
-from dreamrsi.cli._shared import err_console, guard, print_json, visible
-from dreamrsi.cli.options import (
-    DEFAULT_STORE,
-    MAX_SEED,
-    JsonOpt,
-    RunArg,
-    StoreOpt,
-    path_value,
+from dreamrsi.cli._repo import (
+    AtOpt,
+    BriefChars,
+    CiteOpt,
+    DreamArg,
+    TimeoutOpt,
+    dream_line,
+    dream_of,
+    node_line,
+    open_session,
+    show,
 )
+from dreamrsi.cli._shared import err_console, guard, print_json, reader, visible
+from dreamrsi.cli.options import DEFAULT_STORE, MAX_SEED, JsonOpt, RunArg, StoreOpt, path_value
 
-if TYPE_CHECKING:
-    from dreamrsi.repo_runs.session import Session
-    from dreamrsi.store.base import RunStore
-
-DreamArg = Annotated[str, typer.Argument(help="A dream of the run (d1, d2, ...).")]
-CiteOpt = Annotated[list[str] | None, typer.Option(
-    "--cite", help="An admissible ledger row (an id, or a unique prefix) the claim rests on: "
-    "a command's row from `exec`, an evaluation's; repeat for more.")]
-AtOpt = Annotated[str | None, typer.Option(
-    "--at", help="A checkpoint (node id or unique prefix) of the dream to start from "
-    "(default: the dream's head).")]
-TimeoutOpt = Annotated[float, typer.Option(
-    "--timeout", help="The command's time limit, seconds (above 0, at most 86400).")]
-BriefChars = Annotated[int, typer.Option(
-    "--max-chars", min=1000, max=10_000_000,
-    help="The brief's size limit, characters of its JSON (what must never be dropped is "
-    "kept whatever the limit).")]
 DEFAULT_CHARS = 12_000
 """``dreamrsi.repo_runs.brief.DEFAULT_CHARS``."""
 OPEN_BRIEF_LINES = 24
 """How many lines of the brief ``open`` prints."""
-
-
-# -- shared ------------------------------------------------------------------------------
-
-
-def _reader(store: Path) -> RunStore:
-    from dreamrsi.store import open_store
-
-    return open_store(store, writer=False)
-
-
-@contextmanager
-def _session(store: Path, run_id: str, holder: str) -> Iterator[Session]:
-    """The Dream Run ``run_id`` of ``store`` (which must exist), opened for writing."""
-    from dreamrsi.repo_runs.journal import load_state
-    from dreamrsi.repo_runs.session import Session
-    from dreamrsi.store import open_store
-
-    _reader(store).close()  # a missing store is an error here, never created
-    with open_store(store, writer=True, holder=f"{holder} {run_id}") as handle:
-        full = handle.get_run(run_id).run_id
-        load_state(handle, full)  # "not a Dream Run" before anything else
-        yield Session(handle, full)
-
-
-def _say(text: str) -> None:
-    typer.echo(visible(text))
-
-
-def _score(score: float | None) -> str:
-    return "none" if score is None else f"{score:.6g}"
-
-
-def _node_line(node: dict[str, Any]) -> str:
-    feedback = node["feedback"].strip().splitlines()
-    why = f": {feedback[0][:200]}" if feedback else ""
-    return f"{node['node']}: {node['status']}, score {_score(node['score'])}{why}"
-
-
-def _dream_line(d: dict[str, Any]) -> str:
-    parent = f" from {d['parent']}" if d["parent"] else ""
-    text = (f"{d['dream']} {d['kind']} {d['status']}{parent}: head {d['head']} "
-            f"(score {_score(d['score'])}), {len(d['checkpoints'])} checkpoint(s)")
-    if d.get("question"):
-        text += f"\n    question: {d['question']}"
-        text += f"\n    answer: {d['answer']}" if d.get("answer") else \
-            f"\n    returns {d['returns']} within {d['budget']} step(s)"
-    return text + f"\n    working copy: {d['working_copy']}"
-
-
-def _show(data: Any, as_json: bool, text: Callable[[], str]) -> None:
-    if as_json:
-        print_json(data)
-    else:
-        _say(text())
-
-
-# -- open, brief, dreams -----------------------------------------------------------------
 
 
 def open_run(
@@ -162,7 +92,7 @@ def open_run(
         with open_store(store, writer=True, holder="open") as handle:
             state = open_verb(handle, req)
             data = opened_dict(handle, state, DEFAULT_CHARS)
-        _show(data, as_json, lambda: _opened_text(data))
+        show(data, as_json, lambda: _opened_text(data))
 
     guard(body)
 
@@ -173,7 +103,7 @@ def _opened_text(data: dict[str, Any]) -> str:
     run = data["run_id"]
     d1 = data["dreams"][0]
     lines = [f"opened Dream Run {run} over {data['repo']} (HEAD {data['head'][:12]})",
-             f"root {_node_line(data['root'])}",
+             f"root {node_line(data['root'])}",
              f"dream d1 (primary): working copy {d1['working_copy']}", ""]
     brief = brief_text(data["brief"]).splitlines()
     lines += brief[:OPEN_BRIEF_LINES]
@@ -201,10 +131,10 @@ def brief(
         from dreamrsi.repo_runs.brief import brief_text
         from dreamrsi.repo_runs.journal import load_state
 
-        with _reader(store) as handle:
+        with reader(store) as handle:
             state = load_state(handle, handle.get_run(run_id).run_id)
             data = make_brief(handle, state, dream=dream, max_chars=max_chars)
-        _show(data, as_json, lambda: brief_text(data).rstrip("\n"))
+        show(data, as_json, lambda: brief_text(data).rstrip("\n"))
 
     guard(body)
 
@@ -216,11 +146,11 @@ def dreams(run_id: RunArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = F
         from dreamrsi.repo_runs.journal import load_state
         from dreamrsi.views import dream_rows
 
-        with _reader(store) as handle:
+        with reader(store) as handle:
             state = load_state(handle, handle.get_run(run_id).run_id)
             rows = dream_rows(handle, state)
-        _show({"run_id": state.run_id, "dreams": rows}, as_json,
-              lambda: "\n".join(_dream_line(d) for d in rows))
+        show({"run_id": state.run_id, "dreams": rows}, as_json,
+              lambda: "\n".join(dream_line(d) for d in rows))
 
     guard(body)
 
@@ -249,7 +179,7 @@ def exec_command(
     def body() -> int:
         from dreamrsi.cli._shared import sigterm_as_interrupt
 
-        with _session(store, run_id, "exec") as session:
+        with open_session(store, run_id, "exec") as session:
             sigterm_as_interrupt()
             try:
                 result = session.execute(dream, command, timeout_s=timeout)
@@ -295,9 +225,9 @@ def checkpoint(
         from dreamrsi.repo_runs.verbs import checkpoint as checkpoint_verb
         from dreamrsi.views import checkpoint_dict
 
-        with _session(store, run_id, "checkpoint") as session:
+        with open_session(store, run_id, "checkpoint") as session:
             data = {"dream": dream, **checkpoint_dict(checkpoint_verb(session, dream, message))}
-        _show(data, as_json, lambda: f"checkpoint {_node_line(data)}")
+        show(data, as_json, lambda: f"checkpoint {node_line(data)}")
 
     guard(body)
 
@@ -314,9 +244,9 @@ def fork(
     def body() -> None:
         from dreamrsi.repo_runs.verbs import fork as fork_verb
 
-        with _session(store, run_id, "fork") as session:
-            data = _dream_of(session, fork_verb(session, dream, at=at).dream_id)
-        _show(data, as_json, lambda: _dream_line(data))
+        with open_session(store, run_id, "fork") as session:
+            data = dream_of(session, fork_verb(session, dream, at=at).dream_id)
+        show(data, as_json, lambda: dream_line(data))
 
     guard(body)
 
@@ -335,9 +265,9 @@ def revert(
     def body() -> None:
         from dreamrsi.repo_runs.verbs import revert as revert_verb
 
-        with _session(store, run_id, "revert") as session:
-            data = _dream_of(session, revert_verb(session, dream, checkpoint_id).dream_id)
-        _show(data, as_json, lambda: f"reverted to {data['work_node']}: " + _dream_line(data))
+        with open_session(store, run_id, "revert") as session:
+            data = dream_of(session, revert_verb(session, dream, checkpoint_id).dream_id)
+        show(data, as_json, lambda: f"reverted to {data['work_node']}: " + dream_line(data))
 
     guard(body)
 
@@ -357,10 +287,10 @@ def abandon(
     def body() -> None:
         from dreamrsi.repo_runs.verbs import abandon as abandon_verb
 
-        with _session(store, run_id, "abandon") as session:
-            data = _dream_of(session, abandon_verb(session, dream, reason,
+        with open_session(store, run_id, "abandon") as session:
+            data = dream_of(session, abandon_verb(session, dream, reason,
                                                    tuple(cite or ())).dream_id)
-        _show(data, as_json, lambda: _dream_line(data))
+        show(data, as_json, lambda: dream_line(data))
 
     guard(body)
 
@@ -390,11 +320,11 @@ def shadow(
         if budget is None or budget < 1:
             raise ConfigError("a shadow must name its budget (steps, at least 1)",
                               key="--budget")
-        with _session(store, run_id, "shadow") as session:
+        with open_session(store, run_id, "shadow") as session:
             made = shadow_verb(session, question=question, decision=decision, budget=budget,
                                returns=returns, parent=parent, at=at)
-            data = _dream_of(session, made.dream_id)
-        _show(data, as_json, lambda: _dream_line(data))
+            data = dream_of(session, made.dream_id)
+        show(data, as_json, lambda: dream_line(data))
 
     guard(body)
 
@@ -413,10 +343,10 @@ def answer(
     def body() -> None:
         from dreamrsi.repo_runs.verbs import answer as answer_verb
 
-        with _session(store, run_id, "answer") as session:
-            data = _dream_of(session, answer_verb(session, dream, text,
+        with open_session(store, run_id, "answer") as session:
+            data = dream_of(session, answer_verb(session, dream, text,
                                                   tuple(cite or ())).dream_id)
-        _show(data, as_json, lambda: _dream_line(data))
+        show(data, as_json, lambda: dream_line(data))
 
     guard(body)
 
@@ -432,196 +362,10 @@ def subgoal(
     def body() -> None:
         from dreamrsi.repo_runs.verbs import set_subgoal
 
-        with _session(store, run_id, "subgoal") as session:
+        with open_session(store, run_id, "subgoal") as session:
             set_subgoal(session, text)
             data = {"run_id": session.run_id, "subgoal": session.state().subgoal}
-        _show(data, as_json, lambda: f"subgoal: {data['subgoal']}")
-
-    guard(body)
-
-
-def _dream_of(session: Session, dream_id: str) -> dict[str, Any]:
-    from dreamrsi.views import dream_dict
-
-    return dream_dict(session.store, session.state(), dream_id)
-
-
-# -- hypotheses and questions -------------------------------------------------------------
-
-hypothesis_app = typer.Typer(
-    help="State, update, test and list the run's hypotheses.", no_args_is_help=True,
-    rich_markup_mode=None)
-question_app = typer.Typer(help="Ask and resolve the run's open questions.",
-                           no_args_is_help=True, rich_markup_mode=None)
-HypArg = Annotated[str, typer.Argument(metavar="HYPOTHESIS", help="A hypothesis (h1, ...).")]
-
-
-def _hyp_line(h: dict[str, Any]) -> str:
-    test = f" (test: `{h['test']}`, predicts {h['predicts']})" if h["test"] else ""
-    text = f"{h['hypothesis']} [{h['status']}] {h['text']}{test}"
-    for b in h["history"]:
-        note = f" ({b['note']})" if b["note"] else ""
-        text += f"\n    -> {b['status']} on {', '.join(b['cites'])}{note}"
-    return text
-
-
-def _one_hypothesis(session: Session, hid: str) -> dict[str, Any]:
-    from dreamrsi.views import hypothesis_rows
-
-    return next(h for h in hypothesis_rows(session.state()) if h["hypothesis"] == hid)
-
-
-@hypothesis_app.command("add")
-def hypothesis_add(
-    run_id: RunArg,
-    text: Annotated[str, typer.Argument(help="The claim.")],
-    dream: Annotated[str | None, typer.Option(help="The dream it is about.")] = None,
-    test: Annotated[str | None, typer.Option(
-        help="A command whose outcome decides it (`hypothesis test` runs it).")] = None,
-    predicts: Annotated[str, typer.Option(
-        help="pass | fail: what the hypothesis says the test command does.")] = "pass",
-    store: StoreOpt = DEFAULT_STORE,
-    as_json: JsonOpt = False,
-) -> None:
-    """State a new open hypothesis, with the command that would decide it."""
-
-    def body() -> None:
-        from dreamrsi.repo_runs.verbs import hypothesize
-
-        with _session(store, run_id, "hypothesis add") as session:
-            data = _one_hypothesis(session, hypothesize(session, text, dream=dream, test=test,
-                                                        predicts=predicts))
-        _show(data, as_json, lambda: _hyp_line(data))
-
-    guard(body)
-
-
-@hypothesis_app.command("update")
-def hypothesis_update(
-    run_id: RunArg,
-    hypothesis: HypArg,
-    status: Annotated[str, typer.Option(help="open | supported | eliminated.")],
-    cite: CiteOpt = None,
-    note: Annotated[str, typer.Option(help="Why, in words.")] = "",
-    store: StoreOpt = DEFAULT_STORE,
-    as_json: JsonOpt = False,
-) -> None:
-    """Move a hypothesis to a new status, citing the admissible rows that moved it."""
-
-    def body() -> None:
-        from dreamrsi.repo_runs.verbs import believe
-
-        with _session(store, run_id, "hypothesis update") as session:
-            believe(session, hypothesis, status, tuple(cite or ()), note)
-            data = _one_hypothesis(session, hypothesis)
-        _show(data, as_json, lambda: _hyp_line(data))
-
-    guard(body)
-
-
-@hypothesis_app.command("test")
-def hypothesis_test(
-    run_id: RunArg,
-    hypothesis: HypArg,
-    dream: Annotated[str | None, typer.Option(
-        help="The dream to run it in (default: the hypothesis's, else the primary).")] = None,
-    timeout: TimeoutOpt = 600.0,
-    store: StoreOpt = DEFAULT_STORE,
-    as_json: JsonOpt = False,
-) -> None:
-    """Run a hypothesis's test command in a dream and move it by the outcome (supported when
-    the command did what it predicts, eliminated when not), citing the command's row."""
-
-    def body() -> None:
-        from dreamrsi.repo_runs.verbs import test_hypothesis
-
-        with _session(store, run_id, "hypothesis test") as session:
-            result, _ = test_hypothesis(session, hypothesis, dream, timeout_s=timeout)
-            data = {**_one_hypothesis(session, hypothesis), "exec": result.as_dict()}
-        _show(data, as_json, lambda: _hyp_line(data) + (
-            f"\n  (row {result.row} timed out: the hypothesis stays as it was)"
-            if result.timed_out else ""))
-
-    guard(body)
-
-
-@hypothesis_app.command("list")
-def hypothesis_list(run_id: RunArg, store: StoreOpt = DEFAULT_STORE,
-                    as_json: JsonOpt = False) -> None:
-    """The run's hypotheses, each with its status and the rows that moved it."""
-
-    def body() -> None:
-        from dreamrsi.repo_runs.journal import load_state
-        from dreamrsi.views import hypothesis_rows
-
-        with _reader(store) as handle:
-            state = load_state(handle, handle.get_run(run_id).run_id)
-        rows = hypothesis_rows(state)
-        _show({"run_id": state.run_id, "hypotheses": rows}, as_json,
-              lambda: "\n".join(map(_hyp_line, rows)) or "no hypotheses")
-
-    guard(body)
-
-
-@question_app.command("add")
-def question_add(
-    run_id: RunArg,
-    text: Annotated[str, typer.Argument(help="The question.")],
-    store: StoreOpt = DEFAULT_STORE,
-    as_json: JsonOpt = False,
-) -> None:
-    """Ask an open question (every brief shows it until it is resolved)."""
-
-    def body() -> None:
-        from dreamrsi.repo_runs.verbs import question
-
-        with _session(store, run_id, "question add") as session:
-            qid = question(session, text)
-            data = {"question": qid, "text": text}
-        _show(data, as_json, lambda: f"{qid}: {text}")
-
-    guard(body)
-
-
-@question_app.command("resolve")
-def question_resolve(
-    run_id: RunArg,
-    question_id: Annotated[str, typer.Argument(metavar="QUESTION", help="q1, q2, ...")],
-    text: Annotated[str, typer.Argument(help="The answer.")],
-    cite: CiteOpt = None,
-    store: StoreOpt = DEFAULT_STORE,
-    as_json: JsonOpt = False,
-) -> None:
-    """Answer an open question, citing the admissible rows behind the answer."""
-
-    def body() -> None:
-        from dreamrsi.repo_runs.verbs import resolve
-        from dreamrsi.views import question_rows
-
-        with _session(store, run_id, "question resolve") as session:
-            resolve(session, question_id, text, tuple(cite or ()))
-            data = next(q for q in question_rows(session.state())
-                        if q["question"] == question_id)
-        _show(data, as_json, lambda: f"{question_id}: resolved, {text}")
-
-    guard(body)
-
-
-@question_app.command("list")
-def question_list(run_id: RunArg, store: StoreOpt = DEFAULT_STORE,
-                  as_json: JsonOpt = False) -> None:
-    """The run's questions, open and resolved."""
-
-    def body() -> None:
-        from dreamrsi.repo_runs.journal import load_state
-        from dreamrsi.views import question_rows
-
-        with _reader(store) as handle:
-            state = load_state(handle, handle.get_run(run_id).run_id)
-        rows = question_rows(state)
-        _show({"run_id": state.run_id, "questions": rows}, as_json, lambda: "\n".join(
-            f"{q['question']}: {q['text']}" + (f" -> {q['answer']}" if q["answer"] else "")
-            for q in rows) or "no questions")
+        show(data, as_json, lambda: f"subgoal: {data['subgoal']}")
 
     guard(body)
 
@@ -632,5 +376,3 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "shadow": shadow, "answer": answer, "subgoal": subgoal,
 }
 """The Dream Run's top-level commands, in the order ``--help`` lists them."""
-GROUPS: dict[str, typer.Typer] = {"hypothesis": hypothesis_app, "question": question_app}
-"""The Dream Run's command groups."""
