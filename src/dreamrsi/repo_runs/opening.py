@@ -82,6 +82,9 @@ class OpenRequest:
         for name in ("objective", "eval_cmd"):
             if len(getattr(self, name)) > MAX_TEXT:
                 raise ConfigError(f"{name} is longer than {MAX_TEXT} characters")
+        for key, command in (("--eval", self.eval_cmd), ("--agent", self.agent or "")):
+            if "\0" in command:
+                raise ConfigError("a command cannot hold a NUL byte", key=key)
         for key, seconds in (("--eval-timeout", self.eval_timeout_s),
                              ("--agent-timeout", self.agent_timeout_s)):
             if not 0 < seconds <= MAX_SECONDS:  # NaN too

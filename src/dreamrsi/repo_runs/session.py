@@ -152,6 +152,8 @@ class Session:
         with their sha256, and what they say (test counts, a benchmark's numbers)."""
         if not argv or not any(a.strip() for a in argv):
             raise ConfigError("no command to run", key="CMD")
+        if any("\0" in a for a in argv):
+            raise ConfigError("a command cannot hold a NUL byte", key="CMD")
         if not 0 < timeout_s <= 86400:
             raise ConfigError(f"timeout {timeout_s} is not 0 to 86400 seconds", key="--timeout")
         state = self.state()

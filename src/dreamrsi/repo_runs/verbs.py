@@ -136,6 +136,8 @@ def hypothesize(session: Session, text: str, *, dream: str | None = None,
     _text(text, "TEXT")
     if predicts not in ("pass", "fail"):
         raise ConfigError(f"predicts {predicts!r} is not pass or fail", key="--predicts")
+    if test is not None and (not test.strip() or "\0" in test):
+        raise ConfigError("the test command is empty or holds a NUL byte", key="--test")
     hid = session.state().next_id("h")
     record(session.store, session.run_id, EventKind.HYPOTHESIS, {
         "hypothesis": hid, "text": text, "dream": dream, "test": test, "predicts": predicts})
