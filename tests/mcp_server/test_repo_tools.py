@@ -80,11 +80,12 @@ async def a_shadow_end_to_end(session: ClientSession, repo: Path, store: Path) -
         store, "hypothesis", "list", run)
     assert fingerprint(repo) == before
 
-    await bad_input_is_a_tool_error(session, run, store, repo.parent)
+    await bad_input_is_a_tool_error(session, run, store, repo)
 
 
 async def bad_input_is_a_tool_error(session: ClientSession, run: str, store: Path,
-                                    tmp: Path) -> None:
+                                    repo: Path) -> None:
+    tmp = repo.parent
     before = cli_json(store, "dreams", run), _rows(store, run)
     decision = next(r for r in _rows(store, run) if r.startswith("work "))
     refusals: list[tuple[str, dict[str, Any], str]] = [
@@ -108,6 +109,11 @@ async def bad_input_is_a_tool_error(session: ClientSession, run: str, store: Pat
         ("repo_open", {"repo": str(tmp), "objective": "", "eval_command": "true"},
          "objective"),
         ("repo_exec", {"run_id": run, "dream": "d1", "command": "true", "cwd": "/"}, "'cwd'"),
+        ("repo_exec", {"run_id": run, "dream": "d1", "command": "echo a\0b"}, "NUL byte"),
+        ("repo_hypothesis", {"run_id": run, "action": "add", "text": "t", "test": "true\0"},
+         "NUL byte"),
+        ("repo_open", {"repo": str(repo), "objective": "o", "eval_command": "true\0"},
+         "NUL byte"),
     ]
     for tool, arguments, message in refusals:
         assert message in await refused(session, tool, **arguments), (tool, arguments)
