@@ -212,7 +212,10 @@ class Session:
             files.mkdir()
             problem = copy_working_files(ws, files, self.task.constraints.max_workspace_mb * _MIB)
             if problem is not None:
-                raise ConfigError(f"dream {dream.dream_id}: {problem}")
+                raise ConfigError(f"dream {dream.dream_id}: {problem}; remove it from the "
+                                  f"working copy ({ws}), or put a checkpoint's files back: "
+                                  f"`dreamrsi revert {self.run_id} {dream.dream_id} "
+                                  f"{dream.work_node}`")
             ref = f"refs/dreamrsi/work/{self.run_id}/{dream.dream_id}"
             repo = self.store.workspaces
             try:
