@@ -418,3 +418,24 @@ def test_the_users_repository_is_never_written(opened: Opened) -> None:
     """Last of the module's tests of the shared run: after every verb above, the user's
     working tree, index, refs and HEAD are as they were."""
     assert fingerprint(opened.repo) == opened.repo_print
+
+
+def test_what_a_command_leaves_that_cannot_be_kept_is_recovered_by_revert(
+        tmp_path: Path, bwrap: str) -> None:
+    """A FIFO left in the working copy stops the next exec with an error that says how to go
+    on; revert puts a checkpoint's files back and work goes on."""
+    repo = make_repo(tmp_path / "repo")
+    store = tmp_path / "store"
+    run = json.loads(cli("open", "--repo", str(repo), "--objective", "o", "--eval", EVAL_CMD,
+                         "--verdict", "json", "--store", str(store), "--json").stdout)["run_id"]
+    cli("exec", run, "d1", "--store", str(store), "--", "mkfifo pipe")
+    out = " ".join(cli("exec", run, "d1", "--store", str(store), "--", "ls", code=1)
+                   .output.split())
+    assert "the working copy holds pipe" in out
+    assert f"dreamrsi revert {run} d1 {run}-0" in out
+    kept = json.loads(cli("checkpoint", run, "d1", "--store", str(store), "--json").stdout)
+    assert kept["status"] == "error" and "pipe" in kept["feedback"]
+    cli("revert", run, "d1", f"{run}-0", "--store", str(store))
+    listed = json.loads(cli("exec", run, "d1", "--store", str(store), "--json", "--",
+                            "ls").stdout)
+    assert listed["exit"] == 0 and "pipe" not in listed["stdout_tail"]
