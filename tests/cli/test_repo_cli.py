@@ -439,3 +439,12 @@ def test_what_a_command_leaves_that_cannot_be_kept_is_recovered_by_revert(
     listed = json.loads(cli("exec", run, "d1", "--store", str(store), "--json", "--",
                             "ls").stdout)
     assert listed["exit"] == 0 and "pipe" not in listed["stdout_tail"]
+
+
+def test_the_faces_limits_are_the_services() -> None:
+    from dreamrsi.cli import repo
+    from dreamrsi.mcp_server import repo as tools
+    from dreamrsi.repo_runs import brief, opening
+
+    assert repo.DEFAULT_CHARS == tools.DEFAULT_CHARS == brief.DEFAULT_CHARS
+    assert tools.MAX_TEXT == opening.MAX_TEXT

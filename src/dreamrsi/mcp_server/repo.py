@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 MAX_TEXT = 4000
 """``dreamrsi.repo_runs.opening.MAX_TEXT``."""
+DEFAULT_CHARS = 12_000
+"""``dreamrsi.repo_runs.brief.DEFAULT_CHARS``."""
 Text = Annotated[str, Field(max_length=MAX_TEXT)]
 DreamId = Annotated[str, Field(min_length=1, max_length=100,
                                description="A dream of the run (d1, d2, ...).")]
@@ -134,7 +136,7 @@ class RepoTools:
             self.served.jobs.check_idle()
             with open_store(self.served.store, writer=True, holder="open (mcp)") as handle:
                 state = open_run(handle, req)
-                return opened_dict(handle, state, 12_000)
+                return opened_dict(handle, state, DEFAULT_CHARS)
 
         return answer(body)
 
@@ -145,7 +147,7 @@ class RepoTools:
             "Brief this dream's worker (its question, last evaluation, shadows' answers)."))
         ] = None,
         max_chars: Annotated[int, Field(ge=1000, le=10_000_000, description=(
-            "The brief's size limit, characters of its JSON."))] = 12_000,
+            "The brief's size limit, characters of its JSON."))] = DEFAULT_CHARS,
     ) -> dict[str, Any]:
         """The state a fresh model context starts from (as `dreamrsi brief --json`):
         objective, criteria, constraints, subgoal, open hypotheses, dreams, recent admissible
