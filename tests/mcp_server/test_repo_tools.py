@@ -16,13 +16,14 @@ from tests.mcp_server.test_tools import (
     TOOLS,
     call,
     cli_json,
+    follow,
     free_port,
     over_http,
     over_stdio,
     refused,
     start_http,
 )
-from tests.repo_runs.repos import fingerprint
+from tests.repo_runs.repos import fingerprint, git
 
 
 async def a_shadow_end_to_end(session: ClientSession, repo: Path, store: Path) -> None:
@@ -79,6 +80,19 @@ async def a_shadow_end_to_end(session: ClientSession, repo: Path, store: Path) -
     assert await call(session, "repo_hypothesis", run_id=run, action="list") == cli_json(
         store, "hypothesis", "list", run)
     assert fingerprint(repo) == before
+
+    # where the next unit goes, the controller as a job, the survival gate, a branch out
+    ranked = await call(session, "repo_next", run_id=run, limit=3)
+    assert 1 <= len(ranked["actions"]) <= 3 and ranked["actions"][0]["reason"]
+    job = await call(session, "repo_work", run_id=run, steps=1)
+    worked = await follow(session, job["job"])
+    assert worked["state"] == "finished" and worked["result"]["run"] == run
+    submitted = await call(session, "repo_submit", run_id=run, dream="d1", repeats=1)
+    assert submitted["verdict"] == "survived" and submitted["status"] == "candidate"
+    await call(session, "repo_export", run_id=run, dream="d1", branch="from-mcp")
+    assert git(repo, "show", "from-mcp:value.txt").strip() == "4"
+    assert "already" in await refused(session, "repo_export", run_id=run, dream="d1",
+                                      branch="from-mcp")
 
     await bad_input_is_a_tool_error(session, run, store, repo)
 

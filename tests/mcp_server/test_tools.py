@@ -25,7 +25,8 @@ from mcp.client.streamable_http import streamable_http_client
 TOOLS = {"tasks", "status", "show", "best", "ledger_verify", "survive", "run", "loop", "dream",
          "jobs", "cancel", "repo_open", "repo_brief", "repo_dreams", "repo_exec",
          "repo_checkpoint", "repo_fork", "repo_revert", "repo_abandon", "repo_shadow",
-         "repo_answer", "repo_hypothesis", "repo_question", "repo_subgoal"}
+         "repo_answer", "repo_hypothesis", "repo_question", "repo_subgoal", "repo_next",
+         "repo_work", "repo_merge", "repo_submit", "repo_export"}
 
 
 @asynccontextmanager

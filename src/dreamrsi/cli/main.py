@@ -26,7 +26,18 @@ from typing import Annotated, Any
 
 import typer
 
-from dreamrsi.cli import _coerce, beliefs, dreaming, ledger, mcp, repo, runs, survival, tasks
+from dreamrsi.cli import (
+    _coerce,
+    beliefs,
+    dreaming,
+    ledger,
+    mcp,
+    repo,
+    repo_work,
+    runs,
+    survival,
+    tasks,
+)
 from dreamrsi.cli import store as store_cmds
 from dreamrsi.cli._shared import err_console, state
 
@@ -83,7 +94,7 @@ _COMMANDS: dict[str, Callable[..., None]] = {
     "run": runs.run, "resume": runs.resume, "dream": dreaming.dream, "loop": dreaming.loop,
     "policies": dreaming.policies, "replay": dreaming.replay, "status": runs.status,
     "show": runs.show, "best": runs.best, "survive": survival.survive, "tasks": tasks.tasks,
-    "mcp": mcp.mcp, **repo.COMMANDS,
+    "mcp": mcp.mcp, **repo.COMMANDS, **repo_work.COMMANDS,
 }
 """The top-level commands, in the order ``--help`` lists them."""
 

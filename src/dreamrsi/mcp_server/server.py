@@ -16,7 +16,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, InputRequiredResult
 
 from dreamrsi.errors import ConfigError
-from dreamrsi.mcp_server import reading, repo, work
+from dreamrsi.mcp_server import reading, repo, repo_work, work
 from dreamrsi.mcp_server._shared import Served
 from dreamrsi.mcp_server.jobs import Jobs
 
@@ -30,8 +30,9 @@ INSTRUCTIONS = (
     "evidence to cite); `repo_checkpoint` evaluates and keeps the work; `repo_shadow` asks a "
     "side question that `repo_answer` ends.")
 
-TOOL_GROUPS = (reading.ReadingTools, work.WorkTools, repo.RepoTools)
-"""Each group adds its tools: the store's readers, the jobs, the Dream Run verbs."""
+TOOL_GROUPS = (reading.ReadingTools, work.WorkTools, repo.RepoTools, repo_work.RepoWorkTools)
+"""Each group adds its tools: the store's readers, the jobs, the Dream Run verbs, the Dream
+Run's decisions and finishing."""
 
 
 class DreamServer(MCPServer[Any]):

@@ -22,6 +22,7 @@ and recorded: as done if its checkpoint was recorded, else as lost, its edits dr
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,13 +32,14 @@ from dreamrsi.errors import ConfigError, DreamError
 from dreamrsi.repo_runs import verbs
 from dreamrsi.repo_runs.allocate import AGENT_KINDS, Action, ActionKind, Allocation, next_actions
 from dreamrsi.repo_runs.brief import DEFAULT_CHARS
-from dreamrsi.repo_runs.evidence import DECIDE, read_facts
+from dreamrsi.repo_runs.evidence import DECIDE, budget_spent, read_facts
 from dreamrsi.repo_runs.journal import PREFIX, check_cites, record
 from dreamrsi.repo_runs.session import Session
 from dreamrsi.repo_runs.state import DreamKind, EventKind, WorkState
-from dreamrsi.repo_runs.stepping import agent_step, money_spent
+from dreamrsi.repo_runs.stepping import agent_step
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.ledger import Actor, LedgerEvent
+from dreamrsi.store.values import RunStatus, RunUpdate
 
 __all__ = ["WorkSummary", "work"]
 
@@ -95,6 +97,19 @@ def work(store: RunStore, run_id: str, *, agent: str | None = None, steps: int |
     if steps is not None and steps < 1:
         raise ConfigError(f"steps {steps} is below 1", key="--steps")
     session = Session(store, run_id, isolation)
+    store.update_run(session.run_id, RunUpdate(status=RunStatus.RUNNING, pid=os.getpid(),
+                                               heartbeat_at=time.time(), stop_reason=None))
+    try:
+        return _work(session, agent, steps, observer, config, brief_chars)
+    finally:  # a killed process leaves it running: `status` shows it stale, as any run
+        store.update_run(session.run_id, RunUpdate(status=RunStatus.INTERRUPTED, pid=None,
+                                                   stop_reason=verbs.WAITING))
+
+
+def _work(session: Session, agent: str | None, steps: int | None,
+          observer: Observer | None, config: Allocation | None,
+          brief_chars: int) -> WorkSummary:
+    store, run_id = session.store, session.run_id
     summary = WorkSummary(run_id, recovered=recover(session))
     done = 0
     while True:
@@ -137,17 +152,9 @@ def budget_ended(session: Session, state: WorkState, done: int,
     """Why the work must stop now, or ``None``."""
     if state.closed is not None:
         return f"the run is closed ({state.closed})"
-    budget = state.budget
-    used = sum(1 for n in session.store.nodes(session.run_id) if n.parent_id is not None)
-    if budget.get("budget") is not None and used >= int(budget["budget"]):
-        return f"the attempts budget is spent ({used} of {budget['budget']} checkpoints)"
-    if state.deadline is not None and time.time() >= state.deadline:
-        return "the wall-time budget is spent"
-    money = budget.get("max_cost_usd")
-    if money is not None:
-        spent = session.store.spend(session.run_id).money_usd + money_spent(session)
-        if spent >= float(money):
-            return f"the money budget is spent (${spent:.2f} of ${float(money):.2f})"
+    spent = budget_spent(session.store, state)
+    if spent is not None:
+        return spent
     if steps is not None and done >= steps:
         return f"{done} steps done, as asked"
     return None

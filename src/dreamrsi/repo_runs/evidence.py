@@ -9,6 +9,7 @@ so they cite rows a reader can check.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,3 +134,21 @@ def read_facts(store: RunStore, state: WorkState) -> RunFacts:
             if parsed.get("decision"):
                 finished.add(str(parsed["decision"]))
     return RunFacts(nodes, admissible, dreams, eval_rows, decisions, finished)
+
+
+def budget_spent(store: RunStore, state: WorkState) -> str | None:
+    """Which of the run's budgets is spent (checkpoints, wall time, money), or ``None``."""
+    budget = state.budget
+    used = sum(1 for n in store.nodes(state.run_id) if n.parent_id is not None)
+    if budget.get("budget") is not None and used >= int(budget["budget"]):
+        return f"the attempts budget is spent ({used} of {budget['budget']} checkpoints)"
+    if state.deadline is not None and time.time() >= state.deadline:
+        return "the wall-time budget is spent"
+    money = budget.get("max_cost_usd")
+    if money is not None:
+        facts = read_facts(store, state)
+        spent = store.spend(state.run_id).money_usd + sum(
+            d.money() for d in facts.dreams.values())
+        if spent >= float(money):
+            return f"the money budget is spent (${spent:.2f} of ${float(money):.2f})"
+    return None

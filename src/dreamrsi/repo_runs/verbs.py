@@ -11,6 +11,7 @@ from typing import Any
 
 from dreamrsi.core.model import Node
 from dreamrsi.errors import ConfigError
+from dreamrsi.repo_runs.evidence import budget_spent
 from dreamrsi.repo_runs.journal import record
 from dreamrsi.repo_runs.opening import MAX_TEXT, OpenRequest, open_records
 from dreamrsi.repo_runs.session import ExecResult, Session
@@ -208,6 +209,10 @@ def checkpoint(session: Session, dream_id: str, message: str = "") -> Node:
     """The dream's working copy as a new evaluated checkpoint."""
     if len(message) > MAX_TEXT:
         raise ConfigError(f"the message is longer than {MAX_TEXT} characters", key="--message")
+    spent = budget_spent(session.store, session.state())
+    if spent is not None:
+        raise ConfigError(f"{spent}: no more checkpoints in this run (its working copies "
+                          "stay; `submit` or `export` what it has)")
     return session.checkpoint(dream_id, message)
 
 
