@@ -280,3 +280,14 @@ def test_a_test_suite_judges_checkpoints_and_exec_rows_carry_its_counts(tmp_path
     (s.folders.working_copy("d1") / "lib.py").write_text(FIXED)
     assert verbs.checkpoint(s, "d1", "fix").score == 1.0
     store.close()
+
+
+def test_checkpoints_stop_at_the_runs_budget(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    store = SqliteRunStore.open(tmp_path / "store", writer=True)
+    s = _open(store, repo, budget=("1",))
+    verbs.checkpoint(s, "d1", "the one")
+    with pytest.raises(ConfigError, match="attempts budget is spent"):
+        verbs.checkpoint(s, "d1", "one more")
+    assert len(store.nodes(s.run_id)) == 2
+    store.close()
