@@ -291,3 +291,20 @@ def test_checkpoints_stop_at_the_runs_budget(tmp_path: Path) -> None:
         verbs.checkpoint(s, "d1", "one more")
     assert len(store.nodes(s.run_id)) == 2
     store.close()
+
+
+def test_a_run_names_its_target_and_next_offers_the_dream_that_meets_it(tmp_path: Path) -> None:
+    from dreamrsi.repo_runs.allocate import ActionKind, next_actions
+
+    repo = make_repo(tmp_path / "repo")
+    store = SqliteRunStore.open(tmp_path / "store", writer=True)
+    s = _open(store, repo, target=0.5)
+    assert s.state().target == 0.5
+    (s.folders.working_copy("d1") / "lib.py").write_text(FIXED)
+    verbs.checkpoint(s, "d1", "fix")
+    top = next_actions(store, s.state())[0]
+    assert top.kind is ActionKind.STOP and "success mark 0.5" in top.reason
+    with pytest.raises(ConfigError, match="target"):
+        verbs.open_run(store, OpenRequest(repo, "o", "true", verdict="json",
+                                          target=float("nan")))
+    store.close()

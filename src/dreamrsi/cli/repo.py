@@ -70,6 +70,9 @@ def open_run(
     read_path: Annotated[list[str] | None, typer.Option(
         "--read-path", help="A host folder commands may read; repeat.")] = None,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="The run's seed.")] = 0,
+    target: Annotated[float | None, typer.Option(
+        help="The score that meets the success criteria: unattended work stops there and "
+        "offers the dream for submit (default 1.0, a full pass).")] = None,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -87,7 +90,7 @@ def open_run(
             success=tuple(success or ()), constraints=tuple(constraint or ()),
             protect=tuple(protect or ()), budget=tuple(budget or ()), agent=agent,
             eval_timeout_s=eval_timeout, agent_timeout_s=agent_timeout, network=network,
-            read_paths=tuple(read_path or ()), seed=seed)
+            read_paths=tuple(read_path or ()), seed=seed, target=target)
         check_request(req)  # before the store is made: a mistake writes nothing
         with open_store(store, writer=True, holder="open") as handle:
             state = open_verb(handle, req)

@@ -114,6 +114,8 @@ class RepoTools:
             "The evaluator's time limit, seconds."))] = 600.0,
         network: Annotated[bool, Field(description="Let commands reach the network.")] = False,
         seed: Annotated[int, Field(ge=0, le=2**32 - 1, description="The run's seed.")] = 0,
+        target: Annotated[float | None, Field(allow_inf_nan=False, description=(
+            "The score that meets the success criteria (default 1.0, a full pass)."))] = None,
     ) -> dict[str, Any]:
         """Open a Dream Run over a git repository (as `dreamrsi open --json`): its HEAD
         evaluated as the root, the primary dream d1 in a working copy of its own; returns the
@@ -131,7 +133,7 @@ class RepoTools:
                 repo=Path(repo), objective=objective, eval_cmd=eval_command, verdict=verdict,
                 success=tuple(success or ()), constraints=tuple(constraints or ()),
                 protect=tuple(protect or ()), budget=tuple(budget or ()), agent=agent,
-                eval_timeout_s=eval_timeout, network=network, seed=seed)
+                eval_timeout_s=eval_timeout, network=network, seed=seed, target=target)
             check_request(req)  # before the store is made: a mistake writes nothing
             self.served.jobs.check_idle()
             with open_store(self.served.store, writer=True, holder="open (mcp)") as handle:

@@ -91,7 +91,8 @@ class Allocation:
         thin: Below this many checkpoints a dream's evidence is thin (successive halving).
         recent: Checkpoint deltas ΔÔ averages over.
         max_dreams: Most live dreams (primary and alternatives) before no rival is opened.
-        target: The score that meets the run's success (1.0: a full pass).
+        target: The score that meets the run's success when the run names none (``open
+            --target``); 1.0: a full pass.
         policy: The allocation family's instance whose formula and λ score every action.
     """
 
@@ -151,6 +152,7 @@ class _Ranker:
 
     def __init__(self, cfg: Allocation, facts: RunFacts, state: WorkState) -> None:
         self.cfg, self.facts, self.state = cfg, facts, state
+        self.target = cfg.target if state.target is None else state.target
         self.lam = cfg.policy.lam
         self.span = facts.span()
         walls = [w for d in facts.dreams.values() for w in d.step_wall_ms()]
@@ -201,11 +203,11 @@ class _Ranker:
         for d in self.facts.dreams.values():
             head = self.facts.nodes.get(d.dream.head_node)
             if (d.dream.live and d.checkpoints and head is not None and head.score is not None
-                    and head.score >= self.cfg.target):
+                    and head.score >= self.target):
                 out.append(Action(ActionKind.STOP, d.dream.dream_id, math.inf, {},
                                   f"dream {d.dream.dream_id}'s head {head.node_id} scores "
                                   f"{head.score:.6g}, meeting the success mark "
-                                  f"{self.cfg.target:g}: submit it",
+                                  f"{self.target:g}: submit it",
                                   self.facts.evals_of([head]), {"node": head.node_id}))
         return out[:1]
 

@@ -10,6 +10,7 @@ other: ``status``, ``show``, ``best``, ``ledger`` and ``survive`` read it.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
@@ -56,6 +57,8 @@ class OpenRequest:
         network: Whether commands may reach the network.
         read_paths: Host folders commands may read.
         seed: The run's seed.
+        target: The score that meets the success criteria (unattended work stops there and
+            offers the dream for ``submit``); ``None``: 1.0, a full pass.
     """
 
     repo: Path
@@ -72,6 +75,7 @@ class OpenRequest:
     network: bool = False
     read_paths: Sequence[str] = ()
     seed: int = 0
+    target: float | None = None
 
     def checked(self) -> OpenRequest:
         """Itself, once every field is sound (``ConfigError`` naming the first that is not)."""
@@ -90,6 +94,8 @@ class OpenRequest:
             if not 0 < seconds <= MAX_SECONDS:  # NaN too
                 raise ConfigError(f"{seconds} is not a time limit above 0 and at most "
                                   f"{MAX_SECONDS} seconds", key=key)
+        if self.target is not None and not math.isfinite(self.target):
+            raise ConfigError(f"target {self.target} is not a finite number", key="--target")
         if self.verdict not in ("json", "exit"):
             raise ConfigError(f"verdict {self.verdict!r} is not json or exit", key="--verdict")
         for text in (*self.success, *self.constraints):

@@ -180,6 +180,7 @@ class WorkState:
     head: str = ""
     root_node: str = ""
     subgoal: str = ""
+    target: float | None = None
     closed: str | None = None
     dreams: Mapping[str, DreamState] = field(default_factory=dict)
     hypotheses: Mapping[str, Hypothesis] = field(default_factory=dict)
@@ -248,7 +249,7 @@ def _open(s: WorkState, p: Mapping[str, Any], row: str) -> WorkState:
         s, objective=p["objective"], success=tuple(p.get("success", ())),
         constraints=tuple(p.get("constraints", ())), protect=tuple(p.get("protect", ())),
         budget=dict(p.get("budget", {})), deadline=p.get("deadline"), agent=p.get("agent"),
-        repo=p["repo"], head=p["head"], root_node=p["root_node"])
+        repo=p["repo"], head=p["head"], root_node=p["root_node"], target=p.get("target"))
 
 
 def _dream(s: WorkState, p: Mapping[str, Any], row: str) -> WorkState:

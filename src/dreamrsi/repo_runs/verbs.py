@@ -49,7 +49,8 @@ def open_run(store: RunStore, req: OpenRequest, *, isolation: str | None = None)
         "deadline": (session.run.created_at + budget["wall_time_s"]
                      if budget.get("wall_time_s") else None),
         "agent": req.agent, "repo": str(req.repo.absolute()), "head": head,
-        "root_node": root.node_id, "eval": req.eval_cmd, "verdict": req.verdict})
+        "root_node": root.node_id, "eval": req.eval_cmd, "verdict": req.verdict,
+        "target": req.target})
     session.fresh_copy("d1", None)
     _, state = record(store, run_id, EventKind.DREAM, {
         "dream": "d1", "kind": DreamKind.PRIMARY.value, "parent": None,
