@@ -9,8 +9,8 @@ model: the figures check that the harness works end to end (real git, the real s
 real engine), ready for a real agent; they say nothing about any model.
 
 Arms are a registry: a name and a function ``(task, budget, seed, workdir, tools) ->
-ArmResult``. The Dream Run arm joins ``ARMS`` when ``dreamrsi.repo_runs`` can run one
-unattended; until then only the arms that exist run.
+ArmResult``: best-of-N, a linear agent with retries, and the Dream Run (``dreamrsi open`` then
+``dreamrsi work`` with the same agent, its checkpoints the attempts).
 
 Usage: python benchmarks/bench_repo_runs.py [--tasks NAME ...] [--arms NAME ...]
                                             [--seeds 0 1 2] [--budget 6] [--quick]
@@ -40,10 +40,10 @@ Arm = Callable[[RepoTask, int, int, Path, Path], ArmResult]
 ARMS: dict[str, Arm] = {
     "best-of-n": repo_baselines.best_of_n,  # N independent attempts (fixed:branches=N,refine=0)
     "linear": repo_baselines.linear,  # one chain of N attempts (fixed:branches=1,refine=N-1)
+    "dream-run": repo_baselines.dream_run,  # dreamrsi open + dreamrsi work, N checkpoints
 }
-"""The arms compared, by name. Add the Dream Run arm here (``ARMS["dream-run"] = ...``), a
-function of the same signature that runs a Dream Run of the task's repository with the task's
-scripted agent, within ``budget`` agent steps, and reports it as an :class:`ArmResult`."""
+"""The arms compared, by name: each a function that runs one arm on one task and seed and
+reports it as an :class:`ArmResult`."""
 
 LOGS = Path(__file__).resolve().parent / "logs"
 
@@ -137,7 +137,10 @@ def main() -> None:
         "at the task's target, in the real sandbox. `best-of-n` is `fixed:branches=B,refine=0`"
         " (B independent attempts from the unchanged repository), `linear` "
         "`fixed:branches=1,refine=B-1` (one agent going on from its last attempt, a failure "
-        "included). The Dream Run arm joins when the Dream Run service runs unattended.\n\n"
+        "included). `dream-run` is `dreamrsi open` then `dreamrsi work` with the same agent: "
+        "its checkpoints are the attempts (commands an agent asked for and hypothesis tests "
+        "are not counted as attempts; a shadow's steps checkpoint only when its files "
+        "change).\n\n"
         f"Budget B = {args.budget} attempts per arm; seeds {', '.join(map(str, seeds))}.\n\n"
         + _summary_table(rows) + "\n\nEvery run (scores in creation order; — is invalid):\n\n"
         + _detail_table(rows))

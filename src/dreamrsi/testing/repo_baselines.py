@@ -165,6 +165,30 @@ def linear(task: RepoTask, budget: int, seed: int, workdir: Path, tools: Path) -
                       tools)
 
 
+def dream_run(task: RepoTask, budget: int, seed: int, workdir: Path,
+              tools: Path) -> ArmResult:
+    """A Dream Run of the task's repository (``dreamrsi open`` then ``dreamrsi work``) with the
+    task's scripted agent, ``budget`` checkpoints at most, its target the task's; its
+    checkpoints are the attempts (a shadow's and a hypothesis test's commands are not)."""
+    from dreamrsi.repo_runs.controller import work
+    from dreamrsi.repo_runs.opening import OpenRequest
+    from dreamrsi.repo_runs.verbs import open_run
+
+    started = time.perf_counter()
+    store = SqliteRunStore.open(Path(workdir) / "store", writer=True, holder="repo-dream-run")
+    try:
+        state = open_run(store, OpenRequest(
+            task.repo, task.objective, task.eval_cmd, verdict="json", success=(task.success,),
+            protect=task.protect, budget=(str(budget),),
+            agent=f"python3 {Path(tools) / AGENTS[task.name]}", eval_timeout_s=120,
+            agent_timeout_s=120, read_paths=(str(tools),), seed=seed, target=task.target))
+        work(store, state.run_id)
+        nodes = store.nodes(state.run_id)
+    finally:
+        store.close()
+    return result_of(nodes, task.target, time.perf_counter() - started)
+
+
 def clear(folder: Path) -> None:
     """Remove ``folder`` and everything in it, if it exists."""
     shutil.rmtree(folder, ignore_errors=True)
