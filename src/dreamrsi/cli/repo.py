@@ -60,7 +60,16 @@ def open_run(
     budget: Annotated[list[str] | None, typer.Option(
         "--budget", help="6h | 90m | $20 | 40 (checkpoints); repeat for several.")] = None,
     agent: Annotated[str | None, typer.Option(
-        help="The agent command of unattended work.")] = None,
+        help="The agent command of unattended work, or llm (dreamrsi's own model client: "
+        "--model, --base-url, --files).")] = None,
+    model: Annotated[str | None, typer.Option(
+        help="With --agent llm: the model to ask.")] = None,
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", help="With --agent llm: its OpenAI-compatible endpoint (default "
+        "$OPENAI_BASE_URL; the key is read from $OPENAI_API_KEY).")] = None,
+    files: Annotated[list[str] | None, typer.Option(
+        "--files", help="With --agent llm: a file it is shown and may edit; repeat "
+        "(default: every text file).")] = None,
     eval_timeout: Annotated[float, typer.Option(
         "--eval-timeout", help="The evaluator's time limit, s (at most 86400).")] = 600.0,
     agent_timeout: Annotated[float, typer.Option(
@@ -90,7 +99,8 @@ def open_run(
             success=tuple(success or ()), constraints=tuple(constraint or ()),
             protect=tuple(protect or ()), budget=tuple(budget or ()), agent=agent,
             eval_timeout_s=eval_timeout, agent_timeout_s=agent_timeout, network=network,
-            read_paths=tuple(read_path or ()), seed=seed, target=target)
+            read_paths=tuple(read_path or ()), seed=seed, target=target, model=model,
+            base_url=base_url, files=tuple(files or ()))
         check_request(req)  # before the store is made: a mistake writes nothing
         with open_store(store, writer=True, holder="open") as handle:
             state = open_verb(handle, req)

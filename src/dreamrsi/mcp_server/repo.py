@@ -116,6 +116,12 @@ class RepoTools:
         seed: Annotated[int, Field(ge=0, le=2**32 - 1, description="The run's seed.")] = 0,
         target: Annotated[float | None, Field(allow_inf_nan=False, description=(
             "The score that meets the success criteria (default 1.0, a full pass)."))] = None,
+        model: Annotated[str | None, Field(min_length=1, max_length=200, description=(
+            "With agent `llm` (dreamrsi's own model client): the model."))] = None,
+        base_url: Annotated[str | None, Field(min_length=1, max_length=2000, description=(
+            "With agent `llm`: its OpenAI-compatible endpoint."))] = None,
+        files: Annotated[list[Text] | None, Field(max_length=1000, description=(
+            "With agent `llm`: the files it is shown and may edit."))] = None,
     ) -> dict[str, Any]:
         """Open a Dream Run over a git repository (as `dreamrsi open --json`): its HEAD
         evaluated as the root, the primary dream d1 in a working copy of its own; returns the
@@ -133,7 +139,8 @@ class RepoTools:
                 repo=Path(repo), objective=objective, eval_cmd=eval_command, verdict=verdict,
                 success=tuple(success or ()), constraints=tuple(constraints or ()),
                 protect=tuple(protect or ()), budget=tuple(budget or ()), agent=agent,
-                eval_timeout_s=eval_timeout, network=network, seed=seed, target=target)
+                eval_timeout_s=eval_timeout, network=network, seed=seed, target=target,
+                model=model, base_url=base_url, files=tuple(files or ()))
             check_request(req)  # before the store is made: a mistake writes nothing
             self.served.jobs.check_idle()
             with open_store(self.served.store, writer=True, holder="open (mcp)") as handle:

@@ -33,6 +33,8 @@ from dreamrsi.tasks.spec import load_task
 __all__ = ["OpenRequest", "check_repo", "check_request", "store_root", "task_toml", "write_task"]
 
 MAX_TEXT = 4000
+LLM_AGENT = "llm"
+"""The ``--agent`` that names dreamrsi's own model client rather than a command."""
 MAX_SECONDS = 86400
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -59,6 +61,9 @@ class OpenRequest:
         seed: The run's seed.
         target: The score that meets the success criteria (unattended work stops there and
             offers the dream for ``submit``); ``None``: 1.0, a full pass.
+        model: With ``agent = "llm"`` (dreamrsi's own model client as the agent): the model;
+            ``base_url`` its OpenAI-compatible endpoint (default ``$OPENAI_BASE_URL``);
+            ``files`` the files it is shown and may edit (default: every text file).
     """
 
     repo: Path
@@ -76,6 +81,9 @@ class OpenRequest:
     read_paths: Sequence[str] = ()
     seed: int = 0
     target: float | None = None
+    model: str | None = None
+    base_url: str | None = None
+    files: Sequence[str] = ()
 
     def checked(self) -> OpenRequest:
         """Itself, once every field is sound (``ConfigError`` naming the first that is not)."""
@@ -94,6 +102,12 @@ class OpenRequest:
             if not 0 < seconds <= MAX_SECONDS:  # NaN too
                 raise ConfigError(f"{seconds} is not a time limit above 0 and at most "
                                   f"{MAX_SECONDS} seconds", key=key)
+        if self.agent == LLM_AGENT and not (self.model or "").strip():
+            raise ConfigError("--agent llm needs the model to ask (--model NAME)",
+                              key="--model")
+        if self.agent != LLM_AGENT and (self.model or self.base_url or self.files):
+            raise ConfigError("--model, --base-url and --files are for --agent llm",
+                              key="--model")
         if self.target is not None and not math.isfinite(self.target):
             raise ConfigError(f"target {self.target} is not a finite number", key="--target")
         if self.verdict not in ("json", "exit"):
@@ -149,8 +163,8 @@ def task_toml(req: OpenRequest, name: str) -> str:
         f"timeout_s = {float(req.eval_timeout_s)!r}",
         *([f'verdict = "{req.verdict}"'] if req.verdict != "json" else []),
         "[proposer]",
-        'kind = "command"',
-        f"command = {_toml(req.agent or 'true')}",
+        *(_llm_lines(req) if req.agent == LLM_AGENT else
+          ['kind = "command"', f"command = {_toml(req.agent or 'true')}"]),
         f"timeout_s = {float(req.agent_timeout_s)!r}",
         "[constraints]",
         f"protected_paths = {json.dumps(list(req.protect))}",
@@ -161,9 +175,18 @@ def task_toml(req: OpenRequest, name: str) -> str:
     return "\n".join(lines)
 
 
+def _llm_lines(req: OpenRequest) -> list[str]:
+    """The ``[proposer]`` keys of dreamrsi's own model client as the run's agent."""
+    return ['kind = "llm"', f"models = {json.dumps([req.model or ''])}",
+            *([f"base_url = {_toml(req.base_url)}"] if req.base_url else []),
+            f"files = {json.dumps(list(req.files))}"]
+
+
 _OPTIONS = {"objective": "--objective", "evaluator.command": "--eval",
             "evaluator.timeout_s": "--eval-timeout", "evaluator.verdict": "--verdict",
             "proposer.command": "--agent", "proposer.timeout_s": "--agent-timeout",
+            "proposer.models": "--model", "proposer.base_url": "--base-url",
+            "proposer.files": "--files",
             "constraints.protected_paths": "--protect", "constraints.read_paths": "--read-path"}
 
 
@@ -178,7 +201,7 @@ def check_request(req: OpenRequest) -> Path:
     with tempfile.TemporaryDirectory(prefix="dreamrsi-open-") as scratch:
         task = Path(scratch) / "task"
         (task / "seed").mkdir(parents=True)
-        _protected_stubs(top, task / "seed", req.protect)
+        _protected_stubs(top, task / "seed", (*req.protect, *req.files))
         (task / "task.toml").write_text(task_toml(req, "repo-check"), encoding="utf-8")
         try:
             load_task(task)

@@ -22,17 +22,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dreamrsi.agents.protocol import ProposalRequest, ProposalStatus
 from dreamrsi.core.model import Artifact
 from dreamrsi.engine.commands import bounded_command, command_event, dream_env, narration_event
 from dreamrsi.engine.proposing import read_cost
 from dreamrsi.engine.sandboxing import base_env, proposer_isolation
-from dreamrsi.errors import DreamError
+from dreamrsi.errors import ConfigError, DreamError
 from dreamrsi.repo_runs import verbs
 from dreamrsi.repo_runs.allocate import Action, ActionKind
-from dreamrsi.repo_runs.brief import DEFAULT_CHARS, brief
+from dreamrsi.repo_runs.brief import DEFAULT_CHARS, brief, brief_text
 from dreamrsi.repo_runs.directives import Directives, parse_directives
 from dreamrsi.repo_runs.evidence import AGENT_CMD, read_facts
 from dreamrsi.repo_runs.journal import record
+from dreamrsi.repo_runs.opening import LLM_AGENT
 from dreamrsi.repo_runs.session import Session
 from dreamrsi.repo_runs.state import DreamKind, DreamState, EventKind, WorkState
 from dreamrsi.sandbox import CommandResult
@@ -41,6 +43,10 @@ from dreamrsi.store.ledger import Actor, LedgerEvent
 __all__ = ["agent_step", "money_spent"]
 
 _TAIL = 4000
+_MODEL_NOTE = ("\nBesides your edits you may write, one per line: `PLAN: what this step does`; "
+               "`HYPOTHESIS: a claim || TEST: a shell command || PREDICTS: pass|fail`; "
+               "`RUN: a shell command` (run in the sandbox after your edits, its output in "
+               "the next brief); `ANSWER: text` (a shadow's answer to its question); `DONE`.\n")
 _LAST_RUNS = 8
 
 
@@ -69,6 +75,9 @@ def _step(session: Session, state: WorkState, action: Action, decision: str, age
     io.mkdir(exist_ok=True)
     started = time.monotonic()
     commit = session.snapshot(dream)
+    if agent == LLM_AGENT:
+        return _model_step(session, state, action, decision, dream, (ws, io), commit,
+                           brief_chars)
     result = _run_agent(session, state, action, decision, agent, dream, (ws, io), brief_chars)
     if result is None:
         session.fresh_copy(dream.dream_id, dream.work_node)
@@ -96,6 +105,68 @@ def _step(session: Session, state: WorkState, action: Action, decision: str, age
     payload.update(status="ok", agent_row=row.event_id,
                    wall_ms=int((time.monotonic() - started) * 1000),
                    agent_ms=result.duration_ms)
+    return _end(session, dream, decision, payload, said, state)
+
+
+def _model_step(session: Session, state: WorkState, action: Action, decision: str,
+                dream: DreamState, folders: tuple[Path, Path], commit: str, chars: int
+                ) -> dict[str, Any]:
+    """One step of dreamrsi's own model client as the agent (``--agent llm``): the brief as
+    its prompt, its edits applied on the trusted side to the working copy (files read and
+    written without following links, never a protected path), its answer's directives read as
+    a command agent's are."""
+    from dreamrsi.engine.proposing import make_proposer
+
+    ws, io = folders
+    if session.task.proposer.llm is None:
+        raise ConfigError("the run's agent is not dreamrsi's model client: open the run with "
+                          "--agent llm --model NAME", key="--agent")
+    data = brief(session.store, state, dream=dream.dream_id, max_chars=chars)
+    text = brief_text(data) + _MODEL_NOTE + (f"\nThis step: {action.detail['instruction']}\n"
+                                              if action.detail.get("instruction") else "")
+    last = data.get("last_eval") or {}
+    context = {"task": {"name": session.task.name, "objective": text, "direction": "maximize"},
+               "parent": {"score": last.get("score"), "status": last.get("status", "ok"),
+                          "feedback": last.get("feedback", ""), "depth": dream.steps},
+               "seed": session.run.seed + dream.steps, "attempt_id": decision,
+               "round": dream.steps + 1}
+    limit = session.task.proposer.timeout_s
+    if state.deadline is not None:
+        limit = min(limit, max(0.0, state.deadline - time.time()))
+    proposer = make_proposer(session.task, session.store.blobs, session.mode)
+    started = time.monotonic()
+    try:
+        proposer.prepare()
+        proposal = proposer.propose(ProposalRequest(
+            context, ws, io, decision, session.run_id, commit, limit,
+            time.monotonic() + limit, threading.Event()))
+    finally:
+        proposer.close()
+    answer = next((session.store.get_blob(a.sha256).decode("utf-8", "replace")
+                   for e in proposal.events if e.cmd == "narration"
+                   for a in e.artifacts if a.path == "answer"), "")
+    ok = proposal.status is ProposalStatus.OK
+    row = LedgerEvent(Actor.TACTICAL, "model step", exit=0 if ok else 1, commit=commit,
+                      parsed={"role": AGENT_CMD, "dream": dream.dream_id,
+                              "decision": decision, "status": proposal.status.value,
+                              "problem": proposal.problem, "changed": list(proposal.changed),
+                              "cost_usd": proposal.cost.money_usd,
+                              "tokens_in": proposal.cost.tokens_in,
+                              "tokens_out": proposal.cost.tokens_out},
+                      duration_ms=int((time.monotonic() - started) * 1000))
+    with session.store.atomic():
+        session.store.append_ledger(session.run_id,
+                                    [*map(_unnoded, proposal.events), _unnoded(row)],
+                                    run_id=session.run_id)
+    if not ok:
+        session.fresh_copy(dream.dream_id, dream.work_node)  # whatever it half-wrote goes
+        status = "timeout" if proposal.status is ProposalStatus.TIMEOUT else "error"
+        return _end(session, dream, decision, {"status": status, "agent_row": row.event_id,
+                                               "reason": proposal.problem or status}, None)
+    said = parse_directives(answer)
+    payload = _directives(session, state, dream, said, decision, list(said.notes))
+    payload.update(status="ok", agent_row=row.event_id, wall_ms=row.duration_ms,
+                   agent_ms=row.duration_ms)
     return _end(session, dream, decision, payload, said, state)
 
 
