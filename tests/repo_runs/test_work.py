@@ -308,3 +308,24 @@ def test_a_run_names_its_target_and_next_offers_the_dream_that_meets_it(tmp_path
         verbs.open_run(store, OpenRequest(repo, "o", "true", verdict="json",
                                           target=float("nan")))
     store.close()
+
+
+def test_a_dream_runs_tree_feeds_dreaming(opened) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from dreamrsi.cli.main import app_for
+
+    store, s, _ = opened
+    ws = s.folders.working_copy("d1")
+    for text in ("x = 1\n", FIXED):
+        (ws / "lib.py").write_text(text)
+        verbs.checkpoint(s, "d1")
+    verbs.fork(s, "d1", at=s.state().root_node)
+    args = ["dream", str(s.folders.task), "--store", str(store.root), "--json"]
+    store.close()  # the dream takes the writer lock
+    result = CliRunner().invoke(app_for(args), args)
+    assert result.exit_code == 0, result.output
+    import json
+
+    report = json.loads(result.stdout)
+    assert report["incumbent"].startswith("allocation") and report["train_trees"] == [s.run_id]
