@@ -77,3 +77,13 @@ def test_bad_requests_are_one_line_and_exit_1(opened: tuple[Path, str, Path]) ->
                                                str(store), code=2).output
     with SqliteRunStore.open(store) as handle:
         assert handle.chain_head(run) == head  # nothing was written
+
+
+def test_exec_keeps_a_junit_report_and_reads_its_counts(opened: tuple[Path, str, Path]) -> None:
+    store, run, _ = opened
+    report = ('<testsuites><testsuite name="s" tests="3" failures="1" errors="0" '
+              'skipped="0" time="0.1"/></testsuites>')
+    data = json.loads(cli("exec", run, "d1", "--keep", "junit.xml", "--store", str(store),
+                          "--json", "--", f"echo '{report}' > junit.xml").stdout)
+    assert data["parsed"]["outputs"]["format"] == "junit"
+    assert data["parsed"]["outputs"]["tests"] == 3

@@ -182,6 +182,9 @@ def exec_command(
         help="The command and its arguments (after --); one argument is a shell line.",
         show_default=False)],
     timeout: TimeoutOpt = 600.0,
+    keep: Annotated[list[str] | None, typer.Option(
+        "--keep", help="A file of the working copy the command writes (a JUnit report, a "
+        "benchmark's JSON), kept with its row and read for its counts; repeat.")] = None,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -195,7 +198,8 @@ def exec_command(
         with open_session(store, run_id, "exec") as session:
             sigterm_as_interrupt()
             try:
-                result = session.execute(dream, command, timeout_s=timeout)
+                result = session.execute(dream, command, timeout_s=timeout,
+                                         artifacts=tuple(keep or ()))
             except KeyboardInterrupt:
                 err_console().print("[yellow]interrupted[/]: the command was stopped and "
                                     "nothing was recorded")

@@ -183,13 +183,16 @@ class RepoTools:
         command: Annotated[str, Field(min_length=1, max_length=32768, description=(
             "A shell command line, run in the dream's working copy in the sandbox."))],
         timeout: Timeout = 600.0,
+        keep: Annotated[list[Text] | None, Field(max_length=100, description=(
+            "Files of the working copy the command writes (a JUnit report), kept with its "
+            "row and read for their counts."))] = None,
     ) -> dict[str, Any]:
         """Run a command in the dream's working copy, in the sandbox, and record it (as
         `dreamrsi exec --json`): its ledger `row` (cite it), `exit`, `timed_out`, the
         `commit` of the files it ran on, the tails of its output, what its output says.
         Waits for the command."""
         return self._write(run_id, "exec", lambda s: s.execute(
-            dream, [command], timeout_s=timeout).as_dict())
+            dream, [command], timeout_s=timeout, artifacts=tuple(keep or ())).as_dict())
 
     def repo_checkpoint(
         self,
