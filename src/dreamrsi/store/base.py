@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from dreamrsi.core.model import Cost, Node
 from dreamrsi.store import trees
+from dreamrsi.store.knowledge import KnowledgeEvent, TraceRecord
 from dreamrsi.store.ledger import ChainHead, LedgerEvent, LedgerRow, VerifyReport
 from dreamrsi.store.trees import TreeRow, TreeSummary
 from dreamrsi.store.values import (
@@ -48,7 +49,7 @@ __all__ = [  # the value types live in dreamrsi.store.values; they are named her
     "DreamRecord", "DreamsStore", "InFlight", "LedgerStore", "LoopRecord", "LoopRound",
     "ModelSpend", "PolicyScore", "PolicyVersion", "RunCounts", "RunRecord", "RunStatus",
     "RunStore", "RunUpdate", "RunsStore", "StoreHandle", "SurvivalPass", "SurvivalStore",
-    "TaskRecord", "add_model_call",
+    "KnowledgeEvent", "KnowledgeStore", "TaskRecord", "TraceRecord", "add_model_call",
 ]
 
 
@@ -414,7 +415,42 @@ class SurvivalStore(StoreHandle):
         """Passes, oldest first (then by id), of a run and/or a node, or all."""
 
 
-class RunStore(RunsStore, LedgerStore, DreamsStore, SurvivalStore):
+class KnowledgeStore(StoreHandle):
+    """The knowledge layer's tables: imported traces (stored once by id; only their status
+    changes) and the knowledge event log (append-only, numbered from 1 in the order written)."""
+
+    @abc.abstractmethod
+    def put_trace(self, record: TraceRecord) -> None:
+        """Record an imported trace (``AlreadyRecorded`` if its id exists; ``ConfigError``
+        for a status that is not a trace status)."""
+
+    @abc.abstractmethod
+    def set_trace_status(self, trace_id: str, status: str) -> None:
+        """Set a trace's status (``NotFound`` for an unknown id, ``ConfigError`` for a status
+        that is not one)."""
+
+    @abc.abstractmethod
+    def get_trace(self, trace_id: str) -> TraceRecord:
+        """The trace with this id or unique id prefix (``NotFound``; ``ConfigError`` when
+        ambiguous)."""
+
+    @abc.abstractmethod
+    def list_traces(self, status: str | None = None) -> list[TraceRecord]:
+        """Traces, oldest import first (then by id), all or of one status."""
+
+    @abc.abstractmethod
+    def append_knowledge(self, kind: str, subject: str, payload: Mapping[str, Any],
+                         t: float) -> KnowledgeEvent:
+        """Append an event to the knowledge log; return it with its place."""
+
+    @abc.abstractmethod
+    def knowledge_events(self, *, subject: str | None = None,
+                         kind_prefix: str | None = None) -> list[KnowledgeEvent]:
+        """The knowledge log in order, all or those about one subject and/or whose kind
+        starts with ``kind_prefix``."""
+
+
+class RunStore(RunsStore, LedgerStore, DreamsStore, SurvivalStore, KnowledgeStore):
     """The durable record of a project: what every backend stores and hands out.
 
     **Who writes.** One writer at a time: the process driving a run, a dream or a loop (the

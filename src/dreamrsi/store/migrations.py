@@ -5,12 +5,14 @@ Each migration is SQL; the one numbered :data:`RECORDS_VERSION` also runs a step
 the store into their chains. Migration 4 only adds indexes (``dreamrsi.store.tree_sql`` reads
 trees through them). Migration 5 adds the column ``history_used`` to ``nodes`` (empty for
 nodes recorded before it: the conservative reading, see ``core.model.Node``). Migration 6
-adds the table of survival passes (``dreamrsi.store.survival``).
+adds the table of survival passes (``dreamrsi.store.survival``). Migration 7 adds the
+knowledge layer's tables: imported agent traces and the append-only knowledge event log
+(``dreamrsi.store.knowledge``).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 RECORDS_VERSION = 3
 
 MIGRATIONS: dict[int, tuple[str, str]] = {
@@ -198,6 +200,36 @@ MIGRATIONS: dict[int, tuple[str, str]] = {
             finished_at REAL
         );
         CREATE INDEX survival_passes_node ON survival_passes(run_id, node_id)
+        """,
+    ),
+    7: (
+        "knowledge: imported agent traces (redacted, staged) and the knowledge event log",
+        """
+        CREATE TABLE traces (
+            trace_id TEXT PRIMARY KEY,
+            source_format TEXT NOT NULL,
+            source TEXT NOT NULL,
+            imported_at REAL NOT NULL,
+            status TEXT NOT NULL,
+            blob TEXT NOT NULL,
+            task TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            cost_usd REAL NOT NULL,
+            steps INTEGER NOT NULL,
+            tool_calls INTEGER NOT NULL,
+            feedback TEXT NOT NULL,
+            note TEXT NOT NULL
+        );
+        CREATE INDEX traces_status ON traces(status, imported_at);
+        CREATE TABLE knowledge_events (
+            seq INTEGER PRIMARY KEY,
+            t REAL NOT NULL,
+            kind TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            payload TEXT NOT NULL
+        );
+        CREATE INDEX knowledge_events_subject ON knowledge_events(subject, seq)
         """,
     ),
 }

@@ -69,6 +69,7 @@ from dreamrsi.store.rows import (
 )
 from dreamrsi.store.spend_sql import SpendQueries
 from dreamrsi.store.sqlite_dreams import SqliteDreams
+from dreamrsi.store.sqlite_knowledge import SqliteKnowledge
 from dreamrsi.store.sqlite_survival import SqliteSurvival
 from dreamrsi.store.tree_sql import TreeQueries
 from dreamrsi.store.values import InFlight, RunCounts, RunRecord, TaskRecord
@@ -90,7 +91,8 @@ _REPLAY_COLUMNS = (
 _EMPTY: Any = MappingProxyType({})
 
 
-class SqliteRunStore(TreeQueries, SpendQueries, SqliteDreams, SqliteSurvival, RecordAudit):
+class SqliteRunStore(TreeQueries, SpendQueries, SqliteDreams, SqliteSurvival, SqliteKnowledge,
+                     RecordAudit):
     """A run store in a directory (see the module docstring).
 
     Open it with :meth:`open`. A writer holds an exclusive lock on the directory for as long as

@@ -30,6 +30,7 @@ from dreamrsi.store.ledger import GENESIS, ChainHead
 from dreamrsi.store.memory import MemoryRunStore
 from dreamrsi.store.migrations import SCHEMA_VERSION
 from dreamrsi.store.sqlite import SqliteRunStore
+from dreamrsi.testing._conformance_knowledge import KnowledgeTableTests
 from dreamrsi.testing._conformance_more import (
     DreamTableTests,
     LedgerTests,
@@ -54,7 +55,8 @@ def make_store(kind: str, folder: Path) -> RunStore:
     raise ValueError(f"unknown store kind {kind!r}; known: {', '.join(STORE_KINDS)}")
 
 
-class RunStoreConformance(LedgerTests, DreamTableTests, SurvivalTableTests, TreeTests):
+class RunStoreConformance(LedgerTests, DreamTableTests, SurvivalTableTests, KnowledgeTableTests,
+                          TreeTests):
     """Tests of the :class:`RunStore` contract; subclass and implement :meth:`new_store`."""
 
     def new_store(self, folder: Path) -> RunStore:

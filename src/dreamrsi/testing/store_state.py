@@ -75,6 +75,8 @@ def store_state(store: RunStore, *, tasks: Iterable[str] = (), chains: Iterable[
         "loops": loops,
         "loop_rounds": {loop.loop_id: store.loop_rounds(loop.loop_id) for loop in loops},
         "survival_passes": store.list_passes(),
+        "traces": store.list_traces(),
+        "knowledge": store.knowledge_events(),
         "ledger": {c: outcome(partial(_rows, store, c), comparable=comparable)
                    for c in all_chains},
         "heads": {c: _head(store, c, comparable) for c in all_chains},
