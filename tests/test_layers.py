@@ -24,6 +24,7 @@ LAYERS = {
     "programs": 3.5,  # policy programs in the sandboxed worker; the engine redeploys them
     "engine": 4,
     "survival": 4.5,  # re-runs the engine's evaluators; loops and the cli call it
+    "knowledge": 4.6,  # traces, goldens, the pool, lifecycles: over the store and the engine
     "repo_runs": 4.7,  # Dream Runs: checkpoints are engine attempts; submit is a survival pass
     "dreaming": 5,  # the recursive loop drives engine runs: engine never imports dreaming
     "views": 5.5,  # the JSON views of a store that the cli and the mcp server share

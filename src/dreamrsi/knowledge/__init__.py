@@ -1,0 +1,11 @@
+"""The knowledge layer (issue 37): agent traces imported redacted and staged, golden cases
+and the reward that speaks, the pool of lessons changed only by deltas, and the lifecycle of
+every artifact, all kept in the store's knowledge tables and event log (docs/knowledge.md).
+
+Modules: :mod:`~dreamrsi.knowledge.trajectory` (one shape for every trace),
+:mod:`~dreamrsi.knowledge.formats` (a reader per format), :mod:`~dreamrsi.knowledge.redact`,
+:mod:`~dreamrsi.knowledge.traces` (import, accept, reject),
+:mod:`~dreamrsi.knowledge.run_traces` (our runs as trajectories),
+:mod:`~dreamrsi.knowledge.goldens`, :mod:`~dreamrsi.knowledge.check`,
+:mod:`~dreamrsi.knowledge.pool`, :mod:`~dreamrsi.knowledge.lifecycle`.
+"""
