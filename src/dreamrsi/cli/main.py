@@ -3,7 +3,8 @@
 Each command calls one service function and renders it (:mod:`~dreamrsi.cli.runs`,
 :mod:`~dreamrsi.cli.dreaming`, :mod:`~dreamrsi.cli.tasks`, :mod:`~dreamrsi.cli.ledger`,
 :mod:`~dreamrsi.cli.store`, the Dream Run's :mod:`~dreamrsi.cli.repo` and
-:mod:`~dreamrsi.cli.beliefs`); the options they share are in :mod:`~dreamrsi.cli.options`.
+:mod:`~dreamrsi.cli.beliefs`, the knowledge layer's :mod:`~dreamrsi.cli.knowledge` and
+:mod:`~dreamrsi.cli.goldens`); the options they share are in :mod:`~dreamrsi.cli.options`.
 Commands are registered here, in the order ``--help`` lists them.
 
 Exit codes: 0 success, 1 a user error (printed as one message; ``--debug`` shows the
@@ -40,6 +41,8 @@ from dreamrsi.cli import (
 )
 from dreamrsi.cli import store as store_cmds
 from dreamrsi.cli._shared import err_console, state
+from dreamrsi.cli.goldens import goldens_app
+from dreamrsi.cli.knowledge import lessons_app, traces_app
 
 _coerce.install()
 _SETTINGS: dict[str, Any] = dict(
@@ -61,6 +64,9 @@ app.add_typer(ledger_app, name="ledger")
 app.add_typer(store_app, name="store")
 for _group, _typer in beliefs.GROUPS.items():
     app.add_typer(_typer, name=_group)
+app.add_typer(traces_app, name="traces")
+app.add_typer(goldens_app, name="goldens")
+app.add_typer(lessons_app, name="lessons")
 
 
 def _main(
