@@ -124,8 +124,8 @@ def load_objective(repo: Path | None) -> Objective | None:
 
 
 def load_outputs(path: Path) -> dict[str, str]:
-    """The agent's outputs by golden id: a JSON object of id to output, or JSON lines
-    ``{"id": ..., "output": ...}``.
+    """The agent's outputs by golden id: a JSON object of id to output (with no key ``id``
+    or ``output``), or JSON lines ``{"id": ..., "output": ...}``.
 
     Raises:
         ConfigError: The file cannot be read, or is neither shape (named by file:line).
@@ -138,7 +138,7 @@ def load_outputs(path: Path) -> dict[str, str]:
         whole = json.loads(text)
     except json.JSONDecodeError:
         whole = None
-    if isinstance(whole, dict) and not {"id", "output"} <= set(whole):
+    if isinstance(whole, dict) and not {"id", "output"} & set(whole):
         if not all(isinstance(v, str) for v in whole.values()):
             raise ConfigError(f"{path}: an output is not text")
         return dict(whole)
