@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dreamrsi.cli._shared import fail, guard, print_json, reader, visible
-from dreamrsi.cli.options import DEFAULT_STORE, JsonOpt, StoreOpt, path_value
+from dreamrsi.cli.options import DEFAULT_STORE, JsonOpt, StoreOpt
 
 if TYPE_CHECKING:
     from dreamrsi.knowledge.pool import Insight
@@ -44,7 +44,7 @@ def _table(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]]) ->
 @traces_app.command("import")
 def import_traces(
     paths: Annotated[list[Path] | None, typer.Argument(
-        parser=path_value, show_default=False, help="Trace files.")] = None,
+        show_default=False, help="Trace files.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="auto, jsonl, otel, claude-code or "
                                      "codex.")] = "auto",
     run: Annotated[str | None, typer.Option("--run", help="Import the branches of this run "

@@ -32,8 +32,8 @@ def load_records(path: Path, *, max_file_bytes: int, max_line_bytes: int) -> lis
     try:
         size = path.stat().st_size
         if size > max_file_bytes:
-            raise ConfigError(f"{path}: {size} bytes, over the limit of {max_file_bytes} bytes for "
-                              "a trace file")
+            raise ConfigError(f"{path}: {size} bytes, over the limit of {max_file_bytes} "
+                              "bytes for a trace file")
         data = path.read_bytes()[:max_file_bytes + 1]
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read it ({exc.strerror})") from exc
