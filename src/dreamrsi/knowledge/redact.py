@@ -2,13 +2,14 @@
 
 Every string of the trajectory (texts, tool arguments and results, feedback, ids, metadata)
 is scanned. Replaced, each by ``[REDACTED:<kind>]``: private key blocks; OpenAI and
-Anthropic keys (``sk-...``); AWS access key ids and secret keys; GitHub tokens (``ghp_``...,
-``github_pat_``); Google API keys (``AIza``) and OAuth tokens (``ya29.``); Slack tokens
-(``xox?-``) and webhooks; ``Bearer`` and ``Basic`` credentials (``Authorization: ...``); the value
-of a ``key``/``token``/``secret`` name (``api_key=...``, ``"token": "..."``) when it looks
-random (8 characters or more, over 3 bits of entropy a character); the value of a
-``password``-like name, always; e-mail addresses when asked. What was replaced is counted by
-kind, never kept.
+Anthropic keys (``sk-...``); Stripe keys; JSON web tokens; a password in a URL; AWS access
+key ids and secret keys; GitHub tokens (``ghp_``..., ``github_pat_``); Google API keys
+(``AIza``) and OAuth tokens (``ya29.``); Slack tokens (``xox?-``) and webhooks; ``Bearer``
+and ``Basic`` credentials (``Authorization: ...``); the value of a ``key``/``token``/``secret``
+name (``api_key=...``, ``"token": "..."``) when it looks random (8 characters or more, over 3
+bits of entropy a character); the value of a ``password``-like name, always; e-mail addresses
+when asked. What was replaced is counted by kind, never kept. A random string standing alone,
+with no name and no known prefix, is not recognised.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
                                r"(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S)),
     ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{16,}")),
     ("openai-key", re.compile(r"\bsk-[A-Za-z0-9_-]{16,}")),
+    ("stripe-key", re.compile(r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}")),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    ("url-credentials", re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)")),
     ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b")),
     ("aws-secret-key", re.compile(
         r"(?i)(?<=aws_secret_access_key)([\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+=]{40}")),

@@ -10,6 +10,7 @@ canonical redacted text) is in the store is reported ``already imported`` and no
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -17,7 +18,7 @@ from typing import NamedTuple
 from dreamrsi.errors import ConfigError
 from dreamrsi.knowledge.formats import FORMATS, detect
 from dreamrsi.knowledge.formats._records import load_records
-from dreamrsi.knowledge.redact import redact_trajectory
+from dreamrsi.knowledge.redact import redact_text, redact_trajectory
 from dreamrsi.knowledge.trajectory import Trajectory, canonical, from_dict, trace_id
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.knowledge import TraceRecord
@@ -140,7 +141,8 @@ def import_files(store: RunStore, paths: Sequence[Path], *, fmt: str = "auto",
         found = FORMATS[name](str(path), records)
         for k, t in enumerate(found):
             prepared, note = prepare(t, emails=emails, limits=limits)
-            items.append((str(path) if len(found) == 1 else f"{path}#{k + 1}", prepared, note))
+            source = str(path) if len(found) == 1 else f"{path}#{k + 1}"
+            items.append((redact_text(source, Counter(), emails=emails), prepared, note))
     return _store(store, items, time.time() if now is None else now)
 
 

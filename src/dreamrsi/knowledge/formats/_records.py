@@ -49,6 +49,8 @@ def load_records(path: Path, *, max_file_bytes: int, max_line_bytes: int) -> lis
             whole = json.loads(stripped)
         except json.JSONDecodeError:
             whole = None
+        except RecursionError:
+            raise bad(str(path), 1, "JSON nested too deeply") from None
         if isinstance(whole, dict):
             return [(1, whole)]
     records: list[Record] = []
@@ -79,7 +81,7 @@ def as_text(value: Any, source: str, line: int, what: str) -> str:
         return value
     try:
         return json.dumps(value, sort_keys=True, ensure_ascii=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         raise bad(source, line, f"{what} is not text") from None
 
 
