@@ -49,7 +49,12 @@ def claude_code(path: Path) -> Path:
                                   "input": {"command": "pytest -q"}}],
                      "usage": {"input_tokens": 10, "cache_read_input_tokens": 90,
                                "output_tokens": 7}}},
-        {**base, "type": "user", "uuid": "u3", "parentUuid": "u2",
+        {**base, "type": "assistant", "uuid": "u2b", "parentUuid": "u2",
+         "message": {"id": "msg_1", "role": "assistant", "model": "claude",
+                     "content": [{"type": "text", "text": "Still running."}],
+                     "usage": {"input_tokens": 10, "cache_read_input_tokens": 90,
+                               "output_tokens": 7}}},
+        {**base, "type": "user", "uuid": "u3", "parentUuid": "u2b",
          "message": {"role": "user", "content": [
              {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": True,
               "content": [{"type": "text", "text": "1 failed"}]}]}},
@@ -125,8 +130,9 @@ def otel(path: Path) -> Path:
         "gen_ai.operation.name": "chat",
         "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
             {"type": "text", "content": "hello"}]}])})
+    http = _span("t3", "e", 1_700_000_002_000_000_000, {"http.request.method": "GET"})
     doc = {"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "bot")]},
                               "scopeSpans": [{"scope": {"name": "genai"},
-                                              "spans": [chat2, tool, chat1, other]}]}]}
+                                              "spans": [chat2, tool, chat1, other, http]}]}]}
     path.write_text(json.dumps(doc, indent=2))
     return path

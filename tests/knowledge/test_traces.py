@@ -48,7 +48,8 @@ def test_claude_code_codex_and_otel_sessions(store: SqliteRunStore, tmp_path: Pa
                                 samples.otel(tmp_path / "spans.json")])
     cc, cx, ot1, ot2 = (load_trajectory(store, i.record.trace_id)[1] for i in done)
     assert (cc.source_format, cc.session_id, cc.task) == ("claude-code", "cc-7", "shop")
-    assert [s.role for s in cc.steps] == ["user", "assistant"]
+    assert [s.role for s in cc.steps] == ["user", "assistant", "assistant"]
+    assert cc.steps[2].text == "Still running." and cc.steps[2].tokens_in == 0  # counted once
     [bash] = cc.steps[1].tool_calls
     assert (bash.name, bash.result, bash.error) == ("Bash", "1 failed", True)
     assert json.loads(bash.arguments) == {"command": "pytest -q"}
@@ -165,6 +166,15 @@ def test_accept_and_reject_are_events(store: SqliteRunStore, tmp_path: Path) -> 
         judge(store, "ffff", "accepted")
 
 
+def test_an_otel_file_without_genai_spans_is_refused(store: SqliteRunStore,
+                                                     tmp_path: Path) -> None:
+    path = tmp_path / "http.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "t", "spanId": "s", "name": "GET", "attributes": []}]}]}]}))
+    with pytest.raises(ConfigError, match="http.json:1: no gen_ai inference or tool spans"):
+        import_files(store, [path])
+
+
 def test_a_run_branches_become_trajectories(store: SqliteRunStore) -> None:
     run = make_run()
     store.put_task(TaskRecord(TASK.digest, TASK.name, TASK.evaluator_digest, {}))
@@ -180,3 +190,30 @@ def test_a_run_branches_become_trajectories(store: SqliteRunStore) -> None:
     assert [i.new for i in import_run(store, run.run_id[:6])] == [False, False]
     with pytest.raises(NotFound):
         import_run(store, "nope")
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_a_dream_runs_dreams_become_trajectories(tmp_path: Path) -> None:
+    from dreamrsi.repo_runs import verbs
+    from dreamrsi.repo_runs.opening import OpenRequest
+    from dreamrsi.repo_runs.session import Session
+    from tests.repo_runs.repos import FIXED, make_repo
+
+    repo = make_repo(tmp_path / "repo")
+    with SqliteRunStore.open(tmp_path / "store", writer=True) as store:
+        state = verbs.open_run(store, OpenRequest(repo, "make add() add", "python3 check.py",
+                                                  verdict="json", protect=("check.py",)))
+        s = Session(store, state.run_id)
+        verbs.checkpoint(s, "d1", "try nothing")
+        (s.folders.working_copy("d1") / "lib.py").write_text(FIXED)
+        verbs.checkpoint(s, "d1", "fix add")
+        d2 = verbs.fork(s, "d1", at=s.state().root_node)
+        verbs.checkpoint(s, d2.dream_id, "a second look")
+        done = import_run(store, state.run_id)
+        trajectories = [load_trajectory(store, i.record.trace_id)[1] for i in done]
+    by_steps = sorted(trajectories, key=lambda t: len(t.steps))
+    assert [len(t.steps) for t in by_steps] == [2, 3]  # the root, then each dream's checkpoints
+    d1 = by_steps[1]
+    assert [(f.value, f.passed, f.step) for f in d1.feedback] == [(0.0, True, 1), (1.0, True, 2)]
+    assert [f.text for f in d1.feedback] == ["add(2, 3) is not 5", "add works"]
+    assert d1.steps[2].text == "fix add" and d1.steps[2].tool_calls[0].result == "add works"

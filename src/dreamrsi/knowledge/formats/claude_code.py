@@ -2,8 +2,9 @@
 a line; those of ``type`` ``user`` and ``assistant`` carry a ``message`` whose ``content`` is
 text or blocks (``text``, ``tool_use`` with ``id``/``name``/``input``, ``tool_result`` with
 ``tool_use_id``/``content``/``is_error``; ``thinking`` is left out), an assistant's ``usage``
-(input, cache and output tokens) and, in some versions, ``costUSD``. Other records (summaries,
-snapshots, system notes) are counted and skipped."""
+(input, cache and output tokens; counted once per message id, as a streamed message is written
+a line a block, each with the message's usage) and, in some versions, ``costUSD``. Other
+records (summaries, snapshots, system notes) are counted and skipped."""
 
 from __future__ import annotations
 
@@ -31,9 +32,14 @@ def _tokens_in(usage: dict[str, Any], source: str, line: int) -> int:
 
 
 def _message(b: Builder, role: str, msg: dict[str, Any], t: float | None, cost: float,
-             source: str, line: int) -> None:
+             source: str, line: int, counted: set[str]) -> None:
     content = msg.get("content")
     usage = obj_at(msg.get("usage"), source, line, "message.usage")
+    message_id = msg.get("id")
+    if isinstance(message_id, str) and message_id:
+        if message_id in counted:  # a streamed message: one line a block, the usage on each
+            usage, cost = {}, 0.0
+        counted.add(message_id)
     tokens_in = _tokens_in(usage, source, line)
     tokens_out = as_int(usage.get("output_tokens"), source, line, "usage.output_tokens")
     if not isinstance(content, list):
@@ -67,6 +73,7 @@ def read(source: str, records: Sequence[Record]) -> list[Trajectory]:
     b = Builder()
     session = task = ""
     skipped = 0
+    counted: set[str] = set()
     for line, obj in records:
         kind = obj.get("type")
         if kind not in ("user", "assistant"):
@@ -78,7 +85,7 @@ def read(source: str, records: Sequence[Record]) -> list[Trajectory]:
         session = session or as_text(obj.get("sessionId"), source, line, "sessionId")
         task = task or as_text(obj.get("cwd"), source, line, "cwd").rsplit("/", 1)[-1]
         _message(b, kind, msg, iso_time(obj.get("timestamp")),
-                 as_float(obj.get("costUSD"), source, line, "costUSD"), source, line)
+                 as_float(obj.get("costUSD"), source, line, "costUSD"), source, line, counted)
     if not b.steps:
         raise bad(source, records[0][0], "no user or assistant messages")
     return [b.build("claude-code", session_id=session, task=task,

@@ -1,7 +1,7 @@
 """OpenTelemetry GenAI spans in OTLP JSON (an export document ``{"resourceSpans": [...]}``,
 or one such document a line as the collector's file exporter writes). Spans are grouped by
-trace id, one trajectory each, in start order, and read by the ``gen_ai.*`` semantic
-conventions:
+trace id, one trajectory each (a trace with no GenAI spans is left out), in start order, and
+read by the ``gen_ai.*`` semantic conventions:
 
 - an inference span (``gen_ai.operation.name`` ``chat``, ``text_completion``,
   ``generate_content``): an assistant step from ``gen_ai.output.messages`` (parts ``text``
@@ -134,7 +134,7 @@ def _evals(b: Builder, step: int | None, span: dict[str, Any], source: str, line
             as_text(a.get("gen_ai.evaluation.explanation"), source, line, "explanation")))
 
 
-def _trajectory(trace: str, spans: list[Span], source: str) -> Trajectory:
+def _trajectory(trace: str, spans: list[Span], source: str) -> Trajectory | None:
     b = Builder()
     session = task = ""
     opened = False
@@ -175,13 +175,15 @@ def _trajectory(trace: str, spans: list[Span], source: str) -> Trajectory:
                                                       "tool name"), t=t)
         _evals(b, step, span, source, line)
     if not b.steps:
-        raise bad(source, spans[0][0], f"trace {trace} has no gen_ai inference or tool spans")
+        return None
     return b.build("otel", session_id=session or trace, task=task, meta={"trace_id": trace})
 
 
 def read(source: str, records: Sequence[Record]) -> list[Trajectory]:
-    """The trajectories of an OTLP JSON file, one per trace id."""
-    traces = _spans(records, source)
-    if not traces:
-        raise bad(source, records[0][0], "no spans")
-    return [_trajectory(trace, spans, source) for trace, spans in traces.items()]
+    """The trajectories of an OTLP JSON file, one per trace id with GenAI spans (traces of
+    other spans only are left out)."""
+    found = [t for trace, spans in _spans(records, source).items()
+             if (t := _trajectory(trace, spans, source)) is not None]
+    if not found:
+        raise bad(source, records[0][0], "no gen_ai inference or tool spans")
+    return found
