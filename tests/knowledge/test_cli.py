@@ -111,7 +111,7 @@ def test_goldens_bad_input(tmp_path: Path) -> None:
     assert "golden 'g1' already exists" in cli("goldens", "add", "--input", "q", "--expected",
                                                "b", "--id", "g1", "--store", store, code=1)
     assert "one of them" in cli("goldens", "add", "--store", store, code=1)
-    assert "cannot read the outputs" in cli("goldens", "check", "--outputs",
+    assert "none: cannot read it" in cli("goldens", "check", "--outputs",
                                             str(tmp_path / "none"), "--store", store, code=1)
     assert "no objective file" in cli("goldens", "check", "--outputs", str(file), "--config",
                                       str(tmp_path), "--store", store, code=1)

@@ -3,6 +3,7 @@ text left alone."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
@@ -64,3 +65,11 @@ def test_every_field_of_a_trajectory_is_redacted() -> None:
         (Feedback("eval", 0.0, None, False, key, key),), {"who": key})
     redacted, counts = redact_trajectory(t)
     assert key not in repr(redacted) and counts["github-token"] == 10
+
+
+@pytest.mark.parametrize("text", ["a" * 2**20, "a." * 2**19, "a@" * 2**19, "x=a " * 2**18,
+                                  "token" * 2**18, "a@b." * 2**18, "://a:" * 2**18])
+def test_a_long_line_is_redacted_in_linear_time(text: str) -> None:
+    start = time.monotonic()
+    redact_text(text, Counter(), emails=True)
+    assert time.monotonic() - start < 10  # a quadratic scan of a MiB takes hours

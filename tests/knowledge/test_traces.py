@@ -4,11 +4,13 @@ each trace stored once and staged, bad files refused whole, sizes bounded."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from dreamrsi.errors import ConfigError, NotFound
+from dreamrsi.knowledge.check import load_outputs
 from dreamrsi.knowledge.traces import Limits, import_files, import_run, judge, load_trajectory
 from dreamrsi.store.base import TaskRecord
 from dreamrsi.store.sqlite import SqliteRunStore
@@ -147,6 +149,38 @@ def test_sizes_are_bounded(store: SqliteRunStore, tmp_path: Path) -> None:
     assert len(t.steps) == 10 and t.steps[0].text.endswith("[... 37 characters dropped]")
     assert "kept the first 10 of 30 steps" in done.record.note
     assert "10 texts over 20 characters" in done.record.note
+
+
+def test_a_device_a_fifo_or_a_folder_is_refused(store: SqliteRunStore, tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (Path("/dev/zero"), fifo):
+        with pytest.raises(ConfigError, match="not a regular file"):
+            import_files(store, [path])
+    with pytest.raises(ConfigError, match="cannot read it .Is a directory"):
+        import_files(store, [tmp_path])
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_outputs(Path("/dev/zero"))
+
+
+@pytest.mark.parametrize(("record", "message"), [
+    ({"role": "user", "tokens_in": 1e400}, "tokens_in is not a whole number"),
+    ({"role": "user", "tokens_in": 2**70}, "tokens_in is negative or too large"),
+    ({"role": "user", "cost_usd": -1}, "cost_usd is negative"),
+    ({"role": "user", "cost_usd": "NaN"}, "cost_usd is not a finite number"),
+])
+def test_numbers_out_of_range_are_refused(store: SqliteRunStore, tmp_path: Path,
+                                          record: dict[str, object], message: str) -> None:
+    path = samples.write_lines(tmp_path / "n.jsonl", [record])
+    with pytest.raises(ConfigError, match=f"n.jsonl:1: {message}"):
+        import_files(store, [path])
+
+
+def test_odd_times_are_left_out(store: SqliteRunStore, tmp_path: Path) -> None:
+    path = samples.write_lines(tmp_path / "t.jsonl", [{"role": "user", "t": 1e400},
+                                                      {"role": "user", "t": "99999-01-01"}])
+    [done] = import_files(store, [path])
+    assert [s.t for s in load_trajectory(store, done.record.trace_id)[1].steps] == [None, None]
 
 
 def test_accept_and_reject_are_events(store: SqliteRunStore, tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ __all__ = ["OBJECTIVE_FILE", "CheckReport", "GoldenResult", "Objective", "check_
 
 OBJECTIVE_FILE = "objective.toml"
 COMMAND_TIMEOUT_S = 60.0
+MAX_OUTPUTS_BYTES = 64 * 2**20
 
 
 class GoldenResult(NamedTuple):
@@ -130,10 +131,12 @@ def load_outputs(path: Path) -> dict[str, str]:
     Raises:
         ConfigError: The file cannot be read, or is neither shape (named by file:line).
     """
+    from dreamrsi.knowledge.formats._records import read_bounded
+
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the outputs ({exc})") from None
+        text = read_bounded(path, MAX_OUTPUTS_BYTES, "the outputs").decode()
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: the outputs are not UTF-8 text") from None
     try:
         whole = json.loads(text)
     except json.JSONDecodeError:

@@ -43,12 +43,16 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("bearer", re.compile(r"(?i)(?<=bearer )\s*[A-Za-z0-9._~+/=-]{8,}")),
     ("basic-auth", re.compile(r"(?i)(?<=authorization: basic )\s*[A-Za-z0-9+/=]{8,}")),
 )
-_NAME = (r"[A-Za-z0-9_.-]*(?:api[_-]?key|apikey|access[_-]?key|private[_-]?key|secret|token|"
-         r"passw(?:or)?d|passwd|pwd|credentials?|auth)[A-Za-z0-9_.-]*")
+_NAME = (r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{0,40}?(?:api[_-]?key|apikey|access[_-]?key|"
+         r"private[_-]?key|secret|token|passw(?:or)?d|passwd|pwd|credentials?|auth)"
+         r"[A-Za-z0-9_.-]{0,40}")
+"""A name that says it holds a secret: a word (at most 40 characters either side of the
+keyword, and starting where a word starts, so a long run of letters is read in linear time)."""
 _ASSIGNED = re.compile(rf"(?i)(?P<name>{_NAME})(?P<sep>[\"']?\s*[:=]\s*[\"']?)"
                        r"(?P<value>[^\s\"'&,;}<>\]]+)")
 _PASSWORD = re.compile(r"(?i)passw(?:or)?d|passwd|pwd")
-_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+_EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}"
+                    r"(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}\b")
 
 
 def _entropy(value: str) -> float:

@@ -5,13 +5,16 @@ hold a secret)."""
 from __future__ import annotations
 
 import json
+import math
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from dreamrsi.errors import ConfigError
 
 __all__ = ["Record", "as_float", "as_int", "as_text", "bad", "iso_time", "load_records",
-           "obj_at"]
+           "obj_at", "read_bounded"]
 
 Record = tuple[int, dict[str, Any]]
 """A record and the line it started on."""
@@ -22,6 +25,26 @@ def bad(source: str, line: int, what: str) -> ConfigError:
     return ConfigError(f"{source}:{line}: {what}")
 
 
+def read_bounded(path: Path, limit: int, what: str) -> bytes:
+    """The bytes of the regular file at ``path``, refused over ``limit`` (read no further:
+    a file that grows, or a device, never holds the process).
+
+    Raises:
+        ConfigError: It cannot be read, is not a regular file, or is over the limit.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO's open never waits
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ConfigError(f"{path}: not a regular file")
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise ConfigError(f"{path}: over the limit of {limit} bytes for {what}")
+    return data
+
+
 def load_records(path: Path, *, max_file_bytes: int, max_line_bytes: int) -> list[Record]:
     """The records of the file at ``path``.
 
@@ -29,16 +52,7 @@ def load_records(path: Path, *, max_file_bytes: int, max_line_bytes: int) -> lis
         ConfigError: The file is missing, over ``max_file_bytes``, not UTF-8, or a line is
             over ``max_line_bytes``, not JSON, or not an object (named by file:line).
     """
-    try:
-        size = path.stat().st_size
-        if size > max_file_bytes:
-            raise ConfigError(f"{path}: {size} bytes, over the limit of {max_file_bytes} "
-                              "bytes for a trace file")
-        data = path.read_bytes()[:max_file_bytes + 1]
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read it ({exc.strerror})") from exc
-    if len(data) > max_file_bytes:
-        raise ConfigError(f"{path}: over the limit of {max_file_bytes} bytes for a trace file")
+    data = read_bounded(path, max_file_bytes, "a trace file")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -92,16 +106,17 @@ def as_int(value: Any, source: str, line: int, what: str) -> int:
     if isinstance(value, bool):
         raise bad(source, line, f"{what} is not a whole number")
     try:
-        number = int(value) if not isinstance(value, float) else int(value)
-    except (TypeError, ValueError):
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
         raise bad(source, line, f"{what} is not a whole number") from None
-    if number < 0:
-        raise bad(source, line, f"{what} is negative")
+    if not 0 <= number < 2**63:
+        raise bad(source, line, f"{what} is negative or too large")
     return number
 
 
-def as_float(value: Any, source: str, line: int, what: str) -> float:
-    """``value`` as a finite number (``None`` as 0)."""
+def as_float(value: Any, source: str, line: int, what: str, *,
+             negative: bool = False) -> float:
+    """``value`` as a finite number (``None`` as 0), below 0 only when ``negative``."""
     if value is None:
         return 0.0
     if isinstance(value, bool) or not isinstance(value, int | float | str):
@@ -110,8 +125,10 @@ def as_float(value: Any, source: str, line: int, what: str) -> float:
         number = float(value)
     except ValueError:
         raise bad(source, line, f"{what} is not a number") from None
-    if number != number or number in (float("inf"), float("-inf")):
+    if not math.isfinite(number):
         raise bad(source, line, f"{what} is not a finite number")
+    if number < 0 and not negative:
+        raise bad(source, line, f"{what} is negative")
     return number
 
 
@@ -127,12 +144,16 @@ def obj_at(value: Any, source: str, line: int, what: str) -> dict[str, Any]:
 def iso_time(value: Any) -> float | None:
     """Unix time of an ISO 8601 text or a number of seconds; ``None`` for anything else."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:
+            return None
+        return seconds if math.isfinite(seconds) else None
     if not isinstance(value, str):
         return None
     from datetime import datetime
 
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
+    except (ValueError, OverflowError, OSError):
         return None

@@ -79,7 +79,8 @@ def feedback_of(obj: dict[str, Any], source: str, line: int) -> Feedback:
     passed = obj.get("passed")
     if passed is not None and not isinstance(passed, bool):
         raise bad(source, line, "passed is not true or false")
-    score = as_float(obj.get("score", 1.0 if passed else 0.0), source, line, "score")
+    score = as_float(obj.get("score", 1.0 if passed else 0.0), source, line, "score",
+                     negative=True)
     return Feedback("eval", score, step, passed, name, text)
 
 

@@ -129,7 +129,8 @@ def _evals(b: Builder, step: int | None, span: dict[str, Any], source: str, line
         label = str(a.get("gen_ai.evaluation.score.label", "")).lower()
         passed = True if label in _PASSING else False if label in _FAILING else None
         b.feedback.append(Feedback(
-            "eval", as_float(a.get("gen_ai.evaluation.score.value"), source, line, "score"),
+            "eval", as_float(a.get("gen_ai.evaluation.score.value"), source, line, "score",
+                             negative=True),
             step, passed, as_text(a.get("gen_ai.evaluation.name"), source, line, "name"),
             as_text(a.get("gen_ai.evaluation.explanation"), source, line, "explanation")))
 
