@@ -176,6 +176,14 @@ def test_numbers_out_of_range_are_refused(store: SqliteRunStore, tmp_path: Path,
         import_files(store, [path])
 
 
+def test_lone_surrogates_are_stored_as_utf8(store: SqliteRunStore, tmp_path: Path) -> None:
+    path = tmp_path / "s\udcff.jsonl"
+    path.write_text('{"role": "user", "content": "a \\ud800 b"}\n', errors="surrogateescape")
+    [done] = import_files(store, [path])
+    assert done.record.source.endswith("s?.jsonl")
+    assert load_trajectory(store, done.record.trace_id)[1].steps[0].text == "a ? b"
+
+
 def test_odd_times_are_left_out(store: SqliteRunStore, tmp_path: Path) -> None:
     path = samples.write_lines(tmp_path / "t.jsonl", [{"role": "user", "t": 1e400},
                                                       {"role": "user", "t": "99999-01-01"}])

@@ -71,7 +71,9 @@ def _looks_secret(name: str, value: str) -> bool:
 
 def redact_text(text: str, counts: Counter[str], *, emails: bool = False) -> str:
     """``text`` with every credential replaced (see the module docstring); ``counts`` gets
-    one more of each kind replaced."""
+    one more of each kind replaced. A lone surrogate (JSON's ``"\\ud800"``, a file name that
+    is not UTF-8) becomes ``?``: what is stored is always UTF-8."""
+    text = text.encode("utf-8", "replace").decode("utf-8")
     for kind, pattern in _PATTERNS:
         text, n = pattern.subn(functools.partial(_keep_prefix, kind=kind), text)
         counts[kind] += n
