@@ -119,6 +119,13 @@ def otel(path: Path) -> Path:
         "gen_ai.tool.call.id": "call_w", "gen_ai.tool.call.result": "rain"})
     chat2 = _span("t1", "c", 1_700_000_000_200_000_000, {
         "gen_ai.operation.name": "chat",
+        "gen_ai.input.messages": json.dumps([
+            {"role": "user", "parts": [{"type": "text", "content": "weather in Paris?"}]},
+            {"role": "assistant", "parts": [{"type": "tool_call", "id": "call_w",
+                                             "name": "get_weather"}]},
+            {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_w",
+                                        "response": "rain"}]},
+            {"role": "user", "parts": [{"type": "text", "content": "and tomorrow?"}]}]),
         "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
             {"type": "text", "content": "It rains."}]}])},
         events=[{"name": "gen_ai.evaluation.result", "timeUnixNano": "1",

@@ -62,10 +62,11 @@ def test_claude_code_codex_and_otel_sessions(store: SqliteRunStore, tmp_path: Pa
     assert cx.steps[1].tool_calls[0].name == "shell" and "a.py" in str(
         cx.steps[1].tool_calls[0].result)
     assert cx.steps[1].tokens_in == 100
-    assert ot1.session_id == "conv-1" and [s.role for s in ot1.steps] == [
-        "user", "assistant", "assistant"]
+    assert ot1.session_id == "conv-1" and [(s.role, s.text) for s in ot1.steps] == [
+        ("user", "weather in Paris?"), ("assistant", ""), ("user", "and tomorrow?"),
+        ("assistant", "It rains.")]
     assert ot1.steps[1].tool_calls[0].result == "rain" and ot1.steps[1].tokens_in == 20
-    assert ot1.feedback[0].passed is True and ot1.feedback[0].step == 2
+    assert ot1.feedback[0].passed is True and ot1.feedback[0].step == 3
     assert ot1.outcome == "success" and ot2.meta["trace_id"] == "t2"
     assert [i.record.source for i in done][2:] == [f"{tmp_path / 'spans.json'}#1",
                                                    f"{tmp_path / 'spans.json'}#2"]

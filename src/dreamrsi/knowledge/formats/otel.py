@@ -139,6 +139,7 @@ def _trajectory(trace: str, spans: list[Span], source: str) -> Trajectory | None
     b = Builder()
     session = task = ""
     opened = False
+    seen = 0  # messages of the history already read: each call's input repeats them
     spans.sort(key=lambda s: as_int(s[1].get("startTimeUnixNano"), source, s[0], "start"))
     for line, span, a in spans:
         op = a.get("gen_ai.operation.name")
@@ -150,15 +151,18 @@ def _trajectory(trace: str, spans: list[Span], source: str) -> Trajectory | None
             if not opened and a.get("gen_ai.system_instructions"):
                 b.step("system", _instructions(a["gen_ai.system_instructions"], source, line),
                        t=t)
-            for msg in _messages(a.get("gen_ai.input.messages"), source, line):
+            inputs = _messages(a.get("gen_ai.input.messages"), source, line)
+            for k, msg in enumerate(inputs):
                 text, calls, results = _parts(msg, source, line)
                 for call_id, result in results:
                     b.result(call_id, result, t=t)
-                if not opened and (text or calls):
+                if k >= seen and (text or calls):
                     b.step(str(msg.get("role", "user")), text, tuple(calls), t=t)
             opened = True
+            outputs = _messages(a.get("gen_ai.output.messages"), source, line)
+            seen = len(inputs) + len(outputs)
             texts, calls = [], []
-            for msg in _messages(a.get("gen_ai.output.messages"), source, line):
+            for msg in outputs:
                 text, more, _ = _parts(msg, source, line)
                 texts.append(text)
                 calls += more
