@@ -61,7 +61,7 @@ def test_claude_code_codex_and_otel_sessions(store: SqliteRunStore, tmp_path: Pa
     assert [s.role for s in cx.steps] == ["user", "assistant", "assistant"]
     assert cx.steps[1].tool_calls[0].name == "shell" and "a.py" in str(
         cx.steps[1].tool_calls[0].result)
-    assert cx.steps[1].tokens_in == 100
+    assert cx.steps[1].tokens_in == 100 and cx.steps[1].text == "Let me look."
     assert ot1.session_id == "conv-1" and [(s.role, s.text) for s in ot1.steps] == [
         ("user", "weather in Paris?"), ("assistant", ""), ("user", "and tomorrow?"),
         ("assistant", "It rains.")]

@@ -2,7 +2,8 @@
 ``{"timestamp", "type", "payload"}``. ``session_meta`` names the session (``id``, ``cwd``);
 ``response_item`` payloads are ``message`` (``role``, ``content`` parts ``input_text`` /
 ``output_text``), ``function_call`` / ``custom_tool_call`` (``name``, ``arguments`` or
-``input``, ``call_id``) and their ``..._output`` (``call_id``, ``output``); ``event_msg``
+``input``, ``call_id``; joined to the assistant step just before, if any) and their
+``..._output`` (``call_id``, ``output``); ``event_msg``
 payloads of type ``token_count`` add ``info.last_token_usage`` to the last assistant step.
 Reasoning, turn contexts and other events are counted and skipped."""
 
@@ -48,7 +49,7 @@ def _item(b: Builder, p: dict[str, Any], t: float | None, source: str, line: int
                         as_text(args, source, line, "a call's arguments"),
                         as_text(p.get("call_id", p.get("id")), source, line, "call_id"))
         last = b.steps[-1] if b.steps else None
-        if last is not None and last.role == "assistant" and last.tool_calls:
+        if last is not None and last.role == "assistant":
             b.steps.pop()
             b.step("assistant", last.text, (*last.tool_calls, call), tokens_in=last.tokens_in,
                    tokens_out=last.tokens_out, cost_usd=last.cost_usd, t=last.t)
