@@ -34,8 +34,8 @@ def test_traces_import_list_show_accept(tmp_path: Path) -> None:
     assert out.count("imported ") == 2 and "staged; redacted: 1 openai-key" in out
     listed = json.loads(runner.invoke(app, ["traces", "list", "--store", store,
                                             "--json"]).output)
-    assert [t["source_format"] for t in listed] == ["jsonl", "codex"]
-    tid = listed[0]["trace_id"]
+    assert sorted(t["source_format"] for t in listed) == ["codex", "jsonl"]
+    [tid] = [t["trace_id"] for t in listed if t["source_format"] == "jsonl"]
     shown = cli("traces", "show", tid[:10], "--store", store)
     assert "[2] assistant: Refunding." in shown and "-> refund(" in shown
     assert samples.API_KEY not in shown and "[REDACTED:openai-key]" in shown
