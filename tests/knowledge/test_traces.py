@@ -145,6 +145,8 @@ def test_sizes_are_bounded(store: SqliteRunStore, tmp_path: Path) -> None:
         import_files(store, [path], limits=Limits(max_file_bytes=100))
     with pytest.raises(ConfigError, match="long.jsonl:1: a line over the limit of 40 bytes"):
         import_files(store, [path], limits=Limits(max_line_bytes=40))
+    with pytest.raises(ConfigError, match="long.jsonl:11: more than 10 records in one file"):
+        import_files(store, [path], limits=Limits(max_records=10))
     [done] = import_files(store, [path], limits=Limits(max_steps=10, max_text_chars=20))
     _, t = load_trajectory(store, done.record.trace_id)
     assert len(t.steps) == 10 and t.steps[0].text.endswith("[... 37 characters dropped]")

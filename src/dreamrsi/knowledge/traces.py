@@ -30,12 +30,14 @@ FORMAT_NAMES = ("auto", *FORMATS)
 
 
 class Limits(NamedTuple):
-    """Bounds of an import: a file over ``max_file_bytes`` or a line over ``max_line_bytes``
-    is refused; steps past ``max_steps`` and text past ``max_text_chars`` a field are cut,
-    with a note."""
+    """Bounds of an import: a file over ``max_file_bytes``, a line over ``max_line_bytes`` or
+    a file of more than ``max_records`` records is refused (an OTLP file of more than
+    ``formats.otel.MAX_SPANS`` spans too); steps past ``max_steps`` and text past
+    ``max_text_chars`` a field are cut, with a note."""
 
     max_file_bytes: int = 64 * 2**20
     max_line_bytes: int = 2**20
+    max_records: int = 200_000
     max_steps: int = 2000
     max_text_chars: int = 64 * 2**10
 
@@ -136,7 +138,8 @@ def import_files(store: RunStore, paths: Sequence[Path], *, fmt: str = "auto",
     items: list[tuple[str, Trajectory, str]] = []
     for path in paths:
         records = load_records(path, max_file_bytes=limits.max_file_bytes,
-                               max_line_bytes=limits.max_line_bytes)
+                               max_line_bytes=limits.max_line_bytes,
+                               max_records=limits.max_records)
         name = detect(records) if fmt == "auto" else fmt
         found = FORMATS[name](str(path), records)
         for k, t in enumerate(found):

@@ -45,12 +45,14 @@ def read_bounded(path: Path, limit: int, what: str) -> bytes:
     return data
 
 
-def load_records(path: Path, *, max_file_bytes: int, max_line_bytes: int) -> list[Record]:
+def load_records(path: Path, *, max_file_bytes: int, max_line_bytes: int,
+                 max_records: int = 200_000) -> list[Record]:
     """The records of the file at ``path``.
 
     Raises:
         ConfigError: The file is missing, over ``max_file_bytes``, not UTF-8, or a line is
-            over ``max_line_bytes``, not JSON, or not an object (named by file:line).
+            over ``max_line_bytes``, not JSON, or not an object (named by file:line), or
+            there are more than ``max_records`` records.
     """
     data = read_bounded(path, max_file_bytes, "a trace file")
     try:
@@ -81,6 +83,8 @@ def load_records(path: Path, *, max_file_bytes: int, max_line_bytes: int) -> lis
             raise bad(str(path), n, "JSON nested too deeply") from None
         if not isinstance(obj, dict):
             raise bad(str(path), n, f"a JSON {type(obj).__name__}, not an object")
+        if len(records) == max_records:
+            raise bad(str(path), n, f"more than {max_records} records in one file")
         records.append((n, obj))
     if not records:
         raise ConfigError(f"{path}: no records (an empty trace file)")

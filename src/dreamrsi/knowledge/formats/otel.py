@@ -25,7 +25,10 @@ from typing import Any
 from dreamrsi.knowledge.formats._records import Record, as_float, as_int, as_text, bad, obj_at
 from dreamrsi.knowledge.trajectory import Builder, Feedback, ToolCall, Trajectory
 
-__all__ = ["read"]
+__all__ = ["MAX_SPANS", "read"]
+
+MAX_SPANS = 200_000
+"""Spans one file may hold."""
 
 _INFERENCE = ("chat", "text_completion", "generate_content")
 _PASSING = ("pass", "passed", "true", "good", "correct", "yes")
@@ -107,6 +110,7 @@ def _instructions(raw: Any, source: str, line: int) -> str:
 
 def _spans(records: Sequence[Record], source: str) -> dict[str, list[Span]]:
     traces: dict[str, list[Span]] = {}
+    count = 0
     for line, doc in records:
         if "resourceSpans" not in doc:
             raise bad(source, line, "not an OTLP JSON export (no resourceSpans)")
@@ -114,6 +118,9 @@ def _spans(records: Sequence[Record], source: str) -> dict[str, list[Span]]:
             for ss in obj_at(rs, source, line, "resourceSpans").get("scopeSpans") or []:
                 for span in obj_at(ss, source, line, "scopeSpans").get("spans") or []:
                     span = obj_at(span, source, line, "a span")
+                    count += 1
+                    if count > MAX_SPANS:
+                        raise bad(source, line, f"more than {MAX_SPANS} spans in one file")
                     trace = as_text(span.get("traceId"), source, line, "traceId")
                     traces.setdefault(trace, []).append(
                         (line, span, _attributes(span.get("attributes"))))
