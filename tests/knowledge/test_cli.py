@@ -57,6 +57,7 @@ def test_traces_bad_input(tmp_path: Path) -> None:
                                                 "yaml", "--store", store, code=1)
     out = cli("traces", "import", str(good), str(bad), "--store", store, code=1)
     assert "bad.jsonl:2: not JSON" in out
+    assert not Path(store).exists()  # read before the store was opened: nothing written
     cli("traces", "import", str(good), "--store", store)
     out = cli("traces", "import", str(good), "--store", store, code=1)
     assert "already imported" in out

@@ -57,14 +57,15 @@ def import_traces(
     file imports nothing."""
 
     def body() -> None:
-        from dreamrsi.knowledge.traces import import_files, import_run
+        from dreamrsi.knowledge.traces import import_run, read_traces, store_traces
         from dreamrsi.store import open_store
 
         if bool(paths) == bool(run):
             fail("give trace files or --run RUN (one of them)")
+        items = [] if run else read_traces(paths or [], fmt=fmt, emails=redact_emails)
         with open_store(store, writer=True, holder="traces import") as handle:
             done = (import_run(handle, run, emails=redact_emails) if run else
-                    import_files(handle, paths or [], fmt=fmt, emails=redact_emails))
+                    store_traces(handle, items))
         if as_json:
             print_json([{**_trace_dict(i.record), "new": i.new} for i in done])
         else:

@@ -23,8 +23,8 @@ from dreamrsi.knowledge.trajectory import Trajectory, canonical, from_dict, trac
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.knowledge import TraceRecord
 
-__all__ = ["FORMAT_NAMES", "Imported", "Limits", "import_files", "import_run", "judge",
-           "load_trajectory", "prepare"]
+__all__ = ["FORMAT_NAMES", "Imported", "Limits", "Prepared", "import_files", "import_run",
+           "judge", "load_trajectory", "prepare", "read_traces", "store_traces"]
 
 FORMAT_NAMES = ("auto", *FORMATS)
 
@@ -40,6 +40,11 @@ class Limits(NamedTuple):
     max_records: int = 200_000
     max_steps: int = 2000
     max_text_chars: int = 64 * 2**10
+
+
+Prepared = tuple[str, Trajectory, str]
+"""A trajectory ready to store: where it came from, the trajectory (redacted, bounded), the
+note of what that changed."""
 
 
 class Imported(NamedTuple):
@@ -99,7 +104,7 @@ def _summary(t: Trajectory) -> dict[str, int]:
             "evals_failed": sum(x.kind == "eval" and x.passed is False for x in f)}
 
 
-def _store(store: RunStore, items: Sequence[tuple[str, Trajectory, str]],
+def _store(store: RunStore, items: Sequence[Prepared],
            now: float) -> list[Imported]:
     out: list[Imported] = []
     seen: dict[str, TraceRecord] = {t.trace_id: t for t in store.list_traces()}
@@ -121,21 +126,21 @@ def _store(store: RunStore, items: Sequence[tuple[str, Trajectory, str]],
     return out
 
 
-def import_files(store: RunStore, paths: Sequence[Path], *, fmt: str = "auto",
-                 emails: bool = False, limits: Limits | None = None,
-                 now: float | None = None) -> list[Imported]:
-    """Import the trace files ``paths`` (see the module docstring).
+def read_traces(paths: Sequence[Path], *, fmt: str = "auto", emails: bool = False,
+                limits: Limits | None = None) -> list[Prepared]:
+    """Read, redact and bound the trace files ``paths`` (no store is needed: the CLI reads
+    them before it takes the store's writer lock).
 
     Raises:
         ConfigError: An unknown format, or a file that cannot be read as its format (named
-            by file:line); nothing is written then.
+            by file:line).
     """
     limits = limits or Limits()
     if fmt not in FORMAT_NAMES:
         raise ConfigError(f"unknown trace format '{fmt}'; known: {', '.join(FORMAT_NAMES)}")
     if not paths:
         raise ConfigError("no trace files given")
-    items: list[tuple[str, Trajectory, str]] = []
+    items: list[Prepared] = []
     for path in paths:
         records = load_records(path, max_file_bytes=limits.max_file_bytes,
                                max_line_bytes=limits.max_line_bytes,
@@ -146,7 +151,22 @@ def import_files(store: RunStore, paths: Sequence[Path], *, fmt: str = "auto",
             prepared, note = prepare(t, emails=emails, limits=limits)
             source = str(path) if len(found) == 1 else f"{path}#{k + 1}"
             items.append((redact_text(source, Counter(), emails=emails), prepared, note))
+    return items
+
+
+def store_traces(store: RunStore, items: Sequence[Prepared], *,
+                 now: float | None = None) -> list[Imported]:
+    """Store prepared trajectories (:func:`read_traces`), each once, staged."""
     return _store(store, items, time.time() if now is None else now)
+
+
+def import_files(store: RunStore, paths: Sequence[Path], *, fmt: str = "auto",
+                 emails: bool = False, limits: Limits | None = None,
+                 now: float | None = None) -> list[Imported]:
+    """Import the trace files ``paths`` (see the module docstring): :func:`read_traces`, then
+    :func:`store_traces`; a file that cannot be read writes nothing."""
+    return store_traces(store, read_traces(paths, fmt=fmt, emails=emails, limits=limits),
+                        now=now)
 
 
 def import_run(store: RunStore, run: str, *, emails: bool = False,
