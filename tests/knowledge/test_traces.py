@@ -151,7 +151,7 @@ def test_sizes_are_bounded(store: SqliteRunStore, tmp_path: Path) -> None:
     _, t = load_trajectory(store, done.record.trace_id)
     assert len(t.steps) == 10 and t.steps[0].text.endswith("[... 37 characters dropped]")
     assert "kept the first 10 of 30 steps" in done.record.note
-    assert "10 texts over 20 characters" in done.record.note
+    assert "truncated: 10 texts over their limit (20 characters" in done.record.note
 
 
 def test_a_device_a_fifo_or_a_folder_is_refused(store: SqliteRunStore, tmp_path: Path) -> None:
@@ -171,6 +171,7 @@ def test_a_device_a_fifo_or_a_folder_is_refused(store: SqliteRunStore, tmp_path:
     ({"role": "user", "tokens_in": 2**70}, "tokens_in is negative or too large"),
     ({"role": "user", "cost_usd": -1}, "cost_usd is negative"),
     ({"role": "user", "cost_usd": "NaN"}, "cost_usd is not a finite number"),
+    ({"role": "user", "cost_usd": 1e300}, "cost_usd is not a finite number .of at most"),
 ])
 def test_numbers_out_of_range_are_refused(store: SqliteRunStore, tmp_path: Path,
                                           record: dict[str, object], message: str) -> None:
@@ -192,6 +193,18 @@ def test_odd_times_are_left_out(store: SqliteRunStore, tmp_path: Path) -> None:
                                                       {"role": "user", "t": "99999-01-01"}])
     [done] = import_files(store, [path])
     assert [s.t for s in load_trajectory(store, done.record.trace_id)[1].steps] == [None, None]
+
+
+def test_names_and_feedback_are_bounded(store: SqliteRunStore, tmp_path: Path) -> None:
+    path = samples.write_lines(tmp_path / "w.jsonl", [
+        {"type": "meta", "task": "t" * 5000, "session_id": "s" * 5000},
+        {"role": "user", "content": "hi"},
+        {"type": "feedback", "thumb": "down", "name": "n" * 5000, "text": "x" * 100}])
+    [done] = import_files(store, [path], limits=Limits(max_text_chars=50))
+    assert len(done.record.task) < 300 and len(done.record.session_id) < 300
+    _, t = load_trajectory(store, done.record.trace_id)
+    assert len(t.feedback[0].name) < 300 and t.feedback[0].text.startswith("x" * 50 + "\n[...")
+    assert "truncated: 4 texts" in done.record.note
 
 
 def test_accept_and_reject_are_events(store: SqliteRunStore, tmp_path: Path) -> None:

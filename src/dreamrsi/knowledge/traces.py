@@ -54,6 +54,10 @@ class Imported(NamedTuple):
     new: bool
 
 
+_NAME_CHARS = 256
+"""The most characters kept of a session id, a task's or a feedback's name."""
+
+
 def _cut(text: str, limit: int) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
@@ -81,9 +85,20 @@ def _bounded(t: Trajectory, limits: Limits) -> tuple[Trajectory, list[str]]:
             calls.append(c._replace(arguments=args, result=result))
         cut += a
         kept.append(s._replace(text=text, tool_calls=tuple(calls)))
+    judged = []
+    for f in feedback:
+        text, a = _cut(f.text, limits.max_text_chars)
+        name, b = _cut(f.name, _NAME_CHARS)
+        cut += a + b
+        judged.append(f._replace(text=text, name=name))
+    session, a = _cut(t.session_id, _NAME_CHARS)
+    task, b = _cut(t.task, _NAME_CHARS)
+    cut += a + b
     if cut:
-        notes.append(f"truncated: {cut} texts over {limits.max_text_chars} characters")
-    return t._replace(steps=tuple(kept), feedback=feedback), notes
+        notes.append(f"truncated: {cut} texts over their limit ({limits.max_text_chars} "
+                     f"characters; {_NAME_CHARS} for a name or id)")
+    return t._replace(session_id=session, task=task, steps=tuple(kept),
+                      feedback=tuple(judged)), notes
 
 
 def prepare(t: Trajectory, *, emails: bool, limits: Limits) -> tuple[Trajectory, str]:

@@ -120,7 +120,8 @@ def as_int(value: Any, source: str, line: int, what: str) -> int:
 
 def as_float(value: Any, source: str, line: int, what: str, *,
              negative: bool = False) -> float:
-    """``value`` as a finite number (``None`` as 0), below 0 only when ``negative``."""
+    """``value`` as a finite number of at most 1e15 (``None`` as 0), below 0 only when
+    ``negative``."""
     if value is None:
         return 0.0
     if isinstance(value, bool) or not isinstance(value, int | float | str):
@@ -129,8 +130,8 @@ def as_float(value: Any, source: str, line: int, what: str, *,
         number = float(value)
     except ValueError:
         raise bad(source, line, f"{what} is not a number") from None
-    if not math.isfinite(number):
-        raise bad(source, line, f"{what} is not a finite number")
+    if not math.isfinite(number) or abs(number) > 1e15:
+        raise bad(source, line, f"{what} is not a finite number (of at most 1e15)")
     if number < 0 and not negative:
         raise bad(source, line, f"{what} is negative")
     return number
