@@ -66,7 +66,7 @@ def codex(path: Path) -> Path:
     ts = "2026-01-02T03:04:05.000Z"
     return write_lines(path, [
         {"timestamp": ts, "type": "session_meta",
-         "payload": {"id": "cx-9", "cwd": "/work/app", "cli_version": "0.65.0"}},
+         "payload": {"id": "cx-9", "cwd": "/home/u/app", "cli_version": "0.65.0"}},
         {"timestamp": ts, "type": "turn_context", "payload": {"model": "gpt-5-codex"}},
         {"timestamp": ts, "type": "response_item",
          "payload": {"type": "message", "role": "user",
