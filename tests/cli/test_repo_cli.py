@@ -31,6 +31,7 @@ EVAL_CMD = "python3 evaluate.py"
 
 def make_repo(folder: Path, value: str = "1") -> Path:
     """A repository whose evaluator scores the number in value.txt, with a test to protect."""
+    # test_value.py is data: a file of the repository to protect, never run by this suite
     return make_git_repo(folder, {"evaluate.py": EVALUATE, "value.txt": value + "\n",
                                   "test_value.py": "def test_value():\n    assert True\n"})
 

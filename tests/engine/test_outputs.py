@@ -24,6 +24,8 @@ from dreamrsi.engine.outputs import (
     parse_pytest,
 )
 
+# Data, never collected here: a generated suite whose fixed outcomes (a pass, a failure, a
+# skip, an error, ...) pytest prints in a subprocess for the parsers to read.
 SUITE = '''\
 import warnings
 import pytest

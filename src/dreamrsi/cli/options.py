@@ -47,6 +47,12 @@ RunArg = Annotated[str, typer.Argument(help="Run id (or a unique prefix of it)."
 ChainArg = Annotated[str, typer.Argument(help="Run id (or unique prefix), or a dream id.")]
 WorkersOpt = Annotated[int, typer.Option(**COUNT, help="Attempts in parallel (W).")]
 IsolationOpt = Annotated[str | None, typer.Option(help="auto | required | off.")]
+RepeatsOpt = Annotated[int | None, typer.Option(
+    min=1, max=100, help="A survival pass's evaluator runs on each of the base and the "
+    "candidate (default: the task's [survival] repeats).")]
+ReportOutOpt = Annotated[Path | None, typer.Option(
+    parser=path_value, help="Folder for a survival pass's report.json and report.md "
+    "(default: survival-PASS beside the store).")]
 AcceptUnisolatedOpt = Annotated[bool, typer.Option(
     "--i-accept-unisolated-model-code",
     help="Let a task whose proposer is a language model run with --isolation off or auto, "

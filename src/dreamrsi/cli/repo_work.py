@@ -19,6 +19,8 @@ from dreamrsi.cli.options import (
     AcceptUnisolatedOpt,
     IsolationOpt,
     JsonOpt,
+    RepeatsOpt,
+    ReportOutOpt,
     RunArg,
     StoreOpt,
     path_value,
@@ -139,12 +141,8 @@ def merge(
 def submit(
     run_id: RunArg,
     dream: DreamArg,
-    repeats: Annotated[int | None, typer.Option(
-        min=1, max=100, help="Evaluator runs on each of the root and the checkpoint "
-        "(default: the task's [survival] repeats).")] = None,
-    out: Annotated[Path | None, typer.Option(
-        parser=path_value, help="Folder for the report (default: survival-PASS beside the "
-        "store).")] = None,
+    repeats: RepeatsOpt = None,
+    out: ReportOutOpt = None,
     isolation: IsolationOpt = None,
     accept_unisolated: AcceptUnisolatedOpt = False,
     store: StoreOpt = DEFAULT_STORE,

@@ -6,7 +6,6 @@ error and a usage error).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -17,9 +16,10 @@ from dreamrsi.cli.options import (
     AcceptUnisolatedOpt,
     IsolationOpt,
     JsonOpt,
+    RepeatsOpt,
+    ReportOutOpt,
     RunArg,
     StoreOpt,
-    path_value,
 )
 from dreamrsi.views import outcome_dict
 
@@ -34,14 +34,10 @@ def survive(
     run_id: RunArg,
     node: Annotated[str | None, typer.Argument(
         help="Node id (default: the run's best node).")] = None,
-    repeats: Annotated[int | None, typer.Option(
-        min=1, max=100, help="Evaluator runs on each of base and candidate (default: the "
-        "task's [survival] repeats).")] = None,
+    repeats: RepeatsOpt = None,
     base: Annotated[str | None, typer.Option(
         help="ROOT (the run's root, the default), a node id, or a commit of the store.")] = None,
-    out: Annotated[Path | None, typer.Option(
-        parser=path_value, help="Folder for report.json and report.md (default: "
-        "survival-PASS beside the store).")] = None,
+    out: ReportOutOpt = None,
     isolation: IsolationOpt = None,
     accept_unisolated: AcceptUnisolatedOpt = False,
     store: StoreOpt = DEFAULT_STORE,
