@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from dreamrsi.knowledge.answers import AnswerError, read_answer
