@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from dreamrsi.knowledge.trajectory import Builder, Feedback, ToolCall, Trajectory
 from dreamrsi.knowledge.traces import judge, store_traces
+from dreamrsi.knowledge.trajectory import Builder, Feedback, ToolCall, Trajectory
 from dreamrsi.store.base import RunStore
 
 
