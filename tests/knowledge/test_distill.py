@@ -62,6 +62,19 @@ def test_the_statistical_distiller_finds_a_planted_tool(store: SqliteRunStore) -
     assert all(instruction_problem(t) is None for t in texts)
 
 
+def test_the_same_rule_from_two_groups_is_one_proposal_with_both_sources(
+        store: SqliteRunStore) -> None:
+    put(store, [session(f"f{k}", thumb=-1, user=f"{'refund' if k % 2 else 'reset'} {k}",
+                        tools=["drop_table"]) for k in range(8)]
+        + [session(f"w{k}", thumb=1, user=f"{'refund' if k % 2 else 'reset'} {k}")
+           for k in range(8)])
+    out = propose(store, model=None, scope=None, seed=0, limits=Limits(max_group=8))
+    assert len(out.groups) == 2
+    [p] = out.proposals
+    assert p.text.startswith("Do not call the tool `drop_table`")
+    assert set(p.sources) == {i for g in out.groups for i in g.trace_ids}
+
+
 def test_the_statistical_distiller_proposes_nothing_on_noise(store: SqliteRunStore) -> None:
     tools = ["a", "b", "c", "d"]
     put(store, [session(f"f{k}", thumb=-1, tools=[tools[k % 4], tools[(k + 1) % 4]],
@@ -215,6 +228,7 @@ DROPPED = {
     "an unknown key": (json.dumps({"proposals": [{"rule": RULE, "why": "x"}]}),
                        "unknown keys why"),
     "an overlong rule": (item("Always " + "check " * 400), "more than 2000"),
+    "a control character": (item("Always confirm\x00 the order."), "control or format"),
     "a summary": (item("The agent failed because it never confirmed the order."),
                   "reads as a summary"),
     "a past-tense summary": (item("Failed sessions skipped the lookup."), "reads as a summary"),

@@ -2,9 +2,11 @@
 
 The answer must be one JSON object ``{"proposals": [{"rule": TEXT, "edit": {"path", "old",
 "new"} | null}, ...]}`` (a Markdown code fence around it is taken off; nothing else is
-tolerated). An answer that is not that object is an error; within it, each proposal that is
-malformed, overlong, a summary rather than an instruction, or whose edit names a path it may
-not touch is dropped with the reason. Nothing here raises for what the answer holds.
+tolerated). An answer that is not that object is an error. Within it, a rule's white space
+is collapsed to single spaces (a rule is one line of a lessons file), and each proposal that is
+malformed, holds control characters, is overlong or is a summary rather than an instruction
+is dropped with the reason; an edit that is malformed or names a path it may not touch is
+dropped with the reason, its rule kept. Nothing here raises for what the answer holds.
 
 **Does a rule read as an instruction?** A simple heuristic, documented in docs/knowledge.md:
 the first word of its first sentence (after a leading "When/If/Before/After ...," clause, the
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
@@ -122,7 +125,10 @@ def _item(k: int, raw: Any, allowed: tuple[str, ...] | None,
     if not isinstance(rule, str) or not rule.strip():
         drops.append(f"{where} dropped: its rule is not a non-empty string")
         return None
-    rule = rule.strip()
+    rule = " ".join(rule.split())
+    if any(unicodedata.category(c) in ("Cc", "Cf") for c in rule):
+        drops.append(f"{where} dropped: its rule holds control or format characters")
+        return None
     if len(rule) > MAX_RULE_CHARS:
         drops.append(f"{where} dropped: its rule holds {len(rule)} characters, more than "
                      f"{MAX_RULE_CHARS}")

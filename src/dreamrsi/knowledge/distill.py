@@ -10,10 +10,11 @@ seeded sample of clean wins (:mod:`~dreamrsi.knowledge.select`), groups them
   :mod:`~dreamrsi.knowledge.answers`; or
 - without a model, runs the statistical distiller (:mod:`~dreamrsi.knowledge.stats`).
 
-Nothing a model answers raises: an answer that cannot be read, or a call that failed, is an
-error line naming the group; a proposal or an edit dropped is a line with the reason. After a
-call that failed for the endpoint's sake (no connection, a key refused, 5xx), the groups left
-are not asked.
+The same rule (with the same edit and scope) from several groups is one proposal with the
+sources of all. Nothing a model answers raises: an answer that cannot be read, or a call that
+failed, is an error line naming the group; a proposal or an edit dropped is a line with the
+reason. After a call that failed for the endpoint's sake (no connection, a key refused, 5xx),
+the groups left are not asked.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from dreamrsi.knowledge.answers import AnswerError, read_answer
 from dreamrsi.knowledge.group import Group, group
-from dreamrsi.knowledge.proposal import MAX_RULE_CHARS, Proposal
+from dreamrsi.knowledge.proposal import MAX_RULE_CHARS, ConfigEdit, Proposal
 from dreamrsi.knowledge.select import MAX_FAILURES, MAX_WINS, Selected, select
 from dreamrsi.knowledge.stats import statistical_proposals
 from dreamrsi.knowledge.trajectory import Trajectory
@@ -35,7 +36,7 @@ from dreamrsi.store.base import RunStore
 if TYPE_CHECKING:
     from dreamrsi.agents.client import ModelClient
 
-__all__ = ["DistillOutcome", "Limits", "messages", "propose", "render"]
+__all__ = ["DistillOutcome", "Limits", "merged", "messages", "propose", "render"]
 
 
 class Limits(NamedTuple):
@@ -197,6 +198,7 @@ def propose(store: RunStore, *, model: ModelClient | None, scope: str | None, se
     if model is None:
         for g in grouping.groups:
             out.proposals.extend(statistical_proposals(g, limit=limits.max_proposals))
+        out.proposals[:] = merged(out.proposals)
         return out
     rng = random.Random(seed)
     paths = None if allowed is None else tuple(allowed)
@@ -209,4 +211,20 @@ def propose(store: RunStore, *, model: ModelClient | None, scope: str | None, se
             if left:
                 out.errors.append(f"{left} groups not asked: the endpoint failed")
             break
+    out.proposals[:] = merged(out.proposals)
     return out
+
+
+def merged(proposals: Sequence[Proposal]) -> list[Proposal]:
+    """One proposal per rule, scope and edit: the first, with the sources of all (two groups
+    of a task may find the same rule)."""
+    first: dict[tuple[str, str, ConfigEdit | None], Proposal] = {}
+    for p in proposals:
+        key = (p.text, p.scope, p.edit)
+        seen = first.get(key)
+        if seen is None:
+            first[key] = p
+        else:
+            sources = seen.sources + tuple(s for s in p.sources if s not in seen.sources)
+            first[key] = seen._replace(sources=sources)
+    return list(first.values())
