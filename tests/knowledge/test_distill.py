@@ -75,6 +75,15 @@ def test_the_same_rule_from_two_groups_is_one_proposal_with_both_sources(
     assert set(p.sources) == {i for g in out.groups for i in g.trace_ids}
 
 
+def test_a_tool_that_errs_in_failures_only(store: SqliteRunStore) -> None:
+    put(store, [session(f"f{k}", thumb=-1, tools=["refund"], errors=["refund"])
+                for k in range(3)]
+        + [session(f"w{k}", thumb=1, tools=["refund"]) for k in range(3)])
+    [p] = propose(store, model=None, scope=None, seed=0).proposals
+    assert p.text == ("Check the arguments of the tool `refund` before calling it: its calls "
+                      "returned an error in 3 of 3 failed sessions and 0 of 3 successful ones.")
+
+
 def test_the_statistical_distiller_proposes_nothing_on_noise(store: SqliteRunStore) -> None:
     tools = ["a", "b", "c", "d"]
     put(store, [session(f"f{k}", thumb=-1, tools=[tools[k % 4], tools[(k + 1) % 4]],
@@ -252,7 +261,8 @@ def test_a_bad_proposal_is_dropped_with_its_reason(
 BAD_PATHS = {"../x": "not a relative path inside", ".git/config": "names git's own files",
              "/etc/passwd": "not a relative path inside", "~/.bashrc": "not a relative path",
              "skills/../../x": "not a relative path inside", "secrets/key": "outside the files",
-             "prompts/.gitattributes": "names git's own files"}
+             "prompts/.gitattributes": "names git's own files", "prompts/": "names no file",
+             "prompts/a\x00b": "names no file", "prompts/\u202ex.md": "names no file"}
 
 
 @pytest.mark.parametrize("path", sorted(BAD_PATHS))
@@ -265,6 +275,21 @@ def test_an_edit_outside_the_allowed_files_is_dropped_and_its_rule_kept(
     assert p.text == RULE and p.edit is None and out.errors == []
     [line] = out.dropped
     assert "its edit dropped" in line and BAD_PATHS[path] in line
+
+
+@pytest.mark.parametrize(("edit", "said"), [
+    ({"path": "prompts/a", "old": "same", "new": "same"}, "changes nothing"),
+    ({"path": "prompts/a", "new": "x"}, "exactly the keys path, old, new"),
+    ({"path": "prompts/a", "old": "", "new": 5}, "must be strings"),
+    ({"path": "prompts/a", "old": "", "new": "x" * 20_001}, "longer than 20000"),
+    ("prompts/a", "is a str, not an object")])
+def test_a_malformed_edit_is_dropped_and_its_rule_kept(
+        store: SqliteRunStore, serve: Scripted, edit: object, said: str) -> None:
+    two_sides(store)
+    answer = json.dumps({"proposals": [{"rule": RULE, "edit": edit}]})
+    out = propose(store, model=serve(Reply.text(answer)), scope=None, seed=0)
+    [p] = out.proposals
+    assert p.edit is None and said in out.dropped[0] and out.errors == []
 
 
 def test_without_allowed_paths_any_file_inside_the_repository(

@@ -89,8 +89,11 @@ def edit_problem(raw: Any, allowed: tuple[str, ...] | None) -> tuple[ConfigEdit 
         return None, "its edit's path, old and new must be strings"
     if any(len(raw[k]) > MAX_EDIT_CHARS for k in ("old", "new")) or len(raw["path"]) > 512:
         return None, f"its edit is longer than {MAX_EDIT_CHARS} characters"
-    if not raw["new"] and not raw["old"]:
+    if raw["new"] == raw["old"]:
         return None, "its edit changes nothing"
+    if raw["path"].endswith(("/", "\\")) or any(
+            unicodedata.category(c) in ("Cc", "Cf") for c in raw["path"]):
+        return None, f"its edit's path {raw['path']!r} names no file"
     edit = ConfigEdit(raw["path"], raw["old"], raw["new"])
     try:
         if allowed is None:

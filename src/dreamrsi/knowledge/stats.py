@@ -117,10 +117,12 @@ def markers(failed: Iterable[frozenset[str]], won: Iterable[frozenset[str]]) -> 
 
 
 def _counts(m: Marker) -> str:
+    seen = "its calls returned an error" if m.feature.startswith("tool_error:") else \
+        "it was seen"
     if m.marks == "failure":
-        return (f"it was seen in {m.in_failures} of {m.failures} failed sessions and "
+        return (f"{seen} in {m.in_failures} of {m.failures} failed sessions and "
                 f"{m.in_wins} of {m.wins} successful ones")
-    return (f"it was seen in {m.in_wins} of {m.wins} successful sessions and "
+    return (f"{seen} in {m.in_wins} of {m.wins} successful sessions and "
             f"{m.in_failures} of {m.failures} failed ones")
 
 
@@ -131,8 +133,7 @@ def rule_text(m: Marker) -> str:
     said = {
         "tool": f"Do not call the tool `{name}`" if bad else
                 f"Call the tool `{name}` before answering",
-        "tool_error": f"Check the arguments of the tool `{name}` before calling it; "
-                      "its calls returned errors",
+        "tool_error": f"Check the arguments of the tool `{name}` before calling it",
         "operator": f"Avoid the operator `{name}`" if bad else f"Prefer the operator `{name}`",
         "param": f"Avoid the setting `{name}`" if bad else f"Prefer the setting `{name}`",
         "role": f"Avoid `{name}` steps" if bad else f"Include a `{name}` step",
