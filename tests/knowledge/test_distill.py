@@ -170,7 +170,8 @@ def test_well_formed_rules_go_through_and_the_prompt_shows_both_sides(
         store: SqliteRunStore, serve: Scripted) -> None:
     two_sides(store)
     model = serve(Reply.text("```json\n" + json.dumps(GOOD) + "\n```", 321, 45))
-    out = propose(store, model=model, scope="refunds", seed=3, allowed=("prompts/",))
+    out = propose(store, model=model, scope="refunds", seed=3, allowed=("prompts/",),
+                  files={"prompts/system.md": "You are a support agent.\n" + "y" * 20_000})
     [chat] = serve.server.chats
     [g] = out.groups
     assert [(p.text, p.edit) for p in out.proposals] == [
@@ -184,8 +185,12 @@ def test_well_formed_rules_go_through_and_the_prompt_shows_both_sides(
     assert (out.tokens_in, out.tokens_out, out.errors, out.dropped) == (321, 45, [], [])
     system, user = (m["content"] for m in chat.body["messages"])  # type: ignore[index]
     assert '{"proposals"' in system and "never a summary" in system
-    failed, won = user.split("=== SUCCESSFUL SESSIONS (1) ===")
-    assert "=== FAILED SESSIONS (2) ===" in failed and failed.count("(FAILED;") == 2
+    config, sessions = user.split("=== FAILED SESSIONS")
+    assert "Files an edit may touch: prompts/" in config
+    assert "--- prompts/system.md ---\nYou are a support agent." in config
+    assert len(config) < 12_500 and "more]" in config
+    failed, won = sessions.split("=== SUCCESSFUL SESSIONS (1) ===")
+    assert failed.startswith(" (2) ===") and failed.count("(FAILED;") == 2
     assert "Refund order 7 please" in failed and "Refund order 8 please" in failed
     assert "call refund" in failed and "ERROR -> boom" in failed
     assert "thumbs-down: wrong order refunded" in failed

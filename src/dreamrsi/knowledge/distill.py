@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -36,7 +36,8 @@ from dreamrsi.store.base import RunStore
 if TYPE_CHECKING:
     from dreamrsi.agents.client import ModelClient
 
-__all__ = ["DistillOutcome", "Limits", "merged", "messages", "propose", "render"]
+__all__ = ["DistillOutcome", "Limits", "config_section", "merged", "messages", "propose",
+           "render"]
 
 
 class Limits(NamedTuple):
@@ -50,6 +51,7 @@ class Limits(NamedTuple):
     trace_chars: int = 3_000              # characters of one rendered trace
     prompt_chars: int = 40_000            # characters of the sessions shown in one prompt
     call_timeout_s: float = 300.0         # one group's model call, retries included
+    config_chars: int = 12_000            # characters of config files shown in one prompt
 
 
 @dataclass(slots=True)
@@ -135,11 +137,30 @@ def render(s: Selected, limit: int) -> str:
     return f"{head}\n{body}"
 
 
-def messages(g: Group, limits: Limits) -> list[dict[str, str]]:
-    """The chat messages asking for one group's rules: failures and wins side by side."""
+def config_section(allowed: Sequence[str] | None, files: Mapping[str, str] | None,
+                   limits: Limits) -> str:
+    """What the prompt says of the config repository: the paths an edit may touch, and the
+    current text of the files given (each cut to its share of ``limits.config_chars``)."""
+    parts = []
+    if allowed is not None:
+        shown = ", ".join(_cut(a, 200) for a in list(allowed)[:50]) or "none: give no edits"
+        parts.append(f"Files an edit may touch: {shown}")
+    given = sorted((files or {}).items())[:20]
+    each = max(200, limits.config_chars // max(1, len(given)))
+    for path, text in given:
+        cut = text if len(text) <= each else f"{text[:each]}\n[... {len(text) - each} more]"
+        parts.append(f"--- {_cut(path, 200)} ---\n{cut}")
+    if not parts:
+        return ""
+    return "=== THE AGENT'S CONFIG ===\n" + "\n".join(parts)
+
+
+def messages(g: Group, limits: Limits, config: str = "") -> list[dict[str, str]]:
+    """The chat messages asking for one group's rules: failures and wins side by side, after
+    the ``config`` section (:func:`config_section`), if any."""
     count = max(1, len(g.failures) + len(g.wins))
     each = max(300, min(limits.trace_chars, limits.prompt_chars // count))
-    parts = [f"Task: {_cut(g.task, 200) or '(unnamed)'}",
+    parts = [*([config] if config else []), f"Task: {_cut(g.task, 200) or '(unnamed)'}",
              f"\n=== FAILED SESSIONS ({len(g.failures)}) ==="]
     parts += [render(s, each) for s in g.failures]
     parts.append(f"\n=== SUCCESSFUL SESSIONS ({len(g.wins)}) ===")
@@ -150,10 +171,11 @@ def messages(g: Group, limits: Limits) -> list[dict[str, str]]:
 
 
 def _ask(client: ModelClient, g: Group, rng: random.Random, limits: Limits,
-         allowed: tuple[str, ...] | None, out: DistillOutcome) -> tuple[bool, int, int]:
+         allowed: tuple[str, ...] | None, config: str,
+         out: DistillOutcome) -> tuple[bool, int, int]:
     """One group's call, its findings added to ``out``'s lists: whether to go on (False when
     the endpoint failed), and the tokens it spent."""
-    result = client.chat(messages(g, limits), rng,
+    result = client.chat(messages(g, limits, config), rng,
                          deadline=time.monotonic() + limits.call_timeout_s)
     spent = (sum(c.tokens_in for c in result.calls), sum(c.tokens_out for c in result.calls))
     where = f"group {g.group_id} ({g.task or 'no task'})"
@@ -174,7 +196,8 @@ def _ask(client: ModelClient, g: Group, rng: random.Random, limits: Limits,
 
 def propose(store: RunStore, *, model: ModelClient | None, scope: str | None, seed: int,
             limits: Limits | None = None,
-            allowed: Sequence[str] | None = None) -> DistillOutcome:
+            allowed: Sequence[str] | None = None,
+            files: Mapping[str, str] | None = None) -> DistillOutcome:
     """Select, group and distill (see the module docstring).
 
     Args:
@@ -185,6 +208,9 @@ def propose(store: RunStore, *, model: ModelClient | None, scope: str | None, se
         limits: Bounds (default :class:`Limits`).
         allowed: The config repository's files or folders an edit may touch (relative);
             None: any path inside the repository. An edit elsewhere is dropped, its rule kept.
+            The model is told them.
+        files: The current text of config files (relative path to text), shown to the model
+            so that an edit's ``old`` can quote them (bounded by ``limits.config_chars``).
 
     Returns:
         The proposals, groups, tokens spent, errors and drops.
@@ -202,8 +228,9 @@ def propose(store: RunStore, *, model: ModelClient | None, scope: str | None, se
         return out
     rng = random.Random(seed)
     paths = None if allowed is None else tuple(allowed)
+    config = config_section(paths, files, limits)
     for k, g in enumerate(grouping.groups):
-        go_on, spent_in, spent_out = _ask(model, g, rng, limits, paths, out)
+        go_on, spent_in, spent_out = _ask(model, g, rng, limits, paths, config, out)
         out.tokens_in += spent_in
         out.tokens_out += spent_out
         if not go_on:
