@@ -71,6 +71,15 @@ def test_at_least_two_wins_and_a_bound_on_failures(store: SqliteRunStore) -> Non
     assert few == select(store, seed=3, max_failures=2)
 
 
+def test_wins_are_sampled_beside_each_tasks_failures(store: SqliteRunStore) -> None:
+    put(store, [session(f"a{k}", task="a", thumb=-1) for k in range(3)]
+        + [session("b0", task="b", thumb=-1)]
+        + [session(f"{t}w{k}", task=t, thumb=1) for t in "abc" for k in range(6)])
+    chosen = select(store, seed=2)
+    assert sorted(s.record.task for s in chosen.wins) == ["a", "a", "a", "b", "b"]
+    assert ids(chosen.wins) == sorted(ids(chosen.wins))
+
+
 def test_a_scope_is_the_traces_task(store: SqliteRunStore) -> None:
     refunds, _ = put(store, [session("r", thumb=-1), session("p", task="passwords", thumb=-1)])
     assert ids(select(store, scope="refunds").failures) == [refunds]

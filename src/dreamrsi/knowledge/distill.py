@@ -44,7 +44,7 @@ class Limits(NamedTuple):
     """Bounds of one distilling pass."""
 
     max_failures: int = MAX_FAILURES      # failures read (a seeded sample past it)
-    max_wins: int = MAX_WINS              # clean wins sampled, at most
+    max_wins: int = MAX_WINS              # clean wins sampled for a task, at most
     max_group: int = 12                   # traces in a group
     max_groups: int = 12                  # groups distilled
     max_proposals: int = 5                # proposals kept from one group
@@ -117,9 +117,8 @@ def _lines(t: Trajectory) -> list[str]:
             result = "" if c.result is None else f" -> {_cut(c.result, 200)}"
             out.append(f"  call {_cut(c.name, 80)}({_cut(c.arguments, 200)})"
                        f"{' ERROR' if c.error else ''}{result}")
-        out += by_step.get(k, [])
-    out += by_step.get(None, [])
-    return out
+        out += by_step.pop(k, [])
+    return out + [line for lines in by_step.values() for line in lines]  # the whole's
 
 
 def render(s: Selected, limit: int) -> str:

@@ -4,14 +4,17 @@ clean wins to set beside them.
 Only ``accepted`` traces are read (a staged or rejected one never is, whatever it holds).
 A trace is a **failure** when its outcome is ``failure`` or any of its feedback is negative
 (a thumbs-down, a failed eval); a **clean win** when its outcome is ``success`` and none of
-its feedback is negative; an ``unknown`` outcome is neither and is counted as skipped. Traces
-imported from our own runs (``traces import --run``) are traces like any other.
+its feedback is negative; an ``unknown`` outcome is neither and is counted as skipped. Wins are
+sampled per task, beside that task's failures (a task without a failure has nothing to
+contrast, and no win of it is taken). Traces imported from our own runs (``traces import
+--run``) are traces like any other.
 """
 
 from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from typing import NamedTuple
 
 from dreamrsi.knowledge.trajectory import Trajectory, from_dict
@@ -45,7 +48,7 @@ class Selection(NamedTuple):
 
     Attributes:
         failures: Every failure (at most ``max_failures``, a seeded sample past that).
-        wins: The seeded sample of clean wins.
+        wins: The seeded sample of clean wins, per task with failures.
         skipped: Accepted traces in scope that are neither (outcome ``unknown``).
         notes: What was left out and why (a sample of failures, unreadable traces).
     """
@@ -79,9 +82,9 @@ def select(store: RunStore, *, scope: str | None = None, seed: int = 0,
         store: The store whose traces are read.
         scope: Only traces of this task (exact), or all.
         seed: Seeds the samples.
-        wins: How many clean wins to sample; default as many as the failures, at least
-            :data:`MIN_WINS`, at most ``max_wins``.
-        max_wins: The most wins sampled by default.
+        wins: How many clean wins to sample for each task with failures; default as many as
+            its failures, at least :data:`MIN_WINS`, at most ``max_wins``.
+        max_wins: The most wins sampled for a task by default.
         max_failures: The most failures kept (a seeded sample past it, with a note).
 
     Returns:
@@ -111,6 +114,10 @@ def select(store: RunStore, *, scope: str | None = None, seed: int = 0,
     if len(failures) > max_failures:
         notes.append(f"kept a seeded sample of {max_failures} of {len(failures)} failures")
     kept = _sample(failures, max_failures, rng)
-    want = wins if wins is not None else min(max_wins, max(MIN_WINS, len(kept)))
-    chosen = _sample(clean, max(0, want), rng)
+    per_task = Counter(s.record.task for s in kept)
+    chosen: list[Selected] = []
+    for task in sorted(per_task):
+        want = wins if wins is not None else min(max_wins, max(MIN_WINS, per_task[task]))
+        chosen += _sample([w for w in clean if w.record.task == task], max(0, want), rng)
+    chosen.sort(key=lambda w: w.trace_id)
     return Selection(tuple(kept), tuple(chosen), skipped, tuple(notes))
