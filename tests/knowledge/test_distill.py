@@ -230,6 +230,18 @@ def test_an_unreadable_answer_is_an_error_naming_the_group(
     assert out.errors[0].startswith(f"group {g.group_id} (refunds): ") and said in out.errors[0]
 
 
+def test_a_huge_answer_is_an_error_and_a_long_list_is_cut(
+        store: SqliteRunStore, serve: Scripted) -> None:
+    two_sides(store)
+    out = propose(store, model=serve(Reply.text("{" + " " * 300_000 + "}")), scope=None, seed=0)
+    assert out.proposals == [] and "more than the 262144 accepted" in out.errors[0]
+    many = {"proposals": [{"rule": f"Always check item {k}.", "edit": None}
+                          for k in range(5_000)]}
+    out = propose(store, model=serve(Reply.text(json.dumps(many))), scope=None, seed=0)
+    assert [p.text for p in out.proposals] == [f"Always check item {k}." for k in range(5)]
+    assert out.dropped[0].endswith("4995 proposals past the first 5 dropped")
+
+
 def item(rule: str, path: str | None = None) -> str:
     edit = None if path is None else {"path": path, "old": "", "new": "x"}
     return json.dumps({"proposals": [{"rule": rule, "edit": edit}]})
