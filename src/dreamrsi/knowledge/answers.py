@@ -98,9 +98,10 @@ def edit_problem(raw: Any, allowed: tuple[str, ...] | None) -> tuple[ConfigEdit 
     try:
         if allowed is None:
             parts = PurePosixPath(edit.path.replace("\\", "/")).parts
-            path = check_edit(edit, (parts[0],) if parts else ("",))
-            if path in ("", "."):
+            if not parts or parts == (".",):
                 raise ConfigError(f"the edit's path {edit.path!r} names no file")
+            # any file of the repository: its own first part, a folder or the file itself
+            path = check_edit(edit, (parts[0] + "/" if len(parts) > 1 else parts[0],))
         else:
             path = check_edit(edit, allowed)
     except ConfigError as exc:

@@ -61,10 +61,13 @@ class Rejection(StrEnum):
 
 
 def check_edit(edit: ConfigEdit, allowed: tuple[str, ...]) -> str:
-    """The edit's path, normalised, if it lies inside one of ``allowed`` (files or folders of
-    the config repository, relative); else a :class:`ConfigError` saying why."""
+    """The edit's path, normalised, if it is a file inside one of ``allowed`` (files, or
+    folders written with a trailing ``/``, of the config repository); else a
+    :class:`ConfigError` saying why."""
     raw = edit.path.replace("\\", "/")
     path = PurePosixPath(raw)
+    if raw.endswith("/"):
+        raise ConfigError(f"the edit's path {edit.path!r} names a folder, not a file")
     if not raw or path.is_absolute() or ".." in path.parts or raw.startswith("~"):
         raise ConfigError(f"the edit's path {edit.path!r} is not a relative path inside the "
                           "config repository")
@@ -72,8 +75,9 @@ def check_edit(edit: ConfigEdit, allowed: tuple[str, ...]) -> str:
         raise ConfigError(f"the edit's path {edit.path!r} names git's own files")
     norm = str(path)
     for root in allowed:
+        folder = root.endswith("/")  # "prompts/": files inside it; "LESSONS.md": that file
         base = str(PurePosixPath(root.replace("\\", "/")))
-        if norm == base or norm.startswith(base.rstrip("/") + "/"):
+        if norm.startswith(base + "/") if folder else norm == base:
             return norm
     raise ConfigError(f"the edit's path {edit.path!r} is outside the files learning may edit "
                       f"({', '.join(allowed) or 'none'})")
