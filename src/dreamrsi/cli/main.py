@@ -3,8 +3,9 @@
 Each command calls one service function and renders it (:mod:`~dreamrsi.cli.runs`,
 :mod:`~dreamrsi.cli.dreaming`, :mod:`~dreamrsi.cli.tasks`, :mod:`~dreamrsi.cli.ledger`,
 :mod:`~dreamrsi.cli.store`, the Dream Run's :mod:`~dreamrsi.cli.repo` and
-:mod:`~dreamrsi.cli.beliefs`, the knowledge layer's :mod:`~dreamrsi.cli.knowledge` and
-:mod:`~dreamrsi.cli.goldens`); the options they share are in :mod:`~dreamrsi.cli.options`.
+:mod:`~dreamrsi.cli.beliefs`, the knowledge layer's :mod:`~dreamrsi.cli.knowledge`,
+:mod:`~dreamrsi.cli.goldens` and :mod:`~dreamrsi.cli.learn`); the options they share are in
+:mod:`~dreamrsi.cli.options`.
 Commands are registered here, in the order ``--help`` lists them.
 
 Exit codes: 0 success, 1 a user error (printed as one message; ``--debug`` shows the
@@ -31,6 +32,7 @@ from dreamrsi.cli import (
     _coerce,
     beliefs,
     dreaming,
+    learn,
     ledger,
     mcp,
     repo,
@@ -100,7 +102,7 @@ _COMMANDS: dict[str, Callable[..., None]] = {
     "run": runs.run, "resume": runs.resume, "dream": dreaming.dream, "loop": dreaming.loop,
     "policies": dreaming.policies, "replay": dreaming.replay, "status": runs.status,
     "show": runs.show, "best": runs.best, "survive": survival.survive, "tasks": tasks.tasks,
-    "mcp": mcp.mcp, **repo.COMMANDS, **repo_work.COMMANDS,
+    "mcp": mcp.mcp, **repo.COMMANDS, **repo_work.COMMANDS, "learn": learn.learn,
 }
 """The top-level commands, in the order ``--help`` lists them."""
 

@@ -35,7 +35,8 @@ from dreamrsi.errors import ConfigError
 from dreamrsi.knowledge.goldens import Golden
 
 __all__ = ["OBJECTIVE_FILE", "CheckReport", "GoldenResult", "Objective", "check_goldens",
-           "load_objective", "load_outputs"]
+           "load_objective", "load_outputs",
+           "parse_outputs"]
 
 OBJECTIVE_FILE = "objective.toml"
 COMMAND_TIMEOUT_S = 60.0
@@ -137,13 +138,22 @@ def load_outputs(path: Path) -> dict[str, str]:
         text = read_bounded(path, MAX_OUTPUTS_BYTES, "the outputs").decode()
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: the outputs are not UTF-8 text") from None
+    return parse_outputs(text, str(path))
+
+
+def parse_outputs(text: str, where: str) -> dict[str, str]:
+    """The outputs of :func:`load_outputs` from the file's text; ``where`` names it in errors.
+
+    Raises:
+        ConfigError: Neither shape (named by ``where``:line).
+    """
     try:
         whole = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         whole = None
     if isinstance(whole, dict) and not {"id", "output"} & set(whole):
         if not all(isinstance(v, str) for v in whole.values()):
-            raise ConfigError(f"{path}: an output is not text")
+            raise ConfigError(f"{where}: an output is not text")
         return dict(whole)
     out: dict[str, str] = {}
     for n, line in enumerate(text.splitlines(), 1):
@@ -151,13 +161,14 @@ def load_outputs(path: Path) -> dict[str, str]:
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{n}: not JSON ({exc.msg})") from None
+        except (json.JSONDecodeError, RecursionError) as exc:
+            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
+            raise ConfigError(f"{where}:{n}: not JSON ({msg})") from None
         if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not isinstance(
                 obj.get("output"), str):
-            raise ConfigError(f"{path}:{n}: not an object with text 'id' and 'output'")
+            raise ConfigError(f"{where}:{n}: not an object with text 'id' and 'output'")
         if obj["id"] in out:
-            raise ConfigError(f"{path}:{n}: a second output for golden '{obj['id']}'")
+            raise ConfigError(f"{where}:{n}: a second output for golden '{obj['id']}'")
         out[obj["id"]] = obj["output"]
     return out
 

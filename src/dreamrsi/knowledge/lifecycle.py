@@ -12,8 +12,9 @@ REJECTED (an ACTIVE one leaves by STALE, SUPERSEDED or QUARANTINED).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from dreamrsi.errors import ConfigError
 from dreamrsi.store.base import RunStore
@@ -84,8 +85,10 @@ def state_of(store: RunStore, kind: str, artifact_id: str) -> State | None:
 
 
 def transition(store: RunStore, kind: str, artifact_id: str, to: State | str, *,
-               reason: str = "", now: float | None = None) -> State:
-    """Move an artifact to ``to``, recorded as an event.
+               reason: str = "", now: float | None = None,
+               detail: Mapping[str, Any] | None = None) -> State:
+    """Move an artifact to ``to``, recorded as an event (``detail``, JSON data, is kept in
+    it too: the gate's numbers).
 
     Raises:
         ConfigError: An unknown kind or state, or a transition that is not allowed.
@@ -101,7 +104,9 @@ def transition(store: RunStore, kind: str, artifact_id: str, to: State | str, *,
             allowed = ", ".join(sorted(TRANSITIONS[current])) or "none (terminal)"
             raise ConfigError(f"{kind} {artifact_id}: {current or 'nothing'} cannot become "
                               f"{target}; allowed: {allowed}")
-        store.append_knowledge("lifecycle", _subject(kind, artifact_id),
-                               {"from": current, "to": target.value, "reason": reason},
+        payload: dict[str, Any] = {"from": current, "to": target.value, "reason": reason}
+        if detail:
+            payload["detail"] = dict(detail)
+        store.append_knowledge("lifecycle", _subject(kind, artifact_id), payload,
                                time.time() if now is None else now)
     return target

@@ -1,0 +1,194 @@
+"""The nightly job: sync, distill, gate, commit, report (``dreamrsi learn``).
+
+1. Clone the config repository's HEAD (never its checkout) and read ``dreamrsi.toml``.
+2. Sync: each VALIDATED lesson the HEAD now carries (its row in the lessons file, or its
+   edit's new text in its file) becomes ACTIVE: the person merged it.
+3. When the agent's model differs from the last night's, re-validate the pool
+   (:func:`~dreamrsi.knowledge.gate.revalidate`).
+4. Distill proposals from the accepted traces (:mod:`dreamrsi.knowledge.distill`, imported
+   here only; a caller may pass proposals instead), gate them, and commit what passed as a
+   branch (or a patch), with the summary.
+5. Record the night (``learn.run``: its model, HEAD, every decision, the numbers).
+
+A dry run clones, distills and gates the same way but records nothing and writes no branch
+(a ``--patch`` it is given is still written: the person asked for that file).
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from dreamrsi.knowledge import lifecycle, pool
+from dreamrsi.knowledge.commit import commit_branch, summary, write_patch
+from dreamrsi.knowledge.config_repo import RepoConfig, lesson_row, load_config, scratch_clone
+from dreamrsi.knowledge.gate import GateResult, Revalidation, gate, judge_for, revalidate
+from dreamrsi.knowledge.lifecycle import State
+from dreamrsi.knowledge.proposal import Proposal
+from dreamrsi.store.base import RunStore
+
+__all__ = ["LearnReport", "learn", "read_proposals", "sync_active"]
+
+
+class LearnReport(NamedTuple):
+    """What one night of learning did."""
+
+    night: int
+    head: str
+    model: str
+    gate: GateResult
+    revalidated: tuple[Revalidation, ...]
+    activated: tuple[str, ...]
+    branch: str | None
+    patch: str | None
+    summary: str
+    pool_size: int
+    tokens: tuple[int, int]
+    distill_errors: tuple[str, ...]
+    dry_run: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as JSON data."""
+        rejected: dict[str, int] = {}
+        for d in self.gate.decisions:
+            if d.rejection is not None:
+                rejected[d.rejection.value] = rejected.get(d.rejection.value, 0) + 1
+        return {
+            "night": self.night, "head": self.head, "model": self.model,
+            "dry_run": self.dry_run, "proposals": len(self.gate.decisions),
+            "accepted": sum(1 for d in self.gate.decisions if d.accepted),
+            "rejected": rejected,
+            "heldout_part": [self.gate.part + 1, self.gate.parts],
+            "baseline": self.gate.baseline.as_dict(), "final": self.gate.final.as_dict(),
+            "decisions": [d.as_dict() for d in self.gate.decisions],
+            "revalidated": [r._asdict() for r in self.revalidated],
+            "activated": list(self.activated), "branch": self.branch, "patch": self.patch,
+            "pool_size": self.pool_size, "tokens_in": self.tokens[0],
+            "tokens_out": self.tokens[1], "distill_errors": list(self.distill_errors),
+        }
+
+
+def _carried(store: RunStore, lesson_id: str, text: str, clone: Path, cfg: RepoConfig) -> bool:
+    """Whether the config ``clone`` carries the lesson: its edit's new text, else its row."""
+    edit = None
+    for e in store.knowledge_events(subject=f"lesson:{lesson_id}", kind_prefix="lifecycle"):
+        decision = e.payload.get("detail", {}).get("decision") or {}
+        edit = (decision.get("proposal") or {}).get("edit") or edit
+    if isinstance(edit, dict) and isinstance(edit.get("path"), str) and edit.get("new"):
+        target = clone / edit["path"]
+        return target.is_file() and not target.is_symlink() and str(edit["new"]) in (
+            target.read_text(errors="replace"))
+    lessons = clone / cfg.learn.lessons
+    if not lessons.is_file() or lessons.is_symlink():
+        return False
+    return lesson_row(text) in lessons.read_text(errors="replace").splitlines()
+
+
+def sync_active(store: RunStore, clone: Path, cfg: RepoConfig) -> tuple[str, ...]:
+    """Make ACTIVE each VALIDATED lesson the config's HEAD (``clone``) carries; their ids."""
+    out = []
+    for insight in pool.load_pool(store).values():
+        if lifecycle.state_of(store, "lesson", insight.insight_id) != State.VALIDATED:
+            continue
+        if _carried(store, insight.insight_id, insight.text, clone, cfg):
+            lifecycle.transition(store, "lesson", insight.insight_id, State.ACTIVE,
+                                 reason="the config repository's HEAD carries it")
+            out.append(insight.insight_id)
+    return tuple(out)
+
+
+def _distill(store: RunStore, model: Any, scope: str | None,
+             night: int) -> tuple[list[Proposal], tuple[int, int], tuple[str, ...]]:
+    """Proposals from :func:`dreamrsi.knowledge.distill.propose`, imported only here."""
+    distill = importlib.import_module("dreamrsi.knowledge.distill")
+    kind = getattr(distill, "DistillLimits", None) or getattr(distill, "Limits", None)
+    out = distill.propose(store, model=model, scope=scope, seed=night,
+                          limits=kind() if kind is not None else None)
+    return (list(out.proposals), (int(out.tokens_in), int(out.tokens_out)),
+            tuple(str(e) for e in out.errors))
+
+
+def learn(store: RunStore, config: Path, *, proposals: Sequence[Proposal] | None = None,
+          model: Any = None, scope: str | None = None, night: int | None = None,
+          dry_run: bool = False, patch: Path | None = None, isolation: str = "required",
+          today: datetime.date | None = None) -> LearnReport:
+    """One night of learning over the config repository ``config`` (module docstring);
+    ``proposals`` given skip distilling, ``model`` is the distiller's ModelClient.
+
+    Raises:
+        ConfigError: The config repository, its ``dreamrsi.toml`` or objective, or the
+            goldens cannot gate, or the agent fails on the config's HEAD.
+    """
+    runs = store.knowledge_events(kind_prefix="learn.run")
+    night = len(runs) if night is None else night
+    last_model = str(runs[-1].payload.get("model", "")) if runs else None
+    record = not dry_run
+    with tempfile.TemporaryDirectory(prefix="dreamrsi-learn-") as folder:
+        clone, head = scratch_clone(config, Path(folder))
+        cfg = load_config(clone)
+        activated = sync_active(store, clone, cfg) if record else ()
+        tokens: tuple[int, int] = (0, 0)
+        errors: tuple[str, ...] = ()
+        if proposals is None:
+            found, tokens, errors = _distill(store, model, scope, night)
+            proposals = found
+        revalidated: tuple[Revalidation, ...] = ()
+        if last_model is not None and last_model != cfg.agent.model:
+            judge, _ = judge_for(store, cfg, clone, night, isolation)
+            revalidated = revalidate(store, cfg, clone, judge, old_model=last_model,
+                                     record=record)
+        result = gate(store, cfg, clone, proposals, night=night, isolation=isolation,
+                      record=record)
+        text = summary(result, head=head, model=cfg.agent.model, revalidated=revalidated,
+                       tokens=tokens)
+        branch = patch_out = None
+        if patch is not None:
+            if write_patch(clone, cfg, result, text, patch, head=head):
+                patch_out = str(patch)
+        elif record:
+            branch = commit_branch(config, clone, cfg, result, text, today=today)
+    size = sum(1 for i in pool.load_pool(store).values() if i.state == "active")
+    report = LearnReport(night, head, cfg.agent.model, result, revalidated, activated, branch,
+                         patch_out, text, size, tokens, errors, dry_run)
+    if record:
+        payload = report.as_dict()
+        payload.pop("decisions")
+        payload["decisions"] = [{"lesson": d.lesson_id, "accepted": d.accepted,
+                                 "rejection": d.rejection.value if d.rejection else None,
+                                 "why": d.why} for d in result.decisions]
+        store.append_knowledge("learn.run", f"night:{night}", payload, time.time())
+    return report
+
+
+def read_proposals(path: Path) -> list[Proposal]:
+    """Proposals from a JSON-lines file (the fields of ``Proposal.as_dict``), to gate them
+    without distilling.
+
+    Raises:
+        ConfigError: The file cannot be read, or a line is not a proposal (file:line).
+    """
+    from dreamrsi.errors import ConfigError
+    from dreamrsi.knowledge.formats._records import load_records
+    from dreamrsi.knowledge.proposal import ConfigEdit
+
+    out = []
+    for n, obj in load_records(path, max_file_bytes=16 << 20, max_line_bytes=1 << 20):
+        where = f"{path}:{n}"
+        edit = obj.get("edit")
+        sources = obj.get("sources", [])
+        if not isinstance(obj.get("text"), str) or not isinstance(obj.get("scope", ""), str) \
+                or not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+            raise ConfigError(f"{where}: a proposal needs text 'text', 'scope' and a list of "
+                              "'sources'")
+        if edit is not None and not (isinstance(edit, dict) and all(
+                isinstance(edit.get(k), str) for k in ("path", "old", "new"))):
+            raise ConfigError(f"{where}: 'edit' is not an object of text 'path', 'old', 'new'")
+        out.append(Proposal(obj["text"], obj.get("scope", ""), tuple(sources),
+                            str(obj.get("distiller", "file")), str(obj.get("group", "")),
+                            ConfigEdit(edit["path"], edit["old"], edit["new"]) if edit else None))
+    return out
