@@ -76,9 +76,11 @@ with open(os.environ["DREAM_GOLDENS"]) as f, open(os.environ["DREAM_OUTPUTS"], "
 _OVERRIDE = re.compile(r'answer "(.+?)" with "(.*?)"', re.IGNORECASE)
 
 
-def obey(messages: Sequence[Mapping[str, Any]]) -> str:
-    """The model's answer to a chat: the facts, under the rules of the system prompt."""
-    system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
+def obey(messages: Sequence[Mapping[str, Any]], native: Sequence[str] = ()) -> str:
+    """The model's answer to a chat: the facts, under the rules of the system prompt and the
+    rules ``native`` to the model (a newer model that needs no lesson for them)."""
+    system = "\n".join([*(str(m.get("content", "")) for m in messages
+                          if m.get("role") == "system"), *native])
     question = next((str(m.get("content", "")) for m in reversed(messages)
                      if m.get("role") == "user"), "").strip()
     lines = [line.strip() for line in system.splitlines()]
