@@ -49,7 +49,8 @@ def test_nights_of_learning(tmp_path: Path) -> None:
         assert git(repo, "show", f"{BRANCH}:LESSONS.md") == f"- {ISO_RULE}\n"
         log = git(repo, "log", "--format=%B%x00", f"main..{BRANCH}").split("\0")
         assert "Held-out objective 0 -> 1" in log[0] and "[no_gain]" in log[0]
-        assert log[1].strip().startswith("learn: Write every date") and "Sources: t-one, t-two" in log[1]
+        assert log[1].strip().startswith("learn: Write every date")
+        assert "Sources: t-one, t-two" in log[1]
 
         # on the branch the agent passes the cases it failed
         branch = tmp_path / "branch"

@@ -91,8 +91,8 @@ def _table(data: dict[str, Any], name: str, fields: dict[str, type | tuple[type,
         raise ConfigError(f"[{name}] is not a table", file=where, key=name)
     unknown = set(table) - set(fields)
     if unknown:
-        raise ConfigError(f"unknown keys {', '.join(sorted(unknown))}", file=where,
-                          key=name, expected=", ".join(fields))
+        raise ConfigError("unknown key", file=where, key=f"{name}.{sorted(unknown)[0]}",
+                          expected="one of " + ", ".join(fields))
     for key, kind in fields.items():
         if key in table and (isinstance(table[key], bool) and kind is not bool
                              or not isinstance(table[key], kind)):

@@ -1,0 +1,67 @@
+"""The config repository's contract: dreamrsi.toml read strictly, held-out parts rotated,
+edits applied only inside what learning may edit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dreamrsi.errors import ConfigError
+from dreamrsi.knowledge.config_repo import apply_proposal, heldout_part, load_config
+from dreamrsi.knowledge.goldens import Golden
+from dreamrsi.knowledge.proposal import ConfigEdit, Proposal
+
+GOOD = '[agent]\ncommand = "python3 agent.py"\n'
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("", "the agent's command is missing"),
+    ('[agent]\ncommand = "x"\ncolour = 1\n', "key 'agent.colour': unknown key"),
+    (GOOD + "[learn]\nheldout_rotation = 0\n", "key 'learn.heldout_rotation'"),
+    (GOOD + "[learn]\nheldout_rotation = true\n", "key 'learn.heldout_rotation'"),
+    (GOOD + '[learn]\neditable = ["../up"]\n', "not a relative path"),
+    (GOOD + '[learn]\nlessons = "objective.toml"\n', "the gate's own files"),
+    (GOOD + "[learn]\nmin_gain = -1\n", "key 'learn.min_gain'"),
+    (GOOD + "[agent.x]\n", "key 'agent.x'"),
+    ('[agnet]\ncommand = "x"\n', "unknown tables agnet"),
+    ("[agent\n", "cannot read it"),
+])
+def test_a_bad_config_names_its_file_and_key(tmp_path: Path, text: str, words: str) -> None:
+    (tmp_path / "dreamrsi.toml").write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path)
+    assert "dreamrsi.toml" in str(caught.value) and words in str(caught.value)
+
+
+def test_no_config_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such file"):
+        load_config(tmp_path)
+
+
+def test_held_out_parts_are_disjoint_rotate_and_leave_out_canaries() -> None:
+    goldens = [Golden(f"h{n}", "q", "a", split="heldout") for n in range(7)]
+    goldens += [Golden("c", "q", "a", split="heldout", canary=True), Golden("t", "q", "a")]
+    parts = [heldout_part(goldens, night, 3) for night in range(3)]
+    ids = [g.golden_id for part in parts for g in part]
+    assert sorted(ids) == [f"h{n}" for n in range(7)] and [len(p) for p in parts] == [3, 2, 2]
+    assert heldout_part(goldens, 4, 3) == parts[1]
+    with pytest.raises(ConfigError, match="holds no golden"):
+        heldout_part(goldens[:1], 1, 2)
+
+
+def test_a_rule_is_one_row_and_an_edit_applies_once(tmp_path: Path) -> None:
+    (tmp_path / "dreamrsi.toml").write_text(GOOD)
+    cfg = load_config(tmp_path)
+    (tmp_path / "LESSONS.md").write_text("- first")
+    assert apply_proposal(tmp_path, Proposal("second\n- injected row", "", (), "t"),
+                          cfg) == "LESSONS.md"
+    assert (tmp_path / "LESSONS.md").read_text() == "- first\n- second - injected row\n"
+    edit = ConfigEdit("prompts/new/skill.md", "", "Do it.\n")
+    assert apply_proposal(tmp_path, Proposal("r", "", (), "t", edit=edit), cfg) == (
+        "prompts/new/skill.md")
+    twice = ConfigEdit("prompts/new/skill.md", "", "Do it.\n")
+    apply_proposal(tmp_path, Proposal("r", "", (), "t", edit=twice), cfg)
+    with pytest.raises(ConfigError, match="occurs 2 times"):
+        apply_proposal(tmp_path, Proposal("r", "", (), "t", edit=twice._replace(
+            old="Do it.", new="x")), cfg)
