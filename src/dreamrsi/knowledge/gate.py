@@ -281,7 +281,8 @@ def revalidate(store: RunStore, cfg: RepoConfig, clone: Path, judge: Judge, *, o
         if isinstance(base, str):
             raise ConfigError(f"the agent fails on the config's HEAD with the new model: {base}")
         lessons = head / cfg.learn.lessons
-        rows = lessons.read_text().splitlines() if lessons.is_file() else []
+        rows = (lessons.read_text(errors="replace").splitlines()
+                if lessons.is_file() and not lessons.is_symlink() else [])
         out = []
         for n, insight in enumerate(active):
             row = lesson_row(insight.text)

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from dreamrsi.errors import ConfigError
 from dreamrsi.knowledge import lifecycle, pool
 from dreamrsi.knowledge.commit import commit_branch, summary, write_patch
 from dreamrsi.knowledge.config_repo import RepoConfig, lesson_row, load_config, scratch_clone
@@ -105,7 +106,13 @@ def sync_active(store: RunStore, clone: Path, cfg: RepoConfig) -> tuple[str, ...
 def _distill(store: RunStore, model: Any, scope: str | None,
              night: int) -> tuple[list[Proposal], tuple[int, int], tuple[str, ...]]:
     """Proposals from :func:`dreamrsi.knowledge.distill.propose`, imported only here."""
-    distill = importlib.import_module("dreamrsi.knowledge.distill")
+    try:
+        distill = importlib.import_module("dreamrsi.knowledge.distill")
+    except ModuleNotFoundError as exc:
+        if exc.name != "dreamrsi.knowledge.distill":
+            raise
+        raise ConfigError("distilling is not part of this version of dreamrsi: give the "
+                          "proposals to gate with --proposals FILE") from None
     kind = getattr(distill, "DistillLimits", None) or getattr(distill, "Limits", None)
     out = distill.propose(store, model=model, scope=scope, seed=night,
                           limits=kind() if kind is not None else None)
@@ -172,7 +179,6 @@ def read_proposals(path: Path) -> list[Proposal]:
     Raises:
         ConfigError: The file cannot be read, or a line is not a proposal (file:line).
     """
-    from dreamrsi.errors import ConfigError
     from dreamrsi.knowledge.formats._records import load_records
     from dreamrsi.knowledge.proposal import ConfigEdit
 
