@@ -104,3 +104,17 @@ def test_every_decision_is_recorded(night: Night) -> None:
     assert numbers["baseline"]["heldout_objective"] == 0.0
     assert numbers["decision"]["scores"]["metrics"]["politeness"] == 0.0
     assert lifecycle.state_of(store, "lesson", decisions[4].lesson_id) == State.REJECTED
+
+
+def test_a_lesson_the_pool_holds_is_a_duplicate(tmp_path: Path) -> None:
+    with rule_model() as model, goldens_store(tmp_path / "store") as store:
+        repo = make_config_repo(tmp_path / "repo", base_url=model.base_url)
+        iso = rule(ISO_RULE)
+        pool.record(store, pool.Delta("ADD", pool.insight_id(ISO_RULE, iso.scope), ISO_RULE,
+                                      iso.scope, ("t-zero",)))
+        clone, _ = scratch_clone(repo, tmp_path)
+        chats = len(model.chats)
+        result = gate(store, load_config(clone), clone, [iso], night=0)
+        assert [d.rejection for d in result.decisions] == [Rejection.DUPLICATE]
+        assert len(model.chats) - chats == 7  # the baseline's run only: one chat a golden
+        assert pool.load_pool(store)[result.decisions[0].lesson_id].importance == 3

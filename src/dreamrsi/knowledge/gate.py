@@ -180,6 +180,9 @@ def _known(store: RunStore, lesson_id: str, seen: set[str]) -> str:
         return f"the lesson {lesson_id} is already {state}"
     if lesson_id in seen:
         return f"the lesson {lesson_id} was proposed twice tonight"
+    insight = pool.load_pool(store).get(lesson_id)
+    if insight is not None and insight.state == "active":
+        return f"the pool already holds the lesson {lesson_id}"
     return ""
 
 
