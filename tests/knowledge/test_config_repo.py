@@ -65,3 +65,16 @@ def test_a_rule_is_one_row_and_an_edit_applies_once(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="occurs 2 times"):
         apply_proposal(tmp_path, Proposal("r", "", (), "t", edit=twice._replace(
             old="Do it.", new="x")), cfg)
+
+
+@pytest.mark.parametrize("proposal", [
+    Proposal("ring the bell\x07", "", (), "t"),
+    Proposal("r", "", (), "t", edit=ConfigEdit("prompts/a.md", "", "nul\x00")),
+    Proposal("x" * 2001, "", (), "t"),
+])
+def test_a_rule_or_edit_of_control_characters_is_refused(tmp_path: Path,
+                                                         proposal: Proposal) -> None:
+    (tmp_path / "dreamrsi.toml").write_text(GOOD)
+    with pytest.raises(ConfigError):
+        apply_proposal(tmp_path, proposal, load_config(tmp_path))
+    assert not (tmp_path / "LESSONS.md").exists() and not (tmp_path / "prompts").exists()

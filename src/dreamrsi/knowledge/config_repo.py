@@ -46,6 +46,7 @@ CONFIG_FILE = "dreamrsi.toml"
 PROTECTED = (CONFIG_FILE, "objective.toml")
 """Files no proposal may edit, whatever ``editable`` says: the gate's own judges."""
 MAX_FILE_BYTES = 1 << 20
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _GIT_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
              "-c", "commit.gpgsign=false", "-c", "user.name=dreamrsi",
              "-c", "user.email=dreamrsi@localhost")
@@ -203,6 +204,8 @@ def lesson_row(text: str) -> str:
     one = " ".join(text.split()).removeprefix("- ").strip()
     if not one:
         raise ConfigError("the rule is empty")
+    if _CONTROL.search(one):
+        raise ConfigError("the rule holds control characters")
     if len(one) > MAX_RULE_CHARS:
         raise ConfigError(f"the rule is longer than {MAX_RULE_CHARS} characters")
     return f"- {one}"
@@ -258,6 +261,8 @@ def apply_proposal(tree: Path, proposal: Proposal, cfg: RepoConfig) -> str:
         if not edit.new:
             raise ConfigError("the edit adds nothing")
         text = (text if not text or text.endswith("\n") else text + "\n") + edit.new
+    if _CONTROL.search(edit.new.replace("\r", "")):
+        raise ConfigError("the edit's new text holds control characters")
     if len(text.encode()) > MAX_FILE_BYTES:
         raise ConfigError(f"the edit makes {rel} larger than {MAX_FILE_BYTES} bytes")
     path.parent.mkdir(parents=True, exist_ok=True)
