@@ -78,6 +78,7 @@ def test_nights_of_learning(tmp_path: Path) -> None:
         fourth = learn(store, repo, proposals=[], today=DAY)
         assert fourth.activated == (lesson,)
         assert [(r.lesson_id, r.state) for r in fourth.revalidated] == [(lesson, "ARCHIVED")]
+        assert "remove its row from the lessons file" in fourth.summary
         assert [s.after for s in lifecycle.history(store, "lesson", lesson)][-3:] == [
             State.ACTIVE, State.STALE, State.ARCHIVED]
         nights = store.knowledge_events(kind_prefix="learn.run")

@@ -73,7 +73,9 @@ def summary(result: GateResult, *, head: str, model: str,
                      f"{_clean(d.why)}")
     if revalidated:
         lines += ["", "## Re-validated after the model changed", ""]
-        lines += [f"- {r.state}: {_clean(r.text)} ({r.why})" for r in revalidated]
+        lines += [f"- {r.state}: {_clean(r.text)} ({r.why})" + (
+            "; remove its row from the lessons file" if r.state == "ARCHIVED" else "")
+            for r in revalidated]
     lines += ["", "Nothing is merged: review the changes, then merge them or delete them.", ""]
     return "\n".join(lines)
 
