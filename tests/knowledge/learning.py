@@ -4,6 +4,8 @@ golden set of the test agent, and the state of a config repository's checkout.""
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,9 +21,20 @@ MODELS = ("fake-small", "fake-large", "fake-same")
 """``fake-large`` writes ISO dates without being told; ``fake-same`` behaves as the small."""
 
 
+def _distilled(messages: list[dict[str, str]]) -> Reply:
+    """The distiller's answer: the ISO rule when a failed session's feedback wanted an ISO
+    date, else nothing."""
+    text = "\n".join(str(m.get("content", "")) for m in messages)
+    wanted = re.search(r"expected '\d{4}-\d{2}-\d{2}'", text)
+    rules = [{"rule": ISO_RULE, "edit": None}] if wanted else []
+    return Reply.text(json.dumps({"proposals": rules}))
+
+
 def _reply(seen: Seen) -> Reply:
     body = seen.body or {}
     messages = body.get("messages", [])
+    if messages and str(messages[0].get("content", "")).startswith("You improve an AI agent"):
+        return _distilled(messages)
     if any("CRASH" in str(m.get("content", "")) for m in messages):
         return Reply.error(400, "the model refuses")
     native = (ISO_RULE,) if body.get("model") == "fake-large" else ()

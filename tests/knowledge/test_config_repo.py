@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from dreamrsi.errors import ConfigError
-from dreamrsi.knowledge.config_repo import apply_proposal, heldout_part, load_config
+from dreamrsi.knowledge.config_repo import (
+    apply_proposal,
+    editable_files,
+    heldout_part,
+    load_config,
+)
 from dreamrsi.knowledge.goldens import Golden
 from dreamrsi.knowledge.proposal import ConfigEdit, Proposal
 
@@ -78,3 +83,19 @@ def test_a_rule_or_edit_of_control_characters_is_refused(tmp_path: Path,
     with pytest.raises(ConfigError):
         apply_proposal(tmp_path, proposal, load_config(tmp_path))
     assert not (tmp_path / "LESSONS.md").exists() and not (tmp_path / "prompts").exists()
+
+
+def test_the_distiller_is_shown_the_editable_files_through_no_link(tmp_path: Path) -> None:
+    (tmp_path / "dreamrsi.toml").write_text(GOOD + '[learn]\neditable = ["prompts/", "a.md"]\n')
+    (tmp_path / "prompts" / "deep").mkdir(parents=True)
+    (tmp_path / "prompts" / "deep" / "x.md").write_text("deep\n")
+    (tmp_path / "prompts" / "blob.bin").write_bytes(b"\xff\xfe")
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "key.txt").write_text("sk-not-for-you\n")
+    (tmp_path / "prompts" / "link").symlink_to(tmp_path / "secret")
+    (tmp_path / "prompts" / "file-link.md").symlink_to(tmp_path / "secret" / "key.txt")
+    (tmp_path / "a.md").write_text("a\n")
+    (tmp_path / "LESSONS.md").write_text("- one\n")
+    files = editable_files(tmp_path, load_config(tmp_path))
+    assert files == {"LESSONS.md": "- one\n", "prompts/deep/x.md": "deep\n", "a.md": "a\n"}
+    assert list(files)[0] == "LESSONS.md"

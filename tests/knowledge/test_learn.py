@@ -11,6 +11,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from dreamrsi.agents.client import ModelClient
 from dreamrsi.cli.main import app
 from dreamrsi.knowledge import lifecycle
 from dreamrsi.knowledge.check import check_goldens
@@ -19,6 +20,8 @@ from dreamrsi.knowledge.goldens import list_goldens
 from dreamrsi.knowledge.learn import learn
 from dreamrsi.knowledge.lifecycle import State
 from dreamrsi.knowledge.runner import run_agent
+from dreamrsi.knowledge.traces import import_files, judge
+from dreamrsi.tasks.proposers import LlmSettings, ModelChoice
 from dreamrsi.testing.knowledge_agent import ISO_RULE, make_config_repo
 from tests.knowledge.learning import checkout_state, git, goldens_store, rule, rule_model
 
@@ -84,6 +87,38 @@ def test_nights_of_learning(tmp_path: Path) -> None:
         nights = store.knowledge_events(kind_prefix="learn.run")
         assert [e.payload["night"] for e in nights] == [0, 1, 2, 3]
         assert [e.payload["model"] for e in nights][-1] == "fake-large"
+
+
+def _trace(path: Path, question: str, answer: str, feedback: str, passed: bool) -> Path:
+    records = [{"type": "meta", "session_id": path.stem, "task": "dates"},
+               {"role": "user", "content": question}, {"role": "assistant", "content": answer},
+               {"type": "feedback", "step": 1, "score": float(passed), "passed": passed,
+                "name": "exact", "text": feedback}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_traces_of_failures_in_the_rule_out(tmp_path: Path) -> None:
+    with rule_model() as model, goldens_store(tmp_path / "store") as store:
+        repo = make_config_repo(tmp_path / "repo", base_url=model.base_url)
+        files = [_trace(tmp_path / "launch.jsonl", "date of the launch?", "03/04/2025",
+                        "expected '2025-04-03', got '03/04/2025'", False),
+                 _trace(tmp_path / "audit.jsonl", "date of the audit?", "12/11/2024",
+                        "expected '2024-11-12', got '12/11/2024'", False),
+                 _trace(tmp_path / "capital.jsonl", "capital of France?", "Paris",
+                        "the output is the expected answer", True)]
+        for imported in import_files(store, files):
+            judge(store, imported.record.trace_id, "accepted")
+        client = ModelClient(LlmSettings(models=(ModelChoice("fake-small"),),
+                                         base_url=model.base_url, max_retries=0),
+                             environ={})
+        report = learn(store, repo, model=client, today=DAY)
+        client.close()
+        data = report.as_dict()
+        assert (data["proposals"], data["accepted"], data["branch"]) == (1, 1, BRANCH)
+        assert data["tokens_in"] > 0 and data["distill_errors"] == []
+        assert report.gate.decisions[0].proposal.distiller == "model:fake-small"
+        assert git(repo, "show", f"{BRANCH}:LESSONS.md") == f"- {ISO_RULE}\n"
 
 
 def test_a_dry_run_records_nothing_and_a_patch_applies(tmp_path: Path) -> None:

@@ -39,8 +39,8 @@ from dreamrsi.knowledge.goldens import Golden
 from dreamrsi.knowledge.proposal import MAX_RULE_CHARS, ConfigEdit, Proposal, check_edit
 
 __all__ = ["CONFIG_FILE", "PROTECTED", "AgentConfig", "LearnConfig", "RepoConfig",
-           "apply_proposal", "copy_tree", "git", "heldout_part", "lesson_row", "load_config",
-           "scratch_clone"]
+           "apply_proposal", "copy_tree", "editable_files", "git", "heldout_part", "lesson_row",
+           "load_config", "scratch_clone"]
 
 CONFIG_FILE = "dreamrsi.toml"
 PROTECTED = (CONFIG_FILE, "objective.toml")
@@ -145,7 +145,8 @@ def load_config(root: Path) -> RepoConfig:
                       r".+", "paths")
     for path in (lessons, *editable):
         try:
-            check_edit(ConfigEdit(path, "", ""), (path,))
+            bare = path.rstrip("/")
+            check_edit(ConfigEdit(bare, "", ""), (bare,))
         except ConfigError as exc:
             raise ConfigError(exc.reason, file=where, key="learn") from None
         if path.strip("/") in PROTECTED:
@@ -286,3 +287,31 @@ def heldout_part(goldens: Sequence[Golden], night: int, parts: int) -> list[Gold
                           "golden: add held-out goldens (`dreamrsi goldens add --split "
                           "heldout`) or lower [learn] heldout_rotation")
     return part
+
+
+def editable_files(tree: Path, cfg: RepoConfig, *, max_files: int = 50,
+                   max_bytes: int = 64 * 1024) -> dict[str, str]:
+    """The text of the files an edit may change (the lessons file first), by relative path:
+    regular UTF-8 files of at most ``max_bytes``, none through a link, at most ``max_files``."""
+    found: list[Path] = []
+    for root in (cfg.learn.lessons, *cfg.learn.editable):
+        top = tree / root.rstrip("/")
+        if any((tree / Path(*Path(root).parts[:i + 1])).is_symlink()
+               for i in range(len(Path(root).parts))):
+            continue
+        if top.is_file():
+            found.append(top)
+        for folder, dirs, names in os.walk(top):  # links to folders are not walked
+            dirs.sort()
+            found += [Path(folder) / n for n in sorted(names)]
+    out: dict[str, str] = {}
+    for path in found:
+        rel = path.relative_to(tree).as_posix()
+        if len(out) >= max_files or rel in out or path.is_symlink() or not path.is_file():
+            continue
+        if path.stat().st_size <= max_bytes:
+            try:
+                out[rel] = path.read_text()
+            except UnicodeDecodeError:
+                continue
+    return out

@@ -17,21 +17,28 @@ A dry run clones, distills and gates the same way but records nothing and writes
 from __future__ import annotations
 
 import datetime
-import importlib
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dreamrsi.errors import ConfigError
 from dreamrsi.knowledge import lifecycle, pool
 from dreamrsi.knowledge.commit import commit_branch, summary, write_patch
-from dreamrsi.knowledge.config_repo import RepoConfig, lesson_row, load_config, scratch_clone
+from dreamrsi.knowledge.config_repo import (
+    RepoConfig,
+    editable_files,
+    lesson_row,
+    load_config,
+    scratch_clone,
+)
 from dreamrsi.knowledge.gate import GateResult, Revalidation, gate, judge_for, revalidate
 from dreamrsi.knowledge.lifecycle import State
 from dreamrsi.knowledge.proposal import Proposal
 from dreamrsi.store.base import RunStore
+
+if TYPE_CHECKING:
+    from dreamrsi.agents.client import ModelClient
 
 __all__ = ["LearnReport", "learn", "read_proposals", "sync_active"]
 
@@ -103,25 +110,20 @@ def sync_active(store: RunStore, clone: Path, cfg: RepoConfig) -> tuple[str, ...
     return tuple(out)
 
 
-def _distill(store: RunStore, model: Any, scope: str | None,
-             night: int) -> tuple[list[Proposal], tuple[int, int], tuple[str, ...]]:
-    """Proposals from :func:`dreamrsi.knowledge.distill.propose`, imported only here."""
-    try:
-        distill = importlib.import_module("dreamrsi.knowledge.distill")
-    except ModuleNotFoundError as exc:
-        if exc.name != "dreamrsi.knowledge.distill":
-            raise
-        raise ConfigError("distilling is not part of this version of dreamrsi: give the "
-                          "proposals to gate with --proposals FILE") from None
-    kind = getattr(distill, "DistillLimits", None) or getattr(distill, "Limits", None)
-    out = distill.propose(store, model=model, scope=scope, seed=night,
-                          limits=kind() if kind is not None else None)
-    return (list(out.proposals), (int(out.tokens_in), int(out.tokens_out)),
-            tuple(str(e) for e in out.errors))
+def _distill(store: RunStore, model: ModelClient | None, scope: str | None, night: int,
+             clone: Path, cfg: RepoConfig) -> tuple[list[Proposal], tuple[int, int],
+                                                    tuple[str, ...]]:
+    """Proposals from :func:`dreamrsi.knowledge.distill.propose`, told the paths an edit may
+    touch and shown their current text."""
+    from dreamrsi.knowledge.distill import propose
+
+    out = propose(store, model=model, scope=scope, seed=night, allowed=cfg.allowed,
+                  files=editable_files(clone, cfg))
+    return list(out.proposals), (out.tokens_in, out.tokens_out), tuple(out.errors)
 
 
 def learn(store: RunStore, config: Path, *, proposals: Sequence[Proposal] | None = None,
-          model: Any = None, scope: str | None = None, night: int | None = None,
+          model: ModelClient | None = None, scope: str | None = None, night: int | None = None,
           dry_run: bool = False, patch: Path | None = None, isolation: str = "required",
           today: datetime.date | None = None) -> LearnReport:
     """One night of learning over the config repository ``config`` (module docstring);
@@ -142,7 +144,7 @@ def learn(store: RunStore, config: Path, *, proposals: Sequence[Proposal] | None
         tokens: tuple[int, int] = (0, 0)
         errors: tuple[str, ...] = ()
         if proposals is None:
-            found, tokens, errors = _distill(store, model, scope, night)
+            found, tokens, errors = _distill(store, model, scope, night, clone, cfg)
             proposals = found
         revalidated: tuple[Revalidation, ...] = ()
         if last_model is not None and last_model != cfg.agent.model:
@@ -179,6 +181,7 @@ def read_proposals(path: Path) -> list[Proposal]:
     Raises:
         ConfigError: The file cannot be read, or a line is not a proposal (file:line).
     """
+    from dreamrsi.errors import ConfigError
     from dreamrsi.knowledge.formats._records import load_records
     from dreamrsi.knowledge.proposal import ConfigEdit
 
