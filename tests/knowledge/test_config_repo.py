@@ -76,13 +76,16 @@ def test_a_rule_is_one_row_and_an_edit_applies_once(tmp_path: Path) -> None:
     Proposal("ring the bell\x07", "", (), "t"),
     Proposal("r", "", (), "t", edit=ConfigEdit("prompts/a.md", "", "nul\x00")),
     Proposal("x" * 2001, "", (), "t"),
+    Proposal("r", "", (), "t", edit=ConfigEdit("a.md", "same", "same")),
 ])
-def test_a_rule_or_edit_of_control_characters_is_refused(tmp_path: Path,
+def test_a_rule_or_edit_that_is_not_text_or_changes_nothing_is_refused(tmp_path: Path,
                                                          proposal: Proposal) -> None:
-    (tmp_path / "dreamrsi.toml").write_text(GOOD)
+    (tmp_path / "dreamrsi.toml").write_text(GOOD + '[learn]\neditable = ["prompts/", "a.md"]\n')
+    (tmp_path / "a.md").write_text("the same\n")
     with pytest.raises(ConfigError):
         apply_proposal(tmp_path, proposal, load_config(tmp_path))
     assert not (tmp_path / "LESSONS.md").exists() and not (tmp_path / "prompts").exists()
+    assert (tmp_path / "a.md").read_text() == "the same\n"
 
 
 def test_the_distiller_is_shown_the_editable_files_through_no_link(tmp_path: Path) -> None:

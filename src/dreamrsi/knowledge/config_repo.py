@@ -252,7 +252,7 @@ def apply_proposal(tree: Path, proposal: Proposal, cfg: RepoConfig) -> str:
     if rel in PROTECTED:
         raise ConfigError(f"the edit's path {rel!r} is one of the gate's own files")
     path = _target(tree, rel)
-    text = _read(path)
+    text = before = _read(path)
     if edit.old:
         count = text.count(edit.old)
         if count != 1:
@@ -262,6 +262,8 @@ def apply_proposal(tree: Path, proposal: Proposal, cfg: RepoConfig) -> str:
         if not edit.new:
             raise ConfigError("the edit adds nothing")
         text = (text if not text or text.endswith("\n") else text + "\n") + edit.new
+    if text == before:
+        raise ConfigError(f"the edit changes nothing in {rel}")
     if _CONTROL.search(edit.new.replace("\r", "")):
         raise ConfigError("the edit's new text holds control characters")
     if len(text.encode()) > MAX_FILE_BYTES:
