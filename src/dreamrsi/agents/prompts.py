@@ -22,7 +22,10 @@ are inserted once, so text in them that looks like a placeholder stays as it is.
   score, plan, feedback and the text of the files the model may edit here;
 - ``{{files}}``: each file the model may edit: its path, then its text in a fenced block;
 - ``{{edit_format}}``: how to write edits (SEARCH/REPLACE blocks, or whole files);
-- ``{{lessons}}``: lessons from the context (``none`` so far);
+- ``{{lessons}}``: the task's ACTIVE lessons from the context, most important first, one
+  ``- `` line each (``none`` without any);
+- ``{{recipes}}``: the task's recipes from the context (its best survived or verified
+  solutions): id, state, score, plan and the files each changed (``none`` without any);
 - ``{{budget}}``: attempts, tokens and money left in the run;
 - ``{{attempt_id}}``, ``{{round}}``: the attempt's id and round.
 """
@@ -43,7 +46,7 @@ __all__ = ["PLACEHOLDERS", "Prompts", "load_prompts"]
 
 PLACEHOLDERS = ("objective", "task_name", "direction", "better", "score", "status", "plan",
                 "metrics", "feedback", "history", "elites", "files", "edit_format", "lessons",
-                "budget", "attempt_id", "round")
+                "recipes", "budget", "attempt_id", "round")
 _SLOT = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _NAMES = ("system.md", "user.md")
 _MAX_TEMPLATE_BYTES = 64 * 1024
@@ -152,10 +155,21 @@ def prompt_values(context: Mapping[str, Any], files: Mapping[str, str], notes: S
         "edit_format": _DIFF if edit_format == EditFormat.DIFF else _FULL,
         "lessons": "\n".join(f"- {lesson}" for lesson in context.get("lessons") or ())
         or "none",
+        "recipes": _recipes(context.get("recipes") or ()),
         "budget": _budget(context.get("budget") or {}),
         "attempt_id": str(context.get("attempt_id", "")),
         "round": str(context.get("round", "")),
     }
+
+
+def _recipes(recipes: Sequence[Mapping[str, Any]]) -> str:
+    lines = []
+    for r in recipes:
+        files = ", ".join(str(f) for f in r.get("files") or ()) or "none"
+        lines.append(f"- recipe {r.get('id')} ({r.get('state')}, score "
+                     f"{_score(r.get('raw_score'))}): {r.get('plan') or 'no plan'}; "
+                     f"files changed: {files}")
+    return "\n".join(lines) or "none"
 
 
 def fenced(text: str, info: str = "") -> str:

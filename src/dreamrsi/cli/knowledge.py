@@ -16,7 +16,6 @@ from dreamrsi.cli._shared import fail, guard, print_json, reader, visible
 from dreamrsi.cli.options import DEFAULT_STORE, JsonOpt, StoreOpt
 
 if TYPE_CHECKING:
-    from dreamrsi.knowledge.pool import Insight
     from dreamrsi.store.knowledge import TraceRecord
 
 traces_app = typer.Typer(help="Import agent traces (redacted, staged) and judge them.",
@@ -170,10 +169,6 @@ def reject(trace: TraceArg, reason: ReasonOpt = "", store: StoreOpt = DEFAULT_ST
     _judge(trace, "rejected", reason, store)
 
 
-def _insight_dict(i: Insight) -> dict[str, Any]:
-    return {**i._asdict(), "sources": list(i.sources)}
-
-
 @lessons_app.command("list")
 def list_lessons(scope: ScopeOpt = None,
                  everything: Annotated[bool, typer.Option(
@@ -182,18 +177,16 @@ def list_lessons(scope: ScopeOpt = None,
     """List the pool's lessons, most important first."""
 
     def body() -> None:
-        from dreamrsi.knowledge.pool import ACTIVE, load_pool
+        from dreamrsi.knowledge.reading import lessons_list
 
         with reader(store) as handle:
-            pool = load_pool(handle)
-        shown = sorted((i for i in pool.values() if (everything or i.state == ACTIVE)
-                        and (scope is None or i.scope == scope)),
-                       key=lambda i: (-i.importance, i.insight_id))
+            shown = lessons_list(handle, scope, everything)
         if as_json:
-            print_json([_insight_dict(i) for i in shown])
+            print_json(shown)
             return
         _table(f"{len(shown)} lessons", ("id", "importance", "state", "scope", "text"),
-               [(i.insight_id, str(i.importance), i.state, i.scope, i.text) for i in shown])
+               [(i["insight_id"], str(i["importance"]), i["state"], i["scope"], i["text"])
+                for i in shown])
 
     guard(body)
 
@@ -204,27 +197,19 @@ def show_lesson(lesson: Annotated[str, typer.Argument(help="Lesson id.")],
     """Show a lesson, its lifecycle state and its events."""
 
     def body() -> None:
-        from dreamrsi.errors import NotFound
-        from dreamrsi.knowledge.lifecycle import state_of
-        from dreamrsi.knowledge.pool import load_pool
+        from dreamrsi.knowledge.reading import lesson_show
 
         with reader(store) as handle:
-            insight = load_pool(handle).get(lesson)
-            if insight is None:
-                raise NotFound(f"no lesson '{lesson}'")
-            state = state_of(handle, "lesson", lesson)
-            events = handle.knowledge_events(subject=lesson, kind_prefix="pool.")
-        data = {**_insight_dict(insight), "lifecycle": state,
-                "events": [e._asdict() for e in events]}
+            data = lesson_show(handle, lesson)
         if as_json:
             print_json(data)
             return
-        typer.echo(visible(f"lesson {insight.insight_id} ({insight.state}, importance "
-                           f"{insight.importance}, lifecycle {state or '-'}, scope "
-                           f"{insight.scope or '-'})\n  {insight.text}\n  sources: "
-                           f"{', '.join(insight.sources) or '-'}"))
-        for e in events:
-            typer.echo(visible(f"  #{e.seq} {e.kind} {dict(e.payload)}"))
+        typer.echo(visible(f"lesson {data['insight_id']} ({data['state']}, importance "
+                           f"{data['importance']}, lifecycle {data['lifecycle'] or '-'}, scope "
+                           f"{data['scope'] or '-'})\n  {data['text']}\n  sources: "
+                           f"{', '.join(data['sources']) or '-'}"))
+        for e in data["events"]:
+            typer.echo(visible(f"  #{e['seq']} {e['kind']} {e['payload']}"))
 
     guard(body)
 
@@ -235,15 +220,15 @@ def lesson_history(scope: ScopeOpt = None, store: StoreOpt = DEFAULT_STORE,
     """The pool's deltas, in order: the pool is their fold."""
 
     def body() -> None:
-        from dreamrsi.knowledge.pool import pool_events
+        from dreamrsi.knowledge.reading import lesson_history as deltas
 
         with reader(store) as handle:
-            events = pool_events(handle, scope)
+            events = deltas(handle, scope)
         if as_json:
-            print_json([{**e._asdict(), "payload": dict(e.payload)} for e in events])
+            print_json(events)
             return
         _table(f"{len(events)} pool events", ("seq", "op", "lesson", "text"),
-               [(str(e.seq), e.kind.removeprefix("pool."), e.subject,
-                 str(e.payload.get("text", ""))) for e in events])
+               [(str(e["seq"]), e["kind"].removeprefix("pool."), e["subject"],
+                 str(e["payload"].get("text", ""))) for e in events])
 
     guard(body)

@@ -45,6 +45,7 @@ from dreamrsi.cli import store as store_cmds
 from dreamrsi.cli._shared import err_console, state
 from dreamrsi.cli.goldens import goldens_app
 from dreamrsi.cli.knowledge import lessons_app, traces_app
+from dreamrsi.cli.recipes import recipes_app
 
 _coerce.install()
 _SETTINGS: dict[str, Any] = dict(
@@ -69,6 +70,7 @@ for _group, _typer in beliefs.GROUPS.items():
 app.add_typer(traces_app, name="traces")
 app.add_typer(goldens_app, name="goldens")
 app.add_typer(lessons_app, name="lessons")
+app.add_typer(recipes_app, name="recipes")
 
 
 def _main(

@@ -79,6 +79,12 @@ def run(
         "--survive", help="Then run a survival pass on the best node: only a node that "
         "survives is the run's result (exit 3 when it fails, 4 when it could not run).")
     ] = False,
+    from_recipe: Annotated[str | None, typer.Option(
+        "--from-recipe", help="Start from this recipe (`dreamrsi recipes list`) instead of "
+        "the task's seed.")] = None,
+    lessons: Annotated[bool, typer.Option(
+        "--lessons/--no-lessons", help="Give proposers the task's ACTIVE lessons and its "
+        "recipes (also off with the task's [proposer] lessons = false).")] = True,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -86,26 +92,42 @@ def run(
     or the policy stops."""
 
     def body() -> int:
+        from rich.markup import escape
+
+        from dreamrsi.cli._shared import err_console, visible
         from dreamrsi.engine import RunConfig, default_policy, start_run
+        from dreamrsi.knowledge.starts import record_recipes, run_knowledge
         from dreamrsi.policies.registry import parse_spec
         from dreamrsi.store import open_store
         from dreamrsi.tasks import resolve_task
 
         spec = parse_spec(policy) if policy else default_policy(budget, workers)
-        config = RunConfig(budget=budget, workers=workers, max_rounds=rounds,
-                           wall_time_s=wall_time, max_tokens=max_tokens, max_cost_usd=max_cost,
-                           seed=seed, policy=spec, isolation=isolation, target=target,
-                           history=history, max_infra_failures=max_infra_failures,
-                           base_url=base_url, model=model)
+        settings: dict[str, Any] = dict(
+            budget=budget, workers=workers, max_rounds=rounds, wall_time_s=wall_time,
+            max_tokens=max_tokens, max_cost_usd=max_cost, seed=seed, policy=spec,
+            isolation=isolation, target=target, history=history,
+            max_infra_failures=max_infra_failures, base_url=base_url, model=model)
+        RunConfig(**settings)  # a wrong setting is refused before the store is opened
         loaded = resolve_task(task)
         say_notes(loaded)
         with open_store(store, writer=True, holder=f"run {loaded.name}") as handle:
+            known = run_knowledge(handle, loaded.name, loaded.digest, recipe=from_recipe,
+                                  lessons=lessons and loaded.proposer.lessons)
+            for warning in known.warnings:
+                err_console().print(f"[yellow]warning:[/] {escape(visible(warning))}",
+                                    highlight=False, soft_wrap=True)
+            config = RunConfig(**settings, **known.settings)
             sigterm_as_interrupt()
             summary = _drive(lambda obs: start_run(
                 handle, loaded, config, obs, accept_unisolated_model_code=accept_unisolated),
                 as_json, budget)
             gate = (isolation, accept_unisolated) if survive else None
-            return _finish(handle, summary.run_id, as_json, gate)
+            code = _finish(handle, summary.run_id, as_json, gate)
+            _, problem = record_recipes(handle)
+            if problem:
+                err_console().print(f"[yellow]note:[/] {escape(visible(problem))}",
+                                    highlight=False, soft_wrap=True)
+            return code
 
     code = guard(body)
     if code:

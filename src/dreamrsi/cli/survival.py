@@ -48,6 +48,9 @@ def survive(
     survived, 3 failed, 4 could not run)."""
 
     def body() -> int:
+        from rich.markup import escape
+
+        from dreamrsi.knowledge.starts import record_recipes
         from dreamrsi.store import open_store
         from dreamrsi.survival.service import survive as run_pass
 
@@ -63,6 +66,9 @@ def survive(
                 err_console().print("[yellow]interrupted[/]; the pass has no verdict: run "
                                     "`dreamrsi survive` again for a new one")
                 raise typer.Exit(130) from None
+            _, problem = record_recipes(handle)
+        if problem:
+            err_console().print(f"[yellow]note:[/] {escape(problem)}", highlight=False)
         show_outcome(outcome, as_json)
         return EXIT_CODES[outcome.verdict.value]
 

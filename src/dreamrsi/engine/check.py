@@ -227,5 +227,5 @@ def _context(task: Task, root: Node) -> dict[str, object]:
                      "direction": task.direction.value},
             "run_id": _CHECK_RUN, "attempt_id": f"{_CHECK_RUN}-1", "round": 1, "seed": 0,
             "parent": node_info(root, 0), "ancestors": [node_info(root, 0)],
-            "ancestors_omitted": 0, "lessons": [], "history": [],
+            "ancestors_omitted": 0, "lessons": [], "recipes": [], "history": [],
             "budget": {"attempts_left": None, "tokens_left": None, "cost_left_usd": None}}

@@ -65,6 +65,11 @@ class RunConfig:
             ``$OPENAI_BASE_URL``; ``None``: the task's.
         model: The one model an ``llm`` proposer asks, overriding the task's ``models``;
             ``None``: the task's.
+        recipe: The recipe this run starts from (its node is ``start_from``), recorded.
+        lessons: The lessons every proposer's context carries (``lessons``), chosen when the
+            run started (the knowledge layer's; kept, so a resumed run sees the same).
+        recipes: The recipes every proposer's context carries (``recipes``): id, state,
+            score, raw score, plan and files of each; chosen likewise.
     """
 
     budget: int | None = 60
@@ -85,6 +90,9 @@ class RunConfig:
     max_infra_failures: int = DEFAULT_INFRA_FAILURES
     base_url: str | None = None
     model: str | None = None
+    recipe: str | None = None
+    lessons: tuple[str, ...] = ()
+    recipes: tuple[Mapping[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         check_int("history", self.history, 0, MAX_HISTORY)
@@ -108,6 +116,9 @@ class RunConfig:
             raise ConfigError(f"unknown isolation '{self.isolation}'", key="isolation",
                               expected=" | ".join(ISOLATION_MODES))
         check_positive("heartbeat_s", self.heartbeat_s)
+        if not all(isinstance(text, str) for text in self.lessons) or \
+                not all(isinstance(r, Mapping) for r in self.recipes):
+            raise ConfigError("lessons must be texts and recipes mappings", key="lessons")
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict; :meth:`from_json` reads it back."""
@@ -122,6 +133,8 @@ class RunConfig:
         policy = values.pop("policy")
         plan = values.pop("plan", None)
         values["context_nodes"] = tuple(values.get("context_nodes", ()))
+        values["lessons"] = tuple(values.get("lessons", ()))
+        values["recipes"] = tuple(dict(r) for r in values.get("recipes", ()))
         return cls(policy=PolicySpec.from_json(policy),
                    plan=None if plan is None else GridPlan(**plan), **values)
 

@@ -31,6 +31,7 @@ from dreamrsi.engine.declared import checked_history, context_runs
 from dreamrsi.engine.history import choose_elites, prepare_history
 from dreamrsi.engine.recording import attempt_safely, record_outcome
 from dreamrsi.engine.sandboxing import resolve_isolation
+from dreamrsi.engine.warm import overlay_commit
 from dreamrsi.errors import ConfigError, DreamError, InfrastructureError, StoreError
 from dreamrsi.policies.registry import open_policy
 from dreamrsi.sandbox import IsolationMode
@@ -493,9 +494,11 @@ class _Session:
         calls: list[GitCall] = []
         root_id = node_id_for(self.run.run_id, 0)
         if self.config.start_from:
-            commit = self._warm_commit(self.config.start_from)
+            commit = self._warm_commit(self.config.start_from, root_id, calls)
             imports = [LedgerEvent(Actor.EXECUTION, f"start from {self.config.start_from}",
-                                   exit=0, commit=commit, node_id=root_id)]
+                                   exit=0, commit=commit, node_id=root_id,
+                                   parsed={"recipe": self.config.recipe}
+                                   if self.config.recipe else None)]
         else:
             commit = self.repo.import_folder(self.task.seed_dir, f"seed of {self.task.name}",
                                              f"refs/dreamrsi/nodes/{root_id}", calls)
@@ -506,13 +509,19 @@ class _Session:
         outcome = AttemptOutcome(outcome.node, (*imports, *outcome.events))
         return self._record(outcome).node
 
-    def _warm_commit(self, node_id: str) -> str:
-        """The workspace of an earlier node of the same task, to start this run from."""
+    def _warm_commit(self, node_id: str, root_id: str, calls: list[GitCall]) -> str:
+        """The workspace of an earlier node of the same task, to start this run from; for a
+        recipe's node of another version of the task (same name), the seed with its changed
+        files laid over (:mod:`dreamrsi.engine.warm`)."""
         node = self.store.get_node(node_id)
-        if self.store.get_run(node.run_id).task_digest != self.task.digest or not node.commit:
-            raise ConfigError(f"cannot start from node {node_id}: it belongs to another task "
-                              "(or version of it), or has no workspace")
-        return node.commit
+        run = self.store.get_run(node.run_id)
+        if run.task_digest == self.task.digest and node.commit:
+            return node.commit
+        if self.config.recipe and run.task_name == self.task.name:
+            return overlay_commit(self.store, self.task, node, self.work_root / "warm-start",
+                                  f"refs/dreamrsi/nodes/{root_id}", calls)
+        raise ConfigError(f"cannot start from node {node_id}: it belongs to another task "
+                          "(or version of it), or has no workspace")
 
     def release(self) -> None:
         """Close the attempts' shared resources and remove the work folder."""
@@ -558,7 +567,8 @@ class _Session:
             "seed": self._seed_for(seq), "parent": info(parent, view.depth(parent.node_id)),
             "ancestors": [info(n, depth) for n, depth in ancestors],
             "ancestors_omitted": omitted,
-            "lessons": [],
+            "lessons": list(c.lessons),
+            "recipes": [dict(r) for r in c.recipes],
             "history": self.history,
             "budget": {"attempts_left": None if c.budget is None else c.budget - self.state.spent,
                        "tokens_left": None if c.max_tokens is None else c.max_tokens - self.tokens,

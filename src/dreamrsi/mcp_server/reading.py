@@ -147,6 +147,7 @@ class ReadingTools:
         evaluator on clean checkouts of the node and its base, check the hard constraints
         and fresh instances; returns the verdict (survived, failed, could_not_run), every
         finding and the report's files. Waits for the pass; needs the store's writer lock."""
+        from dreamrsi.knowledge.starts import record_recipes
         from dreamrsi.store import open_store
         from dreamrsi.survival.service import survive as run_pass
         from dreamrsi.views import outcome_dict
@@ -157,6 +158,7 @@ class ReadingTools:
                             holder=f"survive {run_id} (mcp)") as handle:
                 outcome = run_pass(handle, handle.get_run(run_id).run_id, node, base=base,
                                    repeats=repeats, isolation=isolation)
+                record_recipes(handle)  # never raises: the verdict stands
             return outcome_dict(outcome)
 
         return answer(body)

@@ -16,7 +16,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, InputRequiredResult
 
 from dreamrsi.errors import ConfigError
-from dreamrsi.mcp_server import reading, repo, repo_work, work
+from dreamrsi.mcp_server import knowledge, reading, repo, repo_work, work
 from dreamrsi.mcp_server._shared import Served
 from dreamrsi.mcp_server.jobs import Jobs
 
@@ -30,9 +30,10 @@ INSTRUCTIONS = (
     "evidence to cite); `repo_checkpoint` evaluates and keeps the work; `repo_shadow` asks a "
     "side question that `repo_answer` ends.")
 
-TOOL_GROUPS = (reading.ReadingTools, work.WorkTools, repo.RepoTools, repo_work.RepoWorkTools)
+TOOL_GROUPS = (reading.ReadingTools, work.WorkTools, repo.RepoTools, repo_work.RepoWorkTools,
+               knowledge.KnowledgeTools)
 """Each group adds its tools: the store's readers, the jobs, the Dream Run verbs, the Dream
-Run's decisions and finishing."""
+Run's decisions and finishing, the lessons and recipes."""
 
 
 class DreamServer(MCPServer[Any]):

@@ -104,12 +104,15 @@ class ProposerSpec:
         command: The shell command (``kind = "command"``; empty for ``llm``).
         timeout_s: Time limit of one attempt's proposal.
         llm: The model settings (``kind = "llm"``; None for ``command``).
+        lessons: Whether its context carries the task's ACTIVE lessons and recipes
+            (``lessons = false`` turns them off).
     """
 
     kind: Literal["command", "llm"]
     command: str
     timeout_s: float
     llm: LlmSettings | None = None
+    lessons: bool = True
 
 
 class _Strict(BaseModel):
@@ -132,6 +135,7 @@ class CommandProposer(_Strict):
     kind: Literal["command"] = "command"
     command: str = Field(min_length=1)
     timeout_s: float = Field(default=300.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
+    lessons: bool = True
 
 
 class LlmProposer(_Strict):
@@ -150,19 +154,20 @@ class LlmProposer(_Strict):
     files: list[str] = Field(default_factory=list)
     prompt_dir: str | None = Field(default=None, min_length=1)
     prices: dict[str, _Price] = Field(default_factory=dict)
+    lessons: bool = True
 
 
 def proposer_spec(raw: CommandProposer | LlmProposer) -> ProposerSpec:
     """The validated ``[proposer]`` table as a :class:`ProposerSpec`."""
     if isinstance(raw, CommandProposer):
-        return ProposerSpec("command", raw.command, raw.timeout_s)
+        return ProposerSpec("command", raw.command, raw.timeout_s, lessons=raw.lessons)
     models = tuple(ModelChoice(m) if isinstance(m, str) else ModelChoice(m.name, m.weight)
                    for m in raw.models)
     prices = MappingProxyType({name: Price(p.input, p.output) for name, p in raw.prices.items()})
     llm = LlmSettings(models, raw.base_url, raw.api_key_env, raw.temperature, raw.max_tokens,
                       raw.call_timeout_s, raw.max_retries, EditFormat(raw.edit_format),
                       tuple(raw.files), raw.prompt_dir, prices)
-    return ProposerSpec("llm", "", raw.timeout_s, llm)
+    return ProposerSpec("llm", "", raw.timeout_s, llm, lessons=raw.lessons)
 
 
 def check_llm(file: Path, llm: LlmSettings, seed_dir: Path, protected: tuple[str, ...],
