@@ -26,7 +26,8 @@ TOOLS = {"tasks", "status", "show", "best", "ledger_verify", "survive", "run", "
          "jobs", "cancel", "repo_open", "repo_brief", "repo_dreams", "repo_exec",
          "repo_checkpoint", "repo_fork", "repo_revert", "repo_abandon", "repo_shadow",
          "repo_answer", "repo_hypothesis", "repo_question", "repo_subgoal", "repo_next",
-         "repo_work", "repo_merge", "repo_submit", "repo_export"}
+         "repo_work", "repo_merge", "repo_submit", "repo_export", "lessons_list",
+         "lessons_show", "lessons_history", "recipes_list", "recipes_show"}
 
 
 @asynccontextmanager
