@@ -30,6 +30,8 @@ from tests.conftest import write_task
 
 PROPOSE_ONE = """
 import json, os
+if os.path.exists("old.txt"):
+    os.remove("old.txt")
 v = float(open("value.txt").read())
 open("value.txt", "w").write(repr(v + 1.0))
 open("notes.txt", "w").write(f"went from {v}")
@@ -44,7 +46,8 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     """A task and a store holding one run of it: the root and a chain of three nodes scored
     1, 2 and 3."""
     root = tmp_path_factory.mktemp("recipes")
-    task = write_task(root / "task", propose=PROPOSE_ONE, name="counter")
+    task = write_task(root / "task", propose=PROPOSE_ONE, name="counter",
+                      files={"old.txt": "to be removed"})
     with SqliteRunStore.open(root / "store", writer=True) as store:
         summary = start_run(store, load_task(task), RunConfig(
             budget=3, policy=parse_spec("fixed:branches=1,refine=2")))
@@ -126,6 +129,7 @@ def test_the_cli_lists_and_shows_recipes_lightly(copy: tuple[Path, Path, str]) -
     assert r["task"]["name"] == "counter" and r["family"] == "counter"
     assert r["raw_score"] == 3.0 and r["plan"] == "add one to 2.0"
     assert r["files"] == [{"path": "notes.txt", "change": "added"},
+                          {"path": "old.txt", "change": "deleted"},
                           {"path": "value.txt", "change": "modified"}]
     assert json.loads(cli("recipes", "list", "--task", "other", "--store", str(path),
                           "--json")) == []
@@ -162,8 +166,10 @@ def test_a_recipe_of_another_version_is_laid_over_its_seed_with_a_warning(
     other = tmp_path / "v2"
     shutil.copytree(task, other)
     toml = other / "task.toml"
-    toml.write_text(toml.read_text().replace("Make the number large.", "Make it large."))
+    toml.write_text(toml.read_text().replace("Make the number large.", "Make it large.")
+                    .replace('["evaluate.py"]', '["evaluate.py", "notes.txt"]'))
     (other / "seed" / "extra.txt").write_text("new in v2")
+    (other / "seed" / "notes.txt").write_text("the author's")  # protected in v2
     result = runner.invoke(app, ["run", str(other), "--from-recipe", f"v.{run_id}-3",
                                  "--budget", "1", "--store", str(path), "--json"])
     assert result.exit_code == 0, result.output
@@ -172,9 +178,11 @@ def test_a_recipe_of_another_version_is_laid_over_its_seed_with_a_warning(
     with SqliteRunStore.open(path) as store:
         root = store.get_node(f"{new}-0")
         files = store.workspaces.tree(root.commit or "", [])
-        blobs = store.workspaces.read_blobs([files["value.txt"].oid], [])
+        blobs = store.workspaces.read_blobs([files["value.txt"].oid, files["notes.txt"].oid],
+                                            [])
         assert blobs[files["value.txt"].oid] == b"3.0" and root.raw_score == 3.0
-        assert {"extra.txt", "notes.txt", "evaluate.py"} <= set(files)
+        assert blobs[files["notes.txt"].oid] == b"the author's"  # protected: not carried
+        assert {"extra.txt", "evaluate.py"} <= set(files) and "old.txt" not in files
         assert root.commit != store.get_node(f"{run_id}-3").commit
 
 

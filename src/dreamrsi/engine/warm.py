@@ -51,6 +51,26 @@ def _place(root: Path, rel: str) -> Path:
     return target / parts[-1]
 
 
+def _existing(root: Path, rel: str) -> Path | None:
+    """The path of ``rel`` under ``root`` when something is there and every folder above it
+    is a real folder (no link followed); else None."""
+    target = root
+    for part in PurePosixPath(rel).parts:
+        if not stat.S_ISDIR(os.lstat(target).st_mode):
+            return None
+        target = target / part
+        if not os.path.lexists(target):
+            return None
+    return target
+
+
+def _remove(path: Path) -> None:
+    if stat.S_ISDIR(os.lstat(path).st_mode):
+        remove_tree(path)
+    else:
+        path.unlink()
+
+
 def overlay_commit(store: RunStore, task: Task, node: Node, work: Path, ref: str,
                    calls: list[GitCall]) -> str:
     """The commit of ``task``'s seed with the files ``node`` changed against its run's root
@@ -78,14 +98,14 @@ def overlay_commit(store: RunStore, task: Task, node: Node, work: Path, ref: str
     index = work.with_name(work.name + ".index")
     try:
         repo.checkout(seed, work, index, calls)
-        for path in changed:
+        for path in (p for p in changed if p not in new):  # deletions first
+            gone = _existing(work, path)
+            if gone is not None:
+                _remove(gone)
+        for path in (p for p in changed if p in new):
             dest = _place(work, path)
-            if path not in new:
-                if os.path.lexists(dest):
-                    remove_tree(dest) if stat.S_ISDIR(os.lstat(dest).st_mode) else dest.unlink()
-                continue
             if os.path.lexists(dest) and not stat.S_ISREG(os.lstat(dest).st_mode):
-                remove_tree(dest) if stat.S_ISDIR(os.lstat(dest).st_mode) else dest.unlink()
+                _remove(dest)
             dest.write_bytes(blobs[new[path].oid])
             os.chmod(dest, 0o755 if new[path].mode == "100755" else 0o644)
         problem = scan_workspace(work, task.constraints.max_workspace_mb * _MIB)

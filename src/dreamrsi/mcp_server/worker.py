@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from dataclasses import replace
 from types import FrameType
 from typing import Any
 
@@ -15,6 +16,7 @@ from typing import Any
 def run_job(spec: dict[str, Any]) -> dict[str, Any]:
     """Start and drive the run ``spec`` describes; its result as ``run --json`` prints it."""
     from dreamrsi.engine import start_run
+    from dreamrsi.knowledge.starts import record_recipes, run_knowledge
     from dreamrsi.mcp_server.specs import RunSpec
     from dreamrsi.store import open_store
     from dreamrsi.tasks import resolve_task
@@ -24,8 +26,11 @@ def run_job(spec: dict[str, Any]) -> dict[str, Any]:
     task = resolve_task(args.task)
     config = args.config()
     with open_store(args.store, writer=True, holder=f"run {task.name} (mcp)") as handle:
+        known = run_knowledge(handle, task.name, task.digest, lessons=task.proposer.lessons)
+        config = replace(config, **known.settings)
         signal.signal(signal.SIGTERM, _interrupt)
         start_run(handle, task, config, None, run_id=args.run_id)
+        record_recipes(handle)  # never raises: the run's result stands
         return {**run_result(handle, args.run_id),
                 "ledger_head": head_dict(handle.chain_head(args.run_id))}
 
