@@ -197,3 +197,25 @@ def test_a_recipe_of_another_task_is_refused(copy: tuple[Path, Path, str],
         assert len(store.list_runs()) == 1  # nothing was recorded
     assert "no recipe 'nope'" in cli("run", str(stranger), "--from-recipe", "nope",
                                      "--store", str(path), code=1)
+
+
+def test_a_recipe_with_a_link_is_refused_for_another_version_before_any_record(
+        copy: tuple[Path, Path, str], tmp_path: Path) -> None:
+    task, path, _ = copy
+    linking = tmp_path / "linking"
+    shutil.copytree(task, linking)
+    (linking / "seed" / "propose.py").write_text(
+        'import os\nopen("value.txt", "w").write("10")\nos.symlink("value.txt", "latest")\n')
+    with SqliteRunStore.open(path, writer=True) as store:
+        run_id = start_run(store, load_task(linking), RunConfig(
+            budget=1, policy=parse_spec("fixed:branches=1,refine=0"))).run_id
+        # another digest of the family: its own best verified node is a recipe too
+        assert f"v.{run_id}-1" in {r.recipe_id for r in load_recipes(store)}
+    other = tmp_path / "v2"
+    shutil.copytree(task, other)
+    (other / "task.toml").write_text((other / "task.toml").read_text() + "# v2\n")
+    out = cli("run", str(other), "--from-recipe", f"v.{run_id}-1", "--store", str(path),
+              code=1)
+    assert "changed symbolic links (latest)" in " ".join(out.split())
+    with SqliteRunStore.open(path) as store:
+        assert len(store.list_runs()) == 2  # the refused run recorded nothing

@@ -197,6 +197,7 @@ def _start(store: RunStore, task: Task, config: RunConfig, policy: Policy,
     session = _Session(store, task, config, policy, record, observer, attempts, isolation)
     try:  # what can refuse the task comes before its record: a refusal records nothing
         session.prepare()
+        session.warm_start()
     except BaseException:
         session.release()
         raise
@@ -323,6 +324,7 @@ class _Session:
         self.infra_streak = 0
         self.infra_reason = ""
         self.prepared = False
+        self.warm: str | None = None
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -494,7 +496,7 @@ class _Session:
         calls: list[GitCall] = []
         root_id = node_id_for(self.run.run_id, 0)
         if self.config.start_from:
-            commit = self._warm_commit(self.config.start_from, root_id, calls)
+            commit = self.warm or self._warm_commit(self.config.start_from, root_id, calls)
             imports = [LedgerEvent(Actor.EXECUTION, f"start from {self.config.start_from}",
                                    exit=0, commit=commit, node_id=root_id,
                                    parsed={"recipe": self.config.recipe}
@@ -508,6 +510,13 @@ class _Session:
                                                           commit, {"seed": self._seed_for(0)}))
         outcome = AttemptOutcome(outcome.node, (*imports, *outcome.events))
         return self._record(outcome).node
+
+    def warm_start(self) -> None:
+        """Make a new run's warm root before the run is recorded, so a refusal (another
+        task, a recipe's files that fail the workspace checks) records nothing."""
+        if self.config.start_from:
+            root_id = node_id_for(self.run.run_id, 0)
+            self.warm = self._warm_commit(self.config.start_from, root_id, [])
 
     def _warm_commit(self, node_id: str, root_id: str, calls: list[GitCall]) -> str:
         """The workspace of an earlier node of the same task, to start this run from; for a
