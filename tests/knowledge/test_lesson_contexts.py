@@ -5,6 +5,7 @@ nothing of either with ``--no-lessons``."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from dreamrsi.knowledge.pool import Delta, insight_id, record
 from dreamrsi.store.sqlite import SqliteRunStore
 from tests.agents.conftest import KEY, improve, write_llm_task
 from tests.agents.fake_openai import FakeOpenAI
+from tests.conftest import write_task
 
 runner = CliRunner()
 
@@ -69,3 +71,34 @@ def test_the_prompt_carries_active_lessons_and_recipes_only(
     assert "recipe v." in recipes and "files changed: initial_program.py" in recipes
     assert "ALWAYS-A" not in off and lessons_part(off).strip().endswith("first:\n\nnone")
     assert "# Background: recipes" in off and "recipe v." not in off
+
+
+PROPOSE_SAYS = """
+import json, os
+ctx = json.load(open(os.environ["DREAM_CONTEXT"]))
+open("value.txt", "w").write("1")
+print(f"PLAN: lessons={ctx['lessons']} recipes={[r['id'][:2] for r in ctx['recipes']]}")
+"""
+
+
+def test_a_command_proposers_context_carries_them_unless_the_task_says_no(
+        tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    with SqliteRunStore.open(path, writer=True) as store:
+        lesson(store, "Keep it small.", "*", "CANDIDATE", "VALIDATED", "ACTIVE")
+    task = write_task(tmp_path / "task", propose=PROPOSE_SAYS, name="says")
+    quiet = write_task(tmp_path / "quiet", propose=PROPOSE_SAYS, name="says")
+    toml = quiet / "task.toml"
+    toml.write_text(toml.read_text().replace("timeout_s = 20\n[constraints]",
+                                             "timeout_s = 20\nlessons = false\n[constraints]"))
+
+    def plan(task_dir: Path) -> str | None:
+        result = runner.invoke(app, ["run", str(task_dir), "--budget", "1", "--store",
+                                     str(path), "--json"])
+        assert result.exit_code == 0, result.output
+        with SqliteRunStore.open(path) as store:
+            return store.get_node(f"{json.loads(result.stdout)['run_id']}-1").plan
+
+    assert plan(task) == "lessons=['Keep it small.'] recipes=[]"
+    assert plan(task) == "lessons=['Keep it small.'] recipes=['v.']"
+    assert plan(quiet) == "lessons=[] recipes=[]"
