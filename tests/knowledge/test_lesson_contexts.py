@@ -102,3 +102,18 @@ def test_a_command_proposers_context_carries_them_unless_the_task_says_no(
     assert plan(task) == "lessons=['Keep it small.'] recipes=[]"
     assert plan(task) == "lessons=['Keep it small.'] recipes=['v.']"
     assert plan(quiet) == "lessons=[] recipes=[]"
+
+
+def test_a_damaged_knowledge_log_never_blocks_a_run(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    with SqliteRunStore.open(path, writer=True) as store:
+        store.append_knowledge("lifecycle", "lesson:Lbroken", {"from": None, "to": "BOGUS"},
+                               1.0)
+    task = write_task(tmp_path / "task", propose=PROPOSE_SAYS, name="says")
+    result = runner.invoke(app, ["run", str(task), "--budget", "1", "--store", str(path),
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    assert "lessons and recipes are left out of the context" in result.stderr
+    with SqliteRunStore.open(path) as store:
+        run_id = json.loads(result.stdout)["run_id"]
+        assert store.get_node(f"{run_id}-1").plan == "lessons=[] recipes=[]"

@@ -52,8 +52,13 @@ def run_knowledge(store: RunStore, name: str, digest: str, *, recipe: str | None
                             "its changed files are laid over this version's seed")
         settings.update(start_from=r.node.node_id, recipe=r.recipe_id)
     if lessons:
-        texts, recipes = proposer_knowledge(store, name, digest)
-        settings.update(lessons=texts, recipes=recipes)
+        try:
+            texts, recipes = proposer_knowledge(store, name, digest)
+        except (DreamError, ValueError, KeyError) as exc:  # a damaged log never blocks a run
+            warnings.append(f"the task's lessons and recipes are left out of the context: "
+                            f"{exc}")
+        else:
+            settings.update(lessons=texts, recipes=recipes)
     return RunKnowledge(settings, tuple(warnings))
 
 
@@ -63,5 +68,5 @@ def record_recipes(store: RunStore) -> tuple[list[str], str | None]:
     whatever the knowledge log holds)."""
     try:
         return sync(store), None
-    except DreamError as exc:
+    except (DreamError, ValueError, KeyError) as exc:
         return [], f"recipes' lifecycles not recorded: {exc}"
