@@ -121,6 +121,18 @@ def test_lifecycle_from_verified_to_survived_superseded_and_quarantined(
                                                               load_recipes(store)]
 
 
+def test_a_node_a_pass_failed_is_no_verified_recipe(copy: tuple[Path, Path, str]) -> None:
+    _, path, run_id = copy
+    with SqliteRunStore.open(path, writer=True) as store:
+        verdict(store, f"{run_id}-3", "failed")
+        [r] = load_recipes(store)
+        assert (r.recipe_id, r.state, r.verdict) == (f"v.{run_id}-2", State.VALIDATED, None)
+        pass_id = verdict(store, f"{run_id}-2", "could_not_run")  # no judgement: still one
+        [r] = load_recipes(store)
+        assert (r.recipe_id, r.verdict, r.pass_id) == (f"v.{run_id}-2", "could_not_run",
+                                                       pass_id)
+
+
 def test_the_cli_lists_and_shows_recipes_lightly(copy: tuple[Path, Path, str]) -> None:
     _, path, run_id = copy
     listed = json.loads(cli("recipes", "list", "--store", str(path), "--json"))

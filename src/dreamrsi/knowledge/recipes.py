@@ -8,10 +8,11 @@ events, ``recipe:ID``):
   others VALIDATED, or SUPERSEDED once they have been ACTIVE;
 - for a task family (a task name) with no such node, the best verified node of each task
   digest (status ``ok`` and valid: a node with a score; the highest score, the earliest on
-  ties, the root excluded) is a recipe of basis ``verified`` (id ``v.NODE``), VALIDATED only.
+  ties, the root and nodes whose latest pass failed excluded) is a recipe of basis
+  ``verified`` (id ``v.NODE``), VALIDATED only.
 
 An ACTIVE recipe whose node fails a later pass is QUARANTINED; a VALIDATED one that is no
-longer what made it a recipe is REJECTED. :func:`due_states` computes these states from the
+longer what made it a recipe is REJECTED. :func:`load_recipes` computes these states from the
 store and the recorded ones (pure reading: the reading commands show them); :func:`sync`
 records the transitions that reach them.
 """
@@ -33,7 +34,7 @@ __all__ = ["MAX_DIFF_BYTES", "Recipe", "find_recipe", "load_recipes", "recipe_di
 
 MAX_DIFF_BYTES = 256 * 1024
 MAX_TEXT = 4_000
-SURVIVED, VERIFIED = "survived", "verified"
+SURVIVED, VERIFIED, FAILED = "survived", "verified", "failed"
 _KEPT = frozenset({State.STALE, State.ARCHIVED, State.REJECTED})
 """States a derivation never moves a recipe out of (a person's, or terminal)."""
 
@@ -88,15 +89,18 @@ def _gather(store: RunStore) -> tuple[dict[str, _Facts], dict[str, str]]:
                 facts[_recipe_id(SURVIVED, node_id)] = _Facts(
                     SURVIVED, run.task_name, run.task_digest, run.run_id, node, v["verdict"],
                     v["pass_id"])
-        top = _best_verified(store, run.run_id)
+        failed = {n for n, v in found.items() if v["verdict"] == FAILED}
+        top = _best_verified(store, run.run_id, failed)
         held = best.get(run.task_digest)
         if top is not None and (held is None or _better(top, held[1])):
             best[run.task_digest] = (run.run_id, top)
     survived_families = {f.task for f in facts.values()}
     for digest, (run_id, node) in best.items():
         if names[digest] not in survived_families:
+            v = verdicts(store, run_id).get(node.node_id) or {}
             facts[_recipe_id(VERIFIED, node.node_id)] = _Facts(
-                VERIFIED, names[digest], digest, run_id, node, None, None)
+                VERIFIED, names[digest], digest, run_id, node, v.get("verdict"),
+                v.get("pass_id"))
     for rid in _recorded_ids(store):
         if rid not in facts and (former := _former(store, rid)) is not None:
             facts[rid] = former
@@ -108,14 +112,16 @@ def _better(a: Node, b: Node) -> bool:
     return a.score > b.score or (a.score == b.score and a.created_at < b.created_at)
 
 
-def _best_verified(store: RunStore, run_id: str) -> Node | None:
-    """The run's best non-root node with a score (ok and valid), earliest on ties."""
+def _best_verified(store: RunStore, run_id: str, failed: set[str]) -> Node | None:
+    """The run's best non-root node with a score (ok and valid) that no pass failed last,
+    earliest on ties."""
     counts = store.counts(run_id)
-    if counts.best_node is not None and counts.best_node != node_id_for(run_id, 0):
-        return store.get_node(counts.best_node)
     if counts.best_node is None:
         return None
-    scored = [n for n in store.nodes(run_id) if not n.is_root and n.score is not None]
+    if counts.best_node != node_id_for(run_id, 0) and counts.best_node not in failed:
+        return store.get_node(counts.best_node)
+    scored = [n for n in store.nodes(run_id)
+              if not n.is_root and n.score is not None and n.node_id not in failed]
     return max(scored, key=lambda n: (n.score, -n.seq), default=None)
 
 
