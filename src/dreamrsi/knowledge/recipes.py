@@ -19,7 +19,6 @@ records the transitions that reach them.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -29,7 +28,7 @@ from dreamrsi.knowledge.lifecycle import TRANSITIONS, State, history, transition
 from dreamrsi.store.base import RunStore
 from dreamrsi.survival.queries import verdicts
 
-__all__ = ["MAX_DIFF_BYTES", "Recipe", "find_recipe", "load_recipes", "recipe_diff",
+__all__ = ["MAX_DIFF_BYTES", "Recipe", "changed_files", "find_recipe", "load_recipes", "recipe_diff",
            "recipe_dict", "sync"]
 
 MAX_DIFF_BYTES = 256 * 1024
@@ -314,10 +313,3 @@ def sync(store: RunStore, recipes: Iterable[Recipe] | None = None) -> list[str]:
                 lines.append(f"recipe {r.recipe_id} {step.value}: {r.reason}")
     return lines
 
-
-def by_family(recipes: Iterable[Recipe]) -> dict[str, list[Recipe]]:
-    """Recipes grouped by task family, in the order given."""
-    out: dict[str, list[Recipe]] = defaultdict(list)
-    for r in recipes:
-        out[r.family].append(r)
-    return dict(out)
