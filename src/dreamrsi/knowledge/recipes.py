@@ -28,8 +28,8 @@ from dreamrsi.knowledge.lifecycle import TRANSITIONS, State, history, transition
 from dreamrsi.store.base import RunStore
 from dreamrsi.survival.queries import verdicts
 
-__all__ = ["MAX_DIFF_BYTES", "Recipe", "changed_files", "find_recipe", "load_recipes", "recipe_diff",
-           "recipe_dict", "sync"]
+__all__ = ["MAX_DIFF_BYTES", "Recipe", "changed_files", "find_recipe", "load_recipes",
+           "recipe_diff", "recipe_dict", "sync"]
 
 MAX_DIFF_BYTES = 256 * 1024
 MAX_TEXT = 4_000
