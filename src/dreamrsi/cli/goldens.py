@@ -1,7 +1,8 @@
 """The ``goldens`` commands: ``add``, ``list`` and ``check`` (the reward that speaks).
 
 ``goldens check`` exits 3 when the CI floor fails (1 and 2 stay a user error and a usage
-error), so a CI job can gate on it.
+error), so a CI job can gate on it; a rubric golden the judge could not judge is unscored, and
+fails the floor only through a floored metric that no golden then scores.
 """
 
 from __future__ import annotations
@@ -105,6 +106,11 @@ def check(
         parser=path_value, help="The config repository (its objective.toml: weights and "
         "floor).")] = None,
     split: SplitOpt = None,
+    judge_model: Annotated[str | None, typer.Option(
+        help="The model that judges rubric goldens (its key from $OPENAI_API_KEY); without "
+        "one they are unscored.")] = None,
+    base_url: Annotated[str | None, typer.Option(
+        help="The judge's OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")] = None,
     store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False,
 ) -> None:
     """Score the goldens against an agent's outputs: each golden's score and why, the
@@ -118,7 +124,19 @@ def check(
         given = load_outputs(outputs)
         with reader(store) as handle:
             found = goldens_in(handle, split=split)
-        report = check_goldens(found, given, objective=objective, config_repo=config)
+        judge = None
+        if judge_model is not None:
+            from dreamrsi.knowledge.judge import judge_client
+
+            judge = judge_client(judge_model, base_url)
+        elif base_url is not None:
+            fail("--base-url is the judge's endpoint: give --judge-model with it")
+        try:
+            report = check_goldens(found, given, objective=objective, config_repo=config,
+                                   judge=judge)
+        finally:
+            if judge is not None:
+                judge.close()
         if as_json:
             print_json(report.as_dict())
         else:
@@ -130,6 +148,14 @@ def check(
                                    f"{r.feedback}"))
             metrics = ", ".join(f"{m}={v:.3g}" for m, v in report.metrics.items())
             typer.echo(f"metrics: {metrics or '-'}; objective {report.objective:.4g}")
+            if report.unscored:
+                why = ("the judge could not judge them" if report.judged else
+                       "rubric goldens need --judge-model")
+                typer.echo(f"unscored: {len(report.unscored)} goldens, left out of the "
+                           f"metrics ({why})")
+            if report.judged:
+                typer.echo(f"judge tokens: {report.judge_tokens[0]} in, "
+                           f"{report.judge_tokens[1]} out")
             typer.echo("floor: " + ("passed" if report.floor_passed else
                                     "FAILED (" + "; ".join(report.floor_failures) + ")"))
         if not report.floor_passed:

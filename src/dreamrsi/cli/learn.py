@@ -51,6 +51,11 @@ def learn(
         help="The distiller's model (without one, the statistical distiller).")] = None,
     base_url: Annotated[str | None, typer.Option(
         help="The distiller's OpenAI-compatible endpoint.")] = None,
+    judge_model: Annotated[str | None, typer.Option(
+        help="The model that judges rubric goldens (without one they are unscored and left "
+        "out).")] = None,
+    judge_base_url: Annotated[str | None, typer.Option(
+        help="The judge's endpoint (default: --base-url).")] = None,
     scope: Annotated[str | None, typer.Option(help="Distill only this scope.")] = None,
     night: Annotated[int | None, typer.Option(
         min=0, help="The night's number (picks the held-out part; default: the nights "
@@ -87,14 +92,21 @@ def learn(
             from dreamrsi.tasks.proposers import LlmSettings, ModelChoice
 
             client = ModelClient(LlmSettings(models=(ModelChoice(model),), base_url=base_url))
+        judge = None
+        if judge_model is not None:
+            from dreamrsi.knowledge.judge import judge_client
+
+            judge = judge_client(judge_model, judge_base_url or base_url)
         try:
             with open_store(store, writer=not dry_run, holder="learn") as handle:
                 report = run_learn(handle, config, proposals=given, model=client,
                                    scope=scope, night=night, dry_run=dry_run, patch=patch,
-                                   isolation=isolation)
+                                   isolation=isolation, judge=judge)
         finally:
             if client is not None:
                 client.close()
+            if judge is not None:
+                judge.close()
         if as_json:
             print_json({**report.as_dict(), "summary": report.summary})
         else:

@@ -29,7 +29,7 @@ from dreamrsi.errors import ConfigError
 from dreamrsi.knowledge.proposal import MAX_RULE_CHARS, ConfigEdit, check_edit
 
 __all__ = ["MAX_EDIT_CHARS", "AnswerError", "ReadAnswer", "edit_problem",
-           "instruction_problem", "read_answer"]
+           "instruction_problem", "read_answer", "unfenced"]
 
 MAX_EDIT_CHARS = 20_000
 """The most characters of an edit's ``old`` or ``new`` text."""
@@ -109,7 +109,8 @@ def edit_problem(raw: Any, allowed: tuple[str, ...] | None) -> tuple[ConfigEdit 
     return edit._replace(path=path), ""
 
 
-def _unfenced(answer: str) -> str:
+def unfenced(answer: str) -> str:
+    """``answer`` trimmed, without a Markdown code fence around it, if any."""
     text = answer.strip()
     match = _FENCE.match(text)
     return match.group(1) if match else text
@@ -157,7 +158,7 @@ def read_answer(answer: str, *, allowed: tuple[str, ...] | None,
         AnswerError: The answer is not the JSON object asked for.
     """
     try:
-        data = json.loads(_unfenced(answer))
+        data = json.loads(unfenced(answer))
     except (ValueError, RecursionError) as exc:
         raise AnswerError(f"the answer is not JSON ({type(exc).__name__})") from None
     if not isinstance(data, dict):

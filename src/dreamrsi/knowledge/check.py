@@ -8,9 +8,12 @@ writable; the config repository, when given, is its working directory) with
 ``$DREAM_GOLDEN`` naming a JSON file of the golden and the output, and prints as its last line
 ``{"score": S, "feedback": "...", "passed": B, "metrics": {...}}`` (or a bare number), ``S``
 from 0 to 1; a command that fails, times out or prints anything else scores 0, with why.
-A ``rubric`` needs a judge model, which is not built yet: such goldens are reported unscored
-and left out of the metrics. A golden passes at a score of 1 (a command may say otherwise
-with ``passed``). A golden with no output scores 0.
+A ``rubric`` is judged by a model (:mod:`dreamrsi.knowledge.judge`) when a judge is given:
+its score, ``passed`` and feedback are the judge's; an output the judge could not judge (its
+answer unreadable, its call failed) is unscored with the reason, as is every rubric golden
+without a judge, and unscored goldens are left out of the metrics (a floored metric that no
+golden then scores fails the floor). A golden passes at a score of 1 (a command or the judge
+may say otherwise with ``passed``). A golden with no output scores 0.
 
 Weights and floor come from ``objective.toml`` at the root of the config repository
 (``[weights]`` and ``[floor]``, metric names to numbers); without one every metric met weighs
@@ -29,10 +32,13 @@ import threading
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dreamrsi.errors import ConfigError
 from dreamrsi.knowledge.goldens import Golden
+
+if TYPE_CHECKING:
+    from dreamrsi.knowledge.judge import RubricJudge
 
 __all__ = ["OBJECTIVE_FILE", "CheckReport", "GoldenResult", "Objective", "check_goldens",
            "load_objective", "load_outputs",
@@ -44,7 +50,8 @@ MAX_OUTPUTS_BYTES = 64 * 2**20
 
 
 class GoldenResult(NamedTuple):
-    """How one golden scored: ``score`` None when it could not be scored here (a rubric)."""
+    """How one golden scored: ``score`` None when it could not be scored (a rubric without a
+    judge, or that the judge could not judge)."""
 
     golden_id: str
     metric: str
@@ -72,6 +79,13 @@ class CheckReport(NamedTuple):
     weights: Mapping[str, float]
     floor: Mapping[str, float]
     floor_failures: tuple[str, ...]
+    judged: bool = False
+    judge_tokens: tuple[int, int] = (0, 0)
+
+    @property
+    def unscored(self) -> tuple[str, ...]:
+        """The ids of the goldens left unscored (out of the metrics)."""
+        return tuple(r.golden_id for r in self.results if r.score is None)
 
     @property
     def floor_passed(self) -> bool:
@@ -83,6 +97,9 @@ class CheckReport(NamedTuple):
         return {"objective": self.objective, "metrics": dict(self.metrics),
                 "weights": dict(self.weights), "floor": dict(self.floor),
                 "floor_passed": self.floor_passed, "floor_failures": list(self.floor_failures),
+                "judged": self.judged, "unscored": list(self.unscored),
+                "judge_tokens_in": self.judge_tokens[0],
+                "judge_tokens_out": self.judge_tokens[1],
                 "results": [{**r._asdict(), "metrics": dict(r.metrics)} for r in self.results]}
 
 
@@ -249,14 +266,24 @@ def _by_command(g: Golden, output: str, cwd: Path | None, isolation: str) -> Gol
     return _scored(g, score, why or f"the scoring command gave {score:g}", passed, metrics)
 
 
-def _one(g: Golden, outputs: Mapping[str, str], cwd: Path | None,
-         isolation: str) -> GoldenResult:
+def _by_judge(g: Golden, output: str, judge: RubricJudge | None) -> GoldenResult:
+    if judge is None:
+        return GoldenResult(g.golden_id, g.metric, None, None, "unscored: a rubric is judged "
+                            "by a model, and no judge model was given", g.split, g.canary)
+    verdict = judge.judge(g, output)
+    if verdict.score is None:
+        return GoldenResult(g.golden_id, g.metric, None, None, f"unscored: {verdict.feedback}",
+                            g.split, g.canary)
+    return _scored(g, verdict.score, verdict.feedback, verdict.passed)
+
+
+def _one(g: Golden, outputs: Mapping[str, str], cwd: Path | None, isolation: str,
+         judge: RubricJudge | None) -> GoldenResult:
     output = outputs.get(g.golden_id)
     if output is None:
         return _scored(g, 0.0, "no output was given for this golden")
     if g.match == "rubric":
-        return GoldenResult(g.golden_id, g.metric, None, None, "unscored: a rubric is judged "
-                            "by a model, which `dreamrsi learn` will bring", g.split, g.canary)
+        return _by_judge(g, output, judge)
     if g.match == "command":
         return _by_command(g, output, cwd, isolation)
     score, why = _matched(g, output)
@@ -265,15 +292,18 @@ def _one(g: Golden, outputs: Mapping[str, str], cwd: Path | None,
 
 def check_goldens(goldens: Sequence[Golden], outputs: Mapping[str, str], *,
                   objective: Objective | None = None, config_repo: Path | None = None,
-                  isolation: str = "required") -> CheckReport:
-    """Score each golden against its output and fold the scores (see the module docstring).
+                  isolation: str = "required", judge: RubricJudge | None = None
+                  ) -> CheckReport:
+    """Score each golden against its output and fold the scores (see the module docstring);
+    ``judge`` judges the rubric goldens (without one they are unscored).
 
     Raises:
         ConfigError: No goldens to check.
     """
     if not goldens:
         raise ConfigError("no goldens to check; add some with `dreamrsi goldens add`")
-    results = tuple(_one(g, outputs, config_repo, isolation) for g in goldens)
+    spent = (judge.tokens_in, judge.tokens_out) if judge else (0, 0)
+    results = tuple(_one(g, outputs, config_repo, isolation, judge) for g in goldens)
     sums: dict[str, list[float]] = {}
     for r in results:
         if r.score is not None:
@@ -286,4 +316,6 @@ def check_goldens(goldens: Sequence[Golden], outputs: Mapping[str, str], *,
     failures = tuple(f"{m}: {metrics[m]:.4g} below the floor {f:g}" if m in metrics else
                      f"{m}: no golden scores it (floor {f:g})"
                      for m, f in sorted(floor.items()) if metrics.get(m, -1.0) < f)
-    return CheckReport(results, metrics, total, weights, floor, failures)
+    tokens = ((judge.tokens_in - spent[0], judge.tokens_out - spent[1]) if judge else (0, 0))
+    return CheckReport(results, metrics, total, weights, floor, failures, judge is not None,
+                       tokens)

@@ -11,7 +11,11 @@ over the state accepted so far (``NO_GAIN``; a tie is no gain). Before any run: 
 does not apply or names a path it may not touch is ``INVALID``; a rule the store already
 knows as a lesson (in any lifecycle state, or proposed twice tonight) is ``DUPLICATE`` and,
 when it brings new source traces to an active insight of the pool, an ``UPVOTE`` of it. An
-agent that fails or times out on a proposal is ``AGENT_FAILED``.
+agent that fails or times out on a proposal is ``AGENT_FAILED``. With a rubric judge
+(:mod:`dreamrsi.knowledge.judge`), rubric goldens count like any other; a run where the judge
+could not judge one of them is not scored at all (``JUDGE_FAILED``; on the baseline, the
+night stops), so a judge's failure can neither make nor break a gain. Without a judge, rubric
+goldens are unscored and left out, as in ``goldens check``.
 
 Recorded (unless a dry run): an accepted proposal is a lesson CANDIDATE, a pool ``ADD`` and
 VALIDATED; a rejected one CANDIDATE then REJECTED; both transitions carry the numbers.
@@ -23,7 +27,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dreamrsi.errors import ConfigError
 from dreamrsi.knowledge import lifecycle, pool
@@ -41,8 +45,11 @@ from dreamrsi.knowledge.proposal import Proposal, Rejection
 from dreamrsi.knowledge.runner import run_agent
 from dreamrsi.store.base import RunStore
 
-__all__ = ["EPSILON", "Decision", "GateResult", "Judge", "Revalidation", "Scores", "gate",
-           "judge_for", "revalidate", "rule_text"]
+if TYPE_CHECKING:
+    from dreamrsi.knowledge.judge import RubricJudge
+
+__all__ = ["EPSILON", "Decision", "GateResult", "Judge", "JudgeFailure", "Revalidation",
+           "Scores", "gate", "judge_for", "revalidate", "rule_text"]
 
 EPSILON = 1e-9
 """Objectives closer than this are equal."""
@@ -100,21 +107,36 @@ class GateResult(NamedTuple):
     decisions: tuple[Decision, ...]
 
 
+class JudgeFailure(str):
+    """Why a config's run is not scored: the rubric judge could not judge a golden."""
+
+    __slots__ = ()
+
+
 class Judge:
-    """Runs the agent on a config copy and scores it on the gate's goldens."""
+    """Runs the agent on a config copy and scores it on the gate's goldens (the rubric ones
+    by ``rubric``, when given)."""
 
     def __init__(self, cfg: RepoConfig, part: Sequence[Golden], goldens: Sequence[Golden],
-                 objective: Objective | None, isolation: str) -> None:
+                 objective: Objective | None, isolation: str,
+                 rubric: RubricJudge | None = None) -> None:
         self.cfg, self.part, self.goldens = cfg, list(part), list(goldens)
-        self.objective, self.isolation = objective, isolation
+        self.objective, self.isolation, self.rubric = objective, isolation, rubric
 
     def score(self, tree: Path) -> Scores | str:
-        """The scores of the config ``tree``, or why the agent failed."""
+        """The scores of the config ``tree``, or why the agent failed (a
+        :class:`JudgeFailure` when the rubric judge could not judge a golden)."""
         run = run_agent(self.cfg, tree, self.goldens, isolation=self.isolation)
         if run.error:
             return run.error
         report = check_goldens(self.goldens, run.outputs, objective=self.objective,
-                               config_repo=tree, isolation=self.isolation)
+                               config_repo=tree, isolation=self.isolation, judge=self.rubric)
+        if self.rubric is not None:
+            failed = [r for r in report.results if r.score is None]
+            if failed:
+                return JudgeFailure(f"the judge could not judge {len(failed)} goldens, so the "
+                                    f"run is not scored: {failed[0].golden_id}: "
+                                    f"{failed[0].feedback}")
         ids = {g.golden_id for g in self.part}
         held = [r for r in report.results if r.golden_id in ids]
         sums: dict[str, list[float]] = {}
@@ -152,8 +174,9 @@ class Judge:
 
 
 def judge_for(store: RunStore, cfg: RepoConfig, clone: Path, night: int,
-              isolation: str) -> tuple[Judge, int]:
-    """The judge of a night, and the index of its held-out part.
+              isolation: str, rubric: RubricJudge | None = None) -> tuple[Judge, int]:
+    """The judge of a night (rubric goldens judged by ``rubric``), and the index of its
+    held-out part.
 
     Raises:
         ConfigError: The objective is not as documented, or the night's part is empty.
@@ -161,7 +184,7 @@ def judge_for(store: RunStore, cfg: RepoConfig, clone: Path, night: int,
     goldens = list_goldens(store)
     part = heldout_part(goldens, night, cfg.learn.heldout_rotation)
     rest = [g for g in goldens if g.canary or g.split == "train"]
-    return Judge(cfg, part, part + rest, load_objective(clone), isolation), (
+    return Judge(cfg, part, part + rest, load_objective(clone), isolation, rubric), (
         night % cfg.learn.heldout_rotation)
 
 
@@ -210,19 +233,22 @@ def _upvote(store: RunStore, lesson_id: str, sources: Sequence[str]) -> None:
 
 
 def gate(store: RunStore, cfg: RepoConfig, clone: Path, proposals: Sequence[Proposal], *,
-         night: int, isolation: str = "required", record: bool = True) -> GateResult:
-    """Gate ``proposals`` on the config ``clone`` (HEAD); see the module docstring.
+         night: int, isolation: str = "required", record: bool = True,
+         rubric: RubricJudge | None = None) -> GateResult:
+    """Gate ``proposals`` on the config ``clone`` (HEAD); see the module docstring;
+    ``rubric`` judges the rubric goldens.
 
     Raises:
         ConfigError: The objective or the goldens cannot gate (no held-out part), or the
             agent fails on the baseline itself.
     """
-    judge, part = judge_for(store, cfg, clone, night, isolation)
+    judge, part = judge_for(store, cfg, clone, night, isolation, rubric)
     with tempfile.TemporaryDirectory(prefix="dreamrsi-gate-") as folder:
         current = copy_tree(clone, Path(folder) / "accepted")
         baseline = judge.score(current)
         if isinstance(baseline, str):
-            raise ConfigError(f"the agent fails on the config's HEAD, so nothing can be "
+            who = "the judge" if isinstance(baseline, JudgeFailure) else "the agent"
+            raise ConfigError(f"{who} fails on the config's HEAD, so nothing can be "
                               f"gated: {baseline}")
         best, seen, decisions = baseline, set[str](), []
         for i, p in enumerate(proposals):
@@ -243,7 +269,9 @@ def gate(store: RunStore, cfg: RepoConfig, clone: Path, proposals: Sequence[Prop
             else:
                 scores = judge.score(candidate)
                 if isinstance(scores, str):
-                    d = Decision(p, lesson_id, Rejection.AGENT_FAILED, scores, path=path)
+                    failed = (Rejection.JUDGE_FAILED if isinstance(scores, JudgeFailure)
+                              else Rejection.AGENT_FAILED)
+                    d = Decision(p, lesson_id, failed, str(scores), path=path)
                 else:
                     rejection, why = judge.verdict(best, baseline, scores, cfg.learn.min_gain)
                     d = Decision(p, lesson_id, rejection, why, scores, path)
@@ -282,7 +310,8 @@ def revalidate(store: RunStore, cfg: RepoConfig, clone: Path, judge: Judge, *, o
         head = copy_tree(clone, Path(folder) / "head")
         base = judge.score(head)
         if isinstance(base, str):
-            raise ConfigError(f"the agent fails on the config's HEAD with the new model: {base}")
+            who = "the judge" if isinstance(base, JudgeFailure) else "the agent"
+            raise ConfigError(f"{who} fails on the config's HEAD with the new model: {base}")
         lessons = head / cfg.learn.lessons
         rows = (lessons.read_text(errors="replace").splitlines()
                 if lessons.is_file() and not lessons.is_symlink() else [])
@@ -298,7 +327,8 @@ def revalidate(store: RunStore, cfg: RepoConfig, clone: Path, judge: Judge, *, o
             (without / cfg.learn.lessons).write_text("".join(r + "\n" for r in kept))
             scores = judge.score(without)
             if isinstance(scores, str):
-                state, why = State.QUARANTINED, f"the agent fails without it: {scores}"
+                who = "the judge" if isinstance(scores, JudgeFailure) else "the agent"
+                state, why = State.QUARANTINED, f"{who} fails without it: {scores}"
             elif base.objective > scores.objective + EPSILON:
                 state, why = State.VALIDATED, (f"held-out objective {base.objective:.4g} with "
                                                f"it, {scores.objective:.4g} without")

@@ -39,6 +39,7 @@ from dreamrsi.store.base import RunStore
 
 if TYPE_CHECKING:
     from dreamrsi.agents.client import ModelClient
+    from dreamrsi.knowledge.judge import RubricJudge
 
 __all__ = ["LearnReport", "learn", "read_proposals", "sync_active"]
 
@@ -59,6 +60,7 @@ class LearnReport(NamedTuple):
     tokens: tuple[int, int]
     distill_errors: tuple[str, ...]
     dry_run: bool
+    judge_tokens: tuple[int, int] = (0, 0)
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON data."""
@@ -77,7 +79,9 @@ class LearnReport(NamedTuple):
             "revalidated": [r._asdict() for r in self.revalidated],
             "activated": list(self.activated), "branch": self.branch, "patch": self.patch,
             "pool_size": self.pool_size, "tokens_in": self.tokens[0],
-            "tokens_out": self.tokens[1], "distill_errors": list(self.distill_errors),
+            "tokens_out": self.tokens[1], "judge_tokens_in": self.judge_tokens[0],
+            "judge_tokens_out": self.judge_tokens[1],
+            "distill_errors": list(self.distill_errors),
         }
 
 
@@ -125,9 +129,10 @@ def _distill(store: RunStore, model: ModelClient | None, scope: str | None, nigh
 def learn(store: RunStore, config: Path, *, proposals: Sequence[Proposal] | None = None,
           model: ModelClient | None = None, scope: str | None = None, night: int | None = None,
           dry_run: bool = False, patch: Path | None = None, isolation: str = "required",
-          today: datetime.date | None = None) -> LearnReport:
+          today: datetime.date | None = None, judge: RubricJudge | None = None) -> LearnReport:
     """One night of learning over the config repository ``config`` (module docstring);
-    ``proposals`` given skip distilling, ``model`` is the distiller's ModelClient.
+    ``proposals`` given skip distilling, ``model`` is the distiller's ModelClient, ``judge``
+    judges the rubric goldens (the model tokens reported are the distiller's and its).
 
     Raises:
         ConfigError: The config repository, its ``dreamrsi.toml`` or objective, or the
@@ -148,11 +153,13 @@ def learn(store: RunStore, config: Path, *, proposals: Sequence[Proposal] | None
             proposals = found
         revalidated: tuple[Revalidation, ...] = ()
         if last_model is not None and last_model != cfg.agent.model:
-            judge, _ = judge_for(store, cfg, clone, night, isolation)
-            revalidated = revalidate(store, cfg, clone, judge, old_model=last_model,
+            ablation, _ = judge_for(store, cfg, clone, night, isolation, judge)
+            revalidated = revalidate(store, cfg, clone, ablation, old_model=last_model,
                                      record=record)
         result = gate(store, cfg, clone, proposals, night=night, isolation=isolation,
-                      record=record)
+                      record=record, rubric=judge)
+        judged = (judge.tokens_in, judge.tokens_out) if judge else (0, 0)
+        tokens = (tokens[0] + judged[0], tokens[1] + judged[1])
         text = summary(result, head=head, model=cfg.agent.model, revalidated=revalidated,
                        tokens=tokens)
         branch = patch_out = None
@@ -163,7 +170,7 @@ def learn(store: RunStore, config: Path, *, proposals: Sequence[Proposal] | None
             branch = commit_branch(config, clone, cfg, result, text, today=today)
     size = sum(1 for i in pool.load_pool(store).values() if i.state == "active")
     report = LearnReport(night, head, cfg.agent.model, result, revalidated, activated, branch,
-                         patch_out, text, size, tokens, errors, dry_run)
+                         patch_out, text, size, tokens, errors, dry_run, judged)
     if record:
         payload = report.as_dict()
         payload.pop("decisions")

@@ -54,6 +54,7 @@ class Rejection(StrEnum):
 
     INVALID = "invalid"              # the edit names a path it may not touch, or does not apply
     AGENT_FAILED = "agent_failed"    # the agent did not run on the edited config
+    JUDGE_FAILED = "judge_failed"    # the judge model could not judge a rubric golden
     CANARY = "canary"                # a canary's score moved: the change lies
     FLOOR = "floor"                  # a metric fell below the CI floor
     NO_GAIN = "no_gain"              # the held-out objective did not improve
