@@ -7,6 +7,7 @@ Modules: :mod:`~dreamrsi.knowledge.trajectory` (one shape for every trace),
 :mod:`~dreamrsi.knowledge.traces` (import, accept, reject),
 :mod:`~dreamrsi.knowledge.run_traces` (our runs as trajectories),
 :mod:`~dreamrsi.knowledge.goldens`, :mod:`~dreamrsi.knowledge.check`,
+:mod:`~dreamrsi.knowledge.judge` (rubric goldens judged by a model),
 :mod:`~dreamrsi.knowledge.pool`, :mod:`~dreamrsi.knowledge.lifecycle`; learning over a
 config repository: :mod:`~dreamrsi.knowledge.config_repo`, :mod:`~dreamrsi.knowledge.runner`
 (the agent over goldens), :mod:`~dreamrsi.knowledge.gate`, :mod:`~dreamrsi.knowledge.commit`,
