@@ -22,7 +22,6 @@ from dreamrsi.knowledge.config_repo import load_config, scratch_clone
 from dreamrsi.knowledge.gate import gate
 from dreamrsi.knowledge.goldens import Golden, add_goldens, golden_from
 from dreamrsi.knowledge.judge import MAX_ANSWER_CHARS, RubricJudge, judge_messages
-from dreamrsi.knowledge.learn import learn
 from dreamrsi.knowledge.proposal import Rejection
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks.proposers import LlmSettings, ModelChoice
@@ -201,14 +200,22 @@ def test_a_canary_cannot_be_judged() -> None:
                      "canary": True}, "test")
 
 
-def _iso_judge(seen: Seen) -> Reply:
-    """A judge that passes an output written as an ISO date."""
+def _output(seen: Seen) -> str:
     user = (seen.body or {})["messages"][1]["content"]
     tag = re.search(r"TAG = (\S+)", user)
     assert tag is not None
-    output = user.split(f"<<<BEGIN OUTPUT {tag.group(1)}>>>\n")[1].split("\n<<<END")[0]
-    iso = re.fullmatch(r"\d{4}-\d{2}-\d{2}", output.strip()) is not None
+    return str(user.split(f"<<<BEGIN OUTPUT {tag.group(1)}>>>\n")[1].split("\n<<<END")[0])
+
+
+def _iso_judge(seen: Seen) -> Reply:
+    """A judge that passes an output written as an ISO date."""
+    iso = re.fullmatch(r"\d{4}-\d{2}-\d{2}", _output(seen).strip()) is not None
     return Reply.text(verdict(1 if iso else 0, iso, "ISO date" if iso else "not ISO"))
+
+
+def _lost_on_iso(seen: Seen) -> Reply:
+    """A judge whose answer is unreadable when the output is an ISO date."""
+    return Reply.text("I think so") if "-" in _output(seen) else _iso_judge(seen)
 
 
 def test_the_gate_counts_a_judged_rubric_golden(serve: Scripted, tmp_path: Path) -> None:
@@ -219,20 +226,32 @@ def test_the_gate_counts_a_judged_rubric_golden(serve: Scripted, tmp_path: Path)
                 "metric": "politeness"},
                {"id": "date-iso", "input": "date of the election?", "split": "heldout",
                 "rubric": "The date is written as YYYY-MM-DD."}]
-    with rule_model() as model, SqliteRunStore.open(tmp_path / "store", writer=True) as store:
-        add_goldens(store, [golden_from(g, "test") for g in goldens])
-        repo = make_config_repo(tmp_path / "repo", base_url=model.base_url)
-        clone, _ = scratch_clone(repo, tmp_path)
-        blind = gate(store, load_config(clone), clone, [rule(ISO_RULE)], night=0,
-                     record=False)
-        assert blind.decisions[0].rejection == Rejection.NO_GAIN  # the rubric is unscored
-        judge = serve(responder=_iso_judge)
-        report = learn(store, repo, proposals=[rule(ISO_RULE)], dry_run=True, judge=judge)
-        [d] = report.gate.decisions
-        assert d.accepted, d.why
-        assert (report.gate.baseline.objective, report.gate.final.objective) == (0.0, 1.0)
-        assert report.gate.final.pass_rate == 1.0
-        assert report.judge_tokens[0] > 0 and report.tokens == report.judge_tokens
-        with pytest.raises(ConfigError, match="the judge fails on the config's HEAD"):
-            gate(store, load_config(clone), clone, [rule(ISO_RULE)], night=0, record=False,
-                 rubric=serve(Reply.error(503, "down")))
+    given = tmp_path / "proposals.jsonl"
+    given.write_text(json.dumps(rule(ISO_RULE).as_dict()) + "\n")
+    with rule_model() as model:
+        with SqliteRunStore.open(tmp_path / "store", writer=True) as store:
+            add_goldens(store, [golden_from(g, "test") for g in goldens])
+            repo = make_config_repo(tmp_path / "repo", base_url=model.base_url)
+            clone, _ = scratch_clone(repo, tmp_path)
+            cfg = load_config(clone)
+            blind = gate(store, cfg, clone, [rule(ISO_RULE)], night=0, record=False)
+            assert blind.decisions[0].rejection == Rejection.NO_GAIN  # the rubric is unscored
+            lost = gate(store, cfg, clone, [rule(ISO_RULE)], night=0, record=False,
+                        rubric=serve(responder=_lost_on_iso))
+            [d] = lost.decisions
+            assert d.rejection == Rejection.JUDGE_FAILED and "date-iso" in d.why, d.why
+            with pytest.raises(ConfigError, match="the judge fails on the config's HEAD"):
+                gate(store, cfg, clone, [rule(ISO_RULE)], night=0, record=False,
+                     rubric=serve(Reply.error(503, "down")))
+        serve(responder=_iso_judge)
+        result = runner.invoke(app, ["learn", "--config", str(repo), "--proposals", str(given),
+                                     "--dry-run", "--judge-model", "fake-small",
+                                     "--judge-base-url", serve.server.base_url, "--json",
+                                     "--store", str(tmp_path / "store")])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["accepted"] == 1, report["decisions"]
+    assert (report["baseline"]["heldout_objective"], report["final"]["heldout_objective"]) == (
+        0.0, 1.0)
+    assert report["final"]["heldout_pass_rate"] == 1.0
+    assert report["judge_tokens_in"] > 0 and report["tokens_in"] == report["judge_tokens_in"]
