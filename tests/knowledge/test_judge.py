@@ -236,6 +236,7 @@ def test_the_gate_counts_a_judged_rubric_golden(serve: Scripted, tmp_path: Path)
             cfg = load_config(clone)
             blind = gate(store, cfg, clone, [rule(ISO_RULE)], night=0, record=False)
             assert blind.decisions[0].rejection == Rejection.NO_GAIN  # the rubric is unscored
+            assert blind.unjudged == 1
             lost = gate(store, cfg, clone, [rule(ISO_RULE)], night=0, record=False,
                         rubric=serve(responder=_lost_on_iso))
             [d] = lost.decisions
@@ -243,11 +244,14 @@ def test_the_gate_counts_a_judged_rubric_golden(serve: Scripted, tmp_path: Path)
             with pytest.raises(ConfigError, match="the judge fails on the config's HEAD"):
                 gate(store, cfg, clone, [rule(ISO_RULE)], night=0, record=False,
                      rubric=serve(Reply.error(503, "down")))
+        learn = ["learn", "--config", str(repo), "--proposals", str(given), "--dry-run",
+                 "--store", str(tmp_path / "store")]
+        blind_run = runner.invoke(app, learn)
         serve(responder=_iso_judge)
-        result = runner.invoke(app, ["learn", "--config", str(repo), "--proposals", str(given),
-                                     "--dry-run", "--judge-model", "fake-small",
-                                     "--judge-base-url", serve.server.base_url, "--json",
-                                     "--store", str(tmp_path / "store")])
+        result = runner.invoke(app, [*learn, "--judge-model", "fake-small", "--judge-base-url",
+                                     serve.server.base_url, "--json"])
+    assert blind_run.exit_code == 0, blind_run.output
+    assert "1 rubric goldens unscored (no --judge-model)" in blind_run.output
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["accepted"] == 1, report["decisions"]
@@ -255,3 +259,4 @@ def test_the_gate_counts_a_judged_rubric_golden(serve: Scripted, tmp_path: Path)
         0.0, 1.0)
     assert report["final"]["heldout_pass_rate"] == 1.0
     assert report["judge_tokens_in"] > 0 and report["tokens_in"] == report["judge_tokens_in"]
+    assert report["unjudged"] == 0

@@ -28,6 +28,9 @@ def _render(data: dict[str, Any], summary: str) -> None:
         f"pool {data['pool_size']} active insights; model tokens {data['tokens_in']} in, "
         f"{data['tokens_out']} out",
     ]
+    if data["unjudged"]:
+        lines.append(f"{data['unjudged']} rubric goldens unscored (no --judge-model): left out "
+                     "of the objective and the floor")
     for d in data["decisions"]:
         verdict = "accepted" if d["accepted"] else f"rejected {d['rejection']}"
         lines.append(f"  {verdict}: {d['proposal']['text'][:80]} ({d['why']})")

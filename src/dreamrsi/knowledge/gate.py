@@ -97,7 +97,8 @@ class Decision(NamedTuple):
 
 class GateResult(NamedTuple):
     """A night's gate: the part of the held-out goldens, the baseline's and the final
-    accepted state's scores, and each decision in order."""
+    accepted state's scores, each decision in order, and how many of the gate's goldens were
+    rubric goldens left unscored (no judge)."""
 
     night: int
     part: int
@@ -105,6 +106,7 @@ class GateResult(NamedTuple):
     baseline: Scores
     final: Scores
     decisions: tuple[Decision, ...]
+    unjudged: int = 0
 
 
 class JudgeFailure(str):
@@ -280,7 +282,9 @@ def gate(store: RunStore, cfg: RepoConfig, clone: Path, proposals: Sequence[Prop
             decisions.append(d)
             if record:
                 _record(store, d, night, baseline)
-    return GateResult(night, part, cfg.learn.heldout_rotation, baseline, best, tuple(decisions))
+    unjudged = 0 if rubric else sum(1 for g in judge.goldens if g.match == "rubric")
+    return GateResult(night, part, cfg.learn.heldout_rotation, baseline, best, tuple(decisions),
+                      unjudged)
 
 
 class Revalidation(NamedTuple):

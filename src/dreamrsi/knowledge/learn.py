@@ -80,7 +80,7 @@ class LearnReport(NamedTuple):
             "activated": list(self.activated), "branch": self.branch, "patch": self.patch,
             "pool_size": self.pool_size, "tokens_in": self.tokens[0],
             "tokens_out": self.tokens[1], "judge_tokens_in": self.judge_tokens[0],
-            "judge_tokens_out": self.judge_tokens[1],
+            "judge_tokens_out": self.judge_tokens[1], "unjudged": self.gate.unjudged,
             "distill_errors": list(self.distill_errors),
         }
 
