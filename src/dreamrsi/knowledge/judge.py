@@ -121,8 +121,8 @@ def read_verdict(answer: str) -> tuple[float, bool, str]:
         raise ValueError("the answer must have exactly the keys score, passed, feedback (it "
                          f"has {', '.join(sorted(map(str, data)))[:200] or 'none'})")
     score, passed, feedback = data["score"], data["passed"], data["feedback"]
-    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(
-            score) or not 0 <= score <= 1:
+    if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1 \
+            or not math.isfinite(score):  # NaN fails the range; an int past float's is out
         raise ValueError(f"its score {str(score)[:50]!r} is not a number from 0 to 1")
     if not isinstance(passed, bool):
         raise ValueError("its passed is not true or false")
