@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from dreamrsi.agents.client import ModelClient
 from dreamrsi.cli.main import app
 from dreamrsi.errors import ConfigError
+from dreamrsi.knowledge import lifecycle
 from dreamrsi.knowledge.check import check_goldens
 from dreamrsi.knowledge.config_repo import load_config, scratch_clone
 from dreamrsi.knowledge.gate import gate
@@ -240,10 +241,11 @@ def test_the_gate_counts_a_judged_rubric_golden(serve: Scripted, tmp_path: Path)
             blind = gate(store, cfg, clone, [rule(ISO_RULE)], night=0, record=False)
             assert blind.decisions[0].rejection == Rejection.NO_GAIN  # the rubric is unscored
             assert blind.unjudged == 1
-            lost = gate(store, cfg, clone, [rule(ISO_RULE)], night=0, record=False,
+            lost = gate(store, cfg, clone, [rule(ISO_RULE)], night=0,
                         rubric=serve(responder=_lost_on_iso))
             [d] = lost.decisions
             assert d.rejection == Rejection.JUDGE_FAILED and "date-iso" in d.why, d.why
+            assert lifecycle.state_of(store, "lesson", d.lesson_id) is None  # gated again
             with pytest.raises(ConfigError, match="the judge fails on the config's HEAD"):
                 gate(store, cfg, clone, [rule(ISO_RULE)], night=0, record=False,
                      rubric=serve(Reply.error(503, "down")))

@@ -13,8 +13,9 @@ knows as a lesson (in any lifecycle state, or proposed twice tonight) is ``DUPLI
 when it brings new source traces to an active insight of the pool, an ``UPVOTE`` of it. An
 agent that fails or times out on a proposal is ``AGENT_FAILED``. With a rubric judge
 (:mod:`dreamrsi.knowledge.judge`), rubric goldens count like any other; a run where the judge
-could not judge one of them is not scored at all (``JUDGE_FAILED``; on the baseline, the
-night stops), so a judge's failure can neither make nor break a gain. Without a judge, rubric
+could not judge one of them is not scored at all (``JUDGE_FAILED``, not recorded as a
+lifecycle, so a later night gates the proposal again; on the baseline, the night stops), so
+a judge's failure can neither make nor break a gain. Without a judge, rubric
 goldens are unscored and left out, as in ``goldens check``.
 
 Recorded (unless a dry run): an accepted proposal is a lesson CANDIDATE, a pool ``ADD`` and
@@ -280,7 +281,7 @@ def gate(store: RunStore, cfg: RepoConfig, clone: Path, proposals: Sequence[Prop
                     if d.accepted:
                         current, best = candidate, scores
             decisions.append(d)
-            if record:
+            if record and d.rejection != Rejection.JUDGE_FAILED:  # no verdict: gate it again
                 _record(store, d, night, baseline)
     unjudged = 0 if rubric else sum(1 for g in judge.goldens if g.match == "rubric")
     return GateResult(night, part, cfg.learn.heldout_rotation, baseline, best, tuple(decisions),

@@ -70,11 +70,10 @@ class Verdict(NamedTuple):
 
 def _cut(text: str, limit: int) -> str:
     """``text`` without lone surrogates, its start and end kept when longer than ``limit``."""
-    text = _SURROGATE.sub("\ufffd", text)
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - 2 * half} characters dropped]\n{text[-half:]}"
+    if len(text) > limit:
+        half = limit // 2
+        text = f"{text[:half]}\n[... {len(text) - 2 * half} characters dropped]\n{text[-half:]}"
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def _tag(parts: list[str]) -> str:
