@@ -112,7 +112,8 @@ def _git(repo: Path, *args: str) -> str:
 
 def make_config_repo(root: Path, *, base_url: str, model: str = "fake-small",
                      lessons: Iterable[str] = (), floor: Mapping[str, float] | None = None,
-                     rotation: int = 1, extra: Mapping[str, str] | None = None) -> Path:
+                     rotation: int = 1, min_gain: float = 0.0,
+                     extra: Mapping[str, str] | None = None) -> Path:
     """A git config repository for the agent at ``root`` (one commit on ``main``)."""
     root.mkdir(parents=True)
     floors = "".join(f"{k} = {v}\n" for k, v in (floor or {"politeness": 1.0}).items())
@@ -124,7 +125,7 @@ def make_config_repo(root: Path, *, base_url: str, model: str = "fake-small",
         "dreamrsi.toml": (f'[agent]\ncommand = "python3 agent.py"\ntimeout_s = 60\n'
                           f'model = "{model}"\nbase_url = "{base_url}"\n'
                           f'[learn]\nlessons = "LESSONS.md"\neditable = ["prompts/"]\n'
-                          f"heldout_rotation = {rotation}\n"),
+                          f"heldout_rotation = {rotation}\nmin_gain = {min_gain}\n"),
         **(extra or {}),
     }
     for name, text in files.items():
