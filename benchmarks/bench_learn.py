@@ -49,6 +49,7 @@ from dreamrsi.store.sqlite import SqliteRunStore  # noqa: E402
 from dreamrsi.tasks.proposers import LlmSettings, ModelChoice  # noqa: E402
 from dreamrsi.testing.knowledge_agent import make_config_repo  # noqa: E402
 from dreamrsi.testing.knowledge_sets import (  # noqa: E402
+    FAMILIES,
     SETS,
     GoldenSet,
     answer,
@@ -122,6 +123,8 @@ def run_set(gset: GoldenSet, arm: str, nights: int, seed: int, root: Path,
             if report.branch:
                 _git(repo, "merge", "-q", "--ff-only", report.branch)
             after = _pass_rate(repo, heldout)
+            rows_on_head = [line for line in (repo / "LESSONS.md").read_text().splitlines()
+                            if line.strip()]
             data = report.as_dict()
             decoys = [decoy_kind(d.proposal.text) for d in report.gate.decisions if d.accepted]
             rows.append({
@@ -131,9 +134,8 @@ def run_set(gset: GoldenSet, arm: str, nights: int, seed: int, root: Path,
                 "part_after": data["final"]["heldout_pass_rate"],
                 "proposals": data["proposals"], "accepted": data["accepted"],
                 "decoys_accepted": [k for k in decoys if k], "rejected": data["rejected"],
-                "pool_active": data["pool_size"],
-                "lesson_rows": sum(1 for line in (repo / "LESSONS.md").read_text().splitlines()
-                                   if line.strip()),
+                "pool": data["pool_size"], "lesson_rows": len(rows_on_head),
+                "rules_on_head": [n for n, f in FAMILIES.items() if f"- {f.rule}" in rows_on_head],
                 "tokens_in": data["tokens_in"], "tokens_out": data["tokens_out"],
                 "distill_errors": len(data["distill_errors"]), "wall_s": wall})
             print(json.dumps(rows[-1]), flush=True)
@@ -152,16 +154,16 @@ def _pct(x: float) -> str:
 def table(rows: list[dict[str, Any]]) -> str:
     """The per-night table of one set and arm."""
     lines = ["| night | held-out pass (all) | gate's part | proposals | accepted | decoys "
-             "accepted | rejected by reason | pool | lesson rows | tokens in / out "
-             "| learn wall s |", "|---:|---|---|---:|---:|---|---|---:|---:|---|---:|"]
+             "accepted | rejected by reason | pool | lesson rows | rules on HEAD | tokens in "
+             "/ out | learn wall s |", "|---:|---|---|---:|---:|---|---|---:|---:|---|---|---:|"]
     for r in rows:
         rejected = ", ".join(f"{k} {v}" for k, v in sorted(r["rejected"].items())) or "—"
         lines.append(
             f"| {r['night']} | {_pct(r['heldout_before'])} → {_pct(r['heldout_after'])} | "
             f"{_pct(r['part_before'])} → {_pct(r['part_after'])} | {r['proposals']} | "
             f"{r['accepted']} | {', '.join(r['decoys_accepted']) or '—'} | {rejected} | "
-            f"{r['pool_active']} | {r['lesson_rows']} | {r['tokens_in']} / {r['tokens_out']} "
-            f"| {r['wall_s']:.1f} |")
+            f"{r['pool']} | {r['lesson_rows']} | {', '.join(r['rules_on_head']) or '—'} | "
+            f"{r['tokens_in']} / {r['tokens_out']} | {r['wall_s']:.1f} |")
     return "\n".join(lines)
 
 
@@ -230,7 +232,8 @@ dropped by the distiller, its rule gated), an edit whose `old` text is not in th
 traces. "held-out pass (all)": every held-out golden, run after the merge (on the noisy set,
 one noisy run); "gate's part": the night's held-out part, baseline → the accepted state;
 "pool": the pool's insights after the night (a lesson enters it when it passes the gate);
-"lesson rows": rows of `LESSONS.md` on HEAD after the merge. Tokens are the distiller's,
+"lesson rows": rows of `LESSONS.md` on HEAD after the merge, "rules on HEAD" the
+families whose rule is one of them. Tokens are the distiller's,
 estimated as characters / 4. The statistical distiller counts tools, tool errors and roles;
 these traces hold a question and an answer only, so it has nothing to count and proposes
 nothing: its rows are the baseline of a night that learns nothing."""
