@@ -86,8 +86,13 @@ def _git(repo: Path, *args: str) -> str:
                           text=True).stdout
 
 
-def _pass_rate(repo: Path, goldens: list[Golden]) -> float:
-    run = run_agent(load_config(repo), repo, goldens)
+def _pass_rate(repo: Path, goldens: list[Golden], models: Models) -> float:
+    """The pass rate of the config ``repo`` on ``goldens``, with the model's noise off."""
+    noise, models.noise = models.noise, 0.0
+    try:
+        run = run_agent(load_config(repo), repo, goldens)
+    finally:
+        models.noise = noise
     if run.error:
         raise RuntimeError(f"the agent failed: {run.error}")
     results = check_goldens(goldens, run.outputs).results
@@ -98,6 +103,7 @@ def run_set(gset: GoldenSet, arm: str, nights: int, seed: int, root: Path,
             server: FakeOpenAI, models: Models) -> list[dict[str, Any]]:
     """N nights of one set and arm in a fresh store and config repository under ``root``."""
     models.noise, models.rng = gset.noise, random.Random(f"{seed}:{gset.name}:{arm}")
+    models.calls = 0
     raw = gset.goldens()
     store = SqliteRunStore.open(root / "store", writer=True)
     add_goldens(store, [golden_from(g, f"golden {n}") for n, g in enumerate(raw)])
@@ -109,7 +115,7 @@ def run_set(gset: GoldenSet, arm: str, nights: int, seed: int, root: Path,
                                       base_url=server.base_url, max_retries=0), environ={})
               if arm == "model" else None)
     rows: list[dict[str, Any]] = []
-    before = _pass_rate(repo, heldout)
+    before = _pass_rate(repo, heldout, models)
     try:
         for night in range(nights):
             outputs = run_agent(load_config(repo), repo, train).outputs
@@ -122,7 +128,7 @@ def run_set(gset: GoldenSet, arm: str, nights: int, seed: int, root: Path,
             wall = time.perf_counter() - started
             if report.branch:
                 _git(repo, "merge", "-q", "--ff-only", report.branch)
-            after = _pass_rate(repo, heldout)
+            after = _pass_rate(repo, heldout, models)
             rows_on_head = [line for line in (repo / "LESSONS.md").read_text().splitlines()
                             if line.strip()]
             data = report.as_dict()
@@ -216,8 +222,10 @@ deciding 2 train and 2 held-out goldens of its own, the held-out goldens dealt i
 (`heldout_rotation = 2`: a night gates on half of them); **noisy**: the goldens of
 more-rules, the agent's model ignoring its whole prompt for a question with probability 0.2
 (drawn per question, so one config scores differently run to run) and each trace's verdict
-wrong with probability 0.2 (a failure marked passed, a pass marked failed); `min_gain = 0`
-in all three. Every set has two canaries and a greeting under a politeness floor.
+wrong with probability 0.2 (a failure marked passed, a pass marked failed);
+**noisy-min-gain**: the same with `min_gain = 0.2` (docs/knowledge.md's advice for a noisy
+agent); `min_gain = 0` in the others. Every set has two canaries and a greeting under a
+politeness floor.
 
 A night: the agent runs on the train goldens from the config's HEAD, each answer a trace with
 the eval's verdict (`expected 'E', got 'G'`), imported and accepted; `dreamrsi learn` reads
@@ -229,8 +237,9 @@ France?" with "Lyon".`), the matched rule restricted to the train subjects it sa
 summary (dropped by the distiller as not an instruction), an edit of `.git/hooks/` (the edit
 dropped by the distiller, its rule gated), an edit whose `old` text is not in the file, and
 `Do not greet the user.` (the floor). **statistical**: the statistical distiller on the same
-traces. "held-out pass (all)": every held-out golden, run after the merge (on the noisy set,
-one noisy run); "gate's part": the night's held-out part, baseline → the accepted state;
+traces. "held-out pass (all)": every held-out golden, run after the merge with the model's
+noise off (what the config learned, not one day's luck); "gate's part": the night's held-out
+part, baseline → the accepted state (as the gate saw them, noise included);
 "pool": the pool's insights after the night (a lesson enters it when it passes the gate);
 "lesson rows": rows of `LESSONS.md` on HEAD after the merge, "rules on HEAD" the
 families whose rule is one of them. Tokens are the distiller's,
