@@ -118,6 +118,8 @@ MEASURES: dict[str, tuple[str, ...]] = {
     "bench_replay_shapes.py": ("src/dreamrsi/core", "src/dreamrsi/policies"),
     "bench_dream.py": ("src/dreamrsi/core", "src/dreamrsi/policies", "src/dreamrsi/dreaming"),
     "bench_lasso_ops.py": ("src/dreamrsi/tasks/builtin/_families/lasso-path",),
+    "bench_learn.py": ("src/dreamrsi/knowledge", "src/dreamrsi/testing/knowledge_agent.py",
+                       "src/dreamrsi/testing/knowledge_sets.py", "tests/agents/fake_openai.py"),
 }
 WHOLE_PACKAGE = ("src/dreamrsi",)
 
