@@ -14,8 +14,9 @@ ignores every line of its system prompt for a family's question with probability
 ``more-rules`` (all five families, each on disjoint goldens) and ``noisy`` (the goldens of
 ``more-rules``, a model with noise 0.2 and feedback wrong 20% of the time: :func:`day_traces`
 flips the verdict of a trace with that probability, a failure marked passed and a pass marked
-failed), and ``noisy-min-gain`` the same with ``min_gain = 0.2``. Each set has train goldens (their runs are the day's traces), held-out goldens
-(rotated by the config) and two canaries, and the greeting under the politeness floor.
+failed), and ``noisy-min-gain`` the same with ``min_gain = 0.2``. Each set has train goldens
+(their runs are the day's traces), held-out goldens (rotated by the config), two canaries and
+the greeting under the politeness floor.
 
 **The scripted distiller** (:func:`distiller_answer`) knows the five families: it reads the
 ``expected 'E', got 'G'`` feedback of the FAILED sessions of its prompt and proposes the rule of
