@@ -14,8 +14,9 @@ from typing import NamedTuple
 import pytest
 
 from dreamrsi.knowledge import lifecycle, pool
-from dreamrsi.knowledge.config_repo import load_config, scratch_clone
+from dreamrsi.knowledge.config_repo import heldout_part, load_config, scratch_clone
 from dreamrsi.knowledge.gate import GateResult, gate
+from dreamrsi.knowledge.goldens import list_goldens
 from dreamrsi.knowledge.lifecycle import State
 from dreamrsi.knowledge.proposal import ConfigEdit, Rejection
 from dreamrsi.store.sqlite import SqliteRunStore
@@ -118,3 +119,32 @@ def test_a_lesson_the_pool_holds_is_a_duplicate(tmp_path: Path) -> None:
         assert [d.rejection for d in result.decisions] == [Rejection.DUPLICATE]
         assert len(model.chats) - chats == 7  # the baseline's run only: one chat a golden
         assert pool.load_pool(store)[result.decisions[0].lesson_id].importance == 3
+
+
+def test_no_gain_is_final_only_after_every_part_of_the_rotation(tmp_path: Path) -> None:
+    """With the held-out goldens in two parts, a rule whose evidence lies in the other part
+    stays a CANDIDATE after a night without gain, is not gated again on that part, and wins
+    on the night of its own part; a rule that helps the training goldens only is REJECTED
+    once it has shown no gain on both parts."""
+    with rule_model() as model, goldens_store(tmp_path / "store") as store:
+        repo = make_config_repo(tmp_path / "repo", base_url=model.base_url, rotation=2)
+        clone, _ = scratch_clone(repo, tmp_path)
+        cfg = load_config(clone)
+        part = heldout_part(list_goldens(store), 0, 2)
+        event = part[0].golden_id.removeprefix("date-")
+        own = 0  # the night whose part holds the rule's one held-out golden
+        narrow = rule(f"Write the date of the {event} as YYYY-MM-DD.")
+        train_only = PROPOSALS[0]
+        first = gate(store, cfg, clone, [narrow, train_only], night=1 - own)
+        assert [d.rejection for d in first.decisions] == [Rejection.NO_GAIN] * 2
+        ids = [d.lesson_id for d in first.decisions]
+        assert [lifecycle.state_of(store, "lesson", i) for i in ids] == [State.CANDIDATE] * 2
+        again = gate(store, cfg, clone, [narrow], night=3 - own)  # the same part
+        assert again.decisions[0].rejection is Rejection.DUPLICATE
+        assert "no gain on held-out part" in again.decisions[0].why
+        second = gate(store, cfg, clone, [narrow, train_only], night=own)
+        assert [d.rejection for d in second.decisions] == [None, Rejection.NO_GAIN]
+        assert lifecycle.state_of(store, "lesson", ids[0]) == State.VALIDATED
+        steps = lifecycle.history(store, "lesson", ids[1])
+        assert [s.after for s in steps] == [State.CANDIDATE, State.REJECTED]
+        assert "every part of the held-out rotation (2)" in steps[-1].reason

@@ -19,13 +19,17 @@ a judge's failure can neither make nor break a gain. Without a judge, rubric
 goldens are unscored and left out, as in ``goldens check``.
 
 Recorded (unless a dry run): an accepted proposal is a lesson CANDIDATE, a pool ``ADD`` and
-VALIDATED; a rejected one CANDIDATE then REJECTED; both transitions carry the numbers.
+VALIDATED; a rejected one CANDIDATE then REJECTED; both transitions carry the numbers. A
+``NO_GAIN`` is final only once the rule has shown no gain on every part of the held-out
+rotation: until then it stays a CANDIDATE (each part's verdict a ``gate.no_gain`` event) and is
+gated again on a night whose part it has not been tried on.
 :func:`revalidate` re-gates the pool after a model change (ablation).
 """
 
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -200,9 +204,25 @@ def rule_text(p: Proposal) -> str:
         return " ".join(p.text.split())[:200] or "(empty)"
 
 
-def _known(store: RunStore, lesson_id: str, seen: set[str]) -> str:
+NO_GAIN_EVENT = "gate.no_gain"
+"""A lesson that showed no gain on one held-out part: it stays a CANDIDATE until it has shown
+none on every part of the rotation (then it is REJECTED), so a rule whose evidence lies in
+another part is gated again on a later night."""
+
+
+def _no_gain_parts(store: RunStore, lesson_id: str) -> set[int]:
+    events = store.knowledge_events(subject=f"lesson:{lesson_id}", kind_prefix=NO_GAIN_EVENT)
+    return {int(e.payload["part"]) for e in events}
+
+
+def _known(store: RunStore, lesson_id: str, seen: set[str], part: int) -> str:
     state = lifecycle.state_of(store, "lesson", lesson_id)
-    if state is not None:
+    if state == State.CANDIDATE:
+        tried = _no_gain_parts(store, lesson_id)
+        if part in tried:
+            return (f"the lesson {lesson_id} showed no gain on held-out part {part} already "
+                    f"(parts tried: {', '.join(map(str, sorted(tried)))})")
+    elif state is not None:
         return f"the lesson {lesson_id} is already {state}"
     if lesson_id in seen:
         return f"the lesson {lesson_id} was proposed twice tonight"
@@ -212,20 +232,31 @@ def _known(store: RunStore, lesson_id: str, seen: set[str]) -> str:
     return ""
 
 
-def _record(store: RunStore, d: Decision, night: int, baseline: Scores) -> None:
-    detail = {"night": night, "baseline": baseline.as_dict(), "decision": d.as_dict()}
-    lifecycle.transition(store, "lesson", d.lesson_id, State.CANDIDATE, detail=detail,
-                         reason=f"proposed by {d.proposal.distiller} from "
-                         f"{len(d.proposal.sources)} traces")
+def _record(store: RunStore, d: Decision, night: int, part: int, parts: int,
+            baseline: Scores) -> None:
+    detail = {"night": night, "part": part, "baseline": baseline.as_dict(),
+              "decision": d.as_dict()}
+    if lifecycle.state_of(store, "lesson", d.lesson_id) is None:
+        lifecycle.transition(store, "lesson", d.lesson_id, State.CANDIDATE, detail=detail,
+                             reason=f"proposed by {d.proposal.distiller} from "
+                             f"{len(d.proposal.sources)} traces")
     if d.accepted:
         pool.record(store, pool.Delta("ADD", d.lesson_id, rule_text(d.proposal),
                                       d.proposal.scope, d.proposal.sources))
         lifecycle.transition(store, "lesson", d.lesson_id, State.VALIDATED, detail=detail,
                              reason=f"gate night {night}: {d.why}")
-    else:
-        assert d.rejection is not None
-        lifecycle.transition(store, "lesson", d.lesson_id, State.REJECTED, detail=detail,
-                             reason=f"{d.rejection.value}: {d.why}")
+        return
+    assert d.rejection is not None
+    why = f"{d.rejection.value}: {d.why}"
+    if d.rejection == Rejection.NO_GAIN:
+        store.append_knowledge(NO_GAIN_EVENT, f"lesson:{d.lesson_id}",
+                               {**detail, "parts": parts}, time.time())
+        tried = _no_gain_parts(store, d.lesson_id)
+        if len(tried) < parts:
+            return  # still a CANDIDATE: another part of the rotation may hold its evidence
+        why = f"no gain on every part of the held-out rotation ({parts}); last: {d.why}"
+    lifecycle.transition(store, "lesson", d.lesson_id, State.REJECTED, detail=detail,
+                         reason=why)
 
 
 def _upvote(store: RunStore, lesson_id: str, sources: Sequence[str]) -> None:
@@ -256,7 +287,7 @@ def gate(store: RunStore, cfg: RepoConfig, clone: Path, proposals: Sequence[Prop
         best, seen, decisions = baseline, set[str](), []
         for i, p in enumerate(proposals):
             lesson_id = pool.insight_id(rule_text(p), p.scope)
-            known = _known(store, lesson_id, seen)
+            known = _known(store, lesson_id, seen, part)
             seen.add(lesson_id)
             if known:
                 decisions.append(Decision(p, lesson_id, Rejection.DUPLICATE, known))
@@ -282,7 +313,7 @@ def gate(store: RunStore, cfg: RepoConfig, clone: Path, proposals: Sequence[Prop
                         current, best = candidate, scores
             decisions.append(d)
             if record and d.rejection != Rejection.JUDGE_FAILED:  # no verdict: gate it again
-                _record(store, d, night, baseline)
+                _record(store, d, night, part, cfg.learn.heldout_rotation, baseline)
     unjudged = 0 if rubric else sum(1 for g in judge.goldens if g.match == "rubric")
     return GateResult(night, part, cfg.learn.heldout_rotation, baseline, best, tuple(decisions),
                       unjudged)
