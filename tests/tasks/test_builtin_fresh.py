@@ -18,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 
@@ -411,19 +412,27 @@ def test_an_instruction_count_hard_coded_for_the_counted_instances_does_not_surv
     ops = ("--ops", "score", "--limit", "2")
     seed_ws = lasso_workspace(tmp_path, name="seed")
     ws = lasso_workspace(tmp_path, RECORDER, name="cheat")
-    assert evaluate(ws, *ops)["valid"] is True  # records the counted instance's answer
-    (ws / "solver.py").write_text(textwrap.dedent(TABLE.format(
-        fallback="__import__('honest').lasso_path(X, y, lambdas)")))
-    claimed = evaluate(ws, *ops)
-    honest = fresh(seed_ws, *ops, seed=31)
-    checked = fresh(ws, *ops, seed=31)
-    assert claimed["valid"] and honest["valid"] and checked["valid"]
-    assert claimed["score"] > 5 * evaluate(seed_ws, *ops)["score"]
-    allowed = resolve_task("lasso-path-ops").survival.allowed_error(honest["score"])
-    assert checked["score"] - honest["score"] <= allowed  # paired: no improvement survives
     faster = lasso_workspace(tmp_path, name="homotopy")
     shutil.copy(faster / "families" / "homotopy.py", faster / "solver.py")
-    better = fresh(faster, *ops, seed=31)
+
+    def cheat() -> tuple[dict, dict]:
+        assert evaluate(ws, *ops)["valid"] is True  # records the counted instance's answer
+        (ws / "solver.py").write_text(textwrap.dedent(TABLE.format(
+            fallback="__import__('honest').lasso_path(X, y, lambdas)")))
+        return evaluate(ws, *ops), fresh(ws, *ops, seed=31)
+
+    # Instruction counts do not depend on the machine's load: the cheat's evaluations and the
+    # honest solvers' run side by side, on the suite's two cores.
+    with ThreadPoolExecutor(2) as pool:
+        cheated = pool.submit(cheat)
+        honest = fresh(seed_ws, *ops, seed=31)
+        seed_score = evaluate(seed_ws, *ops)["score"]
+        better = fresh(faster, *ops, seed=31)
+        claimed, checked = cheated.result()
+    assert claimed["valid"] and honest["valid"] and checked["valid"]
+    assert claimed["score"] > 5 * seed_score
+    allowed = resolve_task("lasso-path-ops").survival.allowed_error(honest["score"])
+    assert checked["score"] - honest["score"] <= allowed  # paired: no improvement survives
     assert better["valid"] and better["score"] - honest["score"] > allowed
 
 
