@@ -99,6 +99,7 @@ def dream(
                                  base_url=options.code_base_url,
                                  api_key_env=options.code_api_key_env) if options.code else None
             report = run_dream(handle, loaded, incumbent, config, author=author)
+            _record_policies(handle)
         if as_json:
             print_json(report.as_dict())
         else:
@@ -195,12 +196,26 @@ def loop(
                                  api_key_env=options.code_api_key_env) if options.code else None
             report = run_loop(handle, loaded, config, observer,
                               accept_unisolated_model_code=accept_unisolated, author=author)
+            _record_policies(handle)
         if as_json:
             print_json(report.as_dict())
         else:
             _render.loop_summary(console(), report)
 
     guard(body)
+
+
+def _record_policies(handle: RunStore) -> None:
+    """Record the policies' lifecycle transitions the dreams call for; a failure is a note."""
+    from rich.markup import escape
+
+    from dreamrsi.cli._shared import err_console, visible
+    from dreamrsi.knowledge.policies import record_policies
+
+    _, problem = record_policies(handle)
+    if problem:
+        err_console().print(f"[yellow]note:[/] {escape(visible(problem))}", highlight=False,
+                            soft_wrap=True)
 
 
 _RESUME_OPTIONS = ("task", "resume", "store", "as_json", "accept_unisolated", "code_model",
@@ -237,6 +252,7 @@ def _resume_loop(task: Task, loop_id: str, store: Path, as_json: bool,
         report = resume_loop(handle, record.loop_id, observer,
                              accept_unisolated_model_code=accept_unisolated, author=author,
                              base_url=endpoint[0], model=endpoint[1])
+        _record_policies(handle)
     if as_json:
         print_json(report.as_dict())
     else:

@@ -4,7 +4,8 @@ Each command calls one service function and renders it (:mod:`~dreamrsi.cli.runs
 :mod:`~dreamrsi.cli.dreaming`, :mod:`~dreamrsi.cli.tasks`, :mod:`~dreamrsi.cli.ledger`,
 :mod:`~dreamrsi.cli.store`, the Dream Run's :mod:`~dreamrsi.cli.repo` and
 :mod:`~dreamrsi.cli.beliefs`, the knowledge layer's :mod:`~dreamrsi.cli.knowledge`,
-:mod:`~dreamrsi.cli.goldens` and :mod:`~dreamrsi.cli.learn`); the options they share are in
+:mod:`~dreamrsi.cli.goldens`, :mod:`~dreamrsi.cli.learn`, :mod:`~dreamrsi.cli.recipes` and
+:mod:`~dreamrsi.cli.lifecycle`); the options they share are in
 :mod:`~dreamrsi.cli.options`.
 Commands are registered here, in the order ``--help`` lists them.
 
@@ -45,6 +46,7 @@ from dreamrsi.cli import store as store_cmds
 from dreamrsi.cli._shared import err_console, state
 from dreamrsi.cli.goldens import goldens_app
 from dreamrsi.cli.knowledge import lessons_app, traces_app
+from dreamrsi.cli.lifecycle import lifecycle_app
 from dreamrsi.cli.recipes import recipes_app
 
 _coerce.install()
@@ -71,6 +73,7 @@ app.add_typer(traces_app, name="traces")
 app.add_typer(goldens_app, name="goldens")
 app.add_typer(lessons_app, name="lessons")
 app.add_typer(recipes_app, name="recipes")
+app.add_typer(lifecycle_app, name="lifecycle")
 
 
 def _main(

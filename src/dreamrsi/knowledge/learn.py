@@ -23,15 +23,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dreamrsi.knowledge import lifecycle, pool
+from dreamrsi.knowledge import configs, lifecycle, pool
 from dreamrsi.knowledge.commit import commit_branch, summary, write_patch
 from dreamrsi.knowledge.config_repo import (
     RepoConfig,
     editable_files,
-    lesson_row,
     load_config,
     scratch_clone,
 )
+from dreamrsi.knowledge.configs import carried
 from dreamrsi.knowledge.gate import GateResult, Revalidation, gate, judge_for, revalidate
 from dreamrsi.knowledge.lifecycle import State
 from dreamrsi.knowledge.proposal import Proposal
@@ -85,29 +85,13 @@ class LearnReport(NamedTuple):
         }
 
 
-def _carried(store: RunStore, lesson_id: str, text: str, clone: Path, cfg: RepoConfig) -> bool:
-    """Whether the config ``clone`` carries the lesson: its edit's new text, else its row."""
-    edit = None
-    for e in store.knowledge_events(subject=f"lesson:{lesson_id}", kind_prefix="lifecycle"):
-        decision = e.payload.get("detail", {}).get("decision") or {}
-        edit = (decision.get("proposal") or {}).get("edit") or edit
-    if isinstance(edit, dict) and isinstance(edit.get("path"), str) and edit.get("new"):
-        target = clone / edit["path"]
-        return target.is_file() and not target.is_symlink() and str(edit["new"]) in (
-            target.read_text(errors="replace"))
-    lessons = clone / cfg.learn.lessons
-    if not lessons.is_file() or lessons.is_symlink():
-        return False
-    return lesson_row(text) in lessons.read_text(errors="replace").splitlines()
-
-
 def sync_active(store: RunStore, clone: Path, cfg: RepoConfig) -> tuple[str, ...]:
     """Make ACTIVE each VALIDATED lesson the config's HEAD (``clone``) carries; their ids."""
     out = []
     for insight in pool.load_pool(store).values():
         if lifecycle.state_of(store, "lesson", insight.insight_id) != State.VALIDATED:
             continue
-        if _carried(store, insight.insight_id, insight.text, clone, cfg):
+        if carried(store, insight.insight_id, clone, cfg, insight.text):
             lifecycle.transition(store, "lesson", insight.insight_id, State.ACTIVE,
                                  reason="the config repository's HEAD carries it")
             out.append(insight.insight_id)
@@ -146,6 +130,7 @@ def learn(store: RunStore, config: Path, *, proposals: Sequence[Proposal] | None
         clone, head = scratch_clone(config, Path(folder))
         cfg = load_config(clone)
         activated = sync_active(store, clone, cfg) if record else ()
+        config_lines = configs.sync(store, clone, cfg, head) if record else []
         tokens: tuple[int, int] = (0, 0)
         errors: tuple[str, ...] = ()
         if proposals is None:
@@ -168,6 +153,11 @@ def learn(store: RunStore, config: Path, *, proposals: Sequence[Proposal] | None
                 patch_out = str(patch)
         elif record:
             branch = commit_branch(config, clone, cfg, result, text, today=today)
+        made = branch or (f"night-{night}.patch" if patch_out else None)
+        if record and made:
+            config_lines += configs.record_made(
+                store, made, head=head, night=night, branch=branch, patch=patch_out,
+                lessons=[d.lesson_id for d in result.decisions if d.accepted])
     size = sum(1 for i in pool.load_pool(store).values() if i.state == "active")
     report = LearnReport(night, head, cfg.agent.model, result, revalidated, activated, branch,
                          patch_out, text, size, tokens, errors, dry_run, judged)
@@ -177,6 +167,7 @@ def learn(store: RunStore, config: Path, *, proposals: Sequence[Proposal] | None
         payload["decisions"] = [{"lesson": d.lesson_id, "accepted": d.accepted,
                                  "rejection": d.rejection.value if d.rejection else None,
                                  "why": d.why} for d in result.decisions]
+        payload["configs"] = config_lines
         store.append_knowledge("learn.run", f"night:{night}", payload, time.time())
     return report
 

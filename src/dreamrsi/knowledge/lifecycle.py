@@ -6,7 +6,9 @@ terminal. Every transition is a ``lifecycle`` event of the knowledge log (subjec
 
 Where the issue is silent: a STALE or QUARANTINED artifact may go back to VALIDATED (it was
 re-validated, after a model change or a review); only a CANDIDATE or VALIDATED one is
-REJECTED (an ACTIVE one leaves by STALE, SUPERSEDED or QUARANTINED).
+REJECTED (an ACTIVE one leaves by STALE, SUPERSEDED or QUARANTINED); a VALIDATED one that a
+newer one overtook before it was taken up (a config branch never merged before the next
+night's) is STALE.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any, NamedTuple
 from dreamrsi.errors import ConfigError
 from dreamrsi.store.base import RunStore
 
-__all__ = ["KINDS", "TRANSITIONS", "State", "Transition", "history", "state_of", "transition"]
+__all__ = ["KINDS", "TRANSITIONS", "State", "Transition", "history", "path_to", "state_of",
+           "transition"]
 
 KINDS = ("lesson", "recipe", "policy", "config")
 
@@ -41,7 +44,7 @@ S = State
 TRANSITIONS: dict[State | None, frozenset[State]] = {
     None: frozenset({S.CANDIDATE}),
     S.CANDIDATE: frozenset({S.VALIDATED, S.REJECTED}),
-    S.VALIDATED: frozenset({S.ACTIVE, S.REJECTED}),
+    S.VALIDATED: frozenset({S.ACTIVE, S.STALE, S.REJECTED}),
     S.ACTIVE: frozenset({S.STALE, S.SUPERSEDED, S.QUARANTINED}),
     S.STALE: frozenset({S.VALIDATED, S.ARCHIVED}),
     S.SUPERSEDED: frozenset({S.ARCHIVED}),
@@ -110,3 +113,35 @@ def transition(store: RunStore, kind: str, artifact_id: str, to: State | str, *,
         store.append_knowledge("lifecycle", _subject(kind, artifact_id), payload,
                                time.time() if now is None else now)
     return target
+
+
+def path_to(start: State | None, goal: State, *, via: State | None = None) -> list[State] | None:
+    """The shortest chain of allowed transitions from ``start`` to ``goal`` (through ``via``
+    when given and not yet passed: ``start`` is before it); None when there is none."""
+    if via is not None and start != via and via in _reachable(start) and goal != via:
+        first = path_to(start, via)
+        rest = path_to(via, goal)
+        if first is not None and rest is not None:
+            return first + rest
+    frontier: list[tuple[State | None, list[State]]] = [(start, [])]
+    seen: set[State | None] = {start}
+    while frontier:
+        state, steps = frontier.pop(0)
+        if state == goal:
+            return steps
+        for nxt in sorted(TRANSITIONS[state]):
+            if nxt not in seen:
+                seen.add(nxt)
+                frontier.append((nxt, [*steps, nxt]))
+    return None
+
+
+def _reachable(start: State | None) -> set[State]:
+    seen: set[State] = set()
+    todo = list(TRANSITIONS[start])
+    while todo:
+        state = todo.pop()
+        if state not in seen:
+            seen.add(state)
+            todo += TRANSITIONS[state]
+    return seen

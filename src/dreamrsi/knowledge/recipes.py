@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from dreamrsi.core.model import Node, node_id_for
 from dreamrsi.errors import ConfigError, NotFound
-from dreamrsi.knowledge.lifecycle import TRANSITIONS, State, history, transition
+from dreamrsi.knowledge.lifecycle import State, history, path_to, transition
 from dreamrsi.store.base import RunStore
 from dreamrsi.survival.queries import verdicts
 
@@ -284,21 +284,6 @@ def recipe_dict(store: RunStore, recipe: Recipe, *, detail: bool = False) -> dic
     return data
 
 
-def _path(start: State | None, goal: State) -> list[State] | None:
-    """The shortest chain of allowed transitions from ``start`` to ``goal`` (None: none)."""
-    frontier: list[tuple[State | None, list[State]]] = [(start, [])]
-    seen: set[State | None] = {start}
-    while frontier:
-        state, steps = frontier.pop(0)
-        if state == goal:
-            return steps
-        for nxt in sorted(TRANSITIONS[state]):
-            if nxt not in seen:
-                seen.add(nxt)
-                frontier.append((nxt, [*steps, nxt]))
-    return None
-
-
 def sync(store: RunStore, recipes: Iterable[Recipe] | None = None) -> list[str]:
     """Record the transitions that bring each recipe's recorded state to its due state (a
     writer's store); returns one line per transition recorded. A due state that no allowed
@@ -308,7 +293,7 @@ def sync(store: RunStore, recipes: Iterable[Recipe] | None = None) -> list[str]:
         for r in load_recipes(store) if recipes is None else recipes:
             if r.recorded == r.state:
                 continue
-            for step in _path(r.recorded, r.state) or []:
+            for step in path_to(r.recorded, r.state) or []:
                 transition(store, "recipe", r.recipe_id, step, reason=r.reason)
                 lines.append(f"recipe {r.recipe_id} {step.value}: {r.reason}")
     return lines
