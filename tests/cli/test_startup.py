@@ -78,7 +78,7 @@ def test_a_usage_error_loads_nothing_heavy() -> None:
 def test_json_readers_load_nothing_heavy(small_store: tuple[Path, str]) -> None:
     store, run_id = small_store
     for args in (["status"], ["show", run_id], ["show", run_id, "--all"], ["best", run_id],
-                 ["ledger", "head", run_id], ["show", run_id, "2"]):
+                 ["ledger", "head", run_id], ["show", run_id, "2"], ["lifecycle", "list"]):
         assert _probe(*args, "--store", str(store), "--json") == {"code": 0, "loaded": []}, args
 
 

@@ -16,6 +16,7 @@ from dreamrsi.cli.main import app
 from dreamrsi.knowledge import lifecycle
 from dreamrsi.knowledge.check import check_goldens
 from dreamrsi.knowledge.config_repo import load_config
+from dreamrsi.knowledge.configs import configs
 from dreamrsi.knowledge.goldens import list_goldens
 from dreamrsi.knowledge.learn import learn
 from dreamrsi.knowledge.lifecycle import State
@@ -63,6 +64,12 @@ def test_nights_of_learning(tmp_path: Path) -> None:
         assert all(r.passed for r in after.results)
         lesson = first.gate.decisions[1].lesson_id
         assert lifecycle.state_of(store, "lesson", lesson) == State.VALIDATED
+        assert lifecycle.state_of(store, "config", BRANCH) == State.VALIDATED
+        made = lifecycle.history(store, "config", BRANCH)[-1]
+        assert made.reason == "its 1 lessons passed the gate"
+        assert configs(store)[BRANCH]["detail"] == {
+            "branch": BRANCH, "patch": None, "head": first.head, "night": 0,
+            "lessons": [lesson]}
 
         # the person merges it: the next night makes it ACTIVE, and nothing new passes
         git(repo, "checkout", "-q", "--", "prompts/system.md")
@@ -71,6 +78,7 @@ def test_nights_of_learning(tmp_path: Path) -> None:
         assert second.activated == (lesson,) and second.branch is None
         assert second.gate.decisions[0].rejection == "duplicate"
         assert lifecycle.state_of(store, "lesson", lesson) == State.ACTIVE
+        assert lifecycle.state_of(store, "config", BRANCH) == State.ACTIVE
 
         # a model change re-validates it by ablation: kept while it still earns its place...
         _set_model(repo, "fake-small", "fake-same")

@@ -1,6 +1,6 @@
-"""The lessons' and recipes' tools through the SDK's client over stdio: each answers what the
-command's ``--json`` prints (a list under one key), an unknown id is a tool error, and they
-write nothing."""
+"""The lessons', recipes' and lifecycles' tools through the SDK's client over stdio: each
+answers what the command's ``--json`` prints (a list under one key), an unknown id is a tool
+error, and they write nothing."""
 
 from __future__ import annotations
 
@@ -52,6 +52,12 @@ def test_lessons_and_recipes_tools_answer_as_the_cli(tmp_path: Path) -> None:
                                                          recipe="v.nope")
             assert "no lesson 'Lnope'" in await refused(session, "lessons_show",
                                                         lesson="Lnope")
+            cycles = await call(session, "lifecycle_list", kind="lesson")
+            assert cycles == {"artifacts": cli_json(store, "lifecycle", "list", "--kind",
+                                                    "lesson")}
+            assert [(a["id"], a["state"]) for a in cycles["artifacts"]] == [(lid, "CANDIDATE")]
+            assert "artifact kind 'memo'" in await refused(session, "lifecycle_list",
+                                                           kind="memo")
 
     asyncio.run(main())
     with SqliteRunStore.open(store) as handle:

@@ -27,7 +27,7 @@ TOOLS = {"tasks", "status", "show", "best", "ledger_verify", "survive", "run", "
          "repo_checkpoint", "repo_fork", "repo_revert", "repo_abandon", "repo_shadow",
          "repo_answer", "repo_hypothesis", "repo_question", "repo_subgoal", "repo_next",
          "repo_work", "repo_merge", "repo_submit", "repo_export", "lessons_list",
-         "lessons_show", "lessons_history", "recipes_list", "recipes_show"}
+         "lessons_show", "lessons_history", "recipes_list", "recipes_show", "lifecycle_list"}
 
 
 @asynccontextmanager

@@ -1,6 +1,6 @@
 """The knowledge tools: ``lessons_list``, ``lessons_show``, ``lessons_history``,
-``recipes_list``, ``recipes_show``; read-only, each returning what the command's ``--json``
-prints (a list under one key: a tool's answer is an object)."""
+``recipes_list``, ``recipes_show``, ``lifecycle_list``; read-only, each returning what the
+command's ``--json`` prints (a list under one key: a tool's answer is an object)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ class KnowledgeTools:
     """The lessons' and recipes' reading tools, each a method: ``register`` adds them."""
 
     TOOLS = ("lessons_list", "lessons_show", "lessons_history", "recipes_list",
-             "recipes_show")
+             "recipes_show", "lifecycle_list")
 
     def __init__(self, served: Served) -> None:
         self.served = served
@@ -86,5 +86,20 @@ class KnowledgeTools:
         def body() -> dict[str, Any]:
             with self.served.reader() as handle:
                 return recipe_show(handle, recipe)
+
+        return answer(body)
+
+    def lifecycle_list(self, kind: Annotated[str | None, Field(
+            max_length=16, description="Only artifacts of this kind: lesson, recipe, policy "
+            "or config.")] = None, state: Annotated[str | None, Field(
+            max_length=16, description="Only artifacts in this state (ACTIVE, STALE, ...).")
+            ] = None) -> dict[str, Any]:
+        """Every artifact's recorded lifecycle state, by kind and id (as `dreamrsi lifecycle
+        list --json`, under `artifacts`)."""
+        from dreamrsi.knowledge.reading import lifecycle_list
+
+        def body() -> dict[str, Any]:
+            with self.served.reader() as handle:
+                return {"artifacts": lifecycle_list(handle, kind, state)}
 
         return answer(body)
