@@ -21,6 +21,7 @@ from dreamrsi.store.base import DreamRecord, PolicyVersion
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.testing.builders import TASK, make_run
 from dreamrsi.testing.knowledge_agent import make_config_repo
+from tests.conftest import TaskFactory
 
 A, B, C = (PolicySpec("fixed", {"branches": n}) for n in (1, 2, 3))
 
@@ -152,3 +153,30 @@ def test_learned_configs_are_validated_merged_superseded_or_stale(tmp_path: Path
                           "night": 1, "lessons": [two, three]}
         with pytest.raises(ConfigError, match="SUPERSEDED cannot become ACTIVE"):
             lifecycle.transition(store, "config", "dreamrsi/learn-1", State.ACTIVE)
+        # the person deleted dreamrsi/learn-1 and a later night made a branch of that name
+        made = configs.record_made(store, "dreamrsi/learn-1", head="e" * 40, night=3,
+                                   lessons=[one], branch="dreamrsi/learn-1")
+        assert made == ("dreamrsi/learn-1~2", [
+            "config dreamrsi/learn-1~2 CANDIDATE: night 3 committed it on eeeeeeeeeeee",
+            "config dreamrsi/learn-1~2 VALIDATED: its 1 lessons passed the gate"])
+
+
+def test_dreamrsi_dream_records_the_policy_it_deploys(tmp_path: Path,
+                                                     make_task: TaskFactory) -> None:
+    runner = CliRunner()
+    task_dir, store = str(make_task()), str(tmp_path / "s")
+
+    def cli(*args: str) -> Any:
+        result = runner.invoke(app, [*args, "--store", store, "--json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)
+
+    cli("run", task_dir, "--budget", "3", "--policy", "fixed:branches=1,refine=2")
+    dreamed = cli("dream", task_dir, "--trials", "8")
+    [active] = cli("lifecycle", "list", "--kind", "policy", "--state", "ACTIVE")
+    deployed = cli("policies", task_dir)["deployed"]
+    assert active["id"] == f"{dreamed['dream_id']}.{active['detail']['version']}"
+    with SqliteRunStore.open(Path(store)) as handle:
+        assert handle.get_policy(active["detail"]["version"]).spec.label() == deployed
+    shown = cli("lifecycle", "show", f"policy:{active['id']}")
+    assert [e["to"] for e in shown["history"]] == ["CANDIDATE", "VALIDATED", "ACTIVE"]

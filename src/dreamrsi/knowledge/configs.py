@@ -1,5 +1,6 @@
 """Configs' lifecycles: a config version is what one night of ``dreamrsi learn`` committed
-(``config:ID``, ID the branch ``dreamrsi/learn-...``, or ``night-N.patch`` for a patch).
+(``config:ID``, ID the branch ``dreamrsi/learn-...``, or ``night-N.patch`` for a patch;
+``~N`` is added to a name recorded before, a branch deleted and made again).
 
 - made: CANDIDATE then VALIDATED (its lessons passed the gate), the detail naming the branch
   or patch, the config HEAD it was made on, the night and its lessons;
@@ -89,16 +90,22 @@ def sync(store: RunStore, clone: Path, cfg: RepoConfig, head: str) -> list[str]:
     return lines
 
 
-def record_made(store: RunStore, cid: str, *, head: str, night: int,
+def record_made(store: RunStore, name: str, *, head: str, night: int,
                 lessons: Sequence[str], branch: str | None = None,
-                patch: str | None = None) -> list[str]:
+                patch: str | None = None) -> tuple[str, list[str]]:
     """Record a config a night made (CANDIDATE, VALIDATED) and make STALE the configs still
-    VALIDATED (never merged before it); one line each."""
+    VALIDATED (never merged before it): its id (``name``, or ``name~N`` when a config of that
+    name was recorded before: a branch deleted and made again) and one line a transition."""
     lines: list[str] = []
+    known = configs(store)
+    cid, n = name, 1
+    while cid in known:
+        n += 1
+        cid = f"{name}~{n}"
     detail: dict[str, Any] = {"branch": branch, "patch": patch, "head": head, "night": night,
                               "lessons": list(lessons)}
     with store.atomic():
-        for old, c in configs(store).items():
+        for old, c in known.items():
             if c["state"] == State.VALIDATED:
                 _move(store, old, State.STALE, f"never merged before night {night}'s {cid}",
                       lines)
@@ -106,4 +113,4 @@ def record_made(store: RunStore, cid: str, *, head: str, night: int,
                           (State.VALIDATED, f"its {len(lessons)} lessons passed the gate")):
             transition(store, "config", cid, step, reason=why, detail=detail)
             lines.append(f"config {cid} {step.value}: {why}")
-    return lines
+    return cid, lines

@@ -157,7 +157,7 @@ def learn(store: RunStore, config: Path, *, proposals: Sequence[Proposal] | None
         if record and made:
             config_lines += configs.record_made(
                 store, made, head=head, night=night, branch=branch, patch=patch_out,
-                lessons=[d.lesson_id for d in result.decisions if d.accepted])
+                lessons=[d.lesson_id for d in result.decisions if d.accepted])[1]
     size = sum(1 for i in pool.load_pool(store).values() if i.state == "active")
     report = LearnReport(night, head, cfg.agent.model, result, revalidated, activated, branch,
                          patch_out, text, size, tokens, errors, dry_run, judged)
