@@ -12,7 +12,9 @@ Modules: :mod:`~dreamrsi.knowledge.trajectory` (one shape for every trace),
 config repository: :mod:`~dreamrsi.knowledge.config_repo`, :mod:`~dreamrsi.knowledge.runner`
 (the agent over goldens), :mod:`~dreamrsi.knowledge.gate`, :mod:`~dreamrsi.knowledge.commit`,
 :mod:`~dreamrsi.knowledge.learn` (the nightly job); :mod:`~dreamrsi.knowledge.recipes`
-(derived from survived and verified nodes), :mod:`~dreamrsi.knowledge.contexts` and
+(derived from survived and verified nodes), :mod:`~dreamrsi.knowledge.policies` (policies'
+lifecycles, derived from dreams), :mod:`~dreamrsi.knowledge.configs` (configs' lifecycles,
+recorded by learn), :mod:`~dreamrsi.knowledge.contexts` and
 :mod:`~dreamrsi.knowledge.starts` (what a run's proposers are given and start from),
 :mod:`~dreamrsi.knowledge.reading` (the JSON the CLI and the MCP tools share).
 """
