@@ -86,7 +86,8 @@ def test_text_readers_load_no_rich(small_store: tuple[Path, str], tmp_path: Path
     store, run_id = small_store
     heavy = (*HEAVY, "rich", "logging.handlers")
     for args in (["status"], ["show", run_id], ["show", run_id, "--all"], ["best", run_id],
-                 ["ledger", "show", run_id], ["ledger", "head", run_id], ["show", run_id, "2"]):
+                 ["ledger", "show", run_id], ["ledger", "head", run_id], ["show", run_id, "2"],
+                 ["lifecycle", "list"]):
         assert _probe(*args, "--store", str(store), heavy=heavy) == {"code": 0, "loaded": []}, args
     empty = tmp_path / "empty"
     SqliteRunStore.open(empty, writer=True).close()

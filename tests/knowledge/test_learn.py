@@ -79,6 +79,8 @@ def test_nights_of_learning(tmp_path: Path) -> None:
         assert second.gate.decisions[0].rejection == "duplicate"
         assert lifecycle.state_of(store, "lesson", lesson) == State.ACTIVE
         assert lifecycle.state_of(store, "config", BRANCH) == State.ACTIVE
+        assert second.configs == (f"config {BRANCH} ACTIVE: the config repository's HEAD "
+                                  f"{second.head[:12]} carries its lessons",)
 
         # a model change re-validates it by ablation: kept while it still earns its place...
         _set_model(repo, "fake-small", "fake-same")

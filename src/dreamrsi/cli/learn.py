@@ -36,6 +36,7 @@ def _render(data: dict[str, Any], summary: str) -> None:
         lines.append(f"  {verdict}: {d['proposal']['text'][:80]} ({d['why']})")
     for e in data["distill_errors"]:
         lines.append(f"  distill error: {e}")
+    lines += [f"  {line}" for line in data["configs"]]
     if data["branch"]:
         lines.append(f"branch {data['branch']} (review it; nothing is merged)")
     elif data["patch"]:

@@ -61,6 +61,7 @@ class LearnReport(NamedTuple):
     distill_errors: tuple[str, ...]
     dry_run: bool
     judge_tokens: tuple[int, int] = (0, 0)
+    configs: tuple[str, ...] = ()  # the configs' lifecycle transitions recorded
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON data."""
@@ -81,7 +82,7 @@ class LearnReport(NamedTuple):
             "pool_size": self.pool_size, "tokens_in": self.tokens[0],
             "tokens_out": self.tokens[1], "judge_tokens_in": self.judge_tokens[0],
             "judge_tokens_out": self.judge_tokens[1], "unjudged": self.gate.unjudged,
-            "distill_errors": list(self.distill_errors),
+            "distill_errors": list(self.distill_errors), "configs": list(self.configs),
         }
 
 
@@ -160,14 +161,14 @@ def learn(store: RunStore, config: Path, *, proposals: Sequence[Proposal] | None
                 lessons=[d.lesson_id for d in result.decisions if d.accepted])[1]
     size = sum(1 for i in pool.load_pool(store).values() if i.state == "active")
     report = LearnReport(night, head, cfg.agent.model, result, revalidated, activated, branch,
-                         patch_out, text, size, tokens, errors, dry_run, judged)
+                         patch_out, text, size, tokens, errors, dry_run, judged,
+                         tuple(config_lines))
     if record:
         payload = report.as_dict()
         payload.pop("decisions")
         payload["decisions"] = [{"lesson": d.lesson_id, "accepted": d.accepted,
                                  "rejection": d.rejection.value if d.rejection else None,
                                  "why": d.why} for d in result.decisions]
-        payload["configs"] = config_lines
         store.append_knowledge("learn.run", f"night:{night}", payload, time.time())
     return report
 
