@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dreamrsi.errors import ConfigError
+from dreamrsi.errors import ConfigError, StoreError
 from dreamrsi.knowledge import lifecycle, pool
 from dreamrsi.knowledge.lifecycle import State
 from dreamrsi.knowledge.pool import Delta, Insight
@@ -102,3 +102,14 @@ def test_every_state_has_its_transitions() -> None:
     assert set(lifecycle.TRANSITIONS) == {None, *State}
     assert not lifecycle.TRANSITIONS[State.ARCHIVED] and not lifecycle.TRANSITIONS[
         State.REJECTED]
+
+
+@pytest.mark.parametrize("payload", [{"to": "LIVE"}, {"from": "NOWHERE", "to": "ACTIVE"}, {},
+                                     {"to": ["ACTIVE"]}])
+def test_a_damaged_lifecycle_event_is_a_store_error_naming_it(tmp_path: Path,
+                                                              payload: dict) -> None:
+    with SqliteRunStore.open(tmp_path / "s", writer=True) as store:
+        lifecycle.transition(store, "recipe", "r1", "CANDIDATE")
+        store.append_knowledge("lifecycle", "recipe:r1", payload, 2.0)
+        with pytest.raises(StoreError, match=r"knowledge event 2 \(recipe:r1\)"):
+            lifecycle.state_of(store, "recipe", "r1")

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from dreamrsi.errors import ConfigError
+from dreamrsi.errors import ConfigError, StoreError
 from dreamrsi.store.base import RunStore
 
 __all__ = ["KINDS", "TRANSITIONS", "State", "Transition", "history", "path_to", "state_of",
@@ -72,12 +72,21 @@ def _subject(kind: str, artifact_id: str) -> str:
 
 
 def history(store: RunStore, kind: str, artifact_id: str) -> list[Transition]:
-    """An artifact's transitions, in order."""
+    """An artifact's transitions, in order.
+
+    Raises:
+        StoreError: An event of its lifecycle does not hold a known state (a damaged store).
+    """
     out = []
     for e in store.knowledge_events(subject=_subject(kind, artifact_id), kind_prefix="lifecycle"):
-        before = e.payload.get("from")
-        out.append(Transition(e.seq, e.t, None if before is None else State(before),
-                              State(e.payload["to"]), str(e.payload.get("reason", ""))))
+        try:
+            before = e.payload.get("from")
+            out.append(Transition(e.seq, e.t, None if before is None else State(before),
+                                  State(e.payload["to"]), str(e.payload.get("reason", ""))))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StoreError(f"knowledge event {e.seq} ({kind}:{artifact_id}) is not a "
+                             f"lifecycle transition the store could have written: "
+                             f"{type(exc).__name__} {exc}") from None
     return out
 
 
