@@ -57,6 +57,7 @@ from dreamrsi.testing.knowledge_sets import (  # noqa: E402
     decoy_kind,
     distiller_answer,
 )
+from dreamrsi.testing.knowledge_tools import TOOLS_AGENT_SOURCE, tool_reply  # noqa: E402
 
 ARMS = ("model", "statistical")
 AGENT_MODEL, DISTILLER = "fake-small", "scripted-distiller"
@@ -77,6 +78,8 @@ class Models:
             self.calls += 1
             return Reply.text(text, tokens_in=len(seen.user_text()) // 4,
                               tokens_out=len(text) // 4)
+        if body.get("tools"):  # the tools set's agent offered its tools
+            return Reply.raw(json.dumps(tool_reply(messages, self.rng)))
         return Reply.text(answer(messages, noise=self.noise, rng=self.rng))
 
 
@@ -110,7 +113,9 @@ def run_set(gset: GoldenSet, arm: str, nights: int, seed: int, root: Path,
     heldout = [g for g in list_goldens(store, split="heldout") if not g.canary]
     train = list_goldens(store, split="train")
     repo = make_config_repo(root / "repo", base_url=server.base_url, model=AGENT_MODEL,
-                            rotation=gset.rotation, min_gain=gset.min_gain)
+                            rotation=gset.rotation, min_gain=gset.min_gain,
+                            extra={"agent.py": TOOLS_AGENT_SOURCE}
+                            if "tools" in gset.families else None)
     client = (ModelClient(LlmSettings(models=(ModelChoice(DISTILLER),),
                                       base_url=server.base_url, max_retries=0), environ={})
               if arm == "model" else None)
@@ -118,9 +123,9 @@ def run_set(gset: GoldenSet, arm: str, nights: int, seed: int, root: Path,
     before = _pass_rate(repo, heldout, models)
     try:
         for night in range(nights):
-            outputs = run_agent(load_config(repo), repo, train).outputs
-            paths = day_traces(root / "traces", raw, outputs, day=night, flip=gset.flip,
-                               seed=seed)
+            day = run_agent(load_config(repo), repo, train)
+            paths = day_traces(root / "traces", raw, day.outputs, day=night, flip=gset.flip,
+                               seed=seed, transcripts=day.transcripts)
             for imported in import_files(store, paths):
                 judge(store, imported.record.trace_id, "accepted")
             started = time.perf_counter()

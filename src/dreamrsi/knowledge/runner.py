@@ -7,6 +7,8 @@ its model: SECURITY.md), an allow-listed environment (``PATH``, ``HOME`` in its 
 ``pass_env`` names), and only its copy and its io folder writable. ``$DREAM_GOLDENS`` names a
 JSON-lines file of ``{"id", "input"}``; the agent writes ``{"id", "output"}`` lines to
 ``$DREAM_OUTPUTS``, which is read as anything a sandbox wrote: no link, no FIFO, bounded.
+A line may also carry ``messages``, a list: the agent's own steps for that golden (in the
+generic trace shape), kept as :attr:`AgentRun.transcripts` and judged by nothing here.
 A command that fails, times out or leaves unreadable outputs is an :class:`AgentRun` with an
 ``error``, never an exception.
 """
@@ -17,9 +19,9 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from dreamrsi.errors import ConfigError
 from dreamrsi.knowledge.check import MAX_OUTPUTS_BYTES, parse_outputs
@@ -35,6 +37,22 @@ class AgentRun(NamedTuple):
     outputs: dict[str, str]
     error: str = ""
     duration_ms: int = 0
+    transcripts: Mapping[str, list[Any]] = {}
+
+
+def _transcripts(text: str, wanted: set[str]) -> dict[str, list[Any]]:
+    """The ``messages`` lists of the outputs' lines, by golden id (none from the one-object
+    shape, whose lines are not each an object)."""
+    found: dict[str, list[Any]] = {}
+    for line in text.splitlines():
+        try:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(obj, dict) and obj.get("id") in wanted and isinstance(
+                obj.get("messages"), list):
+            found[obj["id"]] = obj["messages"]
+    return found
 
 
 def _tail(text: str, n: int = 400) -> str:
@@ -85,8 +103,10 @@ def run_agent(cfg: RepoConfig, tree: Path, goldens: Sequence[Golden], *,
             if data is None:
                 return AgentRun({}, "the agent wrote no $DREAM_OUTPUTS file",
                                 result.duration_ms)
-            outputs = parse_outputs(data.decode(), "$DREAM_OUTPUTS")
+            text = data.decode()
+            outputs = parse_outputs(text, "$DREAM_OUTPUTS")
         except (LeftFileError, UnicodeDecodeError, ConfigError) as exc:
             return AgentRun({}, f"the agent's outputs cannot be read: {exc}", result.duration_ms)
     wanted = {g.golden_id for g in goldens}
-    return AgentRun({k: v for k, v in outputs.items() if k in wanted}, "", result.duration_ms)
+    return AgentRun({k: v for k, v in outputs.items() if k in wanted}, "", result.duration_ms,
+                    _transcripts(text, wanted))

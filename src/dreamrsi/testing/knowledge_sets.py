@@ -14,7 +14,9 @@ ignores every line of its system prompt for a family's question with probability
 ``more-rules`` (all five families, each on disjoint goldens) and ``noisy`` (the goldens of
 ``more-rules``, a model with noise 0.2 and feedback wrong 20% of the time: :func:`day_traces`
 flips the verdict of a trace with that probability, a failure marked passed and a pass marked
-failed), and ``noisy-min-gain`` the same with ``min_gain = 0.2``. Each set has train goldens
+failed), ``noisy-min-gain`` the same with ``min_gain = 0.2``, and ``tools`` (the goldens of
+:mod:`dreamrsi.testing.knowledge_tools`: its agent answers with tools, and the traces carry
+its tool calls). Each set has train goldens
 (their runs are the day's traces), held-out goldens (rotated by the config), two canaries and
 the greeting under the politeness floor.
 
@@ -34,6 +36,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from dreamrsi.testing.knowledge_tools import TOOLS_TRAIN, tool_goldens
 
 __all__ = ["DECOYS", "FAMILIES", "SETS", "Family", "GoldenSet", "answer", "day_traces",
            "decoy_kind", "distiller_answer"]
@@ -149,6 +153,9 @@ class GoldenSet:
         """The goldens: each family's questions, the canaries and the greeting."""
         out: list[dict[str, Any]] = []
         for name in self.families:
+            if name == "tools":
+                out += tool_goldens()
+                continue
             family = FAMILIES[name]
             for subject, (_, right) in family.facts.items():
                 split = "train" if subject in self.train[name] else "heldout"
@@ -163,21 +170,24 @@ class GoldenSet:
 
 _TRAIN = {"dates": ("launch", "audit"), "units": ("ridge", "canyon"),
           "cities": ("orchestra", "museum"), "prices": ("lamp", "desk"),
-          "lists": ("trio", "duo")}
+          "lists": ("trio", "duo"), "tools": TOOLS_TRAIN}
 SETS: dict[str, GoldenSet] = {s.name: s for s in (
     GoldenSet("one-rule", ("dates",), _TRAIN, rotation=1),
     GoldenSet("more-rules", tuple(FAMILIES), _TRAIN, rotation=2),
     GoldenSet("noisy", tuple(FAMILIES), _TRAIN, rotation=2, noise=0.2, flip=0.2),
     GoldenSet("noisy-min-gain", tuple(FAMILIES), _TRAIN, rotation=2, noise=0.2, flip=0.2,
               min_gain=0.2),
+    GoldenSet("tools", ("tools",), _TRAIN, rotation=1),
 )}
 
 
 def day_traces(folder: Path, goldens: Sequence[Mapping[str, Any]],
-               outputs: Mapping[str, str], *, day: int, flip: float,
-               seed: int) -> list[Path]:
-    """One JSON-lines trace per train golden: its question, the agent's answer and the eval's
-    verdict (exact match), wrong with probability ``flip`` (drawn per golden, day and seed)."""
+               outputs: Mapping[str, str], *, day: int, flip: float, seed: int,
+               transcripts: Mapping[str, Sequence[Any]] | None = None) -> list[Path]:
+    """One JSON-lines trace per train golden: its question, the agent's answer (or the steps
+    the agent wrote for it in ``transcripts``: its tool calls and their results) and the
+    eval's verdict (exact match) on the last, wrong with probability ``flip`` (drawn per
+    golden, day and seed)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for g in goldens:
@@ -187,12 +197,14 @@ def day_traces(folder: Path, goldens: Sequence[Mapping[str, Any]],
         passed = got.strip() == g["expected"]
         if random.Random(f"{seed}:{day}:{g['id']}").random() < flip:
             passed = not passed
+        steps = list((transcripts or {}).get(g["id"]) or [{"role": "assistant",
+                                                            "content": got}])
         records = [{"type": "meta", "session_id": f"day{day}-{g['id']}",
                     "task": g.get("tags", ["agent"])[0]},
-                   {"role": "user", "content": g["input"]},
-                   {"role": "assistant", "content": got},
-                   {"type": "feedback", "step": 1, "score": float(passed), "passed": passed,
-                    "name": "exact", "text": f"expected {g['expected']!r}, got {got!r}"}]
+                   {"role": "user", "content": g["input"]}, *steps,
+                   {"type": "feedback", "step": len(steps), "score": float(passed),
+                    "passed": passed, "name": "exact",
+                    "text": f"expected {g['expected']!r}, got {got!r}"}]
         path = folder / f"day{day}-{g['id']}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in records))
         paths.append(path)
@@ -220,9 +232,12 @@ _PAIR = re.compile(r"expected '([^']*)', got '([^']*)'")
 
 
 def decoy_kind(rule: str) -> str | None:
-    """The decoy kind of a rule the scripted distiller proposed (None: a family's rule)."""
+    """The decoy kind of a rule the scripted distiller proposed, or ``bystander`` for a rule on
+    the tools set's ``check_calendar`` (None: a family's rule)."""
     if " Only for the " in rule:
         return "train-only"
+    if "`check_calendar`" in rule:
+        return "bystander"  # the tools set's tool that causes nothing
     return next((kind for kind, d in DECOYS if d["rule"] and d["rule"] == rule), None)
 
 
