@@ -1,11 +1,13 @@
-"""Learning over nights: `dreamrsi learn` on the test agent and its three golden sets.
+"""Learning over nights: `dreamrsi learn` on the test agent and its golden sets.
 
 For each golden set of ``dreamrsi.testing.knowledge_sets.SETS`` (one rule missing; five rules
-missing; the five with a noisy model and wrong feedback) and each arm (the scripted model
+missing; the five with a noisy model and wrong feedback, at two ``min_gain``; an agent that
+answers with tools, one of them wrong) and each arm (the scripted model
 distiller, the statistical distiller), in a fresh store and config repository: N nights, each
 
 1. the day's traces: the agent runs (real sandbox) on the train goldens from the config's HEAD
-   and each answer becomes a trace with the eval's verdict (wrong a set's share of the time),
+   and each answer (with the tool calls the agent wrote beside it) becomes a trace with the
+   eval's verdict (wrong a set's share of the time),
    imported and accepted;
 2. ``learn`` distills the accepted traces (all days'), gates the proposals and commits what
    passed as a branch;
@@ -229,28 +231,36 @@ more-rules, the agent's model ignoring its whole prompt for a question with prob
 (drawn per question, so one config scores differently run to run) and each trace's verdict
 wrong with probability 0.2 (a failure marked passed, a pass marked failed);
 **noisy-min-gain**: the same with `min_gain = 0.2` (docs/knowledge.md's advice for a noisy
-agent); `min_gain = 0` in the others. Every set has two canaries and a greeting under a
-politeness floor.
+agent); `min_gain = 0` in the others; **tools**
+(`dreamrsi.testing.knowledge_tools`): the agent answers "year the X opened?" with tools it
+offers its model (`lookup_date`: right; `guess_date`: wrong, or an error; `check_calendar`:
+changes nothing), and writes its tool calls and their results beside each answer; the model
+calls `guess_date` on 3 train and 3 held-out subjects and `lookup_date` on the other 3 and 2,
+`check_calendar` before `guess_date` with probability 0.7 (a bystander: on some seeds it is
+in every failure of the night), and obeys a prompt line that says `do not call` or `call ...
+before answering` a tool it names in backquotes. Every set has two canaries and a greeting
+under a politeness floor.
 
-A night: the agent runs on the train goldens from the config's HEAD, each answer a trace with
-the eval's verdict (`expected 'E', got 'G'`), imported and accepted; `dreamrsi learn` reads
-all the accepted traces so far; its branch is merged (the person approves everything the gate
-passed). **model**: the scripted distiller knows the five rules: per group (a task, here a
-rule's family) it proposes each rule whose failure signature an `expected/got` pair of the
-FAILED sessions shows, and on its k-th call adds decoy k mod 6: a lie (`Answer "capital of
-France?" with "Lyon".`), the matched rule restricted to the train subjects it saw fail, a
-summary (dropped by the distiller as not an instruction), an edit of `.git/hooks/` (the edit
-dropped by the distiller, its rule gated), an edit whose `old` text is not in the file, and
-`Do not greet the user.` (the floor). **statistical**: the statistical distiller on the same
-traces. "held-out pass (all)": every held-out golden, run after the merge with the model's
-noise off (what the config learned, not one day's luck); "gate's part": the night's held-out
-part, baseline → the accepted state (as the gate saw them, noise included);
-"pool": the pool's insights after the night (a lesson enters it when it passes the gate);
-"lesson rows": rows of `LESSONS.md` on HEAD after the merge, "rules on HEAD" the
-families whose rule is one of them. Tokens are the distiller's,
-estimated as characters / 4. The statistical distiller counts tools, tool errors and roles;
-these traces hold a question and an answer only, so it has nothing to count and proposes
-nothing: its rows are the baseline of a night that learns nothing."""
+A night: the agent runs on the train goldens from the config's HEAD, each answer a trace (with
+the agent's tool calls, for tools) and the eval's verdict (`expected 'E', got 'G'`), imported
+and accepted; `dreamrsi learn` reads all the accepted traces so far; its branch is merged (the
+person approves everything the gate passed). **model**: the scripted distiller knows the five
+rules: per group (a task, here a rule's family) it proposes each rule whose failure signature
+an `expected/got` pair of the FAILED sessions shows, and on its k-th call adds decoy k mod 6: a
+lie (`Answer "capital of France?" with "Lyon".`), the matched rule restricted to the train
+subjects it saw fail, a summary (dropped by the distiller as not an instruction), an edit of
+`.git/hooks/` (the edit dropped by the distiller, its rule gated), an edit whose `old` text is
+not in the file, and `Do not greet the user.` (the floor). **statistical**: the statistical
+distiller on the same traces ("bystander" among the decoys: a rule on `check_calendar`).
+"held-out pass (all)": every held-out golden, run after the merge with the model's noise off
+(what the config learned, not one day's luck); "gate's part": the night's held-out part,
+baseline → the accepted state (as the gate saw them, noise included); "pool": the pool's
+insights after the night (a lesson enters it when it passes the gate); "lesson rows": rows of
+`LESSONS.md` on HEAD after the merge, "rules on HEAD" the families whose rule is one of them.
+Tokens are the distiller's, estimated as characters / 4. The statistical distiller counts
+tools, tool errors and roles; the traces of the first four sets hold a question and an answer
+only, so it has nothing to count and proposes nothing there: those rows are the baseline of a
+night that learns nothing. The tools set's traces hold the tool calls it counts."""
 
 
 def main() -> None:
@@ -268,8 +278,9 @@ def main() -> None:
     rows = measure(args.sets, args.arms, args.nights, args.seeds)
     first = args.seeds[0]
     parts = [BODY, f"N = {args.nights} nights, seeds {', '.join(map(str, args.seeds))} "
-             f"(the seed draws the noise: one-rule and more-rules come out the same for every "
-             f"seed); {time.perf_counter() - started:.0f} s in all.", summary(rows),
+             f"(the seed draws the noise and the tools model's `check_calendar` calls: one-rule "
+             f"and more-rules come out the same for every seed); "
+             f"{time.perf_counter() - started:.0f} s in all.", summary(rows),
              f"Night by night, seed {first}:"]
     for name in dict.fromkeys(r["set"] for r in rows):
         for arm in dict.fromkeys(r["arm"] for r in rows):

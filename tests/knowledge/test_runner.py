@@ -44,3 +44,17 @@ def test_a_bad_run_is_a_failure_with_its_reason(tmp_path: Path, command: str,
     root = _config(tmp_path / "config", command, timeout_s=1)
     run = run_agent(load_config(root), root, GOLDENS)
     assert words in run.error and run.outputs == {}
+
+
+def test_an_output_line_s_messages_are_kept_as_its_transcript(tmp_path: Path) -> None:
+    lines = ['{"id": "a", "output": "1", "messages": [{"role": "assistant", "content": "1"}]}',
+             '{"id": "b", "output": "2", "messages": "not a list"}',
+             '{"id": "z", "output": "9", "messages": []}']
+    root = _config(tmp_path / "config", "printf '%s\\n' " + " ".join(
+        f"'{line}'" for line in lines) + ' > "$DREAM_OUTPUTS"')
+    run = run_agent(load_config(root), root, GOLDENS)
+    assert run.error == "" and run.outputs == {"a": "1", "b": "2"}
+    assert run.transcripts == {"a": [{"role": "assistant", "content": "1"}]}
+    whole = _config(tmp_path / "whole", """printf '{"a": "1",\\n "b": "2"}' > "$DREAM_OUTPUTS\"""")
+    run = run_agent(load_config(whole), whole, GOLDENS)
+    assert run.outputs == {"a": "1", "b": "2"} and run.transcripts == {}
