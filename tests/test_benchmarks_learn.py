@@ -1,5 +1,6 @@
-"""bench_learn.py at its smallest: one night of the one-rule set, both arms, end to end (the
-real store, git and sandbox, the scripted models on loopback)."""
+"""bench_learn.py at its smallest: one night of the one-rule set, both arms, and one of the
+tools set's statistical arm, end to end (the real store, git and sandbox, the scripted models
+on loopback)."""
 
 from __future__ import annotations
 
@@ -24,3 +25,10 @@ def test_one_night_learns_the_rule_and_rejects_the_lie() -> None:
     assert (stats["proposals"], stats["heldout_after"], stats["tokens_in"]) == (0, 0.0, 0)
     text = bench.summary(rows) + bench.table(rows)
     assert "0% → **100%**" in text and "canary 1" in text
+
+
+def test_one_night_of_tools_the_statistical_arm_learns_from_the_tool_calls() -> None:
+    (row,) = bench.measure(["tools"], ["statistical"], 1, [0])
+    assert (row["heldout_before"], row["heldout_after"]) == (0.4, 1.0)
+    assert (row["proposals"], row["accepted"], row["rejected"]) == (2, 1, {"no_gain": 1})
+    assert row["lesson_rows"] == 1 and row["tokens_in"] == 0 and row["decoys_accepted"] == []
