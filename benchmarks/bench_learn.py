@@ -59,7 +59,11 @@ from dreamrsi.testing.knowledge_sets import (  # noqa: E402
     decoy_kind,
     distiller_answer,
 )
-from dreamrsi.testing.knowledge_tools import TOOLS_AGENT_SOURCE, tool_reply  # noqa: E402
+from dreamrsi.testing.knowledge_tools import (  # noqa: E402
+    TOOLS_AGENT_SOURCE,
+    stops_guessing,
+    tool_reply,
+)
 
 ARMS = ("model", "statistical")
 AGENT_MODEL, DISTILLER = "fake-small", "scripted-distiller"
@@ -148,7 +152,8 @@ def run_set(gset: GoldenSet, arm: str, nights: int, seed: int, root: Path,
                 "proposals": data["proposals"], "accepted": data["accepted"],
                 "decoys_accepted": [k for k in decoys if k], "rejected": data["rejected"],
                 "pool": data["pool_size"], "lesson_rows": len(rows_on_head),
-                "rules_on_head": [n for n, f in FAMILIES.items() if f"- {f.rule}" in rows_on_head],
+                "rules_on_head": [n for n, f in FAMILIES.items() if f"- {f.rule}" in rows_on_head]
+                + (["tools"] if stops_guessing("\n".join(rows_on_head)) else []),
                 "tokens_in": data["tokens_in"], "tokens_out": data["tokens_out"],
                 "distill_errors": len(data["distill_errors"]), "wall_s": wall})
             print(json.dumps(rows[-1]), flush=True)

@@ -32,3 +32,4 @@ def test_one_night_of_tools_the_statistical_arm_learns_from_the_tool_calls() -> 
     assert (row["heldout_before"], row["heldout_after"]) == (0.4, 1.0)
     assert (row["proposals"], row["accepted"], row["rejected"]) == (2, 1, {"no_gain": 1})
     assert row["lesson_rows"] == 1 and row["tokens_in"] == 0 and row["decoys_accepted"] == []
+    assert row["rules_on_head"] == ["tools"]

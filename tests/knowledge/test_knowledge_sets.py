@@ -25,7 +25,7 @@ from dreamrsi.testing.knowledge_sets import (
     decoy_kind,
     distiller_answer,
 )
-from dreamrsi.testing.knowledge_tools import TOOLS_AGENT_SOURCE, tool_reply
+from dreamrsi.testing.knowledge_tools import TOOLS_AGENT_SOURCE, stops_guessing, tool_reply
 from tests.agents.fake_openai import FakeOpenAI, Reply
 
 
@@ -126,6 +126,7 @@ def test_the_tools_model_obeys_the_statistical_rules_as_worded() -> None:
     assert "check_calendar" not in {n for s in range(20) for n in _calls(tower, bystander,
                                                                          seed=s)}
     assert _calls(tower, "The tool `guess_date` is quick.")[-1] == "guess_date"  # no order
+    assert stops_guessing(bad) and stops_guessing(good) and not stops_guessing(bystander)
     metro = "year the metro opened?"
     assert _calls(metro) == ["lookup_date"]
     assert _calls(metro, "Do not call the tool `lookup_date`.") == ["guess_date"]

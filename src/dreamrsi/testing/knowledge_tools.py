@@ -25,8 +25,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["GUESSED", "OPENED", "TOOLS", "TOOLS_AGENT_SOURCE", "TOOLS_TRAIN", "tool_goldens",
-           "tool_reply"]
+__all__ = ["GUESSED", "OPENED", "TOOLS", "TOOLS_AGENT_SOURCE", "TOOLS_TRAIN", "stops_guessing",
+           "tool_goldens", "tool_reply"]
 
 OPENED = {"tower": 1889, "canal": 1914, "tunnel": 1994, "metro": 1863, "aquarium": 1853,
           "lighthouse": 1880, "opera": 1973, "stadium": 1923, "library": 1895,
@@ -60,6 +60,12 @@ def _ruled(system: str) -> tuple[set[str], set[str]]:
         elif "call" in line and "before answering" in line:
             needed |= named
     return banned, needed
+
+
+def stops_guessing(system: str) -> bool:
+    """Whether a system prompt's rules keep the model from ``guess_date`` (the set's rule)."""
+    banned, needed = _ruled(system)
+    return "guess_date" in banned or ("lookup_date" in needed and "guess_date" not in needed)
 
 
 def _call(name: str, subject: str, k: int) -> dict[str, Any]:
