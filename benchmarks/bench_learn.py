@@ -261,11 +261,12 @@ distiller on the same traces ("bystander" among the decoys: a rule on `check_cal
 (what the config learned, not one day's luck); "gate's part": the night's held-out part,
 baseline → the accepted state (as the gate saw them, noise included); "pool": the pool's
 insights after the night (a lesson enters it when it passes the gate); "lesson rows": rows of
-`LESSONS.md` on HEAD after the merge, "rules on HEAD" the families whose rule is one of them.
-Tokens are the distiller's, estimated as characters / 4. The statistical distiller counts
-tools, tool errors and roles; the traces of the first four sets hold a question and an answer
-only, so it has nothing to count and proposes nothing there: those rows are the baseline of a
-night that learns nothing. The tools set's traces hold the tool calls it counts."""
+`LESSONS.md` on HEAD after the merge, "rules on HEAD" the families whose rule is one of them
+(tools: a row that keeps the model off `guess_date`). Tokens are the distiller's, estimated as
+characters / 4. The statistical distiller counts tools, tool errors and roles; the traces of
+the first four sets hold a question and an answer only, so it has nothing to count and proposes
+nothing there: those rows are the baseline of a night that learns nothing. The tools set's
+traces hold the tool calls it counts."""
 
 
 def main() -> None:
