@@ -119,7 +119,8 @@ MEASURES: dict[str, tuple[str, ...]] = {
     "bench_dream.py": ("src/dreamrsi/core", "src/dreamrsi/policies", "src/dreamrsi/dreaming"),
     "bench_lasso_ops.py": ("src/dreamrsi/tasks/builtin/_families/lasso-path",),
     "bench_learn.py": ("src/dreamrsi/knowledge", "src/dreamrsi/testing/knowledge_agent.py",
-                       "src/dreamrsi/testing/knowledge_sets.py", "tests/agents/fake_openai.py"),
+                       "src/dreamrsi/testing/knowledge_sets.py",
+                       "src/dreamrsi/testing/knowledge_tools.py", "tests/agents/fake_openai.py"),
 }
 WHOLE_PACKAGE = ("src/dreamrsi",)
 

@@ -154,7 +154,7 @@ class GoldenSet:
         out: list[dict[str, Any]] = []
         for name in self.families:
             if name == "tools":
-                out += tool_goldens()
+                out += tool_goldens(self.train[name])
                 continue
             family = FAMILIES[name]
             for subject, (_, right) in family.facts.items():

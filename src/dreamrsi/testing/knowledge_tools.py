@@ -41,11 +41,11 @@ _QUESTION = "year the {} opened?"
 _NAMED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
 
 
-def tool_goldens() -> list[dict[str, Any]]:
-    """The set's own goldens (tag ``tools``): 3 guessed and 3 looked-up subjects train, the
-    rest held out."""
+def tool_goldens(train: Sequence[str] = TOOLS_TRAIN) -> list[dict[str, Any]]:
+    """The set's own goldens (tag ``tools``): the ``train`` subjects train (by default 3
+    guessed and 3 looked up), the rest held out."""
     return [{"id": f"tools-{s}", "input": _QUESTION.format(s), "expected": str(year),
-             "split": "train" if s in TOOLS_TRAIN else "heldout", "tags": ["tools"]}
+             "split": "train" if s in train else "heldout", "tags": ["tools"]}
             for s, year in OPENED.items()]
 
 
