@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Reversible
 from typing import Any
 
+from dreamrsi.repo_runs.chainview import view
 from dreamrsi.repo_runs.state import DreamKind, HypothesisStatus, WorkState
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.ledger import LedgerRow
@@ -69,7 +70,7 @@ def brief(store: RunStore, state: WorkState, *, dream: str | None = None,
                                 "score": head.score, "feedback": head.feedback[:_FIELD]}
     settled = [_hypothesis(h) for h in state.hypotheses.values()
                if h.status is not HypothesisStatus.OPEN]
-    evidence = [_row(store, r) for r in _admissible(store.ledger(state.run_id))[-_EVIDENCE:]]
+    evidence = [_row(store, r) for r in _recent(view(store, state.run_id).admissible.values())]
     autopsies = [{"dream": a.dream, "text": a.text[:_FIELD], "cites": list(a.cites)}
                  for a in state.autopsies]
     omitted: dict[str, int] = {}
@@ -146,9 +147,17 @@ def _dream(d: Any, nodes: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _admissible(rows: Any) -> list[LedgerRow]:
-    return [r for r in rows if r.event.admissible and r.event.actor.value in
-            ("execution", "eval", "survival") and not r.event.cmd.startswith(_BOOKKEEPING)]
+def _recent(rows: Reversible[LedgerRow]) -> list[LedgerRow]:
+    """The last :data:`_EVIDENCE` of the admissible rows ``rows`` that are commands' (read from
+    the end, so the cost does not grow with the chain)."""
+    out: list[LedgerRow] = []
+    for r in reversed(rows):
+        if len(out) == _EVIDENCE:
+            break
+        if r.event.actor.value in ("execution", "eval", "survival") \
+                and not r.event.cmd.startswith(_BOOKKEEPING):
+            out.append(r)
+    return out[::-1]
 
 
 def _row(store: RunStore, row: LedgerRow) -> dict[str, Any]:

@@ -213,16 +213,16 @@ def recover(session: Session) -> list[dict[str, Any]]:
     state = session.state()
     facts = read_facts(session.store, state)
     out: list[dict[str, Any]] = []
-    rows = list(session.store.ledger(session.run_id))
-    for row in facts.decisions:
+    for row in list(facts.decisions):
         parsed = row.event.parsed or {}
         decision, dream_id = row.event.event_id, str(parsed.get("dream"))
         if (decision in facts.finished or ActionKind(parsed.get("kind", "stop"))
                 not in AGENT_KINDS or dream_id not in state.dreams
                 or not state.dreams[dream_id].live):
             continue
-        made = [r.event.parsed.get("node") for r in rows if r.seq > row.seq
-                and r.event.cmd == PREFIX + EventKind.CHECKPOINT.value
+        made = [r.event.parsed.get("node")
+                for r in session.store.ledger(session.run_id, after=row.seq)
+                if r.event.cmd == PREFIX + EventKind.CHECKPOINT.value
                 and isinstance(r.event.parsed, dict) and r.event.parsed.get("dream") == dream_id]
         if made:
             payload = {"status": "recovered", "node": made[0],

@@ -11,22 +11,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
 from dreamrsi.core.model import Node, NodeStatus
-from dreamrsi.repo_runs.journal import PREFIX
+from dreamrsi.repo_runs.chainview import AGENT_CMD, DECIDE, view
 from dreamrsi.repo_runs.state import DreamState, WorkState
 from dreamrsi.store.base import RunStore
-from dreamrsi.store.ledger import Actor, LedgerRow
+from dreamrsi.store.ledger import LedgerRow
 
 __all__ = ["AGENT_CMD", "DECIDE", "DreamFacts", "RunFacts", "read_facts"]
-
-AGENT_CMD = "agent step"
-"""``parsed["role"]`` of an agent's command row (the command itself is the agent's)."""
-DECIDE = "decide "
-"""The command prefix of the controller's decision rows (``decide KIND``)."""
-
 
 @dataclass(slots=True)
 class DreamFacts:
@@ -79,14 +74,15 @@ class DreamFacts:
 @dataclass(slots=True)
 class RunFacts:
     """The run's recorded facts: its nodes, its admissible rows by id, each dream's facts, the
-    eval rows behind each node, and the controller's decisions."""
+    eval rows behind each node, and the controller's decisions (the run-wide ones are the
+    :class:`~dreamrsi.repo_runs.chainview.ChainView`'s own: read them, never change them)."""
 
     nodes: dict[str, Node]
-    admissible: dict[str, LedgerRow]
+    admissible: Mapping[str, LedgerRow]
     dreams: dict[str, DreamFacts]
-    eval_rows: dict[str, list[str]]
-    decisions: list[LedgerRow]
-    finished: set[str]
+    eval_rows: Mapping[str, Sequence[str]]
+    decisions: Sequence[LedgerRow]
+    finished: AbstractSet[str]
 
     def evals_of(self, nodes: Sequence[Node | None]) -> tuple[str, ...]:
         """The admissible eval rows behind ``nodes``, in order, each once."""
@@ -104,36 +100,19 @@ class RunFacts:
 
 
 def read_facts(store: RunStore, state: WorkState) -> RunFacts:
-    """Read the run's ledger and nodes once into :class:`RunFacts`."""
+    """The run's recorded facts: its nodes, and what its chain says as this process has read
+    it (:func:`~dreamrsi.repo_runs.chainview.view`: only the rows appended since the last read
+    are read)."""
     nodes = {n.node_id: n for n in store.nodes(state.run_id)}
+    seen = view(store, state.run_id)
     dreams = {d.dream_id: DreamFacts(d, nodes.get(d.start_node),
-                                     [nodes[c] for c in d.checkpoints if c in nodes])
+                                     [nodes[c] for c in d.checkpoints if c in nodes],
+                                     list(seen.execs.get(d.dream_id, ())),
+                                     list(seen.agent_rows.get(d.dream_id, ())),
+                                     list(seen.steps.get(d.dream_id, ())))
               for d in state.dreams.values()}
-    admissible: dict[str, LedgerRow] = {}
-    eval_rows: dict[str, list[str]] = {}
-    decisions: list[LedgerRow] = []
-    finished: set[str] = set()
-    for row in store.ledger(state.run_id):
-        ev = row.event
-        parsed = ev.parsed if isinstance(ev.parsed, Mapping) else {}
-        if ev.admissible:
-            admissible[ev.event_id] = row
-            if ev.actor is Actor.EVAL and ev.node_id is not None:
-                eval_rows.setdefault(ev.node_id, []).append(ev.event_id)
-            facts = dreams.get(str(parsed.get("dream")))
-            if facts is not None and parsed.get("role") == AGENT_CMD:
-                facts.agent_rows.append(row)
-            elif facts is not None and ev.actor is Actor.EXECUTION:
-                facts.execs.append(row)
-        elif ev.actor is Actor.STRATEGIC and ev.cmd.startswith(DECIDE):
-            decisions.append(row)
-        elif ev.actor is Actor.STRATEGIC and ev.cmd == PREFIX + "step":
-            facts = dreams.get(str(parsed.get("dream")))
-            if facts is not None:
-                facts.steps.append(parsed)
-            if parsed.get("decision"):
-                finished.add(str(parsed["decision"]))
-    return RunFacts(nodes, admissible, dreams, eval_rows, decisions, finished)
+    return RunFacts(nodes, seen.admissible, dreams, seen.eval_rows, seen.decisions,
+                    seen.finished)
 
 
 def budget_spent(store: RunStore, state: WorkState) -> str | None:

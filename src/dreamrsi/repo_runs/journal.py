@@ -11,32 +11,22 @@ not an admissible row of the same run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dreamrsi.errors import ConfigError
-from dreamrsi.repo_runs.state import EventKind, WorkState, apply, fold
+from dreamrsi.repo_runs.chainview import PREFIX, view, work_events
+from dreamrsi.repo_runs.state import EventKind, WorkState, apply
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.ledger import Actor, LedgerEvent, LedgerRow
 
-__all__ = ["admissible_rows", "check_cites", "load_state", "record", "work_events"]
-
-PREFIX = "work "
-
-
-def work_events(rows: Iterable[LedgerRow]) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
-    """The Dream Run events among a chain's rows: (row id, kind, payload)."""
-    for row in rows:
-        ev = row.event
-        if ev.actor is Actor.STRATEGIC and ev.cmd.startswith(PREFIX) \
-                and isinstance(ev.parsed, Mapping):
-            yield ev.event_id, ev.cmd[len(PREFIX):], ev.parsed
+__all__ = ["PREFIX", "admissible_rows", "check_cites", "load_state", "record", "work_events"]
 
 
 def load_state(store: RunStore, run_id: str) -> WorkState:
     """The Dream Run's state from its chain (``ConfigError`` if the run is not one)."""
     store.get_run(run_id)  # NotFound names the run
-    state = fold(run_id, work_events(store.ledger(run_id)))
+    state = view(store, run_id).state
     if not state.root_node:
         raise ConfigError(f"run {run_id} is not a Dream Run (open one with `dreamrsi open`)",
                           key="RUN")
@@ -45,7 +35,7 @@ def load_state(store: RunStore, run_id: str) -> WorkState:
 
 def admissible_rows(store: RunStore, run_id: str) -> dict[str, LedgerRow]:
     """The run's admissible rows by id."""
-    return {row.event.event_id: row for row in store.ledger(run_id) if row.event.admissible}
+    return dict(view(store, run_id).admissible)
 
 
 def check_cites(store: RunStore, run_id: str, cites: Sequence[str]) -> tuple[str, ...]:
@@ -53,13 +43,12 @@ def check_cites(store: RunStore, run_id: str, cites: Sequence[str]) -> tuple[str
     when it names one row); ``ConfigError`` naming the first that is not."""
     if not cites:
         return ()
-    rows = list(store.ledger(run_id))
-    by_id = {row.event.event_id: row for row in rows}
+    by_id = view(store, run_id).by_id
     out: list[str] = []
     for cite in cites:
         row = by_id.get(cite)
-        if row is None:
-            matches = [r for r in rows if r.event.event_id.startswith(cite)] if cite else []
+        if row is None:  # a prefix: the only lookup that goes through every row
+            matches = [r for i, r in by_id.items() if i.startswith(cite)] if cite else []
             if len(matches) != 1:
                 raise ConfigError(f"{cite!r} is not a row of run {run_id}'s ledger "
                                   f"({'ambiguous' if matches else 'no such row'})",
@@ -84,7 +73,7 @@ def record(store: RunStore, run_id: str, kind: EventKind, payload: Mapping[str, 
     of belief, as the row's ``belief_updates``.
     """
     with store.atomic():
-        state = fold(run_id, work_events(store.ledger(run_id)))
+        state = view(store, run_id).state
         cited = check_cites(store, run_id, cites)
         body = {**payload, **({"cites": list(cited)} if cites else {})}
         event = LedgerEvent(Actor.STRATEGIC, PREFIX + kind.value, parsed=body,

@@ -19,7 +19,8 @@ from typing import Any
 from dreamrsi.errors import ConfigError
 
 __all__ = ["Autopsy", "Belief", "DreamKind", "DreamState", "DreamStatus", "EventKind",
-           "Hypothesis", "HypothesisStatus", "Question", "WorkState", "apply", "fold"]
+           "Hypothesis", "HypothesisStatus", "Question", "WorkState", "apply", "fold",
+           "fold_onto"]
 
 
 class EventKind(StrEnum):
@@ -226,7 +227,13 @@ class WorkState:
 
 def fold(run_id: str, events: Iterable[tuple[str, str, Mapping[str, Any]]]) -> WorkState:
     """The state after ``events`` (row id, kind, payload), in order."""
-    state = WorkState(run_id)
+    return fold_onto(WorkState(run_id), events)
+
+
+def fold_onto(state: WorkState,
+              events: Iterable[tuple[str, str, Mapping[str, Any]]]) -> WorkState:
+    """The state after ``events`` from ``state``: folding a chain's tail onto the fold of its
+    head equals folding the whole chain (the fold is pure)."""
     for row, kind, payload in events:
         state = apply(state, EventKind(kind), payload, row)
     return state

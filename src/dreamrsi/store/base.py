@@ -288,8 +288,10 @@ class LedgerStore(StoreHandle):
         (``AlreadyRecorded`` if an event id exists; ``ValueError`` for NaN or infinity)."""
 
     @abc.abstractmethod
-    def ledger(self, chain: str) -> Iterator[LedgerRow]:
-        """The rows of a chain, in order, as they read back from storage."""
+    def ledger(self, chain: str, *, after: int = 0) -> Iterator[LedgerRow]:
+        """The rows of a chain whose ``seq`` is above ``after`` (all by default), in order, as
+        they read back from storage; a reader that keeps the last ``seq`` it saw reads only the
+        rows appended since (a backend reads them without going through the rest)."""
 
     @abc.abstractmethod
     def chain_head(self, chain: str) -> ChainHead:

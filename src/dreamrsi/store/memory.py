@@ -324,9 +324,10 @@ class MemoryRunStore(MemoryKnowledgeTables, RecordAudit):
         self._journal.put(self._chains, chain, (last.seq, last.hash))
         return [row for row, _ in encoded]
 
-    def ledger(self, chain: str) -> Iterator[LedgerRow]:
+    def ledger(self, chain: str, *, after: int = 0) -> Iterator[LedgerRow]:
         try:
-            return iter([ledger_from_row(r) for r in self._chain_rows(chain)])
+            return iter([ledger_from_row(r) for r in self._chain_rows(chain)
+                          if not (type(r["seq"]) is int and r["seq"] <= after)])
         except (ValueError, TypeError, KeyError) as exc:
             raise StoreError(f"the ledger of {chain} has an unreadable row ({exc}); run "
                              f"`dreamrsi ledger verify {chain}` to locate it") from exc

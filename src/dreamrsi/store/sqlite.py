@@ -560,9 +560,10 @@ class SqliteRunStore(TreeQueries, SpendQueries, SqliteDreams, SqliteSurvival, Sq
                      (chain, rows[-1].seq, rows[-1].hash))
         return rows
 
-    def ledger(self, chain: str) -> Iterator[LedgerRow]:
-        rows = self._query(f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE chain = ? ORDER BY seq",
-                           (chain,))
+    def ledger(self, chain: str, *, after: int = 0) -> Iterator[LedgerRow]:
+        # the primary key (chain, seq) is the index this range reads
+        rows = self._query(f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE chain = ? AND seq > ? "
+                           "ORDER BY seq", (chain, after))
         try:
             return iter([ledger_from_row(r) for r in rows])
         except (ValueError, TypeError, KeyError) as exc:

@@ -370,6 +370,19 @@ class RunStoreConformance(LedgerTests, DreamTableTests, SurvivalTableTests, Know
         store.add_node(make_node(RUN, 0, None))
         assert len(store.nodes(RUN)) == 1
 
+    def test_a_chain_read_after_a_seq(self, empty: RunStore) -> None:
+        empty.append_ledger("c", [event("a"), event("b")])
+        empty.append_ledger("other", [event("x")])
+        empty.append_ledger("c", [event("c")])
+        rows = list(empty.ledger("c"))
+        assert [r.seq for r in rows] == [1, 2, 3]
+        for after in range(-1, 5):
+            assert list(empty.ledger("c", after=after)) == rows[max(after, 0):], after
+        assert list(empty.ledger("nothing", after=0)) == []
+        with empty.atomic():  # a reader inside the writer's transaction sees its own rows
+            empty.append_ledger("c", [event("d")])
+            assert [r.event.cmd for r in empty.ledger("c", after=3)] == ["d"]
+
     def test_an_empty_chain(self, empty: RunStore) -> None:
         assert empty.chain_head("nothing") == ChainHead(0, GENESIS)
         assert list(empty.ledger("nothing")) == [] and empty.append_ledger("c", []) == []
