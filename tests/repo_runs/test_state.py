@@ -37,6 +37,8 @@ def test_events_fold_into_dreams_and_checkpoints() -> None:
     ("answer", {"dream": "d1", "answer": "a"}, "not a shadow"),
     ("belief", {"hypothesis": "h1", "status": "eliminated", "cites": ["x"]}, "no hypothesis"),
     ("status", {"dream": "d1", "status": "merged"}, "cannot become"),
+    ("status", {"dream": "d1", "status": "done"}, "does not fit: ValueError"),
+    ("checkpoint", {"dream": "d1"}, "does not fit: KeyError"),
 ])
 def test_misuse_is_refused(kind: str, payload: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):

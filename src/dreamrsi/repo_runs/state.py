@@ -245,7 +245,13 @@ def apply(state: WorkState, kind: EventKind, p: Mapping[str, Any], row: str = ""
         raise ConfigError(f"run {state.run_id} is closed ({state.closed})")
     if kind is not EventKind.OPEN and not state.root_node:
         raise ConfigError(f"run {state.run_id} is not a Dream Run (it was never opened)")
-    new = _APPLY[kind](state, p, row)
+    try:
+        new = _APPLY[kind](state, p, row)
+    except (KeyError, TypeError, ValueError) as exc:  # a payload of the wrong shape
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"a {kind.value} event of run {state.run_id} does not fit: "
+                          f"{type(exc).__name__}: {exc}") from exc
     return dataclasses.replace(new, events=state.events + 1)
 
 
