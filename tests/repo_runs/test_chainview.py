@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dreamrsi.core.model import Node
 from dreamrsi.errors import ConfigError
 from dreamrsi.repo_runs.allocate import Allocation
 from dreamrsi.repo_runs.chainview import DECIDE, PREFIX, ChainView, view, work_events
@@ -88,6 +89,7 @@ def _same(a: ChainView, b: ChainView) -> None:
     assert list(a.by_id) == list(b.by_id) and list(a.admissible) == list(b.admissible)
     assert (a.eval_rows, a.decisions, a.finished) == (b.eval_rows, b.decisions, b.finished)
     assert (a.agent_rows, a.execs, a.steps) == (b.agent_rows, b.execs, b.steps)
+    assert (a.nodes, a.checkpoints) == (b.nodes, b.checkpoints)
 
 
 @settings(max_examples=60, deadline=None)
@@ -182,11 +184,26 @@ def test_a_controller_step_reads_only_the_rows_it_adds(tmp_path: Path) -> None:
         read[0] += len(rows)
         return iter(rows)
 
+    listed = [0]
+    nodes = store.nodes
+
+    def counting_nodes(run_id: str) -> list[Node]:
+        listed[0] += 1
+        return nodes(run_id)
+
     store.ledger = counting  # type: ignore[method-assign]
-    marks: list[tuple[int, int]] = []
+    store.nodes = counting_nodes  # type: ignore[method-assign]
+    marks: list[tuple[int, int, int]] = []
     work(store, session.run_id, steps=24, config=Allocation(max_dreams=1, stagnation_k=10**6),
-         observer=lambda _: marks.append((read[0], store.chain_head(session.run_id).length or 0)))
-    store.close()
-    assert len(marks) == 24 and marks[-1][1] > 150
-    for (r0, n0), (r1, n1) in zip(marks, marks[1:], strict=False):
-        assert 0 < r1 - r0 <= n1 - n0, (r1 - r0, n1 - n0, n1)
+         observer=lambda _: marks.append((read[0], store.chain_head(session.run_id).length or 0,
+                                          listed[0])))
+    try:
+        assert len(marks) == 24 and marks[-1][1] > 150
+        for (r0, n0, l0), (r1, n1, l1) in zip(marks, marks[1:], strict=False):
+            assert 0 < r1 - r0 <= n1 - n0, (r1 - r0, n1 - n0, n1)
+            assert l1 == l0, "a step listed the run's nodes"
+        kept = view(store, session.run_id)
+        assert list(kept.nodes.values()) == nodes(session.run_id)
+        assert kept.checkpoints == len(nodes(session.run_id)) - 1 >= 24
+    finally:
+        store.close()

@@ -34,9 +34,10 @@ def brief(store: RunStore, state: WorkState, *, dream: str | None = None,
     """The brief of the run (for one dream, when ``dream`` names it) as a JSON-ready dict
     whose JSON text is at most ``max_chars`` (at least what must never be dropped)."""
     run = store.get_run(state.run_id)
-    nodes = {n.node_id: n for n in store.nodes(state.run_id)}
+    seen = view(store, state.run_id)
+    nodes = seen.nodes
     spend = store.spend(state.run_id)
-    used = sum(1 for n in nodes.values() if n.parent_id is not None)
+    used = seen.checkpoints
     budget = dict(state.budget)
     elapsed = time.time() - run.created_at
     out: dict[str, Any] = {
@@ -70,7 +71,7 @@ def brief(store: RunStore, state: WorkState, *, dream: str | None = None,
                                 "score": head.score, "feedback": head.feedback[:_FIELD]}
     settled = [_hypothesis(h) for h in state.hypotheses.values()
                if h.status is not HypothesisStatus.OPEN]
-    evidence = [_row(store, r) for r in _recent(view(store, state.run_id).admissible.values())]
+    evidence = [_row(store, r) for r in _recent(seen.admissible.values())]
     autopsies = [{"dream": a.dream, "text": a.text[:_FIELD], "cites": list(a.cites)}
                  for a in state.autopsies]
     omitted: dict[str, int] = {}

@@ -20,9 +20,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dreamrsi.core.model import Node
 from dreamrsi.repo_runs.state import WorkState, fold_onto
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.ledger import GENESIS, Actor, LedgerRow
+from dreamrsi.store.records import ANCHOR_NODE, RECORD_NODE
 
 __all__ = ["AGENT_CMD", "DECIDE", "PREFIX", "ChainView", "view", "work_events"]
 
@@ -32,6 +34,8 @@ AGENT_CMD = "agent step"
 """``parsed["role"]`` of an agent's command row (the command itself is the agent's)."""
 DECIDE = "decide "
 """The command prefix of the controller's decision rows (``decide KIND``)."""
+
+_NODE_RECORDS = frozenset({RECORD_NODE, ANCHOR_NODE})
 
 _VIEWS: weakref.WeakKeyDictionary[RunStore, dict[str, ChainView]] = \
     weakref.WeakKeyDictionary()
@@ -64,6 +68,10 @@ class ChainView:
         agent_rows: The agents' command rows by the dream they name, in order.
         execs: The admissible ``execution`` rows by the dream they name, in order.
         steps: The STEP events' payloads by the dream they name, in order.
+        nodes: The run's nodes by id, in the order their record rows came (a node is immutable
+            and recorded in its run's chain in the transaction that adds it, so each is read
+            once, when its record row is).
+        checkpoints: How many of them have a parent.
         rows_read: How many rows were read from the store in all (what a test counts).
     """
 
@@ -79,6 +87,8 @@ class ChainView:
     agent_rows: dict[str, list[LedgerRow]] = field(default_factory=dict)
     execs: dict[str, list[LedgerRow]] = field(default_factory=dict)
     steps: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    checkpoints: int = 0
     rows_read: int = 0
 
     def __post_init__(self) -> None:
@@ -100,7 +110,13 @@ class ChainView:
             self._reset()
             rows = list(store.ledger(self.run_id))
         self.rows_read += len(rows)
-        self.state = fold_onto(self.state, work_events(rows))  # raises before any change
+        state = fold_onto(self.state, work_events(rows))  # these raise before any change
+        nodes = [store.get_node(r.event.node_id) for r in rows if r.event.node_id
+                 and r.event.actor is Actor.EXECUTION and r.event.cmd in _NODE_RECORDS]
+        self.state = state
+        for node in nodes:
+            self.nodes[node.node_id] = node
+            self.checkpoints += node.parent_id is not None
         for row in rows:
             self._take(row)
         if rows:

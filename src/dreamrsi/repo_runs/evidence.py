@@ -77,7 +77,7 @@ class RunFacts:
     eval rows behind each node, and the controller's decisions (the run-wide ones are the
     :class:`~dreamrsi.repo_runs.chainview.ChainView`'s own: read them, never change them)."""
 
-    nodes: dict[str, Node]
+    nodes: Mapping[str, Node]
     admissible: Mapping[str, LedgerRow]
     dreams: dict[str, DreamFacts]
     eval_rows: Mapping[str, Sequence[str]]
@@ -100,11 +100,11 @@ class RunFacts:
 
 
 def read_facts(store: RunStore, state: WorkState) -> RunFacts:
-    """The run's recorded facts: its nodes, and what its chain says as this process has read
+    """The run's recorded facts: its nodes and what its chain says as this process has read
     it (:func:`~dreamrsi.repo_runs.chainview.view`: only the rows appended since the last read
     are read)."""
-    nodes = {n.node_id: n for n in store.nodes(state.run_id)}
     seen = view(store, state.run_id)
+    nodes = seen.nodes
     dreams = {d.dream_id: DreamFacts(d, nodes.get(d.start_node),
                                      [nodes[c] for c in d.checkpoints if c in nodes],
                                      list(seen.execs.get(d.dream_id, ())),
@@ -118,7 +118,7 @@ def read_facts(store: RunStore, state: WorkState) -> RunFacts:
 def budget_spent(store: RunStore, state: WorkState) -> str | None:
     """Which of the run's budgets is spent (checkpoints, wall time, money), or ``None``."""
     budget = state.budget
-    used = sum(1 for n in store.nodes(state.run_id) if n.parent_id is not None)
+    used = view(store, state.run_id).checkpoints
     if budget.get("budget") is not None and used >= int(budget["budget"]):
         return f"the attempts budget is spent ({used} of {budget['budget']} checkpoints)"
     if state.deadline is not None and time.time() >= state.deadline:

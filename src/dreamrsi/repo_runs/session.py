@@ -28,6 +28,7 @@ from dreamrsi.engine.recording import attempt_safely, record_outcome
 from dreamrsi.engine.run import attempt_seed, recorded_task
 from dreamrsi.engine.sandboxing import base_env, proposer_isolation, resolve_isolation
 from dreamrsi.errors import ConfigError
+from dreamrsi.repo_runs.chainview import view
 from dreamrsi.repo_runs.copies import RunFolders, copy_working_files, make_copy
 from dreamrsi.repo_runs.journal import load_state, record
 from dreamrsi.repo_runs.opening import store_root
@@ -282,7 +283,7 @@ class Session:
         return runner
 
     def _attempt(self, parent: Node, proposer: _WorkingCopy) -> AttemptOutcome:
-        seq = max(n.seq for n in self.store.nodes(self.run_id)) + 1
+        seq = max(n.seq for n in view(self.store, self.run_id).nodes.values()) + 1
         spec = AttemptSpec(node_id_for(self.run_id, seq), self.run_id, seq, seq, parent,
                            parent.commit or "", {"seed": attempt_seed(self.run.seed, seq)})
         runner = self._runner(proposer)
