@@ -128,3 +128,22 @@ def answer_server() -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def _encodable(text: str) -> str:
+    """``text`` with lone surrogates written as escapes (UTF-8 cannot carry them)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Reports leave a test worker as UTF-8 (pytest-xdist): what a test captured may hold lone
+    surrogates on purpose (hostile text), so its sections and failure text are made
+    encodable, escaped, not dropped."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    report.sections = [(title, _encodable(body)) for title, body in report.sections]
+    if report.longrepr is not None and not isinstance(report.longrepr, tuple):
+        text = str(report.longrepr)
+        if _encodable(text) != text:
+            report.longrepr = _encodable(text)
