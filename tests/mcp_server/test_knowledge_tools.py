@@ -14,7 +14,7 @@ from dreamrsi.policies.registry import parse_spec
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks import load_task
 from tests.conftest import write_task
-from tests.mcp_server.test_tools import call, cli_json, over_stdio, refused
+from tests.mcp_server.test_tools import call, cli_json, follow, over_stdio, refused
 
 
 def test_lessons_and_recipes_tools_answer_as_the_cli(tmp_path: Path) -> None:
@@ -62,3 +62,19 @@ def test_lessons_and_recipes_tools_answer_as_the_cli(tmp_path: Path) -> None:
     asyncio.run(main())
     with SqliteRunStore.open(store) as handle:
         assert len(handle.knowledge_events()) == events  # reading wrote nothing
+
+    async def from_recipe() -> str:
+        async with over_stdio(store) as session:
+            (recipe,) = (await call(session, "recipes_list", task="counter"))["recipes"]
+            assert "no recipe 'v.nope'" in await refused(session, "run", task=str(task),
+                                                         budget=1, from_recipe="v.nope")
+            assert "not of" in await refused(session, "run", task="sum-difference", budget=1,
+                                             from_recipe=recipe["id"])
+            started = await call(session, "run", task=str(task), budget=1,
+                                 from_recipe=recipe["id"])
+            assert (await follow(session, started["job"]))["state"] == "finished"
+            return str(started["run_id"])
+
+    new = asyncio.run(from_recipe())
+    with SqliteRunStore.open(store) as handle:
+        assert handle.get_run(new).config["recipe"] == f"v.{run_id}-2"

@@ -27,6 +27,7 @@ class RunSpec(BaseModel):
     policy: str | None = None
     isolation: str | None = None
     target: float | None = None
+    from_recipe: str | None = None
 
     def config(self) -> RunConfig:
         """The run's config, checked as ``dreamrsi run`` checks it (ConfigError when wrong)."""

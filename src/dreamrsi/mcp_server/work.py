@@ -6,6 +6,7 @@ those that follow and stop it (``jobs``, ``cancel``): see :mod:`dreamrsi.mcp_ser
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -27,6 +28,18 @@ def _check_task(task: str) -> str:
     from dreamrsi.tasks import resolve_task
 
     return resolve_task(task).name
+
+
+def _check_recipe(store: Path, task: str, recipe: str) -> None:
+    """Refuse, before any job starts, a recipe that is unknown, of another task or in a state
+    no run starts from (as `dreamrsi run --from-recipe` does)."""
+    from dreamrsi.knowledge.starts import run_knowledge
+    from dreamrsi.store import open_store
+    from dreamrsi.tasks import resolve_task
+
+    loaded = resolve_task(task)
+    with open_store(store) as handle:
+        run_knowledge(handle, loaded.name, loaded.digest, recipe=recipe, lessons=False)
 
 
 class WorkTools:
@@ -59,6 +72,9 @@ class WorkTools:
             description="auto | required | off (default: the task's setting).")] = None,
         target: Annotated[float | None, Field(
             allow_inf_nan=False, description="Stop once a node reaches this score.")] = None,
+        from_recipe: Annotated[str | None, Field(
+            min_length=1, max_length=200, description="Start from this recipe (`recipes_list`) "
+            "instead of the task's seed, as `dreamrsi run --from-recipe`.")] = None,
     ) -> dict[str, Any]:
         """Start a discovery run of a task (as `dreamrsi run`) and return at once with its
         job and run id; follow it with `status`, `show RUN` and `jobs` (its result, as `run
@@ -70,9 +86,12 @@ class WorkTools:
         def body() -> dict[str, Any]:
             spec = RunSpec(task=task, store=str(self.served.store), run_id=new_run_id(),
                            budget=budget, workers=workers, rounds=rounds, wall_time=wall_time,
-                           seed=seed, policy=policy, isolation=isolation, target=target)
+                           seed=seed, policy=policy, isolation=isolation, target=target,
+                           from_recipe=from_recipe)
             spec.config()
             name = _check_task(task)
+            if from_recipe is not None:
+                _check_recipe(self.served.store, task, from_recipe)
             job = self.served.jobs.start("run", name, ["-m", "dreamrsi.mcp_server.worker",
                                                   spec.model_dump_json()], spec.run_id)
             return job.as_dict()

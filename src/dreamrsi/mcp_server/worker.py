@@ -26,7 +26,8 @@ def run_job(spec: dict[str, Any]) -> dict[str, Any]:
     task = resolve_task(args.task)
     config = args.config()
     with open_store(args.store, writer=True, holder=f"run {task.name} (mcp)") as handle:
-        known = run_knowledge(handle, task.name, task.digest, lessons=task.proposer.lessons)
+        known = run_knowledge(handle, task.name, task.digest, recipe=args.from_recipe,
+                              lessons=task.proposer.lessons)
         config = replace(config, **known.settings)
         signal.signal(signal.SIGTERM, _interrupt)
         start_run(handle, task, config, None, run_id=args.run_id)
