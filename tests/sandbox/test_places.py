@@ -17,7 +17,7 @@ import pytest
 
 from dreamrsi.errors import ConfigError
 from dreamrsi.sandbox import CommandResult, Isolation, IsolationMode, Limits, run_command
-from dreamrsi.sandbox._places import ENTRY_BYTES, held_bytes
+from dreamrsi.sandbox._places import ENTRY_BYTES, PlaceWatch, held_bytes
 from dreamrsi.sandbox._rlimits import thread_room
 from dreamrsi.sandbox._seccomp import userns_filter
 from dreamrsi.sandbox._uids import SANDBOX_UID_BASE, SANDBOX_UID_COUNT
@@ -226,3 +226,22 @@ def test_a_fork_and_thread_bomb_stays_bounded_on_the_host(tmp_path: Path) -> Non
     assert result.limit_hit == "processes"
     assert 0 < peak <= 32 + thread_room(), peak  # the kernel's bound, whenever one looks
     assert _sandbox_tasks(marker) == 0
+
+
+def test_the_last_count_is_exact_when_another_writer_deletes_on_the_same_file_system(
+        tmp_path: Path) -> None:
+    # The counters' shortcut sees the file system's net growth; a deletion elsewhere on it at
+    # the same time hides the workspace's growth, and only a walk sees what the command left.
+    workspace, elsewhere = tmp_path / "workspace", tmp_path / "elsewhere.bin"
+    workspace.mkdir()
+    elsewhere.write_bytes(b"x" * 48 * MIB)
+    watch = PlaceWatch([(str(workspace), "workspace")], writable_cap=16 * MIB, scratch_cap=None)
+    try:
+        (workspace / "big").write_bytes(b"x" * 20 * MIB)
+        elsewhere.unlink()
+        os.sync()
+        assert watch.check() is None  # the shortcut missed it
+        problem = watch.check(final=True)
+        assert problem is not None and "over its 16.0 MiB cap" in problem
+    finally:
+        watch.close()

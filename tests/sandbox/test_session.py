@@ -28,7 +28,7 @@ LIMITS = Limits(timeout_s=30, memory_mb=256, cpu_s=10, max_processes=3,
 ECHO = "import sys\nfor line in sys.stdin:\n    print(line.strip().upper(), flush=True)\n"
 
 
-SCRIPT = "dreamrsi-session-probe.py"
+SCRIPT = f"dreamrsi-session-probe-{os.getpid()}.py"  # this process's own: xdist runs others
 
 
 def start(tmp_path: Path, code: str, **isolation: object) -> SandboxSession:

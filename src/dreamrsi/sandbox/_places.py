@@ -13,7 +13,10 @@ a flood). Two kinds of place:
   only the counters of the file systems they lie on, and walks them again only when a file
   system grew by more than the smallest room left (anything written into a directory grows
   its file system at least as much), so a command writing past the cap is stopped within a
-  watch interval, whatever else writes to that file system.
+  watch interval, whatever else writes to that file system. Another process deleting files
+  on the same file system at the same time can hide growth from that shortcut, so the last
+  count, once the command has exited, walks every capped directory: the verdict on what a
+  command left is exact.
 """
 
 from __future__ import annotations
@@ -203,10 +206,15 @@ class PlaceWatch:
             return
         self._scratch = fds
 
-    def check(self) -> str | None:
-        """Count the places; return why one overflowed (the first overrun found), or None."""
+    def check(self, *, final: bool = False) -> str | None:
+        """Count the places; return why one overflowed (the first overrun found), or None.
+
+        Args:
+            final: Walk every writable directory, whatever its file system's counters say
+                (the count once the command has exited).
+        """
         if self._problem is None:
-            self._problem = self._check_scratch() or self._check_writable()
+            self._problem = self._check_scratch() or self._check_writable(walk=final)
         return self._problem
 
     def _check_scratch(self) -> str | None:
@@ -224,14 +232,16 @@ class PlaceWatch:
                         "(max_scratch_mb); writes past the cap were refused")
         return None
 
-    def _check_writable(self) -> str | None:
+    def _check_writable(self, *, walk: bool = False) -> str | None:
         for system in self._systems:
             try:
                 now = _fs_held(os.statvfs(system.path))
             except OSError:
-                continue
+                if not walk:
+                    continue
+                now = system.base
             room = min(d.cap - d.held for d in system.directories)
-            if now - system.base > room:
+            if walk or now - system.base > room:
                 problem = self._walk(system)
                 if problem is not None:
                     return problem

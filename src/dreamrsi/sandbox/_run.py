@@ -443,15 +443,16 @@ class _Supervisor:
             logger.info("pid %d: %s, killing", self._proc.pid, self._overflow)
             self._kill(now)
 
-    def _count_places(self) -> bool:
-        """Count what the command holds where it writes; say whether a place overflowed."""
+    def _count_places(self, *, final: bool = False) -> bool:
+        """Count what the command holds where it writes; say whether a place overflowed
+        (``final``: the exact count once it exited, walking every writable directory)."""
         if self._places is None or self._overflow is not None:
             return False
         if self._isolated and self._places.wants_scratch:
             pid = inner_pid(self._proc.pid)
             if pid is not None:
                 self._places.open_scratch(pid, SCRATCH_PLACES)
-        self._overflow = self._places.check()
+        self._overflow = self._places.check(final=final)
         return self._overflow is not None
 
     def _on_timeout(self, now: float) -> None:
@@ -483,7 +484,8 @@ class _Supervisor:
         # bwrap's monitor exits without reaping its namespace's init, so under bwrap wait4
         # misses the command's CPU time; the tree walks' samples then are the better figure.
         self._cpu_ms = max(self._cpu_ms, self._tree.cpu_ms)
-        self._count_places()  # what it left (a tmpfs outlives its namespace while counted)
+        self._count_places(final=True)  # what it left (a tmpfs outlives its namespace while
+        # counted); every writable directory walked, so no other writer hides its growth
         self._mark_exited(now)
 
     def _mark_exited(self, now: float) -> None:
