@@ -147,3 +147,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         text = str(report.longrepr)
         if _encodable(text) != text:
             report.longrepr = _encodable(text)
+
+
+@pytest.fixture(scope="session")
+def ray_local() -> Iterator[object]:
+    """A local Ray instance with 2 CPUs for this test process (each xdist worker its own),
+    shut down when the session ends."""
+    from dreamrsi.engine.ray_cluster import connect
+
+    ray = connect(num_cpus=2)
+    yield ray
+    ray.shutdown()  # type: ignore[attr-defined]
