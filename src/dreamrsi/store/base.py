@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Self
 from dreamrsi.core.model import Cost, Node
 from dreamrsi.store import trees
 from dreamrsi.store.knowledge import KnowledgeEvent, TraceRecord
+from dreamrsi.store.learned import LearnedModel
 from dreamrsi.store.ledger import ChainHead, LedgerEvent, LedgerRow, VerifyReport
 from dreamrsi.store.trees import TreeRow, TreeSummary
 from dreamrsi.store.values import (
@@ -452,7 +453,29 @@ class KnowledgeStore(StoreHandle):
         starts with ``kind_prefix``."""
 
 
-class RunStore(RunsStore, LedgerStore, DreamsStore, SurvivalStore, KnowledgeStore):
+class LearnedStore(StoreHandle):
+    """Learned models (L2 priors, L3 value models) of task families, versioned: versions
+    count up from 1 per ``(kind, family)`` and never change once stored."""
+
+    @abc.abstractmethod
+    def put_model(self, model: LearnedModel) -> None:
+        """Store a new version (``AlreadyRecorded`` if its version or id exists;
+        ``ConfigError`` for an unknown kind, an empty family or a version below 1)."""
+
+    @abc.abstractmethod
+    def get_model(self, kind: str, family: str, version: int | None = None) -> LearnedModel:
+        """The model of ``kind`` and ``family`` at ``version`` (``None``: the latest);
+        ``NotFound`` when there is none."""
+
+    @abc.abstractmethod
+    def list_models(self, kind: str | None = None,
+                    family: str | None = None) -> list[LearnedModel]:
+        """Stored versions ordered by kind, family and version (all, or those of ``kind``
+        and/or ``family``)."""
+
+
+class RunStore(RunsStore, LedgerStore, DreamsStore, SurvivalStore, KnowledgeStore,
+               LearnedStore):
     """The durable record of a project: what every backend stores and hands out.
 
     **Who writes.** One writer at a time: the process driving a run, a dream or a loop (the
@@ -473,9 +496,10 @@ class RunStore(RunsStore, LedgerStore, DreamsStore, SurvivalStore, KnowledgeStor
     ledger rows, its node, the end of its in-flight marker) is one transaction, committed
     before the policy's next decision.
 
-    **Immutability.** Tasks, recorded nodes, ledger rows, blobs, policy versions and
-    workspace commits never change once written: a second write of the same node id (or seq
-    in its run), run id, dream id, loop id or event id raises ``AlreadyRecorded`` and changes
+    **Immutability.** Tasks, recorded nodes, ledger rows, blobs, policy versions, learned
+    models and workspace commits never change once written: a second write of the same node id
+    (or seq in its run), run id, dream id, loop id, event id or model version raises
+    ``AlreadyRecorded`` and changes
     nothing; a second ``put_task`` or ``put_policy`` of the same id keeps the first. Only a
     run's mutable fields (:meth:`update_run`), in-flight markers, a dream's outcome, a loop's
     status and its rounds, and replay scores (replaced by dream, version and tree) change.

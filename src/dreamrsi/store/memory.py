@@ -35,7 +35,7 @@ from typing import Any
 from dreamrsi.core.model import Node
 from dreamrsi.errors import AlreadyRecorded, ConfigError, NotFound, StoreError
 from dreamrsi.store._journal import Journal
-from dreamrsi.store._memory_knowledge import MemoryKnowledgeTables
+from dreamrsi.store._memory_learned import MemoryLearnedTables
 from dreamrsi.store.audit import RecordAudit
 from dreamrsi.store.blobs import MemoryBlobs
 from dreamrsi.store.ledger import (
@@ -87,7 +87,7 @@ Row = dict[str, Any]
 _FOREIGN_KEY = "FOREIGN KEY constraint failed"
 
 
-class MemoryRunStore(MemoryKnowledgeTables, RecordAudit):
+class MemoryRunStore(MemoryLearnedTables, RecordAudit):
     """A run store held in memory (see the module docstring).
 
     >>> with MemoryRunStore() as store:

@@ -7,12 +7,13 @@ trees through them). Migration 5 adds the column ``history_used`` to ``nodes`` (
 nodes recorded before it: the conservative reading, see ``core.model.Node``). Migration 6
 adds the table of survival passes (``dreamrsi.store.survival``). Migration 7 adds the
 knowledge layer's tables: imported agent traces and the append-only knowledge event log
-(``dreamrsi.store.knowledge``).
+(``dreamrsi.store.knowledge``). Migration 8 adds the table of learned models, the L2 priors
+and L3 value models of task families, versioned (``dreamrsi.store.learned``).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 RECORDS_VERSION = 3
 
 MIGRATIONS: dict[int, tuple[str, str]] = {
@@ -230,6 +231,21 @@ MIGRATIONS: dict[int, tuple[str, str]] = {
             payload TEXT NOT NULL
         );
         CREATE INDEX knowledge_events_subject ON knowledge_events(subject, seq)
+        """,
+    ),
+    8: (
+        "learned models: versioned L2 priors and L3 value models of task families",
+        """
+        CREATE TABLE learned_models (
+            kind TEXT NOT NULL,
+            family TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            model_id TEXT NOT NULL UNIQUE,
+            runs TEXT NOT NULL,
+            body TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (kind, family, version)
+        )
         """,
     ),
 }

@@ -70,6 +70,7 @@ from dreamrsi.store.rows import (
 from dreamrsi.store.spend_sql import SpendQueries
 from dreamrsi.store.sqlite_dreams import SqliteDreams
 from dreamrsi.store.sqlite_knowledge import SqliteKnowledge
+from dreamrsi.store.sqlite_learned import SqliteLearned
 from dreamrsi.store.sqlite_survival import SqliteSurvival
 from dreamrsi.store.tree_sql import TreeQueries
 from dreamrsi.store.values import InFlight, RunCounts, RunRecord, TaskRecord
@@ -92,7 +93,7 @@ _EMPTY: Any = MappingProxyType({})
 
 
 class SqliteRunStore(TreeQueries, SpendQueries, SqliteDreams, SqliteSurvival, SqliteKnowledge,
-                     RecordAudit):
+                     SqliteLearned, RecordAudit):
     """A run store in a directory (see the module docstring).
 
     Open it with :meth:`open`. A writer holds an exclusive lock on the directory for as long as

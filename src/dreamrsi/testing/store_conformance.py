@@ -31,6 +31,7 @@ from dreamrsi.store.memory import MemoryRunStore
 from dreamrsi.store.migrations import SCHEMA_VERSION
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.testing._conformance_knowledge import KnowledgeTableTests
+from dreamrsi.testing._conformance_learned import LearnedTableTests
 from dreamrsi.testing._conformance_more import (
     DreamTableTests,
     LedgerTests,
@@ -56,7 +57,7 @@ def make_store(kind: str, folder: Path) -> RunStore:
 
 
 class RunStoreConformance(LedgerTests, DreamTableTests, SurvivalTableTests, KnowledgeTableTests,
-                          TreeTests):
+                          LearnedTableTests, TreeTests):
     """Tests of the :class:`RunStore` contract; subclass and implement :meth:`new_store`."""
 
     def new_store(self, folder: Path) -> RunStore:

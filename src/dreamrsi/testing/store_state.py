@@ -77,6 +77,7 @@ def store_state(store: RunStore, *, tasks: Iterable[str] = (), chains: Iterable[
         "survival_passes": store.list_passes(),
         "traces": store.list_traces(),
         "knowledge": store.knowledge_events(),
+        "learned_models": store.list_models(),
         "ledger": {c: outcome(partial(_rows, store, c), comparable=comparable)
                    for c in all_chains},
         "heads": {c: _head(store, c, comparable) for c in all_chains},
