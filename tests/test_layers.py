@@ -27,6 +27,7 @@ LAYERS = {
     "knowledge": 4.6,  # traces, goldens, the pool, lifecycles: over the store and the engine
     "repo_runs": 4.7,  # Dream Runs: checkpoints are engine attempts; submit is a survival pass
     "dreaming": 5,  # the recursive loop drives engine runs: engine never imports dreaming
+    "learning": 5.2,  # L2 priors and L3 value models: fitted from histories, judged by replay
     "views": 5.5,  # the JSON views of a store that the cli and the mcp server share
     "cli": 6,
     "mcp_server": 6,  # the MCP face: tools calling the services the cli calls

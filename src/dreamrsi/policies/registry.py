@@ -38,6 +38,8 @@ BUILTIN: dict[str, str] = {
 
 KINDS: dict[str, str] = {
     "code": "dreamrsi.programs.stored:ProgramKind",
+    "prior": "dreamrsi.learning.kinds:PriorKind",
+    "value": "dreamrsi.learning.kinds:ValueKind",
 }
 """Spec names that are not families, each with the ``module:Class`` of its
 :class:`PolicyKind` (constructed without arguments)."""

@@ -1,0 +1,154 @@
+"""The ``prior`` and ``value`` policy kinds: a stored model of a task family, with the knobs
+of :class:`~dreamrsi.policies.guided.Guided`.
+
+Specs::
+
+    prior:family=circle-packing,version=2[,branches=2,threshold=0.2,strength=4.0]
+    value:family=circle-packing,version=1[,branches=2,threshold=0.2]
+
+The spec names an exact version (a version never changes, so a run's recorded spec keeps its
+meaning); ``dreamrsi priors show`` prints the latest one's. ``policies.registry`` maps the
+names here (``KINDS``): ``parse_spec`` reads such specs and ``open_policy(spec, store)`` opens
+them, reading the model from the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import Any
+
+from dreamrsi.core.policy import PolicySpec
+from dreamrsi.errors import ConfigError, NotFound
+from dreamrsi.learning.priors import depth_rates
+from dreamrsi.learning.value import value_chance
+from dreamrsi.policies.guided import Guided, PriorChance
+from dreamrsi.policies.params import space_of
+from dreamrsi.store.learned import LearnedModel
+
+_KNOBS = {p.name: p for p in space_of(Guided)}
+
+
+def learned_policy(model: LearnedModel, *, branches: int = 2, threshold: float = 0.2,
+                   strength: float = 4.0) -> Guided:
+    """The policy a stored model drives (``strength``: a prior's weight, in extensions).
+
+    Raises:
+        ConfigError: The model's body is not one this dreamrsi reads, or a knob is out of
+            range.
+    """
+    try:
+        if model.kind == "prior":
+            chance: Any = PriorChance(depth_rates(dict(model.body)), strength)
+        else:
+            chance = value_chance(dict(model.body))
+        return Guided(branches, threshold, chance, model.kind)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"{model.kind} model of family '{model.family}' version "
+                          f"{model.version}: {exc}", key="policy") from None
+
+
+class LearnedKind:
+    """A kind of spec that names a stored learned model (``prior`` or ``value``)."""
+
+    isolated = False
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._knobs = (*_KNOBS, "strength") if name == "prior" else tuple(_KNOBS)
+
+    def parse(self, text: str) -> PolicySpec:
+        """``NAME:family=F,version=N[,knob=value,...]``.
+
+        Raises:
+            ConfigError: A malformed item, an unknown or repeated key, a bad value.
+        """
+        params: dict[str, Any] = {}
+        for item in filter(None, (p.strip() for p in text.strip().partition(":")[2]
+                                  .split(","))):
+            key, eq, value = (s.strip() for s in item.partition("="))
+            if not eq or not key:
+                raise ConfigError(f"bad policy parameter '{item}'", key="policy",
+                                  expected="key=value")
+            if key in params:
+                raise ConfigError(f"policy parameter '{key}' is given twice in "
+                                  f"'{text.strip()}'", key="policy")
+            params[key] = self._typed(key, value)
+        spec = PolicySpec(self.name, params)
+        self.check(spec)
+        return spec
+
+    def _typed(self, key: str, value: str) -> Any:
+        try:
+            if key == "family":
+                return value
+            if key in ("version", "branches"):
+                return int(value)
+            if key in ("threshold", "strength"):
+                return float(value)
+        except ValueError:
+            raise ConfigError(f"policy '{self.name}': parameter '{key}' is '{value}'",
+                              key="policy") from None
+        raise ConfigError(f"policy '{self.name}' has no parameter '{key}'", key="policy",
+                          expected=f"one of family, version, {', '.join(self._knobs)}")
+
+    def check(self, spec: PolicySpec) -> None:
+        """Refuse a spec without a family and a version, or with a knob out of range."""
+        params: Mapping[str, Any] = spec.params
+        family, version = params.get("family"), params.get("version")
+        expected = f"{self.name}:family=NAME,version=N[,{'=..,'.join(self._knobs)}=..]"
+        if not isinstance(family, str) or not family:
+            raise ConfigError(f"policy '{spec.label()}' names no task family", key="policy",
+                              expected=expected)
+        if type(version) is not int or version < 1:
+            raise ConfigError(f"policy '{spec.label()}' names no version (1 or more)",
+                              key="policy", expected=expected)
+        for key, value in params.items():
+            if key in ("family", "version"):
+                continue
+            if key not in self._knobs:
+                raise ConfigError(f"policy '{self.name}' has no parameter '{key}'",
+                                  key="policy", expected=expected)
+            problem = (_KNOBS[key].problem(value) if key in _KNOBS else
+                       None if isinstance(value, float) and value > 0 and value != float("inf")
+                       else f"strength must be a positive number, got {value!r}")
+            if problem is not None:
+                raise ConfigError(f"policy '{spec.label()}': {problem}", key="policy")
+
+    def code_digest(self, spec: PolicySpec) -> str | None:
+        """None: the code is this package's (the model is data, named by its version)."""
+        return None
+
+    def open(self, spec: PolicySpec, store: Any,
+             limits: Any) -> AbstractContextManager[Guided]:
+        """The policy of the stored model the spec names.
+
+        Raises:
+            ConfigError: No store, no such model, or as :func:`learned_policy`.
+        """
+        self.check(spec)
+        if store is None:
+            raise ConfigError(f"policy '{spec.label()}' reads a stored {self.name} model: "
+                              "open it with the store that holds it", key="policy")
+        params = dict(spec.params)
+        try:
+            model = store.get_model(self.name, params.pop("family"), params.pop("version"))
+        except NotFound as exc:
+            raise ConfigError(f"policy '{spec.label()}': {exc}; fit one with dreamrsi "
+                              "priors fit", key="policy") from None
+        return contextlib.nullcontext(learned_policy(model, **params))
+
+
+class PriorKind(LearnedKind):
+    """``prior:``: the L2 prior of a task family."""
+
+    def __init__(self) -> None:
+        super().__init__("prior")
+
+
+class ValueKind(LearnedKind):
+    """``value:``: the L3 value model of a task family."""
+
+    def __init__(self) -> None:
+        super().__init__("value")

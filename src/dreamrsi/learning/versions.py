@@ -1,0 +1,75 @@
+"""Fit a family's prior or value model and keep it as a new version when new runs exist.
+
+A version is fitted on every finished run of the family in the store. Fitting again when no
+run was added since the latest version stores nothing and returns that version; with new runs,
+the next version is stored and the older ones stay readable (``store.get_model(kind, family,
+version)``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import NamedTuple
+
+from dreamrsi.errors import ConfigError, NotFound
+from dreamrsi.learning.family import family_trees
+from dreamrsi.learning.priors import fit_prior
+from dreamrsi.learning.value import HORIZON, fit_value
+from dreamrsi.store._fast import dumps
+from dreamrsi.store.base import RunStore
+from dreamrsi.store.learned import MODEL_KINDS, LearnedModel
+
+
+class Fitted(NamedTuple):
+    """What :func:`fit_model` did.
+
+    Attributes:
+        model: The latest version after the call.
+        new: Whether the call stored it (``False``: no new run since it was stored).
+    """
+
+    model: LearnedModel
+    new: bool
+
+
+def model_id(kind: str, family: str, version: int, runs: tuple[str, ...],
+             body: object) -> str:
+    """A digest of what a version holds: ``m`` + 12 hex digits."""
+    text = dumps({"kind": kind, "family": family, "version": version, "runs": list(runs),
+                  "body": body})
+    return "m" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def fit_model(store: RunStore, kind: str, family: str, *, horizon: int = HORIZON,
+              seed: int = 0, now: float | None = None) -> Fitted:
+    """Fit ``kind`` (``prior`` or ``value``) on the family's finished runs; store it as the
+    next version unless the latest was fitted on the same runs.
+
+    Raises:
+        ConfigError: An unknown kind, or the family has no finished run with an attempt.
+    """
+    if kind not in MODEL_KINDS:
+        raise ConfigError(f"unknown learned model kind {kind!r}", key="kind",
+                          expected=" or ".join(MODEL_KINDS))
+    trees = family_trees(store, family)
+    runs = tuple(sorted(t.tree_id for t in trees))
+    try:
+        latest: LearnedModel | None = store.get_model(kind, family)
+    except NotFound:
+        latest = None
+    if latest is not None and latest.runs == runs and (
+            kind == "prior" or latest.body.get("horizon") == horizon):
+        return Fitted(latest, False)
+    try:
+        body = fit_prior(trees) if kind == "prior" else fit_value(trees, horizon=horizon,
+                                                                  seed=seed)
+    except ValueError as exc:
+        raise ConfigError(f"cannot fit a {kind} model of family '{family}': {exc}",
+                          key="family") from None
+    version = 1 if latest is None else latest.version + 1
+    model = LearnedModel(kind, family, version, model_id(kind, family, version, runs, body),
+                         runs, body, time.time() if now is None else now)
+    with store.atomic():
+        store.put_model(model)
+    return Fitted(model, True)
