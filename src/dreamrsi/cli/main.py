@@ -47,6 +47,7 @@ from dreamrsi.cli._shared import err_console, state
 from dreamrsi.cli.goldens import goldens_app
 from dreamrsi.cli.knowledge import lessons_app, traces_app
 from dreamrsi.cli.lifecycle import lifecycle_app
+from dreamrsi.cli.priors import priors_app
 from dreamrsi.cli.recipes import recipes_app
 
 _coerce.install()
@@ -74,6 +75,7 @@ app.add_typer(goldens_app, name="goldens")
 app.add_typer(lessons_app, name="lessons")
 app.add_typer(recipes_app, name="recipes")
 app.add_typer(lifecycle_app, name="lifecycle")
+app.add_typer(priors_app, name="priors")
 
 
 def _main(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from dreamrsi.errors import ConfigError, NotFound
 from dreamrsi.learning.family import family_trees
@@ -73,3 +73,37 @@ def fit_model(store: RunStore, kind: str, family: str, *, horizon: int = HORIZON
     with store.atomic():
         store.put_model(model)
     return Fitted(model, True)
+
+
+def model_view(model: LearnedModel) -> dict[str, Any]:
+    """A version as the CLI and JSON show it: its identity, the spec that runs it, its
+    runs and its numbers."""
+    return {"kind": model.kind, "family": model.family, "version": model.version,
+            "model_id": model.model_id, "spec": f"{model.kind}:family={model.family},"
+            f"version={model.version}", "created_at": model.created_at,
+            "runs": list(model.runs), "body": dict(model.body)}
+
+
+def show_models(store: RunStore, family: str, kind: str | None = None,
+                version: int | None = None) -> list[dict[str, Any]]:
+    """The latest version (or ``version``) of each kind (or of ``kind``) of the family.
+
+    Raises:
+        ConfigError: An unknown kind.
+        NotFound: The family has no such model.
+    """
+    if kind is not None and kind not in MODEL_KINDS:
+        raise ConfigError(f"unknown learned model kind {kind!r}", key="kind",
+                          expected=" or ".join(MODEL_KINDS))
+    kinds = MODEL_KINDS if kind is None else (kind,)
+    found = []
+    for k in kinds:
+        try:
+            found.append(model_view(store.get_model(k, family, version)))
+        except NotFound:
+            if kind is not None:
+                raise
+    if not found:
+        raise NotFound(f"task family '{family}' has no learned model in the store: fit one "
+                       "with dreamrsi priors fit")
+    return found
