@@ -17,7 +17,7 @@ from dreamrsi.store import (
     RunStore,
     RunUpdate,
 )
-from dreamrsi.store.base import KnowledgeStore, StoreHandle, SurvivalStore
+from dreamrsi.store.base import KnowledgeStore, LearnedStore, StoreHandle, SurvivalStore
 from dreamrsi.testing.store_conformance import STORE_KINDS, make_store
 
 from .helpers import TASK, make_run
@@ -76,12 +76,14 @@ def test_an_update_of_an_unknown_run_is_not_found(store: RunStore) -> None:
 
 
 def test_every_backend_implements_every_part(store: RunStore) -> None:
-    for part in (RunsStore, LedgerStore, DreamsStore, SurvivalStore, KnowledgeStore):
+    for part in (RunsStore, LedgerStore, DreamsStore, SurvivalStore, KnowledgeStore,
+                 LearnedStore):
         assert isinstance(store, part)
 
 
 def test_every_method_of_the_store_belongs_to_one_part() -> None:
-    parts = (StoreHandle, RunsStore, LedgerStore, DreamsStore, SurvivalStore, KnowledgeStore)
+    parts = (StoreHandle, RunsStore, LedgerStore, DreamsStore, SurvivalStore, KnowledgeStore,
+             LearnedStore)
     owners: dict[str, list[str]] = {}
     for part in parts:
         for name in vars(part):
