@@ -4,12 +4,14 @@ hand-written family, by replay on held-out trees of the built-in tasks.
 For each task, ``--trees`` runs of the engine's default policy (a grid; ``--budget`` attempts,
 ``--workers`` W, seeds 0, 1, ...) are recorded in a store (kept with ``--store``: a later call
 records only the trees missing). The trees are split by run (``dreaming.splits.Split``, half
-held out). On the training half:
+held out), and each side is replayed as a dream replays it: every tree with the branches of the
+other trees of its side lent (``dreaming.history.pool_branches``). On the training half:
 
 - every built-in family gets an Optuna study (``--trials`` trials, as a dream runs one) and its
   best spec by training mean V; the best of those is "the best hand-written family";
-- the prior and the value model are fitted (``learning.holdout.fit_on``), and their policies'
-  knobs (``branches``, ``threshold``) are picked on a small grid by training mean V.
+- the prior and the value model are fitted (``learning.holdout.fit_on``, on the trees as
+  recorded), and their policies' knobs (``branches``, ``threshold``) are picked on a small
+  grid by training mean V.
 
 Every pick is then replayed on the held-out half with the same settings (``--replay-budget``
 attempts per tree, the recorded W, every root order up to 4): mean V with a bootstrap 95 %
@@ -18,7 +20,7 @@ its interval. A learned family earns its place only where that difference's inte
 above 0.
 
 Usage: python benchmarks/bench_learned.py [--tasks autocorrelation-c3,circle-packing-26]
-       [--trees 12] [--budget 30] [--replay-budget 15] [--workers 2] [--trials 30]
+       [--trees 10] [--budget 24] [--replay-budget 12] [--workers 2] [--trials 30]
        [--store DIR]
 """
 
@@ -38,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
 from dreamrsi.dreaming.evaluate import ReplaySettings, mean_value, score_policy  # noqa: E402
-from dreamrsi.dreaming.history import load_history  # noqa: E402
+from dreamrsi.dreaming.history import load_history, pool_branches  # noqa: E402
 from dreamrsi.dreaming.search import search_family  # noqa: E402
 from dreamrsi.dreaming.splits import Split  # noqa: E402
 from dreamrsi.engine import RunConfig, default_policy, start_run  # noqa: E402
@@ -86,9 +88,9 @@ def best_hand_written(train: list[RecordedTree], settings: ReplaySettings,
     return label, value
 
 
-def best_learned(kind: str, train: list[RecordedTree],
+def best_learned(kind: str, own: list[RecordedTree], train: list[RecordedTree],
                  settings: ReplaySettings) -> tuple[Guided, str, float]:
-    model = fit_on(kind, "bench", train)
+    model = fit_on(kind, "bench", own)  # fitted on the trees as recorded, never a lent copy
     best: tuple[float, str, Guided] | None = None
     for branches, threshold in itertools.product(KNOBS["branches"], KNOBS["threshold"]):
         policy = learned_policy(model, branches=branches, threshold=threshold)
@@ -101,14 +103,16 @@ def best_learned(kind: str, train: list[RecordedTree],
 
 def one_task(task: str, args: argparse.Namespace, store: Path) -> list[dict[str, Any]]:
     trees = record(store, task, args.trees, args.budget, args.workers)
-    train, holdout = Split(holdout_share=0.5).divide(trees)
+    own_train, own_holdout = Split(holdout_share=0.5).divide(trees)
+    # replayed as a dream replays them: each tree with its side's other branches lent
+    train, holdout = pool_branches(own_train), pool_branches(own_holdout)
     settings = ReplaySettings(workers=args.workers, attempt_budget=args.replay_budget,
                               root_orders=4)
     start = time.perf_counter()
     label, train_v = best_hand_written(train, settings, args.trials)
     picks: list[tuple[str, Any, float]] = [("hand-written: " + label, label, train_v)]
     for kind in ("prior", "value"):
-        policy, name, value = best_learned(kind, train, settings)
+        policy, name, value = best_learned(kind, own_train, train, settings)
         picks.append((name, policy, value))
     base = np.array([s.value for s in score_policy(picks[0][1], holdout, settings)])
     rows = []
@@ -134,9 +138,9 @@ def verdict(row: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default="autocorrelation-c3,circle-packing-26")
-    parser.add_argument("--trees", type=int, default=12)
-    parser.add_argument("--budget", type=int, default=30)
-    parser.add_argument("--replay-budget", type=int, default=15)
+    parser.add_argument("--trees", type=int, default=10)
+    parser.add_argument("--budget", type=int, default=24)
+    parser.add_argument("--replay-budget", type=int, default=12)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--trials", type=int, default=30)
     parser.add_argument("--store", type=Path, default=None)
@@ -157,7 +161,8 @@ def main() -> None:
     body = (f"{args.trees} trees per task of the default grid policy ({args.budget} attempts, "
             f"W = {args.workers}), split by run: {first['train_trees']} to train, "
             f"{first['holdout_trees']} held out. Replay: {args.replay_budget} attempts per "
-            f"tree, up to 4 root orders, rank quality; hand-written families searched with "
+            f"tree, up to 4 root orders, rank quality, branches lent within each side; "
+            f"hand-written families searched with "
             f"{args.trials} Optuna trials each; learned knobs picked on a "
             f"{len(KNOBS['branches'])}x{len(KNOBS['threshold'])} grid. Intervals: bootstrap "
             f"over held-out trees (paired for the difference).\n\n" + "\n".join(lines))

@@ -11,18 +11,18 @@ from typer.testing import CliRunner
 
 from dreamrsi.cli.main import app
 from dreamrsi.core.model import Node
-from dreamrsi.core.policy import Budget, PolicyContext
+from dreamrsi.core.policy import Budget, PolicyContext, PolicySpec
 from dreamrsi.core.replay import RecordedTree, replay
 from dreamrsi.core.view import TreeView
 from dreamrsi.dreaming.evaluate import ReplaySettings, replay_tree, score_policy
 from dreamrsi.engine import RunConfig, start_run
 from dreamrsi.errors import ConfigError
 from dreamrsi.learning.holdout import judge
-from dreamrsi.learning.kinds import learned_policy
+from dreamrsi.learning.kinds import encode_body, learned_policy
 from dreamrsi.learning.value import fit_value, samples
 from dreamrsi.learning.versions import fit_model
 from dreamrsi.policies.guided import Guided
-from dreamrsi.policies.registry import open_policy, parse_spec
+from dreamrsi.policies.registry import make_policy, open_policy, parse_spec, resolve_spec
 from dreamrsi.store import SqliteRunStore
 from dreamrsi.store.learned import LearnedModel
 from dreamrsi.tasks import load_task
@@ -170,6 +170,28 @@ def test_specs_name_a_stored_version(tmp_path: Path, model: LearnedModel) -> Non
             parse_spec(bad)
 
 
+def test_a_resolved_spec_carries_its_model_and_builds_anywhere(
+        tmp_path: Path, model: LearnedModel, trees: list[RecordedTree]) -> None:
+    short = parse_spec("value:family=toy,version=1,threshold=0.3")
+    with pytest.raises(ConfigError, match="resolve it"):
+        make_policy(short)  # no store to read the model from
+    with SqliteRunStore.open(tmp_path / "s", writer=True) as store:
+        store.put_model(model)
+        whole = resolve_spec(short, store)
+        with open_policy(short, store) as opened:
+            stored = replay(opened, trees[3], workers=2, attempt_budget=12, keep_order=True)
+    assert parse_spec(whole.label()) == whole and resolve_spec(whole, None) == whole
+    built = make_policy(whole)  # no store
+    assert replay(built, trees[3], workers=2, attempt_budget=12, keep_order=True) == stored
+    assert resolve_spec(parse_spec("greedy"), None) == parse_spec("greedy")
+    for bad in ("!!", "bm90IGpzb24", "WzFd"):  # not base64; not JSON; a list
+        with pytest.raises(ConfigError, match="encoded body"):
+            make_policy(PolicySpec("value", {**short.params, "model": bad}))
+    broken = encode_body({**model.body, "coef": [float("nan")] * 11})
+    with pytest.raises(ConfigError, match="finite"):
+        make_policy(PolicySpec("value", {**short.params, "model": broken}))
+
+
 def test_a_model_of_other_features_is_refused(model: LearnedModel) -> None:
     old = replace_body(model, features=["depth"])
     with pytest.raises(ConfigError, match="fit it again"):
@@ -208,3 +230,11 @@ def test_fitted_online_and_run_by_its_spec(tmp_path: Path, make_task: TaskFactor
                                 str(store_dir)])
     assert shown.exit_code == 0, shown.output
     assert "P(improve | depth 1)" in shown.output and "value toy version 2" in shown.output
+    # a dream over these trees takes the value run's policy as its incumbent, resolved
+    dreamt = runner.invoke(app, ["dream", str(task.directory), "--store", str(store_dir),
+                                 "--trials", "14", "--json"])
+    assert dreamt.exit_code == 0, dreamt.output
+    with SqliteRunStore.open(store_dir) as store:
+        dream = store.list_dreams(task.digest)[-1]
+        incumbent = store.get_policy(dream.incumbent).spec
+    assert incumbent.name == "value" and "model" in incumbent.params

@@ -44,7 +44,7 @@ from dreamrsi.dreaming.select import Selection, select
 from dreamrsi.dreaming.splits import Side
 from dreamrsi.engine.config import MAX_SEED
 from dreamrsi.errors import ConfigError
-from dreamrsi.policies.registry import code_digest, kind_of
+from dreamrsi.policies.registry import code_digest, kind_of, resolve_spec
 from dreamrsi.programs import ProgramLimits
 from dreamrsi.programs.stored import read_program
 from dreamrsi.store.base import RunStore, StoreHandle
@@ -65,6 +65,7 @@ def dream(store: RunStore, task: Task, incumbent: PolicySpec,
     """
     if config.code is not None and author is None:
         raise ConfigError("code dreaming needs a model to write programs", key="code")
+    incumbent = resolve_spec(incumbent, store)  # a learned model's numbers, in its spec
     sources = load_sources(store, [incumbent])
     started = time.monotonic()
     if history is None:

@@ -10,11 +10,19 @@ The spec names an exact version (a version never changes, so a run's recorded sp
 meaning); ``dreamrsi priors show`` prints the latest one's. ``policies.registry`` maps the
 names here (``KINDS``): ``parse_spec`` reads such specs and ``open_policy(spec, store)`` opens
 them, reading the model from the store.
+
+``registry.resolve_spec(spec, store)`` makes such a spec self-contained: it adds ``model``,
+the version's body (what its policy reads) as unpadded URL-safe base64 of its JSON, so
+``make_policy`` builds it in any process without the store (a dream replays its incumbent so,
+in worker processes). A spec with ``model`` is built from it and never reads the store.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
+import json
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import Any
@@ -28,6 +36,28 @@ from dreamrsi.policies.params import space_of
 from dreamrsi.store.learned import LearnedModel
 
 _KNOBS = {p.name: p for p in space_of(Guided)}
+
+
+def encode_body(body: Mapping[str, Any]) -> str:
+    """A model's body as a spec's ``model`` value (no commas: a label reads back)."""
+    text = json.dumps(dict(body), sort_keys=True, separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def decode_body(text: str) -> dict[str, Any]:
+    """Read back :func:`encode_body`.
+
+    Raises:
+        ConfigError: It is not one.
+    """
+    try:
+        body = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+    except (binascii.Error, ValueError) as exc:
+        raise ConfigError(f"a learned policy's model is not an encoded body ({exc})",
+                          key="policy") from None
+    if not isinstance(body, dict):
+        raise ConfigError("a learned policy's model is not an encoded body", key="policy")
+    return body
 
 
 def learned_policy(model: LearnedModel, *, branches: int = 2, threshold: float = 0.2,
@@ -81,7 +111,7 @@ class LearnedKind:
 
     def _typed(self, key: str, value: str) -> Any:
         try:
-            if key == "family":
+            if key in ("family", "model"):
                 return value
             if key in ("version", "branches"):
                 return int(value)
@@ -91,13 +121,14 @@ class LearnedKind:
             raise ConfigError(f"policy '{self.name}': parameter '{key}' is '{value}'",
                               key="policy") from None
         raise ConfigError(f"policy '{self.name}' has no parameter '{key}'", key="policy",
-                          expected=f"one of family, version, {', '.join(self._knobs)}")
+                          expected=f"one of family, version, {', '.join(self._knobs)}, model")
 
     def check(self, spec: PolicySpec) -> None:
         """Refuse a spec without a family and a version, or with a knob out of range."""
         params: Mapping[str, Any] = spec.params
         family, version = params.get("family"), params.get("version")
-        expected = f"{self.name}:family=NAME,version=N[,{'=..,'.join(self._knobs)}=..]"
+        expected = (f"{self.name}:family=NAME,version=N[,{'=..,'.join(self._knobs)}=..,"
+                    "model=..]")
         if not isinstance(family, str) or not family:
             raise ConfigError(f"policy '{spec.label()}' names no task family", key="policy",
                               expected=expected)
@@ -106,6 +137,11 @@ class LearnedKind:
                               key="policy", expected=expected)
         for key, value in params.items():
             if key in ("family", "version"):
+                continue
+            if key == "model":
+                if not isinstance(value, str) or not value:
+                    raise ConfigError(f"policy '{self.name}': model must be an encoded body",
+                                      key="policy")
                 continue
             if key not in self._knobs:
                 raise ConfigError(f"policy '{self.name}' has no parameter '{key}'",
@@ -128,6 +164,8 @@ class LearnedKind:
             ConfigError: No store, no such model, or as :func:`learned_policy`.
         """
         self.check(spec)
+        if "model" in spec.params:
+            return contextlib.nullcontext(self.build(spec))
         if store is None:
             raise ConfigError(f"policy '{spec.label()}' reads a stored {self.name} model: "
                               "open it with the store that holds it", key="policy")
@@ -138,6 +176,44 @@ class LearnedKind:
             raise ConfigError(f"policy '{spec.label()}': {exc}; fit one with dreamrsi "
                               "priors fit", key="policy") from None
         return contextlib.nullcontext(learned_policy(model, **params))
+
+    def resolve(self, spec: PolicySpec, store: Any) -> PolicySpec:
+        """The spec with its version's body added as ``model`` (as it is, if it has one).
+
+        Raises:
+            ConfigError: No store, or no such model.
+        """
+        self.check(spec)
+        if "model" in spec.params:
+            return spec
+        if store is None:
+            raise ConfigError(f"policy '{spec.label()}' reads a stored {self.name} model: "
+                              "resolve it with the store that holds it", key="policy")
+        params = dict(spec.params)
+        try:
+            model = store.get_model(self.name, params["family"], params["version"])
+        except NotFound as exc:
+            raise ConfigError(f"policy '{spec.label()}': {exc}; fit one with dreamrsi "
+                              "priors fit", key="policy") from None
+        return PolicySpec(self.name, {**params, "model": encode_body(model.body)})
+
+    def build(self, spec: PolicySpec) -> Guided:
+        """The policy of a self-contained spec (one with ``model``).
+
+        Raises:
+            ConfigError: The spec has no ``model`` (resolve it with the store first), or as
+                :func:`learned_policy`.
+        """
+        self.check(spec)
+        params = dict(spec.params)
+        if "model" not in params:
+            raise ConfigError(f"policy '{spec.label()}' reads a stored {self.name} model: "
+                              "open it with open_policy and the store, or resolve it "
+                              "(policies.registry.resolve_spec)", key="policy")
+        body = decode_body(params.pop("model"))
+        model = LearnedModel(self.name, params.pop("family"), params.pop("version"), "inline",
+                             (), body, 0.0)
+        return learned_policy(model, **params)
 
 
 class PriorKind(LearnedKind):

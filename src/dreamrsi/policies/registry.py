@@ -182,7 +182,9 @@ def check_spec(spec: PolicySpec) -> None:
 
 def make_policy(spec: str | PolicySpec | Policy) -> Policy:
     """Build a family's policy from a spec string, a :class:`PolicySpec`, or return a policy
-    as is. A policy of another kind holds a resource: open it with :func:`open_policy`.
+    as is; also a policy of a kind that builds from its spec alone (``build(spec)``: a
+    learned model's spec made self-contained by :func:`resolve_spec`). A policy of another
+    kind holds a resource: open it with :func:`open_policy`.
 
     Raises:
         ConfigError: As :func:`parse_spec`, or the spec is not a family's.
@@ -191,10 +193,27 @@ def make_policy(spec: str | PolicySpec | Policy) -> Policy:
         spec = parse_spec(spec)
     if not isinstance(spec, PolicySpec):
         return spec
-    if kind_of(spec) is not FAMILIES:
+    kind = kind_of(spec)
+    if kind is FAMILIES:
+        return FAMILIES.build(spec)
+    build = getattr(kind, "build", None)  # a kind whose specs can hold all they need
+    if build is None:
         raise ConfigError(f"policy '{spec.label()}' is a {spec.name} policy: open it with "
                           "open_policy", key="policy")
-    return FAMILIES.build(spec)
+    policy: Policy = build(spec)
+    return policy
+
+
+def resolve_spec(spec: PolicySpec, store: Any) -> PolicySpec:
+    """``spec`` made self-contained where its kind can: a kind with a ``resolve(spec, store)``
+    method copies what the spec names in ``store`` into it (a learned model's numbers), so
+    :func:`make_policy` builds it in any process, with no store; other specs as they are.
+
+    Raises:
+        ConfigError: What the spec names is not in ``store``.
+    """
+    resolve = getattr(kind_of(spec), "resolve", None)
+    return spec if resolve is None else resolve(spec, store)
 
 
 class Families:
