@@ -10,8 +10,8 @@ other trees of its side lent (``dreaming.history.pool_branches``). On the traini
 - every built-in family gets an Optuna study (``--trials`` trials, as a dream runs one) and its
   best spec by training mean V; the best of those is "the best hand-written family";
 - the prior and the value model are fitted (``learning.holdout.fit_on``, on the trees as
-  recorded), and their policies' knobs (``branches``, ``threshold``) are picked on a small
-  grid by training mean V.
+  recorded), and their policies' knobs (``branches``, ``threshold``, ``rank``) are picked
+  on a small grid by training mean V.
 
 Every pick is then replayed on the held-out half with the same settings (``--replay-budget``
 attempts per tree, the recorded W, every root order up to 4): mean V with a bootstrap 95 %
@@ -51,7 +51,8 @@ from dreamrsi.policies.registry import BUILTIN  # noqa: E402
 from dreamrsi.store import SqliteRunStore  # noqa: E402
 from dreamrsi.tasks import resolve_task  # noqa: E402
 
-KNOBS = {"branches": (1, 2, 4, 8), "threshold": (0.1, 0.3, 0.5, 0.7)}
+KNOBS = {"branches": (1, 2, 4, 8), "threshold": (0.1, 0.3, 0.5, 0.7),
+         "rank": ("chance", "best")}
 
 
 def record(store_dir: Path, task_name: str, trees: int, budget: int,
@@ -92,11 +93,12 @@ def best_learned(kind: str, own: list[RecordedTree], train: list[RecordedTree],
                  settings: ReplaySettings) -> tuple[Guided, str, float]:
     model = fit_on(kind, "bench", own)  # fitted on the trees as recorded, never a lent copy
     best: tuple[float, str, Guided] | None = None
-    for branches, threshold in itertools.product(KNOBS["branches"], KNOBS["threshold"]):
-        policy = learned_policy(model, branches=branches, threshold=threshold)
+    for branches, threshold, rank in itertools.product(*KNOBS.values()):
+        policy = learned_policy(model, branches=branches, threshold=threshold, rank=rank)
         value = mean_value(score_policy(policy, train, settings))
         if best is None or value > best[0]:
-            best = (value, f"{kind}:branches={branches},threshold={threshold}", policy)
+            best = (value, f"{kind}:branches={branches},threshold={threshold},rank={rank}",
+                    policy)
     assert best is not None
     return best[2], best[1], best[0]
 
@@ -164,9 +166,13 @@ def main() -> None:
             f"tree, up to 4 root orders, rank quality, branches lent within each side; "
             f"hand-written families searched with "
             f"{args.trials} Optuna trials each; learned knobs picked on a "
-            f"{len(KNOBS['branches'])}x{len(KNOBS['threshold'])} grid. Intervals: bootstrap "
+            f"{'x'.join(str(len(v)) for v in KNOBS.values())} grid (branches, threshold, "
+            f"rank). Intervals: bootstrap "
             f"over held-out trees (paired for the difference).\n\n" + "\n".join(lines))
-    command = "python benchmarks/bench_learned.py " + " ".join(sys.argv[1:])
+    # the store only keeps recorded trees between calls: its path is this machine's business
+    command = (f"python benchmarks/bench_learned.py --tasks {args.tasks} --trees {args.trees} "
+               f"--budget {args.budget} --replay-budget {args.replay_budget} "
+               f"--workers {args.workers} --trials {args.trials}")
     write_section("learned", "Learned policies (L2 prior, L3 value) against the best "
                   "hand-written family", body, command.strip())
 

@@ -104,10 +104,10 @@ def _altered(tree: RecordedTree, shown: set[str], rng: random.Random) -> Recorde
     return altered
 
 
-@pytest.mark.parametrize("workers", [1, 3])
+@pytest.mark.parametrize(("workers", "rank"), [(1, "chance"), (3, "chance"), (2, "best")])
 def test_unrevealed_nodes_cannot_change_the_value_policys_choices(
-        trees: list[RecordedTree], model: LearnedModel, workers: int) -> None:
-    policy = learned_policy(model, branches=2, threshold=0.4)
+        trees: list[RecordedTree], model: LearnedModel, workers: int, rank: str) -> None:
+    policy = learned_policy(model, branches=2, threshold=0.4, rank=rank)
     tree = trees[1]
     first = replay(policy, tree, workers=workers, attempt_budget=20, keep_order=True)
     shown = {tree.root.node_id, *first.order}

@@ -3,8 +3,8 @@ of :class:`~dreamrsi.policies.guided.Guided`.
 
 Specs::
 
-    prior:family=circle-packing,version=2[,branches=2,threshold=0.2,strength=4.0]
-    value:family=circle-packing,version=1[,branches=2,threshold=0.2]
+    prior:family=circle-packing,version=2[,branches=2,threshold=0.2,rank=chance,strength=4.0]
+    value:family=circle-packing,version=1[,branches=2,threshold=0.2,rank=best]
 
 The spec names an exact version (a version never changes, so a run's recorded spec keeps its
 meaning); ``dreamrsi priors show`` prints the latest one's. ``policies.registry`` maps the
@@ -61,7 +61,7 @@ def decode_body(text: str) -> dict[str, Any]:
 
 
 def learned_policy(model: LearnedModel, *, branches: int = 2, threshold: float = 0.2,
-                   strength: float = 4.0) -> Guided:
+                   rank: str = "chance", strength: float = 4.0) -> Guided:
     """The policy a stored model drives (``strength``: a prior's weight, in extensions).
 
     Raises:
@@ -73,7 +73,7 @@ def learned_policy(model: LearnedModel, *, branches: int = 2, threshold: float =
             chance: Any = PriorChance(depth_rates(dict(model.body)), strength)
         else:
             chance = value_chance(dict(model.body))
-        return Guided(branches, threshold, chance, model.kind)
+        return Guided(branches, threshold, rank, chance, model.kind)
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{model.kind} model of family '{model.family}' version "
                           f"{model.version}: {exc}", key="policy") from None
@@ -111,7 +111,7 @@ class LearnedKind:
 
     def _typed(self, key: str, value: str) -> Any:
         try:
-            if key in ("family", "model"):
+            if key in ("family", "model", "rank"):
                 return value
             if key in ("version", "branches"):
                 return int(value)

@@ -9,9 +9,10 @@ prefix and the revealed view alone, how likely extending the branch is to improv
   recorded trees (``dreamrsi.learning.value``).
 
 :class:`Guided` then ranks the branches by that chance and fills each round's slots: the
-branches whose chance reaches ``threshold``, most likely first, then new branches. Both are
-pure numbers once fitted; the policy reads nothing else (no store, no model library), so it
-decides the same online and in replay, and a chance sees only what the view revealed.
+branches whose chance reaches ``threshold``, most likely (or best) first, then new branches.
+Both are pure numbers once fitted; the policy reads nothing else (no store, no model
+library), so it decides the same online and in replay, and a chance sees only what the view
+revealed.
 """
 
 from __future__ import annotations
@@ -136,7 +137,8 @@ _FLAT = PriorChance((0.5,))
 class Guided:
     """Open ``branches`` branches, then each round extend the branches whose chance of paying
     (``chance``) reaches ``threshold``, most likely first (ties: the better branch, then the
-    earlier opened), and open a new branch for every slot left.
+    earlier opened) or, with ``rank="best"``, best first (the chance then only decides
+    whether a branch is worth extending), and open a new branch for every slot left.
 
     Built by the ``prior`` and ``value`` policy kinds from a stored model
     (``dreamrsi.learning.kinds``), never from a spec string alone.
@@ -144,6 +146,7 @@ class Guided:
     Args:
         branches: Branches to open before extending any.
         threshold: The least chance worth an extension.
+        rank: ``chance`` (likeliest first) or ``best`` (the best branch first).
         chance: The model that judges a branch.
         name: The policy's name (its kind's).
     """
@@ -152,6 +155,7 @@ class Guided:
     KNOB = "threshold"
     branches: int = param(2, low=1, search=(1, 16))
     threshold: float = param(0.2, low=0.0, high=1.0, search=(0.0, 0.8))
+    rank: str = param("chance", choices=("chance", "best"))
     chance: Chance = field(default=_FLAT)
     name: str = "guided"
 
@@ -170,8 +174,11 @@ class Guided:
             return batch
         branches = list(view.branch_stats())
         chances = self.chance.of(branches, view)
-        ranked = sorted(((c, b) for c, b in zip(chances, branches, strict=True)
-                         if c >= self.threshold),
-                        key=lambda cb: (-cb[0], cb[1].best is None, -(cb[1].best or 0.0)))
+        kept = [(c, b) for c, b in zip(chances, branches, strict=True) if c >= self.threshold]
+        if self.rank == "chance":
+            kept.sort(key=lambda cb: (-cb[0], cb[1].best is None, -(cb[1].best or 0.0)))
+        else:
+            kept.sort(key=lambda cb: (cb[1].best is None, -(cb[1].best or 0.0), -cb[0]))
+        ranked = kept
         batch += [b.tip for _, b in ranked[: n - len(batch)]]
         return batch + [view.root_id] * (n - len(batch))
