@@ -3,17 +3,22 @@ land, and refuse a history with no runs clearly."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
 from scipy.stats import beta
 
 from dreamrsi.core.model import Cost, Node, NodeStatus
+from dreamrsi.core.policy import Budget, PolicyContext
 from dreamrsi.core.replay import RecordedTree
+from dreamrsi.core.view import TreeView
 from dreamrsi.errors import ConfigError
 from dreamrsi.learning.family import family_of, family_trees
 from dreamrsi.learning.priors import depth_rates, fit_prior
 from dreamrsi.learning.versions import fit_model
+from dreamrsi.policies.guided import Guided
+from dreamrsi.policies.registry import open_policy, parse_spec
 from dreamrsi.store import SqliteRunStore
 from dreamrsi.store.values import RunStatus
 from dreamrsi.testing.builders import TASK, make_node, make_run
@@ -98,3 +103,30 @@ def test_versions_are_kept_and_a_new_one_needs_new_runs(tmp_path: Path) -> None:
         assert reader.get_model("prior", "toy", 1).body["by_depth"][0]["n"] == 4
         assert [m.version for m in reader.list_models("prior", "toy")] == [1, 2]
         assert len(family_trees(reader, "toy")) == 2
+
+
+def test_the_prior_policy_extends_where_the_prior_says_extending_pays(tmp_path: Path) -> None:
+    """P(improve | depth 1) = 0.7 and P(improve | depth 2) = 0.3 from the constructed runs: at
+    threshold 0.5 the policy extends branches of one attempt, and opens a new branch rather
+    than extend one of two (or a stale one)."""
+    with SqliteRunStore.open(tmp_path / "store", writer=True) as store:
+        store.put_task(TASK)
+        _record(store, "r1")
+        _record(store, "r2")
+        version = fit_model(store, "prior", "toy").model.version
+        spec = parse_spec(f"prior:family=toy,version={version},threshold=0.5,strength=2.0")
+        with open_policy(spec, store) as policy:
+            assert isinstance(policy, Guided) and policy.name == "prior"
+    nodes = constructed("r9")
+    view = TreeView(nodes[0])
+    root = nodes[0].node_id
+    policy.reset(PolicyContext("toy", 2, random.Random(0)))
+    assert policy.select(view, Budget(2)) == [root, root]  # opens its 2 branches
+    view.reveal_all([nodes[1], nodes[5]])  # two branches of depth 1
+    chance = policy.chance.of(list(view.branch_stats()), view)
+    assert chance == pytest.approx([0.7, 0.7])
+    assert policy.select(view, Budget(2)) == [nodes[1].node_id, nodes[5].node_id]
+    view.reveal_all([nodes[2], nodes[6]])  # depth 2: the prior's 0.3 is below 0.5
+    assert policy.select(view, Budget(2)) == [root, root]
+    view.reveal(nodes[9])  # a third branch of depth 1 is worth extending again
+    assert policy.select(view, Budget(1)) == [nodes[9].node_id]

@@ -3,11 +3,12 @@ and then keeps versions like a new one."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from dreamrsi.errors import SchemaVersionError
+from dreamrsi.errors import SchemaVersionError, StoreError
 from dreamrsi.store import SqliteRunStore
 from dreamrsi.store.learned import LearnedModel
 from dreamrsi.store.migrations import MIGRATIONS
@@ -36,3 +37,15 @@ def test_a_store_of_schema_7_is_upgraded_to_keep_learned_models(
     with SqliteRunStore.open(root) as reader:
         assert reader.get_model("prior", "pack").body == {"rate": 0.5}
     assert [r[0] for r in table_rows(root / DB_FILE, "migrations")][-1] == 8
+
+
+def test_a_damaged_row_is_a_store_error_naming_it(store: SqliteRunStore, root: Path) -> None:
+    store.put_model(LearnedModel("prior", "pack", 1, "m1", ("r",), {"rate": 0.5}, 1.0))
+    store.close()
+    conn = sqlite3.connect(root / DB_FILE)
+    with conn:
+        conn.execute("UPDATE learned_models SET body = '{not json' WHERE version = 1")
+    conn.close()
+    with SqliteRunStore.open(root) as reader, pytest.raises(
+            StoreError, match="prior of family 'pack' version 1 is damaged"):
+        reader.get_model("prior", "pack")

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from dreamrsi.errors import ConfigError, NotFound
+from dreamrsi.errors import ConfigError, NotFound, StoreError
 from dreamrsi.store._fast import dumps
 
 if TYPE_CHECKING:
@@ -73,10 +73,21 @@ def model_row(model: LearnedModel) -> tuple[Any, ...]:
 
 
 def model_from_row(r: RowLike) -> LearnedModel:
-    """A model from its stored row."""
-    return LearnedModel(r["kind"], r["family"], int(r["version"]), r["model_id"],
-                        tuple(json.loads(r["runs"])), json.loads(r["body"]),
-                        float(r["created_at"]))
+    """A model from its stored row.
+
+    Raises:
+        StoreError: The row does not hold a model's runs and body (the database was
+            edited).
+    """
+    try:
+        runs, body = json.loads(r["runs"]), json.loads(r["body"])
+        if not isinstance(runs, list) or not isinstance(body, dict):
+            raise ValueError("runs must be a list and body an object")
+        return LearnedModel(r["kind"], r["family"], int(r["version"]), r["model_id"],
+                            tuple(map(str, runs)), body, float(r["created_at"]))
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"learned model {r['kind']} of family {r['family']!r} version "
+                         f"{r['version']} is damaged: {exc}") from None
 
 
 def newest(rows: list[LearnedModel], kind: str, family: str,
