@@ -130,3 +130,12 @@ def test_the_prior_policy_extends_where_the_prior_says_extending_pays(tmp_path: 
     assert policy.select(view, Budget(2)) == [root, root]
     view.reveal(nodes[9])  # a third branch of depth 1 is worth extending again
     assert policy.select(view, Budget(1)) == [nodes[9].node_id]
+
+
+def test_the_docstring_examples_hold() -> None:
+    import doctest
+
+    from dreamrsi.learning import family, priors
+
+    for module in (family, priors):
+        assert doctest.testmod(module).failed == 0, module.__name__

@@ -8,7 +8,8 @@ What a prior holds (:func:`fit_prior`'s body, JSON-ready):
 - ``by_depth``: the chance that extending a branch of depth d (its revealed attempts)
   improves the branch's best, for d = 1, 2, ... (the last bucket holds every deeper one);
 - ``by_operator``: the same chance by the operator of the extending attempt (the leading words
-  of its plan; operators seen fewer than :data:`MIN_OPERATOR` times pooled as ``other``).
+  of its plan, after its last ``": "``; operators seen fewer than :data:`MIN_OPERATOR` times
+  pooled as ``other``).
 
 Each chance is a Beta posterior from a uniform Beta(1, 1): ``n`` trials, ``k`` improvements,
 its mean and a 95 % equal-tailed interval. Lost attempts (never finished) count in neither.
@@ -35,15 +36,22 @@ _WORDS = re.compile(r"[a-z][a-z' ]*")
 
 
 def operator_of(plan: str | None) -> str | None:
-    """An attempt's operator: the first three words of its plan before any digit or sign
-    (``None`` without a plan).
+    """An attempt's operator: the first three words of its plan before any digit or sign,
+    read after the plan's last ``": "`` when it has one (what follows a context such as
+    ``from the chain's best packing (...): ``); ``None`` without a plan.
 
     >>> operator_of("Gaussian noise (0.1 x rms) on all 64 heights")
     'gaussian noise'
+    >>> operator_of("from the chain's best packing (1.25): jitter all centres by 0.01")
+    'jitter all centres'
     """
     if not plan:
         return None
-    found = _WORDS.match(plan.strip().lower())
+    text = plan.strip().lower()
+    _, colon, tail = text.rpartition(": ")
+    if colon and tail.strip():
+        text = tail.strip()
+    found = _WORDS.match(text)
     if found is None:
         return None
     words = found.group().split()[:3]
