@@ -98,10 +98,14 @@ def test_versions_are_kept_and_a_new_one_needs_new_runs(tmp_path: Path) -> None:
         assert second.new and second.model.version == 2
         assert second.model.runs == ("r1", "r3")
         assert second.model.body["by_depth"][0]["n"] == 8
+        # an interrupted run resumed and grew: the same runs, more attempts
+        store.add_node(make_node("r3", 17, 16, score=99.0))
+        third = fit_model(store, "prior", "toy", now=3.0)
+        assert third.new and third.model.version == 3 and third.model.runs == ("r1", "r3")
     with SqliteRunStore.open(tmp_path / "store") as reader:
         assert reader.get_model("prior", "toy", 1).body == first.model.body
         assert reader.get_model("prior", "toy", 1).body["by_depth"][0]["n"] == 4
-        assert [m.version for m in reader.list_models("prior", "toy")] == [1, 2]
+        assert [m.version for m in reader.list_models("prior", "toy")] == [1, 2, 3]
         assert len(family_trees(reader, "toy")) == 2
 
 

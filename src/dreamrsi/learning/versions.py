@@ -1,9 +1,9 @@
 """Fit a family's prior or value model and keep it as a new version when new runs exist.
 
-A version is fitted on every finished run of the family in the store. Fitting again when no
-run was added since the latest version stores nothing and returns that version; with new runs,
-the next version is stored and the older ones stay readable (``store.get_model(kind, family,
-version)``).
+A version is fitted on every run of the family in the store that is not running. Fitting
+again when no run was added (or grew, resumed) since the latest version stores nothing and
+returns that version; otherwise the next version is stored and the older ones stay readable
+(``store.get_model(kind, family, version)``).
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ def fit_model(store: RunStore, kind: str, family: str, *, horizon: int = HORIZON
         latest: LearnedModel | None = store.get_model(kind, family)
     except NotFound:
         latest = None
-    if latest is not None and latest.runs == runs and (
+    nodes = sum(t.size for t in trees)  # an interrupted run resumed since has grown
+    if latest is not None and latest.runs == runs and latest.body.get("nodes") == nodes and (
             kind == "prior" or latest.body.get("horizon") == horizon):
         return Fitted(latest, False)
     try:
@@ -67,6 +68,7 @@ def fit_model(store: RunStore, kind: str, family: str, *, horizon: int = HORIZON
     except ValueError as exc:
         raise ConfigError(f"cannot fit a {kind} model of family '{family}': {exc}",
                           key="family") from None
+    body["nodes"] = nodes
     version = 1 if latest is None else latest.version + 1
     model = LearnedModel(kind, family, version, model_id(kind, family, version, runs, body),
                          runs, body, time.time() if now is None else now)
