@@ -19,9 +19,14 @@ interval over held-out trees, and the paired difference to the best hand-written
 its interval. A learned family earns its place only where that difference's interval lies
 above 0.
 
+With ``--online N`` each pick also runs N times online on the task (``--replay-budget``
+attempts, seeds 1000 on, the same seeds for every pick, in a store apart from the recorded
+trees): the run's best score (normalised: higher is better), and its paired difference to
+the best hand-written family's.
+
 Usage: python benchmarks/bench_learned.py [--tasks autocorrelation-c3,circle-packing-26]
        [--trees 10] [--budget 24] [--replay-budget 12] [--workers 2] [--trials 30]
-       [--store DIR]
+       [--online 0] [--store DIR]
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import write_section  # noqa: E402
+from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
 from dreamrsi.dreaming.evaluate import ReplaySettings, mean_value, score_policy  # noqa: E402
 from dreamrsi.dreaming.history import load_history, pool_branches  # noqa: E402
@@ -45,9 +51,8 @@ from dreamrsi.dreaming.search import search_family  # noqa: E402
 from dreamrsi.dreaming.splits import Split  # noqa: E402
 from dreamrsi.engine import RunConfig, default_policy, start_run  # noqa: E402
 from dreamrsi.learning.holdout import fit_on  # noqa: E402
-from dreamrsi.learning.kinds import learned_policy  # noqa: E402
-from dreamrsi.policies.guided import Guided  # noqa: E402
-from dreamrsi.policies.registry import BUILTIN  # noqa: E402
+from dreamrsi.learning.kinds import encode_body, learned_policy  # noqa: E402
+from dreamrsi.policies.registry import BUILTIN, parse_spec  # noqa: E402
 from dreamrsi.store import SqliteRunStore  # noqa: E402
 from dreamrsi.tasks import resolve_task  # noqa: E402
 
@@ -90,20 +95,43 @@ def best_hand_written(train: list[RecordedTree], settings: ReplaySettings,
 
 
 def best_learned(kind: str, own: list[RecordedTree], train: list[RecordedTree],
-                 settings: ReplaySettings) -> tuple[Guided, str, float]:
+                 settings: ReplaySettings) -> tuple[PolicySpec, str, float]:
+    """The learned kind's best knobs on the training trees, as a self-contained spec (its
+    model inline: online runs open it without the store that fitted it)."""
     model = fit_on(kind, "bench", own)  # fitted on the trees as recorded, never a lent copy
-    best: tuple[float, str, Guided] | None = None
+    best: tuple[float, str, PolicySpec] | None = None
     for branches, threshold, rank in itertools.product(*KNOBS.values()):
-        policy = learned_policy(model, branches=branches, threshold=threshold, rank=rank)
+        knobs = {"branches": branches, "threshold": threshold, "rank": rank}
+        policy = learned_policy(model, **knobs)  # type: ignore[arg-type]
         value = mean_value(score_policy(policy, train, settings))
         if best is None or value > best[0]:
+            spec = PolicySpec(kind, {"family": "bench", "version": 1, **knobs,
+                                     "model": encode_body(model.body)})
             best = (value, f"{kind}:branches={branches},threshold={threshold},rank={rank}",
-                    policy)
+                    spec)
     assert best is not None
     return best[2], best[1], best[0]
 
 
-def one_task(task: str, args: argparse.Namespace, store: Path) -> list[dict[str, Any]]:
+def online(task_name: str, spec: PolicySpec, args: argparse.Namespace,
+           store: Path) -> np.ndarray:
+    """The best score (normalised: higher is better) of ``--online`` runs of ``spec`` (seeds
+    1000, 1001, ...: the same for every policy), each with ``--replay-budget`` attempts, in a
+    store apart from the recorded trees."""
+    task = resolve_task(task_name)
+    bests = []
+    with SqliteRunStore.open(store, writer=True) as handle:
+        for seed in range(1000, 1000 + args.online):
+            summary = start_run(handle, task, RunConfig(
+                budget=args.replay_budget, workers=args.workers, seed=seed, policy=spec))
+            best = summary.best
+            bests.append(float("nan") if best is None or best.score is None
+                         else best.score)
+    return np.asarray(bests)
+
+
+def one_task(task: str, args: argparse.Namespace, store: Path,
+             online_store: Path) -> list[dict[str, Any]]:
     trees = record(store, task, args.trees, args.budget, args.workers)
     own_train, own_holdout = Split(holdout_share=0.5).divide(trees)
     # replayed as a dream replays them: each tree with its side's other branches lent
@@ -112,18 +140,26 @@ def one_task(task: str, args: argparse.Namespace, store: Path) -> list[dict[str,
                               root_orders=4)
     start = time.perf_counter()
     label, train_v = best_hand_written(train, settings, args.trials)
-    picks: list[tuple[str, Any, float]] = [("hand-written: " + label, label, train_v)]
+    picks: list[tuple[str, PolicySpec, float]] = [
+        ("hand-written: " + label, parse_spec(label), train_v)]
     for kind in ("prior", "value"):
-        policy, name, value = best_learned(kind, own_train, train, settings)
-        picks.append((name, policy, value))
+        spec, name, value = best_learned(kind, own_train, train, settings)
+        picks.append((name, spec, value))
     base = np.array([s.value for s in score_policy(picks[0][1], holdout, settings)])
+    base_online = online(task, picks[0][1], args, online_store) if args.online else None
     rows = []
-    for name, policy, value in picks:
-        held = np.array([s.value for s in score_policy(policy, holdout, settings)])
-        rows.append({"task": task, "policy": name, "train": value, "holdout": held.mean(),
-                     "interval": interval(held), "diff": (held - base).mean(),
-                     "diff_interval": interval(held - base), "train_trees": len(train),
-                     "holdout_trees": len(holdout)})
+    for name, spec, value in picks:
+        held = np.array([s.value for s in score_policy(spec, holdout, settings)])
+        row = {"task": task, "policy": name, "train": value, "holdout": held.mean(),
+               "interval": interval(held), "diff": (held - base).mean(),
+               "diff_interval": interval(held - base), "train_trees": len(train),
+               "holdout_trees": len(holdout)}
+        if base_online is not None:
+            bests = base_online if spec == picks[0][1] else online(task, spec, args,
+                                                                    online_store)
+            row.update(online=bests.mean(), online_diff=(bests - base_online).mean(),
+                       online_interval=interval(bests - base_online))
+        rows.append(row)
         print(rows[-1], flush=True)
     print(f"{task}: searched and replayed in {time.perf_counter() - start:.0f} s", flush=True)
     return rows
@@ -145,20 +181,28 @@ def main() -> None:
     parser.add_argument("--replay-budget", type=int, default=12)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--trials", type=int, default=30)
+    parser.add_argument("--online", type=int, default=0,
+                        help="also run each pick online this many times (paired seeds)")
     parser.add_argument("--store", type=Path, default=None)
     args = parser.parse_args()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         store = args.store or Path(tmp) / "store"
         for task in args.tasks.split(","):
-            rows += one_task(task.strip(), args, store)
+            rows += one_task(task.strip(), args, store, Path(tmp) / "online")
+    extra = (" online best (mean) | online − best hand-written [95 %] |" if args.online
+             else "")
     lines = ["| task | policy (picked on the training half) | train V | held-out V [95 %] | "
-             "held-out V − best hand-written [95 %] | verdict |", "|---|---|---|---|---|---|"]
+             "held-out V − best hand-written [95 %] | verdict |" + extra,
+             "|---|---|---|---|---|---|" + ("---|---|" if args.online else "")]
     for r in rows:
+        cells = (f" {r['online']:.4f} | {r['online_diff']:+.4f} [{r['online_interval'][0]:+.4f},"
+                 f" {r['online_interval'][1]:+.4f}] |" if args.online else "")
         lines.append(
             f"| {r['task']} | `{r['policy']}` | {r['train']:.3f} | {r['holdout']:.3f} "
             f"[{r['interval'][0]:.3f}, {r['interval'][1]:.3f}] | {r['diff']:+.3f} "
-            f"[{r['diff_interval'][0]:+.3f}, {r['diff_interval'][1]:+.3f}] | {verdict(r)} |")
+            f"[{r['diff_interval'][0]:+.3f}, {r['diff_interval'][1]:+.3f}] | {verdict(r)} |"
+            + cells)
     first = rows[0]
     body = (f"{args.trees} trees per task of the default grid policy ({args.budget} attempts, "
             f"W = {args.workers}), split by run: {first['train_trees']} to train, "
@@ -167,12 +211,16 @@ def main() -> None:
             f"hand-written families searched with "
             f"{args.trials} Optuna trials each; learned knobs picked on a "
             f"{'x'.join(str(len(v)) for v in KNOBS.values())} grid (branches, threshold, "
-            f"rank). Intervals: bootstrap "
-            f"over held-out trees (paired for the difference).\n\n" + "\n".join(lines))
+            f"rank). Intervals: bootstrap over held-out trees (paired for the difference)."
+            + (f" Online: each pick run {args.online} times on the task with "
+               f"{args.replay_budget} attempts (seeds 1000 on, the same for every pick), the "
+               f"run's best score (normalised: higher is better; paired interval over "
+               f"seeds)."
+               if args.online else "") + "\n\n" + "\n".join(lines))
     # the store only keeps recorded trees between calls: its path is this machine's business
     command = (f"python benchmarks/bench_learned.py --tasks {args.tasks} --trees {args.trees} "
                f"--budget {args.budget} --replay-budget {args.replay_budget} "
-               f"--workers {args.workers} --trials {args.trials}")
+               f"--workers {args.workers} --trials {args.trials} --online {args.online}")
     write_section("learned", "Learned policies (L2 prior, L3 value) against the best "
                   "hand-written family", body, command.strip())
 
