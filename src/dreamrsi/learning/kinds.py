@@ -23,6 +23,7 @@ import base64
 import binascii
 import contextlib
 import json
+import math
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import Any
@@ -147,7 +148,8 @@ class LearnedKind:
                 raise ConfigError(f"policy '{self.name}' has no parameter '{key}'",
                                   key="policy", expected=expected)
             problem = (_KNOBS[key].problem(value) if key in _KNOBS else
-                       None if isinstance(value, float) and value > 0 and value != float("inf")
+                       None if isinstance(value, int | float) and not isinstance(value, bool)
+                       and 0 < value < math.inf
                        else f"strength must be a positive number, got {value!r}")
             if problem is not None:
                 raise ConfigError(f"policy '{spec.label()}': {problem}", key="policy")
