@@ -15,8 +15,9 @@ import os
 import threading
 import time
 from collections.abc import Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Protocol
 
 from dreamrsi.core.episode import EpisodeSettings, EpisodeState, StopReason, run_episode
@@ -24,12 +25,13 @@ from dreamrsi.core.model import Cost, Node, NodeStatus, node_id_for
 from dreamrsi.core.policy import GridPlan, Policy
 from dreamrsi.core.replay import RecordedTree, make_plan, plan_context
 from dreamrsi.core.view import TreeView
-from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, Attempts, AttemptSpec
+from dreamrsi.engine.attempt import AttemptOutcome, Attempts, AttemptSpec
 from dreamrsi.engine.config import RunConfig, check_endpoint, with_endpoint
 from dreamrsi.engine.context import INFRASTRUCTURE, is_infrastructure, node_info
 from dreamrsi.engine.declared import checked_history, context_runs
+from dreamrsi.engine.executors import AttemptJob, Executor, LocalExecutor
 from dreamrsi.engine.history import choose_elites, prepare_history
-from dreamrsi.engine.recording import attempt_safely, record_outcome
+from dreamrsi.engine.recording import record_outcome
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.engine.warm import overlay_commit
 from dreamrsi.errors import ConfigError, DreamError, InfrastructureError, StoreError
@@ -146,7 +148,8 @@ def new_run_id() -> str:
 def start_run(store: RunStore, task: Task, config: RunConfig,
               observer: RunObserver | None = None, *, policy: Policy | None = None,
               attempts: Attempts | None = None, run_id: str | None = None,
-              accept_unisolated_model_code: bool = False) -> RunSummary:
+              accept_unisolated_model_code: bool = False,
+              executor: Executor | None = None) -> RunSummary:
     """Start a new run of ``task`` and drive it until a budget ends or the policy stops.
 
     Args:
@@ -164,6 +167,9 @@ def start_run(store: RunStore, task: Task, config: RunConfig,
         accept_unisolated_model_code: Let a task whose proposer is a model run with
             isolation ``off`` or ``auto`` (see
             :func:`~dreamrsi.engine.sandboxing.resolve_isolation`).
+        executor: Where the attempts run (default: W threads of this process,
+            :class:`~dreamrsi.engine.executors.LocalExecutor`); the run records the same
+            rows whichever runs them.
 
     Returns:
         The run's summary (also when it was interrupted).
@@ -179,12 +185,14 @@ def start_run(store: RunStore, task: Task, config: RunConfig,
     isolation = _preflight(task, config, accept_unisolated_model_code)
     # what the registry opens (a program's sandboxed worker) closes when the run ends
     with open_policy(config.policy if policy is None else policy, store) as opened:
-        return _start(store, task, config, opened, observer, attempts, isolation, run_id)
+        return _start(store, task, config, opened, observer, attempts, isolation, run_id,
+                      executor)
 
 
 def _start(store: RunStore, task: Task, config: RunConfig, policy: Policy,
            observer: RunObserver | None, attempts: Attempts | None,
-           isolation: IsolationMode, run_id: str | None = None) -> RunSummary:
+           isolation: IsolationMode, run_id: str | None = None,
+           executor: Executor | None = None) -> RunSummary:
     plan = _plan(store, task, policy, config)
     if plan is not None:
         config = replace(config, plan=plan)
@@ -194,7 +202,8 @@ def _start(store: RunStore, task: Task, config: RunConfig, policy: Policy,
     now = time.time()
     record = RunRecord(run_id, task.digest, task.name, config.policy, config.to_json(),
                        config.seed, RunStatus.RUNNING, now, heartbeat_at=now, pid=os.getpid())
-    session = _Session(store, task, config, policy, record, observer, attempts, isolation)
+    session = _Session(store, task, config, policy, record, observer, attempts, isolation,
+                       executor)
     try:  # what can refuse the task comes before its record: a refusal records nothing
         session.prepare()
         session.warm_start()
@@ -244,7 +253,8 @@ def _plan(store: RunStore, task: Task, policy: Policy,
 def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None, *,
                policy: Policy | None = None, attempts: Attempts | None = None,
                accept_unisolated_model_code: bool = False, base_url: str | None = None,
-               model: str | None = None, max_infra_failures: int | None = None) -> RunSummary:
+               model: str | None = None, max_infra_failures: int | None = None,
+               executor: Executor | None = None) -> RunSummary:
     """Continue a run that stopped before its budget ended (killed, interrupted, failed,
     stopped by failures outside its candidates).
 
@@ -253,7 +263,8 @@ def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None
     :func:`start_run` was given them (the consent is asked again, never stored).
     ``base_url``, ``model`` and ``max_infra_failures`` override the run's model endpoint,
     model and limit of failures outside the candidates for this session (say, the endpoint
-    moved), and are recorded in its ledger.
+    moved), and are recorded in its ledger. ``executor``: where this session's attempts run
+    (any executor may resume any run).
 
     Raises:
         ConfigError: The run already finished, or its task changed since it started.
@@ -284,7 +295,7 @@ def resume_run(store: RunStore, run_id: str, observer: RunObserver | None = None
                 Actor.STRATEGIC, "session override", parsed=overrides)], run_id=run.run_id)
     with open_policy(config.policy if policy is None else policy, store) as opened:
         return _Session(store, task, config, opened, run, observer, attempts,
-                        isolation).execute()
+                        isolation, executor).execute()
 
 
 class _Session:
@@ -292,7 +303,8 @@ class _Session:
 
     def __init__(self, store: RunStore, task: Task, config: RunConfig, policy: Policy,
                  run: RunRecord, observer: RunObserver | None,
-                 attempts: Attempts | None, isolation: IsolationMode) -> None:
+                 attempts: Attempts | None, isolation: IsolationMode,
+                 executor: Executor | None = None) -> None:
         self.store = store
         self.task = task
         self.config = config
@@ -310,10 +322,10 @@ class _Session:
         self.history_folder = self.work_root / "history"
         self.history: list[dict[str, Any]] = []
         self.context_runs = context_runs(store, config.context_nodes)
-        self.runner: Attempts = attempts or AttemptRunner(
-            task, self.repo, store.blobs, self.work_root, isolation, self.work_root / "trusted",
-            deadline, self.cancel,
-            readable=(self.history_folder,) if config.context_nodes else ())
+        self.attempts = attempts
+        self.isolation = isolation
+        self.executor: Executor = executor or LocalExecutor()
+        self.opened = False
         self.deadline = deadline
         self.last_beat = 0.0
         self.state = EpisodeState()
@@ -336,8 +348,7 @@ class _Session:
             self._record_lost_attempts()
             view = self._load_view()
             self._notify("start")
-            with ThreadPoolExecutor(self.config.workers, thread_name_prefix="attempt") as pool:
-                stop = self._loop(view, pool)
+            stop = self._loop(view)
             status, reason = RunStatus.FINISHED, stop.value
             if stop is StopReason.INFRASTRUCTURE:  # failed, so that a resume goes on
                 status = RunStatus.FAILED
@@ -356,22 +367,29 @@ class _Session:
         return self._summary()
 
     def prepare(self) -> None:
-        """Empty the work folder, check out the history, make the trusted copy (once)."""
+        """Empty the work folder, check out the history, open the executor (the trusted
+        copy; a Ray cluster joined, the task shipped) once."""
         if self.prepared:
             return
         self._clean_work_folder()
+        elites: tuple[tuple[str, str, Path], ...] = ()
         if self.config.context_nodes:
             self.history = prepare_history(self.store, self.config.context_nodes,
                                            self.history_folder)
-        self.runner.prepare()
+            elites = tuple((e["node_id"], self.store.get_node(e["node_id"]).commit or "",
+                            Path(e["workspace"])) for e in self.history)
+        self.opened = True  # closed on release even when opening fails half-way
+        self.executor.open(AttemptJob(
+            self.task, self.isolation, self.repo, self.store.blobs, self.work_root,
+            self.config.workers, self.deadline, self.cancel, elites, self.attempts))
         self.prepared = True
 
-    def _loop(self, view: TreeView, pool: ThreadPoolExecutor) -> StopReason:
+    def _loop(self, view: TreeView) -> StopReason:
         """The run's episode: the shared driver, children from live attempts."""
         c = self.config
         settings = EpisodeSettings(c.workers, c.budget, c.max_rounds, c.seed, self.task.name,
                                    c.plan, policy_name=c.policy.label())
-        reason, _ = run_episode(self.policy, view, _LiveSource(self, pool), settings,
+        reason, _ = run_episode(self.policy, view, _LiveSource(self), settings,
                                 state=self.state, should_stop=self._should_stop,
                                 on_round=lambda: self._notify("round"))
         return reason
@@ -423,10 +441,8 @@ class _Session:
             self.store.append_ledger(self.run.run_id, [decision], run_id=self.run.run_id)
         return specs
 
-    def _run_round(self, pool: ThreadPoolExecutor,
-                   specs: list[AttemptSpec]) -> list[AttemptOutcome]:
-        futures: set[Future[AttemptOutcome]] = {
-            pool.submit(attempt_safely, self.runner, s) for s in specs}
+    def _run_round(self, specs: list[AttemptSpec]) -> list[AttemptOutcome]:
+        futures: set[Future[AttemptOutcome]] = {self.executor.submit(s) for s in specs}
         outcomes = []
         try:
             while futures:
@@ -506,8 +522,8 @@ class _Session:
                                              f"refs/dreamrsi/nodes/{root_id}", calls)
             imports = [LedgerEvent(Actor.EXECUTION, c.cmd, exit=c.exit, commit=commit,
                                    duration_ms=c.duration_ms, node_id=root_id) for c in calls]
-        outcome = attempt_safely(self.runner, AttemptSpec(root_id, self.run.run_id, 0, 0, None,
-                                                          commit, {"seed": self._seed_for(0)}))
+        outcome = self.executor.submit(AttemptSpec(
+            root_id, self.run.run_id, 0, 0, None, commit, {"seed": self._seed_for(0)})).result()
         outcome = AttemptOutcome(outcome.node, (*imports, *outcome.events))
         return self._record(outcome).node
 
@@ -533,9 +549,10 @@ class _Session:
                           "(or version of it), or has no workspace")
 
     def release(self) -> None:
-        """Close the attempts' shared resources and remove the work folder."""
-        if isinstance(self.runner, AttemptRunner):
-            self.runner.close()
+        """Close the executor (the attempts' shared resources) and remove the work folder."""
+        if self.opened:
+            self.opened = False
+            self.executor.close()
         discard_folder(self.work_root)  # never raises; what stays is cleared on resume
 
     def _close(self, status: RunStatus, reason: str) -> None:
@@ -643,9 +660,8 @@ class _LiveSource:
     """Children from live attempts: launch the batch, run it on the workers, record each
     attempt as it finishes, then reveal the round's nodes in creation order."""
 
-    def __init__(self, session: _Session, pool: ThreadPoolExecutor) -> None:
+    def __init__(self, session: _Session) -> None:
         self._session = session
-        self._pool = pool
 
     def exhausted(self, view: TreeView) -> bool:
         """A live run can always make another attempt."""
@@ -655,7 +671,7 @@ class _LiveSource:
         """Run the batch's attempts and reveal their nodes."""
         session = self._session
         specs = session._launch(view, batch, round_no)
-        nodes = sorted((o.node for o in session._run_round(self._pool, specs)),
+        nodes = sorted((o.node for o in session._run_round(specs)),
                        key=lambda n: n.seq)
         for node in nodes:
             session._account(node)

@@ -37,3 +37,6 @@ MAX_OUTPUT_BYTES = 1 << 30
 
 MAX_WORKSPACE_MB = 1 << 20
 """Most MB of files a proposer may leave in its workspace (1 TiB)."""
+
+MAX_RESOURCE_UNITS = 1024
+"""Most CPUs or GPUs one attempt may ask for (``[resources]``)."""

@@ -29,6 +29,7 @@ from dreamrsi.tasks.bounds import (
     MAX_MEMORY_MB,
     MAX_OUTPUT_BYTES,
     MAX_PROCESSES,
+    MAX_RESOURCE_UNITS,
     MAX_TIMEOUT_S,
     MAX_WORKSPACE_MB,
     MIN_MEMORY_MB,
@@ -104,6 +105,20 @@ class _Survival(_Strict):
     review: _Review | None = None
 
 
+class _Resources(_Strict):
+    cpus: float = Field(default=1.0, gt=0, le=MAX_RESOURCE_UNITS, allow_inf_nan=False)
+    gpus: float = Field(default=0.0, ge=0, le=MAX_RESOURCE_UNITS, allow_inf_nan=False)
+    memory_mb: int | None = Field(default=None, ge=1, le=MAX_MEMORY_MB)
+
+    @model_validator(mode="after")
+    def _whole_above_one(self) -> _Resources:
+        for key, value in (("cpus", self.cpus), ("gpus", self.gpus)):
+            if value > 1 and not float(value).is_integer():
+                raise ValueError(f"{key} = {value}: a share of a unit must be below 1, and "
+                                 "more than one unit a whole number (as Ray schedules them)")
+        return self
+
+
 class _TaskFile(_Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     objective: str = Field(min_length=1)
@@ -113,6 +128,7 @@ class _TaskFile(_Strict):
     proposer: dict[str, Any]  # checked by the model of its kind (tasks/proposers.py)
     constraints: _Constraints = Field(default_factory=_Constraints)
     survival: _Survival = Field(default_factory=_Survival)
+    resources: _Resources = Field(default_factory=_Resources)
 
 
 class VerdictSource(StrEnum):
@@ -168,6 +184,18 @@ class Constraints:
     pass_env: tuple[str, ...] = ()
     read_paths: tuple[str, ...] = ()
     max_scratch_mb: int = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """What one attempt needs of a worker host (``[resources]``): CPUs and GPUs (a share
+    below 1, or whole units) and memory in MiB (None: whatever the scheduler gives). The local
+    executor runs ``workers`` attempts at once whatever they declare; the Ray executor asks
+    the cluster for this much per attempt."""
+
+    cpus: float = 1.0
+    gpus: float = 0.0
+    memory_mb: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +264,7 @@ class Task:
         evaluator_digest: Digest of the evaluator command and the protected files.
         peer: For an OpenEvolve- or ShinkaEvolve-style task, its style and candidate program
             (the evaluator command runs dreamrsi's adapter); None otherwise.
+        resources: What one attempt needs of a worker host (``[resources]``).
     """
 
     name: str
@@ -250,6 +279,7 @@ class Task:
     digest: str = ""
     evaluator_digest: str = ""
     peer: PeerSpec | None = None
+    resources: Resources = field(default_factory=Resources)
 
     def _proposer_summary(self) -> dict[str, Any]:
         p = self.proposer
@@ -407,6 +437,7 @@ def _to_task(directory: Path, file: Path, spec: _TaskFile, proposer: ProposerSpe
         evaluator_digest=combine({"command": evaluator.command, **protected, **adapter,
                                   **verdict}),
         peer=peer,
+        resources=Resources(spec.resources.cpus, spec.resources.gpus, spec.resources.memory_mb),
     )
 
 
