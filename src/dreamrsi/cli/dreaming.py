@@ -34,10 +34,12 @@ from dreamrsi.cli.options import (
     DEFAULT_STORE,
     AcceptUnisolatedOpt,
     BaseUrlOpt,
+    ExecutorOpt,
     HistoryOpt,
     IsolationOpt,
     JsonOpt,
     ModelOpt,
+    RayAddressOpt,
     StoreOpt,
     TargetOpt,
     TaskArg,
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from dreamrsi.dreaming import DreamConfig
+    from dreamrsi.engine.executors import Executor
     from dreamrsi.store import RunStore
     from dreamrsi.tasks.spec import Task
 
@@ -147,6 +150,8 @@ def loop(
     survive: Annotated[bool, typer.Option(
         "--survive", help="Run a survival pass on each round's best node: only a node that "
         "survives counts as the loop's best (and its warm start).")] = False,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = None,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -158,6 +163,7 @@ def loop(
         from dreamrsi.cli.runs import say_notes
         from dreamrsi.dreaming import LoopConfig, make_author, run_loop
         from dreamrsi.dreaming.loop import LoopArm
+        from dreamrsi.engine.executors import make_executor
         from dreamrsi.errors import ConfigError, one_of
         from dreamrsi.policies.registry import parse_spec
         from dreamrsi.store import open_store
@@ -165,6 +171,7 @@ def loop(
 
         loaded = resolve_task(task)
         say_notes(loaded)
+        runner = make_executor(executor, ray_address)
         if resume is not None:
             given = sorted(name for name in ctx.params
                            if name not in _RESUME_OPTIONS and _given(ctx, name))
@@ -174,7 +181,8 @@ def loop(
             _resume_loop(loaded, resume, store, as_json, accept_unisolated,
                          {"model": options.code_model or model,
                           "base_url": options.code_base_url or base_url,
-                          "api_key_env": options.code_api_key_env}, (base_url, model))
+                          "api_key_env": options.code_api_key_env}, (base_url, model),
+                         runner)
             return
         defaults = _protocol_defaults(total_budget)
         settings = options.replay_settings(workers, None, per_round_budget, defaults)
@@ -195,7 +203,8 @@ def loop(
                                  base_url=options.code_base_url or base_url,
                                  api_key_env=options.code_api_key_env) if options.code else None
             report = run_loop(handle, loaded, config, observer,
-                              accept_unisolated_model_code=accept_unisolated, author=author)
+                              accept_unisolated_model_code=accept_unisolated, author=author,
+                              executor=runner)
             _record_policies(handle)
         if as_json:
             print_json(report.as_dict())
@@ -219,7 +228,8 @@ def _record_policies(handle: RunStore) -> None:
 
 
 _RESUME_OPTIONS = ("task", "resume", "store", "as_json", "accept_unisolated", "code_model",
-                   "code_base_url", "code_api_key_env", "base_url", "model")
+                   "code_base_url", "code_api_key_env", "base_url", "model", "executor",
+                   "ray_address")
 
 
 def _given(ctx: typer.Context, name: str) -> bool:
@@ -230,7 +240,7 @@ def _given(ctx: typer.Context, name: str) -> bool:
 
 def _resume_loop(task: Task, loop_id: str, store: Path, as_json: bool,
                  accept_unisolated: bool, model: dict[str, str | None],
-                 endpoint: tuple[str | None, str | None]) -> None:
+                 endpoint: tuple[str | None, str | None], executor: Executor) -> None:
     """``dreamrsi loop TASK --resume LOOP``: the stored loop of TASK, continued (a loop that
     dreams with code gets its agent from ``model``: the --code-* options; ``endpoint``:
     --base-url and --model, for this session's runs)."""
@@ -251,7 +261,7 @@ def _resume_loop(task: Task, loop_id: str, store: Path, as_json: bool,
         author = make_author(task, handle, **model) if codes else None
         report = resume_loop(handle, record.loop_id, observer,
                              accept_unisolated_model_code=accept_unisolated, author=author,
-                             base_url=endpoint[0], model=endpoint[1])
+                             base_url=endpoint[0], model=endpoint[1], executor=executor)
         _record_policies(handle)
     if as_json:
         print_json(report.as_dict())

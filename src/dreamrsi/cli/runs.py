@@ -28,10 +28,12 @@ from dreamrsi.cli.options import (
     POSITIVE_HELP,
     AcceptUnisolatedOpt,
     BaseUrlOpt,
+    ExecutorOpt,
     HistoryOpt,
     InfraFailuresOpt,
     JsonOpt,
     ModelOpt,
+    RayAddressOpt,
     RunArg,
     StoreOpt,
     TargetOpt,
@@ -85,6 +87,8 @@ def run(
     lessons: Annotated[bool, typer.Option(
         "--lessons/--no-lessons", help="Give proposers the task's ACTIVE lessons and its "
         "recipes (also off with the task's [proposer] lessons = false).")] = True,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = None,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -96,6 +100,7 @@ def run(
 
         from dreamrsi.cli._shared import err_console, visible
         from dreamrsi.engine import RunConfig, default_policy, start_run
+        from dreamrsi.engine.executors import make_executor
         from dreamrsi.knowledge.starts import record_recipes, run_knowledge
         from dreamrsi.policies.registry import parse_spec
         from dreamrsi.store import open_store
@@ -108,6 +113,7 @@ def run(
             isolation=isolation, target=target, history=history,
             max_infra_failures=max_infra_failures, base_url=base_url, model=model)
         RunConfig(**settings)  # a wrong setting is refused before the store is opened
+        runner = make_executor(executor, ray_address)
         loaded = resolve_task(task)
         say_notes(loaded)
         with open_store(store, writer=True, holder=f"run {loaded.name}") as handle:
@@ -119,7 +125,8 @@ def run(
             config = RunConfig(**settings, **known.settings)
             sigterm_as_interrupt()
             summary = _drive(lambda obs: start_run(
-                handle, loaded, config, obs, accept_unisolated_model_code=accept_unisolated),
+                handle, loaded, config, obs, accept_unisolated_model_code=accept_unisolated,
+                executor=runner),
                 as_json, budget)
             gate = (isolation, accept_unisolated) if survive else None
             code = _finish(handle, summary.run_id, as_json, gate)
@@ -140,20 +147,24 @@ def resume(run_id: RunArg, accept_unisolated: AcceptUnisolatedOpt = False,
                "--max-infra-failures", min=0, max=MAX_INT,
                help="Replace the run's limit of attempts in a row failing outside the "
                "candidate, for this session (0: never stop on them).")] = None,
+           executor: ExecutorOpt = "local", ray_address: RayAddressOpt = None,
            store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
     """Continue a run that was killed, interrupted or stopped by failures outside its
     candidates; in-flight attempts become `lost`."""
 
     def body() -> None:
         from dreamrsi.engine import resume_run
+        from dreamrsi.engine.executors import make_executor
         from dreamrsi.store import open_store
 
+        runner = make_executor(executor, ray_address)
         with open_store(store, writer=True, holder=f"resume {run_id}") as handle:
             sigterm_as_interrupt()
             record = handle.get_run(run_id)
             summary = _drive(lambda obs: resume_run(
                 handle, record.run_id, obs, accept_unisolated_model_code=accept_unisolated,
-                base_url=base_url, model=model, max_infra_failures=max_infra_failures),
+                base_url=base_url, model=model, max_infra_failures=max_infra_failures,
+                executor=runner),
                 as_json, record.config.get("budget"))
             _finish(handle, summary.run_id, as_json)
 

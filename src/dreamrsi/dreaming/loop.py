@@ -49,6 +49,7 @@ from dreamrsi.engine.config import (
     default_policy,
     with_endpoint,
 )
+from dreamrsi.engine.executors import Executor
 from dreamrsi.engine.run import new_run_id, resume_run, start_run
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, InfrastructureError, NotFound, one_of
@@ -267,12 +268,14 @@ RoundObserver = Callable[[RoundReport], None]
 def run_loop(store: RunStore, task: Task, config: LoopConfig,
              observer: RoundObserver | None = None, *,
              accept_unisolated_model_code: bool = False,
-             author: PolicyAuthor | None = None) -> LoopReport:
+             author: PolicyAuthor | None = None,
+             executor: Executor | None = None) -> LoopReport:
     """Run the loop to the end and return its report.
 
     ``accept_unisolated_model_code``: as :func:`~dreamrsi.engine.run.start_run` takes it,
     checked before the first round. ``author``: the policy-development agent of code
-    dreaming (``config.dream_settings().code``), which each dream then runs.
+    dreaming (``config.dream_settings().code``), which each dream then runs. ``executor``:
+    where its runs' attempts run (default: threads of this process).
 
     Raises:
         ConfigError: Code dreaming is on without an agent.
@@ -284,7 +287,7 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
                       accept_unisolated_model_code=accept_unisolated_model_code)
     loop_id = "l" + os.urandom(4).hex()
     driver = _Driver(store, task, config, loop_id, observer, accept_unisolated_model_code,
-                     author)
+                     author, executor)
     first = _first_dream(store, task, driver.policy, config, author)
     if first is not None:
         driver.policy, driver.why = first.selected, "before round 1, " + _why(first)
@@ -298,7 +301,7 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
 def resume_loop(store: RunStore, loop_id: str, observer: RoundObserver | None = None, *,
                 accept_unisolated_model_code: bool = False,
                 author: PolicyAuthor | None = None, base_url: str | None = None,
-                model: str | None = None) -> LoopReport:
+                model: str | None = None, executor: Executor | None = None) -> LoopReport:
     """Go on with a loop that stopped before its end (killed, interrupted, failed).
 
     Its settings are the stored ones. The rounds it recorded are taken as they are: a round
@@ -306,7 +309,8 @@ def resume_loop(store: RunStore, loop_id: str, observer: RoundObserver | None = 
     whose dream did not finish is dreamt again, and the loop goes on from the next round with
     what it had spent counted (under the total protocol, the budget left carries on).
     ``author``: as :func:`run_loop` takes it, for a loop that dreams with code. ``base_url``
-    and ``model`` override the stored ones for this session (its runs record them).
+    and ``model`` override the stored ones for this session (its runs record them);
+    ``executor``: where this session's attempts run.
 
     Raises:
         ConfigError: The loop finished, or its task changed since it started, or it dreams
@@ -331,7 +335,7 @@ def resume_loop(store: RunStore, loop_id: str, observer: RoundObserver | None = 
                       accept_unisolated_model_code=accept_unisolated_model_code)
     store.set_loop_status(record.loop_id, LoopStatus.RUNNING)
     driver = _Driver(store, task, config, record.loop_id, observer,
-                     accept_unisolated_model_code, author)
+                     accept_unisolated_model_code, author, executor)
     driver.overrides = overrides
     first_id = record.config.get("first_dream")
     if first_id:
@@ -346,8 +350,10 @@ class _Driver:
 
     def __init__(self, store: RunStore, task: Task, config: LoopConfig, loop_id: str,
                  observer: RoundObserver | None, accept: bool,
-                 author: PolicyAuthor | None = None) -> None:
+                 author: PolicyAuthor | None = None,
+                 executor: Executor | None = None) -> None:
         self.store, self.task, self.config, self.loop_id = store, task, config, loop_id
+        self.executor = executor
         self.observer, self.accept, self.author = observer, accept, author
         self.started = time.monotonic()
         self.policy = config.initial_policy()
@@ -411,12 +417,12 @@ class _Driver:
                 policy=self.policy, isolation=c.isolation,
                 start_from=self.best_node if c.warm_start else None, target=c.target,
                 history=c.history, base_url=c.base_url, model=c.model), run_id=run_id,
-                accept_unisolated_model_code=self.accept)
+                accept_unisolated_model_code=self.accept, executor=self.executor)
             return
         if run.status is not RunStatus.FINISHED:
             base_url, model = self.overrides
             resume_run(self.store, run_id, accept_unisolated_model_code=self.accept,
-                       base_url=base_url, model=model)
+                       base_url=base_url, model=model, executor=self.executor)
 
     def after_run(self, t: int, run_id: str, dream_id: str | None) -> bool:
         """Account round ``t``'s finished run, dream after it (unless ``dream_id`` names the

@@ -279,6 +279,52 @@ class WorkspaceRepo:
                     problems[commit] = problem
         return problems, sum(1 for v in memo.values() if v is None)
 
+    # -- shipping (the Ray executor) --------------------------------------------------------
+
+    def pack(self, commit: str, since: str | None = None) -> bytes:
+        """A git pack of ``commit``'s own objects (the commit, its trees, its files), leaving
+        out those of ``since``'s tree: what another repository holding ``since`` needs to
+        hold ``commit``. Ancestors are never walked, so a deep chain costs what one commit
+        does; an unchanged commit gives a pack of nothing.
+
+        Raises:
+            GitFailed: Not a commit id, or an object is missing.
+        """
+        for oid in (commit, since):
+            if oid is not None and not _is_object_id(oid):
+                raise GitFailed(f"{oid!r} is not a commit id (40 hex digits)")
+        listing = self._objects_of(commit)
+        if since is not None:
+            known = {line.split(b" ", 1)[0] for line in self._objects_of(since)}
+            listing = [line for line in listing if line.split(b" ", 1)[0] not in known]
+        return self._git_bytes(["pack-objects", "-q", "--stdout"], [],
+                               stdin=b"".join(line + b"\n" for line in listing))
+
+    def unpack(self, data: bytes) -> None:
+        """Add the objects of the pack ``data`` (from :meth:`pack`) to this repository; git
+        checks every object it writes. Objects already here are left as they are."""
+        if data:
+            self._git_bytes(["unpack-objects", "-q"], [], stdin=data)
+
+    def has_commit(self, commit: str) -> bool:
+        """Whether ``commit`` is here as a commit whose tree is here too (what a checkout
+        reads first; :meth:`unpack` writes trees and files before the commit)."""
+        if not _is_object_id(commit):
+            return False
+        proc = subprocess.run(["git", "cat-file", "-e", f"{commit}^{{tree}}"],
+                              cwd=self.git_dir.parent, env=self._env, capture_output=True,
+                              check=False)
+        return proc.returncode == 0
+
+    def keep(self, ref: str, commit: str) -> None:
+        """Point ``ref`` at ``commit`` (so it is never garbage-collected)."""
+        _objects.write_ref(self.git_dir, ref, commit)
+
+    def _objects_of(self, commit: str) -> list[bytes]:
+        """``git rev-list --objects --no-walk``: the commit and its tree's objects."""
+        out = self._git_bytes(["rev-list", "--objects", "--no-walk", commit], [])
+        return [line for line in out.split(b"\n") if line]
+
     # -- helpers ---------------------------------------------------------------------------
 
     def _commit_tree(self, folder: Path, index: Path, parent: str | None, message: str,
