@@ -190,17 +190,25 @@ def _world(case: Case, root: Path) -> Iterator[tuple[Path, Path, _Listeners, str
                 pass
 
 
-def run_case(case: Case, mode: str, root: Path) -> Verdict:
-    """Run one case in one isolation mode (``bwrap``: required; ``off``) and judge it."""
+def run_case(case: Case, mode: str, root: Path, executor: str = "local") -> Verdict:
+    """Run one case in one isolation mode (``bwrap``: required; ``off``) and judge it.
+
+    With ``executor="ray"`` the run's attempts are Ray tasks on a local Ray instance the run
+    starts, whose workers keep their attempts' folders where the case's ``work_root`` target
+    points (the driver's own work folder is then elsewhere).
+    """
     with _world(case, root) as (host, store, listeners, tag):
         task_dir = _build(case, root, host, listeners, store, tag)
         env = {**os.environ, **CANARIES, "DREAMRSI_STORE": str(store),
                "DREAMRSI_WORK_DIR": str(root / "work")}
+        if executor == "ray":
+            env |= {"DREAMRSI_RAY_CACHE": str(root / "work"),
+                    "DREAMRSI_WORK_DIR": str(root / "driver-work")}
         budget = str(case.task.get("budget", 2))
         workers = str(case.task.get("workers", 1))
         argv = [sys.executable, "-m", "dreamrsi", "run", str(task_dir), "--budget", budget,
                 "--workers", workers, "--isolation", "required" if mode == "bwrap" else "off",
-                "--store", str(store), "--json"]
+                "--store", str(store), "--json", "--executor", executor]
         escapes: list[str] = []
         try:
             done = subprocess.run(argv, env=env, capture_output=True, text=True,

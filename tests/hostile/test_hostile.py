@@ -30,6 +30,23 @@ def test_hostile_case(case: Case, mode: str, tmp_path: Path) -> None:
         f"{verdict.escapes}")
 
 
+RAY_CASES = ("env-secrets", "other-workspaces")
+"""The cases run through the Ray executor too, where a Ray worker differs from the local
+engine: the secrets in the worker's environment, and the other attempts' folders on the
+worker host (each run starts a Ray instance of its own, about 20 s; the whole corpus would
+cost ten minutes more, and the rest of it exercises the same sandbox code on either)."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", RAY_CASES)
+def test_hostile_case_on_ray_workers(name: str, tmp_path: Path) -> None:
+    assert shutil.which("bwrap"), "bubblewrap is required: apt-get install bubblewrap"
+    case = next(c for c in CASES if c.name == name)
+    verdict = run_case(case, "bwrap", tmp_path / "world", executor="ray")
+    assert verdict.ran, f"{case.name}: the attack never ran, so the case proves nothing"
+    assert verdict.label == "contained", f"{case.name} on Ray: {verdict.escapes}"
+
+
 def test_every_case_is_contained_under_bubblewrap() -> None:
     assert len(CASES) >= 20
     assert all(c.expect["bwrap"] == "contained" for c in CASES)
