@@ -248,3 +248,66 @@ def test_a_ray_address_with_nothing_listening_is_a_clear_error(make_task: TaskFa
     assert "cannot start or join Ray at 127.0.0.1:1" in done.stderr, done.stderr
     with SqliteRunStore.open(store) as reader:
         assert reader.list_runs() == []  # refused before anything was recorded
+
+
+READS_ELITE = """
+import json, os
+ctx = json.load(open(os.environ["DREAM_CONTEXT"]))
+v = float(open("value.txt").read())
+open("value.txt", "w").write(repr(v + 1))
+for elite in ctx["history"]:
+    seen = open(os.path.join(elite["workspace"], "value.txt")).read()
+    print(f"PLAN: the elite {elite['node_id']} holds {seen}")
+"""
+
+
+def test_proposers_on_ray_read_the_history_as_local_ones_do(
+        ray_local: object, make_task: TaskFactory, tmp_path: Path) -> None:
+    task = load_task(make_task(propose=READS_ELITE, extra_toml=RESOURCES))
+    plans = {}
+    for kind in ("local", "ray"):
+        with SqliteRunStore.open(tmp_path / kind, writer=True, holder="test") as store:
+            start_run(store, task, RunConfig(budget=1, workers=1, seed=3),
+                      run_id=f"rfirst{kind}")  # the elite: its node 1 holds 1.0
+            summary = start_run(store, task, RunConfig(budget=2, workers=2, seed=4, history=1),
+                                executor=make_executor(kind))
+            nodes = store.nodes(summary.run_id)
+            plans[kind] = [(n.status, n.plan) for n in nodes[1:]]
+    assert plans["ray"][0] == (NodeStatus.OK, "the elite rfirstray-1 holds 1.0")
+    assert plans["ray"] == [(s, p.replace("rfirstlocal", "rfirstray")) for s, p in
+                            plans["local"]]
+
+
+@pytest.mark.slow
+def test_kill_dash_nine_of_the_driver_then_resume_on_ray(tmp_path: Path,
+                                                         make_task: TaskFactory) -> None:
+    from tests.engine.test_resume import SLOW_PROPOSE, dreamrsi, wait_for_nodes
+
+    task = make_task(propose=SLOW_PROPOSE)
+    store = tmp_path / "store"
+    env = {**os.environ, "DREAMRSI_RAY_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.Popen(dreamrsi("run", str(task), "--budget", "6", "--workers", "2",
+                                     "--policy", "fixed:branches=2,refine=20",
+                                     "--executor", "ray", store=store),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    run_id = wait_for_nodes(store, 3, timeout=120)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    with SqliteRunStore.open(store) as reader:
+        before = {n.node_id: n for n in reader.nodes(run_id)}
+        in_flight = {a.node_id for a in reader.in_flight(run_id)}
+    assert in_flight
+
+    done = subprocess.run(dreamrsi("resume", run_id, "--executor", "ray", "--json",
+                                   store=store), capture_output=True, text=True, timeout=180,
+                          env=env)
+    assert done.returncode == 0, done.stderr
+    with SqliteRunStore.open(store) as reader:
+        nodes = reader.nodes(run_id)
+        after = {n.node_id: n for n in nodes}
+        assert all(repr(after[k]) == repr(v) for k, v in before.items())
+        assert {n.node_id for n in nodes if n.status is NodeStatus.LOST} == in_flight
+        assert sum(1 for n in nodes if not n.is_root and n.status.is_finished()) == 6
+        assert reader.get_run(run_id).status.value == "finished"
+        assert reader.verify(run_id).ok
+        _commits_hold(reader, run_id)
