@@ -34,9 +34,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import reference_loop, write_section  # noqa: E402
-
 import dreamrsi.engine.run as engine_run  # noqa: E402
+from _report import reference_loop, write_section  # noqa: E402
 from dreamrsi.engine import RunConfig, start_run  # noqa: E402
 from dreamrsi.engine.executors import Executor, LocalExecutor  # noqa: E402
 from dreamrsi.engine.ray_executor import RayExecutor  # noqa: E402

@@ -20,7 +20,7 @@ import pytest
 from dreamrsi.core.model import NodeStatus
 from dreamrsi.engine import RunConfig, start_run
 from dreamrsi.engine.attempt import AttemptSpec
-from dreamrsi.engine.executors import make_executor
+from dreamrsi.engine.executor_kinds import make_executor
 from dreamrsi.engine.ray_executor import RayExecutor
 from dreamrsi.engine.ray_worker import run_shipped
 from dreamrsi.engine.shipping import ShippedAttempt, ShippedTask, task_archive

@@ -163,7 +163,7 @@ def loop(
         from dreamrsi.cli.runs import say_notes
         from dreamrsi.dreaming import LoopConfig, make_author, run_loop
         from dreamrsi.dreaming.loop import LoopArm
-        from dreamrsi.engine.executors import make_executor
+        from dreamrsi.engine.executor_kinds import make_executor
         from dreamrsi.errors import ConfigError, one_of
         from dreamrsi.policies.registry import parse_spec
         from dreamrsi.store import open_store

@@ -100,7 +100,7 @@ def run(
 
         from dreamrsi.cli._shared import err_console, visible
         from dreamrsi.engine import RunConfig, default_policy, start_run
-        from dreamrsi.engine.executors import make_executor
+        from dreamrsi.engine.executor_kinds import make_executor
         from dreamrsi.knowledge.starts import record_recipes, run_knowledge
         from dreamrsi.policies.registry import parse_spec
         from dreamrsi.store import open_store
@@ -154,7 +154,7 @@ def resume(run_id: RunArg, accept_unisolated: AcceptUnisolatedOpt = False,
 
     def body() -> None:
         from dreamrsi.engine import resume_run
-        from dreamrsi.engine.executors import make_executor
+        from dreamrsi.engine.executor_kinds import make_executor
         from dreamrsi.store import open_store
 
         runner = make_executor(executor, ray_address)

@@ -5,7 +5,8 @@ every attempt of the session shares), takes attempts with :meth:`Executor.submit
 back a future of each one's outcome; the engine, the single writer, records each outcome as it
 arrives, whichever executor ran it. :class:`LocalExecutor` runs them on W threads of this
 process (each attempt's commands in this host's sandbox); ``RayExecutor``
-(:mod:`dreamrsi.engine.ray_executor`) runs each one as a Ray task on a cluster's hosts.
+(:mod:`dreamrsi.engine.ray_executor`) runs each one as a Ray task on a cluster's hosts;
+:func:`dreamrsi.engine.executor_kinds.make_executor` makes the one ``--executor`` names.
 
 An executor's future never fails for an attempt's sake: what goes wrong with one attempt
 (its commands, its worker process, its host) is data on its node. It fails only with a
@@ -22,16 +23,12 @@ from typing import Protocol
 
 from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, Attempts, AttemptSpec
 from dreamrsi.engine.recording import attempt_safely
-from dreamrsi.errors import ConfigError
 from dreamrsi.sandbox import IsolationMode
 from dreamrsi.store.blobs import Blobs
 from dreamrsi.tasks.spec import Task
 from dreamrsi.workspace.git import WorkspaceRepo
 
-__all__ = ["EXECUTORS", "AttemptJob", "Executor", "LocalExecutor", "make_executor"]
-
-EXECUTORS = ("local", "ray")
-"""The executors ``--executor`` names."""
+__all__ = ["AttemptJob", "Executor", "LocalExecutor"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,21 +132,3 @@ class LocalExecutor:
         if own is not None:
             own.close()
 
-
-def make_executor(kind: str = "local", address: str | None = None) -> Executor:
-    """The executor ``--executor`` names: ``local``, or ``ray`` on the cluster at
-    ``address`` (``auto``, ``HOST:PORT``, ``ray://HOST:PORT``; None: a local Ray instance).
-
-    Raises:
-        ConfigError: An unknown executor, or an address given to the local one.
-    """
-    if kind == "local":
-        if address is not None:
-            raise ConfigError("--ray-address needs --executor ray", key="executor")
-        return LocalExecutor()
-    if kind == "ray":
-        from dreamrsi.engine.ray_executor import RayExecutor
-
-        return RayExecutor(address)
-    raise ConfigError(f"unknown executor {kind!r}", key="executor",
-                      expected=" | ".join(EXECUTORS))

@@ -21,18 +21,20 @@ import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dreamrsi.core.model import Cost, Node, NodeStatus
 from dreamrsi.engine.attempt import AttemptOutcome, AttemptSpec
 from dreamrsi.engine.commands import cut_reason
-from dreamrsi.engine.executors import AttemptJob
-from dreamrsi.engine.ray_cluster import connect
+from dreamrsi.engine.ray_cluster import connect, ray_module
 from dreamrsi.engine.ray_worker import run_shipped
 from dreamrsi.engine.shipping import ShippedAttempt, ShippedResult, ShippedTask, task_archive
 from dreamrsi.errors import ConfigError, StoreError
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.tasks.spec import Resources
+
+if TYPE_CHECKING:
+    from dreamrsi.engine.executors import AttemptJob
 
 __all__ = ["RayExecutor", "attempt_options"]
 
@@ -55,9 +57,7 @@ def attempt_options(resources: Resources) -> dict[str, Any]:
 
 def _remote_attempt(job: ShippedTask, attempt: ShippedAttempt) -> ShippedResult:
     """The Ray task: fetch what this host lacks, run the attempt here."""
-    import ray
-
-    return run_shipped(job, attempt, ray.get)
+    return run_shipped(job, attempt, ray_module().get)
 
 
 class RayExecutor:
