@@ -164,7 +164,7 @@ task = load_task(sys.argv[1])
 key, archive = task_archive(task)
 spec = AttemptSpec("rnobwrap-0", "rnobwrap", 0, 0, None, "0" * 40, {"seed": 1})
 result = run_shipped(ShippedTask(key, task, IsolationMode.REQUIRED, [archive]),
-                     ShippedAttempt(spec, [b""], (), None))
+                     ShippedAttempt(spec, [("0" * 40, [b""])], (), None))
 node = result.outcome.node
 print(node.status.value, [e.cmd for e in result.outcome.events])
 print(node.feedback)
@@ -205,7 +205,7 @@ def test_a_worker_host_fetches_a_workspace_once(make_task: TaskFactory, tmp_path
     job = ShippedTask(key, task, IsolationMode.AUTO, [archive])
     for seq in (1, 2):
         spec = AttemptSpec(f"rcache-{seq}", "rcache", seq, 1, None, commit, {"seed": seq})
-        result = run_shipped(job, ShippedAttempt(spec, [pack], (), 30.0), fetch)
+        result = run_shipped(job, ShippedAttempt(spec, [(commit, [pack])], (), 30.0), fetch)
         assert result.outcome.node.status is NodeStatus.OK, result.outcome.node.feedback
         assert result.outcome.node.score == 0.0
     assert fetched == [archive, pack]  # the second attempt found both on the host

@@ -20,6 +20,7 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -40,8 +41,12 @@ __all__ = ["RayExecutor", "attempt_options"]
 
 logger = logging.getLogger(__name__)
 
-_PACKS_KEPT = 1024
-"""Workspace packs the driver keeps in the object store (the most recent parents)."""
+_PACKS_KEPT = 4096
+"""Workspace packs the driver keeps in the object store (the most recent commits)."""
+_CHAIN = 16
+"""Most packs one workspace is shipped as: a full pack of an ancestor's commit, then the
+objects each later commit added (what its worker shipped back). A longer chain gets a full
+pack of the commit itself."""
 _POLL_S = 0.2
 
 
@@ -55,9 +60,11 @@ def attempt_options(resources: Resources) -> dict[str, Any]:
     return options
 
 
-def _remote_attempt(job: ShippedTask, attempt: ShippedAttempt) -> ShippedResult:
-    """The Ray task: fetch what this host lacks, run the attempt here."""
-    return run_shipped(job, attempt, ray_module().get)
+def _remote_attempt(job: ShippedTask, attempt: ShippedAttempt) -> tuple[ShippedResult, bytes]:
+    """The Ray task: fetch what this host lacks, run the attempt here. The new commit's pack
+    is a second return, so it stays in the object store to ship to the next hosts as is."""
+    result = run_shipped(job, attempt, ray_module().get)
+    return replace(result, pack=b""), result.pack
 
 
 class RayExecutor:
@@ -78,7 +85,7 @@ class RayExecutor:
         self._job: AttemptJob | None = None
         self._shipped: Any = None
         self._remote: Any = None
-        self._packs: OrderedDict[str, Any] = OrderedDict()
+        self._packs: OrderedDict[str, tuple[str | None, Any]] = OrderedDict()
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
 
@@ -101,7 +108,7 @@ class RayExecutor:
         self._ray, self._job = ray, job
         self._shipped = ray.put(ShippedTask(key, job.task, job.isolation, [ray.put(archive)]))
         self._remote = ray.remote(_remote_attempt).options(
-            **attempt_options(job.task.resources))
+            num_returns=2, **attempt_options(job.task.resources))
         self._pool = ThreadPoolExecutor(job.workers + 1, thread_name_prefix="ray-attempt")
 
     def submit(self, spec: AttemptSpec) -> Future[AttemptOutcome]:
@@ -127,11 +134,10 @@ class RayExecutor:
         assert job is not None and ray is not None  # open() ran
         started = time.monotonic()
         shipped = ShippedAttempt(
-            spec, [self._pack(spec.commit)],
-            tuple((node_id, commit, [self._pack(commit)])
-                  for node_id, commit, _ in job.history),
+            spec, self._chain(spec.commit),
+            tuple((node_id, commit, self._chain(commit)) for node_id, commit, _ in job.history),
             None if job.deadline is None else max(0.0, job.deadline - time.monotonic()))
-        ref = self._remote.remote(self._shipped, shipped)
+        ref, pack_ref = self._remote.remote(self._shipped, shipped)
         while True:
             ready, _ = ray.wait([ref], timeout=_POLL_S)
             if ready:
@@ -140,16 +146,17 @@ class RayExecutor:
                 ray.cancel(ref, force=True)
                 return _lost(spec, started, cut_reason(job.cancel))
         try:
-            result: ShippedResult = ray.get(ref)
+            result: ShippedResult = replace(ray.get(ref), pack=ray.get(pack_ref))
         except ray.exceptions.RayTaskError as exc:  # the worker's code raised: its error
             return _failed(spec, started, NodeStatus.ERROR,
                            f"the attempt's Ray task failed: {_first_line(exc)}")
         except ray.exceptions.RayError as exc:  # the worker or its host went away
             return _lost(spec, started, f"its Ray worker was lost ({type(exc).__name__}: "
                          f"{_first_line(exc)}); it may be retried")
-        return self._land(spec, result, started)
+        return self._land(spec, result, started, pack_ref)
 
-    def _land(self, spec: AttemptSpec, result: ShippedResult, started: float) -> AttemptOutcome:
+    def _land(self, spec: AttemptSpec, result: ShippedResult, started: float,
+              pack_ref: Any = None) -> AttemptOutcome:
         """Put the result's objects and blobs in the store's repository and blobs; an
         ``error`` in the attempt's place when they do not hold what it names."""
         job = self._job
@@ -170,26 +177,49 @@ class RayExecutor:
                 if not job.repo.has_commit(node.commit):
                     raise StoreError(f"commit {node.commit} did not arrive")
                 job.repo.keep(f"refs/dreamrsi/nodes/{node.node_id}", node.commit)
+                if pack_ref is not None:
+                    self._remember(node.commit, spec.commit, pack_ref)
         except StoreError as exc:
             return _failed(spec, started, NodeStatus.ERROR, "the result shipped back from "
                            f"worker host {result.host} cannot be kept: {exc}")
         return result.outcome
 
-    def _pack(self, commit: str) -> Any:
-        """The object reference of ``commit``'s pack, made once while it stays recent."""
+    def _chain(self, commit: str) -> list[tuple[str, list[Any]]]:
+        """How ``commit`` is shipped: its packs, newest first, down to a full pack (a host
+        unpacks those below the first commit it has, oldest first). Each pack is made once:
+        a commit a worker made travels as the pack that worker sent back."""
+        chain: list[tuple[str, list[Any]]] = []
+        current: str | None = commit
+        while current is not None:
+            with self._lock:
+                found = self._packs.get(current)
+                if found is not None:
+                    self._packs.move_to_end(current)
+            if found is None or len(chain) + 1 >= _CHAIN:
+                chain.append((current, [self._full_pack(current)]))
+                break
+            chain.append((current, [found[1]]))
+            current = found[0]
+        return chain
+
+    def _full_pack(self, commit: str) -> Any:
+        """A pack of all of ``commit``'s objects, put in the object store once."""
         ray, job = self._ray, self._job
         assert ray is not None and job is not None
         with self._lock:
             found = self._packs.get(commit)
-            if found is not None:
-                self._packs.move_to_end(commit)
-                return found
+            if found is not None and found[0] is None:
+                return found[1]
         ref = ray.put(job.repo.pack(commit))
+        self._remember(commit, None, ref)
+        return ref
+
+    def _remember(self, commit: str, since: str | None, ref: Any) -> None:
         with self._lock:
-            self._packs[commit] = ref
+            self._packs[commit] = (since, ref)
+            self._packs.move_to_end(commit)
             while len(self._packs) > _PACKS_KEPT:
                 self._packs.popitem(last=False)
-        return ref
 
 
 def _check_fits(ray: ModuleType, resources: Resources) -> None:

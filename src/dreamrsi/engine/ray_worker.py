@@ -74,7 +74,7 @@ def run_shipped(job: ShippedTask, attempt: ShippedAttempt,
                                 f"bubblewrap, and {problem}; nothing ran")
         cache = _Cache(cache_root())
         task = cache.task(job, fetch)
-        cache.workspace(spec.commit, attempt.workspace, fetch)
+        cache.workspace(attempt.workspace, fetch)
         readable, context = cache.history(spec, attempt, fetch)
         blobs = _KeptBlobs()
         deadline = None if attempt.time_left_s is None \
@@ -105,6 +105,8 @@ class _Cache:
         self.repo = WorkspaceRepo.open(root / "repo.git")
         self.work = root / "work"
         self.work.mkdir(exist_ok=True)
+        self.have = root / "have"  # a file per commit whose objects are all here
+        self.have.mkdir(exist_ok=True)
 
     def task(self, job: ShippedTask, fetch: Fetch) -> Task:
         """The task with its folders pointed at this host's copy (extracted once)."""
@@ -127,10 +129,17 @@ class _Cache:
         """The trusted copy of the protected files of the task shipped as ``key``."""
         return self.root / "trusted" / key
 
-    def workspace(self, commit: str, ref: list[Any], fetch: Fetch) -> None:
-        """Make ``commit`` readable here, unpacking its pack unless this host has it."""
-        if not self.repo.has_commit(commit):
-            self.repo.unpack(fetch(ref[0]))
+    def workspace(self, chain: list[tuple[str, list[Any]]], fetch: Fetch) -> None:
+        """Make the first commit of ``chain`` readable here: unpack the packs of the commits
+        above the first one this host has, oldest first (none when it has the first)."""
+        missing = []
+        for commit, ref in chain:
+            if (self.have / commit).exists():
+                break
+            missing.append((commit, ref[0]))
+        for commit, ref in reversed(missing):
+            self.repo.unpack(fetch(ref))  # objects already here are skipped, missing added
+            (self.have / commit).touch()  # after the whole pack: a cut unpack is redone
 
     def history(self, spec: AttemptSpec, attempt: ShippedAttempt,
                 fetch: Fetch) -> tuple[tuple[Path, ...], dict[str, Any]]:
@@ -141,10 +150,10 @@ class _Cache:
             return (), context
         folder = self.root / "history" / spec.run_id
         entries = [dict(e) for e in context.get("history", [])]
-        for index, (node_id, commit, ref) in enumerate(attempt.history):
+        for index, (node_id, commit, chain) in enumerate(attempt.history):
             dest = folder / node_id
             if not dest.is_dir():
-                self.workspace(commit, ref, fetch)
+                self.workspace(chain, fetch)
                 with _beside(dest) as tmp:
                     tmp.rmdir()
                     calls: list[GitCall] = []

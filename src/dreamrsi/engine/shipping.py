@@ -3,9 +3,10 @@
 Everything here is plain data that pickles: no store, no open file. Large parts travel as
 Ray objects the worker fetches only when its host lacks them (held in one-element lists,
 which Ray does not resolve on its own): the task's files (an archive named by its SHA-256,
-extracted once per host) and each workspace (a git pack of one commit's objects, named by the
-commit id, unpacked once per host). Back comes the outcome with a pack of the new commit's
-objects and the blobs its ledger rows name.
+extracted once per host) and each workspace (git packs named by their commit ids, unpacked
+once per host: a full pack of an ancestor's objects, then what each later commit added).
+Back comes the outcome with a pack of the new commit's objects and the blobs its ledger rows
+name.
 """
 
 from __future__ import annotations
@@ -58,15 +59,18 @@ class ShippedAttempt:
 
     Attributes:
         spec: The attempt, as the local executor gets it.
-        workspace: One reference to the pack of ``spec.commit``.
-        history: The elites a proposer may read: node id, commit and one reference to the
-            commit's pack, in the order of the context's ``history``.
+        workspace: How ``spec.commit`` is shipped: commits with one reference each to a pack,
+            newest first; the last pack holds all of its commit's objects, each other one
+            what its commit added to the next one's (a host unpacks those above the first
+            commit it already has, oldest first).
+        history: The elites a proposer may read: node id, commit and how that commit is
+            shipped, in the order of the context's ``history``.
         time_left_s: What the run's wall time leaves (the worker's clock is its own), or None.
     """
 
     spec: AttemptSpec
-    workspace: list[Any]
-    history: tuple[tuple[str, str, list[Any]], ...]
+    workspace: list[tuple[str, list[Any]]]
+    history: tuple[tuple[str, str, list[tuple[str, list[Any]]]], ...]
     time_left_s: float | None
 
 
