@@ -148,8 +148,9 @@ class RayExecutor:
         try:
             result: ShippedResult = replace(ray.get(ref), pack=ray.get(pack_ref))
         except ray.exceptions.RayTaskError as exc:  # the worker's code raised: its error
-            return _failed(spec, started, NodeStatus.ERROR,
-                           f"the attempt's Ray task failed: {_first_line(exc)}")
+            cause = getattr(exc, "cause", None) or exc
+            return _failed(spec, started, NodeStatus.ERROR, "the attempt's Ray task failed: "
+                           f"{type(cause).__name__}: {_first_line(cause)}")
         except ray.exceptions.RayError as exc:  # the worker or its host went away
             return _lost(spec, started, f"its Ray worker was lost ({type(exc).__name__}: "
                          f"{_first_line(exc)}); it may be retried")
