@@ -130,7 +130,7 @@ def _ray_worker_above(pid: int) -> int | None:
 def test_a_killed_worker_is_a_lost_attempt_and_the_run_goes_on(
         ray_local: object, make_task: TaskFactory, tmp_path: Path) -> None:
     task = load_task(make_task(propose=KILLABLE))
-    run_id = "rkill0001"
+    run_id = "rkill" + os.urandom(4).hex()  # unique: the hosts' caches are shared
     done, killed = threading.Event(), []
     watcher = threading.Thread(target=_kill_worker_of, args=(f"{run_id}-2/", done, killed))
     watcher.start()
@@ -265,17 +265,17 @@ def test_proposers_on_ray_read_the_history_as_local_ones_do(
         ray_local: object, make_task: TaskFactory, tmp_path: Path) -> None:
     task = load_task(make_task(propose=READS_ELITE, extra_toml=RESOURCES))
     plans = {}
+    tag = os.urandom(4).hex()  # unique run ids: the hosts' caches are shared
     for kind in ("local", "ray"):
         with SqliteRunStore.open(tmp_path / kind, writer=True, holder="test") as store:
             start_run(store, task, RunConfig(budget=1, workers=1, seed=3),
-                      run_id=f"rfirst{kind}")  # the elite: its node 1 holds 1.0
+                      run_id=f"r{kind}{tag}")  # the elite: its node 1 holds 1.0
             summary = start_run(store, task, RunConfig(budget=2, workers=2, seed=4, history=1),
                                 executor=make_executor(kind))
             nodes = store.nodes(summary.run_id)
             plans[kind] = [(n.status, n.plan) for n in nodes[1:]]
-    assert plans["ray"][0] == (NodeStatus.OK, "the elite rfirstray-1 holds 1.0")
-    assert plans["ray"] == [(s, p.replace("rfirstlocal", "rfirstray")) for s, p in
-                            plans["local"]]
+    assert plans["ray"][0] == (NodeStatus.OK, f"the elite rray{tag}-1 holds 1.0")
+    assert plans["ray"] == [(s, p.replace("rlocal", "rray")) for s, p in plans["local"]]
 
 
 @pytest.mark.slow
