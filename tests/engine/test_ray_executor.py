@@ -311,3 +311,14 @@ def test_kill_dash_nine_of_the_driver_then_resume_on_ray(tmp_path: Path,
         assert reader.get_run(run_id).status.value == "finished"
         assert reader.verify(run_id).ok
         _commits_hold(reader, run_id)
+
+
+def test_a_task_asking_more_than_the_cluster_has_is_refused_before_its_run(
+        ray_local: object, make_task: TaskFactory, tmp_path: Path) -> None:
+    from dreamrsi.errors import ConfigError
+
+    task = load_task(make_task(extra_toml="[resources]\ncpus = 1\ngpus = 1\n"))
+    with SqliteRunStore.open(tmp_path / "store", writer=True, holder="test") as store:
+        with pytest.raises(ConfigError, match=r"GPU 1 \(the cluster has 0\)"):
+            start_run(store, task, RunConfig(budget=2), executor=RayExecutor())
+        assert store.list_runs() == []
