@@ -35,6 +35,57 @@ def run_list(handle: RunStore) -> list[dict[str, Any]]:
     return runs
 
 
+def run_page(handle: RunStore, *, offset: int = 0,
+             limit: int = 50) -> tuple[int, list[dict[str, Any]]]:
+    """A page of the store's runs, newest first (the dashboard's list), each as
+    :func:`run_list` shows it; with how many runs there are. Only the page's runs are
+    summarised."""
+    from dreamrsi.engine import queries
+    from dreamrsi.survival.queries import node_verdict
+
+    records = handle.list_runs()
+    page = records[::-1][offset:offset + limit]
+    rows = []
+    for run in page:
+        r = queries.run_summary(handle, run)
+        r["survival"] = node_verdict(handle, r["run_id"], r["best_node"])
+        rows.append(r)
+    return len(records), rows
+
+
+def loop_page(handle: RunStore, *, offset: int = 0,
+              limit: int = 50) -> tuple[int, list[dict[str, Any]]]:
+    """A page of the store's recursive loops, newest first: arm, seed, status, rounds, and
+    what their runs spent and found (the best score of any round, its node and verdict)."""
+    from dreamrsi.engine import queries
+    from dreamrsi.survival.queries import node_verdict
+
+    loops = list(handle.list_loops())[::-1]
+    rows = []
+    for loop in loops[offset:offset + limit]:
+        task = handle.get_task(loop.task_digest)
+        runs = [queries.run_summary(handle, handle.get_run(r.run_id))
+                for r in handle.loop_rounds(loop.loop_id)]
+        scored = [r for r in runs if r["best_score"] is not None]
+        top = (max(scored, key=lambda r: r["best_score"] * (1 if r["direction"] == "maximize"
+                                                             else -1)) if scored else None)
+        rows.append({
+            "loop_id": loop.loop_id, "task": task.name, "arm": loop.arm,
+            "seed": loop.config.get("seed"), "status": loop.status,
+            "created_at": loop.created_at, "rounds": len(runs),
+            "rounds_planned": loop.config.get("rounds"), "runs": [r["run_id"] for r in runs],
+            "policy": runs[-1]["policy"] if runs else loop.config.get("initial"),
+            "attempts": sum(r["attempts"] for r in runs),
+            "tokens_in": sum(r["tokens_in"] for r in runs),
+            "tokens_out": sum(r["tokens_out"] for r in runs),
+            "money_usd": sum(r["money_usd"] for r in runs),
+            "best_score": None if top is None else top["best_score"],
+            "best_node": None if top is None else top["best_node"],
+            "survival": None if top is None else node_verdict(handle, top["run_id"],
+                                                             top["best_node"])})
+    return len(loops), rows
+
+
 def run_result(handle: RunStore, run_id: str) -> dict[str, Any]:
     """A finished (or stopped) run's summary with its models' totals (what ``run --json``
     prints before the ledger head)."""

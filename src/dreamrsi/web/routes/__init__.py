@@ -1,0 +1,19 @@
+"""The dashboard's routers, included by ``create_app`` in this order (one line per router)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from dreamrsi.web.events import router as events
+from dreamrsi.web.routes.curves import router as curves
+from dreamrsi.web.routes.ledger import router as ledger
+from dreamrsi.web.routes.pages import router as pages
+from dreamrsi.web.routes.runs import router as runs
+
+ROUTERS: list[APIRouter] = [
+    runs,
+    curves,
+    ledger,
+    events,
+    pages,
+]
