@@ -31,6 +31,7 @@ LAYERS = {
     "views": 5.5,  # the JSON views of a store that the cli and the mcp server share
     "cli": 6,
     "mcp_server": 6,  # the MCP face: tools calling the services the cli calls
+    "web": 6,  # the dashboard: routes reading the views and the services the cli calls
     "testing": 6,
     "__init__": 7,
     "__main__": 7,

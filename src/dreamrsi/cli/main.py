@@ -39,6 +39,7 @@ from dreamrsi.cli import (
     repo,
     repo_work,
     runs,
+    serve,
     survival,
     tasks,
 )
@@ -109,7 +110,8 @@ _COMMANDS: dict[str, Callable[..., None]] = {
     "run": runs.run, "resume": runs.resume, "dream": dreaming.dream, "loop": dreaming.loop,
     "policies": dreaming.policies, "replay": dreaming.replay, "status": runs.status,
     "show": runs.show, "best": runs.best, "survive": survival.survive, "tasks": tasks.tasks,
-    "mcp": mcp.mcp, **repo.COMMANDS, **repo_work.COMMANDS, "learn": learn.learn,
+    "mcp": mcp.mcp, "serve": serve.serve, **repo.COMMANDS, **repo_work.COMMANDS,
+    "learn": learn.learn,
 }
 """The top-level commands, in the order ``--help`` lists them."""
 

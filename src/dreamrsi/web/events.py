@@ -3,7 +3,8 @@
 :class:`ChangeWatch` keeps a version number that goes up when the store's content does. It asks
 SQLite at most once per :data:`INTERVAL_S` whatever the number of clients: ``PRAGMA
 data_version`` (which moves when another connection commits) and, only when that moved, a
-fingerprint of the tables (each table's largest rowid and the runs' statuses), so a heartbeat
+fingerprint of the tables (each table's largest rowid, the runs' statuses and stop
+reasons), so a heartbeat
 that changes nothing a page shows does not wake the pages. ``GET /api/events`` streams the
 version as server-sent events; ``GET /api/version`` answers it once, for clients that poll.
 """
@@ -70,7 +71,8 @@ class ChangeWatch:
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
                 "'sqlite_%' AND sql NOT LIKE '%WITHOUT ROWID%' ORDER BY name")]
         with_rows = ", ".join(f'(SELECT max(rowid) FROM "{t}")' for t in self._tables)
-        statuses = "(SELECT group_concat(status) FROM runs)" if "runs" in self._tables else "0"
+        statuses = ("(SELECT group_concat(status || ':' || coalesce(stop_reason, ''), ' ') "
+                    "FROM runs)" if "runs" in self._tables else "0")
         row = self._conn.execute(f"SELECT {with_rows or '0'}, {statuses}").fetchone()
         return tuple(row)
 
