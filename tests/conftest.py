@@ -158,3 +158,9 @@ def ray_local() -> Iterator[object]:
     ray = connect(num_cpus=2)
     yield ray
     ray.shutdown()  # type: ignore[attr-defined]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--screenshots", metavar="DIR", default=None,
+                     help="Save the dashboard's browser-test screenshots in DIR (default: the "
+                          "tests' temporary folder).")

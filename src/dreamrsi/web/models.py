@@ -109,9 +109,8 @@ class RunDetail(BaseModel):
 
 
 class TreeNode(BaseModel):
-    """A node as the tree draws it."""
+    """A node as the tree draws it (``GET /api/runs/{run_id}/nodes/{node}`` has the rest)."""
 
-    model_config = _OPEN
     node_id: str
     parent_id: str | None
     seq: int

@@ -37,6 +37,12 @@ def curves_page() -> FileResponse:
     return page("curves")
 
 
+@router.get("/favicon.ico")
+def favicon() -> FileResponse:
+    """The icon browsers ask for by themselves."""
+    return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
+
+
 @router.get("/ledger")
 def ledger_page() -> FileResponse:
     """A chain's rows, filtered, with its head and its check."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
 
-from dreamrsi.web.models import LoopPage, NodeDetail, RunDetail, RunPage, TreePage
+from dreamrsi.web.models import LoopPage, NodeDetail, RunDetail, RunPage, TreeNode, TreePage
 
 router = APIRouter(tags=["runs"])
 
@@ -63,7 +64,7 @@ def tree(request: Request, run_id: str, offset: Offset = 0,
          limit: Annotated[int, Query(ge=1, le=TREE_PAGE)] = TREE_PAGE,
          branch: Annotated[int | None, Query(ge=0, description="One branch's nodes only "
                                                                "(0: the root).")] = None
-         ) -> dict[str, Any]:
+         ) -> JSONResponse:
     """A page of a run's nodes in branch order (id, parent, depth, branch, score, status):
     all of them, or one branch's; ``total`` counts the nodes selected."""
     from dreamrsi.views import tree_nodes
@@ -75,7 +76,13 @@ def tree(request: Request, run_id: str, offset: Offset = 0,
         items = list(tree_nodes(store, run_id, branch=branch, offset=offset, limit=limit))
     sizes = {0: 1 if summary.nodes else 0, **{b.number: b.nodes for b in summary.branches}}
     total = sum(sizes.values()) if branch is None else sizes.get(branch, 0)
-    return {"run_id": run_id, "total": total, "offset": offset, "limit": limit, "items": items}
+    # thousands of rows: written as JSON at once, the model documents them (TreePage)
+    return JSONResponse({"run_id": run_id, "total": total, "offset": offset, "limit": limit,
+                         "items": [{k: row[k] for k in _TREE_FIELDS} for row in items]})
+
+
+_TREE_FIELDS = tuple(TreeNode.model_fields)
+"""What the tree needs of a node (the node's panel reads the rest)."""
 
 
 @router.get("/api/runs/{run_id}/nodes/{node}", response_model=NodeDetail)

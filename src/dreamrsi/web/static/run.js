@@ -40,6 +40,7 @@
       const nodes = await allPages(base + "/tree", 5000);
       D.drawTree(svg, nodes, o.run.direction, selected);
       svg.dataset.drawMs = String(Math.round(performance.now() - t0));
+      svg.dataset.doneAt = String(Math.round(performance.now()));  // since navigation began
       svg.dataset.nodes = String(nodes.length);
       D.fill(note, nodes.length + " nodes");
       return;
@@ -60,6 +61,7 @@
     }
     D.drawBranches(svg, o.tree.root, branches, o.run.direction, (b) => { openBranch = b; shownNodes = -1; refresh(); });
     svg.dataset.nodes = "0";
+    svg.dataset.branches = String(branches.length);
     D.fill(note, o.tree.nodes.toLocaleString("en-US") + " nodes in " + o.tree.branches +
       " branches: too many to draw at once; each bar is a branch (length: depth, colour: best score). Click one to open its nodes.");
   }
@@ -79,8 +81,9 @@
     D.treeLegend(document.getElementById("tree-legend"));
     if (o.tree.nodes !== shownNodes) {
       shownNodes = o.tree.nodes;
-      curve = await D.api(base + "/curve");
+      const curved = D.api(base + "/curve");
       await drawTree(o);
+      curve = await curved;
       drawCurve();
     }
   }

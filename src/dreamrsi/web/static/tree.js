@@ -4,7 +4,7 @@
 // its best score), and a click on a branch draws that branch's nodes.
 "use strict";
 
-D.DRAW_ALL = 20000;
+D.DRAW_ALL = Number(D.params().get("draw_all")) || 20000;  // ?draw_all=N: draw at most N
 
 // Draw `nodes` (rows of /api/runs/RUN/tree) into `svg`; `direction` turns scores into colours.
 D.drawTree = function (svg, nodes, direction, selected) {
