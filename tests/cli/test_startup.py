@@ -20,7 +20,7 @@ from dreamrsi.testing.builders import TASK, make_node, make_run
 HEAVY = ("numpy", "scipy", "optuna", "openai", "httpx", "pydantic", "yaml", "rich.markdown",
          "rich.traceback", "rich.progress", "rich.table", "rich.console", "importlib.metadata",
          "dreamrsi.engine.run", "dreamrsi.dreaming.dreamer", "dreamrsi.tasks", "dreamrsi.sandbox",
-         "mcp", "dreamrsi.mcp_server")
+         "mcp", "dreamrsi.mcp_server", "fastapi", "starlette", "uvicorn", "dreamrsi.web")
 """Modules that a command loads only when it needs them (Rich's console too: the reading
 commands draw their text with ``dreamrsi.cli._table``; only an error message prints through
 Rich)."""
