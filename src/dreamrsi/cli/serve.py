@@ -4,6 +4,7 @@ when it runs)."""
 from __future__ import annotations
 
 import ipaddress
+import os
 from typing import Annotated
 
 import typer
@@ -13,6 +14,8 @@ from dreamrsi.cli.options import DEFAULT_STORE, StoreOpt
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+NICENESS = 10
+"""How much the server lowers its CPU priority (``nice``)."""
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 """The names a request to a loopback dashboard may give as its Host."""
 
@@ -69,6 +72,7 @@ def serve(
                                 "every run, node, diff, model answer and ledger row",
                                 highlight=False)
         err_console().print(f"dashboard: {link}", highlight=False, soft_wrap=True)
+        os.nice(NICENESS)  # a reader: a run writing the same store comes first
         uvicorn.run(app, host=host.strip("[]"), port=port, log_level="warning",
                     timeout_graceful_shutdown=2)
 

@@ -6,7 +6,8 @@ the routers of ``routes.ROUTERS`` read them. One error handler turns what a rout
 JSON ``{"error": reason}``: an unknown run, node, loop or chain is 404, bad input 400 (or 422
 for a parameter of the wrong type or range), anything else 500 with a short reason (the
 traceback goes to the server's log, never to the client). The guard (``_guard.py``) checks
-the token and the Host header and sets the pages' security headers.
+the token and the Host header and sets the pages' security headers; behind it, answers are
+shared between clients while the store does not change (``_cache.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from dreamrsi.errors import ConfigError, DreamError, NotFound
+from dreamrsi.web._cache import AnswerCache
 from dreamrsi.web._guard import Guard, check_token
 from dreamrsi.web.events import ChangeWatch
 from dreamrsi.web.models import ErrorBody
@@ -77,7 +79,8 @@ def create_app(store_path: Path, *, token: str | None = None,
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     for kind in (DreamError, HTTPException, RequestValidationError, Exception):
         app.add_exception_handler(kind, error_response)
-    app.add_middleware(Guard, token=token, allowed_hosts=allowed_hosts)
+    app.add_middleware(AnswerCache, watch=watch)
+    app.add_middleware(Guard, token=token, allowed_hosts=allowed_hosts)  # outermost
     return app
 
 
