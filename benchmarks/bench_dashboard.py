@@ -5,7 +5,8 @@ tests/conftest.py, W=2) with the dashboard open and refreshing, against the same
 it, in interleaved pairs (without, with; then with, without; ...) so a machine getting busier
 or quieter weighs on both sides. "Open and refreshing": `dreamrsi serve` on the store, and
 CLIENTS clients that each keep the event stream open and, on every change it reports, fetch
-what the run page fetches (the runs list, the run, its tree and its curve), as the page does. The figure is the ratio of the pairs' wall times (target <= 1.05), with its spread.
+what the run page fetches (the runs list, the run, its tree and its curve), as the page does.
+The figure is the ratio of the pairs' wall times (target <= 1.05), with its spread.
 
 **Big trees.** A 5,000-node tree (10 branches of 500) and a 100,000-node one (100 branches of
 1,000), written through the store: the API's answer times for the run, a page of 5,000 nodes,

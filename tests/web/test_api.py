@@ -263,3 +263,33 @@ def test_a_loopback_server_refuses_other_host_names(filled: Filled) -> None:
         assert c.get("/api/runs", headers={"Host": "[::1]:8765"}).is_success
         res = c.get("/api/runs", headers={"Host": "attacker.example:8765"})
         assert res.status_code == 400 and "Host" in res.json()["error"]
+
+
+def test_a_threads_reader_goes_with_its_thread(filled: Filled) -> None:
+    """The server's pool stops idle threads: their readers are closed with them, not kept."""
+    import gc
+    import threading
+
+    from dreamrsi.web.readers import ThreadReaders
+
+    readers = ThreadReaders(filled.store)
+    seen: list[int] = []
+    for _ in range(5):
+        worker = threading.Thread(target=lambda: seen.append(len(readers.list_runs())))
+        worker.start()
+        worker.join()
+    gc.collect()
+    assert seen == [3] * 5 and len(readers._open) == 1  # the opening thread's reader only
+    readers.close()
+    failed: list[BaseException] = []
+
+    def late() -> None:
+        try:
+            readers.handle()
+        except RuntimeError as exc:
+            failed.append(exc)
+
+    worker = threading.Thread(target=late)
+    worker.start()
+    worker.join()
+    assert len(failed) == 1 and "closed" in str(failed[0])

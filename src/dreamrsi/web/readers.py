@@ -4,13 +4,16 @@ A store handle is used from the thread that opened it (``RunStore``), and FastAP
 synchronous route on a worker thread of its pool. :class:`ThreadReaders` opens a reader (a
 read-only SQLite connection: no migrations, no writer lock, a WAL reader that never blocks the
 writer) for each thread on first use and forwards every attribute to it, so a route reads
-``request.app.state.store`` as a plain ``RunStore``.
+``request.app.state.store`` as a plain ``RunStore``. A thread's reader lives as long as the
+thread (the pool stops idle threads): only a weak reference is kept, to close what is still
+open when the app stops.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +32,7 @@ class ThreadReaders:
         self.path = Path(path)
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._open: list[RunStore] = []
+        self._open: weakref.WeakSet[RunStore] = weakref.WeakSet()
         self._closed = False
         self.handle()
 
@@ -42,7 +45,7 @@ class ThreadReaders:
                 if self._closed:
                     store.close()
                     raise RuntimeError("the dashboard's store is closed")
-                self._open.append(store)
+                self._open.add(store)
             self._local.store = store
         return store
 
@@ -54,7 +57,8 @@ class ThreadReaders:
         which SQLite allows for closing."""
         with self._lock:
             self._closed = True
-            stores, self._open = self._open, []
+            stores = list(self._open)
+            self._open.clear()
         for store in stores:
             with contextlib.suppress(Exception):  # another thread's handle: close what we can
                 store.close()
