@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import socket
@@ -131,17 +132,30 @@ class Client(threading.Thread):
             return
 
 
-def one_run(task: Path, store: Path, budget: int, seed: int) -> float:
+def one_run(task: Path, store: Path, budget: int, seed: int) -> tuple[float, float]:
+    """The run's wall time and CPU time (its process and every command it ran)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "dreamrsi", "run", str(task), "--store", str(store),
                     "--budget", str(budget), "--workers", "2", "--seed", str(seed)],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def cpu_of(pid: int) -> float:
+    """CPU seconds process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def overhead(pairs: int, budget: int, clients: int, tmp: Path) -> tuple[str, dict[str, float]]:
     task = write_task(tmp / "task")
     rows, ratios, fetched = [], [], 0
+    run_cpu = server_cpu = 0.0
+    walls_with: list[float] = []
+    walls_without: list[float] = []
     for pair in range(pairs):
         order = ("without", "with") if pair % 2 == 0 else ("with", "without")
         walls: dict[str, float] = {}
@@ -149,7 +163,7 @@ def overhead(pairs: int, budget: int, clients: int, tmp: Path) -> tuple[str, dic
             store = tmp / f"store-{pair}-{side}"
             SqliteRunStore.open(store, writer=True).close()  # the dashboard reads a store
             if side == "without":
-                walls[side] = one_run(task, store, budget, pair)
+                walls[side], _ = one_run(task, store, budget, pair)
                 continue
             proc, url = serve(store)
             stop = threading.Event()
@@ -157,7 +171,10 @@ def overhead(pairs: int, budget: int, clients: int, tmp: Path) -> tuple[str, dic
             for c in readers:
                 c.start()
             try:
-                walls[side] = one_run(task, store, budget, pair)
+                served_before = cpu_of(proc.pid)
+                walls[side], cpu = one_run(task, store, budget, pair)
+                server_cpu += cpu_of(proc.pid) - served_before
+                run_cpu += cpu
             finally:
                 stop.set()
                 for c in readers:
@@ -165,6 +182,8 @@ def overhead(pairs: int, budget: int, clients: int, tmp: Path) -> tuple[str, dic
                 fetched += sum(c.fetches for c in readers)
                 proc.send_signal(signal.SIGINT)
                 proc.wait(15)
+        walls_with.append(walls["with"])
+        walls_without.append(walls["without"])
         ratio = walls["with"] / walls["without"]
         ratios.append(ratio)
         rows.append(f"| {pair + 1} | {' then '.join(order)} | {walls['without']:.2f} | "
@@ -173,7 +192,8 @@ def overhead(pairs: int, budget: int, clients: int, tmp: Path) -> tuple[str, dic
     table = ("| pair | order | without (s) | with the dashboard (s) | ratio |\n"
              "|---|---|---|---|---|\n" + "\n".join(rows))
     figures = {"median": statistics.median(ratios), "lo": min(ratios), "hi": max(ratios),
-               "fetches": fetched}
+               "fetches": fetched, "server_cpu": server_cpu, "run_cpu": run_cpu,
+               "total": sum(walls_with) / sum(walls_without)}
     return table, figures
 
 
@@ -188,10 +208,12 @@ def big_store(root: Path, branches: int, depth: int, run_id: str) -> None:
 
 
 def timed_get(http: httpx.Client, path: str, repeats: int = 3) -> float:
+    """The best of ``repeats`` answers, each computed afresh (a query parameter the route
+    ignores makes each a new question to the answers the server shares)."""
     best = float("inf")
-    for _ in range(repeats):
+    for i in range(repeats):
         started = time.perf_counter()
-        res = http.get(path)
+        res = http.get(path + ("&" if "?" in path else "?") + f"fresh={i}")
         res.raise_for_status()
         best = min(best, time.perf_counter() - started)
     return best
@@ -210,6 +232,7 @@ def trees(tmp: Path) -> str:
                 api = {
                     "run (overview)": timed_get(http, f"/api/runs/{run}?branch_limit=500"),
                     "tree, 5,000 nodes": timed_get(http, f"/api/runs/{run}/tree?limit=5000"),
+                    "tree, 10,000 nodes": timed_get(http, f"/api/runs/{run}/tree?limit=10000"),
                     "tree, one branch": timed_get(http, f"/api/runs/{run}/tree?branch=2"),
                     "curve": timed_get(http, f"/api/runs/{run}/curve"),
                     "node": timed_get(http, f"/api/runs/{run}/nodes/{branches * 7}"),
@@ -221,9 +244,9 @@ def trees(tmp: Path) -> str:
         rows.append(f"| {label} | {built:.1f} | " +
                     " | ".join(f"{1000 * v:.0f}" for v in api.values()) + f" | {drawn} |")
         print(rows[-1], flush=True)
-    head = ("| nodes | written (s) | run (ms) | tree page of 5,000 (ms) | one branch (ms) | "
-            "curve (ms) | node (ms) | drawn in chromium, from navigation |\n"
-            "|---|---|---|---|---|---|---|---|\n")
+    head = ("| nodes | written (s) | run (ms) | tree page of 5,000 (ms) | of 10,000 (ms) | "
+            "one branch (ms) | curve (ms) | node (ms) | drawn in chromium, from navigation |\n"
+            "|---|---|---|---|---|---|---|---|---|\n")
     return head + "\n".join(rows)
 
 
@@ -272,11 +295,17 @@ def main() -> None:
                 f"**A run with the dashboard open and refreshing costs {f['median']:.3f}x the "
                 f"wall time of the same run without it** (median of {args.pairs} interleaved "
                 f"pairs; spread {f['lo']:.3f} to {f['hi']:.3f}; target <= 1.05). "
+                f"The ratio of the pairs' summed wall times: {f['total']:.3f}. "
                 f"{args.budget} attempts a run, W=2; {args.clients} clients made "
-                f"{f['fetches']:.0f} requests in all.\n\n{table}")
+                f"{f['fetches']:.0f} requests in all. What does not depend on the machine's "
+                f"load: the server used {f['server_cpu']:.2f} s of CPU while the runs it "
+                f"watched used {f['run_cpu']:.2f} s "
+                f"({100 * f['server_cpu'] / max(f['run_cpu'], 1e-9):.1f}%), at nice 10.\n\n"
+                f"{table}")
         if not args.skip_trees:
-            parts.append("Big trees: the API's answer times (best of 3, on loopback) and the "
-                         "run page's drawing in headless chromium.\n\n" + trees(tmp))
+            parts.append("Big trees: the API's answer times (best of 3, each computed afresh, "
+                         "on loopback) and the run page's drawing in headless chromium "
+                         "(first visit).\n\n" + trees(tmp))
     ref_after = reference_loop()
     parts.append(f"Reference loop: {ref_before:.3f} s before, {ref_after:.3f} s after "
                  f"(load: {os.getloadavg()[0]:.1f}).")

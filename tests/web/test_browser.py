@@ -159,3 +159,17 @@ def test_a_run_started_while_the_page_is_open_appears_without_a_reload(
     finally:
         page.goto("about:blank")  # close the page's event stream before the server goes
         server.stop()
+
+
+def test_the_token_link_opens_the_dashboard(page: Page, filled: Filled) -> None:
+    token = "browser-test-token-0123456789"
+    server = Served(filled.store, token=token)
+    try:
+        refused = page.request.get(server.url + "/ledger")
+        assert refused.status == 401 and "needs its token" in refused.text()
+        page.goto(f"{server.url}/?token={token}")
+        assert page.url == server.url + "/"  # the token left the address bar
+        page.wait_for_function("() => document.querySelectorAll('#runs tbody tr').length === 3")
+    finally:
+        page.goto("about:blank")
+        server.stop()

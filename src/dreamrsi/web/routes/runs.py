@@ -11,7 +11,7 @@ from dreamrsi.web.models import LoopPage, NodeDetail, RunDetail, RunPage, TreeNo
 
 router = APIRouter(tags=["runs"])
 
-TREE_PAGE = 5000
+TREE_PAGE = 10_000
 """The most nodes one page of a tree holds (a larger tree is read page by page, or as its
 branches)."""
 

@@ -33,11 +33,12 @@
     D.fill(document.getElementById("summary"), facts.map(([k, v]) => [D.el("dt", null, k), D.el("dd", null, v)]));
   }
 
-  async function drawTree(o) {
+  async function drawTree(o, first) {
     const note = document.getElementById("tree-note");
     if (o.tree.nodes <= D.DRAW_ALL) {
       const t0 = performance.now();
-      const nodes = await allPages(base + "/tree", 5000);
+      const whole = first && first.total === o.tree.nodes && first.items.length === first.total;
+      const nodes = whole ? first.items : await allPages(base + "/tree", D.TREE_PAGE);
       D.drawTree(svg, nodes, o.run.direction, selected);
       svg.dataset.drawMs = String(Math.round(performance.now() - t0));
       svg.dataset.doneAt = String(Math.round(performance.now()));  // since navigation began
@@ -46,7 +47,7 @@
       return;
     }
     if (openBranch !== null) {
-      const nodes = await allPages(base + "/tree?branch=" + openBranch, 5000);
+      const nodes = await allPages(base + "/tree?branch=" + openBranch, D.TREE_PAGE);
       D.drawTree(svg, nodes, o.run.direction, selected);
       svg.dataset.nodes = String(nodes.length);
       D.fill(note, "branch " + openBranch + ": " + nodes.length + " nodes  ",
@@ -76,14 +77,15 @@
   }
 
   async function refresh() {
+    // the overview and the tree's first page at once: most trees are one page
+    const first = shownNodes < 0 && openBranch === null ? D.api(base + "/tree?offset=0&limit=" + D.TREE_PAGE).catch(() => null) : null;
     const o = await D.api(base + "?branch_limit=1");
     summary(o);
     D.treeLegend(document.getElementById("tree-legend"));
     if (o.tree.nodes !== shownNodes) {
       shownNodes = o.tree.nodes;
-      const curved = D.api(base + "/curve");
-      await drawTree(o);
-      curve = await curved;
+      await drawTree(o, await first);
+      curve = await D.api(base + "/curve");
       drawCurve();
     }
   }

@@ -4,7 +4,10 @@
 // its best score), and a click on a branch draws that branch's nodes.
 "use strict";
 
+const SVG = "http://www.w3.org/2000/svg";
+
 D.DRAW_ALL = Number(D.params().get("draw_all")) || 20000;  // ?draw_all=N: draw at most N
+D.TREE_PAGE = 10000;  // the API's largest page of a tree
 
 // Draw `nodes` (rows of /api/runs/RUN/tree) into `svg`; `direction` turns scores into colours.
 D.drawTree = function (svg, nodes, direction, selected) {
@@ -23,7 +26,7 @@ D.drawTree = function (svg, nodes, direction, selected) {
   }
   const cols = Math.max(1, columns.size);
   const dx = Math.max(3, Math.min(18, 1400 / cols)), dy = Math.max(3, Math.min(18, 1400 / Math.max(1, depth)));
-  const r = Math.max(1.2, Math.min(dx, dy) * 0.38);
+  const radius = Math.max(1.2, Math.min(dx, dy) * 0.38).toFixed(2);
   const W = cols * dx + 20, H = (depth + 1) * dy + 20;
   const place = new Map();
   for (const n of nodes) {
@@ -39,15 +42,26 @@ D.drawTree = function (svg, nodes, direction, selected) {
   frag.appendChild(D.svg("path", { class: "edges", d: d }));
   for (const n of nodes) {
     const [x, y] = place.get(n.node_id);
-    const circle = D.svg("circle", { cx: x.toFixed(1), cy: y.toFixed(1), r: r.toFixed(2),
-      class: "node st-" + String(n.status).replace(/[^a-z]/g, "") + (n.branch === 0 ? " root" : "") +
-        (n.node_id === selected ? " selected" : ""),
-      fill: D.scoreColour(n.valid ? t(n.score) : null), "data-node": n.node_id });
-    circle.appendChild(D.svg("title", null, "#" + n.seq + " " + n.status + " " + D.fmt.num(n.score)));
+    const circle = document.createElementNS(SVG, "circle");
+    circle.setAttribute("cx", x.toFixed(1));
+    circle.setAttribute("cy", y.toFixed(1));
+    circle.setAttribute("r", radius);
+    circle.setAttribute("class", "node st-" + String(n.status).replace(/[^a-z]/g, "") +
+      (n.branch === 0 ? " root" : "") + (n.node_id === selected ? " selected" : ""));
+    circle.setAttribute("fill", D.scoreColour(n.valid ? t(n.score) : null));
+    circle.setAttribute("data-node", n.node_id);
     frag.appendChild(circle);
   }
   D.setAttrs(svg, { width: W, height: H, viewBox: "0 0 " + W + " " + H });
   svg.replaceChildren(frag);
+  // a node's numbers on hover, from one handler (a title per node would double the elements)
+  const byId = new Map(nodes.map((n) => [n.node_id, n]));
+  svg.onmouseover = (ev) => {
+    const id = ev.target.getAttribute && ev.target.getAttribute("data-node");
+    const n = id && byId.get(id);
+    const hover = document.getElementById("tree-hover");
+    if (n && hover) D.fill(hover, "#" + n.seq + " (" + n.node_id + "): " + n.status + ", score " + D.fmt.num(n.score) + ", depth " + n.depth + ", branch " + n.branch);
+  };
 };
 
 // Draw a big tree's branches as bars; `open(branch)` is called on a click.
