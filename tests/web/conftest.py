@@ -1,5 +1,6 @@
 """A store filled once per session for the dashboard's tests: two real runs of a task whose
-evaluator writes hostile feedback, a 5,000-node tree, and two loops of one arm over them."""
+evaluator writes hostile feedback, a 5,000-node tree, two loops of one arm (one round each)
+and a loop of another arm whose two rounds are the two runs."""
 
 from __future__ import annotations
 
@@ -56,6 +57,10 @@ def fill(root: Path) -> Filled:
             store.create_loop(LoopRecord(loop_id, digest, "fixed", {"seed": seed, "rounds": 1},
                                          "finished", 1_700_000_000.0 + seed))
             store.add_loop_round(LoopRound(loop_id, 1, run_id, "v1"))
+        store.create_loop(LoopRecord("loopC", digest, "dream", {"seed": 1, "rounds": 2},
+                                     "finished", 1_700_000_003.0))
+        for number, run_id in ((1, a), (2, b)):  # a loop of two rounds: a, then b
+            store.add_loop_round(LoopRound("loopC", number, run_id, "v1"))
     return Filled(store_dir, task_dir, (a, b), BIG, ("loopA", "loopB"))
 
 

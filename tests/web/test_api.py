@@ -41,10 +41,13 @@ def test_runs_are_listed_newest_first_and_paged(client: TestClient, filled: Fill
 
 def test_loops_are_listed_with_their_rounds(client: TestClient, filled: Filled) -> None:
     page = client.get("/api/loops").json()
-    assert page["total"] == 2
+    assert page["total"] == 3 and page["items"][0]["loop_id"] == "loopC"  # newest first
     by_id = {loop["loop_id"]: loop for loop in page["items"]}
     assert by_id["loopA"]["runs"] == [filled.runs[0]] and by_id["loopA"]["arm"] == "fixed"
     assert by_id["loopA"]["attempts"] == 4 and by_id["loopB"]["seed"] == 2
+    assert by_id["loopC"]["runs"] == list(filled.runs) and by_id["loopC"]["attempts"] == 7
+    runs = {r["run_id"]: r for r in client.get("/api/runs").json()["items"]}
+    assert by_id["loopC"]["best_score"] == max(runs[r]["best_score"] for r in filled.runs)
     assert len(client.get("/api/loops", params={"limit": 1}).json()["items"]) == 1
 
 
@@ -109,6 +112,20 @@ def test_curves_of_runs_and_of_loops_with_bands(client: TestClient, filled: Fill
     assert loop["runs"] == [filled.runs[0]] and loop["best"] == curve["best"]
     tokens = client.get("/api/curves", params={"loop": "loopA", "axis": "tokens"})
     assert tokens.json()["arms"][0]["axis"] == "tokens"
+
+
+def test_a_loops_curve_joins_its_rounds(client: TestClient, filled: Filled) -> None:
+    a, b = (client.get(f"/api/runs/{r}/curve").json() for r in filled.runs)
+    joined = client.get("/api/loops/loopC/curve").json()
+    assert joined["runs"] == list(filled.runs) and joined["round_starts"] == [0, 4]
+    assert joined["rounds"] == [{"round": 1, "attempts": 4}, {"round": 2, "attempts": 3}]
+    assert joined["attempts"] == 7 and joined["best"] == max(a["best"], b["best"])
+    # b's improvements land after a's four attempts, where they beat a's best
+    later = [p for p in joined["points"] if p["attempts"] > 4 and p["node_id"].startswith(
+        filled.runs[1])]
+    assert all(p["best"] > a["best"] for p in later)
+    both = client.get("/api/curves", params=[("loop", "loopA"), ("loop", "loopC")]).json()
+    assert sorted(arm["arm"] for arm in both["arms"]) == ["dream", "fixed"]
 
 
 def test_the_ledger_is_paged_filtered_and_verified(client: TestClient, filled: Filled) -> None:

@@ -76,7 +76,7 @@ def test_the_runs_page_lists_the_runs_and_loops(page: Page, served: Served, fill
     page.wait_for_function("() => document.querySelectorAll('#runs tbody tr').length === 3")
     listed = page.eval_on_selector_all("#runs tbody tr", "rows => rows.map(r => r.dataset.run)")
     assert set(listed) == {*filled.runs, filled.big}
-    assert _count(page, "#loops tbody tr") == 2
+    assert _count(page, "#loops tbody tr") == 3
     assert page.get_attribute("nav a[href='/lessons']", "href") == "/lessons"
     page.screenshot(path=shots / "runs.png", full_page=True)
 
