@@ -54,11 +54,14 @@
         D.el("button", { type: "button", onclick: () => { openBranch = null; shownNodes = -1; refresh(); } }, "back to all branches"));
       return;
     }
-    const branches = [];
-    for (let offset = 0; ; offset += 5000) {
-      const page = await D.api(base + "?branch_offset=" + offset + "&branch_limit=5000");
-      branches.push(...page.branches);
-      if (!page.branches.length || offset + 5000 >= page.branches_total) break;
+    let branches = o.branches;
+    if (branches.length < o.branches_total) {  // more than one page of branches
+      branches = [];
+      for (let offset = 0; ; offset += 5000) {
+        const page = await D.api(base + "?branch_offset=" + offset + "&branch_limit=5000");
+        branches.push(...page.branches);
+        if (!page.branches.length || offset + 5000 >= page.branches_total) break;
+      }
     }
     D.drawBranches(svg, o.tree.root, branches, o.run.direction, (b) => { openBranch = b; shownNodes = -1; refresh(); });
     svg.dataset.nodes = "0";
@@ -79,7 +82,8 @@
   async function refresh() {
     // the overview and the tree's first page at once: most trees are one page
     const first = shownNodes < 0 && openBranch === null ? D.api(base + "/tree?offset=0&limit=" + D.TREE_PAGE).catch(() => null) : null;
-    const o = await D.api(base + "?branch_limit=1");
+    // the first time, the branches too (a big tree is drawn as them); later, the numbers
+    const o = await D.api(base + "?branch_limit=" + (shownNodes < 0 ? 5000 : 1));
     summary(o);
     D.treeLegend(document.getElementById("tree-legend"));
     if (o.tree.nodes !== shownNodes) {
