@@ -4,8 +4,9 @@
 SQLite at most once per :data:`INTERVAL_S` whatever the number of clients: ``PRAGMA
 data_version`` (which moves when another connection commits) and, only when that moved, a
 fingerprint of the tables (each table's largest rowid, the runs' statuses and stop
-reasons), so a heartbeat
-that changes nothing a page shows does not wake the pages. ``GET /api/events`` streams the
+reasons), so a heartbeat that changes nothing a page shows does not wake the pages; while a run
+is marked running the version also moves every :data:`RUNNING_TICK_S`, so a run whose process
+died shows as ``stale`` without a change to the store. ``GET /api/events`` streams the
 version as server-sent events; ``GET /api/version`` answers it once, for clients that poll.
 """
 
@@ -26,6 +27,9 @@ from pydantic import BaseModel
 
 INTERVAL_S = 1.0
 """How often the store is asked whether it changed (at most)."""
+RUNNING_TICK_S = 10.0
+"""While a run is marked running, the version also moves this often: whether it is still
+running or ``stale`` (its process gone) is a matter of time, not of the store's content."""
 KEEPALIVE_S = 15.0
 """How often an idle event stream sends a comment, so proxies keep it open."""
 
@@ -33,11 +37,14 @@ KEEPALIVE_S = 15.0
 class ChangeWatch:
     """The store's change version (see the module docstring); thread safe."""
 
-    def __init__(self, db: Path, interval_s: float = INTERVAL_S) -> None:
+    def __init__(self, db: Path, interval_s: float = INTERVAL_S,
+                 running_tick_s: float = RUNNING_TICK_S) -> None:
         self._conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None,
                                      check_same_thread=False)
         self._lock = threading.Lock()
         self.interval_s = interval_s
+        self.running_tick_s = running_tick_s
+        self._running = False
         self._checked = 0.0
         self._data_version: int | None = None
         self._print: tuple[Any, ...] | None = None
@@ -54,10 +61,15 @@ class ChangeWatch:
             self._checked = now
             try:
                 data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
-                if data_version == self._data_version:
+                tick = int(time.time() // self.running_tick_s) if self._running else None
+                if data_version == self._data_version and (
+                        self._print is None or tick == self._print[-1]):
                     return self.version
                 self._data_version = data_version
                 fingerprint = self._fingerprint()
+                self._running = bool(fingerprint[-1])
+                tick = int(time.time() // self.running_tick_s) if self._running else None
+                fingerprint = (*fingerprint, tick)
             except sqlite3.Error:
                 return self.version  # a busy or damaged store: no news, ask again later
             if self._print is not None and fingerprint != self._print:
@@ -71,9 +83,12 @@ class ChangeWatch:
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
                 "'sqlite_%' AND sql NOT LIKE '%WITHOUT ROWID%' ORDER BY name")]
         with_rows = ", ".join(f'(SELECT max(rowid) FROM "{t}")' for t in self._tables)
+        runs = "runs" in self._tables
         statuses = ("(SELECT group_concat(status || ':' || coalesce(stop_reason, ''), ' ') "
-                    "FROM runs)" if "runs" in self._tables else "0")
-        row = self._conn.execute(f"SELECT {with_rows or '0'}, {statuses}").fetchone()
+                    "FROM runs)" if runs else "0")
+        running = "(SELECT count(*) FROM runs WHERE status = 'running')" if runs else "0"
+        row = self._conn.execute(f"SELECT {with_rows or '0'}, {statuses}, {running}"
+                                 ).fetchone()
         return tuple(row)
 
     def close(self) -> None:
