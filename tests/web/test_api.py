@@ -159,6 +159,7 @@ def test_a_node_of_another_run_is_not_found(client: TestClient, filled: Filled) 
 @pytest.mark.parametrize(("path", "status", "says"), [
     ("/api/runs?limit=0", 422, "limit"), ("/api/runs?offset=-1", 422, "offset"),
     ("/api/runs?limit=abc", 422, "limit"), ("/api/curves?axis=bananas", 422, "axis"),
+    ("/api/ledger/big5000?kind=bananas", 422, "kind"),
     ("/api/runs/r", 400, "ambiguous"), ("/api/runs/big5000/nodes/big", 400, "ambiguous")])
 def test_bad_input_is_a_client_error_with_a_reason(client: TestClient, path: str, status: int,
                                                     says: str) -> None:

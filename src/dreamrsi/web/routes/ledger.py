@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
+from dreamrsi.store.events import Actor
 from dreamrsi.web.models import LedgerPage
 
 router = APIRouter(tags=["ledger"])
@@ -14,9 +15,7 @@ router = APIRouter(tags=["ledger"])
 
 @router.get("/api/ledger/{chain}", response_model=LedgerPage)
 def ledger(request: Request, chain: str,
-           kind: Annotated[str | None, Query(description="Rows of one actor only (execution, "
-                                                         "tactical, eval, strategic, dreamer)")]
-           = None,
+           kind: Annotated[Actor | None, Query(description="Rows of one actor only.")] = None,
            offset: Annotated[int, Query(ge=0)] = 0,
            limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
     """A run's (id or unique prefix) or a dream's chain: its head and a page of its rows in
@@ -33,10 +32,10 @@ def ledger(request: Request, chain: str,
             rows = list(islice(store.ledger(name, after=offset), limit))
             total = head.length
         else:
-            matching = (r for r in store.ledger(name) if r.event.actor.value == kind)
+            matching = (r for r in store.ledger(name) if r.event.actor is kind)
             rows = list(islice(matching, offset, offset + limit))
             total = offset + len(rows) + sum(1 for _ in matching)
-    return {"chain": name, "head": head_dict(head), "kind": kind, "total": total,
+    return {"chain": name, "head": head_dict(head), "kind": kind and kind.value, "total": total,
             "offset": offset, "limit": limit,
             "items": [{**r.as_dict(), "error": row_error(r.event)} for r in rows]}
 
