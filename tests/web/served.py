@@ -7,9 +7,8 @@ import threading
 import time
 from pathlib import Path
 
-import uvicorn
-
 from dreamrsi.web.app import create_app
+from dreamrsi.web.server import DashboardServer, config_for
 
 
 class Served:
@@ -19,9 +18,8 @@ class Served:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(create_app(store, token=token), log_level="warning",
-                                timeout_graceful_shutdown=1, lifespan="on")
-        self.server = uvicorn.Server(config)
+        app = create_app(store, token=token)
+        self.server = DashboardServer(app, config_for(app))
         self.thread = threading.Thread(target=self.server.run,
                                        kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()
@@ -32,6 +30,6 @@ class Served:
             time.sleep(0.02)
 
     def stop(self) -> None:
-        self.server.should_exit = True
+        self.server.stop()
         self.thread.join(10)
         self.sock.close()

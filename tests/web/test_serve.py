@@ -130,3 +130,32 @@ def test_serve_beyond_loopback_warns_and_needs_the_token(filled: Filled) -> None
     said = " ".join(err.split())
     assert "warning: serving" in said and "beyond this machine" in said
     assert f"?token={TOKEN}" in said
+
+
+def test_serve_stops_at_once_with_a_page_open(filled: Filled) -> None:
+    """Ctrl-C with an event stream open ends the stream and the server within a few seconds,
+    quietly (uvicorn would otherwise wait for the stream, then cancel it with a traceback)."""
+    import threading
+
+    port = _free_port()
+    proc = _serve("--store", str(filled.store), "--port", str(port))
+    url = f"http://127.0.0.1:{port}"
+    opened = threading.Event()
+
+    def hold() -> None:
+        try:
+            with httpx.stream("GET", url + "/api/events", timeout=None) as stream:
+                for _ in stream.iter_lines():
+                    opened.set()
+        except httpx.HTTPError:
+            pass
+
+    try:
+        _wait_up(url, proc)
+        threading.Thread(target=hold, daemon=True).start()
+        assert opened.wait(20)
+    finally:
+        started = time.monotonic()
+        _, err = _stop(proc)
+    assert time.monotonic() - started < 8 and proc.returncode == 0, err
+    assert "Traceback" not in err and "timeout graceful shutdown" not in err, err

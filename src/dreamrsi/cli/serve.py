@@ -58,8 +58,7 @@ def serve(
         if remote and token is None:
             raise ConfigError("--allow-remote needs a --token (or DREAMRSI_DASHBOARD_TOKEN): "
                               "every request must then carry it", key="--token")
-        import uvicorn
-
+        from dreamrsi.web import server
         from dreamrsi.web.app import create_app
 
         app = create_app(store, token=token,
@@ -73,7 +72,6 @@ def serve(
                                 highlight=False)
         err_console().print(f"dashboard: {link}", highlight=False, soft_wrap=True)
         os.nice(NICENESS)  # a reader: a run writing the same store comes first
-        uvicorn.run(app, host=host.strip("[]"), port=port, log_level="warning",
-                    timeout_graceful_shutdown=2)
+        server.run(app, host.strip("[]"), port)
 
     guard(body)

@@ -13,6 +13,7 @@ shared between clients while the store does not change (``_cache.py``).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -74,6 +75,7 @@ def create_app(store_path: Path, *, token: str | None = None,
                              422: {"model": ErrorBody}, 500: {"model": ErrorBody}})
     app.state.store = readers
     app.state.watch = watch
+    app.state.closing = threading.Event()  # set when the server is told to stop
     for router in ROUTERS:
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

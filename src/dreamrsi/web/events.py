@@ -129,7 +129,8 @@ async def _stream(request: Request, watch: ChangeWatch) -> AsyncIterator[str]:
     sent = None
     quiet_since = time.monotonic()
     yield "retry: 2000\n\n"
-    while not await request.is_disconnected():
+    closing: threading.Event = request.app.state.closing
+    while not closing.is_set() and not await request.is_disconnected():
         current = await asyncio.to_thread(watch.check)
         if current != sent:
             sent = current
