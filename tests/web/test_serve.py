@@ -153,9 +153,9 @@ def test_serve_stops_at_once_with_a_page_open(filled: Filled) -> None:
     try:
         _wait_up(url, proc)
         threading.Thread(target=hold, daemon=True).start()
-        assert opened.wait(20)
+        assert opened.wait(60)
     finally:
         started = time.monotonic()
         _, err = _stop(proc)
-    assert time.monotonic() - started < 8 and proc.returncode == 0, err
+    assert time.monotonic() - started < 20 and proc.returncode == 0, err
     assert "Traceback" not in err and "timeout graceful shutdown" not in err, err
