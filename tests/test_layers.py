@@ -31,8 +31,8 @@ LAYERS = {
     "views": 5.5,  # the JSON views of a store that the cli and the mcp server share
     "panels": 5.5,  # the JSON of the dashboard's and the report's views of dreams, replay, ...
     "cli": 6,
-    "report": 6,
-    "web": 6,  # the dashboard (FastAPI): routes calling views and panels  # dreamrsi report: a static HTML report with matplotlib figures
+    "report": 6,  # dreamrsi report: a static HTML report with matplotlib figures
+    "web": 6,  # the dashboard (FastAPI): routes calling views and panels
     "mcp_server": 6,  # the MCP face: tools calling the services the cli calls
     "web": 6,  # the dashboard: routes reading the views and the services the cli calls
     "testing": 6,

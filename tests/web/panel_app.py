@@ -1,0 +1,77 @@
+"""The dashboard's panels served for tests: the app of ``dreamrsi.web.app`` when it is there,
+else a bare FastAPI app with the panels' routers, one read-only store reader per thread and the
+dashboard's error replies (``NotFound``: 404, other bad input: 400, ``{"error": reason}``)."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from dreamrsi.errors import DreamError, NotFound
+from dreamrsi.store.factory import open_store
+from dreamrsi.web.routes import dreams, lessons, replay, repo_runs, survival
+from dreamrsi.web.routes._panels import STATIC
+
+PANEL_ROUTERS = (dreams.router, replay.router, survival.router, repo_runs.router,
+                 lessons.router)
+
+
+class _Readers:
+    """One read-only handle of the store per thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.local = threading.local()
+
+    def __getattr__(self, name: str) -> Any:
+        handle = getattr(self.local, "handle", None)
+        if handle is None:
+            handle = self.local.handle = open_store(self.path, writer=False)
+        return getattr(handle, name)
+
+
+def panel_app(store_path: Path) -> FastAPI:
+    """An app serving the panels' routes and pages over the store at ``store_path``."""
+    app = FastAPI()
+    for router in PANEL_ROUTERS:
+        app.include_router(router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.state.store = _Readers(store_path)
+
+    @app.exception_handler(DreamError)
+    def _error(request: Request, exc: DreamError) -> JSONResponse:
+        return JSONResponse({"error": str(exc)},
+                            status_code=404 if isinstance(exc, NotFound) else 400)
+
+    return app
+
+
+@contextlib.contextmanager
+def serving(app: FastAPI) -> Iterator[str]:
+    """Serve ``app`` on a free loopback port in a thread; yields its base URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)

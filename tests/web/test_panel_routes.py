@@ -1,0 +1,199 @@
+"""The API of the views of dreams, policies, replay, survival, Dream Runs and lessons, through
+FastAPI's TestClient over a store the real engine filled."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from dreamrsi.core.replay import RecordedTree, replay
+from dreamrsi.dreaming.evaluate import _seed
+from dreamrsi.policies.registry import make_policy, parse_spec
+from dreamrsi.store.sqlite import SqliteRunStore
+from dreamrsi.testing.builders import TASK, grid_nodes, make_run
+from tests.panels.filled import HOSTILE, Filled, filled_store
+from tests.web.panel_app import panel_app
+
+pytestmark = pytest.mark.usefixtures("bwrap")
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Filled:
+    return filled_store(tmp_path_factory.mktemp("filled"))
+
+
+@pytest.fixture(scope="module")
+def client(filled: Filled) -> Iterator[TestClient]:
+    with TestClient(panel_app(filled.path)) as c:
+        yield c
+
+
+def get(client: TestClient, url: str, status: int = 200, **params: Any) -> Any:
+    res = client.get(url, params=params)
+    assert res.status_code == status, res.text
+    return res.json()
+
+
+def test_dreams_list_a_task_and_a_loop_with_the_deployed_one_marked(
+        client: TestClient, filled: Filled) -> None:
+    every = get(client, "/api/dreams")
+    ids = [d["dream_id"] for d in every["items"]]
+    assert filled.dream_id in ids and every["total"] == len(ids) >= 2
+    assert sum(d["deployed"] for d in every["items"]) == 1
+    assert every["items"][-1]["deployed"]
+    by_task = get(client, "/api/dreams", task="hostile")
+    assert by_task["total"] == every["total"]
+    by_loop = get(client, "/api/dreams", loop=filled.loops["dream"])
+    assert 1 <= by_loop["total"] < every["total"]
+    assert get(client, "/api/dreams", loop=filled.loops["fixed"])["total"] == 0
+    page = get(client, "/api/dreams", offset=1, limit=1)
+    assert page["items"] == every["items"][1:2] and page["total"] == every["total"]
+
+
+def test_a_dream_shows_candidates_selection_holdout_versions_and_scores(
+        client: TestClient, filled: Filled) -> None:
+    d = get(client, f"/api/dreams/{filled.dream_id}")
+    assert d["dream_id"] == filled.dream_id and d["task"] == "hostile"
+    candidates = {c["version_id"] for c in d["candidates"]}
+    assert d["selection"]["incumbent_id"] in candidates
+    assert d["selection"]["selected_id"] in candidates
+    low, high = d["selection"]["interval"]
+    assert low <= high
+    assert {v["version_id"] for v in d["versions"]} == candidates
+    assert d["holdout"]["selected"] is not None
+    trees = {s["tree_id"] for s in d["scores"]}
+    assert trees == set(filled.runs)
+    assert all(v in s for s in d["scores"] for v in candidates)  # every candidate per tree
+    assert d["deployed_now"]["version_id"] in {v["version_id"] for v in d["versions"]} or \
+        d["deployed_now"]["dream_id"] != filled.dream_id
+
+
+def test_a_policy_shows_lineage_and_a_diff_against_its_parent(
+        client: TestClient, filled: Filled) -> None:
+    d = get(client, f"/api/dreams/{filled.dream_id}")
+    child = next(v for v in d["versions"] if v["parent_id"])
+    p = get(client, f"/api/policies/{child['version_id']}")
+    assert p["lineage"][0]["version_id"] == child["parent_id"]
+    assert p["against"] == child["parent_id"] and p["diff"].startswith("---")
+    assert p["code"] is None and p["params"] == child["params"]
+    assert filled.dream_id in p["dreams"]
+
+
+@pytest.mark.parametrize("url", [
+    "/api/dreams/dnope", "/api/policies/pnope", "/api/replay/rnope", "/api/replay/rnope/choices",
+    "/api/survival/snope", "/api/repo-runs/rnope", "/api/lessons/lnope", "/api/recipes/nope"])
+def test_an_unknown_id_is_a_404_with_a_reason(client: TestClient, url: str) -> None:
+    body = get(client, url, 404)
+    assert "nope" in body["error"]
+
+
+def test_bad_paging_and_a_bad_spec_are_refused(client: TestClient, filled: Filled) -> None:
+    assert client.get("/api/dreams", params={"limit": 0}).status_code == 422
+    assert client.get("/api/survival", params={"offset": -1}).status_code == 422
+    assert "unknown" in get(client, f"/api/replay/{filled.runs[0]}", 400,
+                            policy="nosuchfamily")["error"]
+    assert "Dream Run" in get(client, f"/api/repo-runs/{filled.runs[0]}", 400)["error"]
+    assert get(client, "/api/dreams", 404, task="nosuchtask")["error"]
+
+
+def test_the_replay_reveals_every_node_once_round_by_round(
+        client: TestClient, filled: Filled) -> None:
+    choices = get(client, f"/api/replay/{filled.runs[0]}/choices")
+    assert choices["policy"] == "fixed:branches=2,refine=2" and choices["versions"]
+    r = get(client, f"/api/replay/{filled.runs[0]}")
+    revealed = [n for step in r["rounds"] for n in step["revealed"]]
+    assert len(revealed) == len(set(revealed)) == r["result"]["revealed"] == 6
+    assert {n["node_id"] for n in r["tree"]} >= set(revealed)
+
+
+def test_survival_passes_and_their_reports(client: TestClient, filled: Filled) -> None:
+    page = get(client, "/api/survival")
+    assert [p["pass_id"] for p in page["items"]] == [filled.pass_id]
+    assert page["items"][0]["verdict"] == "survived"
+    assert get(client, "/api/survival", run=filled.runs[1])["total"] == 0
+    assert get(client, "/api/survival", verdict="failed")["total"] == 0
+    p = get(client, f"/api/survival/{filled.pass_id}")
+    assert p["report"]["verdict"] == "survived" and p["report"]["findings"] is not None
+
+
+def test_dream_runs_with_dreams_shadows_hypotheses_and_the_brief(
+        client: TestClient, filled: Filled) -> None:
+    page = get(client, "/api/repo-runs")
+    assert [r["run_id"] for r in page["items"]] == [filled.repo_run]
+    d = get(client, f"/api/repo-runs/{filled.repo_run}")
+    assert {x["kind"] for x in d["dreams"]} == {"primary", "shadow"}
+    assert d["hypotheses"][0]["text"] == "add subtracts " + HOSTILE
+    assert d["brief"]["run"] == filled.repo_run
+
+
+def test_lessons_recipes_and_lifecycles(client: TestClient, filled: Filled) -> None:
+    k = get(client, "/api/lessons")
+    assert k["lessons"] == []
+    recipe = k["recipes"][0]
+    assert recipe["basis"] == "survived"
+    assert get(client, f"/api/recipes/{recipe['id']}")["id"] == recipe["id"]
+
+
+def test_hostile_text_comes_back_as_text(client: TestClient, filled: Filled) -> None:
+    r = client.get(f"/api/replay/{filled.runs[0]}")
+    assert r.headers["content-type"].startswith("application/json")
+    assert any(n["plan"] == HOSTILE for n in r.json()["tree"])
+    d = client.get(f"/api/repo-runs/{filled.repo_run}")
+    assert d.json()["objective"].endswith(HOSTILE)
+
+
+def test_the_pages_are_static_html_that_load_their_scripts(client: TestClient,
+                                                            filled: Filled) -> None:
+    for url in ("/dreams", f"/dreams/{filled.dream_id}", f"/replay/{filled.runs[0]}",
+                "/survival", "/repo-runs", "/lessons"):
+        res = client.get(url)
+        assert res.status_code == 200 and res.headers["content-type"].startswith("text/html")
+        assert "/static/panels.js" in res.text and filled.dream_id not in res.text
+    assert client.get("/static/panels.js").status_code == 200
+
+
+def test_the_openapi_schema_names_every_panel_route(client: TestClient) -> None:
+    paths = get(client, "/openapi.json")["paths"]
+    assert {"/api/dreams", "/api/dreams/{dream_id}", "/api/policies/{version_id}",
+            "/api/replay/{run_id}", "/api/replay/{run_id}/choices", "/api/survival",
+            "/api/survival/{pass_id}", "/api/repo-runs", "/api/repo-runs/{run_id}",
+            "/api/lessons"} <= set(paths)
+
+
+# -- the replay's steps are the core replay's reveal order --------------------------------
+
+
+@pytest.fixture(scope="module")
+def grid_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("grid") / "store"
+    store = SqliteRunStore.open(path, writer=True, holder="tests")
+    try:
+        store.put_task(TASK)
+        store.create_run(make_run("rgrid", config={"budget": 40, "workers": 3}))
+        store.add_nodes(grid_nodes("rgrid", random.Random(5), branches=6, depth=8))
+    finally:
+        store.close()
+    return path
+
+
+@pytest.mark.parametrize("spec", ["greedy:branches=3,top=2", "fixed:branches=4,refine=5",
+                                  "halving"])
+def test_replay_steps_are_the_core_replays_reveal_order(grid_store: Path, spec: str) -> None:
+    with TestClient(panel_app(grid_store)) as c:
+        got = get(c, "/api/replay/rgrid", policy=spec, workers=3, budget=30)
+    store = SqliteRunStore.open(grid_store, writer=False)
+    try:
+        tree = RecordedTree.from_nodes("rgrid", store.replay_nodes("rgrid"))
+    finally:
+        store.close()
+    want = replay(make_policy(parse_spec(spec)), tree, workers=3, attempt_budget=30,
+                  seed=_seed("rgrid"), keep_order=True, charge_misses=True)
+    assert [n for r in got["rounds"] for n in r["revealed"]] == list(want.order)
+    assert [len(r["revealed"]) for r in got["rounds"]] == list(want.batch_sizes)
+    assert len(got["rounds"]) > 2 and got["result"]["revealed"] == want.revealed
+    assert got["result"]["stop"] == str(want.stop)
