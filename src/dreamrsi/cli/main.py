@@ -38,6 +38,7 @@ from dreamrsi.cli import (
     mcp,
     repo,
     repo_work,
+    report,
     runs,
     serve,
     survival,
@@ -111,7 +112,7 @@ _COMMANDS: dict[str, Callable[..., None]] = {
     "policies": dreaming.policies, "replay": dreaming.replay, "status": runs.status,
     "show": runs.show, "best": runs.best, "survive": survival.survive, "tasks": tasks.tasks,
     "mcp": mcp.mcp, "serve": serve.serve, **repo.COMMANDS, **repo_work.COMMANDS,
-    "learn": learn.learn,
+    "learn": learn.learn, "report": report.report,
 }
 """The top-level commands, in the order ``--help`` lists them."""
 

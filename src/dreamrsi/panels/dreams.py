@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from dreamrsi.store.base import RunStore
     from dreamrsi.store.values import DreamRecord, PolicyVersion
 
-__all__ = ["deployed", "dream_detail", "dream_list", "policy_detail", "task_digests"]
+__all__ = ["deployed", "dream_detail", "dream_list", "policy_detail", "task_digest_of",
+           "task_digests"]
 
 CODE_CHARS = 200_000
 """At most this much of a program's text is shown."""
@@ -31,7 +32,7 @@ def task_digests(store: RunStore) -> list[str]:
     return list(seen)
 
 
-def _task_of(store: RunStore, task: str) -> str:
+def task_digest_of(store: RunStore, task: str) -> str:
     """A task digest from a digest or a task name (``NotFound`` naming it)."""
     for digest in task_digests(store):
         if task in (digest, store.get_task(digest).name):
@@ -86,7 +87,7 @@ def dream_list(store: RunStore, *, task: str | None = None,
         digests = [record.task_digest]
     else:
         wanted = None
-        digests = task_digests(store) if task is None else [_task_of(store, task)]
+        digests = task_digests(store) if task is None else [task_digest_of(store, task)]
     rows = []
     for digest in digests:
         name = store.get_task(digest).name

@@ -7,7 +7,7 @@
     main.appendChild(el("p", page.total + " pass(es)"));
     main.appendChild(table(page.items, [
       ["pass", "pass_id"], ["run", "run_id"], ["node", "node_id"], ["verdict", "verdict"],
-      ["failing", r => r.failing.join(", ")], ["delta", r => r.delta ? fmt(r.delta.delta) : ""],
+      ["failing", r => r.failing.join(", ")], ["delta", r => r.delta ? fmt(r.delta.mean) : ""],
       ["risks", r => r.risks.length],
     ], r => show(r.pass_id)));
     main.appendChild(detail);

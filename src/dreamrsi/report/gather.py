@@ -1,0 +1,119 @@
+"""What a report shows, read from the store: a run's summary, tree and curve; a loop's rounds
+and the arms of its task; a task's runs and loops; their dreams and survival passes."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from dreamrsi.errors import NotFound
+
+if TYPE_CHECKING:
+    from dreamrsi.report.figures import Curve
+    from dreamrsi.store.base import RunStore
+
+__all__ = ["gather", "resolve"]
+
+TREE_ROWS = 2000
+"""At most this many nodes are listed in a report's table (every node is drawn)."""
+
+
+def resolve(store: RunStore, target: str) -> tuple[str, str]:
+    """What ``target`` names: ``("run", id)``, ``("loop", id)`` or ``("task", digest)``, tried
+    in that order (ids or unique prefixes; a task by name or digest).
+
+    Raises:
+        NotFound: Nothing of that name.
+        ConfigError: An ambiguous prefix.
+    """
+    from dreamrsi.panels.dreams import task_digest_of
+
+    for kind, get in (("run", store.get_run), ("loop", store.get_loop)):
+        try:
+            record = get(target)
+        except NotFound:
+            continue
+        return kind, record[0]
+    try:
+        return "task", task_digest_of(store, target)
+    except NotFound:
+        raise NotFound(f"'{target}' is no run, loop or task of this store") from None
+
+
+def run_curve(store: RunStore, run_ids: list[str]) -> Curve:
+    """Best score (raw, the best by the task's direction) against cumulative attempts over
+    ``run_ids`` in order: each finished attempt (not ``lost``, root excluded) is one step."""
+    xs: list[int] = []
+    ys: list[float] = []
+    best_norm: float | None = None
+    best_raw = 0.0
+    count = 0
+    for run_id in run_ids:
+        for node in sorted(store.nodes(run_id), key=lambda n: n.seq):
+            if node.parent_id is None or node.status.value == "lost":
+                continue
+            count += 1
+            if node.valid and node.score is not None and (best_norm is None
+                                                          or node.score > best_norm):
+                best_norm, best_raw = node.score, float(node.raw_score or 0.0)
+            if best_norm is not None:
+                xs.append(count)
+                ys.append(best_raw)
+    return xs, ys
+
+
+def _passes(store: RunStore, run_ids: list[str]) -> list[dict[str, Any]]:
+    from dreamrsi.panels.survival import pass_list
+
+    wanted = set(run_ids)
+    return [p for p in pass_list(store) if p["run_id"] in wanted]
+
+
+def _dreams(store: RunStore, **which: str) -> list[dict[str, Any]]:
+    from dreamrsi.panels.dreams import dream_detail, dream_list
+
+    return [dream_detail(store, d["dream_id"]) for d in dream_list(store, **which)]
+
+
+def _run(store: RunStore, run_id: str) -> dict[str, Any]:
+    from dreamrsi.views import tree_head, tree_nodes
+
+    return {**tree_head(store, run_id), "nodes": list(tree_nodes(store, run_id)),
+            "curve": run_curve(store, [run_id])}
+
+
+def _loop_arms(store: RunStore, task_digest: str) -> dict[str, Any]:
+    """The loops of a task by arm: each loop's curve over its rounds and attempts per round."""
+    curves: dict[str, list[Curve]] = defaultdict(list)
+    bars: dict[str, list[list[int]]] = defaultdict(list)
+    loops = []
+    for loop in store.list_loops(task_digest):
+        runs = [r.run_id for r in store.loop_rounds(loop.loop_id)]
+        curves[loop.arm].append(run_curve(store, runs))
+        bars[loop.arm].append([store.counts(r).attempts for r in runs])
+        loops.append({"loop_id": loop.loop_id, "arm": loop.arm, "status": loop.status,
+                      "seed": loop.config.get("seed"), "rounds": len(runs)})
+    return {"curves": dict(curves), "bars": dict(bars), "loops": loops}
+
+
+def gather(store: RunStore, kind: str, key: str) -> dict[str, Any]:
+    """Everything the report of a run, a loop or a task shows (``key``: its id or digest)."""
+    if kind == "run":
+        run = _run(store, key)
+        task = store.get_task(store.get_run(key).task_digest)
+        return {"kind": kind, "id": key, "task": task.name, "runs": [run],
+                "dreams": [], "passes": _passes(store, [key]), "arms": None}
+    if kind == "loop":
+        loop = store.get_loop(key)
+        rounds = store.loop_rounds(loop.loop_id)
+        runs = [r.run_id for r in rounds]
+        arms = _loop_arms(store, loop.task_digest)
+        return {"kind": kind, "id": key, "task": store.get_task(loop.task_digest).name,
+                "arm": loop.arm, "loop_rounds": [r._asdict() for r in rounds],
+                "runs": [_run(store, r) for r in runs], "arms": arms,
+                "dreams": _dreams(store, loop=loop.loop_id), "passes": _passes(store, runs)}
+    name = store.get_task(key).name
+    runs = [r.run_id for r in store.list_runs(key)]
+    return {"kind": kind, "id": key, "task": name, "runs": [_run(store, r) for r in runs],
+            "arms": _loop_arms(store, key), "dreams": _dreams(store, task=key),
+            "passes": _passes(store, runs)}
