@@ -11,7 +11,7 @@ from typing import Any
 
 from dreamrsi.errors import ConfigError
 
-__all__ = ["Curve", "attempt_bars", "best_curves", "dream_selection", "pyplot", "tree",
+__all__ = ["Curve", "attempt_bars", "bands", "best_curves", "dream_selection", "pyplot", "tree",
            "verdicts"]
 
 Curve = tuple[list[int], list[float]]
@@ -53,6 +53,20 @@ def _steps(curve: Curve, grid: Sequence[int]) -> list[float]:
     return out
 
 
+def bands(curves: Sequence[Curve]) -> tuple[list[int], list[float], list[float], list[float]]:
+    """The attempt counts where any seed's best changed, and at each the median, lowest and
+    highest best score over the seeds that have one (NaN where none has).
+
+    >>> bands([([1, 3], [1.0, 5.0]), ([2], [3.0])])
+    ([1, 2, 3], [1.0, 3.0, 5.0], [1.0, 1.0, 3.0], [1.0, 3.0, 5.0])
+    """
+    grid = sorted({x for xs, _ in curves for x in xs})
+    rows = [_steps(c, grid) for c in curves]
+    cols = [sorted(v for v in col if not math.isnan(v)) for col in zip(*rows, strict=True)]
+    return (grid, [c[len(c) // 2] if c else math.nan for c in cols],
+            [c[0] if c else math.nan for c in cols], [c[-1] if c else math.nan for c in cols])
+
+
 def best_curves(path: Path, arms: Mapping[str, Sequence[Curve]], title: str,
                 ylabel: str = "best score") -> Path:
     """Best score against cumulative attempts: one line per arm, its median over the arm's
@@ -63,16 +77,11 @@ def best_curves(path: Path, arms: Mapping[str, Sequence[Curve]], title: str,
         curves = [c for c in curves if c[0]]
         if not curves:
             continue
-        grid = sorted({x for xs, _ in curves for x in xs})
-        rows = [_steps(c, grid) for c in curves]
-        cols = [[v for v in col if not math.isnan(v)] for col in zip(*rows, strict=True)]
-        mid = [sorted(c)[len(c) // 2] if c else math.nan for c in cols]
+        grid, mid, low, high = bands(curves)
         line = ax.step(grid, mid, where="post",
                        label=f"{label} ({len(curves)} seed{'s' if len(curves) > 1 else ''})")
         if len(curves) > 1:
-            ax.fill_between(grid, [min(c) if c else math.nan for c in cols],
-                            [max(c) if c else math.nan for c in cols], step="post",
-                            alpha=0.2, color=line[0].get_color())
+            ax.fill_between(grid, low, high, step="post", alpha=0.2, color=line[0].get_color())
     ax.set_xlabel("cumulative attempts")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
