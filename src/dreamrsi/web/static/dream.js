@@ -38,7 +38,8 @@
   vers.appendChild(detail);
   const scores = section(main, "Replay scores per tree");
   const ids = d.versions.map(v => v.version_id);
-  scores.appendChild(table(d.scores, [["tree", "tree_id"], ["split", "split"],
+  scores.appendChild(table(d.scores, [
+    ["tree", r => link("/replay/" + encodeURIComponent(r.tree_id), r.tree_id)], ["split", "split"],
     ...ids.map(v => [v, r => r[v] ? r[v].value : ""])]));
   if (d.code) {
     const code = section(main, "Code revisions");
