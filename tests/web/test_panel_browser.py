@@ -26,20 +26,27 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("bwrap")]
 
 @pytest.fixture(scope="module")
 def filled(tmp_path_factory: pytest.TempPathFactory) -> Filled:
-    filled = filled_store(tmp_path_factory.mktemp("filled"))
-    store = SqliteRunStore.open(filled.path, writer=True, holder="tests")
-    try:  # a wider tree beside the engine's: rounds of several nodes to reveal
-        store.put_task(TASK)
-        store.create_run(make_run("rgridb", config={"budget": 30, "workers": 3}))
-        store.add_nodes(grid_nodes("rgridb", random.Random(3), branches=5, depth=6))
-    finally:
-        store.close()
-    return filled
+    return filled_store(tmp_path_factory.mktemp("filled"))
 
 
 @pytest.fixture(scope="module")
 def base_url(filled: Filled) -> Iterator[str]:
     with serving(panel_app(filled.path)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def grid_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A store of its own holding a wider tree: rounds of several nodes to reveal."""
+    path = tmp_path_factory.mktemp("grid") / "store"
+    store = SqliteRunStore.open(path, writer=True, holder="tests")
+    try:
+        store.put_task(TASK)
+        store.create_run(make_run("rgridb", config={"budget": 30, "workers": 3}))
+        store.add_nodes(grid_nodes("rgridb", random.Random(3), branches=5, depth=6))
+    finally:
+        store.close()
+    with serving(panel_app(path)) as url:
         yield url
 
 
@@ -59,8 +66,9 @@ def shot(page: object, tmp_path: Path, name: str) -> None:
     page.screenshot(path=str(folder / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
 
 
-def test_the_replay_view_reveals_nodes_round_by_round(browser: object, base_url: str,
+def test_the_replay_view_reveals_nodes_round_by_round(browser: object, grid_url: str,
                                                       tmp_path: Path) -> None:
+    base_url = grid_url
     page = browser.new_page()  # type: ignore[attr-defined]
     page.goto(f"{base_url}/replay/rgridb")
     page.fill("#policy-spec", "greedy:branches=3,top=2")
