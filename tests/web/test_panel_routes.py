@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from dreamrsi.core.replay import RecordedTree, replay
 from dreamrsi.dreaming.evaluate import _seed
+from dreamrsi.panels.replay import replay_steps
 from dreamrsi.policies.registry import make_policy, parse_spec
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.testing.builders import TASK, grid_nodes, make_run
@@ -197,3 +198,17 @@ def test_replay_steps_are_the_core_replays_reveal_order(grid_store: Path, spec: 
     assert [len(r["revealed"]) for r in got["rounds"]] == list(want.batch_sizes)
     assert len(got["rounds"]) > 2 and got["result"]["revealed"] == want.revealed
     assert got["result"]["stop"] == str(want.stop)
+
+
+def test_a_large_trees_replay_lists_only_the_root_and_what_it_revealed(grid_store: Path) -> None:
+    store = SqliteRunStore.open(grid_store, writer=False)
+    try:
+        whole = replay_steps(store, "rgrid", "greedy:branches=3,top=2", workers=3, budget=30)
+        cut = replay_steps(store, "rgrid", "greedy:branches=3,top=2", workers=3, budget=30,
+                           tree_limit=10)
+    finally:
+        store.close()
+    assert not whole["tree_cut"] and len(whole["tree"]) == whole["tree_size"] == 49
+    revealed = {n for r in cut["rounds"] for n in r["revealed"]}
+    assert cut["tree_cut"] and cut["tree_size"] == 49 and cut["rounds"] == whole["rounds"]
+    assert {n["node_id"] for n in cut["tree"]} == revealed | {"rgrid-0"}

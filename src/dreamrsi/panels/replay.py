@@ -12,7 +12,10 @@ if TYPE_CHECKING:
     from dreamrsi.core.replay import RecordedTree
     from dreamrsi.store.base import RunRecord, RunStore
 
-__all__ = ["replay_choices", "replay_steps"]
+__all__ = ["TREE_LIMIT", "replay_choices", "replay_steps"]
+
+TREE_LIMIT = 5000
+"""A replay of a larger tree lists only its root and the nodes the replay revealed."""
 
 
 def _tree(store: RunStore, run: RunRecord) -> RecordedTree:
@@ -45,15 +48,18 @@ def replay_choices(store: RunStore, run_id: str) -> dict[str, Any]:
 
 
 def replay_steps(store: RunStore, run_id: str, policy: str | None = None, *,
-                 workers: int | None = None, budget: int | None = None) -> dict[str, Any]:
+                 workers: int | None = None, budget: int | None = None,
+                 tree_limit: int = TREE_LIMIT) -> dict[str, Any]:
     """Replay run ``run_id``'s tree under ``policy`` (a spec; default: the run's own) with W
     ``workers`` and an attempt ``budget`` (defaults: the run's), from the root with a fresh
     policy state, as a dream replays it.
 
     Returns:
         ``tree``: every recorded node (id, parent, seq, round, depth, branch, score, status,
-        plan); ``rounds``: for each decision round the node ids it revealed, in reveal
-        order; ``result``: V and its parts, and why the replay stopped.
+        plan), or, for a tree of more than ``tree_limit`` nodes, the root and the revealed
+        nodes only (``tree_cut``; ``tree_size`` counts them all); ``rounds``: for each
+        decision round the node ids it revealed, in reveal order; ``result``: V and its
+        parts, and why the replay stopped.
 
     Raises:
         NotFound: An unknown run.
@@ -87,8 +93,11 @@ def replay_steps(store: RunStore, run_id: str, policy: str | None = None, *,
     for number, size in enumerate(result.batch_sizes, start=1):
         rounds.append({"round": number, "revealed": list(result.order[at:at + size])})
         at += size
+    cut = tree.size + 1 > tree_limit
+    shown = set(result.order) | {tree.root.node_id}
+    rows = [r for r in tree_rows(store, run.run_id) if not cut or r["node_id"] in shown]
     return {"run_id": run.run_id, "policy": spec.label(), "workers": w, "budget": cap,
-            "tree": list(tree_rows(store, run.run_id)), "rounds": rounds,
+            "tree": rows, "tree_size": tree.size + 1, "tree_cut": cut, "rounds": rounds,
             "result": {"value": scored.value, "quality": result.quality,
                        "revealed": result.revealed, "rounds": result.rounds,
                        "out_of_support": result.out_of_support,

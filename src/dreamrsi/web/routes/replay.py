@@ -34,6 +34,8 @@ class ReplaySteps(BaseModel):
     workers: int
     budget: int | None
     tree: list[dict[str, Any]]
+    tree_size: int
+    tree_cut: bool
     rounds: list[dict[str, Any]]
     result: dict[str, Any]
 

@@ -83,3 +83,11 @@ function svg(tag, attrs) {
   for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
   return node;
 }
+
+// Run `refresh` now and again whenever the store changes (the dashboard's live signal, from
+// common.js), or once where that is not loaded.
+function live(refresh) {
+  // common.js's `const D` is a global binding, not a property of window
+  if (typeof D !== "undefined" && typeof D.live === "function") return D.live(refresh);
+  return refresh();
+}

@@ -118,7 +118,8 @@
     } catch (err) { result.textContent = "Error: " + err.message; return; }
     const r = data.result;
     result.textContent = data.policy + ": V " + fmt(r.value) + ", quality " + fmt(r.quality) +
-      ", " + r.revealed + " revealed in " + r.rounds + " round(s), stopped: " + r.stop;
+      ", " + r.revealed + " revealed in " + r.rounds + " round(s), stopped: " + r.stop +
+      (data.tree_cut ? " (a tree of " + data.tree_size + " nodes: only the revealed ones are drawn)" : "");
     draw(data.tree);
     shown = 0;
     render();

@@ -1,16 +1,20 @@
 "use strict";
-(async () => {
+(() => {
   const main = document.getElementById("main");
   const detail = el("div"); detail.id = "repo-run-detail";
-  try {
-    const page = await api("/api/repo-runs?limit=1000");
-    main.appendChild(el("p", page.total + " Dream Run(s)"));
-    main.appendChild(table(page.items, [
+  const list = el("div");
+  list.id = "repo-runs";
+  main.appendChild(list);
+  main.appendChild(detail);
+  live(async () => {
+    let page;
+    try { page = await api("/api/repo-runs?limit=1000"); }
+    catch (err) { list.replaceChildren(); showError(list, err); return; }
+    list.replaceChildren(el("p", page.total + " Dream Run(s)"), table(page.items, [
       ["run", "run_id"], ["status", "status"], ["objective", "objective"], ["repository", "repo"],
       ["dreams", "dreams"], ["open hypotheses", "open_hypotheses"], ["steps", "steps"],
     ], r => show(r.run_id)));
-    main.appendChild(detail);
-  } catch (err) { showError(main, err); }
+  });
   async function show(runId) {
     detail.replaceChildren(el("h2", "Dream Run " + runId));
     try {

@@ -1,17 +1,21 @@
 "use strict";
-(async () => {
+(() => {
   const main = document.getElementById("main");
   const detail = el("div"); detail.id = "pass-detail";
-  try {
-    const page = await api("/api/survival?limit=1000");
-    main.appendChild(el("p", page.total + " pass(es)"));
-    main.appendChild(table(page.items, [
+  const list = el("div");
+  list.id = "passes";
+  main.appendChild(list);
+  main.appendChild(detail);
+  live(async () => {
+    let page;
+    try { page = await api("/api/survival?limit=1000"); }
+    catch (err) { list.replaceChildren(); showError(list, err); return; }
+    list.replaceChildren(el("p", page.total + " pass(es)"), table(page.items, [
       ["pass", "pass_id"], ["run", "run_id"], ["node", "node_id"], ["verdict", "verdict"],
       ["failing", r => r.failing.join(", ")], ["delta", r => r.delta ? fmt(r.delta.mean) : ""],
       ["risks", r => r.risks.length],
     ], r => show(r.pass_id)));
-    main.appendChild(detail);
-  } catch (err) { showError(main, err); }
+  });
   async function show(passId) {
     detail.replaceChildren(el("h2", "Pass " + passId));
     try {
