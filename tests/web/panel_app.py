@@ -1,6 +1,7 @@
 """The dashboard's panels served for tests: the app of ``dreamrsi.web.app`` when it is there,
 else a bare FastAPI app with the panels' routers, one read-only store reader per thread and the
-dashboard's error replies (``NotFound``: 404, other bad input: 400, ``{"error": reason}``)."""
+dashboard's error replies (``{"error": reason}``: ``NotFound`` 404, ``ConfigError`` 400, any
+other ``DreamError`` 500, as ``web.app``'s one handler answers them)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from dreamrsi.errors import DreamError, NotFound
+from dreamrsi.errors import ConfigError, DreamError, NotFound
 from dreamrsi.store.factory import open_store
 from dreamrsi.web.routes import dreams, lessons, replay, repo_runs, survival
 from dreamrsi.web.routes._panels import STATIC
@@ -50,8 +51,9 @@ def panel_app(store_path: Path) -> FastAPI:
 
     @app.exception_handler(DreamError)
     def _error(request: Request, exc: DreamError) -> JSONResponse:
-        return JSONResponse({"error": str(exc)},
-                            status_code=404 if isinstance(exc, NotFound) else 400)
+        status = 404 if isinstance(exc, NotFound) else 400 if isinstance(exc, ConfigError) \
+            else 500
+        return JSONResponse({"error": str(exc)}, status_code=status)
 
     return app
 

@@ -15,9 +15,11 @@ from dreamrsi.core.replay import RecordedTree, replay
 from dreamrsi.dreaming.evaluate import _seed
 from dreamrsi.panels.replay import replay_steps
 from dreamrsi.policies.registry import make_policy, parse_spec
+from dreamrsi.programs import program_digest
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.testing.builders import TASK, grid_nodes, make_run
 from tests.panels.filled import HOSTILE, Filled, filled_store
+from tests.programs.programs import GREEDY, RAISES
 from tests.web.panel_app import panel_app
 
 pytestmark = pytest.mark.usefixtures("bwrap")
@@ -177,6 +179,8 @@ def grid_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         store.put_task(TASK)
         store.create_run(make_run("rgrid", config={"budget": 40, "workers": 3}))
         store.add_nodes(grid_nodes("rgrid", random.Random(5), branches=6, depth=8))
+        for program in (GREEDY, RAISES):
+            store.put_blob(program.encode())
     finally:
         store.close()
     return path
@@ -212,3 +216,11 @@ def test_a_large_trees_replay_lists_only_the_root_and_what_it_revealed(grid_stor
     revealed = {n for r in cut["rounds"] for n in r["revealed"]}
     assert cut["tree_cut"] and cut["tree_size"] == 49 and cut["rounds"] == whole["rounds"]
     assert {n["node_id"] for n in cut["tree"]} == revealed | {"rgrid-0"}
+
+
+def test_a_program_replays_in_its_worker_and_a_failing_one_is_a_400(grid_store: Path) -> None:
+    with TestClient(panel_app(grid_store)) as c:
+        good = get(c, "/api/replay/rgrid", policy=f"code:digest={program_digest(GREEDY)}")
+        bad = get(c, "/api/replay/rgrid", 400, policy=f"code:digest={program_digest(RAISES)}")
+    assert [len(r["revealed"]) for r in good["rounds"][:3]] == [3, 3, 3]
+    assert "cannot be replayed" in bad["error"] and "IndexError" in bad["error"]

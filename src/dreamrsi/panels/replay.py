@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dreamrsi.errors import ConfigError
+from dreamrsi.errors import ConfigError, PolicyError
 
 if TYPE_CHECKING:
     from dreamrsi.core.replay import RecordedTree
@@ -63,7 +63,8 @@ def replay_steps(store: RunStore, run_id: str, policy: str | None = None, *,
 
     Raises:
         NotFound: An unknown run.
-        ConfigError: A malformed policy spec, bad W or budget, or a run without nodes.
+        ConfigError: A malformed policy spec, bad W or budget, a run without nodes, or a
+            policy that broke the decision interface (a program that failed in its worker).
     """
     from dreamrsi.dreaming.evaluate import ReplaySettings, replay_tree
     from dreamrsi.engine.queries import tree_rows
@@ -79,15 +80,20 @@ def replay_steps(store: RunStore, run_id: str, policy: str | None = None, *,
                           key="budget")
     settings = ReplaySettings(workers=w, attempt_budget=cap)
     tree = _tree(store, run)
-    with open_policy(spec, store, ProgramLimits()) as chosen:
-        history: tuple[RecordedTree, ...] = ()
-        if hasattr(chosen, "plan"):  # a planning policy sees the task's other trees
-            from dreamrsi.dreaming.history import load_history
+    try:
+        with open_policy(spec, store, ProgramLimits()) as chosen:
+            history: tuple[RecordedTree, ...] = ()
+            if hasattr(chosen, "plan"):  # a planning policy sees the task's other trees
+                from dreamrsi.dreaming.history import load_history
 
-            task = store.get_task(run.task_digest)
-            history = load_history(store, run.task_name, task.digest,
-                                   task.evaluator_digest).trees
-        scored = replay_tree(chosen, tree, settings, history, keep_order=True)
+                task = store.get_task(run.task_digest)
+                history = load_history(store, run.task_name, task.digest,
+                                       task.evaluator_digest).trees
+            scored = replay_tree(chosen, tree, settings, history, keep_order=True)
+    except PolicyError as exc:  # the chosen policy broke the decision interface, or its
+        # program failed in its worker: a bad choice, reported with the reason
+        raise ConfigError(f"policy {spec.label()} cannot be replayed: {exc}",
+                          key="policy") from None
     result = scored.result
     rounds, at = [], 0
     for number, size in enumerate(result.batch_sizes, start=1):
