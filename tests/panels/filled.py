@@ -1,6 +1,6 @@
 """One store filled by the real engine for the views' tests, built once per test process:
 runs of a task whose feedback and plans are hostile markup, a dream, a loop of each arm, a
-survival pass and a Dream Run with a hypothesis and a shadow."""
+survival pass, a Dream Run with a hypothesis and a shadow, and a lesson."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from dreamrsi.core.policy import PolicySpec
 from dreamrsi.dreaming import DreamConfig, LoopConfig, ReplaySettings, dream, run_loop
 from dreamrsi.dreaming.loop import LoopArm
 from dreamrsi.engine import RunConfig, start_run
+from dreamrsi.knowledge import pool
 from dreamrsi.repo_runs import verbs
 from dreamrsi.repo_runs.opening import OpenRequest
 from dreamrsi.repo_runs.session import Session
@@ -53,6 +54,7 @@ class Filled(NamedTuple):
     loops: dict[str, str]
     pass_id: str
     repo_run: str
+    lesson: str
 
 
 _BUILT: dict[str, Filled] = {}
@@ -93,7 +95,10 @@ def _build(root: Path) -> Filled:
         verbs.hypothesize(session, "add subtracts " + HOSTILE, test="grep -q 'a - b' lib.py")
         verbs.shadow(session, question="does add subtract?", decision="fix lib or check",
                      budget=2, returns="yes or no")
+        text = "read the feedback " + HOSTILE
+        lesson = pool.record(store, pool.Delta("ADD", pool.insight_id(text, "hostile"), text,
+                                               "hostile", (runs[0],))).insight_id
         return Filled(root / "store", task_dir, tuple(runs), report.dream_id, loops,
-                      outcome.record.pass_id, state.run_id)
+                      outcome.record.pass_id, state.run_id, lesson)
     finally:
         store.close()

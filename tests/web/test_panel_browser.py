@@ -119,6 +119,9 @@ def test_hostile_text_is_shown_as_text(browser: object, base_url: str, filled: F
     page.click("table tbody tr")
     page.wait_for_selector("#repo-run-detail table")
     assert "<script>window.__pwned = 1</script>" in page.text_content("#repo-run-detail")
+    page.goto(f"{base_url}/lessons")
+    page.wait_for_selector("section table tbody tr")
+    assert "read the feedback <script>" in page.text_content("main")
     page.goto(f"{base_url}/replay/{filled.runs[0]}")
     page.wait_for_selector("circle.tree-node")
     assert page.evaluate("window.__pwned") is None

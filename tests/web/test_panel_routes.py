@@ -136,7 +136,10 @@ def test_dream_runs_with_dreams_shadows_hypotheses_and_the_brief(
 
 def test_lessons_recipes_and_lifecycles(client: TestClient, filled: Filled) -> None:
     k = get(client, "/api/lessons")
-    assert k["lessons"] == []
+    assert [x["insight_id"] for x in k["lessons"]] == [filled.lesson]
+    lesson = get(client, f"/api/lessons/{filled.lesson}")
+    assert lesson["text"] == "read the feedback " + HOSTILE and lesson["importance"] == 2
+    assert [e["kind"] for e in lesson["events"]] == ["pool.ADD"]
     recipe = k["recipes"][0]
     assert recipe["basis"] == "survived"
     assert get(client, f"/api/recipes/{recipe['id']}")["id"] == recipe["id"]
