@@ -13,8 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from dreamrsi.cli.main import app
+from dreamrsi.core.model import Cost
 from dreamrsi.errors import ConfigError
 from dreamrsi.report import figures
+from dreamrsi.report.gather import run_curve
+from dreamrsi.store.sqlite import SqliteRunStore
+from dreamrsi.testing.builders import TASK, make_node, make_run
 from tests.panels.filled import HOSTILE, Filled, filled_store
 
 pytestmark = pytest.mark.usefixtures("bwrap")
@@ -131,3 +135,27 @@ def test_bands_over_seeds_span_the_seeds(tmp_path: Path) -> None:
     assert low == [1.0, 1.0, 3.0] and high == [2.0, 9.0, 9.0] and mid == [2.0, 3.0, 5.0]
     figures.best_curves(tmp_path / "b.png", {"three": two, "one": [([1], [4.0])]}, "t")
     check_png(tmp_path / "b.png")
+
+
+def test_a_run_that_spent_tokens_and_money_is_drawn_against_them(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    store = SqliteRunStore.open(path, writer=True, holder="tests")
+    try:
+        store.put_task(TASK._replace(spec={"direction": "maximize"}))  # what reports read
+        store.create_run(make_run("rspend"))
+        store.add_nodes([make_node("rspend", 0, None), *(
+            make_node("rspend", i, i - 1, score=float(s), raw_score=float(s),
+                      cost=Cost(tokens_in=100 * i, tokens_out=10, money_usd=0.5))
+            for i, s in ((1, 3), (2, 1), (3, 4)))])
+        assert run_curve(store, ["rspend"], "tokens") == ([110.0, 320.0, 630.0],
+                                                          [3.0, 3.0, 4.0])
+        assert run_curve(store, ["rspend"], "money") == ([0.5, 1.0, 1.5], [3.0, 3.0, 4.0])
+    finally:
+        store.close()
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["report", "rspend", "--out", str(out),
+                                      "--store", str(path)])
+    assert result.exit_code == 0, result.output
+    for name in ("best.png", "best-tokens.png", "best-money.png", "tree-1.png"):
+        check_png(out / name)
+    assert 'src="best-money.png"' in (out / "index.html").read_text()

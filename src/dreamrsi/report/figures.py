@@ -14,8 +14,8 @@ from dreamrsi.errors import ConfigError
 __all__ = ["Curve", "attempt_bars", "bands", "best_curves", "dream_selection", "pyplot", "tree",
            "verdicts"]
 
-Curve = tuple[list[int], list[float]]
-"""Cumulative attempts and the best score after each."""
+Curve = tuple[list[float], list[float]]
+"""Cumulative attempts (or what they spent) and the best score after each."""
 
 INSTALL = "pip install 'dreamrsi[report]'"
 
@@ -41,7 +41,7 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def _steps(curve: Curve, grid: Sequence[int]) -> list[float]:
+def _steps(curve: Curve, grid: Sequence[float]) -> list[float]:
     """The best score at each attempt count of ``grid`` (NaN before the first)."""
     xs, ys = curve
     out, i, last = [], 0, math.nan
@@ -53,7 +53,8 @@ def _steps(curve: Curve, grid: Sequence[int]) -> list[float]:
     return out
 
 
-def bands(curves: Sequence[Curve]) -> tuple[list[int], list[float], list[float], list[float]]:
+def bands(curves: Sequence[Curve]) -> tuple[list[float], list[float], list[float],
+                                            list[float]]:
     """The attempt counts where any seed's best changed, and at each the median, lowest and
     highest best score over the seeds that have one (NaN where none has).
 
@@ -68,7 +69,7 @@ def bands(curves: Sequence[Curve]) -> tuple[list[int], list[float], list[float],
 
 
 def best_curves(path: Path, arms: Mapping[str, Sequence[Curve]], title: str,
-                ylabel: str = "best score") -> Path:
+                xlabel: str = "cumulative attempts") -> Path:
     """Best score against cumulative attempts: one line per arm, its median over the arm's
     seeds with a band from their lowest to their highest where there are several."""
     plt = pyplot()
@@ -82,8 +83,8 @@ def best_curves(path: Path, arms: Mapping[str, Sequence[Curve]], title: str,
                        label=f"{label} ({len(curves)} seed{'s' if len(curves) > 1 else ''})")
         if len(curves) > 1:
             ax.fill_between(grid, low, high, step="post", alpha=0.2, color=line[0].get_color())
-    ax.set_xlabel("cumulative attempts")
-    ax.set_ylabel(ylabel)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("best score")
     ax.set_title(title)
     if arms:
         ax.legend(loc="lower right", fontsize="small")

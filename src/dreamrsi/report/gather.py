@@ -4,15 +4,17 @@ and the arms of its task; a task's runs and loops; their dreams and survival pas
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dreamrsi.errors import NotFound
 
 if TYPE_CHECKING:
+    from dreamrsi.core.model import Node
     from dreamrsi.report.figures import Curve
     from dreamrsi.store.base import RunStore
 
-__all__ = ["gather", "resolve"]
+__all__ = ["SPENDS", "gather", "resolve", "run_curve", "spent"]
 
 TREE_ROWS = 2000
 """At most this many nodes are listed in a report's table (every node is drawn)."""
@@ -40,26 +42,46 @@ def resolve(store: RunStore, target: str) -> tuple[str, str]:
         raise NotFound(f"'{target}' is no run, loop or task of this store") from None
 
 
-def run_curve(store: RunStore, run_ids: list[str]) -> Curve:
-    """Best score (raw, the best by the task's direction) against cumulative attempts over
-    ``run_ids`` in order: each finished attempt (not ``lost``, root excluded) is one step."""
-    xs: list[int] = []
+SPENDS: dict[str, Callable[[Node], float]] = {
+    "attempts": lambda n: 1.0,
+    "tokens": lambda n: float(n.cost.tokens_in + n.cost.tokens_out),
+    "money": lambda n: float(n.cost.money_usd),
+}
+"""What a curve's x counts: attempts, or what the attempts spent (recorded per node)."""
+
+
+def run_curve(store: RunStore, run_ids: list[str], spend: str = "attempts") -> Curve:
+    """Best score (raw, the best by the task's direction) against what ``run_ids`` spent in
+    order (``spend``: a key of :data:`SPENDS`): each finished attempt (not ``lost``, root
+    excluded) is one step."""
+    cost = SPENDS[spend]
+    xs: list[float] = []
     ys: list[float] = []
     best_norm: float | None = None
     best_raw = 0.0
-    count = 0
+    total = 0.0
     for run_id in run_ids:
         for node in sorted(store.nodes(run_id), key=lambda n: n.seq):
             if node.parent_id is None or node.status.value == "lost":
                 continue
-            count += 1
+            total += cost(node)
             if node.valid and node.score is not None and (best_norm is None
                                                           or node.score > best_norm):
                 best_norm, best_raw = node.score, float(node.raw_score or 0.0)
             if best_norm is not None:
-                xs.append(count)
+                xs.append(total)
                 ys.append(best_raw)
     return xs, ys
+
+
+def spent(store: RunStore, run_ids: list[str]) -> list[str]:
+    """The spends besides attempts that ``run_ids`` recorded (tokens, money), if any."""
+    found = []
+    for key in ("tokens", "money"):
+        cost = SPENDS[key]
+        if any(cost(n) > 0 for r in run_ids for n in store.nodes(r)):
+            found.append(key)
+    return found
 
 
 def _passes(store: RunStore, run_ids: list[str]) -> list[dict[str, Any]]:
@@ -79,7 +101,8 @@ def _run(store: RunStore, run_id: str) -> dict[str, Any]:
     from dreamrsi.views import tree_head, tree_nodes
 
     return {**tree_head(store, run_id), "nodes": list(tree_nodes(store, run_id)),
-            "curve": run_curve(store, [run_id])}
+            "curve": run_curve(store, [run_id]),
+            "spend_curves": {k: run_curve(store, [run_id], k) for k in spent(store, [run_id])}}
 
 
 def _loop_arms(store: RunStore, task_digest: str) -> dict[str, Any]:

@@ -64,6 +64,16 @@ def _curves(page: Page, data: dict[str, Any], out: Path, files: list[Path]) -> N
     page.figure("best.png", "best score against cumulative attempts"
                 + (" (median over seeds, band: lowest to highest)" if data["kind"] != "run"
                    else ""))
+    for spend, label in (("tokens", "tokens (in and out)"), ("money", "money (USD)")):
+        curves: dict[str, list[Any]] = defaultdict(list)
+        for r in data["runs"]:
+            if spend in r["spend_curves"]:
+                curves[r["run"]["policy"]].append(r["spend_curves"][spend])
+        if curves:
+            name = f"best-{spend}.png"
+            files.append(figures.best_curves(out / name, curves, f"{data['task']}: best so far",
+                                             xlabel=f"cumulative {label}"))
+            page.figure(name, f"best score against the {label} each run spent")
 
 
 def _loops(page: Page, arms: dict[str, Any], out: Path, files: list[Path]) -> None:
