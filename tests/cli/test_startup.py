@@ -71,6 +71,11 @@ def test_help_loads_nothing_heavy() -> None:
         assert _probe(*args) == {"code": 0, "loaded": []}, args
 
 
+def test_report_help_loads_neither_matplotlib_nor_the_report() -> None:
+    heavy = (*HEAVY, "matplotlib", "fastapi", "dreamrsi.report", "dreamrsi.panels")
+    assert _probe("report", "--help", heavy=heavy) == {"code": 0, "loaded": []}
+
+
 def test_a_usage_error_loads_nothing_heavy() -> None:
     assert _probe("run", "--budget", "zero") == {"code": 2, "loaded": []}
 

@@ -41,8 +41,23 @@ class _Readers:
         return getattr(handle, name)
 
 
+def dashboard_app() -> Any:
+    """``dreamrsi.web.app.create_app`` where the dashboard's app is there, else ``None``."""
+    try:
+        from dreamrsi.web.app import create_app
+    except ImportError:
+        return None
+    return create_app
+
+
 def panel_app(store_path: Path) -> FastAPI:
-    """An app serving the panels' routes and pages over the store at ``store_path``."""
+    """An app serving the panels' routes and pages over the store at ``store_path``: the
+    dashboard's own where it is there (``test_the_dashboard_includes_the_panels`` checks it
+    holds their routers), else a bare one."""
+    create_app = dashboard_app()
+    if create_app is not None:
+        made: FastAPI = create_app(store_path)
+        return made
     app = FastAPI()
     for router in PANEL_ROUTERS:
         app.include_router(router)

@@ -20,7 +20,7 @@ from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.testing.builders import TASK, grid_nodes, make_run
 from tests.panels.filled import HOSTILE, Filled, filled_store
 from tests.programs.programs import GREEDY, RAISES
-from tests.web.panel_app import panel_app
+from tests.web.panel_app import PANEL_ROUTERS, dashboard_app, panel_app
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 
@@ -161,6 +161,16 @@ def test_the_pages_are_static_html_that_load_their_scripts(client: TestClient,
         assert res.status_code == 200 and res.headers["content-type"].startswith("text/html")
         assert "/static/panels.js" in res.text and filled.dream_id not in res.text
     assert client.get("/static/panels.js").status_code == 200
+
+
+def test_the_dashboard_includes_the_panels() -> None:
+    """Once the dashboard's app is there, its routers include the panels' (and the tests
+    here run against it)."""
+    if dashboard_app() is None:  # the dashboard's app lands from another branch
+        return
+    from dreamrsi.web.routes import ROUTERS
+
+    assert all(r in ROUTERS for r in PANEL_ROUTERS)
 
 
 def test_the_openapi_schema_names_every_panel_route(client: TestClient) -> None:
