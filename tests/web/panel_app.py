@@ -20,11 +20,14 @@ from fastapi.staticfiles import StaticFiles
 
 from dreamrsi.errors import ConfigError, DreamError, NotFound
 from dreamrsi.store.factory import open_store
-from dreamrsi.web.routes import dreams, lessons, replay, repo_runs, survival
 from dreamrsi.web.routes._panels import STATIC
+from dreamrsi.web.routes.dreams import router as dreams
+from dreamrsi.web.routes.lessons import router as lessons
+from dreamrsi.web.routes.replay import router as replay
+from dreamrsi.web.routes.repo_runs import router as repo_runs
+from dreamrsi.web.routes.survival import router as survival
 
-PANEL_ROUTERS = (dreams.router, replay.router, survival.router, repo_runs.router,
-                 lessons.router)
+PANEL_ROUTERS = (dreams, replay, survival, repo_runs, lessons)
 
 
 class _Readers:

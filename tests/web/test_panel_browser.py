@@ -15,7 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 from playwright import sync_api
+from playwright.sync_api import expect
 
+from dreamrsi.core.policy import PolicySpec
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.testing.builders import TASK, grid_nodes, make_run
 from tests.panels.filled import Filled, filled_store
@@ -42,7 +44,8 @@ def grid_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store = SqliteRunStore.open(path, writer=True, holder="tests")
     try:
         store.put_task(TASK)
-        store.create_run(make_run("rgridb", config={"budget": 30, "workers": 3}))
+        store.create_run(make_run("rgridb", config={"budget": 30, "workers": 3},
+                                  policy=PolicySpec("fixed", {"branches": 5, "refine": 6})))
         store.add_nodes(grid_nodes("rgridb", random.Random(3), branches=5, depth=6))
     finally:
         store.close()
@@ -73,7 +76,8 @@ def test_the_replay_view_reveals_nodes_round_by_round(browser: object, grid_url:
     page.goto(f"{base_url}/replay/rgridb")
     page.fill("#policy-spec", "greedy:branches=3,top=2")
     page.click("#load")
-    page.wait_for_function("document.querySelectorAll('circle.tree-node').length === 31")
+    expect(page.locator("#replay-result")).to_contain_text("greedy:branches=3,top=2: V")
+    expect(page.locator("circle.tree-node")).to_have_count(31)
     rounds = int(page.text_content("#round-no + span"))
     assert rounds > 2
     assert page.locator("circle.revealed").count() == 0
@@ -92,8 +96,7 @@ def test_the_replay_view_reveals_nodes_round_by_round(browser: object, grid_url:
     page.click("#reset")
     assert page.locator("circle.revealed").count() == 0
     page.click("#play")  # autoplay reveals the rest without more clicks
-    page.wait_for_function(f"document.querySelectorAll('circle.revealed').length === "
-                           f"{counts[-1]}", timeout=20_000)
+    expect(page.locator("circle.revealed")).to_have_count(counts[-1], timeout=20_000)
     page.close()
 
 
