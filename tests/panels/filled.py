@@ -82,7 +82,7 @@ def _build(root: Path) -> Filled:
         report = dream(store, task, INCUMBENT, FAST)
         loops: dict[str, Any] = {}
         for arm in (LoopArm.DREAM, LoopArm.FIXED):
-            done = run_loop(store, task, LoopConfig(rounds=2, per_round_budget=6, workers=2,
+            done = run_loop(store, task, LoopConfig(rounds=2, per_round_budget=4, workers=2,
                                                     arm=arm, seed=1, initial=INCUMBENT,
                                                     dream=FAST, dream_first=False))
             loops[arm.value] = done.loop_id
