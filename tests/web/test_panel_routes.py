@@ -16,7 +16,9 @@ from dreamrsi.dreaming.evaluate import _seed
 from dreamrsi.panels.replay import replay_steps
 from dreamrsi.policies.registry import make_policy, parse_spec
 from dreamrsi.programs import program_digest
+from dreamrsi.programs.stored import program_spec
 from dreamrsi.store.sqlite import SqliteRunStore
+from dreamrsi.store.values import PolicyVersion
 from dreamrsi.testing.builders import TASK, grid_nodes, make_run
 from tests.panels.filled import HOSTILE, Filled, filled_store
 from tests.programs.programs import GREEDY, RAISES
@@ -194,6 +196,12 @@ def grid_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         store.add_nodes(grid_nodes("rgrid", random.Random(5), branches=6, depth=8))
         for program in (GREEDY, RAISES):
             store.put_blob(program.encode())
+        parent, child = (program_spec(program_digest(p)) for p in (GREEDY, RAISES))
+        store.put_policy(PolicyVersion(parent.version_id(), parent, TASK.digest,
+                                       code_digest=program_digest(GREEDY)))
+        store.put_policy(PolicyVersion(child.version_id(), child, TASK.digest,
+                                       parent_id=parent.version_id(),
+                                       code_digest=program_digest(RAISES)))
     finally:
         store.close()
     return path
@@ -237,3 +245,16 @@ def test_a_program_replays_in_its_worker_and_a_failing_one_is_a_400(grid_store: 
         bad = get(c, "/api/replay/rgrid", 400, policy=f"code:digest={program_digest(RAISES)}")
     assert [len(r["revealed"]) for r in good["rounds"][:3]] == [3, 3, 3]
     assert "cannot be replayed" in bad["error"] and "IndexError" in bad["error"]
+
+
+def test_a_program_version_shows_its_code_and_a_diff_of_the_programs(grid_store: Path) -> None:
+    parent, child = (program_spec(program_digest(p)).version_id() for p in (GREEDY, RAISES))
+    with TestClient(panel_app(grid_store)) as c:
+        p = get(c, f"/api/policies/{child}")
+        back = get(c, f"/api/policies/{parent}", against=child)
+        get(c, f"/api/policies/{child}", 404, against="pnope")
+    assert p["code"] == RAISES and p["lineage"][0]["version_id"] == parent
+    assert "+        return [view.leaves()[7]]" in p["diff"].splitlines()
+    assert '-    name = "greedy-code"' in p["diff"].splitlines()
+    assert back["code"] == GREEDY and back["against"] == child
+    assert '+    name = "greedy-code"' in back["diff"].splitlines()
