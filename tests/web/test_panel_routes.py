@@ -103,7 +103,11 @@ def test_bad_paging_and_a_bad_spec_are_refused(client: TestClient, filled: Fille
     assert "unknown" in get(client, f"/api/replay/{filled.runs[0]}", 400,
                             policy="nosuchfamily")["error"]
     assert "Dream Run" in get(client, f"/api/repo-runs/{filled.runs[0]}", 400)["error"]
-    assert get(client, "/api/dreams", 404, task="nosuchtask")["error"]
+    assert "nosuchtask" in get(client, "/api/dreams", 404, task="nosuchtask")["error"]
+    assert "lnope" in get(client, "/api/dreams", 404, loop="lnope")["error"]
+    assert "rnope" in get(client, "/api/survival", 404, run="rnope")["error"]
+    assert client.get(f"/api/replay/{filled.runs[0]}", params={"budget": "x"}).status_code \
+        == 422
 
 
 def test_the_replay_reveals_every_node_once_round_by_round(
