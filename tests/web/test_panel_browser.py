@@ -123,8 +123,9 @@ def test_hostile_text_is_shown_as_text(browser: object, base_url: str, filled: F
     page.wait_for_selector("#repo-run-detail table")
     assert "<script>window.__pwned = 1</script>" in page.text_content("#repo-run-detail")
     page.goto(f"{base_url}/lessons")
-    page.wait_for_selector("section table tbody tr")
-    assert "read the feedback <script>" in page.text_content("main")
+    page.click("#lessons table tbody tr")  # a lesson opens with its events
+    expect(page.locator("#knowledge-detail")).to_contain_text("pool.ADD")
+    assert "read the feedback <script>" in page.text_content("#knowledge-detail")
     page.goto(f"{base_url}/replay/{filled.runs[0]}")
     page.wait_for_selector("circle.tree-node")
     assert page.evaluate("window.__pwned") is None
