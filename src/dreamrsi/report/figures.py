@@ -22,14 +22,15 @@ INSTALL = "pip install 'dreamrsi[report]'"
 
 def pyplot() -> Any:
     """matplotlib's pyplot on the Agg backend (``ConfigError`` naming the extra if missing)."""
-    try:
+    try:  # every import of matplotlib is here: it is the report extra
         import matplotlib
+
+        matplotlib.use("Agg", force=True)
+        import matplotlib.collections
+        import matplotlib.pyplot as plt
     except ImportError:
         raise ConfigError(f"dreamrsi report draws its figures with matplotlib, which is not "
                           f"installed: {INSTALL}") from None
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
     return plt
 
 
@@ -119,11 +120,10 @@ def tree(path: Path, nodes: Sequence[Mapping[str, Any]], title: str) -> Path:
     fig, ax = plt.subplots(figsize=(min(16, 2 + 0.25 * branches), min(12, 2 + 0.25 * depth)))
     where = {n["node_id"]: ((branches + 1) / 2 if n["parent_id"] is None else n["branch"] or 0,
                             -(n.get("depth") or 0)) for n in nodes}
-    from matplotlib.collections import LineCollection
-
+    line_collection = plt.matplotlib.collections.LineCollection
     edges = [(where[n["parent_id"]], where[n["node_id"]]) for n in nodes
              if n["parent_id"] in where]  # one collection: a line per edge is slow for 10^5
-    ax.add_collection(LineCollection(edges, colors="#bbbbbb", linewidths=0.6, zorder=1))
+    ax.add_collection(line_collection(edges, colors="#bbbbbb", linewidths=0.6, zorder=1))
     ok = [n for n in nodes if n["status"] == "ok" and n["score"] is not None]
     bad = [n for n in nodes if not (n["status"] == "ok" and n["score"] is not None)]
     if ok:
