@@ -32,7 +32,6 @@ LAYERS = {
     "panels": 5.5,  # the JSON of the dashboard's and the report's views of dreams, replay, ...
     "cli": 6,
     "report": 6,  # dreamrsi report: a static HTML report with matplotlib figures
-    "web": 6,  # the dashboard (FastAPI): routes calling views and panels
     "mcp_server": 6,  # the MCP face: tools calling the services the cli calls
     "web": 6,  # the dashboard: routes reading the views and the services the cli calls
     "testing": 6,
