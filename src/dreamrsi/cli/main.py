@@ -109,10 +109,11 @@ class _LazyRichHandler(logging.Handler):
 
 _COMMANDS: dict[str, Callable[..., None]] = {
     "run": runs.run, "resume": runs.resume, "dream": dreaming.dream, "loop": dreaming.loop,
-    "policies": dreaming.policies, "replay": dreaming.replay, "status": runs.status,
+    "policies": dreaming.policies, "replay": dreaming.replay, "report": report.report,
+    "status": runs.status,
     "show": runs.show, "best": runs.best, "survive": survival.survive, "tasks": tasks.tasks,
     "mcp": mcp.mcp, "serve": serve.serve, **repo.COMMANDS, **repo_work.COMMANDS,
-    "learn": learn.learn, "report": report.report,
+    "learn": learn.learn,
 }
 """The top-level commands, in the order ``--help`` lists them."""
 
