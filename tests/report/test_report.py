@@ -16,8 +16,9 @@ from dreamrsi.cli.main import app
 from dreamrsi.core.model import Cost
 from dreamrsi.errors import ConfigError
 from dreamrsi.report import figures
-from dreamrsi.report.gather import run_curve
+from dreamrsi.report.gather import gather, run_curve
 from dreamrsi.store.sqlite import SqliteRunStore
+from dreamrsi.store.values import LoopRecord, LoopRound
 from dreamrsi.testing.builders import TASK, make_node, make_run
 from tests.panels.filled import HOSTILE, Filled, filled_store
 
@@ -159,3 +160,27 @@ def test_a_run_that_spent_tokens_and_money_is_drawn_against_them(tmp_path: Path)
     for name in ("best.png", "best-tokens.png", "best-money.png", "tree-1.png"):
         check_png(out / name)
     assert 'src="best-money.png"' in (out / "index.html").read_text()
+
+
+def test_a_loops_arms_are_the_loops_run_alike(tmp_path: Path) -> None:
+    store = SqliteRunStore.open(tmp_path / "store", writer=True, holder="tests")
+    try:
+        store.put_task(TASK._replace(spec={"direction": "maximize"}))
+        loops = {"la": ("dream", 1, 4), "lb": ("fixed", 1, 4), "lc": ("fixed", 2, 4),
+                 "ld": ("fixed", 1, 8)}  # ld spends another budget a round
+        for i, (loop_id, (arm, seed, budget)) in enumerate(loops.items()):
+            run_id = f"r{loop_id}"
+            store.create_run(make_run(run_id, created_at=1_700_000_001.0 + i))
+            store.add_nodes([make_node(run_id, 0, None), make_node(run_id, 1, 0)])
+            store.create_loop(LoopRecord(loop_id, TASK.digest, arm,
+                                         {"seed": seed, "rounds": 1, "workers": 2,
+                                          "per_round_budget": budget}, "finished",
+                                         1_700_000_000.0 + i))
+            store.add_loop_round(LoopRound(loop_id, 1, run_id, "v1"))
+        arms = gather(store, "loop", "la")["arms"]
+        assert [x["loop_id"] for x in arms["loops"]] == ["la", "lb", "lc"]
+        assert {k: len(v) for k, v in arms["curves"].items()} == {"dream": 1, "fixed": 2}
+        every = gather(store, "task", TASK.digest)["arms"]
+        assert [x["loop_id"] for x in every["loops"]] == ["la", "lb", "lc", "ld"]
+    finally:
+        store.close()

@@ -4,7 +4,7 @@ and the arms of its task; a task's runs and loops; their dreams and survival pas
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dreamrsi.errors import NotFound
@@ -105,12 +105,20 @@ def _run(store: RunStore, run_id: str) -> dict[str, Any]:
             "spend_curves": {k: run_curve(store, [run_id], k) for k in spent(store, [run_id])}}
 
 
-def _loop_arms(store: RunStore, task_digest: str) -> dict[str, Any]:
-    """The loops of a task by arm: each loop's curve over its rounds and attempts per round."""
+COMPARABLE = ("rounds", "per_round_budget", "total_budget", "workers", "history")
+"""A loop's settings that must match for its arms to be drawn together (seeds differ)."""
+
+
+def _loop_arms(store: RunStore, task_digest: str,
+               like: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The loops of a task by arm (those with ``like``'s :data:`COMPARABLE` settings, when
+    given): each loop's curve over its rounds and attempts per round."""
     curves: dict[str, list[Curve]] = defaultdict(list)
     bars: dict[str, list[list[int]]] = defaultdict(list)
     loops = []
     for loop in store.list_loops(task_digest):
+        if like is not None and any(loop.config.get(k) != like.get(k) for k in COMPARABLE):
+            continue
         runs = [r.run_id for r in store.loop_rounds(loop.loop_id)]
         curves[loop.arm].append(run_curve(store, runs))
         bars[loop.arm].append([store.counts(r).attempts for r in runs])
@@ -130,7 +138,7 @@ def gather(store: RunStore, kind: str, key: str) -> dict[str, Any]:
         loop = store.get_loop(key)
         rounds = store.loop_rounds(loop.loop_id)
         runs = [r.run_id for r in rounds]
-        arms = _loop_arms(store, loop.task_digest)
+        arms = _loop_arms(store, loop.task_digest, loop.config)
         return {"kind": kind, "id": key, "task": store.get_task(loop.task_digest).name,
                 "arm": loop.arm, "loop_rounds": [r._asdict() for r in rounds],
                 "runs": [_run(store, r) for r in runs], "arms": arms,
