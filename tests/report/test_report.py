@@ -134,7 +134,8 @@ def test_bands_over_seeds_span_the_seeds(tmp_path: Path) -> None:
     grid, mid, low, high = figures.bands(two)
     assert grid == [1, 2, 3]
     assert low == [1.0, 1.0, 3.0] and high == [2.0, 9.0, 9.0] and mid == [2.0, 3.0, 5.0]
-    figures.best_curves(tmp_path / "b.png", {"three": two, "one": [([1], [4.0])]}, "t")
+    figures.best_curves(tmp_path / "b.png", {"three": two, "one": [([1], [4.0])]},
+                        "a $x_{$ label is text")  # never mathtext (which fails on it)
     check_png(tmp_path / "b.png")
 
 

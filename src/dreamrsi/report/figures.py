@@ -31,6 +31,7 @@ def pyplot() -> Any:
     except ImportError:
         raise ConfigError(f"dreamrsi report draws its figures with matplotlib, which is not "
                           f"installed: {INSTALL}") from None
+    plt.rcParams["text.parse_math"] = False  # a label with "$" is text, never mathtext
     return plt
 
 
