@@ -6,10 +6,12 @@ other ``DreamError`` 500, as ``web.app``'s one handler answers them)."""
 from __future__ import annotations
 
 import contextlib
+import shutil
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from playwright.sync_api import Page, sync_playwright
 
 from dreamrsi.errors import ConfigError, DreamError, NotFound
 from dreamrsi.store.factory import open_store
@@ -95,3 +98,27 @@ def serving(app: FastAPI) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def with_page(body: Callable[[Page], None]) -> None:
+    """Run ``body`` with a fresh page of a fresh headless Chromium (Debian's ``chromium``,
+    driven by Playwright) in a thread of its own: Playwright's sync API runs one instance per
+    thread, so another module's browser in this process is never in the way. A script error
+    on the page fails the call."""
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(_drive, body).result()
+
+
+def _drive(body: Callable[[Page], None]) -> None:
+    path = shutil.which("chromium")
+    assert path, "Debian's chromium is required for the browser tests (apt-get install chromium)"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=path, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            body(page)
+            assert not errors, errors
+        finally:
+            browser.close()
