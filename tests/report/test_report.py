@@ -93,6 +93,14 @@ def test_a_runs_report(filled: Filled, tmp_path: Path) -> None:
     assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in index  # the plans, escaped
 
 
+def test_a_dream_runs_report_shows_its_dreams_and_hypotheses(filled: Filled,
+                                                              tmp_path: Path) -> None:
+    refs = report(filled, filled.repo_run, tmp_path / "repo")
+    assert {"best.png", "tree-1.png"} <= set(refs.refs)
+    index = (tmp_path / "repo" / "index.html").read_text()
+    assert "add subtracts &lt;script&gt;" in index and "does add subtract?" in index
+
+
 def test_a_loops_report_draws_its_arms_rounds_trees_and_dreams(filled: Filled,
                                                                 tmp_path: Path) -> None:
     refs = report(filled, filled.loops["dream"], tmp_path / "loop")

@@ -76,10 +76,12 @@ def best_curves(path: Path, arms: Mapping[str, Sequence[Curve]], title: str,
     seeds with a band from their lowest to their highest where there are several."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4))
+    drawn = False
     for label, curves in arms.items():
         curves = [c for c in curves if c[0]]
         if not curves:
             continue
+        drawn = True
         grid, mid, low, high = bands(curves)
         line = ax.step(grid, mid, where="post",
                        label=f"{label} ({len(curves)} seed{'s' if len(curves) > 1 else ''})")
@@ -88,8 +90,10 @@ def best_curves(path: Path, arms: Mapping[str, Sequence[Curve]], title: str,
     ax.set_xlabel(xlabel)
     ax.set_ylabel("best score")
     ax.set_title(title)
-    if arms:
+    if drawn:
         ax.legend(loc="lower right", fontsize="small")
+    else:
+        ax.text(0.5, 0.5, "no valid score yet", ha="center", transform=ax.transAxes)
     return _save(fig, path)
 
 

@@ -131,9 +131,16 @@ def gather(store: RunStore, kind: str, key: str) -> dict[str, Any]:
     """Everything the report of a run, a loop or a task shows (``key``: its id or digest)."""
     if kind == "run":
         run = _run(store, key)
-        task = store.get_task(store.get_run(key).task_digest)
+        record = store.get_run(key)
+        task = store.get_task(record.task_digest)
+        repo_run = None
+        if record.config.get("kind") == "repo":  # a Dream Run: its dreams, hypotheses, brief
+            from dreamrsi.panels.repo_runs import repo_run_detail
+
+            repo_run = repo_run_detail(store, key)
         return {"kind": kind, "id": key, "task": task.name, "runs": [run],
-                "dreams": [], "passes": _passes(store, [key]), "arms": None}
+                "dreams": [], "passes": _passes(store, [key]), "arms": None,
+                "repo_run": repo_run}
     if kind == "loop":
         loop = store.get_loop(key)
         rounds = store.loop_rounds(loop.loop_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,8 @@ def write_report(store: RunStore, target: str, out: Path) -> list[Path]:
     _curves(page, data, out, files)
     if data["arms"] and data["arms"]["loops"]:
         _loops(page, data["arms"], out, files)
+    if data.get("repo_run"):
+        _repo_run(page, data["repo_run"])
     _runs(page, data["runs"], out, files)
     if data["dreams"]:
         _dreams(page, data["dreams"], out, files)
@@ -108,6 +111,21 @@ def _runs(page: Page, runs: list[dict[str, Any]], out: Path, files: list[Path]) 
                            ("score", "score"), ("plan", "plan"), ("reason", "reason")])
         if len(r["nodes"]) > len(shown):
             page.para(f"(the first {len(shown)} of {len(r['nodes'])} nodes)")
+
+
+def _repo_run(page: Page, d: dict[str, Any]) -> None:
+    page.heading("Dream Run")
+    page.para(f"Objective: {d['objective']}")
+    page.table(d["dreams"], [("dream", "dream"), ("kind", "kind"), ("status", "status"),
+                             ("parent", "parent"), ("head", "head"), ("score", "score"),
+                             ("question", "question"), ("answer", "answer")])
+    page.heading("Hypotheses", 3)
+    page.table(d["hypotheses"], [("id", "hypothesis"), ("text", "text"), ("status", "status"),
+                                 ("test", "test")])
+    page.heading("Questions", 3)
+    page.table(d["questions"], [("id", "question"), ("text", "text"), ("answer", "answer")])
+    page.heading("Brief", 3)
+    page.block(json.dumps(d["brief"], indent=1, default=str))
 
 
 def _dreams(page: Page, dreams: list[dict[str, Any]], out: Path, files: list[Path]) -> None:
