@@ -53,14 +53,15 @@ DREAMS = 2
 TARGETS = {"show": 1.0, "best": 0.3, "status": 0.3, "policies": 0.3}
 
 
-def write_task(folder: Path) -> Path:
-    """A task directory (its files are never run here: only its digest matters)."""
+def write_task(folder: Path, name: str = "bench-reading") -> Path:
+    """A task directory named ``name`` (its files are never run here: only its digest
+    matters)."""
     seed = folder / "seed"
     seed.mkdir(parents=True)
     (seed / "evaluate.py").write_text("print('{\"score\": 1.0, \"valid\": true}')\n")
     (seed / "propose.py").write_text("pass\n")
-    (folder / "task.toml").write_text(textwrap.dedent("""\
-        name = "bench-reading"
+    (folder / "task.toml").write_text(textwrap.dedent(f"""\
+        name = "{name}"
         objective = "Make the number large."
         direction = "maximize"
         [workspace]

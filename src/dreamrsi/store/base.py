@@ -23,6 +23,7 @@ from dreamrsi.store import trees
 from dreamrsi.store.knowledge import KnowledgeEvent, TraceRecord
 from dreamrsi.store.learned import LearnedModel
 from dreamrsi.store.ledger import ChainHead, LedgerEvent, LedgerRow, VerifyReport
+from dreamrsi.store.paging import check_listing
 from dreamrsi.store.trees import TreeRow, TreeSummary
 from dreamrsi.store.values import (
     DreamRecord,
@@ -154,8 +155,14 @@ class RunsStore(StoreHandle):
         for an empty or ambiguous prefix)."""
 
     @abc.abstractmethod
-    def list_runs(self, task_digest: str | None = None) -> list[RunRecord]:
-        """Every run (or every run of one task), oldest first."""
+    def list_runs(self, task_digest: str | None = None, *, offset: int = 0,
+                  limit: int | None = None) -> list[RunRecord]:
+        """Every run (or every run of one task), oldest first (runs created at the same time
+        in the order recorded); from ``offset`` on, at most ``limit`` of them.
+
+        Raises:
+            ConfigError: ``offset`` or ``limit`` is not a whole number at least 0.
+        """
 
     def update_run(self, run_id: str, update: RunUpdate | None = None, /,
                    **changes: Any) -> None:
@@ -193,8 +200,15 @@ class RunsStore(StoreHandle):
         """Record many nodes as :meth:`add_node` does, in one transaction (all or none)."""
 
     @abc.abstractmethod
-    def nodes(self, run_id: str) -> list[Node]:
-        """Every recorded node of a run, by seq (empty for an unknown run)."""
+    def nodes(self, run_id: str, *, after: int = -1, limit: int | None = None) -> list[Node]:
+        """The recorded nodes of a run whose seq is above ``after`` (every node by default),
+        by seq, at most ``limit`` of them (empty for an unknown run): a page of a long run is
+        read alone, however deep it starts (``dreamrsi.store.paging``).
+
+        Raises:
+            ConfigError: ``after`` or ``limit`` is not a whole number, or ``limit`` is
+                negative.
+        """
 
     @abc.abstractmethod
     def replay_nodes(self, run_id: str) -> list[Node]:
@@ -235,15 +249,19 @@ class RunsStore(StoreHandle):
 
     def tree_listing(self, run_id: str, *, branch: int | None = None,
                      max_depth: int | None = None, offset: int = 0,
-                     limit: int | None = None) -> Iterator[TreeRow]:
+                     limit: int | None = None, after: str | None = None) -> Iterator[TreeRow]:
         """A run's nodes in branch order, as rows: all, or one branch's (by number), down to
-        ``max_depth``, from ``offset`` on, at most ``limit``.
+        ``max_depth``, from ``offset`` on or after the node ``after`` (the last row of the
+        previous page: a keyset page costs what it holds, however deep), at most ``limit``.
 
         Raises:
+            ConfigError: A bad offset or limit, both ``offset`` and ``after``, or ``after``
+                naming no node of this listing (``dreamrsi.store.paging``).
             StoreError: The run's nodes are not one tree (the database was edited).
         """
+        check_listing(offset, limit, after)
         return trees.listing(self.location, run_id, self.nodes(run_id), branch=branch,
-                             max_depth=max_depth, offset=offset, limit=limit)
+                             max_depth=max_depth, offset=offset, limit=limit, after=after)
 
     def node_depth(self, node_id: str) -> int:
         """The depth of a node in its run's tree (the root's is 0), after checking its line of
@@ -289,10 +307,19 @@ class LedgerStore(StoreHandle):
         (``AlreadyRecorded`` if an event id exists; ``ValueError`` for NaN or infinity)."""
 
     @abc.abstractmethod
-    def ledger(self, chain: str, *, after: int = 0) -> Iterator[LedgerRow]:
-        """The rows of a chain whose ``seq`` is above ``after`` (all by default), in order, as
-        they read back from storage; a reader that keeps the last ``seq`` it saw reads only the
-        rows appended since (a backend reads them without going through the rest)."""
+    def ledger(self, chain: str, *, after: int = 0,
+               limit: int | None = None) -> Iterator[LedgerRow]:
+        """The rows of a chain whose ``seq`` is above ``after`` (all by default), in order, at
+        most ``limit`` of them (all by default), as they read back from storage; a reader
+        that keeps the last ``seq`` it saw reads only the rows appended since (a backend
+        reads them without going through the rest, and a page at a time: the rows are read
+        as the iterator is consumed, so consume it before closing the store).
+
+        Raises:
+            ConfigError: ``after`` or ``limit`` is not a whole number, or ``limit`` is
+                negative (``dreamrsi.store.paging``).
+            StoreError: A row no longer parses (when the iterator reaches it).
+        """
 
     @abc.abstractmethod
     def chain_head(self, chain: str) -> ChainHead:

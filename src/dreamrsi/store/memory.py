@@ -47,6 +47,7 @@ from dreamrsi.store.ledger import (
     now_iso,
 )
 from dreamrsi.store.migrations import SCHEMA_VERSION
+from dreamrsi.store.paging import check_offset, check_page
 from dreamrsi.store.records import (
     NODE_COLUMNS,
     RUN_COLUMNS,
@@ -205,10 +206,14 @@ class MemoryRunStore(MemoryLearnedTables, RecordAudit):
                               expected="more characters of the run id")
         return run_from_row(rows[0])
 
-    def list_runs(self, task_digest: str | None = None) -> list[RunRecord]:
+    def list_runs(self, task_digest: str | None = None, *, offset: int = 0,
+                  limit: int | None = None) -> list[RunRecord]:
+        check_offset(offset, limit)
         rows = [r for r in self._runs.values()
                 if task_digest is None or r["task_digest"] == task_digest]
-        return [run_from_row(r) for r in sorted(rows, key=lambda r: r["created_at"])]
+        ordered = sorted(rows, key=lambda r: r["created_at"])  # ties: in the order recorded
+        end = None if limit is None else offset + limit
+        return [run_from_row(r) for r in ordered[offset:end]]
 
     def _set_run_fields(self, run_id: str, changes: Mapping[str, Any]) -> None:
         with self._write():
@@ -254,8 +259,11 @@ class MemoryRunStore(MemoryLearnedTables, RecordAudit):
         self._journal.put(seqs, seq, node_id)
         return row
 
-    def nodes(self, run_id: str) -> list[Node]:
-        return [node_from_row(row) for row in self._run_rows(run_id)]
+    def nodes(self, run_id: str, *, after: int = -1, limit: int | None = None) -> list[Node]:
+        check_page(after, limit)
+        seqs = self._by_run.get(run_id, {})
+        chosen = [seq for seq in sorted(seqs) if seq > after][:limit]
+        return [node_from_row(self._nodes[seqs[seq]]) for seq in chosen]
 
     def replay_nodes(self, run_id: str) -> list[Node]:
         return [replay_node(node) for node in self.nodes(run_id)]
@@ -324,10 +332,12 @@ class MemoryRunStore(MemoryLearnedTables, RecordAudit):
         self._journal.put(self._chains, chain, (last.seq, last.hash))
         return [row for row, _ in encoded]
 
-    def ledger(self, chain: str, *, after: int = 0) -> Iterator[LedgerRow]:
+    def ledger(self, chain: str, *, after: int = 0,
+               limit: int | None = None) -> Iterator[LedgerRow]:
+        check_page(after, limit)
         try:
             return iter([ledger_from_row(r) for r in self._chain_rows(chain)
-                          if not (type(r["seq"]) is int and r["seq"] <= after)])
+                         if not (type(r["seq"]) is int and r["seq"] <= after)][:limit])
         except (ValueError, TypeError, KeyError) as exc:
             raise StoreError(f"the ledger of {chain} has an unreadable row ({exc}); run "
                              f"`dreamrsi ledger verify {chain}` to locate it") from exc

@@ -44,6 +44,7 @@ from dreamrsi.store.ledger import (
     now_iso,
 )
 from dreamrsi.store.migrations import MIGRATIONS, RECORDS_VERSION, SCHEMA_VERSION
+from dreamrsi.store.paging import check_offset, check_page
 from dreamrsi.store.records import (
     NODE_COLUMNS,
     RUN_COLUMNS,
@@ -90,6 +91,8 @@ _REPLAY_COLUMNS = (
     "cpu_ms, tokens_in, tokens_out, money_usd, candidate_hash, history_used"
 )
 _EMPTY: Any = MappingProxyType({})
+_LEDGER_PAGE = 1_000
+"""Ledger rows read at a time (``ledger``, verification)."""
 
 
 class SqliteRunStore(TreeQueries, SpendQueries, SqliteDreams, SqliteSurvival, SqliteKnowledge,
@@ -422,12 +425,13 @@ class SqliteRunStore(TreeQueries, SpendQueries, SqliteDreams, SqliteSurvival, Sq
                               expected="more characters of the run id")
         return run_from_row(rows[0])
 
-    def list_runs(self, task_digest: str | None = None) -> list[RunRecord]:
-        if task_digest is None:
-            rows = self._query("SELECT * FROM runs ORDER BY created_at")
-        else:
-            rows = self._query("SELECT * FROM runs WHERE task_digest = ? ORDER BY created_at",
-                               (task_digest,))
+    def list_runs(self, task_digest: str | None = None, *, offset: int = 0,
+                  limit: int | None = None) -> list[RunRecord]:
+        check_offset(offset, limit)
+        where, params = ("", []) if task_digest is None else ("WHERE task_digest = ?",
+                                                              [task_digest])
+        rows = self._query(f"SELECT * FROM runs {where} ORDER BY created_at, rowid LIMIT ? "
+                           "OFFSET ?", (*params, -1 if limit is None else limit, offset))
         return [run_from_row(r) for r in rows]
 
     def _set_run_fields(self, run_id: str, changes: Mapping[str, Any]) -> None:
@@ -470,10 +474,12 @@ class SqliteRunStore(TreeQueries, SpendQueries, SqliteDreams, SqliteSurvival, Sq
             for run_id, (events, texts) in by_run.items():
                 self._append(conn, run_id, events, run_id, None, texts)
 
-    def nodes(self, run_id: str) -> list[Node]:
+    def nodes(self, run_id: str, *, after: int = -1, limit: int | None = None) -> list[Node]:
+        check_page(after, limit)
         with gc_paused():
-            rows = self._tuples(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE run_id = ? "
-                                "ORDER BY seq", (run_id,))
+            rows = self._tuples(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE run_id = ? AND "
+                                "seq > ? ORDER BY seq LIMIT ?",
+                                (run_id, after, -1 if limit is None else limit))
             return [node_from_row(r) for r in rows]
 
     def replay_nodes(self, run_id: str) -> list[Node]:
@@ -561,15 +567,31 @@ class SqliteRunStore(TreeQueries, SpendQueries, SqliteDreams, SqliteSurvival, Sq
                      (chain, rows[-1].seq, rows[-1].hash))
         return rows
 
-    def ledger(self, chain: str, *, after: int = 0) -> Iterator[LedgerRow]:
-        # the primary key (chain, seq) is the index this range reads
-        rows = self._query(f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE chain = ? AND seq > ? "
-                           "ORDER BY seq", (chain, after))
-        try:
-            return iter([ledger_from_row(r) for r in rows])
-        except (ValueError, TypeError, KeyError) as exc:
-            raise StoreError(f"the ledger of {chain} has an unreadable row ({exc}); run "
-                             f"`dreamrsi ledger verify {chain}` to locate it") from exc
+    def ledger(self, chain: str, *, after: int = 0,
+               limit: int | None = None) -> Iterator[LedgerRow]:
+        """Read in pages of :data:`_LEDGER_PAGE` rows through the primary key (chain, seq),
+        each page a query of its own (no statement stays open between the rows handed out,
+        and a chain of any length never sits in memory)."""
+        check_page(after, limit)
+        return self._ledger_pages(chain, after, limit)
+
+    def _ledger_pages(self, chain: str, after: int,
+                      limit: int | None) -> Iterator[LedgerRow]:
+        left = -1 if limit is None else limit
+        while left:
+            size = _LEDGER_PAGE if left < 0 else min(left, _LEDGER_PAGE)
+            rows = self._query(f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE chain = ? AND "
+                               "seq > ? ORDER BY seq LIMIT ?", (chain, after, size))
+            try:
+                page = [ledger_from_row(r) for r in rows]
+            except (ValueError, TypeError, KeyError) as exc:
+                raise StoreError(f"the ledger of {chain} has an unreadable row ({exc}); run "
+                                 f"`dreamrsi ledger verify {chain}` to locate it") from exc
+            yield from page
+            if len(rows) < size:
+                return
+            after = rows[-1]["seq"]
+            left = left - len(rows) if left > 0 else left
 
     def chain_head(self, chain: str) -> ChainHead:
         rows = self._tuples("SELECT length, head FROM chains WHERE chain = ?", (chain,))

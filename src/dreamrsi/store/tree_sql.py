@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from dreamrsi.errors import StoreError
 from dreamrsi.store import trees
 from dreamrsi.store.integrity import ancestry_problem, inconsistent
+from dreamrsi.store.paging import check_listing, not_listed
 from dreamrsi.store.trees import (
     REASON_CHARS,
     STATUSES,
@@ -74,6 +75,11 @@ SELECT candidate_hash, node_id, min(seq) FROM nodes INDEXED BY nodes_candidate
 """The earliest node of each of the candidate hashes asked for (SQLite takes the bare column
 ``node_id`` from the row of the minimum)."""
 
+_RANK = """
+SELECT count(*) FROM walk WHERE depth < :depth OR (depth = :depth AND seq <= :seq)"""
+"""How many nodes of one branch come before a node of it at depth ``:depth`` and seq ``:seq``
+in branch order, the node included (the walk holds that branch down to that depth)."""
+
 _CHUNK = 500
 """Rows of a listing read, and looked up for duplicates, at a time."""
 
@@ -110,51 +116,98 @@ class TreeQueries:
 
     def tree_listing(self, run_id: str, *, branch: int | None = None,
                      max_depth: int | None = None, offset: int = 0,
-                     limit: int | None = None) -> Iterator[TreeRow]:
+                     limit: int | None = None, after: str | None = None) -> Iterator[TreeRow]:
+        check_listing(offset, limit, after)
         first = self._first(run_id)
+        if after is not None:
+            return self._after(run_id, first, branch, max_depth, after, limit)
         if first is None or first[1] is not None or limit == 0:
             return iter(())
         root_id, _, root_seq = first
         heads = self._heads(run_id, root_id, root_seq)
-        params: dict[str, Any] = {"run": run_id, "root": root_id, "root_seq": root_seq,
-                                  "offset": offset, "limit": -1 if limit is None else limit,
-                                  "depth": max_depth, "most": -1}
-        head = depth = ""
-        if branch is not None:
-            head = "AND seq = :head"
-            params["head"] = next((s for s, (k, _) in heads.items() if k == branch), None)
-        if max_depth is not None:
-            depth = "AND w.depth < :depth"
+        head = None if branch is None else next(
+            (s for s, (k, _) in heads.items() if k == branch), None)
         with_root = branch is None and offset == 0 and (max_depth is None or max_depth >= 0)
         if branch is None:  # the root comes first in branch order
-            params["offset"] = max(offset - 1, 0)
+            offset = max(offset - 1, 0)
             if with_root and limit is not None:
-                params["limit"] = limit - 1
+                limit -= 1
+        return self._page(run_id, (root_id, root_seq), heads, "=" if branch is not None
+                          else "", head, max_depth, offset, limit, with_root)
+
+    def _after(self, run_id: str, first: tuple[str, str | None, int] | None,
+               branch: int | None, max_depth: int | None, after: str,
+               limit: int | None) -> Iterator[TreeRow]:
+        """The page that follows node ``after`` in the listing (keyset): its rank in its own
+        branch is counted (that branch's nodes down to its depth: its depth, in a chain),
+        then the walk starts from that branch's head and skips that many."""
+        found = self._rows("SELECT seq FROM nodes WHERE node_id = ? AND run_id = ?",
+                           (after, run_id))
+        if not found or first is None:
+            raise not_listed(after, f"is not a node of run {run_id}")
+        if first[1] is not None:
+            raise inconsistent(self.root, run_id, ancestry_problem([], (first[0], first[1]))
+                               or "has no root node")
+        line = self._line(run_id, after)
+        depth, seq = len(line) - 1, found[0][0]
+        root_id, _, root_seq = first
+        heads = self._heads(run_id, root_id, root_seq)
+        number = {s: k for s, (k, _) in heads.items()}
+        head = line[-2][2] if depth else None
+        if branch is not None and (head is None or number.get(head) != branch):
+            raise not_listed(after, f"is not in branch {branch}")
+        if max_depth is not None and depth > max_depth:
+            raise not_listed(after, f"is deeper than depth {max_depth}")
+        if limit == 0:
+            return iter(())
+        if head is None:  # after the root: every branch from the first
+            return self._page(run_id, (root_id, root_seq), heads, ">=", root_seq + 1,
+                              max_depth, 0, limit, False)
+        rank = self._rows(_WALK.format(head="AND seq = :head", depth="AND w.depth < :depth")
+                          + _RANK, {"run": run_id, "root": root_id, "root_seq": root_seq,
+                                    "head": head, "depth": depth, "most": -1, "seq": seq})
+        return self._page(run_id, (root_id, root_seq), heads, "=" if branch is not None
+                          else ">=", head, max_depth, rank[0][0], limit, False)
+
+    def _page(self, run_id: str, root: tuple[str, int], heads: dict[int, tuple[int, str]],
+              compare: str, head: int | None, max_depth: int | None, offset: int,
+              limit: int | None, with_root: bool) -> Iterator[TreeRow]:
+        """The listing's rows from the branches whose head's seq compares to ``head`` as
+        ``compare`` says (``""``: every branch), skipping ``offset`` of them."""
+        params: dict[str, Any] = {"run": run_id, "root": root[0], "root_seq": root[1],
+                                  "offset": offset, "limit": -1 if limit is None else limit,
+                                  "depth": max_depth, "most": -1, "head": head}
         if params["limit"] >= 0:
-            params["most"] = params["offset"] + params["limit"]
-        sql = _WALK.format(head=head, depth=depth) + _LISTED
+            params["most"] = offset + params["limit"]
+        sql = _WALK.format(head=f"AND seq {compare} :head" if compare else "",
+                           depth="" if max_depth is None else "AND w.depth < :depth")
         number = {seq: k for seq, (k, _) in heads.items()}
-        return self._listed(sql, params, number, with_root)
+        return self._listed(sql + _LISTED, params, number, with_root,
+                            missing=bool(compare) and head is None)
+
+    def _line(self, run_id: str, node_id: str) -> list[tuple[str, str | None, int]]:
+        """The node's line of ancestors up to the run's root, checked."""
+        first = self._first(run_id)
+        assert first is not None  # the run holds the node
+        most = self._rows("SELECT count(*) FROM nodes WHERE run_id = ?", (run_id,))[0][0]
+        line = [(i, p, s) for i, p, s in
+                self._rows(_LINE, {"node": node_id, "run": run_id, "most": most})]
+        problem = ancestry_problem(line, (first[0], first[1]))
+        if problem:
+            raise inconsistent(self.root, run_id, problem)
+        return line
 
     def node_depth(self, node_id: str) -> int:
         node = self.get_node(node_id)
-        first = self._first(node.run_id)
-        assert first is not None  # the run holds the node
-        most = self._rows("SELECT count(*) FROM nodes WHERE run_id = ?", (node.run_id,))[0][0]
-        line = self._rows(_LINE, {"node": node_id, "run": node.run_id, "most": most})
-        problem = ancestry_problem([(i, p, s) for i, p, s in line], (first[0], first[1]))
-        if problem:
-            raise inconsistent(self.root, node.run_id, problem)
-        return len(line) - 1
+        return len(self._line(node.run_id, node_id)) - 1
 
     def _listed(self, sql: str, params: dict[str, Any], number: dict[int, int],
-                with_root: bool) -> Iterator[TreeRow]:
+                with_root: bool, missing: bool) -> Iterator[TreeRow]:
         if with_root:
             for row in self._rows(_ROOT_ROW, params):
                 yield _tree_row(row, 0, {})  # the root is the run's earliest node
         depth = params["depth"]
-        if params.get("head", 0) is None or params["limit"] == 0 or (depth is not None
-                                                                    and depth < 1):
+        if missing or params["limit"] == 0 or (depth is not None and depth < 1):
             return  # no such branch, the page held only the root, or only the root is asked
         try:
             cursor = self._conn.execute(sql, params)

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.store.integrity import ancestry_problem, check_tree, inconsistent
+from dreamrsi.store.paging import not_listed
 
 
 class BranchSummary(NamedTuple):
@@ -119,11 +120,14 @@ def summarize(location: str, run_id: str, nodes: Sequence[Node]) -> TreeSummary:
 
 
 def listing(location: str, run_id: str, nodes: Sequence[Node], *, branch: int | None = None,
-            max_depth: int | None = None, offset: int = 0,
-            limit: int | None = None) -> Iterator[TreeRow]:
+            max_depth: int | None = None, offset: int = 0, limit: int | None = None,
+            after: str | None = None) -> Iterator[TreeRow]:
     """The nodes of a run's tree in branch order as rows: every node, or those of one branch,
-    down to ``max_depth``, from ``offset`` on, at most ``limit`` of them. Nodes that cannot be
-    placed in the tree (a damaged store: :func:`summarize` names the problem) are left out."""
+    down to ``max_depth``, from ``offset`` on (or after the node ``after``), at most ``limit``
+    of them. Nodes that cannot be placed in the tree (a damaged store: :func:`summarize` names
+    the problem) are left out; a cursor among them is not in the listing (``ConfigError``)."""
+    if after is not None:
+        offset = _rank(location, run_id, nodes, branch, max_depth, after)
     if not nodes:
         return iter(())
     depth, branch_of = _places(nodes)
@@ -137,6 +141,25 @@ def listing(location: str, run_id: str, nodes: Sequence[Node], *, branch: int | 
             if (branch is None or branch_of[n.node_id] == branch)
             and (max_depth is None or depth[n.node_id] <= max_depth))
     return islice(rows, offset, None if limit is None else offset + limit)
+
+
+def _rank(location: str, run_id: str, nodes: Sequence[Node], branch: int | None,
+          max_depth: int | None, after: str) -> int:
+    """How many rows of the listing come up to the node ``after``, that row included."""
+    by_id = {n.node_id: n for n in nodes}
+    if after not in by_id:
+        raise not_listed(after, f"is not a node of run {run_id}")
+    depth = node_depth(location, run_id, nodes, after)
+    places, branch_of = _places(nodes)
+    if branch is not None and branch_of.get(after) != branch:
+        raise not_listed(after, f"is not in branch {branch}")
+    if max_depth is not None and depth > max_depth:
+        raise not_listed(after, f"is deeper than depth {max_depth}")
+    key = (branch_of[after], depth, by_id[after].seq)
+    return sum(1 for n in nodes if n.node_id in places
+               and (branch is None or branch_of[n.node_id] == branch)
+               and (max_depth is None or places[n.node_id] <= max_depth)
+               and (branch_of[n.node_id], places[n.node_id], n.seq) <= key)
 
 
 def node_depth(location: str, run_id: str, nodes: Sequence[Node], node_id: str) -> int:

@@ -37,6 +37,7 @@ from dreamrsi.testing._conformance_more import (
     LedgerTests,
     SurvivalTableTests,
 )
+from dreamrsi.testing._conformance_paging import PagingTests
 from dreamrsi.testing._conformance_trees import TreeTests
 from dreamrsi.testing.builders import RUN, TASK, event, make_node, make_run, node_fields
 from dreamrsi.testing.store_state import store_state
@@ -57,7 +58,7 @@ def make_store(kind: str, folder: Path) -> RunStore:
 
 
 class RunStoreConformance(LedgerTests, DreamTableTests, SurvivalTableTests, KnowledgeTableTests,
-                          LearnedTableTests, TreeTests):
+                          LearnedTableTests, TreeTests, PagingTests):
     """Tests of the :class:`RunStore` contract; subclass and implement :meth:`new_store`."""
 
     def new_store(self, folder: Path) -> RunStore:
