@@ -26,6 +26,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,169 @@ def _evaluated(node: Any) -> Any:
                        t="2026-12-05T00:00:00.000Z")
 
 
+# -- measuring -----------------------------------------------------------------------------
+
+
+def probe(name: str, store_dir: Path, arg: str) -> dict[str, Any]:
+    """One measurement, in this process (run with ``--probe``): what it did and its seconds."""
+    from dreamrsi.store import SqliteRunStore
+
+    if name == "import":
+        import dreamrsi.dreaming.dreamer  # noqa: F401  what every probe below imports
+
+        return {"did": "imports only"}
+    with SqliteRunStore.open(store_dir) as store:
+        started = time.perf_counter()
+        did = _PROBES[name](store, arg)
+        return {"did": did, "seconds": time.perf_counter() - started}
+
+
+def _tree_page(store: Any, arg: str) -> str:
+    offset, _, after = arg.partition(":")
+    rows = list(store.tree_listing(BIG, offset=int(offset or 0), limit=100,
+                                   after=after or None))
+    return f"{len(rows)} rows"
+
+
+def _cursor(store: Any, arg: str) -> str:
+    return str(next(iter(store.tree_listing(BIG, offset=int(arg) - 1, limit=1))).node_id)
+
+
+def _best(store: Any, arg: str) -> str:
+    from dreamrsi.engine import queries
+
+    return str(queries.best(store, BIG)["node_id"])
+
+
+def _ledger_page(store: Any, arg: str) -> str:
+    rows = list(store.ledger(BIG, after=int(arg), limit=100))
+    return f"{len(rows)} rows from seq {rows[0].seq}"
+
+
+def _verify(store: Any, arg: str) -> str:
+    report = store.verify(BIG)
+    if not report.ok:
+        raise SystemExit(f"verify failed: {report.problem}")
+    return f"{report.rows} rows, {report.nodes} node records"
+
+
+def _history(store: Any, arg: str) -> Any:
+    from dreamrsi.dreaming.history import load_history
+
+    run = store.get_run(run_ids(1)[0])
+    task = store.get_task(run.task_digest)
+    return load_history(store, TASK, task.digest, task.evaluator_digest)
+
+
+def _load(store: Any, arg: str) -> str:
+    history = _history(store, arg)
+    return f"{len(history.trees)} trees, {sum(t.size + 1 for t in history.trees):,} nodes"
+
+
+def _replay(store: Any, arg: str) -> str:
+    from dreamrsi.core.policy import PolicySpec
+    from dreamrsi.dreaming import ReplaySettings
+    from dreamrsi.dreaming.evaluate import mean_value, score_policy
+
+    history = _history(store, arg)
+    started = time.perf_counter()
+    scores = score_policy(PolicySpec("greedy", {"branches": 8, "top": 1}), history.trees,
+                          ReplaySettings(workers=4, attempt_budget=200))
+    return (f"{len(scores)} trees, mean V {mean_value(scores):.4f}; the replay alone "
+            f"{time.perf_counter() - started:.1f} s")
+
+
+def _dream(store: Any, arg: str) -> str:
+    from dreamrsi.core.policy import PolicySpec
+    from dreamrsi.dreaming import DreamConfig, ReplaySettings
+    from dreamrsi.dreaming.dreamer import choose
+    from dreamrsi.dreaming.quality import QualityScale
+
+    history = _history(store, arg)
+    started = time.perf_counter()
+    config = DreamConfig(families=("fixed", "greedy"), trials=int(arg), processes=1,
+                         replay=ReplaySettings(workers=4, attempt_budget=200))
+    train, holdout = config.split.divide(list(history.trees))
+    choice = choose(train, holdout, PolicySpec("fixed", {"branches": 4, "refine": 49}),
+                    config, QualityScale.of(history.trees))
+    return (f"{int(arg)} trials, chose {choice.selected.label()}; the dream alone "
+            f"{time.perf_counter() - started:.1f} s")
+
+
+_PROBES = {"tree-page": _tree_page, "cursor": _cursor, "best": _best,
+           "ledger-page": _ledger_page, "verify": _verify, "load": _load, "replay": _replay,
+           "dream": _dream}
+
+
+def measured(cmd: list[str], env: dict[str, str], keep: bool = False
+             ) -> tuple[float, float, str]:
+    """Wall seconds and peak resident MiB of one run of ``cmd`` (``os.wait4``: that process's
+    own ``ru_maxrss``), and the last line it printed (``keep``; else its output is dropped)."""
+    with tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        child = subprocess.Popen(cmd, env=env, stderr=err,
+                                 stdout=subprocess.PIPE if keep else subprocess.DEVNULL)
+        out = child.stdout.read() if child.stdout is not None else b""
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - started
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"{cmd} failed: {err.read().decode(errors='replace')[-2000:]}")
+    lines = out.decode(errors="replace").strip().splitlines()
+    return wall, usage.ru_maxrss / 1024, lines[-1] if lines else ""
+
+
+def measurements(cache: Path, runs: int, big: int, cursor: str, small_node: str
+                 ) -> list[tuple[str, list[str]]]:
+    """What is measured, by label: the reading commands, then the probes of this script."""
+    cli, s = dreamrsi_command(), ["--store", str(cache / "store")]
+    small = run_ids(runs)[runs // 2]
+    deep = big * 9 // 10
+    rows = 2 * big + 1  # each node's evaluator row and record row, and the run's record
+
+    def p(name: str, arg: str = "") -> list[str]:
+        return [sys.executable, str(Path(__file__).resolve()), "--probe", name, "--arg", arg,
+                "--cache", str(cache)]
+
+    return [
+        ("a process that imports dreamrsi's dreaming (every probe's floor)", p("import")),
+        (f"dreamrsi status ({runs + 1:,} runs)", [*cli, "status", *s]),
+        ("dreamrsi status --limit 20", [*cli, "status", "--limit", "20", *s]),
+        ("dreamrsi status --limit 20 --offset 980", [*cli, "status", "--limit", "20",
+                                                      "--offset", "980", *s]),
+        ("dreamrsi status --json", [*cli, "status", "--json", *s]),
+        (f"dreamrsi show BIG ({big:,} nodes)", [*cli, "show", BIG, *s]),
+        (f"dreamrsi show BIG --offset {deep:,} --limit 100",
+         [*cli, "show", BIG, "--offset", str(deep), "--limit", "100", *s]),
+        ("dreamrsi show BIG --after NODE --limit 100 (the same page, by its cursor)",
+         [*cli, "show", BIG, "--after", cursor, "--limit", "100", *s]),
+        ("dreamrsi show BIG --json (every node, streamed)", [*cli, "show", BIG, "--json", *s]),
+        ("dreamrsi show SMALL (1,000 nodes)", [*cli, "show", small, *s]),
+        ("dreamrsi show SMALL NODE", [*cli, "show", small, small_node, *s]),
+        ("dreamrsi best BIG", [*cli, "best", BIG, *s]),
+        (f"dreamrsi ledger show BIG --after {rows - 100:,} --limit 100",
+         [*cli, "ledger", "show", BIG, "--after", str(rows - 100), "--limit", "100", *s]),
+        (f"dreamrsi ledger show BIG --json (every row: {rows:,})",
+         [*cli, "ledger", "show", BIG, "--json", *s]),
+        ("dreamrsi ledger verify SMALL", [*cli, "ledger", "verify", small, *s]),
+        ("dreamrsi ledger verify BIG", [*cli, "ledger", "verify", BIG, *s]),
+        ("store: tree_listing(BIG, limit=100), the first page", p("tree-page", "0")),
+        (f"store: tree_listing(BIG, offset={deep:,}, limit=100)", p("tree-page", str(deep))),
+        ("store: tree_listing(BIG, after=NODE, limit=100), the same page",
+         p("tree-page", f":{cursor}")),
+        ("store: the best node of BIG (queries.best)", p("best")),
+        (f"store: ledger(BIG, after={rows - 100:,}, limit=100)", p("ledger-page",
+                                                                   str(rows - 100))),
+        ("store: verify(BIG)", p("verify")),
+        (f"dreaming: load the history of {TASK} (load_history)", p("load")),
+        ("dreaming: load it, replay greedy:branches=8,top=1 over every tree (W=4, 200 "
+         "attempts)", p("replay")),
+        ("dreaming: load it, a small dream (fixed and greedy, 20 trials, 1 process)",
+         p("dream", "20")),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=1000)
@@ -120,9 +284,60 @@ def main() -> None:
     parser.add_argument("--cache", type=Path,
                         default=Path.home() / ".cache" / "dreamrsi" / "bench-million")
     parser.add_argument("--build-only", action="store_true")
+    parser.add_argument("--only", default="", help="measure only labels containing this")
+    parser.add_argument("--probe", help=argparse.SUPPRESS)
+    parser.add_argument("--arg", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.probe:
+        print(json.dumps(probe(args.probe, args.cache / "store", args.arg)))
+        return
     built = build(args.cache, args.runs, args.nodes, args.big)
-    print(built)
+    if args.build_only:
+        print(built)
+        return
+    ref_before = reference_loop()
+    from dreamrsi.store import SqliteRunStore
+
+    with SqliteRunStore.open(args.cache / "store", writer=True, upgrade=True):
+        pass  # a cache built by an older schema is migrated first
+    env = {"PYTHONPATH": str(ROOT / "src"), "COLUMNS": "120", "PATH": "/usr/bin:/bin"}
+    me = [sys.executable, str(Path(__file__).resolve()), "--cache", str(args.cache), "--arg"]
+    deep = args.big * 9 // 10
+    cursor = json.loads(measured([*me, str(deep), "--probe", "cursor"], env, True)[2])["did"]
+    small_node = f"{run_ids(args.runs)[args.runs // 2]}-{args.nodes // 2}"
+    lines = ["| measurement | wall s | peak RSS MiB | what it did |", "|---|---:|---:|---|"]
+    for label, cmd in measurements(args.cache, args.runs, args.big, cursor, small_node):
+        if args.only not in label:
+            continue
+        probe_run = "--probe" in cmd
+        wall, rss, last = measured(cmd, env, keep=probe_run)
+        did = ""
+        if probe_run:
+            result = json.loads(last)
+            did = str(result["did"])
+            if "seconds" in result:
+                did += f" ({result['seconds']:.2f} s inside)"
+        line = f"| {label} | {wall:.2f} | {rss:.0f} | {did} |"
+        print(line, flush=True)
+        lines.append(line)
+    body = "\n".join(lines) + (
+        f"\n\nStore: task `{TASK}` with {args.runs:,} runs of {args.nodes:,} nodes and task "
+        f"`{TASK}-big` with one run (BIG) of {args.big:,} nodes, "
+        f"{args.runs * args.nodes + args.big:,} nodes in all; every node has its record row "
+        "and one evaluator row in its run's ledger chain "
+        f"({2 * (args.runs * args.nodes + args.big) + args.runs + 1:,} ledger rows); "
+        f"{built['bytes'] / 2**30:.1f} GiB on disk, built through the store's API "
+        f"(`append_ledger`, `add_nodes`, 1,000 nodes a transaction) in {built['seconds']:.0f} s "
+        "and cached between runs of the script. Each row is one fresh process: the "
+        "`dreamrsi` console script (output to /dev/null), or this script's probe of one store "
+        "query or dreaming step (the seconds inside exclude its start-up and imports). Peak "
+        "RSS is the process's own `ru_maxrss` (`os.wait4`). Reference loop (2M iterations of "
+        f"pure Python): {ref_before:.3f} s before, {reference_loop():.3f} s after.")
+    if not args.only:
+        write_section("million", "A store of a million nodes", body,
+                      f"python benchmarks/bench_million.py --runs {args.runs} --nodes "
+                      f"{args.nodes} --big {args.big}")
+    print(body)
 
 
 if __name__ == "__main__":

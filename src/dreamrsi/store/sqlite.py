@@ -490,15 +490,19 @@ class SqliteRunStore(TreeQueries, SpendQueries, SqliteDreams, SqliteSurvival, Sq
         # The rows are consumed as they arrive: loading is most of dreaming's start-up on a
         # large history.
         # tuple.__new__ builds the named tuples without their Python-level __new__ (a quarter
-        # of the time); the fields are in Node's and Cost's order.
+        # of the time); the fields are in Node's and Cost's order. Equal values share one
+        # object (``same``): a parent id is its parent's node id, and plans and rounds repeat
+        # (a history of a million nodes is held whole while a dream replays it).
         status, new, node, cost, used = _NODE_STATUS, tuple.__new__, Node, Cost, used_runs
+        same: dict[Any, Any] = {}
+        one = same.setdefault
         try:
             rows = self._conn.execute(f"SELECT {_REPLAY_COLUMNS} FROM nodes WHERE run_id = ? "
                                       "ORDER BY seq", (run_id,))
             with gc_paused():  # two new tuples a row, none of them in a cycle
-                return [new(node, (i, run_id, p, s, k, None, status[st], bool(v), sc, raw, "",
-                                   _EMPTY,
-                                   plan, new(cost, (w, c, ti, to, m)), h, (), (), 0.0,
+                return [new(node, (one(i, i), run_id, one(p, p), s, one(k, k), None,
+                                   status[st], bool(v), sc, raw, "", _EMPTY, one(plan, plan),
+                                   new(cost, (w, c, ti, to, m)), h, (), (), 0.0,
                                    None if u is None else used(u)))
                         for i, p, s, k, st, v, sc, raw, plan, w, c, ti, to, m, h, u in rows]
         except sqlite3.Error as exc:
