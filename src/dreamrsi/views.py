@@ -24,12 +24,14 @@ def head_dict(head: ChainHead) -> dict[str, Any]:
     return {"length": head.length, "hash": head.hash}
 
 
-def run_list(handle: RunStore) -> list[dict[str, Any]]:
-    """Every run of the store (``status``), each with its best node's survival verdict."""
+def run_list(handle: RunStore, *, offset: int = 0,
+             limit: int | None = None) -> list[dict[str, Any]]:
+    """The runs of the store (``status``), oldest first, each with its best node's survival
+    verdict: every run, or ``limit`` of them from ``offset`` on."""
     from dreamrsi.engine import queries
     from dreamrsi.survival.queries import node_verdict
 
-    runs = queries.list_runs(handle)
+    runs = queries.list_runs(handle, offset=offset, limit=limit)
     for r in runs:
         r["survival"] = node_verdict(handle, r["run_id"], r["best_node"])
     return runs
@@ -108,14 +110,14 @@ def tree_head(handle: RunStore, run_id: str) -> dict[str, Any]:
 
 
 def tree_nodes(handle: RunStore, run_id: str, *, branch: int | None = None,
-               depth: int | None = None, offset: int = 0,
-               limit: int | None = None) -> Iterator[dict[str, Any]]:
+               depth: int | None = None, offset: int = 0, limit: int | None = None,
+               after: str | None = None) -> Iterator[dict[str, Any]]:
     """The nodes ``show`` lists (in branch order; one branch's, down to ``depth``, from
-    ``offset``, at most ``limit``), read as they are consumed."""
+    ``offset`` or after the node ``after``, at most ``limit``), read as they are consumed."""
     from dreamrsi.engine import queries
 
     return queries.tree_rows(handle, run_id, branch=branch, max_depth=depth, offset=offset,
-                             limit=limit)
+                             limit=limit, after=after)
 
 
 def best_info(handle: RunStore, run_id: str, export: Path | None = None) -> dict[str, Any]:

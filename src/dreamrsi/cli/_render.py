@@ -235,8 +235,9 @@ def tree_view(overview: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], ti
                       _v(one_line(r["reason"]) if r["reason"] else ""))
     table.print()
     if page is not None and len(rows) == page:
-        _line(f"more may follow: --offset {offset + page} lists the next {page}; --all, "
-              "--branch K and --depth D choose other nodes")
+        _line(f"more may follow: --offset {offset + page} lists the next {page} (so does "
+              f"--after {rows[-1]['node_id']}, which reads only them); --all, --branch K "
+              "and --depth D choose other nodes")
 
 
 def _rank(branch: Mapping[str, Any], direction: str) -> float:

@@ -102,6 +102,21 @@ def stream_json(head: dict[str, Any], key: str, items: Iterable[Any]) -> None:
     out.write("".join(chunk) + ("]\n}\n" if sep == "\n    " else "\n  ]\n}\n"))
 
 
+def stream_list(items: Iterable[Any]) -> None:
+    """Print ``items`` as a JSON list, one item a line, written as they come (what
+    :func:`stream_json` does for a list inside an object)."""
+    out = sys.stdout
+    encode = json.JSONEncoder(default=str).encode
+    sep, chunk = "[\n  ", []
+    for item in items:
+        chunk.append(sep + encode(item))
+        sep = ",\n  "
+        if len(chunk) >= 1000:
+            out.write("".join(chunk))
+            chunk.clear()
+    out.write("".join(chunk) + ("[]\n" if sep == "[\n  " else "\n]\n"))
+
+
 def reader(store: Path) -> RunStore:
     """The store at ``store``, opened for reading."""
     from dreamrsi.store.factory import open_store

@@ -12,8 +12,9 @@ from dreamrsi.cli._shared import (
     guard,
     print_json,
     reader,
+    stream_list,
 )
-from dreamrsi.cli.options import DEFAULT_STORE, ChainArg, JsonOpt, StoreOpt
+from dreamrsi.cli.options import COUNT, DEFAULT_STORE, MAX_INT, ChainArg, JsonOpt, StoreOpt
 from dreamrsi.views import head_dict, verify_dict
 
 HeadOpt = Annotated[str | None, typer.Option(
@@ -64,9 +65,19 @@ def head(run_id: ChainArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = F
     guard(body)
 
 
-def show(run_id: ChainArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
+def show(
+    run_id: ChainArg,
+    after: Annotated[int, typer.Option(
+        min=0, max=MAX_INT, help="Print the rows after this seq (the last of the previous "
+        "page); reads only the page, however long the chain.")] = 0,
+    limit: Annotated[int | None, typer.Option(
+        **COUNT, help="Print at most this many rows (default: every row).")] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
     """Print a run's (or dream's) ledger rows in order, with the error of each row that has
-    one (a model call's, a command's exit, time-out or signal, a verdict that did not score)."""
+    one (a model call's, a command's exit, time-out or signal, a verdict that did not score);
+    a page of them with --after and --limit."""
 
     def body() -> None:
         from dreamrsi.cli import _render
@@ -75,10 +86,10 @@ def show(run_id: ChainArg, store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = F
 
         with reader(store) as handle:
             chain = queries.ledger_chain(handle, run_id)
+            rows = handle.ledger(chain, after=after, limit=limit)
             if as_json:  # the rows as recorded (an error is in their facts: `parsed`)
-                print_json([r.as_dict() for r in handle.ledger(chain)])
+                stream_list(r.as_dict() for r in rows)
                 return
-            rows = [{**r.as_dict(), "error": row_error(r.event)} for r in handle.ledger(chain)]
-        _render.ledger_table(rows)
+            _render.ledger_table([{**r.as_dict(), "error": row_error(r.event)} for r in rows])
 
     guard(body)

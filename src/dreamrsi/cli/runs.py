@@ -218,14 +218,22 @@ def _finish(handle: RunStore, run_id: str, as_json: bool,
     return code
 
 
-def status(store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
-    """List the runs of the store with their state, counts and best score."""
+def status(
+    offset: Annotated[int, typer.Option(
+        min=0, max=MAX_INT, help="Skip this many runs (oldest first).")] = 0,
+    limit: Annotated[int | None, typer.Option(
+        **COUNT, help="List at most this many runs (default: every run).")] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the runs of the store with their state, counts and best score (oldest first; a
+    page of them with --offset and --limit)."""
 
     def body() -> None:
         from dreamrsi.views import run_list
 
         with reader(store) as handle:
-            runs = run_list(handle)
+            runs = run_list(handle, offset=offset, limit=limit)
         if as_json:
             print_json({"store": str(store), "runs": runs})
         else:
@@ -254,6 +262,10 @@ def show(
     limit: Annotated[int | None, typer.Option(
         **COUNT, help=f"List at most this many nodes (default {PAGE} in text, all in "
         "--json).")] = None,
+    after: Annotated[str | None, typer.Option(
+        help="List the nodes that follow this one in the listing (the last node of the "
+        "previous page: its id, a unique prefix of one, or its seq); reads only the page, "
+        "however deep.")] = None,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -266,21 +278,25 @@ def show(
     def body() -> None:
         if node is not None:
             if all_nodes or branch is not None or depth is not None or offset or \
-                    limit is not None:
-                raise _user_error("--all, --branch, --depth, --offset and --limit choose "
-                                  "nodes of a listing; with NODE, show prints that node alone",
-                                  key="NODE")
+                    limit is not None or after is not None:
+                raise _user_error("--all, --branch, --depth, --offset, --after and --limit "
+                                  "choose nodes of a listing; with NODE, show prints that "
+                                  "node alone", key="NODE")
             _show_node(run_id, node, store, as_json)
             return
         from dreamrsi.views import tree_head, tree_nodes
 
+        if after is not None and offset:
+            raise _user_error("a listing starts --after a node or at an --offset, not both",
+                              key="--after")
         with reader(store) as handle:
             overview = tree_head(handle, run_id)
             tree = overview["tree"]
-            chosen, max_depth, title = _selection(tree, all_nodes or as_json, branch, depth)
+            chosen, max_depth, title = _selection(tree, all_nodes or as_json or
+                                                  after is not None, branch, depth)
             page = limit if limit is not None or as_json else PAGE
             rows = tree_nodes(handle, run_id, branch=chosen, depth=max_depth, offset=offset,
-                              limit=page)
+                              limit=page, after=_cursor(handle, run_id, after))
             if as_json:
                 stream_json(overview, "nodes", rows)
                 return
@@ -304,6 +320,15 @@ def _selection(tree: dict[str, Any], every: bool, branch: int | None,
         return None, 1, "the root and the first node of each branch (no scored node yet)"
     return (tree["best_branch"], tree["best_depth"],
             f"branch {tree['best_branch']} down to the best node")
+
+
+def _cursor(handle: RunStore, run_id: str, after: str | None) -> str | None:
+    """The id of the node ``--after`` names (an id, a unique prefix of one, or a seq)."""
+    if after is None:
+        return None
+    from dreamrsi.engine.node_view import find_node
+
+    return find_node(handle, run_id, after).node_id
 
 
 def _user_error(message: str, key: str = "--branch") -> Exception:

@@ -15,6 +15,7 @@ from typing import Any
 from dreamrsi.core.model import Direction
 from dreamrsi.errors import NotFound
 from dreamrsi.store.base import RunRecord, RunStatus, RunStore
+from dreamrsi.store.trees import TreeRow
 
 STALE_AFTER_S = 30.0
 
@@ -72,11 +73,13 @@ def model_totals(store: RunStore, run_id: str) -> list[dict[str, Any]]:
     return [m._asdict() for m in store.model_spend(store.get_run(run_id).run_id)]
 
 
-def list_runs(store: RunStore) -> list[dict[str, Any]]:
-    """Every run of the store, oldest first."""
+def list_runs(store: RunStore, *, offset: int = 0,
+              limit: int | None = None) -> list[dict[str, Any]]:
+    """The runs of the store, oldest first: every run, or ``limit`` of them from ``offset``
+    on (``ConfigError`` for a negative one)."""
     directions: dict[str, Direction] = {}
     out = []
-    for run in store.list_runs():
+    for run in store.list_runs(offset=offset, limit=limit):
         if run.task_digest not in directions:
             directions[run.task_digest] = _direction(store, run)
         out.append(run_summary(store, run, directions[run.task_digest]))
@@ -111,19 +114,30 @@ def tree_overview(store: RunStore, run_id: str) -> dict[str, Any]:
 
 
 def tree_rows(store: RunStore, run_id: str, *, branch: int | None = None,
-              max_depth: int | None = None, offset: int = 0,
-              limit: int | None = None) -> Iterator[dict[str, Any]]:
+              max_depth: int | None = None, offset: int = 0, limit: int | None = None,
+              after: str | None = None) -> Iterator[dict[str, Any]]:
     """A run's nodes in branch order (the root, then each branch from its head down), each
     with its depth, branch number and the earliest node it duplicates; one branch's, down to
-    ``max_depth``, from ``offset``, at most ``limit``, as asked. Read as they are consumed."""
+    ``max_depth``, from ``offset`` or after the node ``after`` (keyset), at most ``limit``, as
+    asked. Read as they are consumed; a bad ask (a cursor of no node of the listing) fails
+    here, before any row.
+
+    Raises:
+        NotFound: No such run.
+        ConfigError: A bad offset, limit or cursor (``dreamrsi.store.paging``).
+    """
     run = store.get_run(run_id)
-    for r in store.tree_listing(run.run_id, branch=branch, max_depth=max_depth, offset=offset,
-                                limit=limit):
-        yield {"node_id": r.node_id, "parent_id": r.parent_id, "seq": r.seq, "round": r.round,
-               "depth": r.depth, "branch": r.branch, "score": r.raw_score, "valid": r.valid,
-               "status": r.status, "plan": r.plan, "reason": r.reason,
-               "duplicate_of": r.duplicate_of, "wall_ms": r.wall_ms,
-               "tokens_in": r.tokens_in, "tokens_out": r.tokens_out, "money_usd": r.money_usd}
+    rows = store.tree_listing(run.run_id, branch=branch, max_depth=max_depth, offset=offset,
+                              limit=limit, after=after)
+    return (_tree_dict(r) for r in rows)
+
+
+def _tree_dict(r: TreeRow) -> dict[str, Any]:
+    return {"node_id": r.node_id, "parent_id": r.parent_id, "seq": r.seq, "round": r.round,
+            "depth": r.depth, "branch": r.branch, "score": r.raw_score, "valid": r.valid,
+            "status": r.status, "plan": r.plan, "reason": r.reason,
+            "duplicate_of": r.duplicate_of, "wall_ms": r.wall_ms,
+            "tokens_in": r.tokens_in, "tokens_out": r.tokens_out, "money_usd": r.money_usd}
 
 
 def best(store: RunStore, run_id: str) -> dict[str, Any]:
