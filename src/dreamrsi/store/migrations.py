@@ -9,12 +9,19 @@ adds the table of survival passes (``dreamrsi.store.survival``). Migration 7 add
 knowledge layer's tables: imported agent traces and the append-only knowledge event log
 (``dreamrsi.store.knowledge``). Migration 8 adds the table of learned models, the L2 priors
 and L3 value models of task families, versioned (``dreamrsi.store.learned``).
+Migration 9 only adds indexes for histories of a million nodes (``docs/scale.md``): a run's
+nodes as replay and spend read them (without a node's feedback, metrics and other long
+columns), and a chain's model calls.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 RECORDS_VERSION = 3
+
+MODEL_CALLS = "substr(cmd, 1, 11) = 'model chat '"
+"""The rows of the partial index ``ledger_model_calls``: a query reads it only when its WHERE
+holds this very term (``spend_sql.SpendQueries.model_spend``)."""
 
 MIGRATIONS: dict[int, tuple[str, str]] = {
     1: (
@@ -246,6 +253,16 @@ MIGRATIONS: dict[int, tuple[str, str]] = {
             created_at REAL NOT NULL,
             PRIMARY KEY (kind, family, version)
         )
+        """,
+    ),
+    9: (
+        "indexes for histories of a million nodes: a run's nodes as replay and spend read "
+        "them, and a chain's model calls",
+        f"""
+        CREATE INDEX nodes_replay ON nodes(run_id, seq, node_id, parent_id, round, status,
+            valid, score, raw_score, plan, wall_ms, cpu_ms, tokens_in, tokens_out, money_usd,
+            candidate_hash, history_used);
+        CREATE INDEX ledger_model_calls ON ledger(chain, seq) WHERE {MODEL_CALLS}
         """,
     ),
 }

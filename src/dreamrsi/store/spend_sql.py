@@ -1,8 +1,9 @@
 """The SQLite store's answers to the readers of what a run spent and what a node did.
 
-``spend`` sums in the database (one pass over the run's rows of ``nodes``), ``find_nodes``
-matches a prefix there, ``node_ledger`` reads a node's rows through the index ``ledger_node``
-and ``model_spend`` parses only the ``parsed`` column of the chain's ``model chat`` rows. The
+``spend`` sums in the database (one pass over the run's entries of the index
+``nodes_replay``), ``find_nodes`` matches a prefix there, ``node_ledger`` reads a node's rows
+through the index ``ledger_node`` and ``model_spend`` parses only the ``parsed`` column of the
+chain's ``model chat`` rows, found through the partial index ``ledger_model_calls``. The
 answers equal those of ``RunStore``'s own implementations (the memory store's), which the
 conformance suite checks.
 """
@@ -18,11 +19,11 @@ from dreamrsi.core.model import Cost
 from dreamrsi.errors import NotFound, StoreError
 from dreamrsi.store._fast import loads
 from dreamrsi.store.ledger import LedgerRow
+from dreamrsi.store.migrations import MODEL_CALLS
 from dreamrsi.store.rows import LEDGER_COLUMNS, ledger_from_row
 from dreamrsi.store.values import ModelSpend, add_model_call
 
 _LEDGER = ", ".join(LEDGER_COLUMNS)
-_CHAT = "model chat "
 
 
 class SpendQueries:
@@ -35,7 +36,7 @@ class SpendQueries:
     def spend(self, run_id: str) -> Cost:
         [(wall, cpu, t_in, t_out, money)] = self._read(
             "SELECT total(wall_ms), total(cpu_ms), total(tokens_in), total(tokens_out), "
-            "total(money_usd) FROM nodes WHERE run_id = ?", (run_id,))
+            "total(money_usd) FROM nodes INDEXED BY nodes_replay WHERE run_id = ?", (run_id,))
         return Cost(int(wall), int(cpu), int(t_in), int(t_out), money)
 
     def find_nodes(self, run_id: str, prefix: str, limit: int = 2) -> list[str]:
@@ -63,9 +64,8 @@ class SpendQueries:
 
     def model_spend(self, run_id: str) -> list[ModelSpend]:
         totals: dict[str, ModelSpend] = {}
-        for (text,) in self._read("SELECT parsed FROM ledger WHERE chain = ? AND "
-                                  "substr(cmd, 1, ?) = ? ORDER BY seq",
-                                  (run_id, len(_CHAT), _CHAT)):
+        for (text,) in self._read("SELECT parsed FROM ledger INDEXED BY ledger_model_calls "
+                                  f"WHERE chain = ? AND {MODEL_CALLS} ORDER BY seq", (run_id,)):
             try:
                 parsed = loads(text) if isinstance(text, str) else None
             except ValueError:

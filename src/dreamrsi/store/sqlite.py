@@ -497,8 +497,8 @@ class SqliteRunStore(TreeQueries, SpendQueries, SqliteDreams, SqliteSurvival, Sq
         same: dict[Any, Any] = {}
         one = same.setdefault
         try:
-            rows = self._conn.execute(f"SELECT {_REPLAY_COLUMNS} FROM nodes WHERE run_id = ? "
-                                      "ORDER BY seq", (run_id,))
+            rows = self._conn.execute(f"SELECT {_REPLAY_COLUMNS} FROM nodes INDEXED BY "
+                                      "nodes_replay WHERE run_id = ? ORDER BY seq", (run_id,))
             with gc_paused():  # two new tuples a row, none of them in a cycle
                 return [new(node, (one(i, i), run_id, one(p, p), s, one(k, k), None,
                                    status[st], bool(v), sc, raw, "", _EMPTY, one(plan, plan),
