@@ -87,6 +87,8 @@ def test_show_pages_by_cursor(store: Path) -> None:
     seventh = every[6]
     by_seq = _json("show", RUN, "--after", seventh.rsplit("-", 1)[1], *s)
     assert [n["node_id"] for n in by_seq["nodes"]] == every[7:]  # type: ignore[index]
+    # a page alone: none of the run's summary, which reads the whole tree
+    assert by_seq == {"run_id": RUN, "after": seventh, "nodes": by_seq["nodes"]}  # type: ignore
     text = cli("show", RUN, "--after", seventh, "--limit", "2", *s)
     assert f"{every[7]} " in text and f"{every[9]} " not in text
     assert f"--after {every[8]}" in text  # the next page's cursor is named

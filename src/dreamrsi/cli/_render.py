@@ -222,6 +222,12 @@ def tree_view(overview: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], ti
                           _fmt(b["best_score"]), _v(b["best_node"] or "-"),
                           ", ".join(f"{k} {v}" for k, v in b["counts"].items()))
         table.print()
+    nodes_table(rows, title, offset, page)
+
+
+def nodes_table(rows: Sequence[Mapping[str, Any]], title: str, offset: int,
+                page: int | None) -> None:
+    """The nodes ``show`` lists, and where the next page starts when one may follow."""
     table = TextTable(_v(f"nodes: {title}"), [
         Column("node", wrap=False), Column("branch"), Column("depth"), Column("round"),
         Column("score"), Column("status"), Column("plan"), Column("reason")])

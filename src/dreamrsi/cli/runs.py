@@ -286,17 +286,16 @@ def show(
             return
         from dreamrsi.views import tree_head, tree_nodes
 
-        if after is not None and offset:
-            raise _user_error("a listing starts --after a node or at an --offset, not both",
-                              key="--after")
+        if after is not None:
+            _show_page(run_id, after, branch, depth, offset, limit, store, as_json)
+            return
         with reader(store) as handle:
             overview = tree_head(handle, run_id)
             tree = overview["tree"]
-            chosen, max_depth, title = _selection(tree, all_nodes or as_json or
-                                                  after is not None, branch, depth)
+            chosen, max_depth, title = _selection(tree, all_nodes or as_json, branch, depth)
             page = limit if limit is not None or as_json else PAGE
             rows = tree_nodes(handle, run_id, branch=chosen, depth=max_depth, offset=offset,
-                              limit=page, after=_cursor(handle, run_id, after))
+                              limit=page)
             if as_json:
                 stream_json(overview, "nodes", rows)
                 return
@@ -322,13 +321,30 @@ def _selection(tree: dict[str, Any], every: bool, branch: int | None,
             f"branch {tree['best_branch']} down to the best node")
 
 
-def _cursor(handle: RunStore, run_id: str, after: str | None) -> str | None:
-    """The id of the node ``--after`` names (an id, a unique prefix of one, or a seq)."""
-    if after is None:
-        return None
+def _show_page(run_id: str, after: str, branch: int | None, depth: int | None, offset: int,
+               limit: int | None, store: Path, as_json: bool) -> None:
+    """``show RUN --after NODE``: the page of the listing that follows the node (its id, a
+    unique prefix of one, or its seq), alone: none of the run's summary, which reads the
+    whole tree."""
     from dreamrsi.engine.node_view import find_node
+    from dreamrsi.views import tree_nodes
 
-    return find_node(handle, run_id, after).node_id
+    if offset:
+        raise _user_error("a listing starts --after a node or at an --offset, not both",
+                          key="--after")
+    with reader(store) as handle:
+        run = handle.get_run(run_id).run_id
+        cursor = find_node(handle, run, after).node_id
+        page = limit if limit is not None or as_json else PAGE
+        rows = tree_nodes(handle, run, branch=branch, depth=depth, limit=page, after=cursor)
+        if as_json:
+            stream_json({"run_id": run, "after": cursor}, "nodes", rows)
+            return
+        from dreamrsi.cli import _render
+
+        what = "every node" if branch is None else f"branch {branch}"
+        what += "" if depth is None else f" down to depth {depth}"
+        _render.nodes_table(list(rows), f"{what}, after {cursor}", 0, page)
 
 
 def _user_error(message: str, key: str = "--branch") -> Exception:
