@@ -164,6 +164,11 @@ class RunsStore(StoreHandle):
             ConfigError: ``offset`` or ``limit`` is not a whole number at least 0.
         """
 
+    def count_runs(self, task_digest: str | None = None) -> int:
+        """How many runs there are (of one task, or all): the length of :meth:`list_runs`,
+        for a reader paging through it (a backend counts without reading the runs)."""
+        return len(self.list_runs(task_digest))
+
     def update_run(self, run_id: str, update: RunUpdate | None = None, /,
                    **changes: Any) -> None:
         """Change a run's mutable fields, given as a :class:`RunUpdate` (or as keyword

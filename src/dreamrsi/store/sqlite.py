@@ -434,6 +434,11 @@ class SqliteRunStore(TreeQueries, SpendQueries, SqliteDreams, SqliteSurvival, Sq
                            "OFFSET ?", (*params, -1 if limit is None else limit, offset))
         return [run_from_row(r) for r in rows]
 
+    def count_runs(self, task_digest: str | None = None) -> int:
+        where, params = ("", ()) if task_digest is None else ("WHERE task_digest = ?",
+                                                              (task_digest,))
+        return int(self._tuples(f"SELECT count(*) FROM runs {where}", params)[0][0])
+
     def _set_run_fields(self, run_id: str, changes: Mapping[str, Any]) -> None:
         sets = ", ".join(f"{k} = ?" for k in changes)
         with self._write() as conn:

@@ -82,6 +82,8 @@ class PagingTests:
         assert [r.run_id for r in store.list_runs(TASK.digest, offset=1, limit=2)] == [
             "r9", "r3"]
         assert store.list_runs("sha256:none", limit=3) == []
+        assert (store.count_runs(), store.count_runs(TASK.digest)) == (6, 6)
+        assert store.count_runs("sha256:none") == 0
         for bad in (-1, 1.5):
             with pytest.raises(ConfigError, match="offset"):
                 store.list_runs(offset=bad)  # type: ignore[arg-type]
