@@ -197,7 +197,7 @@ def _dream(store: Any, arg: str) -> str:
     config = DreamConfig(families=("fixed", "greedy"), trials=int(arg), processes=1,
                          replay=ReplaySettings(workers=4, attempt_budget=200))
     train, holdout = config.split.divide(list(history.trees))
-    choice = choose(train, holdout, PolicySpec("fixed", {"branches": 4, "refine": 49}),
+    choice = choose(train, holdout, PolicySpec("fixed", {"branches": 10, "refine": 20}),
                     config, QualityScale.of(history.trees))
     return (f"{int(arg)} trials, chose {choice.selected.label()}; the dream alone "
             f"{time.perf_counter() - started:.1f} s")
@@ -272,8 +272,8 @@ def measurements(cache: Path, runs: int, big: int, cursor: str, small_node: str
         (f"dreaming: load the history of {TASK} (load_history)", p("load")),
         ("dreaming: load it, replay greedy:branches=8,top=1 over every tree (W=4, 200 "
          "attempts)", p("replay")),
-        ("dreaming: load it, a small dream (fixed and greedy, 20 trials, 1 process)",
-         p("dream", "20")),
+        ("dreaming: load it, a small dream (fixed and greedy, 10 trials, 1 process)",
+         p("dream", "10")),
     ]
 
 
