@@ -609,17 +609,30 @@ class SqliteRunStore(TreeQueries, SpendQueries, SqliteDreams, SqliteSurvival, Sq
     # -- what verification reads -----------------------------------------------------------
 
     def _ledger_dicts(self, chain: str) -> Iterator[dict[str, Any]]:
-        rows = self._query(f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE chain = ? ORDER BY seq",
-                           (chain,))
+        """Read as verification consumes them, :data:`_LEDGER_PAGE` rows at a time, in the
+        snapshot it holds (a chain of any length never sits in memory)."""
+        rows = self._streamed(f"SELECT {_LEDGER_COLUMNS} FROM ledger WHERE chain = ? "
+                              "ORDER BY seq", (chain,), sqlite3.Row)
         return (ledger_dict(r) for r in rows)
 
     def _stored_run(self, run_id: str) -> tuple[Any, ...] | None:
         rows = self._tuples(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
         return rows[0] if rows else None
 
-    def _stored_nodes(self, run_id: str) -> list[tuple[Any, ...]]:
-        return self._tuples(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE run_id = ? ORDER BY seq",
-                            (run_id,))
+    def _stored_nodes(self, run_id: str) -> Iterator[tuple[Any, ...]]:
+        return self._streamed(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE run_id = ? ORDER BY "
+                              "seq", (run_id,), None)
+
+    def _streamed(self, sql: str, params: Sequence[Any], factory: Any) -> Iterator[Any]:
+        """A query's rows, fetched a page at a time as they are consumed (for a reader
+        inside a snapshot that writes nothing meanwhile: the statement stays open)."""
+        try:
+            cursor = self._conn.execute(sql, params)
+            cursor.row_factory = factory
+            while page := cursor.fetchmany(_LEDGER_PAGE):
+                yield from page
+        except sqlite3.Error as exc:
+            raise _store_error(self.root, exc) from exc
 
 
 def _connect_reader(db: Path) -> sqlite3.Connection:
