@@ -8,6 +8,10 @@ set before the fork, and only results travel back. A forked worker ends with ``o
 (``multiprocessing`` does so), so it never finalises what it inherited (the store's open
 database connection among them). On Linux a worker also ends when the dreaming process does,
 so a dream that was killed leaves no workers behind.
+
+Where the pieces run is a :class:`Pool`: :class:`LocalPool` (these forked processes) or
+``dreaming._ray_pool.RayPool`` (Ray tasks on a cluster); :func:`fan_out` takes either, or a
+count of local processes.
 """
 
 from __future__ import annotations
@@ -18,12 +22,63 @@ import os
 import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 _JOBS: tuple[Callable[[Any], Any], Sequence[Any]] | None = None
+
+
+class Pool(Protocol):
+    """Where a dream's independent pieces run: ``map`` returns ``[fn(x) for x in items]``,
+    in order, and raises what ``fn`` raises; ``inherits`` says whether several workers
+    inherit this process's memory (a caller then makes shared work once, before handing the
+    pieces out, rather than in every worker); ``ready`` checks that the pool can run
+    anything, before a dream records that it started."""
+
+    def ready(self) -> None:
+        """Raise :class:`~dreamrsi.errors.ConfigError` if no piece could run."""
+        ...
+
+    @property
+    def inherits(self) -> bool:
+        """Whether several workers inherit what this process holds."""
+        ...
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``[fn(x) for x in items]``, computed wherever the pool runs them."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class LocalPool:
+    """Up to ``processes`` forked processes on this machine (:func:`map_in_processes`)."""
+
+    processes: int = 1
+
+    def ready(self) -> None:
+        """Nothing to check: this machine's processes are there."""
+
+    @property
+    def inherits(self) -> bool:
+        """Whether more than one forked process runs pieces."""
+        return self.processes > 1
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``[fn(x) for x in items]`` on the forked workers."""
+        return map_in_processes(fn, items, self.processes)
+
+
+def as_pool(where: int | Pool) -> Pool:
+    """``where`` as a pool: a count of local processes, or a pool as it is."""
+    return LocalPool(where) if isinstance(where, int) else where
+
+
+def fan_out(fn: Callable[[T], R], items: Sequence[T], where: int | Pool) -> list[R]:
+    """``[fn(x) for x in items]`` on ``where``: a count of local processes, or a pool."""
+    return as_pool(where).map(fn, items)
 
 
 def default_processes() -> int:

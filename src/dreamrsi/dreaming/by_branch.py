@@ -33,7 +33,7 @@ import numpy as np
 
 from dreamrsi.core.model import Node
 from dreamrsi.core.replay import RecordedTree
-from dreamrsi.dreaming._pool import map_in_processes
+from dreamrsi.dreaming._pool import Pool, fan_out
 from dreamrsi.dreaming.by_run import RESAMPLES, Rewards
 from dreamrsi.dreaming.history import pool_branches
 from dreamrsi.dreaming.lending import lend_classes
@@ -106,12 +106,12 @@ def rebuild(tree: RecordedTree, branches: Sequence[tuple[list[Node], frozenset[s
 def by_branch_interval(candidate: Rewards, incumbent: Rewards, trees: Sequence[RecordedTree],
                        *, resamples: int = RESAMPLES, level: float = 0.95, seed: int = 0,
                        max_lent: int | None = None,
-                       processes: int = 1) -> tuple[float, float] | tuple[None, None]:
+                       processes: int | Pool = 1) -> tuple[float, float] | tuple[None, None]:
     """Bootstrap interval of the candidate's mean reward minus the incumbent's, resampling
     the branches of ``trees`` (unpooled) within their strata and pooling each resample as a
     dream pools (``max_lent``: as ``pool_branches`` takes it); ``(None, None)`` for a single
-    run. The resamples are replayed on up to ``processes`` CPU cores (the interval is the
-    same whatever the number)."""
+    run. The resamples are replayed on up to ``processes`` CPU cores, or on a pool (Ray:
+    ``dreaming._ray_pool``); the interval is the same wherever they run."""
     trees = list(trees)
     if len(trees) < 2:
         return None, None
@@ -131,7 +131,7 @@ def by_branch_interval(candidate: Rewards, incumbent: Rewards, trees: Sequence[R
         pooled = pool_branches(rebuilt, max_lent)
         return float(np.mean(np.subtract(candidate(pooled), incumbent(pooled))))
 
-    means = np.array(map_in_processes(gain, draws, processes))
+    means = np.array(fan_out(gain, draws, processes))
     tail = (1.0 - level) / 2
     low, high = np.quantile(means, [tail, 1.0 - tail])
     return float(low), float(high)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from dreamrsi.core.replay import RecordedTree, make_states
-from dreamrsi.dreaming._pool import map_in_processes
+from dreamrsi.dreaming._pool import Pool, as_pool, fan_out
 from dreamrsi.dreaming.history import pool_branches
 from dreamrsi.dreaming.lending import LentBranches
 
@@ -29,18 +29,19 @@ RESAMPLES = 200
 def by_run_interval(candidate: Rewards, incumbent: Rewards, trees: Sequence[RecordedTree], *,
                     resamples: int = RESAMPLES, level: float = 0.95, seed: int = 0,
                     max_lent: int | None = None,
-                    processes: int = 1) -> tuple[float, float] | tuple[None, None]:
+                    processes: int | Pool = 1) -> tuple[float, float] | tuple[None, None]:
     """Bootstrap interval of the candidate's mean reward minus the incumbent's, resampling
     the runs of ``trees`` (unpooled) and pooling each resample anew (``max_lent``: as
     ``pool_branches`` takes it); ``(None, None)`` for a single run. The trees' branches are
     indexed for lending once, for every resample; the distinct resamples are replayed on up
-    to ``processes`` CPU cores (the interval is the same whatever the number)."""
+    to ``processes`` CPU cores, or on a pool (Ray: ``dreaming._ray_pool``); the interval is
+    the same wherever they run."""
     trees = list(trees)
     n = len(trees)
     if n < 2:
         return None, None
     rng = np.random.default_rng(seed)
-    if processes > 1:  # once here, not in every forked worker
+    if as_pool(processes).inherits:  # once here, not in every forked worker
         make_states(trees)
     shared = LentBranches([t for t in trees if t.root_children])
     counts = [np.bincount(rng.integers(0, n, size=n), minlength=n) for _ in range(resamples)]
@@ -52,7 +53,7 @@ def by_run_interval(candidate: Rewards, incumbent: Rewards, trees: Sequence[Reco
         return dict(zip(drawn, diffs.tolist(), strict=True))
 
     distinct = list(dict.fromkeys(draws))
-    known = dict(zip(distinct, map_in_processes(gains, distinct, processes), strict=True))
+    known = dict(zip(distinct, fan_out(gains, distinct, processes), strict=True))
     means = np.array([sum(c[i] * known[drawn][i] for i in drawn) / n
                       for c, drawn in zip(counts, draws, strict=True)])
     tail = (1.0 - level) / 2

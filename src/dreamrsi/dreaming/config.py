@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from dreamrsi.dreaming._pool import default_processes
+from dreamrsi.dreaming._pool import LocalPool, Pool, default_processes
 from dreamrsi.dreaming.code import (
     CodeSettings,
 )
@@ -21,6 +21,7 @@ from dreamrsi.dreaming.objectives import (
 )
 from dreamrsi.dreaming.splits import Split, parse_split
 from dreamrsi.engine.config import MAX_SEED, check_int
+from dreamrsi.engine.ray_cluster import check_executor
 from dreamrsi.errors import ConfigError, one_of
 from dreamrsi.policies.registry import BUILTIN, policy_class
 from dreamrsi.programs import ProgramLimits
@@ -103,6 +104,13 @@ class DreamConfig:
         processes: CPU cores for the studies and the candidates' replays (``None``: every
             core this process may use; 1: none besides this one). The results are the
             same whatever the number: it is not stored with the dream.
+        executor: Where the studies and the candidates' replays run: ``local`` (worker
+            processes on this machine, ``processes`` of them) or ``ray`` (Ray tasks on the
+            cluster at ``ray_address``; :mod:`dreamrsi.dreaming._ray_pool`). The results are
+            the same on either: it is not stored with the dream.
+        ray_address: The Ray cluster (``auto``, ``HOST:PORT`` or ``ray://HOST:PORT``);
+            ``None`` starts a local Ray instance with ``processes`` CPUs (all the machine's
+            when ``None``). Only with the ``ray`` executor.
     """
 
     families: tuple[str, ...] = tuple(sorted(BUILTIN))
@@ -122,6 +130,8 @@ class DreamConfig:
     gate: str = GATES[0]
     min_trees: int = MIN_TREES
     trials_per_tree: int | None = TRIALS_PER_TREE
+    executor: str = "local"
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         if self.code is not None and (self.crossval or isinstance(self.objective, ParetoAUC)):
@@ -138,6 +148,7 @@ class DreamConfig:
             check_int("trials_per_tree", self.trials_per_tree, 1)
         if self.processes is not None:
             check_int("processes", self.processes, 1, 1024)
+        check_executor(self.executor, self.ray_address)
         if self.crossval < 0 or self.crossval == 1:
             raise ConfigError("crossval must be 0 (off) or at least 2 folds", key="crossval")
         for name, value, kind in (("split", self.split, Split),
@@ -182,6 +193,14 @@ class DreamConfig:
     def cores(self) -> int:
         """The worker processes a dream's studies and replays may use."""
         return self.processes if self.processes is not None else default_processes()
+
+    def pool(self) -> Pool:
+        """Where the dream's studies and replays run (:attr:`executor`)."""
+        if self.executor == "ray":
+            from dreamrsi.dreaming._ray_pool import RayPool
+
+            return RayPool(self.ray_address, self.processes)
+        return LocalPool(self.cores)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DreamConfig:

@@ -20,7 +20,6 @@ from typing import Any
 from dreamrsi.agents.policy_author import PolicyAuthor
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree, make_states
-from dreamrsi.dreaming._pool import map_in_processes
 from dreamrsi.dreaming.by_branch import by_branch_interval, fits
 from dreamrsi.dreaming.by_run import by_run_interval
 from dreamrsi.dreaming.code import (
@@ -61,12 +60,15 @@ def dream(store: RunStore, task: Task, incumbent: PolicySpec,
     agent, needed by code dreaming).
 
     Raises:
-        ConfigError: The task has no recorded tree yet, or code dreaming has no agent.
+        ConfigError: The task has no recorded tree yet, code dreaming has no agent, or the
+            Ray cluster of ``config.executor`` cannot be reached.
+        DreamError: Ray lost a piece of the dream (its outcome is not recorded).
     """
     if config.code is not None and author is None:
         raise ConfigError("code dreaming needs a model to write programs", key="code")
     incumbent = resolve_spec(incumbent, store)  # a learned model's numbers, in its spec
     sources = load_sources(store, [incumbent])
+    config.pool().ready()  # a cluster out of reach is refused before anything is recorded
     started = time.monotonic()
     if history is None:
         history = load_history(store, task.name, task.digest, task.evaluator_digest)
@@ -157,7 +159,8 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
     tree reaches a training tree. With ``code``, its M revisions join the candidates;
     ``sources`` holds the programs of code specs among them (the incumbent's)."""
     everything = _distinct(train, holdout)
-    if config.cores > 1:  # once here, not in every forked worker
+    pool = config.pool()
+    if pool.inherits:  # once here, not in every forked worker
         make_states(everything)
     compared = config.split.selected(train, holdout)
     if config.pool_branches:
@@ -169,9 +172,9 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
                           incumbent=spec == incumbent)
 
     unique = _unique([incumbent, *specs])
-    # Families on every core; programs here (each runs in its own sandboxed worker already).
-    families = iter(map_in_processes(candidate, [s for s in unique if not kind_of(s).isolated],
-                                     config.cores))
+    # Families on every core (or Ray worker); programs here (each runs in its own sandboxed
+    # worker on this machine already).
+    families = iter(pool.map(candidate, [s for s in unique if not kind_of(s).isolated]))
     candidates = [candidate(s) if kind_of(s).isolated else next(families) for s in unique]
     outcome = None
     if code is not None:
@@ -199,7 +202,7 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
             and fits(compared) else by_run_interval
         return interval(rewards(by_id[version_id]), rewards(incumbent), compared,
                         seed=config.seed, max_lent=_max_lent(config.replay),
-                        processes=1 if programs else config.cores)
+                        processes=1 if programs else pool)
 
     pooled_runs = config.pool_branches and config.interval is not Interval.TREE
     compared_scores = {c.version_id: config.split.selected(c.train, c.holdout)
@@ -328,8 +331,8 @@ def _distinct(train: list[RecordedTree], holdout: list[RecordedTree]) -> list[Re
 
 def _studies(train: list[RecordedTree], incumbent: PolicySpec, config: DreamConfig,
              scale: QualityScale) -> tuple[list[LedgerEvent], list[PolicySpec], int]:
-    """One study per family (in worker processes when there are cores to spare), each
-    recorded as a ledger event."""
+    """One study per family (in worker processes when there are cores to spare, or Ray
+    tasks; a study's trials run in order in one of them), each recorded as a ledger event."""
     share, extra = divmod(config.study_trials(len(train)), len(config.families))
     objective = config.objective
     by_tree: Callable[..., Iterable[float]] | None = \
@@ -355,7 +358,7 @@ def _studies(train: list[RecordedTree], incumbent: PolicySpec, config: DreamConf
         return found, int((time.monotonic() - started) * 1000)
 
     events, specs, total = [], [], 0
-    for found, ms in map_in_processes(study, range(len(config.families)), config.cores):
+    for found, ms in config.pool().map(study, range(len(config.families))):
         total += found.trials
         specs += [spec for spec, _ in found.best]
         events.append(LedgerEvent(

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dreamrsi.engine.executors import Executor, LocalExecutor
+from dreamrsi.engine.ray_cluster import EXECUTORS
 from dreamrsi.errors import ConfigError
 
 __all__ = ["EXECUTORS", "make_executor"]
 
-EXECUTORS = ("local", "ray")
-"""The executors ``--executor`` names."""
 
 
 def make_executor(kind: str = "local", address: str | None = None) -> Executor:

@@ -14,9 +14,32 @@ from typing import Any
 
 from dreamrsi.errors import ConfigError
 
-__all__ = ["connect", "ray_module"]
+__all__ = ["EXECUTORS", "check_executor", "connect", "ray_module"]
 
 _LOCK = threading.Lock()
+
+EXECUTORS = ("local", "ray")
+"""Where a run's attempts and a dream's pieces run: this machine's processes, or Ray."""
+
+
+def check_executor(executor: object, address: object) -> None:
+    """Raise :class:`ConfigError` unless ``executor`` is one of :data:`EXECUTORS` and
+    ``address`` is ``None`` or, with ``ray``, a non-empty cluster address.
+
+    >>> check_executor("ray", "auto")
+    """
+    if executor not in EXECUTORS:
+        raise ConfigError(f"unknown executor {executor!r}", key="executor",
+                          expected=" | ".join(EXECUTORS))
+    if address is None:
+        return
+    if executor != "ray":
+        raise ConfigError("a Ray address needs the Ray executor (--executor ray)",
+                          key="ray-address")
+    if not isinstance(address, str) or not address.strip() or any(
+            c.isspace() or not c.isprintable() for c in address):
+        raise ConfigError(f"unusable Ray address {address!r}", key="ray-address",
+                          expected="auto, HOST:PORT or ray://HOST:PORT")
 
 
 def ray_module() -> ModuleType:
