@@ -73,6 +73,8 @@ def dream(
     budget: ReplayBudgetOpt = None,
     k2: K2Opt = None,
     seed: Annotated[int, seed_option("Seed of the samplers.")] = 0,
+    executor: ExecutorOpt = "local",
+    ray_address: RayAddressOpt = None,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -92,7 +94,8 @@ def dream(
         # unspent attempts buy nothing, so it takes the per-round defaults
         defaults = _protocol_defaults(None)
         settings = options.replay_settings(workers or 1, k2, budget, defaults)
-        config = options.dream_config(holdout, seed, settings, defaults)
+        config = replace(options.dream_config(holdout, seed, settings, defaults),
+                         executor=executor, ray_address=ray_address)
         with open_store(store, writer=True, holder=f"dream {loaded.name}") as handle:
             incumbent, _ = dq.deployed_policy(handle, loaded.digest)
             if workers is None:
@@ -243,7 +246,8 @@ def _resume_loop(task: Task, loop_id: str, store: Path, as_json: bool,
                  endpoint: tuple[str | None, str | None], executor: Executor) -> None:
     """``dreamrsi loop TASK --resume LOOP``: the stored loop of TASK, continued (a loop that
     dreams with code gets its agent from ``model``: the --code-* options; ``endpoint``:
-    --base-url and --model, for this session's runs)."""
+    --base-url and --model, for this session's runs; ``executor``: where this session's
+    attempts and dreams run)."""
     from dreamrsi.cli import _render
     from dreamrsi.dreaming import LoopConfig, make_author, resume_loop
     from dreamrsi.errors import ConfigError

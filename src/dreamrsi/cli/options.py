@@ -77,8 +77,10 @@ InfraFailuresOpt = Annotated[int, typer.Option(
          "failed outside the candidate (the model endpoint unreachable, a key refused, the "
          "proposer's command missing); 0: never.")]
 ExecutorOpt = Annotated[str, typer.Option(
-    "--executor", help="Where attempts run: local (threads of this process) | ray (Ray "
-    "tasks on a cluster, each with the task's [resources]; see docs/cluster.md).")]
+    "--executor", help="Where attempts and dreams run: local (this machine: attempts on "
+    "threads, a dream's studies and replays on processes) | ray (Ray tasks on a cluster: "
+    "each attempt with the task's [resources], each dream piece one CPU; see "
+    "docs/cluster.md).")]
 RayAddressOpt = Annotated[str | None, typer.Option(
     "--ray-address", help="With --executor ray: the cluster to join (auto, HOST:PORT or "
     "ray://HOST:PORT); left out, Ray's RAY_ADDRESS, else a local Ray instance on this "

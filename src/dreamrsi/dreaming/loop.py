@@ -275,7 +275,8 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
     ``accept_unisolated_model_code``: as :func:`~dreamrsi.engine.run.start_run` takes it,
     checked before the first round. ``author``: the policy-development agent of code
     dreaming (``config.dream_settings().code``), which each dream then runs. ``executor``:
-    where its runs' attempts run (default: threads of this process).
+    where its runs' attempts run (default: threads of this process), and so its dreams'
+    pieces (:func:`dreams_on`).
 
     Raises:
         ConfigError: Code dreaming is on without an agent.
@@ -288,7 +289,7 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
     loop_id = "l" + os.urandom(4).hex()
     driver = _Driver(store, task, config, loop_id, observer, accept_unisolated_model_code,
                      author, executor)
-    first = _first_dream(store, task, driver.policy, config, author)
+    first = _first_dream(store, task, driver.policy, config, author, executor)
     if first is not None:
         driver.policy, driver.why = first.selected, "before round 1, " + _why(first)
     driver.first = first
@@ -310,7 +311,7 @@ def resume_loop(store: RunStore, loop_id: str, observer: RoundObserver | None = 
     what it had spent counted (under the total protocol, the budget left carries on).
     ``author``: as :func:`run_loop` takes it, for a loop that dreams with code. ``base_url``
     and ``model`` override the stored ones for this session (its runs record them);
-    ``executor``: where this session's attempts run.
+    ``executor``: where this session's attempts run, and so its dreams' pieces.
 
     Raises:
         ConfigError: The loop finished, or its task changed since it started, or it dreams
@@ -444,7 +445,8 @@ class _Driver:
         ends = self._ends(t, counts.attempts, reached)
         outcome = None if dream_id is None else _stored_outcome(store, dream_id)
         if outcome is None and c.arm is LoopArm.DREAM and not ends:
-            outcome = _Outcome.of(dream(store, self.task, self.policy, c.dream_config(),
+            outcome = _Outcome.of(dream(store, self.task, self.policy,
+                                        dreams_on(c.dream_config(), self.executor),
                                         author=self.author))
         store.add_loop_round(LoopRound(self.loop_id, t, run_id, version_id,
                                        outcome.dream_id if outcome else None))
@@ -545,15 +547,24 @@ def _stored_outcome(store: DreamsStore, dream_id: str) -> _Outcome | None:
                     f"{report.get('reason', '')}")
 
 
-def _first_dream(store: RunStore, task: Task, initial: PolicySpec,
-                 config: LoopConfig, author: PolicyAuthor | None) -> DreamReport | None:
+def _first_dream(store: RunStore, task: Task, initial: PolicySpec, config: LoopConfig,
+                 author: PolicyAuthor | None, executor: Executor | None) -> DreamReport | None:
     """The dream before round 1 (``dream_first``), or ``None`` without earlier trees."""
     if config.arm is not LoopArm.DREAM or not config.dream_first:
         return None
     history = load_history(store, task.name, task.digest, task.evaluator_digest)
     if not history.trees:
         return None
-    return dream(store, task, initial, config.dream_config(), history, author=author)
+    return dream(store, task, initial, dreams_on(config.dream_config(), executor), history,
+                 author=author)
+
+
+def dreams_on(config: DreamConfig, executor: Executor | None) -> DreamConfig:
+    """``config`` with its dreams on the executor the loop's runs use: on a Ray executor's
+    cluster as Ray tasks (``DreamConfig.executor``), else on this machine's processes."""
+    if executor is None or executor.name != "ray":
+        return config
+    return replace(config, executor="ray", ray_address=getattr(executor, "address", None))
 
 
 def _better(task: Task, a: float, b: float) -> bool:
