@@ -103,6 +103,64 @@ def rebuild(tree: RecordedTree, branches: Sequence[tuple[list[Node], frozenset[s
         task_name=tree.task_name)
 
 
+class BranchBootstrap:
+    """The branch bootstrap's resamples of ``trees``, drawn once from ``seed``: every policy
+    replayed through :meth:`rewards` sees the same resampled histories, so the difference of
+    any two is paired (a dream's tie class compares several candidates with its leader and
+    replays each once).
+
+    Args:
+        trees: The history's trees, unpooled.
+        resamples: How many resamples.
+        seed: Seed of the draws.
+        max_lent: As ``pool_branches`` takes it.
+        processes: CPU cores to replay the resamples on, or a pool (Ray:
+            ``dreaming._ray_pool``); the rewards are the same wherever they run.
+    """
+
+    def __init__(self, trees: Sequence[RecordedTree], *, resamples: int = RESAMPLES,
+                 seed: int = 0, max_lent: int | None = None,
+                 processes: int | Pool = 1) -> None:
+        self.trees = list(trees)
+        self.max_lent = max_lent
+        self.processes = processes
+        rng = np.random.default_rng(seed)
+        self.used = used_runs(self.trees)
+        self.groups = strata(self.trees, self.used)
+        self.chains = {place: branch_chain(self.trees[place[0]], place[1])
+                       for place in self.used}
+        self.draws = [[rng.integers(0, len(g), size=len(g)) for g in self.groups]
+                      for _ in range(resamples)]
+
+    def _pooled(self, drawn: list[np.ndarray]) -> list[RecordedTree]:
+        into: dict[Place, Place] = {}
+        for g, picks in zip(self.groups, drawn, strict=True):
+            into.update(zip(g, (g[int(k)] for k in picks), strict=True))
+        rebuilt = [rebuild(tree, [(self.chains[into[(t, b)]], self.used[into[(t, b)]])
+                                  for b in range(len(tree.root_nodes))])
+                   if tree.root_nodes else tree for t, tree in enumerate(self.trees)]
+        return pool_branches(rebuilt, self.max_lent)
+
+    def rewards(self, policies: Sequence[Rewards]) -> list[list[list[float]]]:
+        """Each policy's rewards on every resample, per tree: ``[policy][resample][tree]``."""
+        def replayed(drawn: list[np.ndarray]) -> list[list[float]]:
+            pooled = self._pooled(drawn)
+            return [list(policy(pooled)) for policy in policies]
+
+        found = fan_out(replayed, self.draws, self.processes)
+        return [[f[k] for f in found] for k in range(len(policies))]
+
+    @staticmethod
+    def interval(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], *,
+                 level: float = 0.95) -> tuple[float, float]:
+        """The interval of ``mean(a - b)`` over the resamples, from two policies'
+        :meth:`rewards`."""
+        means = np.array([np.mean(np.subtract(x, y)) for x, y in zip(a, b, strict=True)])
+        tail = (1.0 - level) / 2
+        low, high = np.quantile(means, [tail, 1.0 - tail])
+        return float(low), float(high)
+
+
 def by_branch_interval(candidate: Rewards, incumbent: Rewards, trees: Sequence[RecordedTree],
                        *, resamples: int = RESAMPLES, level: float = 0.95, seed: int = 0,
                        max_lent: int | None = None,
@@ -112,26 +170,9 @@ def by_branch_interval(candidate: Rewards, incumbent: Rewards, trees: Sequence[R
     dream pools (``max_lent``: as ``pool_branches`` takes it); ``(None, None)`` for a single
     run. The resamples are replayed on up to ``processes`` CPU cores, or on a pool (Ray:
     ``dreaming._ray_pool``); the interval is the same wherever they run."""
-    trees = list(trees)
     if len(trees) < 2:
         return None, None
-    rng = np.random.default_rng(seed)
-    used = used_runs(trees)
-    groups = strata(trees, used)
-    chains = {place: branch_chain(trees[place[0]], place[1]) for place in used}
-    draws = [[rng.integers(0, len(g), size=len(g)) for g in groups] for _ in range(resamples)]
-
-    def gain(drawn: list[np.ndarray]) -> float:
-        into: dict[Place, Place] = {}
-        for g, picks in zip(groups, drawn, strict=True):
-            into.update(zip(g, (g[int(k)] for k in picks), strict=True))
-        rebuilt = [rebuild(tree, [(chains[into[(t, b)]], used[into[(t, b)]])
-                                  for b in range(len(tree.root_nodes))])
-                   if tree.root_nodes else tree for t, tree in enumerate(trees)]
-        pooled = pool_branches(rebuilt, max_lent)
-        return float(np.mean(np.subtract(candidate(pooled), incumbent(pooled))))
-
-    means = np.array(fan_out(gain, draws, processes))
-    tail = (1.0 - level) / 2
-    low, high = np.quantile(means, [tail, 1.0 - tail])
-    return float(low), float(high)
+    boot = BranchBootstrap(trees, resamples=resamples, seed=seed, max_lent=max_lent,
+                           processes=processes)
+    a, b = boot.rewards([candidate, incumbent])
+    return boot.interval(a, b, level=level)
