@@ -64,6 +64,10 @@ MinTreesOpt = Annotated[int, typer.Option(
 GateOpt = Annotated[str | None, typer.Option(
     help="What a promotion is gated on: quality (the leader must gain quality; the default) "
          "| value (V, cost included; the default of a loop with --total-budget).")]
+TiePriorOpt = Annotated[str, typer.Option(
+    help="What picks among the candidates replay cannot tell apart from the leader (their "
+         "interval against it includes zero): breadth (the one opening the most branches per "
+         "replayed tree; it then faces the gate) | none (the leader faces the gate).")]
 FamiliesOpt = Annotated[str | None, typer.Option(
     help="Comma-separated policy families to search (default: all built-in).")]
 RequireGainOpt = Annotated[bool, typer.Option(
@@ -103,6 +107,7 @@ class DreamOptions(NamedTuple):
     require_gain: RequireGainOpt = True
     gate: GateOpt = None
     min_trees: MinTreesOpt = 2
+    tie_prior: TiePriorOpt = "none"
     beta1: Beta1Opt = None
     beta2: Beta2Opt = 0.001
     quality: QualityOpt = "rank"
@@ -143,7 +148,7 @@ class DreamOptions(NamedTuple):
             crossval=self.crossval, pool_branches=self.pool_branches,
             code=CodeSettings(revisions=self.revisions) if self.code else None,
             gate=self.gate or defaults.gate, min_trees=self.min_trees,
-            trials_per_tree=self.trials_per_tree)
+            trials_per_tree=self.trials_per_tree, tie_prior=self.tie_prior)
 
 
 DEFAULT_OPTIONS = DreamOptions()

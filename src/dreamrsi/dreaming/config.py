@@ -20,6 +20,7 @@ from dreamrsi.dreaming.objectives import (
     parse_objective,
 )
 from dreamrsi.dreaming.splits import Split, parse_split
+from dreamrsi.dreaming.ties import TIE_PRIORS
 from dreamrsi.engine.config import MAX_SEED, check_int
 from dreamrsi.engine.ray_cluster import check_executor
 from dreamrsi.errors import ConfigError, one_of
@@ -101,6 +102,12 @@ class DreamConfig:
         prune: Stop a study's hopeless trials part-way (Optuna's median pruner over the
             running mean V, tree by tree; :mod:`dreamrsi.dreaming.search`); objectives
             that score trees one by one only (the mean V).
+        tie_prior: What picks within the leader's tie class (the candidates whose interval
+            against the leader on the gated quantity, by the bootstrap ``interval`` names,
+            includes zero): ``breadth`` (the one opening the most branches per replayed
+            tree; ties: fewer parameters, then the higher V), which then faces the gate in
+            the leader's place, or ``none`` (the leader faces the gate; dreams stored before
+            the rule read back so). :mod:`dreamrsi.dreaming.select`.
         processes: CPU cores for the studies and the candidates' replays (``None``: every
             core this process may use; 1: none besides this one). The results are the
             same whatever the number: it is not stored with the dream.
@@ -132,6 +139,7 @@ class DreamConfig:
     trials_per_tree: int | None = TRIALS_PER_TREE
     executor: str = "local"
     ray_address: str | None = None
+    tie_prior: str = TIE_PRIORS[1]
 
     def __post_init__(self) -> None:
         if self.code is not None and (self.crossval or isinstance(self.objective, ParetoAUC)):
@@ -144,6 +152,9 @@ class DreamConfig:
             raise ConfigError(f"unknown gate '{self.gate}'", key="gate",
                               expected=" | ".join(GATES))
         check_int("min_trees", self.min_trees, 1)
+        if self.tie_prior not in TIE_PRIORS:
+            raise ConfigError(f"unknown tie prior '{self.tie_prior}'", key="tie_prior",
+                              expected=" | ".join(TIE_PRIORS))
         if self.trials_per_tree is not None:
             check_int("trials_per_tree", self.trials_per_tree, 1)
         if self.processes is not None:
@@ -180,6 +191,7 @@ class DreamConfig:
                 "crossval": self.crossval, "pool_branches": self.pool_branches,
                 "interval": self.interval, "prune": self.prune, "gate": self.gate,
                 "min_trees": self.min_trees, "trials_per_tree": self.trials_per_tree,
+                "tie_prior": self.tie_prior,
                 **({} if self.code is None else {"code": self.code.to_json()})}
 
     def study_trials(self, train_trees: int) -> int:
@@ -209,7 +221,7 @@ class DreamConfig:
         before a setting existed gets the value the dream ran with: no pooled branches, no
         cross-validation, selection on the training trees, a split from two trees, intervals
         over trees, no pruning, no gain required, a gate on V, promotion from one tree, the
-        trials unscaled.
+        trials unscaled, no tie prior.
 
         Raises:
             ConfigError: An unknown key or mode, or a value out of range.
@@ -234,6 +246,7 @@ class DreamConfig:
         values.setdefault("gate", "value")
         values.setdefault("min_trees", 1)
         values.setdefault("trials_per_tree", None)
+        values.setdefault("tie_prior", "none")
         try:
             return cls(families=tuple(values.pop("families", sorted(BUILTIN))), split=split,
                        objective=objective, replay=ReplaySettings.from_json(replay_json),

@@ -20,8 +20,8 @@ from typing import Any
 from dreamrsi.agents.policy_author import PolicyAuthor
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree, make_states
-from dreamrsi.dreaming.by_branch import by_branch_interval, fits
-from dreamrsi.dreaming.by_run import by_run_interval
+from dreamrsi.dreaming._pool import fan_out
+from dreamrsi.dreaming.by_branch import fits
 from dreamrsi.dreaming.code import (
     CodeDreaming,
     CodeOutcome,
@@ -39,8 +39,9 @@ from dreamrsi.dreaming.objectives import (
 from dreamrsi.dreaming.quality import QualityScale
 from dreamrsi.dreaming.report import DreamReport, candidate_reports
 from dreamrsi.dreaming.search import FamilyResult, search_family
-from dreamrsi.dreaming.select import Selection, select
+from dreamrsi.dreaming.select import Selection, TieRule, select
 from dreamrsi.dreaming.splits import Side
+from dreamrsi.dreaming.ties import PairedIntervals, breadth
 from dreamrsi.engine.config import MAX_SEED
 from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import code_digest, kind_of, resolve_spec
@@ -184,36 +185,41 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
         events += outcome.events
     by_id = {c.version_id: c.spec for c in candidates}
 
-    def by_run(version_id: str) -> tuple[float, float] | tuple[None, None]:
-        def rewards(spec: PolicySpec) -> Callable[[Sequence[RecordedTree]], list[float]]:
-            digest = code_digest(spec)
-            if digest is not None:  # a program: replayed in its sandboxed worker
-                known = {**(sources or {}), **(outcome.sources if outcome else {})}
-                source = known[digest]
-                limits = config.code.limits if config.code is not None else ProgramLimits()
-                return lambda trees: [_gated(s, config) for s in score_program(
-                    source, trees, [], config.replay, scale, limits).train]
-            return lambda trees: gate_rewards(spec, trees, trees, config, scale)
-        # families on every core; a program here (it runs in its own sandboxed worker), and
-        # by runs: a few distinct resamples, not one sandboxed replay per branch resample;
-        # by runs too above the branch bootstrap's bound on the history's size
-        programs = kind_of(by_id[version_id]).isolated or kind_of(incumbent).isolated
-        interval = by_branch_interval if config.interval is Interval.BRANCH and not programs \
-            and fits(compared) else by_run_interval
-        return interval(rewards(by_id[version_id]), rewards(incumbent), compared,
-                        seed=config.seed, max_lent=_max_lent(config.replay),
-                        processes=1 if programs else pool)
+    def rewards(version_id: str) -> Callable[[Sequence[RecordedTree]], list[float]]:
+        spec = by_id[version_id]
+        digest = code_digest(spec)
+        if digest is not None:  # a program: replayed in its sandboxed worker
+            known = {**(sources or {}), **(outcome.sources if outcome else {})}
+            source = known[digest]
+            limits = config.code.limits if config.code is not None else ProgramLimits()
+            return lambda trees: [_gated(s, config) for s in score_program(
+                source, trees, [], config.replay, scale, limits).train]
+        return lambda trees: gate_rewards(spec, trees, trees, config, scale)
 
+    # families on every core; a program on one (it runs in its own sandboxed worker), and by
+    # runs: a few distinct resamples, not one sandboxed replay per branch resample; by runs
+    # too above the branch bootstrap's bound on the history's size
+    pairs = PairedIntervals(compared, rewards, lambda v: kind_of(by_id[v]).isolated,
+                            branch=config.interval is Interval.BRANCH and fits(compared),
+                            seed=config.seed, max_lent=_max_lent(config.replay),
+                            processes=pool)
+    inc_id = incumbent.version_id()
     pooled_runs = config.pool_branches and config.interval is not Interval.TREE
     compared_scores = {c.version_id: config.split.selected(c.train, c.holdout)
                        for c in candidates}
+    tie = None if config.tie_prior == "none" else TieRule(
+        lambda: _breadths(candidates, config.split.selected(train, holdout), train, config,
+                          scale),
+        {c.version_id: len(c.spec.params) for c in candidates},
+        pairs if pooled_runs else None)
     selection = select({v: [s.value for s in scores] for v, scores in compared_scores.items()},
-                       incumbent.version_id(), require_gain=config.require_gain,
-                       seed=config.seed, interval_of=by_run if pooled_runs else None,
+                       inc_id, require_gain=config.require_gain,
+                       seed=config.seed,
+                       interval_of=(lambda v: pairs(v, inc_id)) if pooled_runs else None,
                        gated=None if config.gate == "value" else {
                            v: [s.quality for s in scores]
                            for v, scores in compared_scores.items()},
-                       min_trees=config.min_trees)
+                       min_trees=config.min_trees, tie=tie)
     if not (config.crossval and selection.promoted):
         return Choice(tuple(candidates), selection, tuple(events), trials, code=outcome)
     started = time.monotonic()
@@ -262,6 +268,17 @@ def crossvalidate(trees: list[RecordedTree], incumbent: PolicySpec, config: Drea
         gains += [a - b for a, b in zip(new, old, strict=True)]
     return CrossValidation(len(picks), tuple(ids), tuple(gains), tuple(picks), trials,
                            config.require_gain, config.seed)
+
+
+def _breadths(candidates: Sequence[Candidate], trees: list[RecordedTree],
+              history: list[RecordedTree], config: DreamConfig,
+              scale: QualityScale) -> dict[str, float]:
+    """Each family candidate's breadth on the compared trees (programs are not measured: the
+    tie prior never picks one), on every core."""
+    families = [c for c in candidates if not kind_of(c.spec).isolated]
+    found = fan_out(lambda c: breadth(c.spec, trees, config.replay, history, scale),
+                    families, config.pool())
+    return {c.version_id: b for c, b in zip(families, found, strict=True)}
 
 
 def gate_rewards(spec: PolicySpec, trees: Sequence[RecordedTree],

@@ -55,12 +55,15 @@ class CandidateReport:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: the report row of the command line and the store (``difference``: in
         mean V; ``interval``: on what the promotion was gated on, quality when the row has a
-        ``quality_gain``, V otherwise)."""
+        ``quality_gain``, V otherwise; ``breadth`` and ``tie``, its interval against the
+        leader on that quantity, when a tie prior measured them)."""
         c = self.comparison
         return {"version_id": self.version_id, "policy": self.spec.label(),
                 "train": self.train.as_dict(), "holdout": self.holdout.as_dict(),
                 "difference": c.difference, "interval": [c.low, c.high],
-                **({} if c.gain is None else {"quality_gain": c.gain})}
+                **({} if c.gain is None else {"quality_gain": c.gain}),
+                **({} if c.breadth is None else {"breadth": c.breadth}),
+                **({} if c.tie is None else {"tie": list(c.tie), "tied": c.tied})}
 
 
 @dataclass(frozen=True, slots=True)

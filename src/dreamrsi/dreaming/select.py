@@ -10,12 +10,22 @@ tree, say), the leader is still the argmax of the values, but its interval is on
 quantity's difference and it is promoted only when that difference's mean is above zero (and,
 with ``require_gain``, its interval too): a leader that is ahead on cost alone stays out.
 Below ``min_trees`` trees nothing is promoted at all.
+
+With a :class:`TieRule` (a stated prior), a leader that clears the gate is not promoted
+itself: the candidates whose interval against the leader, on the gated quantity, includes zero
+form its tie class (replay cannot tell them from the leader), and the prior picks among them
+the broadest (ties: fewer parameters, then the higher mean V) that clears the same gate
+against the incumbent; the leader, which cleared it, when none broader does. A dream promotes
+exactly when it would without the prior; the prior only moves the pick. Candidates are tested
+broadest first and the walk stops at the pick, so the class is known down to it (each tested
+candidate's interval against the leader, and against the incumbent where it was tied, is kept
+on its comparison).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -32,6 +42,16 @@ class Comparison:
     gain: float | None = None
     """The mean difference of the gated quantity, when it is not the value (``low`` and
     ``high`` are then its interval)."""
+    breadth: float | None = None
+    """Branches opened per replayed tree (measured when a tie rule ran)."""
+    tie: tuple[float | None, float | None] | None = None
+    """Its interval against the leader on the gated quantity, when the tie rule tested it
+    (``(None, None)``: one tree, no interval)."""
+
+    @property
+    def tied(self) -> bool | None:
+        """Whether it is in the leader's tie class (``None``: not tested)."""
+        return None if self.tie is None else _includes_zero(self.tie)
 
     @property
     def difference(self) -> float:
@@ -72,11 +92,30 @@ Interval = Callable[[str], tuple[float, float] | tuple[None, None]]
 """A version's interval against the incumbent, computed another way than over trees."""
 
 
+@dataclass(frozen=True, slots=True)
+class TieRule:
+    """The stated prior that picks within the leader's tie class: breadth.
+
+    Attributes:
+        breadth: Measures each version's branches opened per replayed tree (called once,
+            only when the leader leads the incumbent); a version it leaves out is never
+            picked by the prior.
+        params: Each version's parameter count (fewer: simpler).
+        interval: The interval of ``a`` minus ``b`` on the gated quantity, by the dream's
+            own bootstrap (``(None, None)``: no interval, so no telling them apart); ``None``:
+            the paired bootstrap over trees.
+    """
+
+    breadth: Callable[[], Mapping[str, float]]
+    params: Mapping[str, int]
+    interval: Callable[[str, str], tuple[float, float] | tuple[None, None]] | None = None
+
+
 def select(values: Mapping[str, Sequence[float]], incumbent: str, *,
            require_gain: bool = False, seed: int = 0,
            interval_of: Interval | None = None,
            gated: Mapping[str, Sequence[float]] | None = None,
-           min_trees: int = 1) -> Selection:
+           min_trees: int = 1, tie: TieRule | None = None) -> Selection:
     """Choose among versions scored on the same trees.
 
     Args:
@@ -84,12 +123,14 @@ def select(values: Mapping[str, Sequence[float]], incumbent: str, *,
         incumbent: The deployed version; it must be among ``values``.
         require_gain: Promote only when the winner's interval against the incumbent is above 0.
         seed: Seed of the bootstrap.
-        interval_of: The leader's interval (when it leads the incumbent), in place of the
-            paired bootstrap over trees (a dream over pooled trees resamples runs:
-            :mod:`dreamrsi.dreaming.by_run`); on the gated quantity when ``gated`` is given.
+        interval_of: A candidate's interval against the incumbent (the leader's, and each
+            pick the tie rule gates), in place of the paired bootstrap over trees (a dream
+            over pooled trees resamples branches or runs: :mod:`dreamrsi.dreaming.by_branch`);
+            on the gated quantity when ``gated`` is given.
         gated: Version id -> the quantity the promotion is gated on, per tree (the quality
             term of V, say); ``None``: the values themselves.
         min_trees: The fewest trees a promotion needs; with fewer the incumbent stays.
+        tie: The prior that picks within the leader's tie class (``None``: the leader).
 
     Returns:
         The selection; ties keep the incumbent.
@@ -122,26 +163,100 @@ def select(values: Mapping[str, Sequence[float]], incumbent: str, *,
     if len(base) < min_trees:
         return keep(f"best candidate {best.version_id} is ahead by {best.difference:+.4g} but "
                     f"it was compared on {_trees(len(base))} and a promotion needs {min_trees}")
-    if interval_of is not None:
-        low, high = interval_of(best.version_id)
-        best = Comparison(best.version_id, best.mean, base_mean, low, high, best.gain)
-        comparisons[0] = best
-    if best.gain is not None and best.gain <= 0:
+
+    def gate(c: Comparison) -> tuple[Comparison, str | None]:
+        """``c`` with its interval against the incumbent, and why the gate stops it."""
+        if interval_of is not None:
+            low, high = interval_of(c.version_id)
+            c = replace(c, low=low, high=high)
+        if c.version_id == incumbent or c.mean <= base_mean:
+            return c, "does not beat the incumbent's mean replay score"
+        if c.gain is not None and c.gain <= 0:
+            return c, f"gains {c.gain:+.4g} in quality: no promotion on cost alone"
+        if require_gain and (c.low is None or c.low <= 0):
+            return c, ("one tree gives no interval" if c.low is None else
+                       f"its {interval_text(c.low, c.high)}"
+                       f"{'' if c.gain is None else ' on quality'} does not exclude zero")
+        return c, None
+
+    best, stop = gate(best)
+    comparisons[0] = best
+    if stop is not None:
         return keep(f"best candidate {best.version_id} is ahead by {best.difference:+.4g} but "
-                    f"gains {best.gain:+.4g} in quality: no promotion on cost alone")
-    if require_gain and (best.low is None or best.low <= 0):
-        why = ("one tree gives no interval" if best.low is None else
-               f"its {interval_text(best.low, best.high)}"
-               f"{'' if best.gain is None else ' on quality'} does not exclude zero")
-        return keep(f"best candidate {best.version_id} is ahead by {best.difference:+.4g} but "
-                    f"{why}")
+                    f"{stop}")
+    said = ""
+    if tie is not None:
+        comparisons, best, said = _tie_choice(comparisons, best, tie, gated or values, seed,
+                                              gate)
+        said += "; "
     if best.gain is None:
-        return Selection(best.version_id, incumbent, True, f"{best.version_id} beats the "
+        return Selection(best.version_id, incumbent, True, f"{said}{best.version_id} beats the "
                          f"incumbent by {best.difference:+.4g} "
                          f"({interval_text(best.low, best.high)})", tuple(comparisons))
-    return Selection(best.version_id, incumbent, True, f"{best.version_id} beats the "
+    return Selection(best.version_id, incumbent, True, f"{said}{best.version_id} beats the "
                      f"incumbent by {best.difference:+.4g}, {best.gain:+.4g} in quality "
                      f"({interval_text(best.low, best.high)} on quality)", tuple(comparisons))
+
+
+Gate = Callable[[Comparison], tuple[Comparison, str | None]]
+
+
+def _tie_choice(comparisons: list[Comparison], leader: Comparison, tie: TieRule,
+                gated: Mapping[str, Sequence[float]], seed: int, gate: Gate
+                ) -> tuple[list[Comparison], Comparison, str]:
+    """The broadest candidate of the leader's tie class that clears the ``gate`` (the leader,
+    which cleared it, when none broader does), the comparisons with what the walk measured,
+    and a sentence saying why."""
+    breadth = dict(tie.breadth())
+    lead = leader.version_id
+    tested: dict[str, tuple[float, float] | tuple[None, None]] = {}
+    checked: dict[str, Comparison] = {lead: leader}
+    stopped: dict[str, str] = {}
+    choice = lead
+    if lead in breadth:
+        ordered = sorted((c for c in comparisons if c.version_id in breadth),
+                         key=lambda c: (-breadth[c.version_id], tie.params.get(c.version_id, 0),
+                                        -c.mean, c.version_id))
+        for c in ordered:
+            if c.version_id == lead:
+                break
+            interval: tuple[float, float] | tuple[None, None] = \
+                tie.interval(c.version_id, lead) if tie.interval is not None else \
+                paired_interval(gated[c.version_id], gated[lead], seed=seed)
+            tested[c.version_id] = interval
+            if not _includes_zero(interval):
+                continue
+            checked[c.version_id], stop = gate(c)
+            if stop is None:
+                choice = c.version_id
+                break
+            stopped[c.version_id] = stop
+    marked = [replace(checked.get(c.version_id, c), breadth=breadth.get(c.version_id),
+                      tie=(0.0, 0.0) if c.version_id == lead else tested.get(c.version_id))
+              for c in comparisons]
+    picked = next(c for c in marked if c.version_id == choice)
+    if lead not in breadth:
+        return marked, picked, f"leader {lead} has no measured breadth: promoted as itself"
+    said = f"leader {lead} (breadth {breadth[lead]:.3g} branches a tree)"
+    if choice == lead:
+        said += " is the broadest of its tie class to clear the gate"
+    else:
+        said += (f" ties with the broader {choice} ({breadth[choice]:.3g}, "
+                 f"{interval_text(*tested[choice])} against it), which clears the gate too: "
+                 f"the breadth prior picks {choice}")
+    held = [f"{v} ({breadth[v]:.3g}: {stopped[v]})" for v in stopped]
+    apart = [f"{v} ({breadth[v]:.3g}, {interval_text(*tested[v])})" for v in tested
+             if v != choice and v not in stopped]
+    if held:
+        said += "; broader and tied, but stopped by the gate: " + ", ".join(held)
+    if apart:
+        said += "; broader, told apart from the leader: " + ", ".join(apart)
+    return marked, picked, said
+
+
+def _includes_zero(interval: tuple[float | None, float | None]) -> bool:
+    low, high = interval
+    return low is None or high is None or low <= 0 <= high
 
 
 def _trees(count: int) -> str:
