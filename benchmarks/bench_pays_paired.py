@@ -29,7 +29,7 @@ such a log already holds (same arm and seed) and runs only the missing ones.
 
 Usage: python benchmarks/bench_pays_paired.py --task autocorrelation-c3 --seeds 40
        [--total-budget 80] [--per-round-budget 20] [--workers 2] [--jobs 2]
-       [--loop-arg=--quality --loop-arg=reach] [--resume LOG] [--no-figures]
+       [--loop-arg=--quality --loop-arg=reach] [--resume LOG [--reuse fixed]] [--no-figures]
 """
 
 from __future__ import annotations
@@ -251,11 +251,17 @@ def main() -> None:
                              "arm dreams over before its round 1 (the loop's --dream-first)")
     parser.add_argument("--resume", type=Path, default=None,
                         help="a log of an earlier run with the same settings: reuse its loops")
+    parser.add_argument("--reuse", choices=("both", "fixed"), default="both",
+                        help="which arms' loops --resume reuses: both, or the fixed arm's only "
+                             "(it never dreams, so a change to dreaming leaves it as it was; "
+                             "the dream arm is run anew)")
     parser.add_argument("--no-figures", action="store_true")
     args = parser.parse_args()
     if args.seeds < 2:
         parser.error("--seeds must be at least 2 for a paired interval")
     done = finished_loops(args.resume) if args.resume else {}
+    if args.reuse == "fixed":
+        done = {job: loop for job, loop in done.items() if job[0] == "fixed"}
     # seeds in blocks of --jobs, each block's dream arms first: with --prior, every worker
     # then records a different seed's earlier loops instead of waiting for another's
     width = max(1, args.jobs)
@@ -306,7 +312,9 @@ def main() -> None:
     reused = sum(1 for job in jobs if job in done)
     if reused:
         text += (f"\n\n{reused} of these {len(jobs)} loops were reused from the log of an "
-                 "earlier run with the same settings (`--resume`).")
+                 "earlier run with the same settings (`--resume`"
+                 + (", the fixed arm's only: it never dreams)." if args.reuse == "fixed"
+                    else ")."))
     print(text)
     write_section(name, title, text,
                   f"python benchmarks/bench_pays_paired.py --task {args.task} --seeds "
