@@ -19,7 +19,7 @@ from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming._pool import Pool
 from dreamrsi.dreaming.by_branch import BranchBootstrap
-from dreamrsi.dreaming.by_run import Rewards, RunBootstrap
+from dreamrsi.dreaming.by_run import RESAMPLES, Rewards, RunBootstrap
 from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy
 from dreamrsi.dreaming.quality import QualityScale
 
@@ -56,11 +56,13 @@ class PairedIntervals:
         seed: Seed of the draws (the same draws for every pair).
         max_lent: As ``pool_branches`` takes it.
         processes: CPU cores for two families' resamples, or a pool (Ray).
+        resamples: How many resamples.
     """
 
     def __init__(self, trees: Sequence[RecordedTree], rewards: Callable[[str], Rewards],
                  isolated: Callable[[str], bool], *, branch: bool, seed: int,
-                 max_lent: int | None, processes: int | Pool) -> None:
+                 max_lent: int | None, processes: int | Pool,
+                 resamples: int = RESAMPLES) -> None:
         self.trees = list(trees)
         self.rewards = rewards
         self.isolated = isolated
@@ -68,18 +70,21 @@ class PairedIntervals:
         self.seed = seed
         self.max_lent = max_lent
         self.processes = processes
+        self.resamples = resamples
         self._boots: dict[str, BranchBootstrap | RunBootstrap] = {}
         self._known: dict[tuple[str, str], Any] = {}
 
     def _boot(self, kind: str) -> BranchBootstrap | RunBootstrap:
         if kind not in self._boots:
             if kind == "branch":
-                self._boots[kind] = BranchBootstrap(self.trees, seed=self.seed,
+                self._boots[kind] = BranchBootstrap(self.trees, resamples=self.resamples,
+                                                    seed=self.seed,
                                                     max_lent=self.max_lent,
                                                     processes=self.processes)
             else:
                 self._boots[kind] = RunBootstrap(
-                    self.trees, seed=self.seed, max_lent=self.max_lent,
+                    self.trees, resamples=self.resamples, seed=self.seed,
+                    max_lent=self.max_lent,
                     processes=1 if kind == "run-isolated" else self.processes)
         return self._boots[kind]
 
