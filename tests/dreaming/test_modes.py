@@ -120,6 +120,7 @@ def test_stored_configs_keep_their_shape_and_load(tmp_path: Path) -> None:
         assert (new.pop("gate"), new.pop("min_trees"), new.pop("trials_per_tree")) == (
             "value", 1, None)  # no gate on quality, one tree was enough, trials unscaled
         assert new.pop("pareto_scores", "auc") == "auc"
+        assert new.pop("tie_prior") == "none"  # the leader itself, as before the tie prior
         assert {k: v for k, v in new.items() if k != "replay"} == {
             k: v for k, v in old.items() if k != "replay"}  # the store sorts keys
         assert ReplaySettings.from_json(record.objective["settings"]) == config.replay
