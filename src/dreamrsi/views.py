@@ -45,14 +45,15 @@ def run_page(handle: RunStore, *, offset: int = 0,
     from dreamrsi.engine import queries
     from dreamrsi.survival.queries import node_verdict
 
-    records = handle.list_runs()
-    page = records[::-1][offset:offset + limit]
+    total = handle.count_runs()
+    start = max(0, total - offset - limit)  # newest first: the page read from the oldest end
+    page = handle.list_runs(offset=start, limit=max(0, total - offset - start))[::-1]
     rows = []
     for run in page:
         r = queries.run_summary(handle, run)
         r["survival"] = node_verdict(handle, r["run_id"], r["best_node"])
         rows.append(r)
-    return len(records), rows
+    return total, rows
 
 
 def loop_page(handle: RunStore, *, offset: int = 0,

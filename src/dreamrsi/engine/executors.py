@@ -103,14 +103,13 @@ class LocalExecutor:
     def __init__(self) -> None:
         self._pool: ThreadPoolExecutor | None = None
         self._runner: Attempts | None = None
-        self._own: AttemptRunner | None = None
 
     def open(self, job: AttemptJob) -> None:
         """Build the task's attempt runner (unless the job brings one) and prepare it."""
         runner = job.attempts
         if runner is None:
             readable = (job.history_folder,) if job.history else ()
-            runner = self._own = AttemptRunner(
+            runner = AttemptRunner(
                 job.task, job.repo, job.blobs, job.work_root, job.isolation, job.trusted,
                 job.deadline, job.cancel, readable=readable)
         runner.prepare()
@@ -124,11 +123,12 @@ class LocalExecutor:
         return self._pool.submit(attempt_safely, self._runner, spec)
 
     def close(self) -> None:
-        """Wait for the threads, then close the runner this executor built."""
+        """Wait for the threads, then close the runner this executor prepared (the one it
+        built, or the job's own: it was prepared here, so it closes here)."""
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-        own, self._own, self._runner = self._own, None, None
-        if own is not None:
-            own.close()
+        runner, self._runner = self._runner, None
+        if isinstance(runner, AttemptRunner):
+            runner.close()
 

@@ -256,6 +256,10 @@ class PlaceWatch:
         except OSError:
             system.base = 0
         for directory in system.directories:
+            if not os.path.lexists(directory.path):
+                # deleted: it holds nothing (whoever reads the folder next judges the loss)
+                directory.held = 0
+                continue
             try:
                 directory.held = held_bytes(directory.path)
             except _Unmeasurable as exc:
