@@ -22,7 +22,13 @@ from dreamrsi.learning.kinds import encode_body, learned_policy
 from dreamrsi.learning.value import fit_value, samples
 from dreamrsi.learning.versions import fit_model
 from dreamrsi.policies.guided import Guided
-from dreamrsi.policies.registry import make_policy, open_policy, parse_spec, resolve_spec
+from dreamrsi.policies.registry import (
+    make_policy,
+    open_policy,
+    parse_spec,
+    pin_spec,
+    resolve_spec,
+)
 from dreamrsi.store import SqliteRunStore
 from dreamrsi.store.learned import LearnedModel
 from dreamrsi.tasks import load_task
@@ -160,9 +166,12 @@ def test_specs_name_a_stored_version(tmp_path: Path, model: LearnedModel) -> Non
         with open_policy(spec, store) as policy:
             assert isinstance(policy, Guided) and policy.name == "value"
             assert (policy.branches, policy.threshold) == (3, 0.4)
+        # no version: the latest, pinned where a run starts (a model needs its version)
+        assert pin_spec(parse_spec("value:family=toy"), store) == parse_spec(
+            "value:family=toy,version=1")
     with pytest.raises(ConfigError, match="store"):
         open_policy(spec).__enter__()
-    for bad in ("value:family=toy", "value:version=1", "value:family=toy,version=0",
+    for bad in ("value:family=toy,model=e30", "value:version=1", "value:family=toy,version=0",
                 "value:family=toy,version=1,strength=2.0", "prior:family=t,version=1,top=2",
                 "value:family=toy,version=1,threshold=2", "value:family=toy,version=x",
                 "prior:family=t,version=1,strength=-1"):

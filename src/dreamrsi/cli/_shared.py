@@ -131,3 +131,17 @@ def sigterm_as_interrupt() -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, handler)
+
+
+def refit_priors(handle: RunStore, task_name: str, run_id: str, refit: bool | None) -> None:
+    """Refit the family's prior after run ``run_id`` landed (``refit``: the
+    ``--refit-priors`` option) and say what happened on stderr; never fails the command."""
+    from rich.markup import escape
+
+    from dreamrsi.learning.refit import refit_landed
+
+    said = refit_landed(handle, task_name, run_id, refit=refit)
+    if said.message:
+        mark = "[yellow]warning:[/]" if said.warning else "[dim]note:[/]"
+        err_console().print(f"{mark} {escape(visible(said.message))}", highlight=False,
+                            soft_wrap=True)

@@ -6,8 +6,9 @@ them), so ``--help`` and the other commands do not pay for them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -27,7 +28,14 @@ from dreamrsi.cli._dream_options import (
     replay_settings,
     with_options,
 )
-from dreamrsi.cli._shared import console, guard, print_json, reader, sigterm_as_interrupt
+from dreamrsi.cli._shared import (
+    console,
+    guard,
+    print_json,
+    reader,
+    refit_priors,
+    sigterm_as_interrupt,
+)
 from dreamrsi.cli.options import (
     COUNT,
     DEFAULT_HISTORY,
@@ -40,6 +48,7 @@ from dreamrsi.cli.options import (
     JsonOpt,
     ModelOpt,
     RayAddressOpt,
+    RefitOpt,
     StoreOpt,
     TargetOpt,
     TaskArg,
@@ -155,6 +164,7 @@ def loop(
         "survives counts as the loop's best (and its warm start).")] = False,
     executor: ExecutorOpt = "local",
     ray_address: RayAddressOpt = None,
+    refit: RefitOpt = None,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -185,7 +195,7 @@ def loop(
                          {"model": options.code_model or model,
                           "base_url": options.code_base_url or base_url,
                           "api_key_env": options.code_api_key_env}, (base_url, model),
-                         runner)
+                         runner, refit)
             return
         defaults = _protocol_defaults(total_budget)
         settings = options.replay_settings(workers, None, per_round_budget, defaults)
@@ -200,8 +210,7 @@ def loop(
             survive=survive)
         with open_store(store, writer=True, holder=f"loop {loaded.name}") as handle:
             sigterm_as_interrupt()
-            observer = None if as_json else (
-                lambda r: _render.loop_round(console(), r, handle.chain_head(r.run_id)))
+            observer = _round_observer(handle, loaded.name, as_json, refit)
             author = make_author(loaded, handle, model=options.code_model or model,
                                  base_url=options.code_base_url or base_url,
                                  api_key_env=options.code_api_key_env) if options.code else None
@@ -232,7 +241,7 @@ def _record_policies(handle: RunStore) -> None:
 
 _RESUME_OPTIONS = ("task", "resume", "store", "as_json", "accept_unisolated", "code_model",
                    "code_base_url", "code_api_key_env", "base_url", "model", "executor",
-                   "ray_address")
+                   "ray_address", "refit")
 
 
 def _given(ctx: typer.Context, name: str) -> bool:
@@ -241,13 +250,28 @@ def _given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name == "COMMANDLINE"
 
 
+def _round_observer(handle: RunStore, task_name: str, as_json: bool,
+                    refit: bool | None) -> Callable[[Any], None]:
+    """What a loop calls after each round: the family's prior refitted (``refit``: the
+    ``--refit-priors`` option), then the round printed (not with --json)."""
+    from dreamrsi.cli import _render
+
+    def seen(r: Any) -> None:
+        refit_priors(handle, task_name, r.run_id, refit)
+        if not as_json:
+            _render.loop_round(console(), r, handle.chain_head(r.run_id))
+
+    return seen
+
+
 def _resume_loop(task: Task, loop_id: str, store: Path, as_json: bool,
                  accept_unisolated: bool, model: dict[str, str | None],
-                 endpoint: tuple[str | None, str | None], executor: Executor) -> None:
+                 endpoint: tuple[str | None, str | None], executor: Executor,
+                 refit: bool | None) -> None:
     """``dreamrsi loop TASK --resume LOOP``: the stored loop of TASK, continued (a loop that
     dreams with code gets its agent from ``model``: the --code-* options; ``endpoint``:
     --base-url and --model, for this session's runs; ``executor``: where this session's
-    attempts and dreams run)."""
+    attempts and dreams run; ``refit``: --refit-priors, for this session's rounds)."""
     from dreamrsi.cli import _render
     from dreamrsi.dreaming import LoopConfig, make_author, resume_loop
     from dreamrsi.errors import ConfigError
@@ -259,8 +283,7 @@ def _resume_loop(task: Task, loop_id: str, store: Path, as_json: bool,
             raise ConfigError(f"loop {record.loop_id} is not a loop of {task.name} as it is "
                               "now (its task digest differs)")
         sigterm_as_interrupt()
-        observer = None if as_json else (
-            lambda r: _render.loop_round(console(), r, handle.chain_head(r.run_id)))
+        observer = _round_observer(handle, task.name, as_json, refit)
         codes = LoopConfig.from_json(record.config).dream_settings().code is not None
         author = make_author(task, handle, **model) if codes else None
         report = resume_loop(handle, record.loop_id, observer,

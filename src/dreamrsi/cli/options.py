@@ -85,3 +85,10 @@ RayAddressOpt = Annotated[str | None, typer.Option(
     "--ray-address", help="With --executor ray: the cluster to join (auto, HOST:PORT or "
     "ray://HOST:PORT); left out, Ray's RAY_ADDRESS, else a local Ray instance on this "
     "machine.")]
+RefitOpt = Annotated[bool | None, typer.Option(
+    "--refit-priors/--no-refit-priors", envvar="DREAMRSI_REFIT_PRIORS", show_default=False,
+    help="Refit the task family's L2 prior when a run lands (after each round of a loop), "
+         "reading only the runs its latest version did not see. Default: when the family "
+         "has a prior (`dreamrsi priors fit` made one); --refit-priors fits a first one; "
+         "--no-refit-priors never. A refit that fails is a warning: the run's result "
+         "stands.")]

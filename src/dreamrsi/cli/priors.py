@@ -38,7 +38,10 @@ def fit(task: TaskArg, kind: KindOpt = None,
     runs exist since the latest."""
 
     def body() -> None:
-        from dreamrsi.learning.versions import fit_model, model_view
+        from rich.markup import escape
+
+        from dreamrsi.cli._shared import err_console
+        from dreamrsi.learning.versions import fit_kind, model_view
         from dreamrsi.store import open_store
         from dreamrsi.store.learned import MODEL_KINDS
 
@@ -47,8 +50,13 @@ def fit(task: TaskArg, kind: KindOpt = None,
         shown = []
         with open_store(store, writer=True, holder=f"priors fit {family}") as handle:
             for k in kinds:
-                fitted = fit_model(handle, k, family, horizon=horizon, seed=seed)
-                shown.append({**model_view(fitted.model), "new": fitted.new})
+                fitted, skipped = fit_kind(handle, k, family, horizon=horizon, seed=seed)
+                shown.append({**model_view(fitted.model), "new": fitted.new,
+                              "skipped": skipped})
+                for run_id, why in skipped.items():
+                    err_console().print(
+                        f"[yellow]warning:[/] {escape(visible(f'run {run_id} left out: {why}'))}",
+                        highlight=False, soft_wrap=True)
         if as_json:
             print_json(shown)
             return
@@ -65,7 +73,8 @@ def show(task: TaskArg, kind: KindOpt = None,
          version: Annotated[int | None, typer.Option(
              min=1, help="This version (default: the latest).")] = None,
          store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
-    """Show TASK's family's latest prior and value model (or one version)."""
+    """Show TASK's family's latest prior and value model (or one version), and list every
+    version of each: its id, its runs, how many were new, when it was stored."""
 
     def body() -> None:
         from dreamrsi.learning.versions import show_models
@@ -75,7 +84,7 @@ def show(task: TaskArg, kind: KindOpt = None,
         if as_json:
             print_json(shown)
             return
-        typer.echo(visible("\n\n".join(_text(m) for m in shown)))
+        typer.echo(visible("\n\n".join(_text(m) + _versions(m) for m in shown)))
 
     guard(body)
 
@@ -102,3 +111,14 @@ def _text(m: dict[str, Any]) -> str:
         lines += [f"  {f}: {w:+.4f}" for f, w in zip(b["features"], b["coef"], strict=True)]
         lines.append(f"  intercept: {b['intercept']:+.4f}")
     return "\n".join(lines)
+
+
+def _versions(m: dict[str, Any]) -> str:
+    from datetime import UTC, datetime
+
+    lines = [f"  versions of the {m['kind']}:"]
+    for v in m["versions"]:
+        when = datetime.fromtimestamp(v["created_at"], UTC).strftime("%Y-%m-%d %H:%M:%S")
+        lines.append(f"    {v['version']:>4}  {v['model_id']}  {when}  {v['runs']} runs "
+                     f"({v['new_runs']:+d}), {v['nodes']} nodes")
+    return "\n" + "\n".join(lines)

@@ -18,6 +18,7 @@ from dreamrsi.cli._shared import (
     guard,
     print_json,
     reader,
+    refit_priors,
     sigterm_as_interrupt,
     stream_json,
 )
@@ -34,6 +35,7 @@ from dreamrsi.cli.options import (
     JsonOpt,
     ModelOpt,
     RayAddressOpt,
+    RefitOpt,
     RunArg,
     StoreOpt,
     TargetOpt,
@@ -89,6 +91,7 @@ def run(
         "recipes (also off with the task's [proposer] lessons = false).")] = True,
     executor: ExecutorOpt = "local",
     ray_address: RayAddressOpt = None,
+    refit: RefitOpt = None,
     store: StoreOpt = DEFAULT_STORE,
     as_json: JsonOpt = False,
 ) -> None:
@@ -128,6 +131,7 @@ def run(
                 handle, loaded, config, obs, accept_unisolated_model_code=accept_unisolated,
                 executor=runner),
                 as_json, budget)
+            refit_priors(handle, loaded.name, summary.run_id, refit)
             gate = (isolation, accept_unisolated) if survive else None
             code = _finish(handle, summary.run_id, as_json, gate)
             _, problem = record_recipes(handle)
@@ -148,7 +152,8 @@ def resume(run_id: RunArg, accept_unisolated: AcceptUnisolatedOpt = False,
                help="Replace the run's limit of attempts in a row failing outside the "
                "candidate, for this session (0: never stop on them).")] = None,
            executor: ExecutorOpt = "local", ray_address: RayAddressOpt = None,
-           store: StoreOpt = DEFAULT_STORE, as_json: JsonOpt = False) -> None:
+           refit: RefitOpt = None, store: StoreOpt = DEFAULT_STORE,
+           as_json: JsonOpt = False) -> None:
     """Continue a run that was killed, interrupted or stopped by failures outside its
     candidates; in-flight attempts become `lost`."""
 
@@ -166,6 +171,7 @@ def resume(run_id: RunArg, accept_unisolated: AcceptUnisolatedOpt = False,
                 base_url=base_url, model=model, max_infra_failures=max_infra_failures,
                 executor=runner),
                 as_json, record.config.get("budget"))
+            refit_priors(handle, record.task_name, summary.run_id, refit)
             _finish(handle, summary.run_id, as_json)
 
     guard(body)

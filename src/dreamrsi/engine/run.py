@@ -35,7 +35,7 @@ from dreamrsi.engine.recording import record_outcome
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.engine.warm import overlay_commit
 from dreamrsi.errors import ConfigError, DreamError, InfrastructureError, StoreError
-from dreamrsi.policies.registry import open_policy
+from dreamrsi.policies.registry import open_policy, pin_spec
 from dreamrsi.sandbox import IsolationMode
 from dreamrsi.store.base import (
     InFlight,
@@ -183,6 +183,8 @@ def start_run(store: RunStore, task: Task, config: RunConfig,
     """
     task = with_endpoint(task, config.base_url, config.model)
     isolation = _preflight(task, config, accept_unisolated_model_code)
+    if policy is None:  # the run records the learned model's version it reads
+        config = replace(config, policy=pin_spec(config.policy, store))
     # what the registry opens (a program's sandboxed worker) closes when the run ends
     with open_policy(config.policy if policy is None else policy, store) as opened:
         return _start(store, task, config, opened, observer, attempts, isolation, run_id,

@@ -9,6 +9,7 @@ name's stem: the name less every trailing ``-part`` that holds a digit (``packin
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.errors import ConfigError
@@ -18,6 +19,8 @@ from dreamrsi.store.values import RunRecord, RunStatus
 from dreamrsi.tasks.families import FAMILY_OF
 
 _NUMBERED = re.compile(r"-[^-]*[0-9][^-]*$")
+PAGE = 500
+"""Runs listed a page at a time."""
 
 
 def family_of(task_name: str) -> str:
@@ -35,11 +38,17 @@ def family_of(task_name: str) -> str:
     return stem
 
 
-def family_runs(store: RunStore, family: str) -> list[RunRecord]:
+def family_runs(store: RunStore, family: str) -> Iterator[RunRecord]:
     """The runs of the family's tasks that are not running any more (a running run's tree
-    still grows), oldest first."""
-    return [r for r in store.list_runs() if family_of(r.task_name) == family
-            and r.status is not RunStatus.RUNNING]
+    still grows), oldest first, read a page of :data:`PAGE` runs at a time."""
+    offset = 0
+    while True:
+        page = store.list_runs(offset=offset, limit=PAGE)
+        yield from (r for r in page if r.status is not RunStatus.RUNNING
+                    and family_of(r.task_name) == family)
+        if len(page) < PAGE:
+            return
+        offset += len(page)
 
 
 def family_trees(store: RunStore, family: str) -> list[RecordedTree]:

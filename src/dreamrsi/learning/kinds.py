@@ -3,11 +3,13 @@ of :class:`~dreamrsi.policies.guided.Guided`.
 
 Specs::
 
-    prior:family=circle-packing,version=2[,branches=2,threshold=0.2,rank=chance,strength=4.0]
-    value:family=circle-packing,version=1[,branches=2,threshold=0.2,rank=best]
+    prior:family=circle-packing[,version=2,branches=2,threshold=0.2,rank=chance,strength=4.0]
+    value:family=circle-packing[,version=1,branches=2,threshold=0.2,rank=best]
 
-The spec names an exact version (a version never changes, so a run's recorded spec keeps its
-meaning); ``dreamrsi priors show`` prints the latest one's. ``policies.registry`` maps the
+A spec without ``version`` means the latest version: a run pins it as it starts
+(``registry.pin_spec``: the run records ``version=N``, so its replay reads that version however
+many refits land later). A version never changes, so a recorded spec keeps its meaning;
+``dreamrsi priors show`` prints the latest one's. ``policies.registry`` maps the
 names here (``KINDS``): ``parse_spec`` reads such specs and ``open_policy(spec, store)`` opens
 them, reading the model from the store.
 
@@ -39,9 +41,15 @@ from dreamrsi.store.learned import LearnedModel
 _KNOBS = {p.name: p for p in space_of(Guided)}
 
 
+_BOOKKEEPING = ("tally", "seen")
+"""What a prior's body keeps only for its next refit (no policy reads it)."""
+
+
 def encode_body(body: Mapping[str, Any]) -> str:
-    """A model's body as a spec's ``model`` value (no commas: a label reads back)."""
-    text = json.dumps(dict(body), sort_keys=True, separators=(",", ":"))
+    """A model's body as a spec's ``model`` value (no commas: a label reads back), without
+    what only a refit reads."""
+    text = json.dumps({k: v for k, v in body.items() if k not in _BOOKKEEPING},
+                      sort_keys=True, separators=(",", ":"))
     return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
 
@@ -125,15 +133,17 @@ class LearnedKind:
                           expected=f"one of family, version, {', '.join(self._knobs)}, model")
 
     def check(self, spec: PolicySpec) -> None:
-        """Refuse a spec without a family and a version, or with a knob out of range."""
+        """Refuse a spec without a family, with a version below 1, with a model and no
+        version, or with a knob out of range."""
         params: Mapping[str, Any] = spec.params
         family, version = params.get("family"), params.get("version")
-        expected = (f"{self.name}:family=NAME,version=N[,{'=..,'.join(self._knobs)}=..,"
+        expected = (f"{self.name}:family=NAME[,version=N,{'=..,'.join(self._knobs)}=..,"
                     "model=..]")
         if not isinstance(family, str) or not family:
             raise ConfigError(f"policy '{spec.label()}' names no task family", key="policy",
                               expected=expected)
-        if type(version) is not int or version < 1:
+        if (version is not None or "model" in params) and (
+                type(version) is not int or version < 1):
             raise ConfigError(f"policy '{spec.label()}' names no version (1 or more)",
                               key="policy", expected=expected)
         for key, value in params.items():
@@ -168,19 +178,45 @@ class LearnedKind:
         self.check(spec)
         if "model" in spec.params:
             return contextlib.nullcontext(self.build(spec))
+        params = dict(spec.params)
+        model = self._model(spec, store, "open")
+        del params["family"]
+        params.pop("version", None)
+        return contextlib.nullcontext(learned_policy(model, **params))
+
+    def _model(self, spec: PolicySpec, store: Any, verb: str) -> LearnedModel:
+        """The stored version ``spec`` names (the latest when it names none).
+
+        Raises:
+            ConfigError: No store, or no such model.
+        """
         if store is None:
             raise ConfigError(f"policy '{spec.label()}' reads a stored {self.name} model: "
-                              "open it with the store that holds it", key="policy")
-        params = dict(spec.params)
+                              f"{verb} it with the store that holds it", key="policy")
         try:
-            model = store.get_model(self.name, params.pop("family"), params.pop("version"))
+            model: LearnedModel = store.get_model(self.name, spec.params["family"],
+                                                  spec.params.get("version"))
         except NotFound as exc:
             raise ConfigError(f"policy '{spec.label()}': {exc}; fit one with dreamrsi "
                               "priors fit", key="policy") from None
-        return contextlib.nullcontext(learned_policy(model, **params))
+        return model
+
+    def pin(self, spec: PolicySpec, store: Any) -> PolicySpec:
+        """The spec naming the version it reads: as it is when it names one, else with the
+        latest version's number (what a run records as it starts).
+
+        Raises:
+            ConfigError: No store, or the family has no such model.
+        """
+        self.check(spec)
+        if "version" in spec.params:
+            return spec
+        model = self._model(spec, store, "pin")
+        return PolicySpec(self.name, {**spec.params, "version": model.version})
 
     def resolve(self, spec: PolicySpec, store: Any) -> PolicySpec:
-        """The spec with its version's body added as ``model`` (as it is, if it has one).
+        """The spec with its version's body added as ``model`` (as it is, if it has one; a
+        spec without a version gets the latest one's number and body).
 
         Raises:
             ConfigError: No store, or no such model.
@@ -188,16 +224,9 @@ class LearnedKind:
         self.check(spec)
         if "model" in spec.params:
             return spec
-        if store is None:
-            raise ConfigError(f"policy '{spec.label()}' reads a stored {self.name} model: "
-                              "resolve it with the store that holds it", key="policy")
-        params = dict(spec.params)
-        try:
-            model = store.get_model(self.name, params["family"], params["version"])
-        except NotFound as exc:
-            raise ConfigError(f"policy '{spec.label()}': {exc}; fit one with dreamrsi "
-                              "priors fit", key="policy") from None
-        return PolicySpec(self.name, {**params, "model": encode_body(model.body)})
+        model = self._model(spec, store, "resolve")
+        return PolicySpec(self.name, {**spec.params, "version": model.version,
+                                      "model": encode_body(model.body)})
 
     def build(self, spec: PolicySpec) -> Guided:
         """The policy of a self-contained spec (one with ``model``).

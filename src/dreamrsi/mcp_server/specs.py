@@ -28,6 +28,7 @@ class RunSpec(BaseModel):
     isolation: str | None = None
     target: float | None = None
     from_recipe: str | None = None
+    refit_priors: bool | None = None
 
     def config(self) -> RunConfig:
         """The run's config, checked as ``dreamrsi run`` checks it (ConfigError when wrong)."""

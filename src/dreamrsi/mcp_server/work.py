@@ -75,6 +75,10 @@ class WorkTools:
         from_recipe: Annotated[str | None, Field(
             min_length=1, max_length=200, description="Start from this recipe (`recipes_list`) "
             "instead of the task's seed, as `dreamrsi run --from-recipe`.")] = None,
+        refit_priors: Annotated[bool | None, Field(
+            description="Refit the task family's L2 prior once the run lands, as `dreamrsi "
+            "run --refit-priors` (true: fit a first one too; false: never; default: when the "
+            "family has a prior).")] = None,
     ) -> dict[str, Any]:
         """Start a discovery run of a task (as `dreamrsi run`) and return at once with its
         job and run id; follow it with `status`, `show RUN` and `jobs` (its result, as `run
@@ -87,7 +91,7 @@ class WorkTools:
             spec = RunSpec(task=task, store=str(self.served.store), run_id=new_run_id(),
                            budget=budget, workers=workers, rounds=rounds, wall_time=wall_time,
                            seed=seed, policy=policy, isolation=isolation, target=target,
-                           from_recipe=from_recipe)
+                           from_recipe=from_recipe, refit_priors=refit_priors)
             spec.config()
             name = _check_task(task)
             if from_recipe is not None:

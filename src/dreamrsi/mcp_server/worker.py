@@ -17,6 +17,7 @@ def run_job(spec: dict[str, Any]) -> dict[str, Any]:
     """Start and drive the run ``spec`` describes; its result as ``run --json`` prints it."""
     from dreamrsi.engine import start_run
     from dreamrsi.knowledge.starts import record_recipes, run_knowledge
+    from dreamrsi.learning.refit import refit_landed
     from dreamrsi.mcp_server.specs import RunSpec
     from dreamrsi.store import open_store
     from dreamrsi.tasks import resolve_task
@@ -31,7 +32,12 @@ def run_job(spec: dict[str, Any]) -> dict[str, Any]:
         config = replace(config, **known.settings)
         signal.signal(signal.SIGTERM, _interrupt)
         start_run(handle, task, config, None, run_id=args.run_id)
-        record_recipes(handle)  # never raises: the run's result stands
+        # neither raises: the run's result stands
+        refit = refit_landed(handle, task.name, args.run_id, refit=args.refit_priors)
+        if refit.message:
+            print(("warning: " if refit.warning else "note: ") + refit.message,
+                  file=sys.stderr)
+        record_recipes(handle)
         return {**run_result(handle, args.run_id),
                 "ledger_head": head_dict(handle.chain_head(args.run_id))}
 

@@ -216,6 +216,18 @@ def resolve_spec(spec: PolicySpec, store: Any) -> PolicySpec:
     return spec if resolve is None else resolve(spec, store)
 
 
+def pin_spec(spec: PolicySpec, store: Any) -> PolicySpec:
+    """``spec`` naming exactly what it reads in ``store`` where its kind can: a kind with a
+    ``pin(spec, store)`` method fixes what the spec leaves to the store's latest (a learned
+    model's version), so a run records the version it used; other specs as they are.
+
+    Raises:
+        ConfigError: What the spec names is not in ``store``.
+    """
+    pin = getattr(kind_of(spec), "pin", None)
+    return spec if pin is None else pin(spec, store)
+
+
 class Families:
     """The kind of every family's spec: ``NAME[:key=value,...]`` with the family's declared
     parameters, built in this process."""
