@@ -2,7 +2,7 @@
 read, and a version is stored only when one landed (or grew: a run resumed).
 
 A prior's body keeps its sums (:class:`~dreamrsi.learning.priors.Tally`, under ``tally``) and
-how far it read each run (``seen``: run id to ``[last seq, nodes]``). A refit lists the
+how far it read each run (``seen``: run id to ``[last seq, attempts]``). A refit lists the
 family's runs a page at a time (run records, not nodes), probes each seen run for a node past
 its last seq (one indexed row), reads the nodes of the new and grown runs only, adds their new
 attempts to the sums and stores the next version. A version without sums (fitted before they
@@ -68,7 +68,7 @@ def _state(latest: LearnedModel | None) -> tuple[Tally, dict[str, list[int]], in
     if not isinstance(seen, dict) or not all(
             isinstance(v, list) and len(v) == 2 and all(type(x) is int and x >= 0 for x in v)
             for v in seen.values()):
-        raise ValueError("its seen runs are not a map of run id to [last seq, nodes]")
+        raise ValueError("its seen runs are not a map of run id to [last seq, attempts]")
     nodes = latest.body.get("nodes")
     if type(nodes) is not int:
         raise ValueError("its node count is not a whole number")
@@ -111,8 +111,9 @@ def refit_prior(store: RunStore, family: str, *, now: float | None = None) -> Re
         except (ConfigError, StoreError, KeyError, TypeError, ValueError) as exc:
             skipped[run.run_id] = str(exc) or repr(exc)
             continue
-        nodes += len(found) - (0 if mark is None else mark[1])
-        seen[run.run_id] = [max(n.seq for n in found), len(found)]
+        size = len(found) - 1  # as RecordedTree.size counts: the root left out
+        nodes += size - (0 if mark is None else mark[1])
+        seen[run.run_id] = [max(n.seq for n in found), size]
         read.append(run.run_id)
     if not read:
         return Refit(latest, False, (), skipped)
