@@ -5,6 +5,7 @@ old run's replay reads its own version, and a refit that fails never fails the r
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from dreamrsi.policies.registry import open_policy, resolve_spec
 from dreamrsi.store import SqliteRunStore
 from dreamrsi.testing.builders import TASK
 from tests.conftest import TaskFactory
+from tests.engine.test_resume import SLOW_PROPOSE, dreamrsi, wait_for_nodes
 from tests.learning.test_refit import _land
 
 runner = CliRunner()
@@ -127,3 +129,38 @@ def test_an_mcp_run_job_refits_the_prior(tmp_path: Path, make_task: TaskFactory)
     with SqliteRunStore.open(store_dir) as store:
         assert store.get_model("prior", "toy").runs == ("rmcp0001",)
         assert [e.parsed["version"] for e in _refits(store, "rmcp0001")] == [1]
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_lands_and_its_resume_refits_what_it_added(
+        tmp_path: Path, make_task: TaskFactory) -> None:
+    task, store_dir = make_task(propose=SLOW_PROPOSE), tmp_path / "store"
+    proc = subprocess.Popen(dreamrsi("run", str(task), "--budget", "6", "--workers", "2",
+                                     "--policy", "fixed:branches=2,refine=20",
+                                     "--refit-priors", "--json", store=store_dir),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run_id = wait_for_nodes(store_dir, 3)
+    proc.send_signal(signal.SIGTERM)  # as Ctrl-C: the user stops the command, no refit
+    _, err = proc.communicate(timeout=120)
+    assert "interrupted" in err and "refitted" not in err
+    with SqliteRunStore.open(store_dir) as store:
+        assert store.get_run(run_id).status.value == "interrupted"
+        assert store.list_models() == []
+    # not running any more: the next refit reads it (here the command's)
+    assert "stored" in _cli("priors", "fit", str(task), "--kind", "prior", "--store",
+                            str(store_dir)).output
+    with SqliteRunStore.open(store_dir) as store:
+        seen = store.get_model("prior", "toy").body["nodes"]
+        assert store.get_model("prior", "toy").runs == (run_id,)
+    done = subprocess.run(dreamrsi("resume", run_id, "--json", store=store_dir),
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "prior toy version 2 refitted (1 runs, 1 read)" in done.stderr
+    with SqliteRunStore.open(store_dir) as store:
+        v2 = store.get_model("prior", "toy")
+        assert v2.runs == (run_id,) and v2.body["nodes"] == len(store.nodes(run_id)) - 1
+        assert v2.body["nodes"] > seen
+        # `priors fit` records no row; the refit after the resume does
+        assert [e.parsed["version"] for e in _refits(store, run_id)] == [2]
+        assert json.loads(done.stdout)["ledger_head"]["length"] == store.chain_head(
+            run_id).length  # the refit's row is in the head resume printed
