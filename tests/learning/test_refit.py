@@ -251,3 +251,25 @@ def test_a_refit_that_fails_is_a_recorded_warning_and_raises_nothing(
         [row] = _ledger(store, "ra1")
         assert row.exit == 1 and row.parsed["error"] in said.message
         assert _versions(path) == [1] and store.verify_ledger("ra1").ok
+
+
+def test_a_tally_keeps_a_bounded_number_of_operators() -> None:
+    """A proposer whose plans name a new operator each time does not grow the stored body
+    without end: past MAX_OPERATORS, new ones are counted as other."""
+    from dreamrsi.core.replay import RecordedTree
+    from dreamrsi.learning.priors import MAX_OPERATORS, Tally
+
+    count = MAX_OPERATORS + 40
+    words = [f"{a}{b}{c}" for a in "abc" for b in "abcdefghijklmnopq"
+             for c in "abcdefghijklmnopq"][:count]
+    assert len(set(words)) == count
+    nodes = [make_node("rw", 0, None, score=0.0), make_node("rw", 1, 0, score=1.0)]
+    nodes += [make_node("rw", i, i - 1, score=float(i), plan=f"{w} step")
+              for i, w in enumerate(words, start=2)]
+    tally = Tally()
+    assert tally.add(nodes) == count + 1
+    assert len(tally.operator) == MAX_OPERATORS + 1  # and other
+    assert tally.operator["other"] == [count - MAX_OPERATORS, count - MAX_OPERATORS]
+    body = fit_prior([RecordedTree.from_nodes("rw", nodes)])
+    assert [r["operator"] for r in body["by_operator"]] == ["other"]  # each seen once
+    assert body["by_operator"][0]["n"] == count

@@ -31,6 +31,9 @@ MAX_DEPTH = 12
 """The deepest depth bucket; deeper branches share it."""
 MIN_OPERATOR = 5
 """Extensions an operator needs to get a row of its own."""
+MAX_OPERATORS = 256
+"""Operators a tally counts apart; attempts of operators first seen after it are ``other``
+(a body stays small however many plans a proposer writes)."""
 LEVEL = 0.95
 """The mass of each chance's interval."""
 _WORDS = re.compile(r"[a-z][a-z' ]*")
@@ -142,7 +145,10 @@ class Tally:
             cell[0] += improved
             cell[1] += 1
             if depth:
-                op = self.operator.setdefault(operator or "none", [0, 0])
+                name = operator or "none"
+                if name not in self.operator and len(self.operator) >= MAX_OPERATORS:
+                    name = "other"  # a proposer's plans name operators without end
+                op = self.operator.setdefault(name, [0, 0])
                 op[0] += improved
                 op[1] += 1
             c = node.cost
