@@ -135,7 +135,7 @@ def test_an_mcp_run_job_refits_the_prior(tmp_path: Path, make_task: TaskFactory)
 def test_an_interrupted_run_lands_and_its_resume_refits_what_it_added(
         tmp_path: Path, make_task: TaskFactory) -> None:
     task, store_dir = make_task(propose=SLOW_PROPOSE), tmp_path / "store"
-    proc = subprocess.Popen(dreamrsi("run", str(task), "--budget", "6", "--workers", "2",
+    proc = subprocess.Popen(dreamrsi("run", str(task), "--budget", "4", "--workers", "2",
                                      "--policy", "fixed:branches=2,refine=20",
                                      "--refit-priors", "--json", store=store_dir),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
