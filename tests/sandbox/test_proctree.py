@@ -13,7 +13,9 @@ import pytest
 
 from dreamrsi.sandbox import IsolationMode, Limits, run_command
 from dreamrsi.sandbox._config import Isolation
-from dreamrsi.sandbox._proctree import _OPEN_MEMBERS, ProcessTree, _ExitWatch, read_stat
+from dreamrsi.sandbox._kill import ExitWatch
+from dreamrsi.sandbox._procfs import read_stat
+from dreamrsi.sandbox._proctree import _OPEN_MEMBERS, ProcessTree
 
 
 def _open_fds() -> int:
@@ -95,7 +97,7 @@ def test_quiet_polls_reread_members_without_children_files(
     monkeypatch.setattr(_proctree, "last_pid", lambda loadavg=None: last[0])
     monkeypatch.setattr(_proctree, "QUIET_POLLS", 10**6)  # the bound: its own test below
     reads = {"children": 0}
-    real_pread, real_children = _proctree._pread, _proctree._children
+    real_pread, real_children = _proctree.pread, _proctree.children
 
     def pread(fd: int, size: int) -> bytes | None:
         reads["children"] += size == 1 << 16
@@ -105,8 +107,8 @@ def test_quiet_polls_reread_members_without_children_files(
         reads["children"] += 1
         return real_children(stat)
 
-    monkeypatch.setattr(_proctree, "_pread", pread)
-    monkeypatch.setattr(_proctree, "_children", children)
+    monkeypatch.setattr(_proctree, "pread", pread)
+    monkeypatch.setattr(_proctree, "children", children)
     proc = subprocess.Popen(["sh", "-c", "sleep 30 & wait; exec sleep 30"],
                             start_new_session=True)
     tree = ProcessTree(proc.pid)
@@ -153,7 +155,7 @@ def test_a_child_that_joined_without_moving_the_last_pid_is_found_within_the_bou
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             kids = _proctree.read_stat(proc.pid)
-            if kids is not None and _proctree._children(kids):
+            if kids is not None and _proctree.children(kids):
                 break
             time.sleep(0.01)  # the fork has happened once the parent lists a child
         polls = [tree.poll() for _ in range(_proctree.QUIET_POLLS + 1)]
@@ -189,7 +191,7 @@ def test_killing_waits_for_an_exit_on_its_event_not_in_sleeps() -> None:
     stat = read_stat(proc.pid)
     assert stat is not None
     before = _open_fds()
-    exits = _ExitWatch({proc.pid: stat.starttime})
+    exits = ExitWatch({proc.pid: stat.starttime})
     try:
         start = time.monotonic()
         exits.wait([proc.pid], 20.0)
@@ -208,7 +210,7 @@ def test_an_exit_watch_ignores_a_process_that_is_not_the_one_meant() -> None:
     proc = subprocess.Popen(["sleep", "30"])
     stat = read_stat(proc.pid)
     assert stat is not None
-    exits = _ExitWatch({proc.pid: stat.starttime + 1})
+    exits = ExitWatch({proc.pid: stat.starttime + 1})
     try:
         start = time.monotonic()
         exits.wait([proc.pid], 20.0)

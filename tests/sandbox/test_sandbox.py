@@ -529,9 +529,9 @@ def test_a_closed_working_directory_is_a_clear_error_as_root(bwrap: str, tmp_pat
 def test_exit_is_seen_without_pidfds(mode: str, tmp_path: Path,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """On a kernel without pidfds the supervisor asks waitid on every wake-up instead."""
-    import dreamrsi.sandbox._run as run_module
+    import dreamrsi.sandbox._supervisor as supervisor
 
-    monkeypatch.setattr(run_module, "_open_pidfd", lambda pid: None)
+    monkeypatch.setattr(supervisor, "_open_pidfd", lambda pid: None)
     started = time.monotonic()
     result = _run("sleep 0.2; echo done", tmp_path, mode)
     assert result.ok() and result.stdout == "done\n"

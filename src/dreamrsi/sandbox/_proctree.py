@@ -11,272 +11,55 @@ re-parented to init and falls out of the walk; it stays a member because it is r
 Processes that escaped before any walk saw them (``setsid cmd &`` from a shell that exits at
 once) are found by a sweep of ``/proc`` for the run's RLIMIT_LOCKS tag.
 
-Signals are sent through pidfds after re-checking the start time, so a pid reused between the
-walk and the signal cannot be hit.
+Signals go through ``_kill`` (pidfds, start times checked again); ``/proc`` is read through
+``_procfs``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import select
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["ProcStat", "ProcessTree", "killpg", "last_pid", "read_stat", "send_signal"]
+from dreamrsi.sandbox._kill import KILL_PAUSE_S, kill_namespace, killpg, send_signal
+from dreamrsi.sandbox._procfs import (
+    DEAD_STATES,
+    HAS_CHILDREN_FILES,
+    ProcFiles,
+    ProcStat,
+    all_stats,
+    children,
+    children_index,
+    has_tag,
+    last_pid,
+    open_files,
+    open_proc,
+    parse_stat,
+    pread,
+    read_stat,
+)
+
+__all__ = ["ProcessTree"]
 
 logger = logging.getLogger(__name__)
 
-_DEAD_STATES = frozenset("ZXx")
-_PF_EXITING = 0x4
-_NAMESPACE_PATIENCE_S = 0.5
-_KILL_PAUSE_S = 0.002
-_EXIT_WAIT_S = 0.01  # at most between two looks at a namespace init being killed
 _MS_PER_TICK = 1000 / os.sysconf("SC_CLK_TCK")
 _OPEN_MEMBERS = 16
 """Members per tree whose /proc files stay open between walks (two descriptors each); the
 rest, a fork bomb's thousands included, are opened and closed per walk."""
 
 
-class ProcStat(NamedTuple):
-    """The fields of ``/proc/<pid>/stat`` the sandbox uses.
-
-    Attributes:
-        pid: Process id.
-        ppid: Parent's process id.
-        state: One-letter state (``Z`` for a zombie).
-        num_threads: Number of threads.
-        starttime: Start time in clock ticks after boot; with the pid, identifies a process.
-        cpu_ticks: User and system time of the process and of the children it has reaped, in
-            clock ticks.
-        flags: The kernel's per-process flags (PF_*).
-    """
-
-    pid: int
-    ppid: int
-    state: str
-    num_threads: int
-    starttime: int
-    cpu_ticks: int
-    flags: int
-
-    @property
-    def alive(self) -> bool:
-        """Whether the process has not exited (zombies have)."""
-        return self.state not in _DEAD_STATES
-
-    @property
-    def exiting(self) -> bool:
-        """Whether the process has exited or is on its way out (PF_EXITING)."""
-        return not self.alive or bool(self.flags & _PF_EXITING)
-
-
-def _read(path: str, size: int = 4096) -> bytes | None:
-    """Return up to ``size`` bytes of a /proc file, or None when it cannot be read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        return os.read(fd, size)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def read_stat(pid: int) -> ProcStat | None:
-    """Return the parsed ``/proc/<pid>/stat``, or None when the process does not exist.
-
-    Args:
-        pid: Process id.
-
-    Returns:
-        The stat fields, or None.
-    """
-    data = _read(f"/proc/{pid}/stat")
-    return _parse_stat(pid, data) if data else None
-
-
-def _parse_stat(pid: int, data: bytes) -> ProcStat | None:
-    """Parse the bytes of ``/proc/<pid>/stat`` (None when malformed)."""
-    # the command name may hold spaces and ')'; only the fields up to starttime are split
-    fields = data[data.rfind(b")") + 2 :].split(None, 20)
-    try:
-        return ProcStat(
-            pid,
-            int(fields[1]),
-            fields[0].decode("ascii", "replace"),
-            int(fields[17]),
-            int(fields[19]),
-            int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14]),
-            int(fields[6]),
-        )
-    except (IndexError, ValueError):
-        return None
-
-
-def _pread(fd: int, size: int) -> bytes | None:
-    """Re-read an open /proc file from its start; None once its process is gone."""
-    try:
-        return os.pread(fd, size, 0)
-    except OSError:
-        return None
-
-
-def _open(path: str) -> int | None:
-    try:
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-
-
-def _children_files_supported() -> bool:
-    """Say whether this kernel has ``/proc/<pid>/task/<tid>/children`` (CONFIG_PROC_CHILDREN)."""
-    pid = os.getpid()
-    return os.path.exists(f"/proc/{pid}/task/{pid}/children")
-
-
-_HAS_CHILDREN_FILES = _children_files_supported()
-
-
-def _children(stat: ProcStat) -> list[int]:
-    """Return the pids of the children of a process, from its per-thread children files."""
-    if stat.num_threads == 1:
-        tids = [str(stat.pid)]
-    else:
-        try:
-            tids = os.listdir(f"/proc/{stat.pid}/task")
-        except OSError:
-            return []
-    pids: list[int] = []
-    for tid in tids:
-        data = _read(f"/proc/{stat.pid}/task/{tid}/children", 1 << 16)
-        if data:
-            pids.extend(int(pid) for pid in data.split())
-    return pids
-
-
-def _all_stats(after: int = 0, upto: int | None = None) -> list[ProcStat]:
-    """Return the stat of every process visible in ``/proc``, or of those in a pid range.
-
-    Args:
-        after: Only pids above this one.
-        upto: Only pids up to this one; None for no upper bound.
-
-    Returns:
-        The stats, in no particular order.
-    """
-    stats: list[ProcStat] = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        pid = int(name)
-        if pid > after and (upto is None or pid <= upto) and (stat := read_stat(pid)):
-            stats.append(stat)
-    return stats
-
-
 QUIET_POLLS = 7
 """Most polls in a row that skip the children files (see :meth:`ProcessTree.poll`)."""
-
-
-def last_pid(loadavg: int | None = None) -> int | None:
-    """Return the most recently allocated pid of this pid namespace, from ``/proc/loadavg``
-    (read through ``loadavg``, an open descriptor of it, when given)."""
-    data = _read("/proc/loadavg", 256) if loadavg is None else _pread(loadavg, 256)
-    try:
-        return int(data.split()[4]) if data else None
-    except (IndexError, ValueError):
-        return None
-
-
-def _has_tag(pid: int, tag: int) -> bool:
-    """Say whether a process's soft RLIMIT_LOCKS equals ``tag``."""
-    data = _read(f"/proc/{pid}/limits")
-    if not data:
-        return False
-    for line in data.splitlines():
-        if line.startswith(b"Max file locks"):
-            fields = line[len(b"Max file locks") :].split()
-            return bool(fields) and fields[0] == str(tag).encode()
-    return False
-
-
-def send_signal(pid: int, starttime: int, sig: int) -> bool:
-    """Send ``sig`` to the process ``pid`` if it is still the one that started at ``starttime``.
-
-    Args:
-        pid: Process id.
-        starttime: Its start time, as read when it was found.
-        sig: Signal number.
-
-    Returns:
-        True when the signal was sent.
-    """
-    try:
-        pidfd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return False
-    except OSError:  # no pidfds on this kernel: a tiny pid-reuse window remains
-        stat = read_stat(pid)
-        if stat is None or stat.starttime != starttime:
-            return False
-        return _ignore_gone(os.kill, pid, sig)
-    try:
-        stat = read_stat(pid)
-        if stat is None or stat.starttime != starttime:
-            return False
-        return _ignore_gone(signal.pidfd_send_signal, pidfd, sig)
-    finally:
-        os.close(pidfd)
-
-
-def _ignore_gone(send: Callable[[int, int], None], target: int, sig: int) -> bool:
-    """Call ``send(target, sig)``; return False if the process is gone or not ours to signal."""
-    try:
-        send(target, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        logger.debug("not allowed to signal %d", target)
-        return False
-    return True
-
-
-def killpg(pgid: int, sig: int) -> None:
-    """Send ``sig`` to a process group, ignoring a group that no longer exists.
-
-    Args:
-        pgid: Process group id.
-        sig: Signal number.
-    """
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class _Member(NamedTuple):
     starttime: int
     depth: int
     alive: bool
-
-
-@dataclass(frozen=True, slots=True)
-class _Files:
-    """A member's open ``stat`` file and its main thread's ``children`` file."""
-
-    stat: int
-    children: int | None
-
-    def close(self) -> None:
-        os.close(self.stat)
-        if self.children is not None:
-            os.close(self.children)
 
 
 class ProcessTree:
@@ -312,8 +95,8 @@ class ProcessTree:
     )
 
     def __init__(self, root_pid: int, *, wrapper_depth: int = 0, tag: int | None = None) -> None:
-        self._files: dict[int, _Files] = {}
-        self._loadavg = _open("/proc/loadavg")
+        self._files: dict[int, ProcFiles] = {}
+        self._loadavg = open_proc("/proc/loadavg")
         self._root = root_pid
         self._wrapper_depth = wrapper_depth
         self._tag = tag
@@ -444,7 +227,7 @@ class ProcessTree:
             stat = read_stat(pid) if held is None else self._reread(pid, held)
             if stat is None or stat.starttime != member.starttime:
                 continue
-            alive = stat.state not in _DEAD_STATES
+            alive = stat.state not in DEAD_STATES
             found[pid] = _Member(stat.starttime, member.depth, alive)
             ticks += stat.cpu_ticks
             count += alive and member.depth >= wrappers
@@ -471,32 +254,25 @@ class ProcessTree:
     def __del__(self) -> None:
         self.close()
 
-    def _reread(self, pid: int, held: _Files) -> ProcStat | None:
+    def _reread(self, pid: int, held: ProcFiles) -> ProcStat | None:
         """The stat of a member whose files are open, re-read in place (None once reaped: a
         process that reuses the pid is another one, and its files are closed)."""
-        data = _pread(held.stat, 4096)
+        data = pread(held.stat, 4096)
         if not data:
             held.close()
             del self._files[pid]
             return None
-        return _parse_stat(pid, data)
+        return parse_stat(pid, data)
 
-    def _keep_open(self, pid: int, stat: ProcStat) -> _Files | None:
+    def _keep_open(self, pid: int, stat: ProcStat) -> ProcFiles | None:
         """Open the files of a newly found member, while fewer than _OPEN_MEMBERS are open.
 
         The stat file is checked to belong to the process just read (same start time)."""
         if len(self._files) >= _OPEN_MEMBERS or self._loadavg is None:
             return None
-        fd = _open(f"/proc/{pid}/stat")
-        if fd is None:
-            return None
-        data = _pread(fd, 4096)
-        again = _parse_stat(pid, data) if data else None
-        if again is None or again.starttime != stat.starttime:
-            os.close(fd)
-            return None
-        kids = _open(f"/proc/{pid}/task/{pid}/children") if _HAS_CHILDREN_FILES else None
-        held = self._files[pid] = _Files(fd, kids)
+        held = open_files(stat)
+        if held is not None:
+            self._files[pid] = held
         return held
 
     @property
@@ -524,7 +300,7 @@ class ProcessTree:
             The number of live non-wrapper members found.
         """
         self._settled = False  # poll() decides whether this walk settles the tree
-        index = None if _HAS_CHILDREN_FILES else _children_index()
+        index = None if HAS_CHILDREN_FILES else children_index()
         files, wrappers = self._files, self._wrapper_depth
         found: dict[int, _Member] = {}
         ticks = count = tasks = zombies = 0
@@ -537,7 +313,7 @@ class ProcessTree:
             stat = read_stat(pid) if held is None else self._reread(pid, held)
             if stat is None or (expected_start >= 0 and stat.starttime != expected_start):
                 continue
-            alive = stat.state not in _DEAD_STATES
+            alive = stat.state not in DEAD_STATES
             found[pid] = _Member(stat.starttime, depth, alive)
             ticks += stat.cpu_ticks
             if depth >= wrappers:
@@ -561,10 +337,10 @@ class ProcessTree:
             if index is not None:
                 kids: list[int] = index.get(pid, [])
             elif held is not None and held.children is not None and stat.num_threads == 1:
-                data = _pread(held.children, 1 << 16)
+                data = pread(held.children, 1 << 16)
                 kids = [int(kid) for kid in data.split()] if data else []
             else:
-                kids = _children(stat)
+                kids = children(stat)
             for kid in reversed(kids):
                 stack.append((kid, -1, depth + 1))
         self._known = found
@@ -596,10 +372,10 @@ class ProcessTree:
         own = os.getpid()
         self._note_last_pid()
         after, upto = (0, None) if self._pids_wrapped else (self._root, self._last_pid)
-        for stat in _all_stats(after, upto):
+        for stat in all_stats(after, upto):
             if stat.pid in self._known or stat.pid == own or not stat.alive:
                 continue
-            if stat.starttime >= self._root_start and _has_tag(stat.pid, self._tag):
+            if stat.starttime >= self._root_start and has_tag(stat.pid, self._tag):
                 strays[stat.pid] = _Member(stat.starttime, self._wrapper_depth, True)
         return strays
 
@@ -638,7 +414,7 @@ class ProcessTree:
         give_up = time.monotonic() + patience_s
         if self._wrapper_depth:
             return self._kill_namespace(give_up)
-        pause = _KILL_PAUSE_S
+        pause = KILL_PAUSE_S
         while True:
             killpg(self._root, signal.SIGKILL)
             self._note_last_pid()
@@ -661,89 +437,14 @@ class ProcessTree:
             pause = min(pause * 2, 0.05)
 
     def _kill_namespace(self, give_up: float) -> bool:
-        """SIGKILL bubblewrap's monitor and the namespace init; wait until the init is gone.
-
-        An exiting namespace init makes the kernel forbid new pids in the namespace, SIGKILL
-        everything in it and reap it all before the init itself is gone, so its end is the end
-        of every process of the command. After a fork bomb that reaping can take seconds; past
-        ``_NAMESPACE_PATIENCE_S`` an init that is exiting (PF_EXITING) is accepted as gone, since
-        everything left in its namespace is then already doomed.
-        """
-        doomed_enough = time.monotonic() + _NAMESPACE_PATIENCE_S
+        """SIGKILL the namespace inits (the members one level below bubblewrap's monitor, or
+        found by the tag when no walk saw one) and wait for their end (``kill_namespace``)."""
         root = read_stat(self._root)
         inits = {pid: m.starttime for pid, m in self._known.items() if m.depth == 1}
         if root is not None and root.starttime == self._root_start and root.alive:
-            for pid in _children(root):
+            for pid in children(root):
                 if (stat := read_stat(pid)) is not None:
                     inits[pid] = stat.starttime
         if not inits:  # the command ended before any walk saw the init: find it by its tag
             inits = {pid: m.starttime for pid, m in self._sweep().items()}
-        exits = _ExitWatch(inits)
-        try:
-            for pid, starttime in inits.items():
-                send_signal(pid, starttime, signal.SIGKILL)
-            killpg(self._root, signal.SIGKILL)
-            while True:
-                left = [
-                    stat
-                    for pid, start in inits.items()
-                    if (stat := read_stat(pid)) is not None and stat.starttime == start
-                    and stat.alive
-                ]
-                if not left:
-                    return True
-                now = time.monotonic()
-                if now > doomed_enough and all(stat.exiting for stat in left):
-                    return True
-                if now > give_up:
-                    logger.warning("pid namespace init %s survived SIGKILL",
-                                   [s.pid for s in left])
-                    return False
-                exits.wait([stat.pid for stat in left], _EXIT_WAIT_S)
-        finally:
-            exits.close()
-
-
-class _ExitWatch:
-    """Pidfds of processes being killed, to wait for their exit as an event rather than in
-    sleeps (a pidfd turns readable when its process has exited, which for a namespace init is
-    after everything in its namespace has been reaped). Without pidfds, waiting is a sleep."""
-
-    def __init__(self, processes: dict[int, int]) -> None:
-        self._fds: dict[int, int] = {}
-        for pid, starttime in processes.items():
-            try:
-                fd = os.pidfd_open(pid)
-            except OSError:  # gone already, or no pidfds on this kernel
-                continue
-            stat = read_stat(pid)
-            if stat is None or stat.starttime != starttime:  # not the process we meant
-                os.close(fd)
-                continue
-            self._fds[pid] = fd
-
-    def wait(self, pids: list[int], timeout_s: float) -> None:
-        """Return when one of ``pids`` has exited, or after ``timeout_s`` (a short sleep
-        when none of them has a pidfd)."""
-        fds = [self._fds[pid] for pid in pids if pid in self._fds]
-        if len(fds) < len(pids):
-            time.sleep(_KILL_PAUSE_S)
-            return
-        poller = select.poll()
-        for fd in fds:
-            poller.register(fd, select.POLLIN)
-        poller.poll(timeout_s * 1000)
-
-    def close(self) -> None:
-        """Close the pidfds."""
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
-
-
-def _children_index() -> dict[int, list[int]]:
-    """Return parent pid -> child pids for all of ``/proc`` (when children files are missing)."""
-    index: dict[int, list[int]] = {}
-    for stat in _all_stats():
-        index.setdefault(stat.ppid, []).append(stat.pid)
-    return index
+        return kill_namespace(inits, self._root, give_up)

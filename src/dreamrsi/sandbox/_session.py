@@ -28,7 +28,8 @@ from types import TracebackType
 from dreamrsi.errors import SandboxError
 from dreamrsi.sandbox._bwrap import choose_bwrap
 from dreamrsi.sandbox._config import Isolation, Limits, sandbox_env
-from dreamrsi.sandbox._proctree import ProcessTree, killpg
+from dreamrsi.sandbox._kill import killpg
+from dreamrsi.sandbox._proctree import ProcessTree
 from dreamrsi.sandbox._result import StreamCapture
 from dreamrsi.sandbox._rlimits import plan_rlimits
 from dreamrsi.sandbox._run import _build_argv, _check_enterable, _Descriptors, _spawn
