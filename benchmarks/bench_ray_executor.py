@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import dreamrsi.engine.run as engine_run  # noqa: E402
+import dreamrsi.engine.session as engine_session  # noqa: E402
 from _report import reference_loop, write_section  # noqa: E402
 from dreamrsi.engine import RunConfig, start_run  # noqa: E402
 from dreamrsi.engine.executors import Executor, LocalExecutor  # noqa: E402
@@ -182,7 +182,7 @@ def main() -> None:
         raise SystemExit("--attempts must be a multiple of --block")
     ref_before = reference_loop()
     timers = _Timers()
-    engine_run.record_outcome = timers.wrap("record", engine_run.record_outcome)  # type: ignore[assignment]
+    engine_session.record_outcome = timers.wrap("record", engine_session.record_outcome)  # type: ignore[assignment]
     figures: dict[str, dict[str, list[float]]] = {
         k: {"wall": [], "cpu": [], "record": [], "land": [], "pack": []}
         for k in ("local", "ray")}

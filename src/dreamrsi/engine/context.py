@@ -9,11 +9,13 @@ and a proposer is never shown that feedback as if an evaluator had judged a prog
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping
 from typing import Any
 
 from dreamrsi.core.model import Node, NodeStatus
+from dreamrsi.core.view import TreeView
 
 INFRASTRUCTURE = "infrastructure: "
 """The start of the feedback of an attempt that failed outside the candidate."""
@@ -28,6 +30,7 @@ FEEDBACK_CHARS = 2000
 METRICS_SHOWN = 20
 """At most this many of a node's metrics go into a proposer's context."""
 _METRIC_NAME_CHARS = 64
+_CONTEXT_ANCESTORS = 50
 
 
 def is_infrastructure(node: Node) -> bool:
@@ -58,3 +61,30 @@ def bounded_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
                 or (isinstance(value, float) and math.isfinite(value)):
             out[str(name)[:_METRIC_NAME_CHARS]] = value
     return out
+
+
+def attempt_seed(run_seed: int, seq: int) -> int:
+    """The seed of the attempt numbered ``seq`` of a run seeded ``run_seed``: its proposer's
+    and its evaluator's (``$DREAM_SEED``), so a later pass can judge the node as it was."""
+    digest = hashlib.sha256(f"{run_seed}:{seq}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def recent_ancestors(view: TreeView, parent: Node) -> tuple[list[tuple[Node, int]], int]:
+    """The root and the parent's nearest ancestors with their depths, root first, and how
+    many ancestors between them are left out, so a deep chain's context stays bounded.
+
+    Walks up at most ``_CONTEXT_ANCESTORS`` steps, never the whole chain: a chain's attempts
+    cost the same at depth 2,000 as at depth 20.
+    """
+    depth = view.depth(parent.node_id)  # a leaf's depth is kept by the view
+    near: list[tuple[Node, int]] = []
+    current = parent.parent_id
+    while current is not None and len(near) < _CONTEXT_ANCESTORS:
+        node = view.node(current)
+        near.append((node, depth - 1 - len(near)))
+        current = node.parent_id
+    if current is not None:  # more above: keep the root, count the rest
+        near.append((view.root, 0))
+    near.reverse()
+    return near, max(0, depth - _CONTEXT_ANCESTORS - 1)
