@@ -16,12 +16,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from dreamrsi.core.model import Direction, Node
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RunsStore, RunStore
 
 _X_AXES = ("attempts", "tokens", "money_usd")
 
 
-def run_curve(store: RunStore, run_id: str) -> dict[str, Any]:
+def run_curve(store: RunsStore, run_id: str) -> dict[str, Any]:
     """One run's curve and its attempts per round.
 
     Raises:

@@ -25,7 +25,7 @@ from dreamrsi.core.model import Node
 from dreamrsi.workspace.folders import shown
 
 if TYPE_CHECKING:
-    from dreamrsi.store.base import RunStore
+    from dreamrsi.store.base import RunsStore
 
 __all__ = ["HISTORY_LINE_CHARS", "checked_history", "context_runs", "context_runs_of",
            "declared_history"]
@@ -37,7 +37,7 @@ _HISTORY = re.compile(r"^[ \t]*HISTORY:(.*)$", re.MULTILINE)
 _SHOWN = 80
 
 
-def context_runs(store: RunStore, node_ids: Sequence[str]) -> frozenset[str]:
+def context_runs(store: RunsStore, node_ids: Sequence[str]) -> frozenset[str]:
     """The runs whose elites a run's context named (its ``context_nodes``)."""
     return frozenset(store.get_node(n).run_id for n in node_ids)
 

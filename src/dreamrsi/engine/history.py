@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dreamrsi.core.model import Node
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RunsStore
 from dreamrsi.tasks.spec import Task
 from dreamrsi.workspace.git import GitCall
 from dreamrsi.workspace.trusted import open_to_all
@@ -24,7 +24,7 @@ from dreamrsi.workspace.trusted import open_to_all
 FEEDBACK_CHARS = 2000
 
 
-def choose_elites(store: RunStore, task: Task, count: int) -> tuple[str, ...]:
+def choose_elites(store: RunsStore, task: Task, count: int) -> tuple[str, ...]:
     """The best valid node of each earlier run of ``task`` (same task and evaluator), best
     first, at most ``count`` (ties: the older run first). Runs without a valid scored node
     with a workspace name nothing."""
@@ -42,7 +42,7 @@ def choose_elites(store: RunStore, task: Task, count: int) -> tuple[str, ...]:
     return tuple(n.node_id for n in best[:count])
 
 
-def prepare_history(store: RunStore, node_ids: Sequence[str],
+def prepare_history(store: RunsStore, node_ids: Sequence[str],
                     folder: Path) -> list[dict[str, Any]]:
     """Check each elite's workspace out into ``folder/<node id>`` (readable by the sandbox's
     user) and return the context entries that describe them, in order."""

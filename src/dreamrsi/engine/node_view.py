@@ -16,7 +16,7 @@ from dreamrsi.core.model import Node, node_id_for
 from dreamrsi.engine.declared import context_runs
 from dreamrsi.errors import ConfigError, DreamError, NotFound
 from dreamrsi.store._fast import loads
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RecordStore, RunsStore, StoreHandle
 from dreamrsi.store.ledger import Actor, LedgerEvent, LedgerRow
 from dreamrsi.store.trees import short_reason
 
@@ -29,7 +29,7 @@ _READ_BYTES = 16 << 20
 _MODEL_CHARS = 200
 
 
-def find_node(store: RunStore, run_id: str, ref: str) -> Node:
+def find_node(store: RunsStore, run_id: str, ref: str) -> Node:
     """The node of run ``run_id`` (id or unique prefix) that ``ref`` names: its id, a unique
     prefix of its id, or its seq (creation number, the root's is 0).
 
@@ -62,7 +62,7 @@ def find_node(store: RunStore, run_id: str, ref: str) -> Node:
     return node
 
 
-def node_detail(store: RunStore, run_id: str, ref: str) -> dict[str, Any]:
+def node_detail(store: RecordStore, run_id: str, ref: str) -> dict[str, Any]:
     """Everything recorded about one node (see the module docstring).
 
     Raises:
@@ -123,7 +123,7 @@ def row_error(event: LedgerEvent) -> str | None:
     return "; ".join(says) or None
 
 
-def _call(store: RunStore, row: LedgerRow) -> dict[str, Any]:
+def _call(store: StoreHandle, row: LedgerRow) -> dict[str, Any]:
     """One model call's facts as its ledger row records them."""
     parsed = row.event.parsed if isinstance(row.event.parsed, Mapping) else {}
     blobs = {a.path: a.sha256 for a in row.event.artifacts}
@@ -154,7 +154,7 @@ def _reported_model(rows: list[LedgerRow]) -> str | None:
     return None
 
 
-def _exchange(store: RunStore, rows: list[LedgerRow]) -> dict[str, Any] | None:
+def _exchange(store: StoreHandle, rows: list[LedgerRow]) -> dict[str, Any] | None:
     """The last model call's request (its messages) and answer, each bounded."""
     chat = [r for r in rows if r.event.cmd.startswith("model chat ")]
     if not chat:
@@ -174,7 +174,7 @@ def _exchange(store: RunStore, rows: list[LedgerRow]) -> dict[str, Any] | None:
     return out
 
 
-def _blob(store: RunStore, digest: str | None, out: dict[str, Any]) -> bytes | None:
+def _blob(store: StoreHandle, digest: str | None, out: dict[str, Any]) -> bytes | None:
     if digest is None:
         return None
     try:
@@ -214,7 +214,7 @@ def _cut(text: str, limit: int = TEXT_BYTES) -> tuple[str, bool]:
     return data[:limit].decode("utf-8", "ignore"), True
 
 
-def _diff(store: RunStore, node: Node) -> dict[str, Any]:
+def _diff(store: RunsStore, node: Node) -> dict[str, Any]:
     """The node's diff against its parent's workspace, bounded, or why there is none."""
     out: dict[str, Any] = {"against": node.parent_id, "from": None, "to": node.commit,
                            "text": None, "truncated": False, "note": None}

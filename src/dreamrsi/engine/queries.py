@@ -14,13 +14,13 @@ from typing import Any
 
 from dreamrsi.core.model import Direction
 from dreamrsi.errors import NotFound
-from dreamrsi.store.base import RunRecord, RunStatus, RunStore
+from dreamrsi.store.base import RecordStore, RunRecord, RunsStore, RunStatus, RunStore, StoreHandle
 from dreamrsi.store.trees import TreeRow
 
 STALE_AFTER_S = 30.0
 
 
-def run_state(run: RunRecord, store: RunStore | None = None) -> str:
+def run_state(run: RunRecord, store: StoreHandle | None = None) -> str:
     """``running``, ``stale`` (the process is gone; resumable), or the stored status.
 
     A run marked running is ``running`` while its process lives (a killed process awaiting
@@ -36,7 +36,7 @@ def run_state(run: RunRecord, store: RunStore | None = None) -> str:
     return "running" if alive and fresh else "stale"
 
 
-def run_summary(store: RunStore, run: RunRecord,
+def run_summary(store: RunsStore, run: RunRecord,
                 direction: Direction | None = None) -> dict[str, Any]:
     """One run: ids, state, policy, counts by node status, best score (``direction``: the
     task's, when the caller knows it)."""
@@ -67,13 +67,13 @@ def run_summary(store: RunStore, run: RunRecord,
     }
 
 
-def model_totals(store: RunStore, run_id: str) -> list[dict[str, Any]]:
+def model_totals(store: RecordStore, run_id: str) -> list[dict[str, Any]]:
     """What each model a run's ``llm`` proposer asked cost: calls, answered calls, tokens in
     and out, money (from the run's ledger rows of model calls, by model)."""
     return [m._asdict() for m in store.model_spend(store.get_run(run_id).run_id)]
 
 
-def list_runs(store: RunStore, *, offset: int = 0,
+def list_runs(store: RunsStore, *, offset: int = 0,
               limit: int | None = None) -> list[dict[str, Any]]:
     """The runs of the store, oldest first: every run, or ``limit`` of them from ``offset``
     on (``ConfigError`` for a negative one)."""
@@ -86,7 +86,7 @@ def list_runs(store: RunStore, *, offset: int = 0,
     return out
 
 
-def tree_overview(store: RunStore, run_id: str) -> dict[str, Any]:
+def tree_overview(store: RecordStore, run_id: str) -> dict[str, Any]:
     """A run's summary, its tree in numbers (nodes, branches, depth) and every branch (size,
     depth, best node and score, counts by status), branches by number.
 
@@ -113,7 +113,7 @@ def tree_overview(store: RunStore, run_id: str) -> dict[str, Any]:
             "branches": branches}
 
 
-def tree_rows(store: RunStore, run_id: str, *, branch: int | None = None,
+def tree_rows(store: RunsStore, run_id: str, *, branch: int | None = None,
               max_depth: int | None = None, offset: int = 0, limit: int | None = None,
               after: str | None = None) -> Iterator[dict[str, Any]]:
     """A run's nodes in branch order (the root, then each branch from its head down), each
@@ -140,7 +140,7 @@ def _tree_dict(r: TreeRow) -> dict[str, Any]:
             "tokens_in": r.tokens_in, "tokens_out": r.tokens_out, "money_usd": r.money_usd}
 
 
-def best(store: RunStore, run_id: str) -> dict[str, Any]:
+def best(store: RunsStore, run_id: str) -> dict[str, Any]:
     """The best node of a run (highest score, earliest on ties), read through the store's
     index, its line of ancestors checked.
 
@@ -164,7 +164,7 @@ def best(store: RunStore, run_id: str) -> dict[str, Any]:
             "metrics": dict(top.metrics), "feedback": top.feedback}
 
 
-def export_best(store: RunStore, run_id: str, dest: Path) -> dict[str, Any]:
+def export_best(store: RunsStore, run_id: str, dest: Path) -> dict[str, Any]:
     """Write the best node's workspace files into ``dest``: a new directory or an empty one
     (never a file, a symbolic link or a non-empty directory: nothing is overwritten).
 
@@ -198,7 +198,7 @@ def ledger_chain(store: RunStore, name: str) -> str:
             raise NotFound(f"no run or dream '{name}' in the store at {store.location}") from None
 
 
-def _direction(store: RunStore, run: RunRecord) -> Direction:
+def _direction(store: RunsStore, run: RunRecord) -> Direction:
     return Direction(store.get_task(run.task_digest).spec["direction"])
 
 

@@ -22,7 +22,7 @@ from dreamrsi.core.model import Cost, Node, NodeStatus
 from dreamrsi.engine.attempt import AttemptOutcome, Attempts, AttemptSpec
 from dreamrsi.engine.sane import sane_cost, sane_node, sane_text
 from dreamrsi.errors import DreamError
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RecordStore
 from dreamrsi.store.ledger import Actor, LedgerEvent
 
 __all__ = ["attempt_safely", "record_outcome"]
@@ -53,7 +53,7 @@ def attempt_safely(attempts: Attempts, spec: AttemptSpec) -> AttemptOutcome:
         return _failed(node, f"the attempt failed unexpectedly: {_reason(exc)}")
 
 
-def record_outcome(store: RunStore, run_id: str, outcome: AttemptOutcome) -> AttemptOutcome:
+def record_outcome(store: RecordStore, run_id: str, outcome: AttemptOutcome) -> AttemptOutcome:
     """Record ``outcome`` (its evidence, its node, the end of its in-flight marker) in one
     transaction, and return what was recorded.
 
@@ -85,7 +85,7 @@ def record_outcome(store: RunStore, run_id: str, outcome: AttemptOutcome) -> Att
         return fallback
 
 
-def _write(store: RunStore, run_id: str, node: Node, events: tuple[LedgerEvent, ...]) -> None:
+def _write(store: RecordStore, run_id: str, node: Node, events: tuple[LedgerEvent, ...]) -> None:
     with store.atomic():
         store.append_ledger(run_id, list(events), run_id=run_id)
         store.add_node(node)

@@ -27,7 +27,9 @@ from dreamrsi.errors import ConfigError
 from dreamrsi.policies.registry import open_policy, pin_spec
 from dreamrsi.sandbox import IsolationMode
 from dreamrsi.store.base import (
+    RecordStore,
     RunRecord,
+    RunsStore,
     RunStatus,
     RunStore,
     RunUpdate,
@@ -41,7 +43,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["RunObserver", "RunProgress", "RunSummary", "attempt_seed", "new_run_id",
            "recorded_task", "resume_run", "start_run"]
 
-def recorded_task(store: RunStore, run: RunRecord, needs: str) -> Task:
+def recorded_task(store: RunsStore, run: RunRecord, needs: str) -> Task:
     """The task of ``run``, loaded again from the folder it was recorded from.
 
     Raises:
@@ -108,7 +110,7 @@ def start_run(store: RunStore, task: Task, config: RunConfig,
                       executor)
 
 
-def _start(store: RunStore, task: Task, config: RunConfig, policy: Policy,
+def _start(store: RecordStore, task: Task, config: RunConfig, policy: Policy,
            observer: RunObserver | None, attempts: Attempts | None,
            isolation: IsolationMode, run_id: str | None = None,
            executor: Executor | None = None) -> RunSummary:
@@ -159,7 +161,7 @@ def _preflight(task: Task, config: RunConfig, accept_unisolated_model_code: bool
     return isolation
 
 
-def _plan(store: RunStore, task: Task, policy: Policy,
+def _plan(store: RunsStore, task: Task, policy: Policy,
           config: RunConfig) -> GridPlan | None:
     """Ask a planning policy for its grid, from the task's earlier trees only."""
     if getattr(policy, "plan", None) is None:

@@ -41,10 +41,10 @@ from dreamrsi.errors import ConfigError, DreamError, InfrastructureError, StoreE
 from dreamrsi.sandbox import IsolationMode
 from dreamrsi.store.base import (
     InFlight,
+    RecordStore,
     RunCounts,
     RunRecord,
     RunStatus,
-    RunStore,
     RunUpdate,
 )
 from dreamrsi.store.integrity import check_tree
@@ -63,7 +63,7 @@ _REASON_CHARS = 400
 class RunSession:
     """One process driving one run (a start or a resume)."""
 
-    def __init__(self, store: RunStore, task: Task, config: RunConfig, policy: Policy,
+    def __init__(self, store: RecordStore, task: Task, config: RunConfig, policy: Policy,
                  run: RunRecord, observer: RunObserver | None,
                  attempts: Attempts | None, isolation: IsolationMode,
                  executor: Executor | None = None) -> None:

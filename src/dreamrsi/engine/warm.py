@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from dreamrsi.core.model import Node, node_id_for
 from dreamrsi.errors import ConfigError
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RunsStore
 from dreamrsi.tasks.spec import Task
 from dreamrsi.workspace.folders import remove_tree
 from dreamrsi.workspace.git import LINK_MODE, GitCall
@@ -71,7 +71,7 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
-def overlay_commit(store: RunStore, task: Task, node: Node, work: Path, ref: str,
+def overlay_commit(store: RunsStore, task: Task, node: Node, work: Path, ref: str,
                    calls: list[GitCall]) -> str:
     """The commit of ``task``'s seed with the files ``node`` changed against its run's root
     laid over it (deleted ones removed), made in the new folder ``work`` (removed after).

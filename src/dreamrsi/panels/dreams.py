@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from dreamrsi.errors import ConfigError, NotFound
 
 if TYPE_CHECKING:
-    from dreamrsi.store.base import RunStore
+    from dreamrsi.store.base import DreamsStore, RunStore, StoreHandle
     from dreamrsi.store.values import DreamRecord, PolicyVersion
 
 __all__ = ["deployed", "dream_detail", "dream_list", "policy_detail", "task_digest_of",
@@ -40,7 +40,7 @@ def task_digest_of(store: RunStore, task: str) -> str:
     raise NotFound(f"no task '{task}' with runs in this store")
 
 
-def deployed(store: RunStore, task_digest: str) -> dict[str, Any] | None:
+def deployed(store: DreamsStore, task_digest: str) -> dict[str, Any] | None:
     """The version deployed for a task by its latest dream (its selection when it promoted,
     else its incumbent) and that dream; ``None`` when the task has no dream yet."""
     dreams = store.list_dreams(task_digest)
@@ -52,7 +52,7 @@ def deployed(store: RunStore, task_digest: str) -> dict[str, Any] | None:
             "dream_id": last.dream_id}
 
 
-def _dream_row(store: RunStore, d: DreamRecord, task_name: str,
+def _dream_row(store: DreamsStore, d: DreamRecord, task_name: str,
                deployed_id: str | None) -> dict[str, Any]:
     report = d.report or {}
     return {"dream_id": d.dream_id, "task": task_name, "task_digest": d.task_digest,
@@ -66,7 +66,7 @@ def _dream_row(store: RunStore, d: DreamRecord, task_name: str,
             and d.promoted is not None}
 
 
-def _label(store: RunStore, version_id: str) -> str:
+def _label(store: DreamsStore, version_id: str) -> str:
     try:
         return store.get_policy(version_id).spec.label()
     except NotFound:
@@ -101,7 +101,7 @@ def dream_list(store: RunStore, *, task: str | None = None,
     return sorted(rows, key=lambda r: (r["created_at"], r["dream_id"]))
 
 
-def _version(store: RunStore, v: PolicyVersion) -> dict[str, Any]:
+def _version(store: StoreHandle, v: PolicyVersion) -> dict[str, Any]:
     return {"version_id": v.version_id, "policy": v.spec.label(), "family": v.spec.name,
             "params": dict(v.spec.params), "parent_id": v.parent_id, "dream_id": v.dream_id,
             "code_digest": v.code_digest, "created_at": v.created_at}
@@ -160,7 +160,7 @@ def dream_detail(store: RunStore, dream_id: str) -> dict[str, Any]:
             "trials": report.get("trials"), "seconds": report.get("seconds")}
 
 
-def _source(store: RunStore, v: PolicyVersion) -> str | None:
+def _source(store: StoreHandle, v: PolicyVersion) -> str | None:
     if v.code_digest is None:
         return None
     from dreamrsi.programs.stored import read_program
@@ -171,7 +171,7 @@ def _source(store: RunStore, v: PolicyVersion) -> str | None:
         return f"(program not readable: {exc})"
 
 
-def policy_detail(store: RunStore, version_id: str,
+def policy_detail(store: DreamsStore, version_id: str,
                   against: str | None = None) -> dict[str, Any]:
     """One policy version: parameters or program code, its lineage (parent to the first
     version), the dreams that scored it with its mean per split, and a diff against
@@ -204,7 +204,7 @@ def policy_detail(store: RunStore, version_id: str,
             "diff": None if other is None else _diff(store, other, v, code)}
 
 
-def _diff(store: RunStore, old: PolicyVersion, new: PolicyVersion, code: str | None) -> str:
+def _diff(store: StoreHandle, old: PolicyVersion, new: PolicyVersion, code: str | None) -> str:
     """A unified diff of the programs, or of the parameters as sorted JSON lines."""
     before, after = _source(store, old), code
     if before is None or after is None:

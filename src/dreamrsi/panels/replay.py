@@ -10,7 +10,7 @@ from dreamrsi.errors import ConfigError, PolicyError
 
 if TYPE_CHECKING:
     from dreamrsi.core.replay import RecordedTree
-    from dreamrsi.store.base import RunRecord, RunStore
+    from dreamrsi.store.base import RunRecord, RunsStore, RunStore
 
 __all__ = ["TREE_LIMIT", "replay_choices", "replay_steps"]
 
@@ -18,7 +18,7 @@ TREE_LIMIT = 5000
 """A replay of a larger tree lists only its root and the nodes the replay revealed."""
 
 
-def _tree(store: RunStore, run: RunRecord) -> RecordedTree:
+def _tree(store: RunsStore, run: RunRecord) -> RecordedTree:
     from dreamrsi.core.replay import RecordedTree
     from dreamrsi.store.integrity import check_tree
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dreamrsi.store.base import RunStore
+    from dreamrsi.store.base import RecordStore, RunStore
 
 __all__ = ["repo_run_detail", "repo_run_list"]
 
 
-def repo_run_list(store: RunStore) -> list[dict[str, Any]]:
+def repo_run_list(store: RecordStore) -> list[dict[str, Any]]:
     """Every Dream Run (a run whose config is of kind ``repo``), newest first: its repository,
     status, objective, dreams by status and open hypotheses."""
     from dreamrsi.engine.queries import run_state

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dreamrsi.store.base import RunStore
+    from dreamrsi.store.base import RunStore, SurvivalStore
     from dreamrsi.store.values import SurvivalPass
 
 __all__ = ["pass_detail", "pass_list", "verdict_counts"]
@@ -38,7 +38,7 @@ def pass_list(store: RunStore, *, run_id: str | None = None,
     return sorted(rows, key=lambda r: (-r["created_at"], r["pass_id"]))
 
 
-def pass_detail(store: RunStore, pass_id: str) -> dict[str, Any]:
+def pass_detail(store: SurvivalStore, pass_id: str) -> dict[str, Any]:
     """One pass with its stored report (findings, claims with their ledger rows, measurements,
     environment, risks, the diff against the base).
 
@@ -49,7 +49,7 @@ def pass_detail(store: RunStore, pass_id: str) -> dict[str, Any]:
     return {**_row(p), "config": dict(p.config), "report": dict(p.report or {})}
 
 
-def verdict_counts(store: RunStore, run_id: str | None = None) -> dict[str, int]:
+def verdict_counts(store: SurvivalStore, run_id: str | None = None) -> dict[str, int]:
     """How many passes ended in each verdict (``running`` included)."""
     out: dict[str, int] = {}
     for p in store.list_passes(run_id=run_id):

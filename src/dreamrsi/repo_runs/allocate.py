@@ -23,7 +23,7 @@ from dreamrsi.policies.allocation import AllocationScore
 from dreamrsi.repo_runs.evidence import DreamFacts, RunFacts, read_facts
 from dreamrsi.repo_runs.stagnation import Signal, TreeOf, signals
 from dreamrsi.repo_runs.state import DreamKind, DreamStatus, HypothesisStatus, WorkState
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RecordStore
 
 __all__ = ["AGENT_KINDS", "Action", "ActionKind", "Allocation", "next_actions"]
 
@@ -118,7 +118,7 @@ _INSTRUCTIONS = {
 }
 
 
-def next_actions(store: RunStore, state: WorkState, *, config: Allocation | None = None,
+def next_actions(store: RecordStore, state: WorkState, *, config: Allocation | None = None,
                  tree_of: TreeOf | None = None) -> list[Action]:
     """The candidate actions of the run, best first (ties keep the order they were listed).
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from dreamrsi.repo_runs.chainview import view
 from dreamrsi.repo_runs.state import DreamKind, HypothesisStatus, WorkState
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RecordStore, StoreHandle
 from dreamrsi.store.ledger import LedgerRow
 
 __all__ = ["DEFAULT_CHARS", "brief", "brief_text"]
@@ -29,7 +29,7 @@ _TAIL = 400
 _BOOKKEEPING = ("dreamrsi-git ", "record ", "anchor ", "copy working copy")  # not evidence
 
 
-def brief(store: RunStore, state: WorkState, *, dream: str | None = None,
+def brief(store: RecordStore, state: WorkState, *, dream: str | None = None,
           max_chars: int = DEFAULT_CHARS) -> dict[str, Any]:
     """The brief of the run (for one dream, when ``dream`` names it) as a JSON-ready dict
     whose JSON text is at most ``max_chars`` (at least what must never be dropped)."""
@@ -161,7 +161,7 @@ def _recent(rows: Reversible[LedgerRow]) -> list[LedgerRow]:
     return out[::-1]
 
 
-def _row(store: RunStore, row: LedgerRow) -> dict[str, Any]:
+def _row(store: StoreHandle, row: LedgerRow) -> dict[str, Any]:
     ev = row.event
     parsed = ev.parsed or {}
     out = {"id": ev.event_id, "actor": ev.actor.value, "cmd": ev.cmd[:_FIELD],

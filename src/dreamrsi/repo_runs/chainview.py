@@ -22,7 +22,7 @@ from typing import Any
 
 from dreamrsi.core.model import Node
 from dreamrsi.repo_runs.state import WorkState, fold_onto
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RecordStore
 from dreamrsi.store.ledger import GENESIS, Actor, LedgerRow
 from dreamrsi.store.records import ANCHOR_NODE, RECORD_NODE
 
@@ -37,11 +37,11 @@ DECIDE = "decide "
 
 _NODE_RECORDS = frozenset({RECORD_NODE, ANCHOR_NODE})
 
-_VIEWS: weakref.WeakKeyDictionary[RunStore, dict[str, ChainView]] = \
+_VIEWS: weakref.WeakKeyDictionary[RecordStore, dict[str, ChainView]] = \
     weakref.WeakKeyDictionary()
 
 
-def view(store: RunStore, run_id: str) -> ChainView:
+def view(store: RecordStore, run_id: str) -> ChainView:
     """The run's chain as this process has read it through ``store``, brought up to date."""
     views = _VIEWS.setdefault(store, {})
     found = views.get(run_id)
@@ -94,7 +94,7 @@ class ChainView:
     def __post_init__(self) -> None:
         self.state = WorkState(self.run_id)
 
-    def refresh(self, store: RunStore) -> None:
+    def refresh(self, store: RecordStore) -> None:
         """Read and fold the rows appended since the last read (all of them when the chain
         does not continue what was read). A row whose event does not fit the state raises
         ``ConfigError`` and leaves the view as it was."""

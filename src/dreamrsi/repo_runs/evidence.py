@@ -18,7 +18,7 @@ from typing import Any
 from dreamrsi.core.model import Node, NodeStatus
 from dreamrsi.repo_runs.chainview import AGENT_CMD, DECIDE, view
 from dreamrsi.repo_runs.state import DreamState, WorkState
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RecordStore
 from dreamrsi.store.ledger import LedgerRow
 
 __all__ = ["AGENT_CMD", "DECIDE", "DreamFacts", "RunFacts", "read_facts"]
@@ -99,7 +99,7 @@ class RunFacts:
         return spread if spread > 0 else 1.0
 
 
-def read_facts(store: RunStore, state: WorkState) -> RunFacts:
+def read_facts(store: RecordStore, state: WorkState) -> RunFacts:
     """The run's recorded facts: its nodes and what its chain says as this process has read
     it (:func:`~dreamrsi.repo_runs.chainview.view`: only the rows appended since the last read
     are read)."""
@@ -115,7 +115,7 @@ def read_facts(store: RunStore, state: WorkState) -> RunFacts:
                     seen.finished)
 
 
-def budget_spent(store: RunStore, state: WorkState) -> str | None:
+def budget_spent(store: RecordStore, state: WorkState) -> str | None:
     """Which of the run's budgets is spent (checkpoints, wall time, money), or ``None``."""
     budget = state.budget
     used = view(store, state.run_id).checkpoints

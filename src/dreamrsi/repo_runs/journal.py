@@ -17,13 +17,13 @@ from typing import Any
 from dreamrsi.errors import ConfigError
 from dreamrsi.repo_runs.chainview import PREFIX, view, work_events
 from dreamrsi.repo_runs.state import EventKind, WorkState, apply
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RecordStore
 from dreamrsi.store.ledger import Actor, LedgerEvent, LedgerRow
 
 __all__ = ["PREFIX", "admissible_rows", "check_cites", "load_state", "record", "work_events"]
 
 
-def load_state(store: RunStore, run_id: str) -> WorkState:
+def load_state(store: RecordStore, run_id: str) -> WorkState:
     """The Dream Run's state from its chain (``ConfigError`` if the run is not one)."""
     store.get_run(run_id)  # NotFound names the run
     state = view(store, run_id).state
@@ -33,12 +33,12 @@ def load_state(store: RunStore, run_id: str) -> WorkState:
     return state
 
 
-def admissible_rows(store: RunStore, run_id: str) -> dict[str, LedgerRow]:
+def admissible_rows(store: RecordStore, run_id: str) -> dict[str, LedgerRow]:
     """The run's admissible rows by id."""
     return dict(view(store, run_id).admissible)
 
 
-def check_cites(store: RunStore, run_id: str, cites: Sequence[str]) -> tuple[str, ...]:
+def check_cites(store: RecordStore, run_id: str, cites: Sequence[str]) -> tuple[str, ...]:
     """``cites`` if each is an admissible row of the run's chain (a prefix of an id is enough
     when it names one row); ``ConfigError`` naming the first that is not."""
     if not cites:
@@ -63,7 +63,7 @@ def check_cites(store: RunStore, run_id: str, cites: Sequence[str]) -> tuple[str
     return tuple(out)
 
 
-def record(store: RunStore, run_id: str, kind: EventKind, payload: Mapping[str, Any],
+def record(store: RecordStore, run_id: str, kind: EventKind, payload: Mapping[str, Any],
            *, cites: Sequence[str] = (), node_id: str | None = None,
            extra: Sequence[LedgerEvent] = ()) -> tuple[str, WorkState]:
     """Check ``payload`` against the run's state and append it, with ``extra`` rows before it,

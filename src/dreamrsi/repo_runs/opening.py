@@ -25,7 +25,7 @@ from dreamrsi.engine.run import new_run_id
 from dreamrsi.errors import ConfigError
 from dreamrsi.repo_runs.budget import parse_budget
 from dreamrsi.repo_runs.copies import RunFolders, clone_origin, git_plain
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RecordStore, StoreHandle
 from dreamrsi.store.values import RunRecord, RunStatus, TaskRecord
 from dreamrsi.store.workfolder import discard_folder
 from dreamrsi.tasks.spec import load_task
@@ -119,7 +119,7 @@ class OpenRequest:
         return self
 
 
-def store_root(store: RunStore) -> Path:
+def store_root(store: StoreHandle) -> Path:
     """The folder of a store kept on disk (a Dream Run's folders live in it)."""
     root = getattr(store, "root", None)
     if root is None:
@@ -230,7 +230,7 @@ def _toml(text: str) -> str:
     return json.dumps(text)  # a JSON string is a TOML basic string
 
 
-def open_records(store: RunStore, req: OpenRequest) -> tuple[str, RunFolders, str]:
+def open_records(store: RecordStore, req: OpenRequest) -> tuple[str, RunFolders, str]:
     """Copy the repository, write the task and record the run (its root not yet); returns the
     run id, its folders and the repository's ``HEAD``."""
     repo = check_request(req)

@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING
 from dreamrsi._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from dreamrsi.store.base import DreamsStore, LedgerStore, RunsStore, RunStore
+    from dreamrsi.store.base import (
+        DreamsStore,
+        LedgerStore,
+        RecordStore,
+        RunsStore,
+        RunStore,
+    )
     from dreamrsi.store.blobs import Blobs
     from dreamrsi.store.events import Actor, LedgerEvent
     from dreamrsi.store.factory import open_store
@@ -35,7 +41,8 @@ if TYPE_CHECKING:
     )
 
 _HOMES = {
-    "dreamrsi.store.base": ("DreamsStore", "LedgerStore", "RunsStore", "RunStore"),
+    "dreamrsi.store.base": ("DreamsStore", "LedgerStore", "RecordStore", "RunsStore",
+                            "RunStore"),
     "dreamrsi.store.blobs": ("Blobs",),
     "dreamrsi.store.events": ("Actor", "LedgerEvent"),
     "dreamrsi.store.factory": ("open_store",),
@@ -63,6 +70,7 @@ __all__ = [
     "LedgerRow",
     "LedgerStore",
     "MemoryRunStore",
+    "RecordStore",
     "RunCounts",
     "RunRecord",
     "RunStatus",

@@ -49,8 +49,9 @@ if TYPE_CHECKING:
 
 __all__ = [  # the value types live in dreamrsi.store.values; they are named here too
     "DreamRecord", "DreamsStore", "InFlight", "LedgerStore", "LoopRecord", "LoopRound",
-    "ModelSpend", "PolicyScore", "PolicyVersion", "RunCounts", "RunRecord", "RunStatus",
-    "RunStore", "RunUpdate", "RunsStore", "StoreHandle", "SurvivalPass", "SurvivalStore",
+    "ModelSpend", "PolicyScore", "PolicyVersion", "RecordStore", "RunCounts", "RunRecord",
+    "RunStatus", "RunStore", "RunUpdate", "RunsStore", "StoreHandle", "SurvivalPass",
+    "SurvivalStore",
     "KnowledgeEvent", "KnowledgeStore", "TaskRecord", "TraceRecord", "add_model_call",
 ]
 
@@ -506,8 +507,19 @@ class LearnedStore(StoreHandle):
         and/or ``family``)."""
 
 
-class RunStore(RunsStore, LedgerStore, DreamsStore, SurvivalStore, KnowledgeStore,
-               LearnedStore):
+class RecordStore(RunsStore, LedgerStore):
+    """Runs and nodes with their ledger: what the engine writes in one transaction (a node, its
+    ledger rows, the end of its in-flight marker) and what reads a node's evidence. The one
+    part made of two: a service that needs two other parts asks for :class:`RunStore`."""
+
+    def node_ledger(self, node_id: str) -> list[LedgerRow]:
+        """The rows of a node's run chain that name the node, in order (``NotFound`` for an
+        unknown node)."""
+        run_id = self.get_node(node_id).run_id
+        return [r for r in self.ledger(run_id) if r.event.node_id == node_id]
+
+
+class RunStore(RecordStore, DreamsStore, SurvivalStore, KnowledgeStore, LearnedStore):
     """The durable record of a project: what every backend stores and hands out.
 
     **Who writes.** One writer at a time: the process driving a run, a dream or a loop (the
@@ -540,11 +552,3 @@ class RunStore(RunsStore, LedgerStore, DreamsStore, SurvivalStore, KnowledgeStor
     record to the run's ledger chain in the same transaction (``dreamrsi.store.records``), so
     that :meth:`verify` can check the stored run and nodes against the chain.
     """
-
-    # -- reading across the parts ----------------------------------------------------------
-
-    def node_ledger(self, node_id: str) -> list[LedgerRow]:
-        """The rows of a node's run chain that name the node, in order (``NotFound`` for an
-        unknown node)."""
-        run_id = self.get_node(node_id).run_id
-        return [r for r in self.ledger(run_id) if r.event.node_id == node_id]

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from dreamrsi.core.model import Node
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RunStore, SurvivalStore
 from dreamrsi.store.survival import PASS_RUNNING
 
 __all__ = ["best_surviving", "node_verdict", "verdicts"]
 
 
-def verdicts(store: RunStore, run_id: str) -> dict[str, dict[str, Any]]:
+def verdicts(store: SurvivalStore, run_id: str) -> dict[str, dict[str, Any]]:
     """The latest finished pass of each checked node of a run: its verdict and pass id."""
     out: dict[str, dict[str, Any]] = {}
     for p in store.list_passes(run_id=run_id):
@@ -22,7 +22,7 @@ def verdicts(store: RunStore, run_id: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-def node_verdict(store: RunStore, run_id: str, node_id: str | None) -> dict[str, Any] | None:
+def node_verdict(store: SurvivalStore, run_id: str, node_id: str | None) -> dict[str, Any] | None:
     """The latest finished pass of ``node_id`` (None: never checked, or no node)."""
     return None if node_id is None else verdicts(store, run_id).get(node_id)
 

@@ -23,7 +23,7 @@ from dreamrsi.engine.run import attempt_seed, recorded_task
 from dreamrsi.engine.sandboxing import resolve_isolation
 from dreamrsi.errors import ConfigError, NotFound, SandboxError
 from dreamrsi.sandbox import IsolationMode, isolation_problem
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RecordStore, RunsStore, RunStore, StoreHandle
 from dreamrsi.store.ledger import Actor
 from dreamrsi.store.survival import PASS_RUNNING
 from dreamrsi.store.values import RunRecord, SurvivalPass
@@ -125,12 +125,12 @@ def survive(store: RunStore, run_id: str, node_id: str | None = None, *,
     return PassOutcome(done, verdict, tuple(findings), report, files)
 
 
-def _store_root(store: RunStore) -> str:
+def _store_root(store: StoreHandle) -> str:
     root = getattr(store, "root", None)
     return str(root) if root is not None else store.location.removeprefix("memory:")
 
 
-def _node_of(store: RunStore, run: RunRecord, node_id: str | None) -> Node:
+def _node_of(store: RunsStore, run: RunRecord, node_id: str | None) -> Node:
     if node_id is None:
         best = store.counts(run.run_id).best_node
         if best is None:
@@ -142,7 +142,7 @@ def _node_of(store: RunStore, run: RunRecord, node_id: str | None) -> Node:
     return node
 
 
-def _base_of(store: RunStore, run: RunRecord, base: str | None) -> tuple[Node | None, str]:
+def _base_of(store: RunsStore, run: RunRecord, base: str | None) -> tuple[Node | None, str]:
     """The base node (None for a bare commit) and its commit."""
     if base is None or base.upper() == "ROOT":
         root = store.nodes(run.run_id)[0]
@@ -313,7 +313,7 @@ def _new_seed(used: set[int]) -> int:
             return seed
 
 
-def _eval_row(store: RunStore, node: Node) -> str:
+def _eval_row(store: RecordStore, node: Node) -> str:
     """The search's own evaluator row of ``node`` (the recorded score's evidence)."""
     for row in store.node_ledger(node.node_id):
         if row.event.actor is Actor.EVAL and row.event.admissible:

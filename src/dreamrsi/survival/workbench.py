@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dreamrsi.engine.peers import prepare_trusted
-from dreamrsi.store.base import RunStore
+from dreamrsi.store.base import RecordStore
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.store.workfolder import discard_folder
 from dreamrsi.tasks.spec import Task
@@ -34,7 +34,7 @@ class Workbench:
         run_id: The run whose chain the rows go to.
     """
 
-    def __init__(self, store: RunStore, task: Task, pass_id: str, run_id: str) -> None:
+    def __init__(self, store: RecordStore, task: Task, pass_id: str, run_id: str) -> None:
         self.store = store
         self.task = task
         self.pass_id = pass_id
