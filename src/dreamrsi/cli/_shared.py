@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 
@@ -90,31 +90,30 @@ def stream_json(head: dict[str, Any], key: str, items: Iterable[Any]) -> None:
     text = json.dumps(head, indent=2, default=str)
     key_text = f"{json.dumps(key)}: ["
     out.write(f"{text[:-2]},\n  {key_text}" if head else f"{{\n  {key_text}")
-    encode = json.JSONEncoder(default=str).encode
-    chunk: list[str] = []
-    sep = "\n    "
-    for item in items:
-        chunk.append(sep + encode(item))
-        sep = ",\n    "
-        if len(chunk) >= 1000:
-            out.write("".join(chunk))
-            chunk.clear()
-    out.write("".join(chunk) + ("]\n}\n" if sep == "\n    " else "\n  ]\n}\n"))
+    out.write("\n  ]\n}\n" if _write_items(out, items, "    ") else "]\n}\n")
 
 
 def stream_list(items: Iterable[Any]) -> None:
     """Print ``items`` as a JSON list, one item a line, written as they come (what
     :func:`stream_json` does for a list inside an object)."""
     out = sys.stdout
+    out.write("[")
+    out.write("\n]\n" if _write_items(out, items, "  ") else "]\n")
+
+
+def _write_items(out: IO[str], items: Iterable[Any], indent: str) -> bool:
+    """Write the items of a JSON list after its ``[``, each on a line of its own indented by
+    ``indent``, a thousand lines a write; say whether there was any."""
     encode = json.JSONEncoder(default=str).encode
-    sep, chunk = "[\n  ", []
+    sep, chunk = "\n" + indent, []
     for item in items:
         chunk.append(sep + encode(item))
-        sep = ",\n  "
+        sep = ",\n" + indent
         if len(chunk) >= 1000:
             out.write("".join(chunk))
             chunk.clear()
-    out.write("".join(chunk) + ("[]\n" if sep == "[\n  " else "\n]\n"))
+    out.write("".join(chunk))
+    return sep != "\n" + indent
 
 
 def reader(store: Path) -> RunStore:
