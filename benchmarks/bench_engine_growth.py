@@ -19,11 +19,11 @@ import resource
 import statistics
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _noop import noop_task  # noqa: E402
 from _report import reference_loop, write_section  # noqa: E402
 from dreamrsi.engine import RunConfig, start_run  # noqa: E402
 from dreamrsi.policies.registry import parse_spec  # noqa: E402
@@ -35,24 +35,7 @@ TARGET = 0.05
 
 
 def make_task(root: Path) -> Path:
-    seed = root / "task" / "seed"
-    seed.mkdir(parents=True)
-    (seed / "data.txt").write_text("seed\n")
-    (root / "task" / "task.toml").write_text(textwrap.dedent("""\
-        name = "noop-growth"
-        objective = "Measure how an attempt's cost grows with the run."
-        direction = "maximize"
-        [workspace]
-        seed = "seed"
-        [evaluator]
-        command = '''echo '{"score": 1.0, "valid": true}' '''
-        timeout_s = 30
-        [proposer]
-        kind = "command"
-        command = "echo x > out.txt"
-        timeout_s = 30
-        """))
-    return root / "task"
+    return noop_task(root, "noop-growth", "Measure how an attempt's cost grows with the run.")
 
 
 def _cpu() -> tuple[float, float]:

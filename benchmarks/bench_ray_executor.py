@@ -27,7 +27,6 @@ import resource
 import statistics
 import sys
 import tempfile
-import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dreamrsi.engine.session as engine_session  # noqa: E402
+from _noop import noop_task  # noqa: E402
 from _report import reference_loop, write_section  # noqa: E402
 from dreamrsi.engine import RunConfig, start_run  # noqa: E402
 from dreamrsi.engine.executors import Executor, LocalExecutor  # noqa: E402
@@ -49,26 +49,8 @@ PROJECTED = (64, 512)
 
 
 def make_task(root: Path) -> Path:
-    seed = root / "task" / "seed"
-    seed.mkdir(parents=True)
-    (seed / "data.txt").write_text("seed\n")
-    (root / "task" / "task.toml").write_text(textwrap.dedent("""\
-        name = "noop-ray"
-        objective = "Measure what an executor costs per attempt."
-        direction = "maximize"
-        [workspace]
-        seed = "seed"
-        [evaluator]
-        command = '''echo '{"score": 1.0, "valid": true}' '''
-        timeout_s = 30
-        [proposer]
-        kind = "command"
-        command = "echo x >> out.txt"
-        timeout_s = 30
-        [resources]
-        cpus = 1
-        """))
-    return root / "task"
+    return noop_task(root, "noop-ray", "Measure what an executor costs per attempt.",
+                     append=True, cpus=1)
 
 
 class _Timers:
