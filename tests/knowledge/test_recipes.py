@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from dreamrsi.cli.main import app
 from dreamrsi.engine import RunConfig, start_run
 from dreamrsi.knowledge.lifecycle import State, history
+from dreamrsi.knowledge.reading import recipe_show, recipes_list
 from dreamrsi.knowledge.recipes import load_recipes, sync
 from dreamrsi.policies.registry import parse_spec
 from dreamrsi.store.sqlite import SqliteRunStore
@@ -27,6 +28,7 @@ from dreamrsi.store.values import SurvivalPass
 from dreamrsi.tasks import load_task
 from tests.cli.test_startup import HEAVY, _probe
 from tests.conftest import write_task
+from tests.knowledge.unreadable import Broken, broken_store
 
 PROPOSE_ONE = """
 import json, os
@@ -231,3 +233,27 @@ def test_a_recipe_with_a_link_is_refused_for_another_version_before_any_record(
     assert "changed symbolic links (latest)" in " ".join(out.split())
     with SqliteRunStore.open(path) as store:
         assert len(store.list_runs()) == 2  # the refused run recorded nothing
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory: pytest.TempPathFactory) -> Broken:
+    return broken_store(tmp_path_factory.mktemp("broken"))
+
+
+def test_a_recipe_whose_commit_is_gone_carries_its_error_and_the_others_read(
+        broken: Broken) -> None:
+    with SqliteRunStore.open(broken.path) as store:
+        listed = {r["id"]: r for r in recipes_list(store)}
+        assert set(listed) == {broken.readable, broken.unreadable}
+        good, bad = listed[broken.readable], listed[broken.unreadable]
+        assert good["error"] is None and good["files"] == [
+            {"path": "value.txt", "change": "modified"}]
+        assert bad["files"] == [] and broken.commit[:12] in bad["error"]
+        assert "cannot be read from the store's repository" in bad["error"]
+        shown = recipe_show(store, broken.unreadable)
+        assert shown["error"] == bad["error"] and shown["diff"] == ""
+        assert recipe_show(store, broken.readable)["diff"].startswith("diff --git")
+    text = cli("recipes", "list", "--store", str(broken.path))
+    assert "unreadable" in text and broken.readable in text
+    text = cli("recipes", "show", broken.unreadable, "--store", str(broken.path))
+    assert f"error: the workspace of node {broken.unreadable[2:]}" in text

@@ -42,7 +42,8 @@ def list_recipes(task: Annotated[str | None, typer.Option(
         for r in shown:
             table.add_row(*(visible(c) for c in (
                 r["id"], r["state"], r["task"]["name"], _score(r["raw_score"]),
-                r["verdict"] or r["basis"], str(len(r["files"])), r["plan"][:80])))
+                r["verdict"] or r["basis"], "unreadable" if r["error"] else str(len(r["files"])),
+                r["plan"][:80])))
         table.print()
 
     guard(body)
@@ -70,6 +71,8 @@ def show_recipe(recipe: Annotated[str, typer.Argument(help="Recipe id (or a uniq
                  f"  feedback: {r['feedback'] or '-'}",
                  "  files: " + (", ".join(f"{f['path']} ({f['change']})" for f in r["files"])
                                 or "none")]
+        if r["error"]:
+            lines.append(f"  error: {r['error']}")
         lines += [f"  #{s['seq']} {s['from'] or '-'} -> {s['to']}: {s['reason']}"
                   for s in r["lifecycle"]]
         typer.echo(visible("\n".join(lines)))

@@ -19,8 +19,8 @@ records the transitions that reach them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple, TypeVar
 
 from dreamrsi.core.model import Node, node_id_for
 from dreamrsi.errors import ConfigError, NotFound
@@ -264,24 +264,47 @@ def _cut(text: str | None) -> str:
 
 def recipe_dict(store: RunStore, recipe: Recipe, *, detail: bool = False) -> dict[str, Any]:
     """The JSON of a recipe (``recipes list --json``); with ``detail``, its lifecycle events
-    and its diff against the run's root too (``recipes show --json``)."""
+    and its diff against the run's root too (``recipes show --json``).
+
+    A recipe whose workspace the store's repository cannot read (its commit, or its run's
+    root's, is missing) carries the reason as ``error``, with no files and no diff; the
+    other recipes are read as ever. ``error`` is ``None`` otherwise."""
     n = recipe.node
+    files, error = _readable(store, recipe, changed_files)
     data: dict[str, Any] = {
         "id": recipe.recipe_id, "state": recipe.state.value, "reason": recipe.reason,
         "recorded_state": None if recipe.recorded is None else recipe.recorded.value,
         "basis": recipe.basis, "task": {"name": recipe.task, "digest": recipe.task_digest},
         "family": recipe.family, "run": recipe.run_id, "node": n.node_id, "commit": n.commit,
         "score": n.score, "raw_score": n.raw_score, "verdict": recipe.verdict,
-        "pass_id": recipe.pass_id, "files": changed_files(store, recipe),
+        "pass_id": recipe.pass_id, "files": files or [], "error": error,
         "plan": _cut(n.plan), "feedback": _cut(n.feedback),
     }
     if detail:
-        diff, cut = recipe_diff(store, recipe)
+        diff, error = _readable(store, recipe, recipe_diff) if error is None else (None, error)
         data["lifecycle"] = [{"seq": s.seq, "t": s.t, "from": s.before, "to": s.after,
                               "reason": s.reason}
                              for s in history(store, "recipe", recipe.recipe_id)]
-        data["diff"], data["diff_cut"] = diff, cut
+        data["diff"], data["diff_cut"] = diff or ("", False)
+        data["error"] = error
     return data
+
+
+_T = TypeVar("_T")
+
+
+def _readable(store: RunStore, recipe: Recipe,
+              read: Callable[[RunStore, Recipe], _T]) -> tuple[_T | None, str | None]:
+    """What ``read`` reads of the recipe's workspace, or ``None`` and why the store's
+    repository could not give it."""
+    from dreamrsi.workspace.git import GitFailed  # loaded with the store's repository
+
+    try:
+        return read(store, recipe), None
+    except GitFailed as exc:
+        return None, (f"the workspace of node {recipe.node.node_id} (commit "
+                      f"{(recipe.node.commit or '')[:12]}) or of its run's root cannot be read "
+                      f"from the store's repository: {exc}")
 
 
 def sync(store: RunStore, recipes: Iterable[Recipe] | None = None) -> list[str]:

@@ -21,9 +21,9 @@
     recipes.id = "recipes";
     recipes.appendChild(table(k.recipes, [
       ["recipe", "id"], ["state", "state"], ["basis", "basis"],
-      ["task", r => r.task && r.task.name], ["reason", "reason"],
+      ["task", r => r.task && r.task.name], ["reason", "reason"], ["error", r => r.error || ""],
     ], r => show("Recipe " + r.id, "/api/recipes/" + encodeURIComponent(r.id), d =>
-      [pre(JSON.stringify(d, null, 1))])));
+      [...(d.error ? [el("p", "error: " + d.error)] : []), pre(JSON.stringify(d, null, 1))])));
     section(box, "Lifecycle").appendChild(table(k.lifecycle, [
       ["kind", "kind"], ["id", "id"], ["state", "state"], ["reason", "reason"], ["events", "events"],
     ]));
