@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _noop import noop_task  # noqa: E402
 from _report import reference_loop, write_section  # noqa: E402
 from dreamrsi.engine.sandboxing import (  # noqa: E402
     base_env,
@@ -113,24 +114,8 @@ def _children_cpu() -> float:
 
 
 def make_task(root: Path) -> Path:
-    seed = root / "task" / "seed"
-    seed.mkdir(parents=True)
-    (seed / "data.txt").write_text("seed\n")
-    (root / "task" / "task.toml").write_text(textwrap.dedent(f"""\
-        name = "noop"
-        objective = "Measure orchestration overhead."
-        direction = "maximize"
-        [workspace]
-        seed = "seed"
-        [evaluator]
-        command = '''{EVALUATE}'''
-        timeout_s = 30
-        [proposer]
-        kind = "command"
-        command = '''{PROPOSE}'''
-        timeout_s = 30
-        """))
-    return root / "task"
+    return noop_task(root, "noop", "Measure orchestration overhead.", propose=PROPOSE,
+                     evaluate=EVALUATE)
 
 
 @dataclass(frozen=True)

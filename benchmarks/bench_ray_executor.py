@@ -50,7 +50,7 @@ PROJECTED = (64, 512)
 
 def make_task(root: Path) -> Path:
     return noop_task(root, "noop-ray", "Measure what an executor costs per attempt.",
-                     append=True, cpus=1)
+                     propose="echo x >> out.txt", cpus=1)
 
 
 class _Timers:
