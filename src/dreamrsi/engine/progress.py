@@ -7,17 +7,12 @@ as at the first); :func:`~dreamrsi.engine.run.start_run` returns a :class:`RunSu
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from dreamrsi.core.model import Cost, Node
-from dreamrsi.store.base import (
-    RunStatus,
-)
-
-logger = logging.getLogger(__name__)
+from dreamrsi.store.values import RunStatus
 
 __all__ = ["RunObserver", "RunProgress", "RunSummary", "Tally"]
 
