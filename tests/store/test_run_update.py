@@ -17,7 +17,13 @@ from dreamrsi.store import (
     RunStore,
     RunUpdate,
 )
-from dreamrsi.store.base import KnowledgeStore, LearnedStore, StoreHandle, SurvivalStore
+from dreamrsi.store.base import (
+    KnowledgeStore,
+    LearnedStore,
+    RecordStore,
+    StoreHandle,
+    SurvivalStore,
+)
 from dreamrsi.testing.store_conformance import STORE_KINDS, make_store
 
 from .helpers import TASK, make_run
@@ -76,8 +82,8 @@ def test_an_update_of_an_unknown_run_is_not_found(store: RunStore) -> None:
 
 
 def test_every_backend_implements_every_part(store: RunStore) -> None:
-    for part in (RunsStore, LedgerStore, DreamsStore, SurvivalStore, KnowledgeStore,
-                 LearnedStore):
+    for part in (RunsStore, LedgerStore, RecordStore, DreamsStore, SurvivalStore,
+                 KnowledgeStore, LearnedStore):
         assert isinstance(store, part)
 
 
@@ -90,7 +96,8 @@ def test_every_method_of_the_store_belongs_to_one_part() -> None:
             if not name.startswith(("__", "_abc")):
                 owners.setdefault(name, []).append(part.__name__)
     public = {n for n in dir(RunStore) if not n.startswith(("__", "_abc"))}
-    across = {n for n in vars(RunStore) if not n.startswith(("__", "_abc"))}
+    across = {n for n in vars(RecordStore) if not n.startswith(("__", "_abc"))}
     assert across == {"node_ledger"}  # reads a node (runs) and its chain (ledger)
+    assert {n for n in vars(RunStore) if not n.startswith(("__", "_abc"))} == set()
     assert public - across == set(owners)
     assert {n: o for n, o in owners.items() if len(o) > 1} == {}
