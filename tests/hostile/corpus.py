@@ -37,6 +37,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tests.hostile.ray_driver import RayDriver
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE / "cases"
@@ -135,8 +139,9 @@ class _Listeners:
 
 
 def _build(case: Case, root: Path, host: Path, listeners: _Listeners, store: Path,
-           tag: str) -> Path:
-    """Write the case's task directory and the host files it attacks; return the task dir."""
+           tag: str, work: Path) -> Path:
+    """Write the case's task directory and the host files it attacks (``work``: where the
+    attempts' folders are); return the task dir."""
     task_dir, seed = root / "task", root / "task" / "seed"
     seed.mkdir(parents=True)
     for source in (COMMON, CASES / case.name):
@@ -158,7 +163,7 @@ def _build(case: Case, root: Path, host: Path, listeners: _Listeners, store: Pat
         "secret": str(host / "secret.txt"), "secret_json": str(host / "secret.json"),
         "host_dir": str(host), "task_dir": str(task_dir), "socket": listeners.path,
         "abstract": listeners.abstract, "port": listeners.port, "engine_pid": os.getpid(),
-        "work_root": str(root / "work"), "tag": tag}))
+        "work_root": str(work), "tag": tag}))
     protected = [*DEFAULT_PROTECTED,
                  *(p for p in case.task.get("protected_paths", []) if p not in DEFAULT_PROTECTED)]
     limits = "".join(f"{key} = {json.dumps(value)}\n"
@@ -190,33 +195,41 @@ def _world(case: Case, root: Path) -> Iterator[tuple[Path, Path, _Listeners, str
                 pass
 
 
-def run_case(case: Case, mode: str, root: Path, executor: str = "local") -> Verdict:
+def run_case(case: Case, mode: str, root: Path, ray: RayDriver | None = None) -> Verdict:
     """Run one case in one isolation mode (``bwrap``: required; ``off``) and judge it.
 
-    With ``executor="ray"`` the run's attempts are Ray tasks on a local Ray instance the run
-    starts, whose workers keep their attempts' folders where the case's ``work_root`` target
-    points (the driver's own work folder is then elsewhere).
+    With ``ray``, the run's attempts are Ray tasks: the driver process ``ray`` holds (joined
+    to a Ray cluster whose workers keep their attempts' folders in ``ray.cache``, where the
+    case's ``work_root`` target points) runs the command line; the driver's own work folder
+    is then elsewhere.
     """
     with _world(case, root) as (host, store, listeners, tag):
-        task_dir = _build(case, root, host, listeners, store, tag)
+        work = root / "work" if ray is None else ray.cache
+        task_dir = _build(case, root, host, listeners, store, tag, work)
         env = {**os.environ, **CANARIES, "DREAMRSI_STORE": str(store),
                "DREAMRSI_WORK_DIR": str(root / "work")}
-        if executor == "ray":
-            env |= {"DREAMRSI_RAY_CACHE": str(root / "work"),
-                    "DREAMRSI_WORK_DIR": str(root / "driver-work")}
         budget = str(case.task.get("budget", 2))
         workers = str(case.task.get("workers", 1))
-        argv = [sys.executable, "-m", "dreamrsi", "run", str(task_dir), "--budget", budget,
-                "--workers", workers, "--isolation", "required" if mode == "bwrap" else "off",
-                "--store", str(store), "--json", "--executor", executor]
+        argv = ["run", str(task_dir), "--budget", budget, "--workers", workers,
+                "--isolation", "required" if mode == "bwrap" else "off",
+                "--store", str(store), "--json"]
         escapes: list[str] = []
         try:
-            done = subprocess.run(argv, env=env, capture_output=True, text=True,
-                                  timeout=RUN_TIMEOUT_S, check=False)
+            if ray is None:
+                done = subprocess.run([sys.executable, "-m", "dreamrsi", *argv, "--executor",
+                                       "local"], env=env,
+                                      capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                                      check=False)
+                code, stderr = done.returncode, done.stderr
+            else:
+                code, stderr = ray.run(
+                    [*argv, "--executor", "ray", "--ray-address", ray.address],
+                    {"DREAMRSI_STORE": str(store),
+                     "DREAMRSI_WORK_DIR": str(root / "driver-work")}, root, RUN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             return Verdict(ran=True, escapes=["the run hung"])
-        if done.returncode != 0:
-            escapes.append(f"the run failed ({done.returncode}): {done.stderr.strip()[-300:]}")
+        if code != 0:
+            escapes.append(f"the run failed ({code}): {stderr.strip()[-300:]}")
         time.sleep(0.3)  # anything the run failed to kill would still be there
         escapes += _judge(store, task_dir, host, listeners, tag)
         escapes += _export_escapes(store, root / "export", env)

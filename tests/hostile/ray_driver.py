@@ -1,0 +1,136 @@
+"""One driver process for the hostile corpus on Ray: it joins a Ray cluster once, then runs
+``dreamrsi`` command lines sent to it one at a time, each as the CLI runs it.
+
+``python -m tests.hostile.ray_driver ADDRESS CACHE`` joins the cluster at ``ADDRESS`` as one
+Ray job whose workers' environment holds the corpus's canary secrets and
+``DREAMRSI_RAY_CACHE=CACHE`` (what a cluster gives its workers), so every case's attempts run
+on the same worker processes, already started, as a long session's attempts do. Each request
+is a JSON line on stdin: ``{"argv": [...], "env": {...}, "out": PATH, "err": PATH}``; the
+command runs in this process (its environment updated with ``env``, its output in the two
+files) and its exit status is written back as one line on the descriptor named by its third
+argument. :class:`RayDriver` starts one and sends it the commands.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class RayDriver:
+    """A driver process joined to the Ray cluster at ``address``, started on first use and
+    again after a command it ran hung (it is then killed with all it started)."""
+
+    def __init__(self, address: str, cache: Path, log: Path) -> None:
+        self.address, self.cache, self.log = address, cache, log
+        self._proc: subprocess.Popen[str] | None = None
+        self._replies = -1
+
+    def run(self, argv: list[str], env: dict[str, str], folder: Path,
+            timeout_s: float) -> tuple[int, str]:
+        """Run ``dreamrsi ARGV`` in the driver with ``env`` added to its environment; its exit
+        status and standard error (kept in ``folder``).
+
+        Raises:
+            subprocess.TimeoutExpired: The command did not end in ``timeout_s`` (the driver
+                is killed).
+        """
+        proc = self._start()
+        out, err = folder / "driver.out", folder / "driver.err"
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps({"argv": argv, "env": env, "out": str(out),
+                                     "err": str(err)}) + "\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([self._replies], [], [], timeout_s)
+        reply = os.read(self._replies, 64) if ready else b""
+        said = err.read_text(errors="replace") if err.exists() else ""
+        if reply:
+            return int(reply), said
+        died = proc.poll()
+        self.close()
+        if died is None:
+            raise subprocess.TimeoutExpired(argv, timeout_s)
+        return died or 1, f"{said}\nthe driver process died ({died})"
+
+    def _start(self) -> subprocess.Popen[str]:
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        self.close()
+        read, write = os.pipe()
+        with open(self.log, "a") as log:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "tests.hostile.ray_driver", self.address,
+                 str(self.cache), str(write)], stdin=subprocess.PIPE, stdout=log,
+                stderr=log, text=True, cwd=ROOT, pass_fds=(write,), start_new_session=True)
+        os.close(write)
+        self._replies = read
+        return self._proc
+
+    def close(self) -> None:
+        """End the driver (stdin closed; killed, with its process group, if it lingers)."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            assert proc.stdin is not None
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=20)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if self._replies >= 0:
+            os.close(self._replies)
+            self._replies = -1
+
+
+def _join(address: str, cache: str) -> None:
+    import ray
+
+    from tests.hostile.corpus import CANARIES
+
+    ray.init(address=address, log_to_driver=False, configure_logging=False,
+             runtime_env={"env_vars": {**CANARIES, "DREAMRSI_RAY_CACHE": cache}})
+
+
+def _run(argv: list[str]) -> int:
+    from dreamrsi.cli.main import main
+
+    sys.argv = ["dreamrsi", *argv]
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    return 0
+
+
+def serve() -> None:
+    """Join the cluster, then run each request until stdin closes."""
+    address, cache, fd = sys.argv[1:4]
+    _join(address, cache)
+    replies = os.fdopen(int(fd), "w")
+    for line in sys.stdin:
+        request = json.loads(line)
+        os.environ.update(request["env"])
+        with open(request["out"], "w") as out, open(request["err"], "w") as err, \
+                contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = _run(request["argv"])
+            except BaseException as exc:  # noqa: BLE001 - a crash is the case's verdict
+                print(f"the command raised {type(exc).__name__}: {exc}", file=err)
+                code = 1
+        replies.write(f"{code}\n")
+        replies.flush()
+
+
+if __name__ == "__main__":
+    serve()
