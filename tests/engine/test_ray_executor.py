@@ -29,6 +29,7 @@ from dreamrsi.sandbox import IsolationMode
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks.spec import load_task
 from tests.conftest import TaskFactory
+from tests.hostile.ray_driver import RayDriver
 
 RESOURCES = '[resources]\ncpus = 1\n'
 
@@ -76,6 +77,31 @@ def test_ray_records_the_same_tree_as_local(ray_local: object, make_task: TaskFa
             named = {a.sha256 for r in rows for a in r.event.artifacts}
             assert named and all(store.blobs.check(d) is None for d in named)
     assert len(trees["ray"]) == 7
+    assert trees["ray"] == trees["local"]
+
+
+TOUCHES_PROTECTED = """
+v = float(open("value.txt").read())
+open("value.txt", "w").write(repr(v + 1))
+open("evaluate.py", "a").write("\\nprint('forged')\\n")
+print("PLAN: edit the evaluator")
+"""
+
+
+def test_a_protected_change_on_ray_keeps_every_commit_its_ledger_names(
+        ray_local: object, make_task: TaskFactory, tmp_path: Path) -> None:
+    """The candidate as its proposer left it (named by the ledger) and the node's commit
+    with the protected paths restored both reach the store, as they do locally."""
+    task = load_task(make_task(propose=TOUCHES_PROTECTED, extra_toml=RESOURCES))
+    trees = {}
+    for kind in ("local", "ray"):
+        with SqliteRunStore.open(tmp_path / kind, writer=True, holder="test") as store:
+            summary = start_run(store, task, RunConfig(budget=2, workers=1, seed=2),
+                                executor=make_executor(kind))
+            report = store.verify(summary.run_id)
+            assert report.ok, report
+            trees[kind] = _tree(store, summary.run_id)
+    assert [n[3] for n in trees["ray"][1:]] == [NodeStatus.INVALID] * 2
     assert trees["ray"] == trees["local"]
 
 
@@ -186,6 +212,39 @@ def test_a_host_without_bubblewrap_refuses_a_task_that_requires_it(
     assert "could not run the attempt: the task's commands run only under bubblewrap" \
         in feedback and "not found" in feedback
     assert not (tmp_path / "cache").exists()  # nothing ran, nothing was unpacked
+
+
+def test_ray_workers_without_bubblewrap_refuse_a_task_that_requires_it(
+        ray_local: Any, make_task: TaskFactory, tmp_path: Path) -> None:
+    """The same refusal through the Ray executor: a driver joined to the cluster as a job
+    whose workers' PATH lacks bwrap (a host without bubblewrap) runs the CLI's ``run``."""
+    bare = tmp_path / "bin"  # every program on this PATH but bwrap
+    bare.mkdir()
+    for folder in os.environ["PATH"].split(os.pathsep):
+        for program in Path(folder).glob("*") if os.path.isdir(folder) else ():
+            if program.name != "bwrap" and not (bare / program.name).exists():
+                (bare / program.name).symlink_to(program)
+    store, cache = tmp_path / "store", tmp_path / "cache"
+    address = ray_local.get_runtime_context().gcs_address
+    driver = RayDriver(address, cache, tmp_path / "log", worker_env={"PATH": str(bare)})
+    try:
+        code, stderr = driver.run(
+            ["run", str(make_task()), "--budget", "2", "--isolation", "required", "--store",
+             str(store), "--executor", "ray", "--ray-address", address, "--json"],
+            {"DREAMRSI_WORK_DIR": str(tmp_path / "work")}, tmp_path, 120)
+    finally:
+        driver.close()
+    assert code == 0, stderr
+    with SqliteRunStore.open(store) as reader:
+        run_id = reader.list_runs()[0].run_id
+        attempts = [n for n in reader.nodes(run_id) if not n.is_root]
+        assert reader.verify(run_id).ok
+    assert len(attempts) == 2
+    for node in attempts:
+        assert node.status is NodeStatus.ERROR, node
+        assert "could not run the attempt: the task's commands run only under bubblewrap, " \
+            "and bubblewrap binary 'bwrap' not found" in node.feedback, node.feedback
+    assert not cache.exists()  # nothing ran, nothing was unpacked on the worker host
 
 
 def test_a_worker_host_fetches_a_workspace_once(make_task: TaskFactory, tmp_path: Path,

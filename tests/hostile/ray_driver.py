@@ -1,14 +1,14 @@
 """One driver process for the hostile corpus on Ray: it joins a Ray cluster once, then runs
 ``dreamrsi`` command lines sent to it one at a time, each as the CLI runs it.
 
-``python -m tests.hostile.ray_driver ADDRESS CACHE`` joins the cluster at ``ADDRESS`` as one
-Ray job whose workers' environment holds the corpus's canary secrets and
-``DREAMRSI_RAY_CACHE=CACHE`` (what a cluster gives its workers), so every case's attempts run
-on the same worker processes, already started, as a long session's attempts do. Each request
-is a JSON line on stdin: ``{"argv": [...], "env": {...}, "out": PATH, "err": PATH}``; the
-command runs in this process (its environment updated with ``env``, its output in the two
-files) and its exit status is written back as one line on the descriptor named by its third
-argument. :class:`RayDriver` starts one and sends it the commands.
+``python -m tests.hostile.ray_driver ADDRESS CACHE FD ENV`` joins the cluster at ``ADDRESS``
+as one Ray job whose workers' environment holds the corpus's canary secrets,
+``DREAMRSI_RAY_CACHE=CACHE`` and the variables of the JSON object ``ENV`` (what a cluster
+gives its workers), so every case's attempts run on the same worker processes, started once,
+as a long session's attempts do. Each request is a JSON line on stdin: ``{"argv": [...],
+"env": {...}, "out": PATH, "err": PATH}``; the command runs in this process (its environment
+updated with ``env``, its output in the two files) and its exit status is written back as
+one line on descriptor ``FD``. :class:`RayDriver` starts one and sends it the commands.
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ class RayDriver:
     """A driver process joined to the Ray cluster at ``address``, started on first use and
     again after a command it ran hung (it is then killed with all it started)."""
 
-    def __init__(self, address: str, cache: Path, log: Path) -> None:
+    def __init__(self, address: str, cache: Path, log: Path,
+                 worker_env: dict[str, str] | None = None) -> None:
         self.address, self.cache, self.log = address, cache, log
+        self.worker_env = dict(worker_env or {})
         self._proc: subprocess.Popen[str] | None = None
         self._replies = -1
 
@@ -50,14 +52,15 @@ class RayDriver:
                                      "err": str(err)}) + "\n")
         proc.stdin.flush()
         ready, _, _ = select.select([self._replies], [], [], timeout_s)
-        reply = os.read(self._replies, 64) if ready else b""
+        if not ready:
+            self.close()
+            raise subprocess.TimeoutExpired(argv, timeout_s)
+        reply = os.read(self._replies, 64)
         said = err.read_text(errors="replace") if err.exists() else ""
         if reply:
             return int(reply), said
-        died = proc.poll()
+        died = proc.wait()  # no reply: the driver process ended
         self.close()
-        if died is None:
-            raise subprocess.TimeoutExpired(argv, timeout_s)
         return died or 1, f"{said}\nthe driver process died ({died})"
 
     def _start(self) -> subprocess.Popen[str]:
@@ -68,8 +71,9 @@ class RayDriver:
         with open(self.log, "a") as log:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "tests.hostile.ray_driver", self.address,
-                 str(self.cache), str(write)], stdin=subprocess.PIPE, stdout=log,
-                stderr=log, text=True, cwd=ROOT, pass_fds=(write,), start_new_session=True)
+                 str(self.cache), str(write), json.dumps(self.worker_env)],
+                stdin=subprocess.PIPE, stdout=log, stderr=log, text=True, cwd=ROOT,
+                pass_fds=(write,), start_new_session=True)
         os.close(write)
         self._replies = read
         return self._proc
@@ -92,13 +96,14 @@ class RayDriver:
             self._replies = -1
 
 
-def _join(address: str, cache: str) -> None:
+def _join(address: str, cache: str, worker_env: dict[str, str]) -> None:
     import ray
 
     from tests.hostile.corpus import CANARIES
 
     ray.init(address=address, log_to_driver=False, configure_logging=False,
-             runtime_env={"env_vars": {**CANARIES, "DREAMRSI_RAY_CACHE": cache}})
+             runtime_env={"env_vars": {**CANARIES, "DREAMRSI_RAY_CACHE": cache,
+                                       **worker_env}})
 
 
 def _run(argv: list[str]) -> int:
@@ -115,8 +120,8 @@ def _run(argv: list[str]) -> int:
 
 def serve() -> None:
     """Join the cluster, then run each request until stdin closes."""
-    address, cache, fd = sys.argv[1:4]
-    _join(address, cache)
+    address, cache, fd, worker_env = sys.argv[1:5]
+    _join(address, cache, json.loads(worker_env))
     replies = os.fdopen(int(fd), "w")
     for line in sys.stdin:
         request = json.loads(line)

@@ -29,7 +29,13 @@ from dreamrsi.engine.attempt import AttemptOutcome, AttemptSpec
 from dreamrsi.engine.commands import cut_reason
 from dreamrsi.engine.ray_cluster import connect, ray_module
 from dreamrsi.engine.ray_worker import run_shipped
-from dreamrsi.engine.shipping import ShippedAttempt, ShippedResult, ShippedTask, task_archive
+from dreamrsi.engine.shipping import (
+    ShippedAttempt,
+    ShippedResult,
+    ShippedTask,
+    named_commits,
+    task_archive,
+)
 from dreamrsi.errors import ConfigError, StoreError
 from dreamrsi.store.ledger import Actor, LedgerEvent
 from dreamrsi.tasks.spec import Resources
@@ -166,7 +172,8 @@ class RayExecutor:
         try:
             if node.node_id != spec.node_id:
                 raise StoreError(f"it names node {node.node_id}")
-            job.repo.unpack(result.pack)
+            for pack in (result.pack, *result.commits.values()):
+                job.repo.unpack(pack)
             for digest, data in result.blobs.items():
                 if job.blobs.put(data) != digest:
                     raise StoreError(f"blob {digest[:16]} arrived damaged")
@@ -174,9 +181,11 @@ class RayExecutor:
             missing = sorted(d for d in named if job.blobs.check(d) is not None)
             if missing:
                 raise StoreError(f"blob {missing[0][:16]} its ledger names did not arrive")
+            lacking = sorted(c for c in named_commits(result.outcome) - {spec.commit}
+                             if not job.repo.has_commit(c))
+            if lacking:
+                raise StoreError(f"commit {lacking[0]} its ledger names did not arrive")
             if node.commit and node.commit != spec.commit:
-                if not job.repo.has_commit(node.commit):
-                    raise StoreError(f"commit {node.commit} did not arrive")
                 job.repo.keep(f"refs/dreamrsi/nodes/{node.node_id}", node.commit)
                 if pack_ref is not None:
                     self._remember(node.commit, spec.commit, pack_ref)

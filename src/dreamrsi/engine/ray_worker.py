@@ -31,7 +31,12 @@ from dreamrsi.core.model import Cost, Node, NodeStatus
 from dreamrsi.engine.attempt import AttemptOutcome, AttemptRunner, AttemptSpec
 from dreamrsi.engine.peers import prepare_trusted
 from dreamrsi.engine.recording import attempt_safely
-from dreamrsi.engine.shipping import ShippedAttempt, ShippedResult, ShippedTask
+from dreamrsi.engine.shipping import (
+    ShippedAttempt,
+    ShippedResult,
+    ShippedTask,
+    named_commits,
+)
 from dreamrsi.errors import DreamError
 from dreamrsi.sandbox import IsolationMode, isolation_problem
 from dreamrsi.store.blobs import MemoryBlobs
@@ -91,7 +96,9 @@ def run_shipped(job: ShippedTask, attempt: ShippedAttempt,
         commit = outcome.node.commit
         pack = cache.repo.pack(commit, spec.commit) \
             if commit and commit != spec.commit else b""
-        return ShippedResult(outcome, pack, blobs.kept(), host)
+        others = {c: cache.repo.pack(c, spec.commit or None)
+                  for c in sorted(named_commits(outcome) - {spec.commit, commit})}
+        return ShippedResult(outcome, pack, blobs.kept(), host, others)
     except (DreamError, OSError) as exc:
         return _refused(spec, host, started, f"{type(exc).__name__}: {exc}")
 

@@ -5,8 +5,8 @@ Ray objects the worker fetches only when its host lacks them (held in one-elemen
 which Ray does not resolve on its own): the task's files (an archive named by its SHA-256,
 extracted once per host) and each workspace (git packs named by their commit ids, unpacked
 once per host: a full pack of an ancestor's objects, then what each later commit added).
-Back comes the outcome with a pack of the new commit's objects and the blobs its ledger rows
-name.
+Back comes the outcome with a pack of the new commit's objects (and of every other commit its
+ledger rows name) and the blobs its ledger rows name.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import hashlib
 import io
 import os
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from dreamrsi.sandbox import IsolationMode
 from dreamrsi.tasks.spec import Task
 
 __all__ = ["MAX_ARCHIVE_BYTES", "ShippedAttempt", "ShippedResult", "ShippedTask",
-           "task_archive"]
+           "named_commits", "task_archive"]
 
 MAX_ARCHIVE_BYTES = 256 << 20
 """Most bytes of a task's archive (its folder and seed): a bigger task belongs on a shared
@@ -83,12 +83,25 @@ class ShippedResult:
         pack: The objects of the node's commit that its parent's lacked (empty: none).
         blobs: The bytes of every blob the ledger rows name, by SHA-256.
         host: The worker host's name.
+        commits: A pack per other commit the ledger rows name (the candidate as its
+            proposer left it, when the node's commit is that candidate with its protected
+            paths restored), with the objects its parent's lacked, by commit id.
     """
 
     outcome: AttemptOutcome
     pack: bytes
     blobs: dict[str, bytes]
     host: str
+    commits: dict[str, bytes] = field(default_factory=dict)
+
+
+def named_commits(outcome: AttemptOutcome) -> set[str]:
+    """Every commit an attempt's outcome names (its node's, its ledger rows'): what the store
+    must hold for the run's ledger to verify."""
+    named = {e.commit for e in outcome.events if e.commit}
+    if outcome.node.commit:
+        named.add(outcome.node.commit)
+    return named
 
 
 def task_archive(task: Task) -> tuple[str, bytes]:
