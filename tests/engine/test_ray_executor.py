@@ -228,7 +228,7 @@ def test_ray_workers_without_bubblewrap_refuse_a_task_that_requires_it(
     address = ray_local.get_runtime_context().gcs_address
     driver = RayDriver(address, cache, tmp_path / "log", worker_env={"PATH": str(bare)})
     try:
-        code, stderr = driver.run(
+        code, _, stderr = driver.run(
             ["run", str(make_task()), "--budget", "2", "--isolation", "required", "--store",
              str(store), "--executor", "ray", "--ray-address", address, "--json"],
             {"DREAMRSI_WORK_DIR": str(tmp_path / "work")}, tmp_path, 120)

@@ -200,42 +200,52 @@ def run_case(case: Case, mode: str, root: Path, ray: RayDriver | None = None) ->
 
     With ``ray``, the run's attempts are Ray tasks: the driver process ``ray`` holds (joined
     to a Ray cluster whose workers keep their attempts' folders in ``ray.cache``, where the
-    case's ``work_root`` target points) runs the command line; the driver's own work folder
-    is then elsewhere.
+    case's ``work_root`` target points) runs the command lines, the checks' too; the
+    driver's own work folder is then elsewhere.
     """
     with _world(case, root) as (host, store, listeners, tag):
         work = root / "work" if ray is None else ray.cache
         task_dir = _build(case, root, host, listeners, store, tag, work)
-        env = {**os.environ, **CANARIES, "DREAMRSI_STORE": str(store),
-               "DREAMRSI_WORK_DIR": str(root / "work")}
+        cli = _Cli(ray, root, {"DREAMRSI_STORE": str(store),
+                               "DREAMRSI_WORK_DIR": str(root / "work" if ray is None
+                                                        else root / "driver-work")})
         budget = str(case.task.get("budget", 2))
         workers = str(case.task.get("workers", 1))
         argv = ["run", str(task_dir), "--budget", budget, "--workers", workers,
                 "--isolation", "required" if mode == "bwrap" else "off",
-                "--store", str(store), "--json"]
+                "--store", str(store), "--json", "--executor", "local" if ray is None else "ray",
+                *(() if ray is None else ("--ray-address", ray.address))]
         escapes: list[str] = []
         try:
-            if ray is None:
-                done = subprocess.run([sys.executable, "-m", "dreamrsi", *argv, "--executor",
-                                       "local"], env=env,
-                                      capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-                                      check=False)
-                code, stderr = done.returncode, done.stderr
-            else:
-                code, stderr = ray.run(
-                    [*argv, "--executor", "ray", "--ray-address", ray.address],
-                    {"DREAMRSI_STORE": str(store),
-                     "DREAMRSI_WORK_DIR": str(root / "driver-work")}, root, RUN_TIMEOUT_S)
+            code, _, stderr = cli(argv, RUN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             return Verdict(ran=True, escapes=["the run hung"])
         if code != 0:
             escapes.append(f"the run failed ({code}): {stderr.strip()[-300:]}")
         time.sleep(0.3)  # anything the run failed to kill would still be there
-        escapes += _judge(store, task_dir, host, listeners, tag)
-        escapes += _export_escapes(store, root / "export", env)
+        escapes += _judge(store, task_dir, host, listeners, tag, cli)
+        escapes += _export_escapes(store, root / "export", cli)
         ran = _ran(store, case.name) and (not case.task.get("ran_every_attempt")
                                            or _ran_every_attempt(store, case.name))
         return Verdict(ran=ran, escapes=escapes)
+
+
+class _Cli:
+    """Runs ``dreamrsi ARGV`` for one case: a process of its own (its environment the
+    tests' with the canaries and the case's ``env``), or the Ray driver's command."""
+
+    def __init__(self, ray: RayDriver | None, folder: Path, env: dict[str, str]) -> None:
+        self.ray, self.folder, self.env = ray, folder, env
+
+    def __call__(self, argv: list[str], timeout_s: float | None,
+                 plain: bool = False) -> tuple[int, str, str]:
+        """Exit status, stdout and stderr (``plain``: with the tests' own environment)."""
+        if self.ray is not None:
+            return self.ray.run(argv, self.env, self.folder, timeout_s or RUN_TIMEOUT_S)
+        env = None if plain else {**os.environ, **CANARIES, **self.env}
+        done = subprocess.run([sys.executable, "-m", "dreamrsi", *argv], env=env,
+                              capture_output=True, text=True, timeout=timeout_s, check=False)
+        return done.returncode, done.stdout, done.stderr
 
 
 def _store_texts(store: Path) -> Iterator[bytes]:
@@ -274,7 +284,7 @@ def _ran_every_attempt(store: Path, name: str) -> bool:
 
 
 def _judge(store: Path, task_dir: Path, host: Path, listeners: _Listeners,
-           tag: str) -> list[str]:
+           tag: str, cli: _Cli) -> list[str]:
     found: list[str] = []
     secrets = [s.encode() for s in (*CANARIES.values(), SECRET_TEXT)]
     for text in _store_texts(store):
@@ -288,11 +298,10 @@ def _judge(store: Path, task_dir: Path, host: Path, listeners: _Listeners,
         db.close()
     if best is not None and best >= FORGED:
         found.append(f"a score of {best} was recorded")
-    verify = subprocess.run([sys.executable, "-m", "dreamrsi", "ledger", "verify",
-                             "--store", str(store), _run_id(store)],
-                            capture_output=True, text=True, check=False)
-    if verify.returncode != 0:
-        found.append(f"the ledger no longer verifies: {verify.stdout.strip()[-200:]}")
+    code, said, _ = cli(["ledger", "verify", "--store", str(store), _run_id(store)], None,
+                        plain=True)
+    if code != 0:
+        found.append(f"the ledger no longer verifies: {said.strip()[-200:]}")
     victim = host / "victim.txt"
     if not victim.exists() or victim.read_text() != VICTIM_TEXT or victim.stat().st_uid != 0 \
             and os.geteuid() == 0:
@@ -305,12 +314,10 @@ def _judge(store: Path, task_dir: Path, host: Path, listeners: _Listeners,
     return sorted(set(found))
 
 
-def _export_escapes(store: Path, dest: Path, env: dict[str, str]) -> list[str]:
+def _export_escapes(store: Path, dest: Path, cli: _Cli) -> list[str]:
     """Export the best node (``dreamrsi best --export``); every link it wrote that leads
     outside the export is an escape (a refused export writes nothing, and is no escape)."""
-    subprocess.run([sys.executable, "-m", "dreamrsi", "best", _run_id(store), "--export",
-                    str(dest), "--store", str(store)], env=env, capture_output=True,
-                   check=False, timeout=RUN_TIMEOUT_S)
+    cli(["best", _run_id(store), "--export", str(dest), "--store", str(store)], RUN_TIMEOUT_S)
     root = os.path.realpath(dest)
     found = []
     for folder, dirs, files in os.walk(dest):

@@ -35,18 +35,20 @@ class RayDriver:
         self.worker_env = dict(worker_env or {})
         self._proc: subprocess.Popen[str] | None = None
         self._replies = -1
+        self._count = 0
 
     def run(self, argv: list[str], env: dict[str, str], folder: Path,
-            timeout_s: float) -> tuple[int, str]:
+            timeout_s: float) -> tuple[int, str, str]:
         """Run ``dreamrsi ARGV`` in the driver with ``env`` added to its environment; its exit
-        status and standard error (kept in ``folder``).
+        status, standard output and standard error (kept in ``folder``).
 
         Raises:
             subprocess.TimeoutExpired: The command did not end in ``timeout_s`` (the driver
                 is killed).
         """
         proc = self._start()
-        out, err = folder / "driver.out", folder / "driver.err"
+        self._count += 1
+        out, err = (folder / f"driver-{self._count}.{kind}" for kind in ("out", "err"))
         assert proc.stdin is not None
         proc.stdin.write(json.dumps({"argv": argv, "env": env, "out": str(out),
                                      "err": str(err)}) + "\n")
@@ -56,12 +58,12 @@ class RayDriver:
             self.close()
             raise subprocess.TimeoutExpired(argv, timeout_s)
         reply = os.read(self._replies, 64)
-        said = err.read_text(errors="replace") if err.exists() else ""
+        said, warned = (f.read_text(errors="replace") if f.exists() else "" for f in (out, err))
         if reply:
-            return int(reply), said
+            return int(reply), said, warned
         died = proc.wait()  # no reply: the driver process ended
         self.close()
-        return died or 1, f"{said}\nthe driver process died ({died})"
+        return died or 1, said, f"{warned}\nthe driver process died ({died})"
 
     def _start(self) -> subprocess.Popen[str]:
         if self._proc is not None and self._proc.poll() is None:

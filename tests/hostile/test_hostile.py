@@ -1,8 +1,11 @@
-"""The hostile task corpus, run as root in CI, with and without bubblewrap.
+"""The hostile task corpus, run as root in CI, with and without bubblewrap, and under
+bubblewrap through the Ray executor.
 
 Every case must run its attack (else it proves nothing) and end as its ``case.toml`` says:
 ``contained`` under bubblewrap, and whatever is honestly true with ``--isolation off``
 (where an ``escapes`` verdict checks that the attack really works when nothing stops it).
+On Ray, one driver process joined to the session's Ray runs every case (see
+:mod:`tests.hostile.ray_driver`), so Ray starts once and its workers once for the corpus.
 """
 
 from __future__ import annotations
