@@ -22,12 +22,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.hostile.corpus import CANARIES
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 class RayDriver:
-    """A driver process joined to the Ray cluster at ``address``, started on first use and
-    again after a command it ran hung (it is then killed with all it started)."""
+    """A driver process joined to the Ray cluster at ``address`` (its environment, as its
+    workers', holding the canaries), started on first use and again after a command it ran
+    hung (it is then killed with all it started)."""
 
     def __init__(self, address: str, cache: Path, log: Path,
                  worker_env: dict[str, str] | None = None) -> None:
@@ -75,7 +78,7 @@ class RayDriver:
                 [sys.executable, "-m", "tests.hostile.ray_driver", self.address,
                  str(self.cache), str(write), json.dumps(self.worker_env)],
                 stdin=subprocess.PIPE, stdout=log, stderr=log, text=True, cwd=ROOT,
-                pass_fds=(write,), start_new_session=True)
+                env={**os.environ, **CANARIES}, pass_fds=(write,), start_new_session=True)
         os.close(write)
         self._replies = read
         return self._proc
@@ -100,8 +103,6 @@ class RayDriver:
 
 def _join(address: str, cache: str, worker_env: dict[str, str]) -> None:
     import ray
-
-    from tests.hostile.corpus import CANARIES
 
     ray.init(address=address, log_to_driver=False, configure_logging=False,
              runtime_env={"env_vars": {**CANARIES, "DREAMRSI_RAY_CACHE": cache,

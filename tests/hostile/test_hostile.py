@@ -12,12 +12,21 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.hostile.corpus import MODES, Case, docs_section, docs_table, load_cases, run_case
+from tests.hostile.corpus import (
+    CANARIES,
+    MODES,
+    Case,
+    docs_section,
+    docs_table,
+    load_cases,
+    run_case,
+)
 from tests.hostile.ray_driver import RayDriver
 
 CASES = load_cases()
@@ -58,6 +67,19 @@ def test_hostile_case_on_ray_workers(case: Case, ray_driver: RayDriver, tmp_path
     verdict = run_case(case, "bwrap", tmp_path / "world", ray=ray_driver)
     assert verdict.ran, f"{case.name}: the attack never ran, so the case proves nothing"
     assert verdict.label == case.expected("bwrap"), f"{case.name} on Ray: {verdict.escapes}"
+
+
+@pytest.mark.slow
+def test_the_ray_path_finds_a_secret_of_the_workers_environment(
+        ray_driver: RayDriver, tmp_path: Path) -> None:
+    """The control: with ``GH_PAT`` passed on by its task, ``env-secrets`` escapes on Ray (the
+    commands run on the workers only, so their environment holds the canaries, and the judge
+    finds one that leaks)."""
+    case = next(c for c in CASES if c.name == "env-secrets")
+    leaky = replace(case, task={**case.task, "constraints": {"pass_env": ["GH_PAT"]}})
+    verdict = run_case(leaky, "bwrap", tmp_path / "world", ray=ray_driver)
+    assert verdict.ran
+    assert f"canary {CANARIES['GH_PAT']!r} in the store" in verdict.escapes, verdict.escapes
 
 
 def test_every_case_is_contained_under_bubblewrap() -> None:
