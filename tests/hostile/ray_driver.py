@@ -107,6 +107,17 @@ def _join(address: str, cache: str, worker_env: dict[str, str]) -> None:
     ray.init(address=address, log_to_driver=False, configure_logging=False,
              runtime_env={"env_vars": {**CANARIES, "DREAMRSI_RAY_CACHE": cache,
                                        **worker_env}})
+    # Start the job's workers at once, one per CPU, with dreamrsi's worker code imported.
+    warm = ray.remote(_warm).options(num_cpus=1)
+    ray.get([warm.remote() for _ in range(int(ray.cluster_resources().get("CPU", 1)))])
+
+
+def _warm() -> None:
+    import time
+
+    import dreamrsi.engine.ray_worker  # noqa: F401 - imported once per worker
+
+    time.sleep(0.5)  # held, so that each task gets a worker of its own
 
 
 def _run(argv: list[str]) -> int:
@@ -138,6 +149,9 @@ def serve() -> None:
                 code = 1
         replies.write(f"{code}\n")
         replies.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # Ray ends the job's workers when its driver goes; its own exit waits seconds
 
 
 if __name__ == "__main__":
