@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -195,6 +196,23 @@ def test_edit_of_protected_path_is_restored_and_marked_invalid(
     assert (out / "evaluate.py").read_text() == (
         tmp_path / "task0" / "seed" / "evaluate.py").read_text()
     assert (out / "value.txt").read_text() == "5"
+
+
+def test_a_restored_candidate_outlives_a_pruning_gc(store: SqliteRunStore,
+                                                    make_task: TaskFactory) -> None:
+    """The ledger names the candidate as its proposer left it and the node's commit with the
+    protected paths restored; a ref keeps each, so ``git gc --prune=now`` (a user tidying the
+    store's repository) leaves the ledger verifiable."""
+    propose = """
+    open("evaluate.py", "a").write("\\nprint('forged')\\n")
+    open("value.txt", "w").write("5")
+    """
+    summary, nodes = run(store, make_task(propose=propose), budget=2)
+    assert [n.status for n in attempts(nodes)] == [NodeStatus.INVALID] * 2
+    subprocess.run(["git", "--git-dir", str(store.root / "repo.git"), "gc", "--prune=now",
+                    "--quiet"], check=True)
+    report = store.verify(summary.run_id)
+    assert report.ok, report
 
 
 def test_edit_of_protected_path_restored_then_evaluated_when_configured(

@@ -36,6 +36,12 @@ from dreamrsi.workspace.trusted import open_to_all, overlay_trusted, scan_worksp
 _MIB = 1 << 20
 
 
+def proposed_ref(node_id: str) -> str:
+    """The ref that keeps a candidate as its proposer left it when the node's commit is
+    another (its protected paths restored): the ledger names both, so both are kept."""
+    return f"refs/dreamrsi/proposed/{node_id}"
+
+
 @dataclass(frozen=True, slots=True)
 class AttemptSpec:
     """What a worker needs to run one attempt.
@@ -203,6 +209,7 @@ class AttemptRunner:
         changed = overlay_trusted(view, self.trusted, self._constraints.protected_paths)
         if changed:
             rec.notes.append(f"protected paths changed by the proposer: {', '.join(changed)}")
+            self.repo.keep(proposed_ref(spec.node_id), commit)  # the ledger names it too
             commit = self.repo.snapshot(view, index, spec.commit if spec.parent else None,
                                         f"attempt {spec.node_id} (protected paths restored)",
                                         f"refs/dreamrsi/nodes/{spec.node_id}", rec.git_calls)

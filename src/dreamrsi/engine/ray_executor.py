@@ -25,7 +25,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from dreamrsi.core.model import Cost, Node, NodeStatus
-from dreamrsi.engine.attempt import AttemptOutcome, AttemptSpec
+from dreamrsi.engine.attempt import AttemptOutcome, AttemptSpec, proposed_ref
 from dreamrsi.engine.commands import cut_reason
 from dreamrsi.engine.ray_cluster import connect, ray_module
 from dreamrsi.engine.ray_worker import run_shipped
@@ -189,6 +189,9 @@ class RayExecutor:
                 job.repo.keep(f"refs/dreamrsi/nodes/{node.node_id}", node.commit)
                 if pack_ref is not None:
                     self._remember(node.commit, spec.commit, pack_ref)
+            others = sorted(named_commits(result.outcome) - {spec.commit, node.commit})
+            for i, other in enumerate(others):  # the candidate before its paths were restored
+                job.repo.keep(proposed_ref(node.node_id) + (f"-{i}" if i else ""), other)
         except StoreError as exc:
             return _failed(spec, started, NodeStatus.ERROR, "the result shipped back from "
                            f"worker host {result.host} cannot be kept: {exc}")
