@@ -328,7 +328,7 @@ def test_a_chooser_carries_nothing_from_one_replay_to_another(family: str) -> No
     played = play(interleaved, outer.branch_starts, outer.state_after, outer.size,
                   outer.root.score, 1, 80, None, False, True)
     assert not isinstance(played, GaveUp)
-    stop, rounds, selections, revealed, sizes, best, nodes = played
+    stop, rounds, selections, revealed, sizes, best, nodes, ups = played
     assert len(inner_results) > 3
     assert all(r == expected_inner for r in inner_results)
     assert (stop, rounds, selections, revealed, best) == (
@@ -336,6 +336,7 @@ def test_a_chooser_carries_nothing_from_one_replay_to_another(family: str) -> No
         expected_outer.revealed, expected_outer.quality)
     assert tuple(n.node_id for n in nodes or ()) == expected_outer.order
     assert tuple(sizes or ()) == expected_outer.batch_sizes
+    assert tuple(ups) == expected_outer.improvements
     # and one after the other, the same object again
     for _ in range(2):
         assert replay(policy, outer, workers=1, max_rounds=80, plan=outer_plan) == \

@@ -321,11 +321,13 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
 # -- a chooser driven on recorded branch states ---------------------------------------------
 
 Played = tuple[StopReason, int, int, int, "list[int] | None", "float | None",
-               "list[Node] | None"]
+               "list[Node] | None", "list[tuple[int, float]]"]
 """What :func:`play` returns: why the episode ended, its rounds, selections and revealed
 nodes, the nodes revealed in each round (``None`` unless the order is kept), the best score
-revealed (the root's included; ``None`` if none), and the revealed nodes in order (``None``
-unless the order is kept)."""
+revealed (the root's included; ``None`` if none), the revealed nodes in order (``None``
+unless the order is kept), and the improvement record: ``(i, best)`` for each revealed node
+that raised the best score so far (the root's to start with), ``i`` its 1-based place in the
+reveal order (kept always: it grows only on an improvement)."""
 
 
 _ASK: Any = object()  # not looked up yet
@@ -383,6 +385,7 @@ def play(choose: Chooser | BatchChooser, starts: Sequence[Branch],
     opened = rounds = spent = selections = revealed = 0
     nodes: list[Node] = []  # kept for a hand-over, and for the order
     sizes: list[int] | None = [] if keep_order else None
+    ups: list[tuple[int, float]] = []  # the improvement record
     found: list[Branch] = []
     while True:
         if rounds >= rounds_cap:
@@ -424,10 +427,11 @@ def play(choose: Chooser | BatchChooser, starts: Sequence[Branch],
             node = state.tip_node
             if attempts is not None and node.status is not _LOST:
                 spent += 1
+            nodes.append(node)
             if state.since_best == 0 and (score := state.best) is not None and (
                     best is None or score > best):
                 best = score
-            nodes.append(node)
+                ups.append((len(nodes), score))
         if charge and attempts is not None:
             spent += len(batch) - count
         if not count:  # the same view: the same batch while the slots stay the same
@@ -438,7 +442,7 @@ def play(choose: Chooser | BatchChooser, starts: Sequence[Branch],
                 spent += idle * len(batch)
             if sizes is not None:
                 sizes += [0] * idle
-    return stop, rounds, selections, revealed, sizes, best, nodes if keep_order else None
+    return stop, rounds, selections, revealed, sizes, best, nodes if keep_order else None, ups
 
 
 def play_one(choose: Chooser, starts: Sequence[Branch], after: Mapping[str, Branch | None],
@@ -450,6 +454,7 @@ def play_one(choose: Chooser, starts: Sequence[Branch], after: Mapping[str, Bran
     opened = rounds = spent = 0
     nodes: list[Node] = []  # kept for a hand-over, and for the order
     sizes: list[int] | None = [] if keep_order else None
+    ups: list[tuple[int, float]] = []  # the improvement record
     state: Branch | None = None
     while True:
         if rounds >= rounds_cap:
@@ -492,10 +497,11 @@ def play_one(choose: Chooser, starts: Sequence[Branch], after: Mapping[str, Bran
         rounds += 1
         if attempts is not None and node.status is not _LOST:
             spent += 1
+        nodes.append(node)
         if state.since_best == 0 and (score := state.best) is not None and (
                 best is None or score > best):
             best = score
-        nodes.append(node)
+            ups.append((len(nodes), score))
         if sizes is not None:
             sizes.append(1)
-    return stop, rounds, rounds, len(nodes), sizes, best, nodes if keep_order else None
+    return stop, rounds, rounds, len(nodes), sizes, best, nodes if keep_order else None, ups

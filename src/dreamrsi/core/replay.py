@@ -308,6 +308,11 @@ class ReplayResult(NamedTuple):
         order: Revealed node ids in reveal order (root excluded; empty unless the replay
             kept it).
         batch_sizes: Nodes revealed in each round (empty unless the replay kept the order).
+        improvements: The improvement record, kept by every replay: ``(i, best)`` for each
+            revealed node that raised the best score so far (the root's to start with), ``i``
+            its 1-based place in the reveal order and ``best`` its score. What
+            :func:`improvement_record` derives from the whole reveal order, at the cost of
+            a pair per improvement: when the best rose, and to what.
     """
 
     tree_id: str
@@ -319,6 +324,7 @@ class ReplayResult(NamedTuple):
     stop: StopReason
     order: tuple[str, ...]
     batch_sizes: tuple[int, ...]
+    improvements: tuple[tuple[int, float], ...] = ()
 
     @property
     def parallelism(self) -> float:
@@ -410,7 +416,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int 
                 played = _hand_over(policy, tree, played, cap, attempt_budget, charge_misses,
                                     keep_order, seed, task_name, workers)
     if played is not None:
-        stop, rounds, selections, revealed, sizes, best, nodes = played  # type: ignore[misc]
+        stop, rounds, selections, revealed, sizes, best, nodes, ups = played  # type: ignore[misc]
         if beyond and (selections > revealed or stop is StopReason.EXHAUSTED):
             return _plan_out_of_support(tree)
         quality = best if best is not None else tree.floor
@@ -418,7 +424,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int 
             tree.tree_id, 0.0 if quality is None else quality, revealed, rounds,
             selections - revealed, selections, stop,
             () if nodes is None else tuple(n.node_id for n in nodes),
-            () if sizes is None else tuple(sizes)))
+            () if sizes is None else tuple(sizes), tuple(ups)))
     result = replay_generic(policy, tree, workers=workers, max_rounds=max_rounds, seed=seed,
                             attempt_budget=attempt_budget, task_name=task_name,
                             keep_order=keep_order, plan=plan, charge_misses=charge_misses)
@@ -451,11 +457,13 @@ def replay_generic(policy: Policy, tree: RecordedTree, *, workers: int,
                            state=EpisodeState(0, 0, 0, 0, [] if keep_order else None))
     best = view.best
     quality = best.score if best is not None and best.score is not None else tree.floor
-    order = tuple(n.node_id for n in islice(view.nodes(), 1, None)) if keep_order else ()
+    revealed = list(islice(view.nodes(), 1, None))
+    order = tuple(n.node_id for n in revealed) if keep_order else ()
     return _tuple_new(ReplayResult, (
         tree.tree_id, 0.0 if quality is None else quality, st.revealed, st.rounds,
         st.selections - st.revealed, st.selections, stop, order,
-        () if st.batch_sizes is None else tuple(st.batch_sizes)))
+        () if st.batch_sizes is None else tuple(st.batch_sizes),
+        tuple(improvement_record(revealed, tree.root.score))))
 
 
 class RecordedSource:
@@ -505,8 +513,25 @@ def _hand_over(policy: Policy, tree: RecordedTree, gave_up: GaveUp, rounds_cap: 
                                getattr(policy, "name", type(policy).__name__), rounds_cap)
     stop, st = run_episode(policy, view, source, settings, state=st)
     top = view.best
+    revealed = list(view.nodes())[1:]
     return (stop, st.rounds, st.selections, st.revealed, st.batch_sizes,
-            None if top is None else top.score, list(view.nodes())[1:] if keep_order else None)
+            None if top is None else top.score, revealed if keep_order else None,
+            improvement_record(revealed, tree.root.score))
+
+
+def improvement_record(nodes: Iterable[Node],
+                       start: float | None) -> list[tuple[int, float]]:
+    """The improvement record of a reveal order: ``(i, score)`` for each node (``i`` its
+    1-based place in ``nodes``) whose score is above every score before it, ``start`` (the
+    root's score, ``None``: none) included. What every replay path keeps as it goes
+    (``ReplayResult.improvements``); here from the whole order, as the slow paths have it."""
+    ups, best = [], start
+    for i, node in enumerate(nodes, 1):
+        score = node.score
+        if score is not None and (best is None or score > best):
+            best = score
+            ups.append((i, score))
+    return ups
 
 
 _BIG = 1e150  # scores within it: no difference or ratio of two of them overflows

@@ -253,7 +253,7 @@ def with_quality(result: ReplayResult, quality: float) -> ReplayResult:
     """``result`` with another quality, every other part kept."""
     return ReplayResult(result.tree_id, quality, result.revealed, result.rounds,
                         result.out_of_support, result.selections, result.stop, result.order,
-                        result.batch_sizes)
+                        result.batch_sizes, result.improvements)
 
 
 def _measured(result: ReplayResult, tree: RecordedTree, scale: QualityScale | None,
