@@ -32,9 +32,10 @@ Beta2Opt = Annotated[float, typer.Option(
 QualityOpt = Annotated[str, typer.Option(
     help="rank (share of the history's scores reached) | rarity (decades of rarity in the "
          "history) | reach (1 when the history's --reach-quantile is reached, else 0) | "
-         "relative (per tree) | raw.")]
+         "reach-attempts (1 - T / (2 x budget), T the attempts taken to reach it; 0 if "
+         "never) | relative (per tree) | raw.")]
 ReachQuantileOpt = Annotated[float | None, typer.Option(
-    help="With --quality reach: the quantile of the history's valid scores to reach (above 0, "
+    help="With --quality reach or reach-attempts: the quantile of the history's valid scores to reach (above 0, "
          "at most 1; default 0.9).")]
 K2Opt = Annotated[int | None, typer.Option("--k2", **COUNT, help="Most replay rounds (K2).")]
 ChargeMissesOpt = Annotated[bool, typer.Option(

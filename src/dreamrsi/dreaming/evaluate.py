@@ -149,10 +149,12 @@ class ReplaySettings:
             raise ConfigError(f"replay settings of version {version!r} are newer than this "
                               f"code (version {SETTINGS_VERSION})", key="version")
         quantile = values.pop("reach_quantile", None)
+        penalty = values.pop("reach_penalty", None)
         if "quality" in values:
-            values["quality"] = parse_quality(values["quality"], quantile)
-        elif quantile is not None:
-            raise ConfigError("reach_quantile without the reach quality", key="reach_quantile")
+            values["quality"] = parse_quality(values["quality"], quantile, penalty)
+        elif quantile is not None or penalty is not None:
+            key = "reach_quantile" if quantile is not None else "reach_penalty"
+            raise ConfigError(f"{key} without a reach quality", key=key)
         if version < 5:
             values.setdefault("beta1", COST_BETA1)
             values.setdefault("charge_misses", False)
@@ -279,7 +281,7 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
                         keep_order=keep_order, plan=plan,
                         charge_misses=settings.charge_misses,
                         grid_support=settings.plan_support == "grid")
-        result = quality.scored(result, tree, scale)
+        result = quality.scored(result, tree, scale, settings.attempt_budget)
         if (result.stop is StopReason.PLAN_OUT_OF_SUPPORT and settings.plan_miss == "nothing"
                 and quality.nothing is not None):
             result = with_quality(result, quality.nothing)

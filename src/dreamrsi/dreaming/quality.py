@@ -21,7 +21,15 @@ command line, a stored dream), and carried in :class:`~dreamrsi.dreaming.evaluat
   recorded, in the task's direction, since scores are normalised so that higher is better),
   else 0. Averaged over root orders and trees it is the replay probability that a round
   reaches that level: the quantity a user with a target cares about, with nothing for
-  getting closer without reaching it.
+  getting closer without reaching it;
+- :class:`ReachAttemptsQuality` (``reach-attempts``): the attempts a replay took to reach
+  the same threshold, read off its improvement record (``ReplayResult.improvements``), as
+  ``1 − T / (penalty · B)`` with ``B`` the attempt budget (the tree's size without one): 1
+  when the root already reaches it, falling linearly with each attempt it took, and 0 for a
+  replay that never reaches it, censored at ``penalty · B`` attempts (``penalty`` 2 by
+  default: a missed round counts as a second round's budget spent). Its mean over root
+  orders and trees is ``1 − E[T] / (penalty · B)``: maximising it minimises the expected
+  attempts to reach the threshold, the loop's paired metric.
 
 ``beta1`` and ``beta2`` are in the units of the chosen quality.
 """
@@ -92,9 +100,9 @@ class Quality(Protocol):
     nothing: ClassVar[float | None]
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
-               scale: QualityScale | None) -> ReplayResult:
+               scale: QualityScale | None, budget: int | None = None) -> ReplayResult:
         """``result`` with its quality in this mode (``scale``: the history's, when
-        :attr:`scaled`)."""
+        :attr:`scaled`; ``budget``: the replay's attempt budget, ``None`` for none)."""
         ...
 
     def to_json(self) -> dict[str, Any]:
@@ -111,7 +119,7 @@ class RawQuality:
     nothing: ClassVar[float | None] = None
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
-               scale: QualityScale | None) -> ReplayResult:
+               scale: QualityScale | None, budget: int | None = None) -> ReplayResult:
         """The result as replay measured it."""
         return result
 
@@ -129,7 +137,7 @@ class RelativeQuality:
     nothing: ClassVar[float | None] = 0.0
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
-               scale: QualityScale | None) -> ReplayResult:
+               scale: QualityScale | None, budget: int | None = None) -> ReplayResult:
         """The best revealed score between the tree's floor and best (1 when they meet)."""
         floor, best = tree.floor, tree.best
         if floor is None or best is None or best <= floor:
@@ -152,7 +160,7 @@ class RankQuality:
     nothing: ClassVar[float | None] = 0.0
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
-               scale: QualityScale | None) -> ReplayResult:
+               scale: QualityScale | None, budget: int | None = None) -> ReplayResult:
         """The rank of the best revealed score (0 when nothing with a score was seen)."""
         return with_quality(result, _measured(result, tree, scale, QualityScale.rank))
 
@@ -170,7 +178,7 @@ class RarityQuality:
     nothing: ClassVar[float | None] = 0.0
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
-               scale: QualityScale | None) -> ReplayResult:
+               scale: QualityScale | None, budget: int | None = None) -> ReplayResult:
         """The rarity of the best revealed score (0 when nothing with a score was seen)."""
         return with_quality(result, _measured(result, tree, scale, QualityScale.rarity))
 
@@ -205,7 +213,7 @@ class ReachQuality:
                               key="reach_quantile")
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
-               scale: QualityScale | None) -> ReplayResult:
+               scale: QualityScale | None, budget: int | None = None) -> ReplayResult:
         """1 when the best revealed score is at or above the history's threshold (0 when
         nothing with a score was seen, or the history holds no valid score)."""
         return with_quality(result, _measured(result, tree, scale, self._reaches))
@@ -219,28 +227,101 @@ class ReachQuality:
         return {"quality": self.name, "reach_quantile": self.quantile}
 
 
+REACH_PENALTY = 2.0
+"""What a replay that never reaches the threshold counts as under ``reach-attempts``, in
+attempt budgets."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReachAttemptsQuality:
+    """``1 − T / (penalty · B)``: ``T`` the attempts a replay took to reach the history's
+    ``quantile`` (0 when the root reaches it; ``penalty · B`` when it never does), ``B`` its
+    attempt budget (the tree's size without one).
+
+    Attributes:
+        quantile: As :class:`ReachQuality`'s.
+        penalty: A censored replay counts as ``penalty`` budgets spent (finite, at least 1:
+            never reaching can be no better than reaching with the last attempt).
+    """
+
+    name: ClassVar[str] = "reach-attempts"
+    scaled: ClassVar[bool] = True
+    nothing: ClassVar[float | None] = 0.0
+    quantile: float = REACH_QUANTILE
+    penalty: float = REACH_PENALTY
+
+    def __post_init__(self) -> None:
+        ReachQuality(self.quantile)  # its checks
+        p = self.penalty
+        if isinstance(p, bool) or not isinstance(p, int | float) or not (
+                math.isfinite(p) and p >= 1):
+            raise ConfigError(f"reach_penalty must be finite and at least 1, got {p!r}",
+                              key="reach_penalty")
+
+    def attempts(self, result: ReplayResult, tree: RecordedTree,
+                 scale: QualityScale | None) -> int | None:
+        """The attempts ``result`` took to reach the threshold: 0 when the root reaches it,
+        else the reveal place of the first improvement that does; ``None`` when none does
+        (or the history holds no valid score)."""
+        if scale is None:
+            raise ValueError("a scaled quality mode needs the history's QualityScale")
+        threshold = scale.threshold(self.quantile)
+        if threshold is None:
+            return None
+        root = tree.root.score
+        if root is not None and root >= threshold:
+            return 0
+        return next((i for i, best in result.improvements if best >= threshold), None)
+
+    def scored(self, result: ReplayResult, tree: RecordedTree,
+               scale: QualityScale | None, budget: int | None = None) -> ReplayResult:
+        """``1 − T / (penalty · B)``, at least 0."""
+        taken = self.attempts(result, tree, scale)
+        ceiling = self.penalty * (budget if budget is not None else max(1, tree.size))
+        spent = ceiling if taken is None else min(float(taken), ceiling)
+        return with_quality(result, 1.0 - spent / ceiling)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"quality": "reach-attempts", "reach_quantile": quantile, "reach_penalty":
+        penalty}``."""
+        return {"quality": self.name, "reach_quantile": self.quantile,
+                "reach_penalty": self.penalty}
+
+
 QUALITIES: dict[str, Quality] = {q.name: q for q in (
-    RankQuality(), RarityQuality(), RelativeQuality(), RawQuality(), ReachQuality())}
+    RankQuality(), RarityQuality(), RelativeQuality(), RawQuality(), ReachQuality(),
+    ReachAttemptsQuality())}
 """Every quality mode by name (with its settings' defaults), the default first."""
 
 
-def parse_quality(name: str, reach_quantile: float | None = None) -> Quality:
-    """The quality mode called ``name`` (``reach_quantile``: the ``reach`` mode's quantile,
-    default 0.9; refused with another mode).
+def parse_quality(name: str, reach_quantile: float | None = None,
+                  reach_penalty: float | None = None) -> Quality:
+    """The quality mode called ``name`` (``reach_quantile``: the ``reach`` and
+    ``reach-attempts`` modes' quantile, default 0.9; ``reach_penalty``: the
+    ``reach-attempts`` mode's, default 2; each refused with another mode).
 
     >>> parse_quality("rarity")
     RarityQuality()
     >>> parse_quality("reach", 0.95)
     ReachQuality(quantile=0.95)
+    >>> parse_quality("reach-attempts")
+    ReachAttemptsQuality(quantile=0.9, penalty=2.0)
 
     Raises:
-        ConfigError: No mode has that name (the message lists them), or a quantile given to
-            another mode than ``reach``, or one out of (0, 1].
+        ConfigError: No mode has that name (the message lists them), a setting given to a
+            mode that has no such setting, or a quantile out of (0, 1] or a penalty below 1.
     """
+    quantile = REACH_QUANTILE if reach_quantile is None else reach_quantile
+    if reach_penalty is not None and name != ReachAttemptsQuality.name:
+        raise ConfigError(f"reach_penalty is a setting of the reach-attempts quality, not of "
+                          f"'{name}'", key="reach_penalty")
+    if name == ReachAttemptsQuality.name:
+        return ReachAttemptsQuality(quantile,
+                                    REACH_PENALTY if reach_penalty is None else reach_penalty)
     if name == ReachQuality.name:
-        return ReachQuality(REACH_QUANTILE if reach_quantile is None else reach_quantile)
+        return ReachQuality(quantile)
     if reach_quantile is not None:
-        raise ConfigError(f"reach_quantile is a setting of the reach quality, not of "
+        raise ConfigError(f"reach_quantile is a setting of the reach qualities, not of "
                           f"'{name}'", key="reach_quantile")
     try:
         return QUALITIES[name]

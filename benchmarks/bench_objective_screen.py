@@ -1,0 +1,214 @@
+"""Which policy does the first dream pick under each quality mode? A cheap screen on C3.
+
+Before a paired measurement (``bench_pays_paired.py``, hours), this checks in minutes whether
+a quality mode changes what the loop's first dream deploys. For each seed s it records the
+history ``bench_pays_paired.py --prior 2`` gives seed s's dream arm before round 1 (two
+fixed-arm loops of π_1 with the seeds ``PRIOR_SEED + 2s`` and ``PRIOR_SEED + 2s + 1``, each
+``--total-budget`` attempts in rounds of ``--per-round-budget``), then runs that dream (the
+loop's own settings: W, the round's budget, the total protocol's β1 and gate, the dream arm's
+seed s) once per quality mode, each on a copy of the store.
+
+Reported per mode: the policy deployed (the pick when promoted, else π_1), how often it is
+broad greedy (``greedy`` with ``branches`` 12 to 20: the shape of ``greedy:branches=16,top=1``,
+measured to pay 2.13 [1.45, 3.04] over π_1 when run from round 1), and each deployed
+policy's replay on held-out trees: every other seed's history, pooled as a dream pools it and
+measured on that history's own scale. The held-out columns are the mean over those other seeds
+of the reach probability (``reach``: the round gets to the 0.9 quantile of that history) and
+of the expected attempts to get there (censored at twice the round's budget, ``reach-attempts``),
+with π_1 and ``greedy:branches=16,top=1`` as reference rows.
+
+Usage: nice python benchmarks/bench_objective_screen.py [--seeds 10] [--modes rank reach
+       reach-attempts] [--stores DIR]   (DIR keeps the recorded histories for a rerun)
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_pays_paired import PRIOR_SEED  # noqa: E402
+from dreamrsi.cli._dream_options import DreamOptions  # noqa: E402
+from dreamrsi.core.policy import PolicySpec  # noqa: E402
+from dreamrsi.core.replay import RecordedTree  # noqa: E402
+from dreamrsi.dreaming import LoopConfig, ReplaySettings, dream, parse_quality  # noqa: E402
+from dreamrsi.dreaming.evaluate import score_policy  # noqa: E402
+from dreamrsi.dreaming.history import load_history, pool_branches  # noqa: E402
+from dreamrsi.dreaming.loop import LoopArm, protocol_dream  # noqa: E402
+from dreamrsi.dreaming.quality import QualityScale  # noqa: E402
+from dreamrsi.policies.registry import parse_spec  # noqa: E402
+from dreamrsi.store.sqlite import SqliteRunStore  # noqa: E402
+from dreamrsi.tasks import resolve_task  # noqa: E402
+
+BROAD = "greedy:branches=16,top=1"
+"""The policy measured to pay over π_1 from round 1 (``--versus`` in bench_pays_paired)."""
+
+
+def record(args: argparse.Namespace, seed: int, home: Path) -> Path:
+    """Seed ``seed``'s two earlier loops, as ``bench_pays_paired.record_prior`` records them
+    (kept in ``home`` and reused when already there)."""
+    store, done = home / f"prior-{seed}" / "store", home / f"prior-{seed}" / "done"
+    if done.exists():
+        return store
+    shutil.rmtree(store.parent, ignore_errors=True)
+    for i in range(2):
+        other = PRIOR_SEED + 2 * seed + i
+        subprocess.run([sys.executable, "-m", "dreamrsi", "loop", args.task, "--arm", "fixed",
+                        "--seed", str(other), "--total-budget", str(args.total_budget),
+                        "--per-round-budget", str(args.per_round_budget), "--workers",
+                        str(args.workers), "--store", str(store), "--json"],
+                       check=True, capture_output=True, text=True)
+    done.touch()
+    return store
+
+
+def loop_config(args: argparse.Namespace, seed: int, mode: str) -> LoopConfig:
+    """The dream arm's loop settings, as ``dreamrsi loop --quality MODE`` builds them."""
+    defaults = protocol_dream("total")
+    options = DreamOptions(quality=mode)
+    settings = options.replay_settings(args.workers, None, args.per_round_budget, defaults)
+    return LoopConfig(rounds=args.total_budget, per_round_budget=args.per_round_budget,
+                      workers=args.workers, arm=LoopArm.DREAM, seed=seed,
+                      dream=options.dream_config(0.25, seed, settings, defaults),
+                      total_budget=args.total_budget)
+
+
+def first_dream(args: argparse.Namespace, seed: int, mode: str, store: Path,
+                tmp: Path) -> tuple[PolicySpec, bool]:
+    """The deployed policy of seed ``seed``'s first dream under ``mode``, and whether it was a
+    promotion (the dream runs on a copy of the store: it records itself)."""
+    copy = tmp / f"{mode}-{seed}"
+    shutil.copytree(store, copy)
+    task = resolve_task(args.task)
+    config = loop_config(args, seed, mode)
+    with SqliteRunStore.open(copy, writer=True, holder="objective screen") as handle:
+        history = load_history(handle, task.name, task.digest, task.evaluator_digest)
+        report = dream(handle, task, config.initial_policy(), config.dream_config(), history)
+    return report.selected, report.promoted
+
+
+def held_out(args: argparse.Namespace, histories: dict[int, list[RecordedTree]]
+             ) -> dict[int, tuple[list[RecordedTree], QualityScale]]:
+    """Each seed's history pooled as a dream pools it (lending cut at the round's budget), with
+    its own scale."""
+    return {s: (pool_branches(trees, args.per_round_budget), QualityScale.of(trees))
+            for s, trees in histories.items()}
+
+
+def replay_scores(args: argparse.Namespace, spec: PolicySpec,
+                  pooled: tuple[list[RecordedTree], QualityScale]) -> tuple[float, float]:
+    """``spec``'s reach probability and expected attempts to reach (censored at twice the
+    budget) over one pooled history."""
+    trees, scale = pooled
+    out = []
+    for mode in ("reach", "reach-attempts"):
+        settings = ReplaySettings(workers=args.workers, attempt_budget=args.per_round_budget,
+                                  quality=parse_quality(mode))
+        scores = score_policy(spec, trees, settings, scale=scale)
+        out.append(statistics.fmean(s.quality for s in scores))
+    reach, quick = out
+    return reach, 2 * args.per_round_budget * (1 - quick)
+
+
+def broad(spec: PolicySpec) -> bool:
+    """Greedy with 12 to 20 branches: ``greedy:branches=16,top=1``'s shape."""
+    return spec.name == "greedy" and 12 <= int(spec.params.get("branches", 0)) <= 20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="autocorrelation-c3")
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--total-budget", type=int, default=120)
+    parser.add_argument("--per-round-budget", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--modes", nargs="+", default=["rank", "reach", "reach-attempts"])
+    parser.add_argument("--stores", type=Path, default=None,
+                        help="keep the recorded histories here (reused when there)")
+    args = parser.parse_args()
+    for mode in args.modes:
+        parse_quality(mode)  # a clear error before anything runs
+    with tempfile.TemporaryDirectory(prefix="dreamrsi-screen-") as tmp:
+        home = args.stores or Path(tmp) / "stores"
+        home.mkdir(parents=True, exist_ok=True)
+        stores = {s: record(args, s, home) for s in range(args.seeds)}
+        task = resolve_task(args.task)
+        histories = {}
+        for s, store in stores.items():
+            with SqliteRunStore.open(store) as handle:
+                histories[s] = load_history(handle, task.name, task.digest,
+                                            task.evaluator_digest).trees
+        picks: dict[str, dict[int, tuple[PolicySpec, bool]]] = {m: {} for m in args.modes}
+        for s, store in stores.items():
+            for mode in args.modes:
+                picks[mode][s] = first_dream(args, s, mode, store, Path(tmp))
+                print(f"seed {s} {mode}: {picks[mode][s][0].label()} "
+                      f"(promoted: {picks[mode][s][1]})", file=sys.stderr, flush=True)
+        text = report(args, picks, held_out(args, histories))
+    print(text)
+    from _report import write_section  # noqa: PLC0415 (rebuilds the headline too)
+
+    write_section(f"objective-screen-{resolve_task(args.task).name}",
+                  f"The first dream's pick under each quality mode ({args.task}, {args.seeds} "
+                  f"seeds, the history of --prior 2)", text,
+                  f"nice python benchmarks/bench_objective_screen.py --task {args.task} "
+                  f"--seeds {args.seeds} --total-budget {args.total_budget} "
+                  f"--per-round-budget {args.per_round_budget} --workers {args.workers} "
+                  f"--modes {' '.join(args.modes)}")
+
+
+def report(args: argparse.Namespace, picks: dict[str, dict[int, tuple[PolicySpec, bool]]],
+           pooled: dict[int, tuple[list[RecordedTree], QualityScale]]) -> str:
+    """The per-seed picks, the counts and the held-out replay of what each mode deployed."""
+    cache: dict[tuple[str, int], tuple[float, float]] = {}
+
+    def on_others(spec: PolicySpec, seed: int) -> tuple[float, float]:
+        got = []
+        for other in pooled:
+            if other == seed:
+                continue
+            key = (spec.label(), other)
+            if key not in cache:
+                cache[key] = replay_scores(args, spec, pooled[other])
+            got.append(cache[key])
+        return (statistics.fmean(g[0] for g in got), statistics.fmean(g[1] for g in got))
+
+    seeds = sorted(next(iter(picks.values())))
+    lines = ["| seed | " + " | ".join(args.modes) + " |",
+             "|---:|" + "---|" * len(args.modes)]
+    for s in seeds:
+        cells = [f"`{picks[m][s][0].label()}`" + ("" if picks[m][s][1] else " (kept)")
+                 for m in args.modes]
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    lines += ["", "| deployed under | promoted | broad greedy | held-out reach, mean | "
+              "held-out attempts to reach, mean |", "|---|---:|---:|---:|---:|"]
+    initial = LoopConfig(per_round_budget=args.per_round_budget,
+                         workers=args.workers).initial_policy()
+    for mode in args.modes:
+        deployed = [(s, picks[mode][s][0]) for s in seeds]
+        scores = [on_others(spec, s) for s, spec in deployed]
+        lines.append(f"| {mode} | {sum(p for _, p in picks[mode].values())} of {len(seeds)} | "
+                     f"{sum(broad(spec) for _, spec in deployed)} of {len(seeds)} | "
+                     f"{statistics.fmean(r for r, _ in scores):.3f} | "
+                     f"{statistics.fmean(a for _, a in scores):.1f} |")
+    for label, spec in (("π_1 (reference)", initial), (f"`{BROAD}` (reference)",
+                                                       parse_spec(BROAD))):
+        scores = [on_others(spec, s) for s in seeds]
+        lines.append(f"| {label} | | | {statistics.fmean(r for r, _ in scores):.3f} | "
+                     f"{statistics.fmean(a for _, a in scores):.1f} |")
+    lines += ["", f"Held out: each deployed policy replayed (W = {args.workers}, "
+              f"{args.per_round_budget} attempts) on every other seed's history, pooled and "
+              "scaled as that history's own dream would be; reach is the share of replays "
+              "that get to the history's 0.9 quantile, attempts to reach count a replay that "
+              f"never does as {2 * args.per_round_budget} (twice the budget). π_1 is "
+              f"`{initial.label()}`."]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
