@@ -18,12 +18,14 @@ of the expected attempts to get there (censored at twice the round's budget, ``r
 with π_1 and ``greedy:branches=16,top=1`` as reference rows.
 
 Usage: nice python benchmarks/bench_objective_screen.py [--seeds 10] [--modes rank reach
-       reach-attempts] [--stores DIR]   (DIR keeps the recorded histories for a rerun)
+       reach-attempts] [--stores DIR]   (DIR keeps the recorded histories and the dreams'
+       picks for a rerun)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import subprocess
@@ -144,11 +146,19 @@ def main() -> None:
                 histories[s] = load_history(handle, task.name, task.digest,
                                             task.evaluator_digest).trees
         picks: dict[str, dict[int, tuple[PolicySpec, bool]]] = {m: {} for m in args.modes}
+        kept = home / "picks.json"  # each dream's outcome, reused by a rerun on these stores
+        known = json.loads(kept.read_text()) if kept.exists() else {}
         for s, store in stores.items():
             for mode in args.modes:
-                picks[mode][s] = first_dream(args, s, mode, store, Path(tmp))
-                print(f"seed {s} {mode}: {picks[mode][s][0].label()} "
-                      f"(promoted: {picks[mode][s][1]})", file=sys.stderr, flush=True)
+                key = f"{mode} {s} {args.total_budget}x{args.per_round_budget}"  # the label
+                # reads back into an equal spec (PolicySpec)
+                if key not in known:
+                    spec, promoted = first_dream(args, s, mode, store, Path(tmp))
+                    known[key] = [spec.label(), promoted]
+                    kept.write_text(json.dumps(known, indent=1))
+                picks[mode][s] = (parse_spec(known[key][0]), bool(known[key][1]))
+                print(f"seed {s} {mode}: {known[key][0]} (promoted: {known[key][1]})",
+                      file=sys.stderr, flush=True)
         text = report(args, picks, held_out(args, histories))
     print(text)
     from _report import write_section  # noqa: PLC0415 (rebuilds the headline too)

@@ -35,8 +35,8 @@ QualityOpt = Annotated[str, typer.Option(
          "reach-attempts (1 - T / (2 x budget), T the attempts taken to reach it; 0 if "
          "never) | relative (per tree) | raw.")]
 ReachQuantileOpt = Annotated[float | None, typer.Option(
-    help="With --quality reach or reach-attempts: the quantile of the history's valid scores to reach (above 0, "
-         "at most 1; default 0.9).")]
+    help="With --quality reach or reach-attempts: the quantile of the history's valid scores "
+         "to reach (above 0, at most 1; default 0.9).")]
 K2Opt = Annotated[int | None, typer.Option("--k2", **COUNT, help="Most replay rounds (K2).")]
 ChargeMissesOpt = Annotated[bool, typer.Option(
     help="Count selections with no recorded continuation as attempts spent (budget and cost; "
