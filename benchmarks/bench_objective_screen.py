@@ -9,13 +9,14 @@ loop's own settings: W, the round's budget, the total protocol's β1 and gate, t
 seed s) once per quality mode, each on a copy of the store.
 
 Reported per mode: the policy deployed (the pick when promoted, else π_1), how often it is
-broad greedy (``greedy`` with ``branches`` 12 to 20: the shape of ``greedy:branches=16,top=1``,
-measured to pay 2.13 [1.45, 3.04] over π_1 when run from round 1), and each deployed
-policy's replay on held-out trees: every other seed's history, pooled as a dream pools it and
-measured on that history's own scale. The held-out columns are the mean over those other seeds
-of the reach probability (``reach``: the round gets to the 0.9 quantile of that history) and
-of the expected attempts to get there (censored at twice the round's budget, ``reach-attempts``),
-with π_1 and ``greedy:branches=16,top=1`` as reference rows.
+broad greedy (``greedy`` with ``branches`` 12 to 20, and of those ``top`` = 1: the shape of
+``greedy:branches=16,top=1``, measured to pay 2.13 [1.45, 3.04] over π_1 when run from
+round 1), and each deployed policy's replay on held-out trees: every other seed's history,
+pooled as a dream pools it and measured on that history's own scale. The held-out columns
+are the mean over those other seeds of the reach probability (``reach``: the round gets to
+the 0.9 quantile of that history) and of the expected attempts to get there (censored at
+twice the round's budget, ``reach-attempts``), with π_1 and ``greedy:branches=16,top=1`` as
+reference rows.
 
 Usage: nice python benchmarks/bench_objective_screen.py [--seeds 10] [--modes rank reach
        reach-attempts] [--stores DIR]   (DIR keeps the recorded histories and the dreams'
@@ -117,9 +118,11 @@ def replay_scores(args: argparse.Namespace, spec: PolicySpec,
     return reach, 2 * args.per_round_budget * (1 - quick)
 
 
-def broad(spec: PolicySpec) -> bool:
-    """Greedy with 12 to 20 branches: ``greedy:branches=16,top=1``'s shape."""
-    return spec.name == "greedy" and 12 <= int(spec.params.get("branches", 0)) <= 20
+def broad(spec: PolicySpec, top: int | None = None) -> bool:
+    """Greedy with 12 to 20 branches (``top``: and that ``top``): ``greedy:branches=16,top=1``'s
+    shape."""
+    return spec.name == "greedy" and 12 <= int(spec.params.get("branches", 0)) <= 20 and (
+        top is None or int(spec.params.get("top", 0)) == top)
 
 
 def main() -> None:
@@ -195,8 +198,9 @@ def report(args: argparse.Namespace, picks: dict[str, dict[int, tuple[PolicySpec
         cells = [f"`{picks[m][s][0].label()}`" + ("" if picks[m][s][1] else " (kept)")
                  for m in args.modes]
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
-    lines += ["", "| deployed under | promoted | broad greedy | held-out reach, mean | "
-              "held-out attempts to reach, mean |", "|---|---:|---:|---:|---:|"]
+    lines += ["", "| deployed under | promoted | greedy, 12-20 branches | of which top = 1 | "
+              "held-out reach, mean | held-out attempts to reach, mean |",
+              "|---|---:|---:|---:|---:|---:|"]
     initial = LoopConfig(per_round_budget=args.per_round_budget,
                          workers=args.workers).initial_policy()
     for mode in args.modes:
@@ -204,12 +208,13 @@ def report(args: argparse.Namespace, picks: dict[str, dict[int, tuple[PolicySpec
         scores = [on_others(spec, s) for s, spec in deployed]
         lines.append(f"| {mode} | {sum(p for _, p in picks[mode].values())} of {len(seeds)} | "
                      f"{sum(broad(spec) for _, spec in deployed)} of {len(seeds)} | "
+                     f"{sum(broad(spec, 1) for _, spec in deployed)} | "
                      f"{statistics.fmean(r for r, _ in scores):.3f} | "
                      f"{statistics.fmean(a for _, a in scores):.1f} |")
     for label, spec in (("π_1 (reference)", initial), (f"`{BROAD}` (reference)",
                                                        parse_spec(BROAD))):
         scores = [on_others(spec, s) for s in seeds]
-        lines.append(f"| {label} | | | {statistics.fmean(r for r, _ in scores):.3f} | "
+        lines.append(f"| {label} | | | | {statistics.fmean(r for r, _ in scores):.3f} | "
                      f"{statistics.fmean(a for _, a in scores):.1f} |")
     lines += ["", f"Held out: each deployed policy replayed (W = {args.workers}, "
               f"{args.per_round_budget} attempts) on every other seed's history, pooled and "
