@@ -73,7 +73,7 @@ def record(args: argparse.Namespace, seed: int, home: Path) -> Path:
 def loop_config(args: argparse.Namespace, seed: int, mode: str) -> LoopConfig:
     """The dream arm's loop settings, as ``dreamrsi loop --quality MODE`` builds them."""
     defaults = protocol_dream("total")
-    options = DreamOptions(quality=mode)
+    options = DreamOptions(quality=mode, root_orders=args.root_orders)
     settings = options.replay_settings(args.workers, None, args.per_round_budget, defaults)
     return LoopConfig(rounds=args.total_budget, per_round_budget=args.per_round_budget,
                       workers=args.workers, arm=LoopArm.DREAM, seed=seed,
@@ -133,6 +133,8 @@ def main() -> None:
     parser.add_argument("--per-round-budget", type=int, default=20)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--modes", nargs="+", default=["rank", "reach", "reach-attempts"])
+    parser.add_argument("--root-orders", type=int, default=1,
+                        help="the dreams' --root-orders (the loop's default: 1)")
     parser.add_argument("--stores", type=Path, default=None,
                         help="keep the recorded histories here (reused when there)")
     args = parser.parse_args()
@@ -153,7 +155,8 @@ def main() -> None:
         known = json.loads(kept.read_text()) if kept.exists() else {}
         for s, store in stores.items():
             for mode in args.modes:
-                key = f"{mode} {s} {args.total_budget}x{args.per_round_budget}"  # the label
+                key = f"{mode} {s} {args.total_budget}x{args.per_round_budget}" + (
+                    f" orders {args.root_orders}" if args.root_orders != 1 else "")  # the label
                 # reads back into an equal spec (PolicySpec)
                 if key not in known:
                     spec, promoted = first_dream(args, s, mode, store, Path(tmp))
@@ -166,13 +169,14 @@ def main() -> None:
     print(text)
     from _report import write_section  # noqa: PLC0415 (rebuilds the headline too)
 
-    write_section(f"objective-screen-{resolve_task(args.task).name}",
+    orders = f" --root-orders {args.root_orders}" if args.root_orders != 1 else ""
+    write_section(f"objective-screen-{resolve_task(args.task).name}" + orders.replace(" ", ""),
                   f"The first dream's pick under each quality mode ({args.task}, {args.seeds} "
-                  f"seeds, the history of --prior 2)", text,
+                  f"seeds, the history of --prior 2{orders})", text,
                   f"nice python benchmarks/bench_objective_screen.py --task {args.task} "
                   f"--seeds {args.seeds} --total-budget {args.total_budget} "
                   f"--per-round-budget {args.per_round_budget} --workers {args.workers} "
-                  f"--modes {' '.join(args.modes)}")
+                  f"--modes {' '.join(args.modes)}{orders}")
 
 
 def report(args: argparse.Namespace, picks: dict[str, dict[int, tuple[PolicySpec, bool]]],
