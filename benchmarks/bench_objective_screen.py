@@ -170,7 +170,8 @@ def main() -> None:
     from _report import write_section  # noqa: PLC0415 (rebuilds the headline too)
 
     orders = f" --root-orders {args.root_orders}" if args.root_orders != 1 else ""
-    write_section(f"objective-screen-{resolve_task(args.task).name}" + orders.replace(" ", ""),
+    write_section(f"objective-screen-{resolve_task(args.task).name}"
+                  + (f"-orders-{args.root_orders}" if orders else ""),
                   f"The first dream's pick under each quality mode ({args.task}, {args.seeds} "
                   f"seeds, the history of --prior 2{orders})", text,
                   f"nice python benchmarks/bench_objective_screen.py --task {args.task} "
