@@ -48,6 +48,9 @@ from dreamrsi.policies.registry import parse_spec  # noqa: E402
 from dreamrsi.store.sqlite import SqliteRunStore  # noqa: E402
 from dreamrsi.tasks import resolve_task  # noqa: E402
 
+HELD_OUT_ORDERS = 4
+"""Root orders of the held-out replays: which fresh branch was recorded first is chance, so
+the held-out figures average over rotations of each tree's branches."""
 BROAD = "greedy:branches=16,top=1"
 """The policy measured to pay over π_1 from round 1 (``--versus`` in bench_pays_paired)."""
 
@@ -111,7 +114,7 @@ def replay_scores(args: argparse.Namespace, spec: PolicySpec,
     out = []
     for mode in ("reach", "reach-attempts"):
         settings = ReplaySettings(workers=args.workers, attempt_budget=args.per_round_budget,
-                                  quality=parse_quality(mode))
+                                  quality=parse_quality(mode), root_orders=HELD_OUT_ORDERS)
         scores = score_policy(spec, trees, settings, scale=scale)
         out.append(statistics.fmean(s.quality for s in scores))
     reach, quick = out
@@ -222,7 +225,8 @@ def report(args: argparse.Namespace, picks: dict[str, dict[int, tuple[PolicySpec
         lines.append(f"| {label} | | | | {statistics.fmean(r for r, _ in scores):.3f} | "
                      f"{statistics.fmean(a for _, a in scores):.1f} |")
     lines += ["", f"Held out: each deployed policy replayed (W = {args.workers}, "
-              f"{args.per_round_budget} attempts) on every other seed's history, pooled and "
+              f"{args.per_round_budget} attempts, {HELD_OUT_ORDERS} root orders) on every "
+              "other seed's history, pooled and "
               "scaled as that history's own dream would be; reach is the share of replays "
               "that get to the history's 0.9 quantile, attempts to reach count a replay that "
               f"never does as {2 * args.per_round_budget} (twice the budget). π_1 is "
