@@ -100,9 +100,9 @@ def first_dream(args: argparse.Namespace, seed: int, mode: str, store: Path,
 
 def held_out(args: argparse.Namespace, histories: dict[int, list[RecordedTree]]
              ) -> dict[int, tuple[list[RecordedTree], QualityScale]]:
-    """Each seed's history pooled as a dream pools it (lending cut at the round's budget), with
-    its own scale."""
-    return {s: (pool_branches(trees, args.per_round_budget), QualityScale.of(trees))
+    """Each seed's history pooled as a dream with several root orders pools it (every branch
+    lent), with its own scale."""
+    return {s: (pool_branches(trees), QualityScale.of(trees))
             for s, trees in histories.items()}
 
 
