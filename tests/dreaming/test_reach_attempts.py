@@ -12,7 +12,14 @@ from typer.testing import CliRunner
 from dreamrsi.cli.main import app
 from dreamrsi.core.model import Direction
 from dreamrsi.core.replay import replay
-from dreamrsi.dreaming import ReachAttemptsQuality, ReachQuality, ReplaySettings, parse_quality
+from dreamrsi.dreaming import (
+    DreamConfig,
+    ReachAttemptsQuality,
+    ReachQuality,
+    ReplaySettings,
+    parse_quality,
+)
+from dreamrsi.dreaming.dreamer import gate_rewards
 from dreamrsi.dreaming.evaluate import score_policy
 from dreamrsi.dreaming.history import pool_branches
 from dreamrsi.dreaming.quality import QualityScale
@@ -56,6 +63,16 @@ def test_sooner_is_strictly_better_and_never_is_worst() -> None:
     assert quality("fixed:branches=1,refine=3", penalty=4.0) == 1 - 4 / 32
     # reaching at the last attempt of the budget is still better than never reaching
     assert quality("fixed:branches=1,refine=3", budget=4) == 0.5 > never
+
+
+def test_the_quality_gate_measures_the_attempts() -> None:
+    settings = ReplaySettings(workers=1, attempt_budget=8, charge_misses=False,
+                              quality=ReachAttemptsQuality())
+    config = DreamConfig(replay=settings, gate="quality", pool_branches=False)
+    rewards = {spec: gate_rewards(parse_spec(spec), [T1, T2], [T1, T2], config, SCALE)
+               for spec in ("fixed:branches=2,refine=0", "fixed:branches=1,refine=3")}
+    assert rewards == {"fixed:branches=2,refine=0": [1 - 2 / 16, 0.0],
+                       "fixed:branches=1,refine=3": [1 - 4 / 16, 0.0]}
 
 
 def test_a_root_that_reaches_needs_no_attempt() -> None:
@@ -138,11 +155,16 @@ def test_cli_dream_stores_it_and_refuses_bad_values(tmp_path: Path,
     table = json.loads(cli("replay", task_dir, "--quality", "reach-attempts",
                            "--reach-quantile", "0.5", "--budget", "4", "--json"))
     assert all(0.0 <= t["quality"] <= 1.0 for t in table["trees"])
-    dreamed = json.loads(cli("dream", task_dir, "--families", "fixed", "--trials", "20",
-                             "--quality", "reach-attempts", "--json"))
+    # the gate on quality, the branch bootstrap and the tie prior take it as they take rank
+    dreamed = json.loads(cli("dream", task_dir, "--families", "fixed,greedy", "--trials", "20",
+                             "--quality", "reach-attempts", "--budget", "4", "--gate",
+                             "quality", "--tie-prior", "breadth", "--json"))
     with SqliteRunStore.open(Path(store)) as handle:
         config = handle.get_dream(dreamed["dream_id"]).config
+    assert (config["gate"], config["interval"], config["tie_prior"]) == (
+        "quality", "branch", "breadth")
     assert config["replay"]["quality"] == "reach-attempts"
+    assert config["replay"]["attempt_budget"] == 4
     assert (config["replay"]["reach_quantile"], config["replay"]["reach_penalty"]) == (0.9, 2.0)
     assert "reach_quantile" in cli("replay", task_dir, "--quality", "reach-attempts",
                                    "--reach-quantile", "0", code=1)
