@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dreamrsi.core.replay import RecordedTree, ReplayResult, replay, replay_generic
+from dreamrsi.core.view import TreeView
 from dreamrsi.policies import make_policy
 from tests.policies.test_choosers import _bushy, _long_chains, _walk_tree
 
@@ -63,9 +64,23 @@ def test_the_record_grows_only_on_improvement() -> None:
 
 def test_a_replay_handed_over_to_the_episode_loop_keeps_the_whole_record() -> None:
     tree = _long_chains(40)  # ucb's chooser gives up past 16 branches at W = 1
-    for workers in (1,):
-        policy = make_policy("ucb:max_branches=40,c=3.0")
-        ordered = replay(policy, tree, workers=workers, max_rounds=400, keep_order=True)
-        fast = replay(policy, tree, workers=workers, max_rounds=400, keep_order=False)
-        assert sum(1 for i in ordered.order if tree.nodes[i].parent_id == "r-0") > 16
-        assert fast.improvements == derived(tree, ordered) != ()
+    policy = make_policy("ucb:max_branches=40,c=3.0")
+    ordered = replay(policy, tree, workers=1, max_rounds=400, keep_order=True)
+    fast = replay(policy, tree, workers=1, max_rounds=400, keep_order=False)
+    assert sum(1 for i in ordered.order if tree.nodes[i].parent_id == "r-0") > 16
+    assert fast.improvements == derived(tree, ordered) != ()
+
+
+def test_a_view_revealed_node_by_node_keeps_the_record() -> None:
+    tree = _bushy(120, 8)  # revealed as an online run reveals (reveal_all), in seq order
+    view = TreeView(tree.root)
+    nodes = sorted((n for n in tree.nodes.values() if n.parent_id is not None),
+                   key=lambda n: n.seq)
+    view.reveal_all(nodes)
+    ups, best = [], tree.root.score
+    for i, node in enumerate(nodes, 1):
+        if node.score is not None and (best is None or node.score > best):
+            best = node.score
+            ups.append((i, node.score))
+    assert view.improvements == tuple(ups) != ()
+    assert view.best is not None and ups[-1][1] == view.best.score

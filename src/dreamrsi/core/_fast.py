@@ -57,6 +57,7 @@ def recorded_extend(view: TreeView, after: Mapping[str, Branch | None],
         nodes revealed.
     """
     root_id, tips, stats, order = view._root_id, view._tips, view._stats, view._order
+    ups = view._ups
     count = len(starts)
 
     def extend(view: TreeView, batch: Sequence[str], round_no: int) -> list[Node]:
@@ -78,6 +79,7 @@ def recorded_extend(view: TreeView, after: Mapping[str, Branch | None],
             if state.since_best == 0 and (score := state.best) is not None and (
                     (best := view._best) is None or score > best.score):  # type: ignore[operator]
                 view._best = node
+                ups.append((len(order) - 1, score))
         found = order[before:]
         if view._index is not None:
             view._index.update((n.node_id, n) for n in found)

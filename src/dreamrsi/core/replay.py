@@ -310,9 +310,10 @@ class ReplayResult(NamedTuple):
         batch_sizes: Nodes revealed in each round (empty unless the replay kept the order).
         improvements: The improvement record, kept by every replay: ``(i, best)`` for each
             revealed node that raised the best score so far (the root's to start with), ``i``
-            its 1-based place in the reveal order and ``best`` its score. What
-            :func:`improvement_record` derives from the whole reveal order, at the cost of
-            a pair per improvement: when the best rose, and to what.
+            its 1-based place in the reveal order and ``best`` its score: what the whole
+            reveal order says of when the best rose and to what, at the cost of a pair per
+            improvement (the choosers keep it as they go, the episode loop's view as it
+            reveals: ``TreeView.improvements``).
     """
 
     tree_id: str
@@ -457,13 +458,11 @@ def replay_generic(policy: Policy, tree: RecordedTree, *, workers: int,
                            state=EpisodeState(0, 0, 0, 0, [] if keep_order else None))
     best = view.best
     quality = best.score if best is not None and best.score is not None else tree.floor
-    revealed = list(islice(view.nodes(), 1, None))
-    order = tuple(n.node_id for n in revealed) if keep_order else ()
+    order = tuple(n.node_id for n in islice(view.nodes(), 1, None)) if keep_order else ()
     return _tuple_new(ReplayResult, (
         tree.tree_id, 0.0 if quality is None else quality, st.revealed, st.rounds,
         st.selections - st.revealed, st.selections, stop, order,
-        () if st.batch_sizes is None else tuple(st.batch_sizes),
-        tuple(improvement_record(revealed, tree.root.score))))
+        () if st.batch_sizes is None else tuple(st.batch_sizes), view.improvements))
 
 
 class RecordedSource:
@@ -513,25 +512,9 @@ def _hand_over(policy: Policy, tree: RecordedTree, gave_up: GaveUp, rounds_cap: 
                                getattr(policy, "name", type(policy).__name__), rounds_cap)
     stop, st = run_episode(policy, view, source, settings, state=st)
     top = view.best
-    revealed = list(view.nodes())[1:]
     return (stop, st.rounds, st.selections, st.revealed, st.batch_sizes,
-            None if top is None else top.score, revealed if keep_order else None,
-            improvement_record(revealed, tree.root.score))
-
-
-def improvement_record(nodes: Iterable[Node],
-                       start: float | None) -> list[tuple[int, float]]:
-    """The improvement record of a reveal order: ``(i, score)`` for each node (``i`` its
-    1-based place in ``nodes``) whose score is above every score before it, ``start`` (the
-    root's score, ``None``: none) included. What every replay path keeps as it goes
-    (``ReplayResult.improvements``); here from the whole order, as the slow paths have it."""
-    ups, best = [], start
-    for i, node in enumerate(nodes, 1):
-        score = node.score
-        if score is not None and (best is None or score > best):
-            best = score
-            ups.append((i, score))
-    return ups
+            None if top is None else top.score, list(view.nodes())[1:] if keep_order else None,
+            list(view.improvements))
 
 
 _BIG = 1e150  # scores within it: no difference or ratio of two of them overflows

@@ -97,7 +97,7 @@ class TreeView:
     """
 
     __slots__ = ("_root", "_root_id", "_index", "_tips", "_stats", "_best", "_rounds", "_order",
-                 "_table", "_leaf_table")
+                 "_table", "_leaf_table", "_ups")
 
     def __init__(self, root: Node) -> None:
         if root.parent_id is not None:
@@ -112,6 +112,7 @@ class TreeView:
         self._best: Node | None = root if root.score is not None else None
         self._rounds = 0
         self._order: list[Node] = [root]
+        self._ups: list[tuple[int, float]] = []  # the improvement record
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -139,6 +140,13 @@ class TreeView:
     def best(self) -> Node | None:
         """The revealed node with the highest score (earliest on ties), or ``None``."""
         return self._best
+
+    @property
+    def improvements(self) -> tuple[tuple[int, float], ...]:
+        """The improvement record: ``(i, score)`` for each revealed node that raised the best
+        score (the root's to start with), ``i`` its 1-based place in the reveal order. Kept as
+        nodes are revealed, a pair per improvement."""
+        return tuple(self._ups)
 
     def __len__(self) -> int:
         return len(self._order)
@@ -293,6 +301,7 @@ class TreeView:
         root_id, tips, stats, order = self._root_id, self._tips, self._stats, self._order
         before = len(order)
         best = self._best
+        ups = self._ups
         best_score = None if best is None else best.score
         for parent_id in batch:
             if parent_id != root_id:
@@ -312,6 +321,7 @@ class TreeView:
             if state.since_best == 0 and score is not None and (best_score is None
                                                                 or score > best_score):
                 best, best_score = state.tip_node, score
+                ups.append((len(order) - 1, score))
         self._best = best
         found = order[before:]
         if self._index is not None:
