@@ -76,7 +76,7 @@ def record(args: argparse.Namespace, seed: int, home: Path) -> Path:
 def loop_config(args: argparse.Namespace, seed: int, mode: str) -> LoopConfig:
     """The dream arm's loop settings, as ``dreamrsi loop --quality MODE`` builds them."""
     defaults = protocol_dream("total")
-    options = DreamOptions(quality=mode, root_orders=args.root_orders)
+    options = DreamOptions(quality=mode, root_orders=args.root_orders, **args.option)
     settings = options.replay_settings(args.workers, None, args.per_round_budget, defaults)
     return LoopConfig(rounds=args.total_budget, per_round_budget=args.per_round_budget,
                       workers=args.workers, arm=LoopArm.DREAM, seed=seed,
@@ -128,6 +128,21 @@ def broad(spec: PolicySpec, top: int | None = None) -> bool:
         top is None or int(spec.params.get("top", 0)) == top)
 
 
+def _option(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` as a DreamOptions field and its value (an int or float when it reads as
+    one)."""
+    key, sep, value = text.partition("=")
+    if not sep or key not in DreamOptions._fields:
+        raise argparse.ArgumentTypeError(f"expected FIELD=VALUE with a DreamOptions field, "
+                                         f"got {text!r}")
+    for kind in (int, float):
+        try:
+            return key, kind(value)
+        except ValueError:
+            pass
+    return key, value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="autocorrelation-c3")
@@ -138,9 +153,13 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["rank", "reach", "reach-attempts"])
     parser.add_argument("--root-orders", type=int, default=1,
                         help="the dreams' --root-orders (the loop's default: 1)")
+    parser.add_argument("--option", type=_option, action="append", default=[],
+                        metavar="KEY=VALUE", help="another dream option (a DreamOptions "
+                        "field, e.g. select_on=holdout or trials_per_tree=10), repeatable")
     parser.add_argument("--stores", type=Path, default=None,
                         help="keep the recorded histories here (reused when there)")
     args = parser.parse_args()
+    args.option = dict(args.option)
     for mode in args.modes:
         parse_quality(mode)  # a clear error before anything runs
     with tempfile.TemporaryDirectory(prefix="dreamrsi-screen-") as tmp:
@@ -159,7 +178,8 @@ def main() -> None:
         for s, store in stores.items():
             for mode in args.modes:
                 key = f"{mode} {s} {args.total_budget}x{args.per_round_budget}" + (
-                    f" orders {args.root_orders}" if args.root_orders != 1 else "")  # the label
+                    f" orders {args.root_orders}" if args.root_orders != 1 else "") + "".join(
+                    f" {k}={v}" for k, v in sorted(args.option.items()))  # the label
                 # reads back into an equal spec (PolicySpec)
                 if key not in known:
                     spec, promoted = first_dream(args, s, mode, store, Path(tmp))
@@ -173,14 +193,16 @@ def main() -> None:
     from _report import write_section  # noqa: PLC0415 (rebuilds the headline too)
 
     orders = f" --root-orders {args.root_orders}" if args.root_orders != 1 else ""
+    options = "".join(f" --option {k}={v}" for k, v in sorted(args.option.items()))
     write_section(f"objective-screen-{resolve_task(args.task).name}"
-                  + (f"-orders-{args.root_orders}" if orders else ""),
+                  + (f"-orders-{args.root_orders}" if orders else "")
+                  + "".join(f"-{k}-{v}" for k, v in sorted(args.option.items())),
                   f"The first dream's pick under each quality mode ({args.task}, {args.seeds} "
-                  f"seeds, the history of --prior 2{orders})", text,
+                  f"seeds, the history of --prior 2{orders}{options})", text,
                   f"nice python benchmarks/bench_objective_screen.py --task {args.task} "
                   f"--seeds {args.seeds} --total-budget {args.total_budget} "
                   f"--per-round-budget {args.per_round_budget} --workers {args.workers} "
-                  f"--modes {' '.join(args.modes)}{orders}")
+                  f"--modes {' '.join(args.modes)}{orders}{options}")
 
 
 def report(args: argparse.Namespace, picks: dict[str, dict[int, tuple[PolicySpec, bool]]],
