@@ -31,11 +31,12 @@ class RunBootstrap:
     replayed through :meth:`rewards` sees the same resampled histories, so the difference of
     any two is paired. The trees' branches are indexed for lending once, for every resample;
     the distinct resamples are replayed on up to ``processes`` CPU cores, or on a pool (Ray:
-    ``dreaming._ray_pool``); the rewards are the same wherever they run."""
+    ``dreaming._ray_pool``); the rewards are the same wherever they run. ``shared``: the
+    trees' branches (or more trees') indexed for lending already (a dream's own index)."""
 
     def __init__(self, trees: Sequence[RecordedTree], *, resamples: int = RESAMPLES,
                  seed: int = 0, max_lent: int | None = None,
-                 processes: int | Pool = 1) -> None:
+                 processes: int | Pool = 1, shared: LentBranches | None = None) -> None:
         self.trees = list(trees)
         n = len(self.trees)
         self.max_lent = max_lent
@@ -43,7 +44,8 @@ class RunBootstrap:
         rng = np.random.default_rng(seed)
         if as_pool(processes).inherits:  # once here, not in every forked worker
             make_states(self.trees)
-        self.shared = LentBranches([t for t in self.trees if t.root_children])
+        self.shared = shared if shared is not None else LentBranches(
+            [t for t in self.trees if t.root_children])
         self.counts = [np.bincount(rng.integers(0, n, size=n), minlength=n)
                        for _ in range(resamples)]
         self.draws = [tuple(int(i) for i in np.flatnonzero(c)) for c in self.counts]

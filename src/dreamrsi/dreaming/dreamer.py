@@ -32,6 +32,7 @@ from dreamrsi.dreaming.config import DreamConfig, Interval
 from dreamrsi.dreaming.crossval import CrossValidation, fold_trees
 from dreamrsi.dreaming.evaluate import ReplaySettings, TreeScore, score_policy
 from dreamrsi.dreaming.history import History, load_history, pool_branches
+from dreamrsi.dreaming.lending import LentBranches
 from dreamrsi.dreaming.objectives import (
     Candidate,
     ParetoAUC,
@@ -164,8 +165,12 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
     if pool.inherits:  # once here, not in every forked worker
         make_states(everything)
     compared = config.split.selected(train, holdout)
+    # one index of every tree's branches for lending, shared by both splits' pools and the
+    # bootstraps' resamples (each pool lends only among its own trees)
+    shared = LentBranches([t for t in everything if t.root_children]) \
+        if config.pool_branches else None
     if config.pool_branches:
-        train, holdout = _pooled(train, holdout, _max_lent(config.replay))
+        train, holdout = _pooled(train, holdout, _max_lent(config.replay), shared)
     events, specs, trials = _studies(train, incumbent, config, scale)
 
     def candidate(spec: PolicySpec) -> Candidate:
@@ -202,7 +207,7 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
     pairs = PairedIntervals(compared, rewards, lambda v: kind_of(by_id[v]).isolated,
                             branch=config.interval is Interval.BRANCH and fits(compared),
                             seed=config.seed, max_lent=_max_lent(config.replay),
-                            processes=pool)
+                            processes=pool, shared=shared)
     inc_id = incumbent.version_id()
     pooled_runs = config.pool_branches and config.interval is not Interval.TREE
     compared_scores = {c.version_id: config.split.selected(c.train, c.holdout)
@@ -324,11 +329,13 @@ def load_sources(store: StoreHandle, specs: list[PolicySpec]) -> dict[str, str]:
             for digest in map(code_digest, specs) if digest is not None}
 
 
-def _pooled(train: list[RecordedTree], holdout: list[RecordedTree], max_lent: int | None
+def _pooled(train: list[RecordedTree], holdout: list[RecordedTree], max_lent: int | None,
+            shared: LentBranches | None = None
             ) -> tuple[list[RecordedTree], list[RecordedTree]]:
-    """Both splits pooled (with one tree, both are the same list and stay so)."""
-    pooled = pool_branches(train, max_lent)
-    return pooled, pooled if holdout is train else pool_branches(holdout, max_lent)
+    """Both splits pooled, each among its own trees (with one tree, both are the same list
+    and stay so); ``shared``: every tree's branches indexed for lending already."""
+    pooled = pool_branches(train, max_lent, shared)
+    return pooled, pooled if holdout is train else pool_branches(holdout, max_lent, shared)
 
 
 def _max_lent(settings: ReplaySettings) -> int | None:

@@ -17,7 +17,6 @@ from dreamrsi.dreaming.lending import (
     LendClass,
     LentBranches,
     classes_extremes,
-    lend_classes,
     lendable,
 )
 from dreamrsi.engine.declared import context_runs
@@ -136,8 +135,9 @@ def pool_branches(trees: Sequence[RecordedTree], max_lent: int | None = None,
     and again.
     """
     trees = list(trees)
-    classes = shared.classes if shared is not None else {
-        t.tree_id: lend_classes(t) for t in trees}
+    if shared is None:  # nothing copied yet: a lender's nodes are when a replay reaches them
+        shared = LentBranches([t for t in trees if t.root_children])
+    classes = shared.classes
     pool = _PoolExtremes(trees, classes)
     pooled = []
     for i, tree in enumerate(trees):
@@ -145,8 +145,6 @@ def pool_branches(trees: Sequence[RecordedTree], max_lent: int | None = None,
         if found is None:  # no tree lends it anything
             pooled.append(tree)
             continue
-        if shared is None:  # indexed once, for every tree that borrows
-            shared = LentBranches([t for t in trees if t.root_children])
         lent = shared.lend(tree, _enough(_lenders(trees, i, classes), classes, max_lent))
         pooled.append(replace(lent, best=found[0], floor=found[1], rounds=found[2]))
     return pooled

@@ -30,9 +30,10 @@ lent nodes differ (each lender's range instead of numbers following the borrower
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from operator import attrgetter
 from typing import NamedTuple, TypeVar, cast, overload
 
 from dreamrsi.core.model import Node
@@ -121,16 +122,18 @@ def classes_extremes(classes: Sequence[LendClass], chosen: Sequence[int]
 
 class LentUnit(NamedTuple):
     """What one lender lends one borrower: its branches of some classes (all of them: the
-    unit's ``key`` is the lender's id), their first nodes and every node in ``seq`` order.
+    unit's ``key`` is the lender's id), their first nodes' ids, how many nodes they hold and
+    their longest chain below a first node. Their nodes themselves are the lender's as indexed
+    for lending (:meth:`LentBranches.firsts`, :meth:`LentBranches.order`), made when first
+    reached.
 
     ``position`` maps a branch's place among the lender's root children to its place among
     these first nodes (``None``: every branch is lent, the places are the same)."""
 
     key: str
     lender: str
-    firsts: tuple[Node, ...]
     first_ids: tuple[str, ...]
-    order: tuple[Node, ...]
+    count: int
     position: Mapping[int, int] | None
     longest: int
 
@@ -140,9 +143,36 @@ class LentUnit(NamedTuple):
         return branch if self.position is None else self.position.get(branch)
 
 
+class _Classes(dict[str, tuple[LendClass, ...]]):
+    """Each indexed tree's classes of branches (:func:`lend_classes`), made when first asked."""
+
+    def __init__(self, trees: Mapping[str, RecordedTree]) -> None:
+        super().__init__()
+        self._trees = trees
+
+    def __missing__(self, tree_id: str) -> tuple[LendClass, ...]:
+        found = self[tree_id] = lend_classes(self._trees[tree_id])
+        return found
+
+
+class _Indexed(NamedTuple):
+    """One lender's non-root nodes as lent: copies numbered into its range of ``seq``, in
+    ``seq`` order, and its first nodes (copies too), in order."""
+
+    order: tuple[Node, ...]
+    firsts: tuple[Node, ...]
+
+
 class LentBranches:
-    """Every tree's non-root nodes as lent to others, indexed once for all the pooled trees,
+    """Every tree's non-root nodes as lent to others, for all the pooled trees of a history,
     with each tree's branches grouped by the history they used (``classes``).
+
+    Each tree gets a range of ``seq`` numbers of its own, above every tree's own numbers, at
+    once; its nodes are copied into that range, with their replay states, only when something
+    first reaches one of them (a replay opening a lent branch, a look-up by id or by
+    ``seq``): a history whose replays never open more branches than each tree holds costs
+    no copies, and one that does pays for the lenders it reaches, once (issue 39: copying
+    every tree up front took more memory than the history itself).
 
     Args:
         trees: The trees that may lend (any order; each is indexed once).
@@ -151,69 +181,124 @@ class LentBranches:
     def __init__(self, trees: Sequence[RecordedTree]) -> None:
         base = 1 + max((len(t.child_by_seq) for t in trees), default=0)
         self.base: dict[str, int] = {}
+        self.trees: dict[str, RecordedTree] = {}
         self.nodes: dict[str, Node] = {}
         self.owner: dict[str, str] = {}
         self.branch_of: dict[str, int] = {}
         self.first_at: dict[str, int] = {}
         self.after: dict[str, Branch | None] = {}
-        self.classes: dict[str, tuple[LendClass, ...]] = {}
-        self._whole: dict[str, LentUnit] = {}
+        self.classes: dict[str, tuple[LendClass, ...]] = _Classes(self.trees)
+        self._bases: list[int] = []
+        self._ids: list[str] = []
+        self._indexed: dict[str, _Indexed] = {}
         self._units: dict[tuple[str, tuple[int, ...]], LentUnit] = {}
         self._lent_to: dict[tuple[str, str], _Lent] = {}
         self._states: dict[str, RootStates] = {}
-        child: list[Node | None] = [None] * base
         for tree in trees:
             if tree.tree_id in self.base:
                 continue
             self.base[tree.tree_id] = base
-            root_id = tree.root.node_id
-            lent = sorted((n._replace(seq=n.seq + base) for n in tree.nodes.values()
-                           if n.parent_id is not None), key=lambda n: n.seq)
-            top = base + max((n.seq - base for n in lent), default=0) + 1
-            child += [None] * (top - len(child))
-            tips: dict[str, Branch] = {}
-            firsts: list[Node] = []
-            for node in lent:
-                parent_id = node.parent_id
-                assert parent_id is not None
-                if parent_id == root_id:
-                    state = Branch(node)
-                    self.first_at[node.node_id] = self.branch_of[node.node_id] = len(firsts)
-                    firsts.append(node)
-                else:
-                    state = tips.pop(parent_id).grown(node)
-                    self.after[parent_id] = state
-                    child[self.nodes[parent_id].seq] = node
-                    self.branch_of[node.node_id] = self.branch_of[parent_id]
-                self.after[node.node_id] = None
-                tips[node.node_id] = state
-                self.nodes[node.node_id] = node
-                self.owner[node.node_id] = tree.tree_id
-            self.classes[tree.tree_id] = lend_classes(tree)
-            self._whole[tree.tree_id] = LentUnit(
-                tree.tree_id, tree.tree_id, tuple(firsts), tuple(n.node_id for n in firsts),
-                tuple(lent), None, tree.refine_count)
-            base = top
-        self.child: tuple[Node | None, ...] = tuple(child)
+            self.trees[tree.tree_id] = tree
+            self._bases.append(base)
+            self._ids.append(tree.tree_id)
+            base += max((n.seq for n in tree.nodes.values() if n.parent_id is not None),
+                        default=0) + 1
+        self._child: list[Node | None] = [None] * base
+        self.child: Sequence[Node | None] = _Children(self)
+
+    @property
+    def indexed_count(self) -> int:
+        """How many lenders' nodes are copied so far (the others' are still only ranges)."""
+        return len(self._indexed)
+
+    def index(self, tree_id: str) -> _Indexed:
+        """The lender's nodes as lent, copied into its range now if not yet."""
+        found = self._indexed.get(tree_id)
+        if found is not None:
+            return found
+        tree, base, child = self.trees[tree_id], self.base[tree_id], self._child
+        root_id = tree.root.node_id
+        lent = sorted((n._replace(seq=n.seq + base) for n in tree.nodes.values()
+                       if n.parent_id is not None), key=_SEQ)
+        tips: dict[str, Branch] = {}
+        firsts: list[Node] = []
+        for node in lent:
+            parent_id = node.parent_id
+            assert parent_id is not None
+            if parent_id == root_id:
+                state = Branch(node)
+                self.first_at[node.node_id] = self.branch_of[node.node_id] = len(firsts)
+                firsts.append(node)
+            else:
+                state = tips.pop(parent_id).grown(node)
+                self.after[parent_id] = state
+                child[self.nodes[parent_id].seq] = node
+                self.branch_of[node.node_id] = self.branch_of[parent_id]
+            self.after[node.node_id] = None
+            tips[node.node_id] = state
+            self.nodes[node.node_id] = node
+            self.owner[node.node_id] = tree_id
+        found = self._indexed[tree_id] = _Indexed(tuple(lent), tuple(firsts))
+        return found
+
+    def child_at(self, seq: int) -> Node | None:
+        """The lent node whose parent has this ``seq`` (a lent one's), its lender indexed
+        first if need be."""
+        at = bisect_right(self._bases, seq) - 1
+        if at >= 0 and self._ids[at] not in self._indexed:
+            self.index(self._ids[at])
+        return self._child[seq]
+
+    def owner_of(self, node_id: str) -> str | None:
+        """The lender of a lent node (``None``: no tree here holds it as a non-root node),
+        that lender indexed first if need be."""
+        found = self.owner.get(node_id)
+        if found is None:
+            for tree_id in self._ids:
+                if tree_id not in self._indexed:
+                    node = self.trees[tree_id].nodes.get(node_id)
+                    if node is not None and node.parent_id is not None:
+                        self.index(tree_id)
+                        return tree_id
+        return found
 
     def unit(self, lender: str, chosen: tuple[int, ...]) -> LentUnit:
-        """The branches of ``lender``'s ``chosen`` classes (:func:`lendable`), made once."""
+        """The branches of ``lender``'s ``chosen`` classes (:func:`lendable`), made once
+        (ids and counts: no node is copied here)."""
         classes = self.classes[lender]
-        if len(chosen) == len(classes):
-            return self._whole[lender]
-        found = self._units.get((lender, chosen))
+        key = (lender, chosen) if len(chosen) != len(classes) else (lender, ())
+        found = self._units.get(key)
         if found is None:
-            whole = self._whole[lender]
-            branches = sorted(b for k in chosen for b in classes[k].branches)
-            position = {b: i for i, b in enumerate(branches)}
-            branch_of = self.branch_of
-            firsts = tuple(whole.firsts[b] for b in branches)
-            found = self._units[(lender, chosen)] = LentUnit(
-                f"{lender}/{','.join(map(str, chosen))}", lender, firsts,
-                tuple(n.node_id for n in firsts),
-                tuple(n for n in whole.order if branch_of[n.node_id] in position), position,
-                max(classes[k].longest for k in chosen))
+            tree = self.trees[lender]
+            if not key[1]:
+                found = LentUnit(lender, lender, tree.root_children,
+                                 sum(_chain_lengths(tree, range(len(tree.root_nodes)))),
+                                 None, tree.refine_count)
+            else:
+                branches = sorted(b for k in chosen for b in classes[k].branches)
+                found = LentUnit(
+                    f"{lender}/{','.join(map(str, chosen))}", lender,
+                    tuple(tree.root_children[b] for b in branches),
+                    sum(_chain_lengths(tree, branches)),
+                    {b: i for i, b in enumerate(branches)},
+                    max(classes[k].longest for k in chosen))
+            self._units[key] = found
         return found
+
+    def firsts(self, unit: LentUnit) -> tuple[Node, ...]:
+        """A unit's first nodes as lent (their lender indexed first if need be)."""
+        firsts = self.index(unit.lender).firsts
+        if unit.position is None:
+            return firsts
+        return tuple(firsts[b] for b in unit.position)
+
+    def order(self, unit: LentUnit) -> tuple[Node, ...]:
+        """Every node of a unit as lent, in ``seq`` order (its lender indexed if need be)."""
+        order = self.index(unit.lender).order
+        if unit.position is None:
+            return order
+        branch_of, position = self.branch_of, unit.position
+        return tuple(n for n in order if branch_of[n.node_id] in position)
 
     def lent_to(self, lender: str, saw: frozenset[str]) -> LentUnit:
         """What ``lender`` lends a tree whose run had ``saw`` in its context (some branch
@@ -234,7 +319,7 @@ class LentBranches:
         return PooledTree(
             tree.tree_id, tree.root, nodes,
             tree.root_children + tuple(chain.from_iterable(u.first_ids for u in units)),
-            tree.size + sum(len(u.order) for u in units), tree.rounds, tree.best, tree.floor,
+            tree.size + sum(u.count for u in units), tree.rounds, tree.best, tree.floor,
             tree.task_digest, tree.evaluator_digest,
             cast(tuple[Node | None, ...], PooledChildren(tree.child_by_seq, self.child)),
             cast(tuple[Node, ...], LentSequence(tree.root_nodes, parts, 1)),
@@ -259,13 +344,41 @@ class LentBranches:
         key = (root_id, unit.key)
         found = self._lent_to.get(key)
         if found is None:
-            firsts = tuple(n._replace(parent_id=root_id) for n in unit.firsts)
+            firsts = tuple(n._replace(parent_id=root_id) for n in self.firsts(unit))
             starts = tuple(map(Branch, firsts))
-            seconds = tuple(None if (second := self.child[first.seq]) is None
+            seconds = tuple(None if (second := self._child[first.seq]) is None
                             else start.grown(second)
                             for first, start in zip(firsts, starts, strict=True))
             found = self._lent_to[key] = _Lent(unit.first_ids, firsts, starts, seconds)
         return found
+
+
+_SEQ = attrgetter("seq")
+
+
+def _chain_lengths(tree: RecordedTree, branches: Iterable[int]) -> Iterator[int]:
+    """How many nodes each of these branches of ``tree`` holds (walked, nothing copied)."""
+    below = tree.child_by_seq
+    for b in branches:
+        count, node = 0, tree.root_nodes[b]
+        while node is not None:
+            count, node = count + 1, below[node.seq]
+        yield count
+
+
+class _Children(Sequence["Node | None"]):
+    """:attr:`LentBranches.child`: the lent child of a lent node by the parent's ``seq``."""
+
+    __slots__ = ("shared",)
+
+    def __init__(self, shared: LentBranches) -> None:
+        self.shared = shared
+
+    def __len__(self) -> int:
+        return len(self.shared._child)
+
+    def __getitem__(self, seq: int) -> Node | None:  # type: ignore[override]
+        return self.shared.child_at(seq)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -320,8 +433,10 @@ class RootStates(dict[str, Branch | None]):
             self.update(own.branch(node_id))
             return dict.__getitem__(self, node_id)
         shared = self.shared
+        owner = shared.owner_of(node_id)  # its lender indexed
         if node_id in shared.first_at:
-            unit = shared.lent_to(shared.owner[node_id], self.tree.saw)
+            assert owner is not None
+            unit = shared.lent_to(owner, self.tree.saw)
             found = shared.lent(self.tree.root.node_id, unit)
             self.update(zip(found.ids, found.seconds, strict=True))
             return dict.__getitem__(self, node_id)
@@ -427,7 +542,7 @@ class PooledNodes(Mapping[str, Node]):
             return found
         parts = self.parts
         shared = parts.shared
-        at = parts.lender_index.get(shared.owner.get(node_id, ""))
+        at = parts.lender_index.get(shared.owner_of(node_id) or "")
         if at is None:
             raise KeyError(node_id)
         place = parts.units[at].place(shared.branch_of[node_id])
@@ -440,8 +555,8 @@ class PooledNodes(Mapping[str, Node]):
     def __iter__(self) -> Iterator[str]:
         yield from self.own
         for unit in self.parts.units:
-            for node in unit.order:
+            for node in self.parts.shared.order(unit):
                 yield node.node_id
 
     def __len__(self) -> int:
-        return len(self.own) + sum(len(u.order) for u in self.parts.units)
+        return len(self.own) + sum(u.count for u in self.parts.units)

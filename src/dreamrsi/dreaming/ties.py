@@ -21,6 +21,7 @@ from dreamrsi.dreaming._pool import Pool
 from dreamrsi.dreaming.by_branch import BranchBootstrap
 from dreamrsi.dreaming.by_run import RESAMPLES, Rewards, RunBootstrap
 from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy
+from dreamrsi.dreaming.lending import LentBranches
 from dreamrsi.dreaming.quality import QualityScale
 
 TIE_PRIORS = ("breadth", "none")
@@ -57,13 +58,16 @@ class PairedIntervals:
         max_lent: As ``pool_branches`` takes it.
         processes: CPU cores for two families' resamples, or a pool (Ray).
         resamples: How many resamples.
+        shared: ``trees``' branches (or more trees') indexed for lending already, for the
+            run bootstrap.
     """
 
     def __init__(self, trees: Sequence[RecordedTree], rewards: Callable[[str], Rewards],
                  isolated: Callable[[str], bool], *, branch: bool, seed: int,
                  max_lent: int | None, processes: int | Pool,
-                 resamples: int = RESAMPLES) -> None:
+                 resamples: int = RESAMPLES, shared: LentBranches | None = None) -> None:
         self.trees = list(trees)
+        self.shared = shared
         self.rewards = rewards
         self.isolated = isolated
         self.branch = branch
@@ -85,7 +89,8 @@ class PairedIntervals:
                 self._boots[kind] = RunBootstrap(
                     self.trees, resamples=self.resamples, seed=self.seed,
                     max_lent=self.max_lent,
-                    processes=1 if kind == "run-isolated" else self.processes)
+                    processes=1 if kind == "run-isolated" else self.processes,
+                    shared=self.shared)
         return self._boots[kind]
 
     def __call__(self, a: str, b: str) -> tuple[float, float] | tuple[None, None]:
