@@ -1,6 +1,8 @@
 """Loading a history holds what replay needs and no more: the memory a 50,000-node history
 takes in a fresh process stays below a bound per node (``docs/scale.md``: what a replay node
-holds, and why), and the history is the same whether or not the collector ran meanwhile."""
+holds, and why), and the history is the same whether or not the collector ran meanwhile. A
+dream over it stays below a bound per node too: what it holds beyond the history grows with
+the branches its replays reach, not with copies of the history."""
 
 from __future__ import annotations
 
@@ -23,6 +25,37 @@ its own id, candidate hash, scores and counters; the parent id, the plan and the
 shared with equal values (these trees took 636 bytes a node before they were, 535 after); the
 tree adds its indexes. A history that kept each node's feedback and metrics takes about 2,000
 bytes a node here."""
+
+DREAM_BYTES_PER_NODE = 1_400
+"""The bound of a dream's peak, history included, over the process before the history loaded
+(``docs/scale.md``, Memory): the history (about 700 bytes a node here, with the allocator's
+slack), the replay states of the branches replays reach (160 bytes a node reached) and the
+lenders' nodes copied for the lent branches they reach. A dream that copied every tree's
+nodes and states for lending up front, once per pooling, took about 2,000 bytes a node here
+(issue 39); this one about 1,070."""
+
+_DREAM = """
+import json, resource, sys
+from dreamrsi.core.policy import PolicySpec
+from dreamrsi.dreaming import DreamConfig, ReplaySettings
+from dreamrsi.dreaming.dreamer import choose
+from dreamrsi.dreaming.history import load_history
+from dreamrsi.dreaming.quality import QualityScale
+from dreamrsi.store.sqlite import SqliteRunStore
+from dreamrsi.testing.builders import TASK
+store = SqliteRunStore.open(sys.argv[1])
+store.list_runs()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+history = load_history(store, TASK.name, TASK.digest, TASK.evaluator_digest)
+config = DreamConfig(families=("fixed", "greedy"), trials=2, processes=1, require_gain=False,
+                     replay=ReplaySettings(workers=4, attempt_budget=40))
+train, holdout = config.split.divide(list(history.trees))
+choice = choose(train, holdout, PolicySpec("fixed", {"branches": 10, "refine": 20}), config,
+                QualityScale.of(history.trees))
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"nodes": sum(t.size + 1 for t in history.trees), "kib": after - before,
+                  "candidates": len(choice.candidates)}))
+"""
 
 _LOAD = """
 import json, resource, sys
@@ -63,6 +96,17 @@ def test_a_history_takes_a_bounded_memory_per_node(history_store: Path) -> None:
     assert measured["nodes"] == RUNS * (1 + BRANCHES * DEPTH)
     per_node = measured["kib"] * 1024 / measured["nodes"]
     assert per_node < BYTES_PER_NODE, f"{per_node:.0f} bytes a node"
+
+
+@pytest.mark.slow
+def test_a_dream_takes_a_bounded_memory_per_node(history_store: Path) -> None:
+    result = subprocess.run([sys.executable, "-c", _DREAM, str(history_store)],
+                            capture_output=True, text=True, check=True)
+    measured = json.loads(result.stdout)
+    assert measured["nodes"] == RUNS * (1 + BRANCHES * DEPTH)
+    assert measured["candidates"] >= 2  # the dream replayed more than its incumbent
+    per_node = measured["kib"] * 1024 / measured["nodes"]
+    assert per_node < DREAM_BYTES_PER_NODE, f"{per_node:.0f} bytes a node"
 
 
 def test_shared_values_change_nothing(history_store: Path) -> None:

@@ -4,7 +4,10 @@ Each piece is a pure function of its input (a study is seeded, a replay is deter
 running them in worker processes changes nothing but the wall time: the results are those of
 the serial loop, in the same order. Workers are forked, so they inherit the recorded trees
 instead of receiving a pickled copy of them; the jobs are handed over through a module global
-set before the fork, and only results travel back. A forked worker ends with ``os._exit``
+set before the fork, and only results travel back. The objects inherited are frozen out of
+the cyclic collector (``gc.freeze``) while the workers run: a worker's full collection would
+otherwise write to the header of every object it inherited, and each page it wrote to would
+become its own copy (a history of a million nodes, once per worker). A forked worker ends with ``os._exit``
 (``multiprocessing`` does so), so it never finalises what it inherited (the store's open
 database connection among them). On Linux a worker also ends when the dreaming process does,
 so a dream that was killed leaves no workers behind.
@@ -17,6 +20,7 @@ count of local processes.
 from __future__ import annotations
 
 import ctypes
+import gc
 import multiprocessing
 import os
 import signal
@@ -100,11 +104,13 @@ def map_in_processes(fn: Callable[[T], R], items: Sequence[T], processes: int) -
             or multiprocessing.current_process().daemon or _JOBS is not None:
         return [fn(x) for x in items]
     _JOBS = (fn, items)
+    gc.freeze()  # what the workers inherit: never walked by their collector (see above)
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                  initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
             return list(pool.map(_run, range(len(items))))
     finally:
+        gc.unfreeze()
         _JOBS = None
 
 
