@@ -7,15 +7,21 @@ Run it as ``python benchmarks/bench_million.py [--runs 1000] [--nodes 1000] [--b
 ``~/.cache/dreamrsi/bench-million``) and reused while its sizes and this script's builder
 version match. It holds one task (``million``) with ``--runs`` runs of ``--nodes`` nodes each
 (a root with chains, as ``bench_store.make_tree`` draws them: feedback, metrics and evidence
-on every node; no artifacts or commits, which would need blobs and git objects behind them) and another task (``million-big``) with one run of ``--big`` nodes;
-every node has one evaluator row in its run's ledger chain besides its record row. It is built
-through the store's own API (``append_ledger`` then ``add_nodes``, 1,000 nodes per
+on every node; no artifacts or commits, which would need blobs and git objects behind them)
+and another task (``million-big``) with one run of ``--big`` nodes; every node has one
+evaluator row in its run's ledger chain besides its record row. It is built through the
+store's own API (``append_ledger`` then ``add_nodes``, 1,000 nodes per
 transaction): there is no second way to write a store to keep equal to it.
 
 Each measurement runs in a fresh process (this script with ``--probe``, or the ``dreamrsi``
 console script); its peak resident memory is that process's ``ru_maxrss`` as ``os.wait4``
 reports it, next to a process that only imports dreamrsi. The section "million" of
 BENCHMARKS.md is replaced.
+
+``--before REV`` measures the dreaming steps (and the import floor) on the source of git
+revision ``REV`` too, side by side, each step first on it and then on the working tree: the
+same probes, the same store, the same machine minutes apart. Any size is a ``--scale``:
+``--runs 100 --nodes 1000 --big 1000`` is a history of 10^5 nodes built in seconds.
 """
 
 from __future__ import annotations
@@ -278,6 +284,14 @@ def measurements(cache: Path, runs: int, big: int, cursor: str, small_node: str
     ]
 
 
+def before_source(rev: str, into: Path) -> Path:
+    """The ``src`` folder of git revision ``rev`` of this repository, unpacked into ``into``."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into / "src"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=1000)
@@ -287,6 +301,8 @@ def main() -> None:
                         default=Path.home() / ".cache" / "dreamrsi" / "bench-million")
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument("--only", default="", help="measure only labels containing this")
+    parser.add_argument("--before", default="",
+                        help="a git revision whose dreaming steps are measured side by side")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     parser.add_argument("--arg", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -297,7 +313,7 @@ def main() -> None:
     if args.build_only:
         print(built)
         return
-    ref_before = reference_loop()
+    ref_before, load_before = reference_loop(), _load()
     from dreamrsi.store import SqliteRunStore
 
     with SqliteRunStore.open(args.cache / "store", writer=True, upgrade=True):
@@ -307,11 +323,26 @@ def main() -> None:
     deep = args.big * 9 // 10
     cursor = json.loads(measured([*me, str(deep), "--probe", "cursor"], env, True)[2])["did"]
     small_node = f"{run_ids(args.runs)[args.runs // 2]}-{args.nodes // 2}"
-    lines = ["| measurement | wall s | peak RSS MiB | what it did |", "|---|---:|---:|---|"]
+    old_env = None
+    if args.before:
+        unpacked = Path(tempfile.mkdtemp(prefix="bench-million-before-"))
+        old_env = {**env, "PYTHONPATH": str(before_source(args.before, unpacked))}
+        lines = ["| measurement | wall s | peak RSS MiB | before: wall s | before: peak RSS "
+                 "MiB | what it did |", "|---|---:|---:|---:|---:|---|"]
+    else:
+        lines = ["| measurement | wall s | peak RSS MiB | what it did |", "|---|---:|---:|---|"]
     for label, cmd in measurements(args.cache, args.runs, args.big, cursor, small_node):
         if args.only not in label:
             continue
         probe_run = "--probe" in cmd
+        side = ""
+        if old_env is not None:
+            side = " | |"
+            if probe_run and ("dreaming" in label or "imports" in label):
+                old_wall, old_rss, old_last = measured(cmd, old_env, keep=True)
+                side = f" | {old_wall:.2f} | {old_rss:.0f}"
+                print(f"before: {label}: {old_wall:.2f} s, {old_rss:.0f} MiB, {old_last}",
+                      flush=True)
         wall, rss, last = measured(cmd, env, keep=probe_run)
         did = ""
         if probe_run:
@@ -319,7 +350,7 @@ def main() -> None:
             did = str(result["did"])
             if "seconds" in result:
                 did += f" ({result['seconds']:.2f} s inside)"
-        line = f"| {label} | {wall:.2f} | {rss:.0f} | {did} |"
+        line = f"| {label} | {wall:.2f} | {rss:.0f}{side} | {did} |"
         print(line, flush=True)
         lines.append(line)
     body = "\n".join(lines) + (
@@ -333,13 +364,28 @@ def main() -> None:
         "and cached between runs of the script. Each row is one fresh process: the "
         "`dreamrsi` console script (output to /dev/null), or this script's probe of one store "
         "query or dreaming step (the seconds inside exclude its start-up and imports). Peak "
-        "RSS is the process's own `ru_maxrss` (`os.wait4`). Reference loop (2M iterations of "
-        f"pure Python): {ref_before:.3f} s before, {reference_loop():.3f} s after.")
+        "RSS is the process's own `ru_maxrss` (`os.wait4`). "
+        + (f"The before columns ran the same probe on the source of `{args.before}` just "
+           "before the working tree's (its own choice and figures are in the script's "
+           "output). " if args.before else "")
+        + f"Load average before the run: {load_before}; after: {_load()}. Reference loop (2M "
+        f"iterations of pure Python): {ref_before:.3f} s before, {reference_loop():.3f} s "
+        "after.")
     if not args.only:
-        write_section("million", "A store of a million nodes", body,
+        default = (args.runs, args.nodes, args.big) == (1000, 1000, 100_000)
+        write_section("million" if default else f"million-{args.runs}x{args.nodes}",
+                      "A store of a million nodes" if default else
+                      f"A store of {args.runs * args.nodes + args.big:,} nodes (bench_million "
+                      "at a smaller scale)", body,
                       f"python benchmarks/bench_million.py --runs {args.runs} --nodes "
-                      f"{args.nodes} --big {args.big}")
+                      f"{args.nodes} --big {args.big}"
+                      + (f" --before {args.before}" if args.before else ""))
     print(body)
+
+
+def _load() -> str:
+    """The machine's load averages (1, 5 and 15 minutes), as ``uptime`` prints them."""
+    return ", ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
 if __name__ == "__main__":
