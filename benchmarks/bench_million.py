@@ -18,10 +18,12 @@ console script); its peak resident memory is that process's ``ru_maxrss`` as ``o
 reports it, next to a process that only imports dreamrsi. The section "million" of
 BENCHMARKS.md is replaced.
 
-``--before REV`` measures the dreaming steps (and the import floor) on the source of git
-revision ``REV`` too, side by side, each step first on it and then on the working tree: the
-same probes, the same store, the same machine minutes apart. Any size is a ``--scale``:
-``--runs 100 --nodes 1000 --big 1000`` is a history of 10^5 nodes built in seconds.
+``--dreaming`` measures the dreaming steps alone (and the import floor), into a section
+of their own. ``--before REV`` measures the dreaming steps (and the import floor) on the
+source of git revision ``REV`` too, side by side, each step first on it and then on the
+working tree: the same probes, the same store, the same machine minutes apart. Any size
+is a scale: ``--runs 100 --nodes 1000 --big 1000`` is a history of 10^5 nodes built in
+seconds.
 """
 
 from __future__ import annotations
@@ -303,6 +305,8 @@ def main() -> None:
     parser.add_argument("--only", default="", help="measure only labels containing this")
     parser.add_argument("--before", default="",
                         help="a git revision whose dreaming steps are measured side by side")
+    parser.add_argument("--dreaming", action="store_true",
+                        help="measure the dreaming steps alone, into a section of their own")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     parser.add_argument("--arg", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -332,7 +336,8 @@ def main() -> None:
     else:
         lines = ["| measurement | wall s | peak RSS MiB | what it did |", "|---|---:|---:|---|"]
     for label, cmd in measurements(args.cache, args.runs, args.big, cursor, small_node):
-        if args.only not in label:
+        if args.only not in label or (args.dreaming and not (
+                "dreaming" in label or "imports" in label)):
             continue
         probe_run = "--probe" in cmd
         side = ""
@@ -373,13 +378,16 @@ def main() -> None:
         "after.")
     if not args.only:
         default = (args.runs, args.nodes, args.big) == (1000, 1000, 100_000)
-        write_section("million" if default else f"million-{args.runs}x{args.nodes}",
-                      "A store of a million nodes" if default else
-                      f"A store of {args.runs * args.nodes + args.big:,} nodes (bench_million "
-                      "at a smaller scale)", body,
+        name = ("million" if default else f"million-{args.runs}x{args.nodes}") + (
+            "-dreaming" if args.dreaming else "")
+        title = ("A store of a million nodes" if default else
+                 f"A store of {args.runs * args.nodes + args.big:,} nodes (bench_million at "
+                 "a smaller scale)") + (": dreaming" if args.dreaming else "")
+        write_section(name, title, body,
                       f"python benchmarks/bench_million.py --runs {args.runs} --nodes "
                       f"{args.nodes} --big {args.big}"
-                      + (f" --before {args.before}" if args.before else ""))
+                      + (f" --before {args.before}" if args.before else "")
+                      + (" --dreaming" if args.dreaming else ""))
     print(body)
 
 
