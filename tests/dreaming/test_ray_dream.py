@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,10 +18,12 @@ from dreamrsi.agents.client import ModelClient
 from dreamrsi.agents.policy_author import PolicyAuthor
 from dreamrsi.cli.main import app
 from dreamrsi.core.policy import PolicySpec
+from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming import DreamConfig, LoopConfig, ReplaySettings, _ray_pool, dream
 from dreamrsi.dreaming._ray_pool import RayPool
 from dreamrsi.dreaming.code import CodeSettings
-from dreamrsi.dreaming.history import History, load_history
+from dreamrsi.dreaming.history import History, load_history, pool_branches
+from dreamrsi.dreaming.lending import LentBranches
 from dreamrsi.dreaming.loop import dreams_on
 from dreamrsi.dreaming.report import DreamReport
 from dreamrsi.engine import RunConfig, start_run
@@ -29,6 +33,7 @@ from dreamrsi.policies.registry import parse_spec
 from dreamrsi.store.sqlite import SqliteRunStore
 from dreamrsi.tasks import load_task
 from dreamrsi.tasks.proposers import LlmSettings, ModelChoice
+from dreamrsi.testing.builders import grid_nodes
 from tests.agents.fake_openai import FakeOpenAI, Reply
 from tests.conftest import write_task
 from tests.programs.programs import GREEDY, answer
@@ -99,18 +104,49 @@ def test_a_dream_on_ray_stores_what_the_local_dream_stores(
     assert store.verify_ledger(on_ray.dream_id).ok
 
 
-def test_the_history_reaches_each_worker_once_per_fan_out(
+def test_the_history_reaches_each_worker_once_per_dream(
         both: tuple[DreamReport, DreamReport, list[_ray_pool.Shipment]]) -> None:
     *_, shipments = both
     # the studies, the candidates' replays, the interval's resamples
     assert len(shipments) >= 3
+    history: dict[str, int] = {}
     for shipment in shipments:
         assert shipment.loads, "no worker ran a piece"
         assert set(shipment.loads.values()) == {1}, shipment  # once per worker, never again
+        for worker, count in shipment.history_loads.items():
+            history[worker] = history.get(worker, 0) + count
+    # the trees once per worker for the whole dream, whatever its fan-outs
+    assert history and set(history.values()) == {1}, history
+    assert sum(s.pieces for s in shipments) > 2 * len(history)
+    assert all(s.history_bytes > 0 and s.job_bytes > 0 for s in shipments)
     # the resamples: 200 pieces on 2 CPUs, shipped to a few workers, not to each piece
     resamples = max(shipments, key=lambda s: s.pieces)
     assert resamples.pieces >= 100
     assert sum(resamples.loads.values()) < resamples.pieces // 4, resamples
+
+
+def test_a_job_names_the_shared_history_instead_of_holding_it() -> None:
+    from dreamrsi.engine.ray_cluster import ray_module
+
+    ray = ray_module()
+    rng = random.Random(5)
+    trees = [RecordedTree.from_nodes(f"t{k}", grid_nodes(f"t{k}", rng, 3, 12))
+             for k in range(6)]
+    shared = LentBranches(trees)
+    pooled = pool_branches(trees, 20, shared)
+    job = _ray_pool._Job(lambda tree: tree.size, tuple(pooled))
+    whole = len(ray.cloudpickle.dumps(job, protocol=5))
+    with _ray_pool.sharing(trees, shared):
+        assert _ray_pool._SHARED is not None
+        named = _ray_pool._dumps(ray, job, _ray_pool._SHARED)
+        objects = pickle.loads(ray.cloudpickle.dumps(_ray_pool._SHARED.objects))
+    assert len(named) * 4 < whole, (len(named), whole)  # the trees are not in it
+    loaded = _ray_pool._loads(named, objects)
+    assert [loaded.fn(t) for t in loaded.items] == [t.size for t in pooled]
+    for tree, again in zip(pooled, loaded.items, strict=True):
+        assert again.sources()[0] in objects  # the worker's own copy of the tree, shared
+        assert [again.child_of(n) for n in again.nodes] == [
+            tree.child_of(n) for n in tree.nodes]
 
 
 def test_a_piece_that_raises_on_ray_is_a_clear_error_that_loses_nothing(

@@ -7,10 +7,10 @@ instead of receiving a pickled copy of them; the jobs are handed over through a 
 set before the fork, and only results travel back. The objects inherited are frozen out of
 the cyclic collector (``gc.freeze``) while the workers run: a worker's full collection would
 otherwise write to the header of every object it inherited, and each page it wrote to would
-become its own copy (a history of a million nodes, once per worker). A forked worker ends with ``os._exit``
-(``multiprocessing`` does so), so it never finalises what it inherited (the store's open
-database connection among them). On Linux a worker also ends when the dreaming process does,
-so a dream that was killed leaves no workers behind.
+become its own copy (a history of a million nodes, once per worker). A forked worker ends
+with ``os._exit`` (``multiprocessing`` does so), so it never finalises what it inherited
+(the store's open database connection among them). On Linux a worker also ends when the
+dreaming process does, so a dream that was killed leaves no workers behind.
 
 Where the pieces run is a :class:`Pool`: :class:`LocalPool` (these forked processes) or
 ``dreaming._ray_pool.RayPool`` (Ray tasks on a cluster); :func:`fan_out` takes either, or a

@@ -21,6 +21,7 @@ from dreamrsi.agents.policy_author import PolicyAuthor
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.core.replay import RecordedTree, make_states
 from dreamrsi.dreaming._pool import fan_out
+from dreamrsi.dreaming._ray_pool import sharing
 from dreamrsi.dreaming.by_branch import fits
 from dreamrsi.dreaming.code import (
     CodeDreaming,
@@ -161,14 +162,25 @@ def choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: Po
     tree reaches a training tree. With ``code``, its M revisions join the candidates;
     ``sources`` holds the programs of code specs among them (the incumbent's)."""
     everything = _distinct(train, holdout)
-    pool = config.pool()
-    if pool.inherits:  # once here, not in every forked worker
-        make_states(everything)
-    compared = config.split.selected(train, holdout)
     # one index of every tree's branches for lending, shared by both splits' pools and the
     # bootstraps' resamples (each pool lends only among its own trees)
     shared = LentBranches([t for t in everything if t.root_children]) \
         if config.pool_branches else None
+    with sharing(everything, shared):  # on Ray: to each worker once, not in every fan-out
+        return _choose(train, holdout, incumbent, config, scale, code, sources, everything,
+                       shared)
+
+
+def _choose(train: list[RecordedTree], holdout: list[RecordedTree], incumbent: PolicySpec,
+            config: DreamConfig, scale: QualityScale, code: CodeDreaming | None,
+            sources: Mapping[str, str] | None, everything: list[RecordedTree],
+            shared: LentBranches | None) -> Choice:
+    """:func:`choose` over ``everything`` (both splits' trees), ``shared`` their index for
+    lending."""
+    pool = config.pool()
+    if pool.inherits:  # once here, not in every forked worker
+        make_states(everything)
+    compared = config.split.selected(train, holdout)
     if config.pool_branches:
         train, holdout = _pooled(train, holdout, _max_lent(config.replay), shared)
     events, specs, trials = _studies(train, incumbent, config, scale)

@@ -122,10 +122,10 @@ def classes_extremes(classes: Sequence[LendClass], chosen: Sequence[int]
 
 class LentUnit(NamedTuple):
     """What one lender lends one borrower: its branches of some classes (all of them: the
-    unit's ``key`` is the lender's id), their first nodes' ids, how many nodes they hold and
-    their longest chain below a first node. Their nodes themselves are the lender's as indexed
-    for lending (:meth:`LentBranches.firsts`, :meth:`LentBranches.order`), made when first
-    reached.
+    unit's ``key`` is the lender's id), their first nodes' ids, how many nodes they hold
+    (``lent_nodes``) and their longest chain below a first node. Their nodes themselves are
+    the lender's as indexed for lending (:meth:`LentBranches.firsts`,
+    :meth:`LentBranches.order`), made when first reached.
 
     ``position`` maps a branch's place among the lender's root children to its place among
     these first nodes (``None``: every branch is lent, the places are the same)."""
@@ -133,7 +133,7 @@ class LentUnit(NamedTuple):
     key: str
     lender: str
     first_ids: tuple[str, ...]
-    count: int
+    lent_nodes: int
     position: Mapping[int, int] | None
     longest: int
 
@@ -319,7 +319,7 @@ class LentBranches:
         return PooledTree(
             tree.tree_id, tree.root, nodes,
             tree.root_children + tuple(chain.from_iterable(u.first_ids for u in units)),
-            tree.size + sum(u.count for u in units), tree.rounds, tree.best, tree.floor,
+            tree.size + sum(u.lent_nodes for u in units), tree.rounds, tree.best, tree.floor,
             tree.task_digest, tree.evaluator_digest,
             cast(tuple[Node | None, ...], PooledChildren(tree.child_by_seq, self.child)),
             cast(tuple[Node, ...], LentSequence(tree.root_nodes, parts, 1)),
@@ -360,7 +360,7 @@ def _chain_lengths(tree: RecordedTree, branches: Iterable[int]) -> Iterator[int]
     """How many nodes each of these branches of ``tree`` holds (walked, nothing copied)."""
     below = tree.child_by_seq
     for b in branches:
-        count, node = 0, tree.root_nodes[b]
+        count, node = 0, cast("Node | None", tree.root_nodes[b])
         while node is not None:
             count, node = count + 1, below[node.seq]
         yield count
@@ -559,4 +559,4 @@ class PooledNodes(Mapping[str, Node]):
                 yield node.node_id
 
     def __len__(self) -> int:
-        return len(self.own) + sum(u.count for u in self.parts.units)
+        return len(self.own) + sum(u.lent_nodes for u in self.parts.units)
