@@ -217,10 +217,16 @@ _PROBES = {"tree-page": _tree_page, "cursor": _cursor, "best": _best,
            "dream": _dream}
 
 
+CPU_SECONDS: list[float] = []
+"""The CPU seconds (user and system) of each run of :func:`measured`, in order: under load,
+steadier than wall seconds."""
+
+
 def measured(cmd: list[str], env: dict[str, str], keep: bool = False
              ) -> tuple[float, float, str]:
     """Wall seconds and peak resident MiB of one run of ``cmd`` (``os.wait4``: that process's
-    own ``ru_maxrss``), and the last line it printed (``keep``; else its output is dropped)."""
+    own ``ru_maxrss``), and the last line it printed (``keep``; else its output is dropped).
+    Its CPU seconds are appended to :data:`CPU_SECONDS`."""
     with tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         child = subprocess.Popen(cmd, env=env, stderr=err,
@@ -228,6 +234,7 @@ def measured(cmd: list[str], env: dict[str, str], keep: bool = False
         out = child.stdout.read() if child.stdout is not None else b""
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - started
+        CPU_SECONDS.append(usage.ru_utime + usage.ru_stime)
         child.returncode = os.waitstatus_to_exitcode(status)
         if child.returncode != 0:
             err.seek(0)
@@ -331,8 +338,9 @@ def main() -> None:
     if args.before:
         unpacked = Path(tempfile.mkdtemp(prefix="bench-million-before-"))
         old_env = {**env, "PYTHONPATH": str(before_source(args.before, unpacked))}
-        lines = ["| measurement | wall s | peak RSS MiB | before: wall s | before: peak RSS "
-                 "MiB | what it did |", "|---|---:|---:|---:|---:|---|"]
+        lines = ["| measurement | wall s | CPU s | peak RSS MiB | before: wall s | before: CPU "
+                 "s | before: peak RSS MiB | what it did |",
+                 "|---|---:|---:|---:|---:|---:|---:|---|"]
     else:
         lines = ["| measurement | wall s | peak RSS MiB | what it did |", "|---|---:|---:|---|"]
     for label, cmd in measurements(args.cache, args.runs, args.big, cursor, small_node):
@@ -342,10 +350,10 @@ def main() -> None:
         probe_run = "--probe" in cmd
         side = ""
         if old_env is not None:
-            side = " | |"
+            side = " | | |"
             if probe_run and ("dreaming" in label or "imports" in label):
                 old_wall, old_rss, old_last = measured(cmd, old_env, keep=True)
-                side = f" | {old_wall:.2f} | {old_rss:.0f}"
+                side = f" | {old_wall:.2f} | {CPU_SECONDS[-1]:.2f} | {old_rss:.0f}"
                 print(f"before: {label}: {old_wall:.2f} s, {old_rss:.0f} MiB, {old_last}",
                       flush=True)
         wall, rss, last = measured(cmd, env, keep=probe_run)
@@ -355,7 +363,8 @@ def main() -> None:
             did = str(result["did"])
             if "seconds" in result:
                 did += f" ({result['seconds']:.2f} s inside)"
-        line = f"| {label} | {wall:.2f} | {rss:.0f}{side} | {did} |"
+        cpu = f" {CPU_SECONDS[-1]:.2f} |" if old_env is not None else ""
+        line = f"| {label} | {wall:.2f} |{cpu} {rss:.0f}{side} | {did} |"
         print(line, flush=True)
         lines.append(line)
     body = "\n".join(lines) + (
