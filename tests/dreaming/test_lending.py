@@ -13,7 +13,15 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dreamrsi.core.model import Node, NodeStatus
-from dreamrsi.core.replay import RecordedTree, own_part, replay, replay_generic, summarize, tame
+from dreamrsi.core.replay import (
+    RecordedTree,
+    own_part,
+    plan_history,
+    replay,
+    replay_generic,
+    summarize,
+    tame,
+)
 from dreamrsi.dreaming import ReplaySettings
 from dreamrsi.dreaming.by_run import by_run_interval
 from dreamrsi.dreaming.evaluate import QualityScale, score_policy
@@ -444,3 +452,16 @@ def test_a_pooled_tree_with_an_untame_lender_is_not_tame() -> None:
                                                 for n in odd.nodes.values()])
     pooled = pool_branches([*trees[:-1], bad])
     assert not tame(pooled[0]) and tame(trees[0])
+
+
+def test_planning_over_pooled_trees_copies_no_lender() -> None:
+    trees = history(6, 3)
+    shared = LentBranches(trees)
+    pooled = pool_branches(trees, None, shared)
+    summaries = plan_history(pooled)
+    assert shared.indexed_count == 0  # the trees' own parts, read without a lent node
+    assert [own_part(p) for p in pooled] == trees
+    assert summaries == plan_history(trees)
+    assert len(pooled[0].nodes) > len(trees[0].nodes)
+    list(pooled[0].nodes)  # reading the lent nodes copies their lenders, once
+    assert 0 < shared.indexed_count < len(trees)

@@ -579,7 +579,11 @@ def _summaries(trees: tuple[RecordedTree, ...]) -> tuple[tuple[TreeSummary, ...]
 @lru_cache(maxsize=4096)
 def own_part(tree: RecordedTree) -> RecordedTree:
     """The tree without the branches other runs lent it (its own run's nodes only). A pooled
-    tree lists its own nodes first, so only those ``own_size`` are read."""
+    tree lists its own nodes first, so only those ``own_size`` are read; one pooled from a
+    tree of its own id (``sources``) is that tree's own part, read without a lent node."""
+    first = tree.sources()[0]
+    if first is not tree and first.tree_id == tree.tree_id:
+        return own_part(first)
     if all(n.run_id == tree.tree_id for n in tree.nodes.values()):
         return tree
     head = islice(tree.nodes.values(), tree.own_size + 1) if 0 < tree.own_size < tree.size \
