@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dreamrsi.core.model import Node, NodeStatus, best_node, node_id_for
-from dreamrsi.core.policy import Budget, PolicyContext, check_batch
-from dreamrsi.core.replay import RecordedSource, RecordedTree
+from dreamrsi.core.policy import OPEN, Budget, PolicyContext, check_batch
+from dreamrsi.core.replay import RecordedTree, recorded_source
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.errors import PolicyError
 from dreamrsi.policies import FixedRefinement, make_policy
@@ -192,14 +192,14 @@ def test_replay_reveals_build_the_same_view_as_one_by_one_reveals(nodes: list[No
                                                                    width: int) -> None:
     tree = RecordedTree.from_nodes("r", nodes)
     fast, slow, bound = TreeView(nodes[0]), TreeView(nodes[0]), TreeView(nodes[0])
-    source = RecordedSource(tree)
-    # bound to a fresh view: core._fast.recorded_extend, what replay() uses; the plain
-    # path (TreeView.advance) reveals `fast`
-    step = RecordedSource(tree, bound).extend
+    # a chooser's reveal step, its states taken by hand (TreeView.take: the plain path), and
+    # select's, bound to its view (core._fast.recorded_reveal); `slow` is revealed node by node
+    plain, step = recorded_source(tree).revealer(None), recorded_source(tree).revealer(bound)
     while True:  # every leaf and `width` root entries each round, as a greedy replay would
-        batch = (*fast.leaves(), *[fast.root_id] * width)
-        found = source.extend(fast, batch, 1)
-        assert step(bound, (*bound.leaves(), *[bound.root_id] * width), 1) == found
+        states = plain([*fast.leaf_stats(), *[OPEN] * width], 1)
+        found = fast.take(states)
+        assert found == [s.tip_node for s in states]
+        assert step([*bound.leaves(), *[bound.root_id] * width], 1) == found
         if not found:
             break
         slow.reveal_all(found)
@@ -220,12 +220,3 @@ def test_replay_reveals_build_the_same_view_as_one_by_one_reveals(nodes: list[No
         assert n.node_id in fast and fast.node(n.node_id) is n
         assert fast.chain(n.node_id) == slow.chain(n.node_id)
     assert "r-missing" not in fast
-
-
-def test_a_recorded_source_binds_to_a_fresh_view_only() -> None:
-    nodes = [node(0, None, 0.5), node(1, 0, 0.6)]
-    tree = RecordedTree.from_nodes("r", nodes)
-    view = TreeView(nodes[0])
-    view.reveal(nodes[1])
-    with pytest.raises(ValueError, match="fresh view"):
-        RecordedSource(tree, view)

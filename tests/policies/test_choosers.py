@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dreamrsi.core.episode import GaveUp, StopReason, chooser_maker, play
+from dreamrsi.core.episode import EpisodeSettings, StopReason, chooser_maker, play
 from dreamrsi.core.model import Cost, Node, NodeStatus
-from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
-from dreamrsi.core.replay import RecordedTree, replay, replay_generic, tame
+from dreamrsi.core.policy import GIVE_UP, Budget, GridPlan, PolicyContext
+from dreamrsi.core.replay import RecordedTree, recorded_source, replay, replay_generic, tame
 from dreamrsi.core.view import Branch, TreeView
 from dreamrsi.policies import make_policy
 from dreamrsi.policies.greedy import GreedyBestFirst
@@ -33,6 +33,13 @@ def driven(policy: object, tree: RecordedTree, plan: GridPlan | None,
     if make is None or not tame(tree):
         return None
     return make(policy, tree.root, workers, plan)
+
+
+def _settings(policy: object, workers: int, k2: int,
+              plan: GridPlan | None) -> EpisodeSettings:
+    """What replay tells a policy with a round budget of ``k2`` (and nothing else)."""
+    return EpisodeSettings(workers, None, k2, 0, "", plan, False,
+                           getattr(policy, "name", "policy"))
 
 
 def _spec(family: str, params: dict[str, object]) -> str:
@@ -325,9 +332,8 @@ def test_a_chooser_carries_nothing_from_one_replay_to_another(family: str) -> No
         inner_results.append(replay(policy, inner, workers=1, max_rounds=80, plan=inner_plan))
         return choose(revealed)
 
-    played = play(interleaved, outer.branch_starts, outer.state_after, outer.size,
-                  outer.root.score, 1, 80, None, False, True)
-    assert not isinstance(played, GaveUp)
+    played = play(policy, recorded_source(outer), _settings(policy, 1, 80, outer_plan),
+                  chooser=interleaved)
     stop, rounds, selections, revealed, sizes, best, nodes, ups = played
     assert len(inner_results) > 3
     assert all(r == expected_inner for r in inner_results)
@@ -378,14 +384,21 @@ def test_a_chooser_never_holds_a_node_it_was_not_shown(family: str, workers: int
         check(choose, revealed)
         return choose(revealed)  # type: ignore[operator]
 
-    def many(revealed: list[Branch], slots: int) -> list[Branch | str] | str:
-        shown.update(state.tip for state in revealed)
-        check(choose, revealed)
-        return choose(revealed, slots)  # type: ignore[operator]
+    gave_up: list[int] = []  # the nodes shown when it gave up (select decides after)
 
-    played = play(one if workers == 1 else many, tree.branch_starts, tree.state_after,
-                  tree.size, tree.root.score, workers, 200, None, False, True)
-    nodes = played.nodes if isinstance(played, GaveUp) else played[6]
+    def many(revealed: list[Branch], budget: Budget) -> list[Branch | str] | str:
+        shown.update(state.tip for state in revealed)
+        check(choose, revealed, budget)
+        answer = choose(revealed, budget)  # type: ignore[operator]
+        if answer == GIVE_UP:
+            gave_up.append(len(shown) - 1)
+        return answer
+
+    played = play(policy, recorded_source(tree), _settings(policy, workers, 200, plan),
+                  chooser=one if workers == 1 else many)
+    nodes = played[6] or []
+    if gave_up:
+        nodes = nodes[:gave_up[0]]
     assert nodes and {n.node_id for n in nodes} <= shown
 
 

@@ -320,8 +320,9 @@ def test_best_ranking_one_slot_sees_every_node_revealed_since() -> None:
 def test_kept_rankings_choose_what_ranking_everything_chooses_at_any_branch_count(
         nodes: list[Node], family: str, data: st.DataObject, workers: int, k2: int,
         budget: int | None, charge: bool, few: int) -> None:
-    """``ucb`` and ``allocation`` value every arm while they have at most ``_FEW W + _FEW``
-    branches and keep rankings past that; with the threshold lowered, their kept rankings
+    """``ucb`` and ``allocation`` value every arm while they have few branches (``ucb``: at
+    most ``_FEW W + _FEW``; ``allocation``: ``_SCAN`` at W = 1, ``W + _BATCH`` at any W) and
+    keep rankings past that; with the threshold lowered, their kept rankings
     (and their one-slot paths, mostly W = 1 here) are the ones playing from the first round
     on, and still choose what the references choose."""
     import dreamrsi.policies.allocation as allocation_module
@@ -334,7 +335,11 @@ def test_kept_rankings_choose_what_ranking_everything_chooses_at_any_branch_coun
     theirs = replay(REFERENCES[family](**params), tree, workers=workers, max_rounds=k2,
                     attempt_budget=budget, charge_misses=charge)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(module, "_FEW", few)
+        if family == "allocation":  # its choosers' thresholds (select is its batch chooser)
+            patch.setattr(module, "_SCAN", few)
+            patch.setattr(module, "_BATCH", few)
+        else:
+            patch.setattr(module, "_FEW", few)
         ours = replay(make_policy(spec), tree, workers=workers, max_rounds=k2,
                       attempt_budget=budget, charge_misses=charge)
     assert ours == theirs

@@ -5,14 +5,15 @@ the time differs. A replay plays millions of rounds in a dream, so these sit on 
 lines; nothing else in ``core`` writes a :class:`~dreamrsi.core.view.TreeView`'s private
 fields from outside ``view.py`` or reaches into ``random``'s C type.
 
-1. **Recorded reveals bound to one view** (:func:`recorded_extend`): the recorded source's
-   ``extend`` as one closure over the view's own tables and one recorded tree's branch
-   states, writing the view's private fields directly. Plain path:
-   :meth:`TreeView.advance <dreamrsi.core.view.TreeView.advance>` (what the recorded source
-   calls on a view it did not start). ``tests/core/test_view.py`` reveals random trees both
-   ways and compares every node, leaf, statistic and best. Gain: one call a round less, and
-   no argument look-ups (measured when it was written: about 1.1x on ``bench_replay.py``'s
-   W = 10 cells of the families replayed by the episode loop).
+1. **Recorded reveals bound to one view** (:func:`recorded_reveal`): the recorded source's
+   reveal step when ``select`` decides on a view (``RecordedSource.revealer(view)``), as one
+   closure over the view's own tables and one recorded tree's branch states, writing the
+   view's private fields directly. Plain path: ``sources.recorded_states`` of the entries
+   followed by :meth:`TreeView.take <dreamrsi.core.view.TreeView.take>`.
+   ``tests/core/test_view.py`` reveals random trees both ways and compares every node,
+   leaf, statistic and best. Gain: one call and one pass a round less, on every round of a
+   replay that ``select`` decides (the W = 10 cells of the chain families, ``greedy`` and
+   ``halving`` in ``bench_replay_ab.py``).
 2. **A random source seeded when first used** (:class:`LazyRandom`): seeding the Mersenne
    twister costs several microseconds, which every replay paid for a policy that never draws
    (none of the built-in families does). CPython details: it seeds through
@@ -37,36 +38,32 @@ if TYPE_CHECKING:
     from dreamrsi.core.model import Node
     from dreamrsi.core.view import Branch, TreeView
 
-__all__ = ["LazyRandom", "recorded_extend", "tuple_new"]
+__all__ = ["LazyRandom", "recorded_reveal", "tuple_new"]
 
 tuple_new = tuple.__new__
 """``tuple.__new__``: builds a named tuple from its values without its constructor."""
 
 
-def recorded_extend(view: TreeView, after: Mapping[str, Branch | None],
-                    starts: Sequence[Branch]) -> Callable[[TreeView, Sequence[str], int],
-                                                          list[Node]]:
-    """:meth:`TreeView.advance` bound to ``view`` and to one recorded tree's states, with the
-    signature of ``ChildSource.extend`` (``(view, batch, round_no)``, the view being this
-    one). The root's entries open ``starts`` in order from the branches already opened, so
-    every branch of the view must have come from ``starts``, in order (a view revealed only
-    through this function does).
-
-    Returns:
-        The function: it reveals each entry's next state, in batch order, and returns the
-        nodes revealed.
-    """
+def recorded_reveal(view: TreeView, starts: Sequence[Branch],
+                    after: Mapping[str, Branch | None]
+                    ) -> Callable[[Sequence[str], int], list[Node]]:
+    """A recorded source's reveal step for ``select``'s node ids, bound to ``view`` and to
+    one recorded tree's states (``(batch, round_no)`` in, the nodes revealed out): each id's
+    recorded continuation (the root's: the next recorded branch) taken by the view. The
+    root's entries open ``starts`` in order from the branches already opened, so every branch
+    of the view must have come from ``starts``, in order (a view revealed only from them
+    does)."""
     root_id, tips, stats, order = view._root_id, view._tips, view._stats, view._order
     ups = view._ups
     count = len(starts)
 
-    def extend(view: TreeView, batch: Sequence[str], round_no: int) -> list[Node]:
+    def reveal(batch: Sequence[str], round_no: int) -> list[Node]:
         before = len(order)
         for parent_id in batch:
             if parent_id != root_id:
-                state = after[parent_id]
-                if state is None:
+                if (grown := after[parent_id]) is None:
                     continue
+                state = grown
                 del tips[parent_id]
             elif (opened := len(stats)) < count:
                 state = starts[opened]
@@ -74,7 +71,7 @@ def recorded_extend(view: TreeView, after: Mapping[str, Branch | None],
                 continue
             tips[state.tip] = stats[state.branch_id] = state
             order.append(node := state.tip_node)
-            # as in advance(): only a branch's new best (since_best 0) may lead; the view's
+            # as in take(): only a branch's new best (since_best 0) may lead; the view's
             # best always has a score
             if state.since_best == 0 and (score := state.best) is not None and (
                     (best := view._best) is None or score > best.score):  # type: ignore[operator]
@@ -85,7 +82,7 @@ def recorded_extend(view: TreeView, after: Mapping[str, Branch | None],
             view._index.update((n.node_id, n) for n in found)
         return found
 
-    return extend
+    return reveal
 
 
 class _Random(random.Random):

@@ -1,10 +1,12 @@
 """One episode of exploration, the same online and in replay.
 
 An episode is the loop of the decision interface: check the budgets, ask the policy for a
-batch, check the batch, spend, extend the tree, complete the round. Where children come from
-is the only difference between the two worlds: a *live* source runs attempts (the engine), a
-*recorded* source reveals what a recorded tree holds (the ``Child`` operator of replay).
-:func:`run_episode` drives both; neither keeps a loop of its own.
+batch, spend, extend the tree, complete the round. Where children come from is the only
+difference between the two worlds: a *live* source runs attempts (the engine, through
+:func:`run_episode`), a *recorded* source reveals what a recorded tree holds (the ``Child``
+operator of replay, :class:`RecordedSource`). :func:`play` drives both, and every policy: a
+policy's own chooser, or its ``select`` through :class:`SelectChooser`; nothing else keeps a
+loop of its own.
 
 The spending rule is one: every revealed node that finished (not ``lost``) spends one attempt
 of the attempt budget, and, when misses are charged, so does every selection that revealed
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from dreamrsi.core._fast import LazyRandom as _LazyRandom  # seeded when first used
 from dreamrsi.core._fast import tuple_new as _tuple_new
@@ -32,12 +34,18 @@ from dreamrsi.core.policy import (
     GridPlan,
     Policy,
     PolicyContext,
-    check_batch,
+)
+from dreamrsi.core.sources import (
+    ChildSource,
+    RecordedSource,
+    SelectChooser,
+    StateSource,
+    ViewSource,
 )
 from dreamrsi.core.view import Branch, TreeView
 
-__all__ = ["ChildSource", "EpisodeSettings", "EpisodeState", "GaveUp", "Played", "StopReason",
-           "chooser_maker", "play", "play_one", "run_episode"]
+__all__ = ["ChildSource", "EpisodeSettings", "EpisodeState", "Played", "RecordedSource",
+           "SelectChooser", "StateSource", "StopReason", "chooser_maker", "play", "run_episode"]
 
 _LOST = NodeStatus.LOST
 
@@ -101,25 +109,6 @@ _ROUND_BUDGET, _ATTEMPT_BUDGET = StopReason.ROUND_BUDGET, StopReason.ATTEMPT_BUD
 _EMPTY_BATCH, _EXHAUSTED = StopReason.EMPTY_BATCH, StopReason.EXHAUSTED
 
 
-class ChildSource(Protocol):
-    """Where an episode's children come from.
-
-    ``extend`` gives each entry of a checked batch its child, in batch order (the root once
-    per entry: each opens a new branch), reveals the children in the view (through
-    :meth:`TreeView.reveal_all` or :meth:`TreeView.advance`) and returns them. An entry may
-    get no child (replay: no recorded continuation). ``exhausted`` says whether no entry could
-    get a child any more (a recorded tree wholly revealed; never online).
-    """
-
-    def exhausted(self, view: TreeView) -> bool:
-        """Whether nothing more can be revealed."""
-        ...
-
-    def extend(self, view: TreeView, batch: tuple[str, ...], round_no: int) -> Sequence[Node]:
-        """Reveal the children of ``batch`` (decided in round ``round_no``, 1-based)."""
-        ...
-
-
 class EpisodeSettings(NamedTuple):
     """What an episode may spend, and what its policy is told (a named tuple: replay makes
     one per episode, millions in a dream). Nothing here tells the policy which world it runs
@@ -134,7 +123,7 @@ class EpisodeSettings(NamedTuple):
         task_name: Passed to the policy.
         plan: The policy's grid plan, if it planned.
         charge_misses: Whether a selection that revealed nothing spends an attempt.
-        policy_name: Named in errors.
+        policy_name: Named in errors (empty: the policy's ``name``).
         round_cap: Decision rounds it may play, enforced without telling the policy: replay's
             default K2, which is the recorded tree's size (``None``: none).
     """
@@ -205,20 +194,8 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
                 settings: EpisodeSettings, *, state: EpisodeState | None = None,
                 should_stop: Callable[[TreeView], StopReason | None] | None = None,
                 on_round: Callable[[], None] | None = None) -> tuple[StopReason, EpisodeState]:
-    """Drive ``policy`` from ``view`` until a budget ends, the policy stops or nothing is left.
-
-    Each round: stop if the round or attempt budget is spent or ``should_stop`` names a reason;
-    ask the policy (reset here with a fresh random source) for a batch and check it; cut it to
-    the attempts left; stop on an empty batch; extend; stop if nothing was revealed because
-    the source has nothing more to give (not a round); else spend and complete the round.
-
-    A round that revealed nothing leaves the view as the policy saw it. A policy that declares
-    ``view_determined`` (see :class:`~dreamrsi.core.policy.Policy`) would then ask for the same
-    batch in every later round while its slots (``min(W, attempts left)``) stay the same, and
-    reveal nothing again: those rounds are counted at once, as misses, without asking it (in
-    replay only: online every entry reveals a node). The counts, the batch sizes and the stop
-    reason are those of playing them one by one; a property test checks it against a loop
-    that plays every round.
+    """An online episode: :func:`play` driving ``policy.select`` (through
+    :class:`SelectChooser`) from ``view``, children from ``source``.
 
     Args:
         policy: The policy (its ``reset`` is called once, here).
@@ -236,98 +213,23 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
     Raises:
         PolicyError: A batch breaks the decision interface.
     """
-    workers, attempts, told, seed, task_name, plan, charge, name, hidden = settings
-    rounds_cap = told if hidden is None else hidden if told is None else min(told, hidden)
     st = state if state is not None else EpisodeState()
-    policy.reset(_tuple_new(PolicyContext, (task_name, workers, _LazyRandom(seed), attempts,
-                                            told, plan)))
-    select, extend, exhausted = policy.select, source.extend, source.exhausted
-    repeats = getattr(policy, "view_determined", False) is True
-    # the counts live in locals while the loop runs (a replay plays millions of rounds)
-    rounds, spent, selections, revealed = st.rounds, st.spent, st.selections, st.revealed
-    sizes = st.batch_sizes
-    root_id, tips, one_fits = view.root_id, view.leaf_table(), workers >= 1
-    # what the policy is told of the rounds left: the round budget it was given, never the
-    # hidden cap; without an attempt budget one shared Budget per round count (or one only)
-    untold = _tuple_new(Budget, (workers, None, None)) if told is None else None
-    budgets = None if attempts is not None or told is None else _budgets(
-        workers, told - rounds)
-    try:
-        while True:
-            if rounds_cap is not None and rounds >= rounds_cap:
-                return _ROUND_BUDGET, st
-            left = None
-            if attempts is not None:
-                left = attempts - spent
-                if left <= 0:
-                    return _ATTEMPT_BUDGET, st
-            if should_stop is not None and (reason := should_stop(view)) is not None:
-                return reason, st
-            if budgets is not None:  # shared Budgets: only with a round budget
-                budget = budgets[told - rounds]  # type: ignore[operator]
-            elif untold is not None and left is None:
-                budget = untold
-            else:
-                budget = _tuple_new(Budget, (workers, left, None if told is None
-                                             else told - rounds))
-            chosen = select(view, budget)
-            # the common batch, one eligible id, accepted here; anything else is checked
-            batch: tuple[str, ...]
-            if ((type(chosen) is list or type(chosen) is tuple) and len(chosen) == 1
-                    and one_fits and type(first := chosen[0]) is str
-                    and (first == root_id or first in tips)):
-                batch = (first,)
-            else:
-                batch = check_batch(view, chosen, workers, policy_name=name,
-                                    round_no=rounds + 1)
-            if left is not None:
-                batch = batch[:left]
-            if not batch:
-                return _EMPTY_BATCH, st
-            found = extend(view, batch, rounds + 1)
-            count = len(found)
-            if not count and exhausted(view):  # asked for more than is left: not a round
-                return _EXHAUSTED, st
-            selections += len(batch)
-            revealed += count
-            if attempts is not None:  # the spending rule: finished nodes, and misses if charged
-                spent += count - sum(1 for node in found if node.status is _LOST)
-                if charge:
-                    spent += len(batch) - count
-            if sizes is not None:
-                sizes.append(count)
-            rounds += 1
-            view.complete_round()
-            if on_round is not None:
-                st.rounds, st.spent, st.selections, st.revealed = (rounds, spent, selections,
-                                                                   revealed)
-                on_round()
-            elif not count and repeats and rounds_cap is not None and should_stop is None:
-                # nothing revealed, so the view is as the policy saw it: it would ask for the
-                # same batch again while its slots stay the same; count those rounds at once
-                idle = _repeated_rounds(len(batch), left, workers, charge, rounds_cap - rounds)
-                if idle:
-                    rounds += idle
-                    selections += idle * len(batch)
-                    if charge and attempts is not None:
-                        spent += idle * len(batch)
-                    if sizes is not None:
-                        sizes += [0] * idle
-                    view.complete_round(idle)
-    finally:
-        st.rounds, st.spent, st.selections, st.revealed = rounds, spent, selections, revealed
+    played = play(policy, ViewSource(source, view), settings, view=view, state=st,
+                  should_stop=should_stop, on_round=on_round, keep_order=False)
+    return played[0], st
 
 
-# -- a chooser driven on recorded branch states ---------------------------------------------
+# -- the one episode driver -------------------------------------------------------------------
 
 Played = tuple[StopReason, int, int, int, "list[int] | None", "float | None",
-               "list[Node] | None", "list[tuple[int, float]]"]
+               "list[Node] | None", "Sequence[tuple[int, float]]"]
 """What :func:`play` returns: why the episode ended, its rounds, selections and revealed
 nodes, the nodes revealed in each round (``None`` unless the order is kept), the best score
-revealed (the root's included; ``None`` if none), the revealed nodes in order (``None``
-unless the order is kept), and the improvement record: ``(i, best)`` for each revealed node
-that raised the best score so far (the root's to start with), ``i`` its 1-based place in the
-reveal order (kept always: it grows only on an improvement)."""
+revealed (the root's included; ``None`` if none), the nodes this call revealed, in order
+(``None`` unless the order is kept), and the improvement record: ``(i, best)`` for each
+revealed node that raised the best score so far (the root's to start with), ``i`` its
+1-based place in the reveal order (kept always: it grows only on an improvement; with a
+view, the view's, ``TreeView.improvements``)."""
 
 
 _ASK: Any = object()  # not looked up yet
@@ -336,7 +238,7 @@ _MAKERS: dict[type, Callable[..., Any] | None] = {}
 
 
 def chooser_maker(cls: type) -> Callable[..., Any] | None:
-    """``cls.chooser`` where replay may drive it instead of the episode loop: the class
+    """``cls.chooser`` where replay may drive it instead of ``select``: the class
     declares ``view_determined`` and the class that defines ``chooser`` also defines
     ``select`` and ``reset`` (a subclass that changes how it decides without a chooser of
     its own replays through ``select``). Looked up once per class."""
@@ -350,109 +252,220 @@ def chooser_maker(cls: type) -> Callable[..., Any] | None:
     return _MAKERS[cls]
 
 
-class GaveUp(NamedTuple):
-    """What :func:`play` returns when the chooser answered GIVE_UP: the nodes revealed so far,
-    in order, and the counts, for the episode loop to continue from."""
+def play(policy: Policy, source: StateSource, settings: EpisodeSettings,
+         chooser: Chooser | BatchChooser | None = None, view: TreeView | None = None,
+         state: EpisodeState | None = None,
+         should_stop: Callable[[TreeView], StopReason | None] | None = None,
+         on_round: Callable[[], None] | None = None, keep_order: bool = True) -> Played:
+    """The one episode driver, online and in replay: drive a chooser until a budget ends,
+    it stops or nothing is left.
 
-    nodes: list[Node]
-    state: EpisodeState
+    ``chooser`` is the policy's own (its ``chooser`` hook: a :class:`Chooser` at W = 1, else
+    a :class:`BatchChooser`), or ``None``: the policy's ``select`` decides, through
+    :class:`SelectChooser`, on ``view`` (a fresh one at the source's root if none is given,
+    bound to the source). A chooser answering GIVE_UP hands over the same way, on a view of
+    the nodes revealed so far.
 
+    Each round: stop if the round cap or the attempt budget is spent or ``should_stop`` names
+    a reason; ask the chooser (fed the states the last round revealed, and the budget); cut
+    the batch to the attempts left; stop on an empty batch; reveal; stop if nothing was
+    revealed because the source has nothing more to give (not a round); else spend (every
+    revealed node that finished, and each miss when misses are charged) and complete the
+    round. A round that revealed nothing leaves the view as the policy saw it: a chooser of
+    its own, or a ``view_determined`` policy, would ask for the same batch while its slots
+    (``min(W, attempts left)``) stay the same, and reveal nothing again, so those rounds are
+    counted at once, as misses (never online: there every entry reveals a node).
 
-def play(choose: Chooser | BatchChooser, starts: Sequence[Branch],
-         after: Mapping[str, Branch | None], size: int, best: float | None, workers: int,
-         rounds_cap: int, attempts: int | None, charge: bool,
-         keep_order: bool) -> Played | GaveUp:
-    """Drive a chooser over recorded branch states: :func:`run_episode`'s counts without a
-    view, a budget or a batch check.
+    The one specialised path: a chooser of its own at W = 1 on a recorded source, with no
+    online hooks (:func:`_play_one`: one selection a round, no budget built).
 
-    ``starts`` are the recorded branches' first states in opening order, ``after[tip]`` a
-    branch's state once its tip's recorded child is revealed (``None``: none), ``size`` the
-    nodes there are, ``best`` the root's score. Every count is kept as :func:`run_episode`
-    keeps it (budgets checked in the same order, misses charged or not, the idle rounds of a
-    ``view_determined`` policy counted at once), so the result is the episode loop's:
-    ``tests/policies/test_choosers.py`` compares whole results on random trees.
+    Args:
+        policy: The policy (reset by :class:`SelectChooser` when ``select`` decides).
+        source: Where the children come from.
+        settings: Budgets and what the policy is told.
+        chooser: The policy's own chooser, if it has one for this episode.
+        view: The view ``select`` decides on (online: the run's, revealed by the source).
+        state: Counts carried over (a resumed run's), updated in place.
+        should_stop: Asked before every decision for further reasons to stop (online).
+        on_round: Called after every completed round (online).
+        keep_order: Keep the batch sizes and the revealed nodes in order.
 
-    At W = 1 (the one specialised path) ``choose`` is a :class:`Chooser`: every round makes
-    one selection and reveals at most one node; at any other W a :class:`BatchChooser`, each
-    round's batch revealed in order as the recorded source reveals it (an OPEN entry opens
-    the next recorded branch).
+    Returns:
+        See :data:`Played`.
+
+    Raises:
+        PolicyError: A batch of ``select`` breaks the decision interface.
     """
-    if workers == 1:
-        return play_one(choose, starts, after, size, best,  # type: ignore[arg-type]
-                        rounds_cap, attempts, charge, keep_order)
-    many: BatchChooser = choose  # type: ignore[assignment]  # not at W = 1
-    count_starts = len(starts)
-    opened = rounds = spent = selections = revealed = 0
-    nodes: list[Node] = []  # kept for a hand-over, and for the order
-    sizes: list[int] | None = [] if keep_order else None
-    ups: list[tuple[int, float]] = []  # the improvement record
-    found: list[Branch] = []
-    while True:
-        if rounds >= rounds_cap:
-            stop = _ROUND_BUDGET
-            break
-        left = None
-        slots = workers
-        if attempts is not None:
-            left = attempts - spent
-            if left <= 0:
-                stop = _ATTEMPT_BUDGET
+    workers, attempts, told, _, _, _, charge, _, hidden = settings
+    cap = told if hidden is None else hidden if told is None else min(told, hidden)
+    kept: list[Branch] = []  # the states this call revealed, in order
+    if (workers == 1 and chooser is not None and type(source) is RecordedSource
+            and view is None and state is None and cap is not None and should_stop is None
+            and on_round is None):
+        # a named tuple's fields by index: a replay's fixed cost is a few look-ups
+        best = source[0].score  # the root's
+        played = _play_one(chooser, source[1], source[2], source[3], cap,  # type: ignore[arg-type]
+                           attempts, charge, kept, best, keep_order)
+        if type(played) is tuple:
+            return played
+        st: EpisodeState = played  # type: ignore[assignment]  # it gave up: select decides
+        chooser, best = None, _best_of(kept, best)
+    else:
+        best = source.root.score if view is None else (None if view.best is None
+                                                        else view.best.score)
+        st = state if state is not None else EpisodeState(
+            0, 0, 0, 0, [] if keep_order else None)
+    choose: BatchChooser | SelectChooser
+    if chooser is None:
+        choose, view = _select_from(policy, source, settings, view, kept, st.rounds)
+    else:
+        choose = chooser  # type: ignore[assignment]  # at W above 1: a BatchChooser
+    return _play_batches(policy, choose, source, settings, cap, view, st, kept, best,
+                         should_stop, on_round, keep_order)
+
+
+def _select_from(policy: Policy, source: StateSource, settings: EpisodeSettings,
+                 view: TreeView | None, kept: list[Branch],
+                 rounds: int) -> tuple[SelectChooser, TreeView]:
+    """``policy.select`` as the episode's chooser from here on: on ``view``, or on a fresh
+    view of the source's root showing the states revealed so far (``kept``, in order) and
+    the rounds played, bound to the source."""
+    if view is None:
+        view = TreeView(source.root)
+        view.take(kept)
+        view.complete_round(rounds)
+    workers, attempts, told, seed, task_name, plan, _, name, _ = settings
+    context = _tuple_new(PolicyContext, (task_name, workers, _LazyRandom(seed), attempts, told,
+                                         plan))
+    return SelectChooser(policy, view, context, name, rounds), view
+
+
+def _play_batches(policy: Policy, choose: BatchChooser | SelectChooser, source: StateSource,
+                  settings: EpisodeSettings, cap: int | None, view: TreeView | None,
+                  st: EpisodeState, kept: list[Branch], best: float | None,
+                  should_stop: Callable[[TreeView], StopReason | None] | None,
+                  on_round: Callable[[], None] | None, keep_order: bool) -> Played:
+    """:func:`play`'s rounds at any W (see there)."""
+    workers, attempts, told = settings[0], settings[1], settings[2]
+    charge = settings[6]
+    reveal, size = source.revealer(view), source.size
+    repeats = (not isinstance(choose, SelectChooser)
+               or getattr(policy, "view_determined", False) is True)
+    # the counts live in locals while the loop runs (a replay plays millions of rounds)
+    rounds, spent, selections, revealed = st.rounds, st.spent, st.selections, st.revealed
+    sizes = st.batch_sizes
+    # what the policy is told of the rounds left: the round budget it was given, never the
+    # hidden cap; without an attempt budget one shared Budget per round count (or one only)
+    untold = _tuple_new(Budget, (workers, None, None)) if told is None else None
+    budgets = None if attempts is not None or told is None else _budgets(
+        workers, told - rounds)
+    found: list[Any] = []  # what the last round revealed (states, or nodes: see Reveal)
+    # with a view, the view holds the best and the order; without, the states do
+    first = 0 if view is None else len(view) - len(kept)
+    track = view is None
+    ups: list[tuple[int, float]] = []  # the improvement record, without a view
+    try:
+        while True:
+            if cap is not None and rounds >= cap:
+                stop = _ROUND_BUDGET
                 break
-            if left < workers:
-                slots = left
-        batch = many(found, slots)
-        if not batch:
-            stop = _EMPTY_BATCH
-            break
-        if batch is GIVE_UP:
-            return GaveUp(nodes, EpisodeState(rounds, spent, selections, revealed, sizes))
-        found = []
-        for entry in batch:  # a list (GIVE_UP, the one string answer, was taken above)
-            if entry is OPEN:
-                if opened < count_starts:
-                    found.append(starts[opened])
-                    opened += 1
-            elif (state := after[entry.tip]) is not None:  # type: ignore[union-attr]
-                found.append(state)
-        count = len(found)
-        if not count and revealed >= size:
-            stop = _EXHAUSTED  # asked for more than is left: not a round
-            break
-        selections += len(batch)
-        revealed += count
-        rounds += 1
-        if sizes is not None:
-            sizes.append(count)
-        for state in found:
-            node = state.tip_node
-            if attempts is not None and node.status is not _LOST:
-                spent += 1
-            nodes.append(node)
-            if state.since_best == 0 and (score := state.best) is not None and (
-                    best is None or score > best):
-                best = score
-                ups.append((len(nodes), score))
-        if charge and attempts is not None:
-            spent += len(batch) - count
-        if not count:  # the same view: the same batch while the slots stay the same
-            idle = _repeated_rounds(len(batch), left, workers, charge, rounds_cap - rounds)
-            rounds += idle
-            selections += idle * len(batch)
-            if charge and attempts is not None:
-                spent += idle * len(batch)
+            left = None
+            if attempts is not None:
+                left = attempts - spent
+                if left <= 0:
+                    stop = _ATTEMPT_BUDGET
+                    break
+            if should_stop is not None and (reason := should_stop(view)) is not None:  # type: ignore[arg-type]
+                stop = reason
+                break
+            if budgets is not None:  # shared Budgets: only with a round budget
+                budget = budgets[told - rounds]  # type: ignore[operator]
+            elif untold is not None and left is None:
+                budget = untold
+            else:
+                budget = _tuple_new(Budget, (workers, left, None if told is None
+                                             else told - rounds))
+            batch = choose(found, budget)
+            if batch is GIVE_UP:  # select decides from here, from what is revealed
+                choose, view = _select_from(policy, source, settings, view, kept, rounds)
+                repeats = getattr(policy, "view_determined", False) is True
+                reveal, first, track = source.revealer(view), 1, False
+                batch = choose([], budget)
+            if left is not None and len(batch) > left:
+                batch = batch[:left]
+            if not batch:
+                stop = _EMPTY_BATCH
+                break
+            found = reveal(batch, rounds + 1)
+            count = len(found)
+            if not count and size is not None and revealed >= size:
+                stop = _EXHAUSTED  # asked for more than is left: not a round
+                break
+            selections += len(batch)
+            revealed += count
+            rounds += 1
             if sizes is not None:
-                sizes += [0] * idle
-    return stop, rounds, selections, revealed, sizes, best, nodes if keep_order else None, ups
+                sizes.append(count)
+            if attempts is not None:  # the spending rule: finished nodes, misses if charged
+                if track:  # branch states
+                    spent += count - sum(1 for s in found if s.tip_node.status is _LOST)
+                else:  # nodes
+                    spent += count - sum(1 for n in found if n.status is _LOST)
+            if track:
+                for state in found:
+                    kept.append(state)
+                    if state.since_best == 0 and (score := state.best) is not None and (
+                            best is None or score > best):
+                        best = score
+                        ups.append((len(kept), score))
+            if charge and attempts is not None:
+                spent += len(batch) - count
+            if view is not None:
+                view.complete_round()
+            if on_round is not None:
+                st.rounds, st.spent, st.selections, st.revealed = (rounds, spent, selections,
+                                                                   revealed)
+                on_round()
+            elif not count and repeats and cap is not None and should_stop is None:
+                # nothing revealed, so the view is as the policy saw it: it would ask for the
+                # same batch again while its slots stay the same; count those rounds at once
+                idle = _repeated_rounds(len(batch), left, workers, charge, cap - rounds)
+                if idle:
+                    rounds += idle
+                    selections += idle * len(batch)
+                    if charge and attempts is not None:
+                        spent += idle * len(batch)
+                    if sizes is not None:
+                        sizes += [0] * idle
+                    if view is not None:
+                        view.complete_round(idle)
+    finally:
+        st.rounds, st.spent, st.selections, st.revealed = rounds, spent, selections, revealed
+    if view is None:
+        return (stop, rounds, selections, revealed, sizes, best,
+                [state.tip_node for state in kept] if keep_order else None, ups)
+    top = view.best
+    return (stop, rounds, selections, revealed, sizes, None if top is None else top.score,
+            view.revealed_since(first) if keep_order else None, view.improvements)
 
 
-def play_one(choose: Chooser, starts: Sequence[Branch], after: Mapping[str, Branch | None],
-              size: int, best: float | None, rounds_cap: int, attempts: int | None,
-              charge: bool, keep_order: bool) -> Played | GaveUp:
-    """:func:`play` at W = 1, the driver's one specialised path (what replay calls at once):
-    one selection a round (so rounds count both), every node revealed kept (so ``nodes``
-    counts them)."""
+def _best_of(states: list[Branch], best: float | None) -> float | None:
+    """The best score among ``states``' new nodes and ``best``."""
+    for state in states:
+        if state.since_best == 0 and (score := state.best) is not None and (
+                best is None or score > best):
+            best = score
+    return best
+
+
+def _play_one(choose: Chooser, starts: Sequence[Branch], after: Mapping[str, Branch | None],
+              size: int, rounds_cap: int, attempts: int | None, charge: bool,
+              kept: list[Branch], best: float | None, keep_order: bool) -> Played | EpisodeState:
+    """:func:`play` at W = 1 with a chooser of its own on a recorded source, the driver's one
+    specialised path: one selection a round (so rounds count both), every state revealed
+    kept (so ``kept`` counts them). Returns what the episode played, or, where the chooser
+    gave up, the counts so far (the states revealed in ``kept``)."""
     opened = rounds = spent = 0
-    nodes: list[Node] = []  # kept for a hand-over, and for the order
     sizes: list[int] | None = [] if keep_order else None
     ups: list[tuple[int, float]] = []  # the improvement record
     state: Branch | None = None
@@ -476,13 +489,13 @@ def play_one(choose: Chooser, starts: Sequence[Branch], after: Mapping[str, Bran
             stop = _EMPTY_BATCH
             break
         else:  # GIVE_UP
-            return GaveUp(nodes, EpisodeState(rounds, spent, rounds, len(nodes), sizes))
+            return EpisodeState(rounds, spent, rounds, len(kept), sizes)
         if state is None:  # a miss: nothing recorded below what was asked for
-            if len(nodes) >= size:
+            if len(kept) >= size:
                 stop = _EXHAUSTED  # asked for more than is left: not a round
                 break
             # the policy sees the same view, so asks the same: count those rounds at once
-            # (as run_episode does); the next round then ends the episode
+            # (as the batch rounds do); the next round then ends the episode
             idle = rounds_cap - rounds if attempts is None else _repeated_rounds(
                 1, attempts - spent, 1, charge, rounds_cap - rounds - 1) + 1
             rounds += idle
@@ -493,15 +506,15 @@ def play_one(choose: Chooser, starts: Sequence[Branch], after: Mapping[str, Bran
             # _repeated_rounds' promise: the round cap or the attempts are now spent
             assert rounds >= rounds_cap or (attempts is not None and attempts <= spent)
             continue
-        node = state.tip_node
         rounds += 1
-        if attempts is not None and node.status is not _LOST:
+        if attempts is not None and state.tip_node.status is not _LOST:
             spent += 1
-        nodes.append(node)
+        kept.append(state)
         if state.since_best == 0 and (score := state.best) is not None and (
                 best is None or score > best):
             best = score
-            ups.append((len(nodes), score))
+            ups.append((len(kept), score))
         if sizes is not None:
             sizes.append(1)
-    return stop, rounds, rounds, len(nodes), sizes, best, nodes if keep_order else None, ups
+    return (stop, rounds, rounds, len(kept), sizes, best,
+            [state.tip_node for state in kept] if keep_order else None, ups)

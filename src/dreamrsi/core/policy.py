@@ -164,12 +164,13 @@ class Chooser(Protocol):
 
 class BatchChooser(Protocol):
     """A policy's decisions at any W, fed the branch states of the nodes each round revealed
-    (in batch order; empty the first time). Made for one episode."""
+    (in batch order; empty the first time) and the round's budget (what ``select`` is
+    given). Made for one episode."""
 
-    def __call__(self, revealed: Sequence[Branch], slots: int, /) -> list[Branch | str] | str:
-        """The batch for ``slots`` (``min(W, attempts left)``): branches to extend (their
-        current states) and :data:`OPEN` entries, in the order ``select`` would list them
-        (empty: stop), or :data:`GIVE_UP`."""
+    def __call__(self, revealed: Sequence[Branch], budget: Budget, /) -> list[Branch | str] | str:
+        """The batch for the budget's slots (``min(W, attempts left)``): branches to extend
+        (their current states) and :data:`OPEN` entries, in the order ``select`` would list
+        them (empty: stop), or :data:`GIVE_UP`."""
         ...
 
 
@@ -253,15 +254,15 @@ class Policy(Protocol):
     (``min(workers, attempts_left)``) alone: not of ``rounds_left``, the round count or its
     random source, and asking again on the same view gives the same batch. The episode driver
     then counts a run of rounds that reveal nothing at once instead of asking the policy every
-    round (:func:`~dreamrsi.core.episode.run_episode`); the outcome is the same.
+    round (:func:`~dreamrsi.core.episode.play`); the outcome is the same.
 
     A ``view_determined`` policy may also define ``chooser(root, workers, plan)``: its
     decisions for one episode, made from what is revealed when it starts (the root node, W,
     the plan), as a :class:`Chooser` when ``workers`` is 1, else as a :class:`BatchChooser`
     (``None`` where it has none). A chooser is fed only the branch states of revealed nodes
-    (never the recorded tree) and must decide what ``select`` decides; replay drives it
-    instead of the episode loop (:func:`~dreamrsi.core.episode.play`) where the class that
-    defines ``select`` and ``reset`` defines ``chooser`` too. See ``docs/policies.md``.
+    (never the recorded tree) and must decide what ``select`` decides; replay's driver
+    (:func:`~dreamrsi.core.episode.play`) drives it instead of ``select`` where the class
+    that defines ``select`` and ``reset`` defines ``chooser`` too. See ``docs/policies.md``.
     """
 
     name: str

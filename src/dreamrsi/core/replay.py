@@ -10,27 +10,22 @@ command, and ends on an empty batch, after ``K2`` rounds, or when the whole tree
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import islice
 from operator import attrgetter
 from typing import NamedTuple
 
-from dreamrsi.core._fast import recorded_extend
 from dreamrsi.core._fast import tuple_new as _tuple_new
 from dreamrsi.core.episode import (
     _ASK,
     _MAKERS,
     EpisodeSettings,
-    EpisodeState,
-    GaveUp,
-    Played,
+    RecordedSource,
     StopReason,
     chooser_maker,
     play,
-    play_one,
-    run_episode,
 )
 from dreamrsi.core.model import Node
 from dreamrsi.core.policy import (
@@ -40,7 +35,7 @@ from dreamrsi.core.policy import (
     Policy,
     TreeSummary,
 )
-from dreamrsi.core.view import Branch, TreeView
+from dreamrsi.core.view import Branch
 from dreamrsi.errors import PolicyError
 
 _SEQ, _SCORE, _ROUND = attrgetter("seq"), attrgetter("score"), attrgetter("round")
@@ -365,8 +360,10 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int 
            charge_misses: bool = False, grid_support: bool = False) -> ReplayResult:
     """Replay ``policy`` on ``tree`` from its root with a fresh policy state.
 
-    The episode driver (:func:`dreamrsi.core.episode.run_episode`) runs the same loop as an
-    online run; children come from the tree by the ``Child`` operator.
+    The episode driver (:func:`dreamrsi.core.episode.play`) runs the same loop as an
+    online run, driving the policy's own chooser where it has one for this tree, W and plan
+    (a tame tree: see :func:`tame`), else its ``select``; children come from the tree by
+    the ``Child`` operator (:func:`recorded_source`).
 
     Args:
         policy: The candidate policy (reset here).
@@ -401,37 +398,43 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int 
         return _plan_out_of_support(tree)  # grid is what the policy asks for
     cap = default_rounds(tree, attempt_budget) if max_rounds is None else max_rounds
     task_name = tree.task_name if task_name is None else task_name
-    played: Played | GaveUp | None = None
+    choose = None
     if (type(cap) is int and type(workers) is int and workers >= 1
             and (make := _MAKERS.get(type(policy), _ASK)) is not None):
         if make is _ASK:
             make = chooser_maker(type(policy))
-        if make is not None and (_TAME_GET(tree) or tame(tree)) and (
-                choose := make(policy, tree.root, workers, plan)) is not None:
-            starts, after, size = tree.branch_starts, tree.state_after, tree.size
-            played = (play_one(choose, starts, after, size, tree.root.score, cap,
-                               attempt_budget, charge_misses, keep_order) if workers == 1 else
-                      play(choose, starts, after, size, tree.root.score, workers, cap,
-                           attempt_budget, charge_misses, keep_order))
-            if type(played) is GaveUp:
-                played = _hand_over(policy, tree, played, cap, attempt_budget, charge_misses,
-                                    keep_order, seed, task_name, workers)
-    if played is not None:
-        stop, rounds, selections, revealed, sizes, best, nodes, ups = played  # type: ignore[misc]
-        if beyond and (selections > revealed or stop is StopReason.EXHAUSTED):
-            return _plan_out_of_support(tree)
-        quality = best if best is not None else tree.floor
-        return _tuple_new(ReplayResult, (
-            tree.tree_id, 0.0 if quality is None else quality, revealed, rounds,
-            selections - revealed, selections, stop,
-            () if nodes is None else tuple(n.node_id for n in nodes),
-            () if sizes is None else tuple(sizes), tuple(ups)))
-    result = replay_generic(policy, tree, workers=workers, max_rounds=max_rounds, seed=seed,
-                            attempt_budget=attempt_budget, task_name=task_name,
-                            keep_order=keep_order, plan=plan, charge_misses=charge_misses)
-    if beyond and (result.out_of_support or result.stop is StopReason.EXHAUSTED):
+        if make is not None and (_TAME_GET(tree) or tame(tree)):
+            choose = make(policy, tree.root, workers, plan)
+    settings = _tuple_new(EpisodeSettings, (
+        workers, attempt_budget, max_rounds, seed, task_name, plan, charge_misses, "",
+        cap if max_rounds is None else None))  # the policy's name: SelectChooser finds it
+    stop, rounds, selections, revealed, sizes, best, nodes, ups = play(
+        policy, _SOURCE_GET(tree) or recorded_source(tree), settings, choose, None, None,
+        None, None, keep_order)
+    if beyond and (selections > revealed or stop is StopReason.EXHAUSTED):
         return _plan_out_of_support(tree)
-    return result
+    quality = best if best is not None else tree.floor
+    return _tuple_new(ReplayResult, (
+        tree.tree_id, 0.0 if quality is None else quality, revealed, rounds,
+        selections - revealed, selections, stop,
+        () if nodes is None else tuple(n.node_id for n in nodes),
+        () if sizes is None else tuple(sizes), tuple(ups)))
+
+
+def recorded_source(tree: RecordedTree) -> RecordedSource:
+    """The ``Child`` operator on ``tree`` (immutable: made once per tree, up to 4,096
+    trees kept)."""
+    if (source := _SOURCE_GET(tree)) is None:
+        source = _tuple_new(RecordedSource, (tree.root, tree.branch_starts, tree.state_after,
+                                             tree.size))
+        if len(_SOURCE) >= 4096:
+            _SOURCE.clear()
+        _SOURCE[tree] = source
+    return source
+
+
+_SOURCE: dict[RecordedTree, RecordedSource] = {}
+_SOURCE_GET = _SOURCE.get
 
 
 def _plan_out_of_support(tree: RecordedTree) -> ReplayResult:
@@ -446,80 +449,36 @@ def replay_generic(policy: Policy, tree: RecordedTree, *, workers: int,
                    attempt_budget: int | None = None, task_name: str | None = None,
                    keep_order: bool = True, plan: GridPlan | None = None,
                    charge_misses: bool = False) -> ReplayResult:
-    """:func:`replay` through the episode loop, never a family's one-slot loop (what that
-    loop is checked against; a plan is taken as in support)."""
+    """:func:`replay` with the policy's ``select`` deciding (through
+    :class:`~dreamrsi.core.sources.SelectChooser`), never a chooser of its own: what the
+    families' choosers are checked against (a plan is taken as in support)."""
     hidden = default_rounds(tree, attempt_budget) if max_rounds is None else None
     settings = _tuple_new(EpisodeSettings, (
         workers, attempt_budget, max_rounds, seed,
         tree.task_name if task_name is None else task_name, plan, charge_misses,
         getattr(policy, "name", type(policy).__name__), hidden))
-    view = TreeView(tree.root)
-    stop, st = run_episode(policy, view, RecordedSource(tree, view), settings,
-                           state=EpisodeState(0, 0, 0, 0, [] if keep_order else None))
-    best = view.best
-    quality = best.score if best is not None and best.score is not None else tree.floor
-    order = tuple(n.node_id for n in islice(view.nodes(), 1, None)) if keep_order else ()
+    stop, rounds, selections, revealed, sizes, best, nodes, ups = play(
+        policy, recorded_source(tree), settings, keep_order=keep_order)
+    quality = best if best is not None else tree.floor
     return _tuple_new(ReplayResult, (
-        tree.tree_id, 0.0 if quality is None else quality, st.revealed, st.rounds,
-        st.selections - st.revealed, st.selections, stop, order,
-        () if st.batch_sizes is None else tuple(st.batch_sizes), view.improvements))
-
-
-class RecordedSource:
-    """The ``Child`` operator, the one recorded source: for a leaf, its recorded child; for the
-    root, the earliest-created root child not yet revealed; otherwise nothing. The view it
-    extends must have been revealed only by it.
-
-    Args:
-        tree: The recorded tree.
-        view: The fresh view it will extend, if known: ``extend`` is then bound to it
-            (``core._fast.recorded_extend``, replay's); else :meth:`TreeView.advance`.
-    """
-
-    __slots__ = ("extend", "_after", "_size", "_starts")
-
-    def __init__(self, tree: RecordedTree, view: TreeView | None = None) -> None:
-        self._starts, self._after, self._size = tree.branch_starts, tree.state_after, tree.size
-        self.extend: Callable[[TreeView, Sequence[str], int], list[Node]]
-        if view is None:
-            self.extend = self._advance
-        elif len(view) == 1:
-            self.extend = recorded_extend(view, tree.state_after, tree.branch_starts)
-        else:
-            raise ValueError("a recorded source binds to a fresh view only")
-
-    def exhausted(self, view: TreeView) -> bool:
-        """Whether the whole tree is revealed."""
-        return view.size >= self._size
-
-    def _advance(self, view: TreeView, batch: Sequence[str], round_no: int) -> list[Node]:
-        """Reveal the recorded continuation of each entry of a checked batch, in order."""
-        return view.advance(batch, self._after, self._starts, view.branch_count())[0]
-
-
-def _hand_over(policy: Policy, tree: RecordedTree, gave_up: GaveUp, rounds_cap: int,
-               attempts: int | None, charge: bool, keep_order: bool, seed: int,
-               task_name: str, workers: int) -> Played:
-    """Continue a replay whose chooser gave up: the nodes revealed so far revealed again in
-    a fresh view, in order, then :func:`run_episode` with the policy itself."""
-    view = TreeView(tree.root)
-    source = RecordedSource(tree, view)
-    for node in gave_up.nodes:  # a node's batch was its parent (the root: the next branch)
-        source.extend(view, (node.parent_id,), 0)  # type: ignore[arg-type]  # not the root
-    st = gave_up.state
-    view.complete_round(st.rounds)
-    settings = EpisodeSettings(workers, attempts, None, seed, task_name, None, charge,
-                               getattr(policy, "name", type(policy).__name__), rounds_cap)
-    stop, st = run_episode(policy, view, source, settings, state=st)
-    top = view.best
-    return (stop, st.rounds, st.selections, st.revealed, st.batch_sizes,
-            None if top is None else top.score, list(view.nodes())[1:] if keep_order else None,
-            list(view.improvements))
+        tree.tree_id, 0.0 if quality is None else quality, revealed, rounds,
+        selections - revealed, selections, stop,
+        () if nodes is None else tuple(n.node_id for n in nodes),
+        () if sizes is None else tuple(sizes), tuple(ups)))
 
 
 _BIG = 1e150  # scores within it: no difference or ratio of two of them overflows
 _TAME: dict[RecordedTree, bool] = {}  # tame()'s answers, up to 4,096 trees
 _TAME_GET = _TAME.get  # what replay asks first: a look-up, no call
+
+
+def tame_node(node: Node) -> bool:
+    """Whether ``node``'s score is ``None`` or a finite float or int within ±1e150 and its
+    wall time a whole number of at least 0 (what the engine records): the nodes a chooser is
+    driven on."""
+    score, wall = node.score, node.cost.wall_ms
+    return ((score is None or type(score) in (float, int) and -_BIG <= score <= _BIG)
+            and type(wall) is int and wall >= 0)
 
 
 def tame(tree: RecordedTree) -> bool:
@@ -530,9 +489,7 @@ def tame(tree: RecordedTree) -> bool:
     if (known := _TAME_GET(tree)) is None:
         sources = tree.sources()
         known = all(map(tame, sources)) if sources != (tree,) else all(
-            (n.score is None or type(n.score) in (float, int) and -_BIG <= n.score <= _BIG)
-            and type(n.cost.wall_ms) is int and n.cost.wall_ms >= 0
-            for n in tree.nodes.values())
+            map(tame_node, tree.nodes.values()))
         if len(_TAME) >= 4096:
             _TAME.clear()
         _TAME[tree] = known

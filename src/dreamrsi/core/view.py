@@ -8,7 +8,7 @@ replay never rebuilds the visible set.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from types import MappingProxyType
 from typing import Self
 
@@ -276,44 +276,36 @@ class TreeView:
             if node_id in index:
                 raise ValueError(f"node {node_id} is already revealed")
             if parent_id == root_id:
-                self.advance((root_id,), {}, (Branch(node),))
+                self.take((Branch(node),))
             elif parent_id in tips:
-                self.advance((parent_id,), {parent_id: tips[parent_id].grown(node)}, ())
+                self.take((tips[parent_id].grown(node),))
             else:
                 problem = "already has a child" if parent_id in index else "is not revealed"
                 raise ValueError(f"node {node_id}: parent {parent_id} {problem}")
 
-    def advance(self, batch: Iterable[str], after: Mapping[str, Branch | None],
-                starts: Sequence[Branch], opened: int = 0) -> tuple[list[Node], int]:
-        """Give each entry of a batch its next branch state: the one bookkeeping path of
+    def take(self, states: Iterable[Branch]) -> list[Node]:
+        """Reveal each state's new node (its tip), in order: the one bookkeeping path of
         every reveal.
 
-        For a leaf, ``after[leaf]`` (``None``: nothing to reveal); for the root, the next of
-        ``starts`` not yet opened (``starts[opened]``, then the one after; none left: nothing).
         A state holds a branch's statistics once its new node (``state.tip_node``) is
-        revealed. :meth:`reveal_all` builds the states as nodes arrive and checks them first;
-        replay hands over the states built once per recorded tree, for a batch that passed
-        :func:`~dreamrsi.core.policy.check_batch` (the root and distinct leaves), unchecked.
+        revealed: a branch's first state (``length`` 1) opens it, any other replaces the
+        state of the branch whose tip is the new node's parent. :meth:`reveal_all` builds
+        the states as nodes arrive and checks them first; replay hands over the states built
+        once per recorded tree (``RecordedTree.branch_starts`` and ``state_after``),
+        unchecked: each must continue the view as it is.
 
         Returns:
-            The nodes revealed, in batch order, and how many of ``starts`` are now opened.
+            The nodes revealed, in order.
         """
-        root_id, tips, stats, order = self._root_id, self._tips, self._stats, self._order
+        tips, stats, order = self._tips, self._stats, self._order
         before = len(order)
         best = self._best
         ups = self._ups
         best_score = None if best is None else best.score
-        for parent_id in batch:
-            if parent_id != root_id:
-                state = after[parent_id]
-                if state is None:
-                    continue
-                del tips[parent_id]
-            elif opened < len(starts):
-                state = starts[opened]
-                opened += 1
-            else:
-                continue
+        for state in states:
+            prev = state.prev_node
+            if prev is not None:
+                del tips[prev.node_id]
             tips[state.tip] = stats[state.branch_id] = state
             order.append(state.tip_node)
             # a branch's new best (since_best 0) is the only candidate for the view's best
@@ -326,7 +318,7 @@ class TreeView:
         found = order[before:]
         if self._index is not None:
             self._index.update((n.node_id, n) for n in found)
-        return found, opened
+        return found
 
     def complete_round(self, count: int = 1) -> None:
         """Count ``count`` completed decision rounds (one by default)."""

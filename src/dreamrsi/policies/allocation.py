@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
 import math
 from bisect import bisect_left, insort
 from collections.abc import Sequence
@@ -12,10 +11,10 @@ from math import sqrt
 from dreamrsi.core.model import Node
 from dreamrsi.core.policy import OPEN, BatchChooser, Budget, Chooser, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
-from dreamrsi.policies._common import BranchLog, FirstGains, Scale
+from dreamrsi.policies._common import scale, slots
+from dreamrsi.policies._derived import DerivedSelect
 from dreamrsi.policies.params import check_params, param
 
-_FEW = 2  # with at most _FEW W + _FEW branches, score them all (cheaper than the ranking)
 _SCAN = 8  # the one-slot chooser's few: with at most _SCAN branches it scores them all
 _BATCH = 2  # the batch chooser's few: with at most W + _BATCH branches it scores them all
 
@@ -47,16 +46,11 @@ class AllocationScore:
 
     def __post_init__(self) -> None:
         check_params(self)
-        self._firsts = FirstGains()
-        self._scale = Scale()
-        self._ranked = _Ranked(self, self._scale, self._firsts)
+        self._derived = DerivedSelect(self._batches)
 
     def reset(self, context: PolicyContext) -> None:
-        """Forget the ranking's bookkeeping (decisions depend on the view alone; it is
-        rebuilt from it)."""
-        self._ranked.forget()
-        self._firsts.forget()
-        self._scale.forget()
+        """Forget the episode (decisions depend on the view alone; rebuilt from it)."""
+        self._derived.forget()
 
     def score(self, branch: Branch, span: float, mean_cost: float) -> float:
         """The allocation score of extending ``branch``."""
@@ -76,64 +70,53 @@ class AllocationScore:
         return (gain + self.lam * info) / max(cost, 1e-6) * rho
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
-        """Play the W actions with the highest allocation scores.
-
-        The same actions in the same order as scoring every branch every round, found
-        without scoring them all: see :class:`_Ranked`. With few branches (at most
-        ``2 W + 2``) scoring them all costs less, and is done instead.
-        """
-        workers, left = budget[0], budget[1]  # slots(budget), inlined: every round
-        n = workers if left is None else max(0, min(workers, left))
-        if n == 0:
-            return []
-        if view.branch_count() <= _FEW * n + _FEW:
-            base, span = self._scale.of(view)
-            return self._score_all(view, n, base, span)
-        return self._ranked.choose(view, n)
+        """Play the W actions with the highest allocation scores: the batch chooser's answer
+        (:func:`_choosers`, fed the view's nodes as they are revealed) where the root has a
+        score and every attempt is one a chooser is driven on, else :meth:`score_all`."""
+        return self._derived.select(view, budget, self.score_all)
 
     def chooser(self, root: Node, workers: int,
                 plan: GridPlan | None) -> Chooser | BatchChooser | None:
-        """This policy's decisions as a chooser
-        (:class:`~dreamrsi.core.policy.Policy`; replay drives it), or ``None`` where it
-        does not apply: a plan, or a root without a score (the driver drives it on trees whose wall
-        times are whole numbers of at least 0, so the bound of :class:`_Ranked` holds). It
-        keeps the branches sorted by key as :class:`_Ranked` does and scores the first few
-        with :meth:`score`'s operations; on a tree of few branches it scores every branch
-        each round, as :meth:`_score_all` does, and keeps no ranking."""
-        base = root.score
-        if (base is None or plan is not None or not math.isfinite(self.lam)
-                or not math.isfinite(self.fresh)):
+        """This policy's decisions as a chooser (:class:`~dreamrsi.core.policy.Policy`;
+        :func:`_choosers`), or ``None`` where it does not apply: a plan, or a root without a
+        score (the driver drives it on trees whose wall times are whole numbers of at least
+        0, so the bound of its ranking holds)."""
+        if plan is not None:
             return None
-        one, many = _choosers(self.lam, self.fresh, self.max_branches, base)
-        return one if workers == 1 else many
+        one_many = self._choosers(root)
+        return None if one_many is None else one_many[0] if workers == 1 else one_many[1]
 
-    def _score_all(self, view: TreeView, n: int, base: float, span: float) -> list[str]:
-        """The W best actions, every branch scored (the ranking catches up when next used)."""
+    def _choosers(self, root: Node) -> tuple[Chooser, BatchChooser] | None:
+        base = root.score
+        if base is None or not math.isfinite(self.lam) or not math.isfinite(self.fresh):
+            return None
+        return _choosers(self.lam, self.fresh, self.max_branches, base)
+
+    def _batches(self, root: Node) -> BatchChooser | None:
+        one_many = self._choosers(root)
+        return None if one_many is None else one_many[1]
+
+    def score_all(self, view: TreeView, budget: Budget) -> list[str]:
+        """The plain path: every action scored by :meth:`score` and :meth:`value` (the
+        scale's base the weakest branch best where the root has no score), the W best played
+        (ties in listing order: the branches in opening order, then opening)."""
+        n = slots(budget)
+        base, span = scale(view)
         branches = view.branch_table().values()
         mean_cost = (sum(b.wall_ms for b in branches) / max(1, view.size)) or 1.0
-        actions: list[tuple[float, str]] = []
-        first_gain = valid_first = 0.0
-        lam, sqrt = self.lam, math.sqrt
-        for b in branches:
-            first, best, length, wall = b.first_score, b.best, b.length, b.wall_ms
-            if first is not None:
-                first_gain += (first - base) / span
-                valid_first += 1
-            # score(b, span, mean_cost), the same operations in the same order, inlined
-            progress = (best - first) / span / length if (
-                best is not None and first is not None) else 0.0
-            cost = (wall / length) / mean_cost if wall else 1.0
-            actions.append(((progress + lam * (1.0 / sqrt(length)))
-                            / (1e-6 if 1e-6 > cost else cost)  # max(cost, 1e-6), NaN kept
-                            * ((b.valid + 1) / (length + 2)), b.tip))
+        actions = [(self.score(b, span, mean_cost), b.tip) for b in branches]
         count = len(actions)
-        if count < self.max_branches:
-            gain = first_gain / count if count else self.fresh
-            rho = (valid_first + 1) / (count + 2)
-            score = (gain + self.lam) * rho
-            actions.extend([(score, view.root_id)] * min(n, self.max_branches - count))
+        if n > 0 and count < self.max_branches:
+            firsts, valid = 0.0, 0  # summed in opening order
+            for b in branches:
+                if b.first_score is not None:
+                    firsts += (b.first_score - base) / span
+                    valid += 1
+            gain = firsts / count if count else self.fresh
+            opening = self.value(gain, 1.0, 1.0, (valid + 1) / (count + 2))
+            actions.extend([(opening, view.root_id)] * min(n, self.max_branches - count))
         actions.sort(key=_first)  # stable: ties keep the order actions were listed in
-        return [node_id for _, node_id in actions[:n]]
+        return [node_id for _, node_id in actions[:max(n, 0)]]
 
 
 def _choosers(lam: float, fresh: float, max_branches: int,
@@ -141,9 +124,15 @@ def _choosers(lam: float, fresh: float, max_branches: int,
     """Allocation's one-slot and batch choosers over a root scored ``base`` (see
     :meth:`AllocationScore.chooser`; one episode uses one of them).
 
-    As in :class:`_Ranked`, timed branches are kept sorted by key (their score with the mean
-    cost taken out) and untimed ones by score, each moved as it grows, and a round scores
-    them in that order while their bound can reach the best score found. Here a key is
+    The fast form of :meth:`AllocationScore.score` (kept, measured: see ``docs/policies.md``).
+    A timed branch scores ``m * key`` up to a few roundings, where ``m`` is the mean cost of
+    an attempt (moving every round, the same for every branch) and ``key`` is its score with
+    ``m`` taken out (moving only when the branch grows or the span moves); where its cost is
+    clamped at 1e-6 it scores less. So timed branches are kept sorted by key and untimed
+    ones by score, each moved as it grows, and a round scores them in that order while
+    ``m * key`` (with a margin for rounding, ``_SLACK``) can reach the best scores found: no
+    branch after it can. Ties go by opening order, so the choice is the one scoring every
+    branch makes (:meth:`AllocationScore.score_all`). A key is
     left as it is when the span moves: the span only grows (the view's best only rises),
     which only lowers a branch's progress, so a key made with an earlier span bounds the
     branch from above as well (every candidate is then scored on the current span); all
@@ -154,7 +143,7 @@ def _choosers(lam: float, fresh: float, max_branches: int,
     :meth:`AllocationScore.score`'s last two operations.
 
     While there are few branches (at most ``_SCAN`` at W = 1, ``W + 2`` in a batch) every
-    one is scored each round, as :meth:`AllocationScore._score_all` does, and no key is kept:
+    one is scored each round, as :meth:`AllocationScore.score_all` does, and no key is kept:
     the keys are made (:func:`rank`) the first round that scans in their order."""
     arms: list[Branch] = []  # each branch's state, in opening order
     place: dict[str, int] = {}  # branch id -> opening position
@@ -273,7 +262,7 @@ def _choosers(lam: float, fresh: float, max_branches: int,
         # untimed branches by score, then timed ones by key, while their bound reaches the
         # best score found (opening's to begin with: a branch must tie it to be chosen,
         # opening being listed after the branches), each scored on the current span as
-        # _score_all scores it; pick == count stands for opening
+        # score_all scores it; pick == count stands for opening
         count = len(arms)
         if count >= max_branches:
             top, pick = -math.inf, 0
@@ -325,11 +314,13 @@ def _choosers(lam: float, fresh: float, max_branches: int,
                 top, pick = value, at
         return OPEN if pick == count else arms[pick]
 
-    def many(revealed: Sequence[Branch], n: int) -> list[Branch | str]:
-        """What :meth:`_Ranked.choose` chooses: the scanned candidates and the openings
+    def many(revealed: Sequence[Branch], budget: Budget) -> list[Branch | str]:
+        """What :meth:`AllocationScore.score_all` chooses: the scanned candidates and the openings
         sorted as ``(-score, place)``, the first ``n``. The openings share one score and
         follow every branch in listing order, so they go in after the branches scoring at
         least as much; in the ranked scan they count among the ``n`` best from the start."""
+        workers, left = budget[0], budget[1]  # the slots: min(W, attempts left)
+        n = workers if left is None or left > workers else left
         for state in revealed:
             take(state)
         mean_cost = (wall / (size if size > 1 else 1)) or 1.0
@@ -339,7 +330,7 @@ def _choosers(lam: float, fresh: float, max_branches: int,
         if count < max_branches:
             opens = min(n, max_branches - count)
             score = opening(count)
-        if count <= n + _BATCH:  # few branches: score them all (as _score_all does)
+        if count <= n + _BATCH:  # few branches: score them all (as score_all does)
             for at in range(count):
                 made, gain, unit, rho = parts[at]
                 if made != span:
@@ -393,246 +384,3 @@ def _first(action: tuple[float, str]) -> float:
 
 _TINY = 1e-12  # the smallest span (policies._common.scale)
 _SLACK = 1e-9  # relative: far above the few roundings between a score and its key
-
-
-class _Ranked:
-    """The branches of an :class:`AllocationScore` episode, kept sorted by what their scores
-    are made of, so a round scores only the few that can be among its W best.
-
-    A branch with wall time scores ``m * key`` up to a few roundings, where ``m`` is the
-    mean cost of an attempt (moving every round, the same for every branch) and ``key`` is
-    its score with ``m`` taken out (moving only when the branch grows, or when the scale's
-    span moves); where its cost is clamped at 1e-6 it scores less. So the branches are
-    kept sorted by key, and a round scores them in that order until ``m * key`` (with a
-    margin for rounding) falls below the W-th best score found: no branch after it can
-    reach the W best. Branches without wall time score their key exactly and are kept
-    sorted by it. Every candidate is scored by :meth:`AllocationScore.score` itself, and
-    ties are broken by opening order, so the choice is the one ranking every branch makes.
-    Everything is keyed again when the span moves (the view's best improved: a handful of
-    times a replay). Once any attempt's wall time is negative or not finite (a tree no
-    engine records), the bound no longer holds and every branch is scored every round.
-
-    A round's work is one catch-up with the view (the branches its new nodes grew, each
-    taken out and put back in place) and the scoring of the few candidates, in one call.
-    """
-
-    __slots__ = ("policy", "log", "_scale", "_firsts", "_span", "_timed", "_untimed", "_keys",
-                 "_wall", "_exact", "_odd")
-
-    def __init__(self, policy: AllocationScore, scale: Scale, firsts: FirstGains) -> None:
-        self.policy = policy
-        self.log = BranchLog()
-        self._scale, self._firsts = scale, firsts
-        self.forget()
-
-    def forget(self) -> None:
-        self.log.forget()
-        self._restart()
-
-    def _restart(self) -> None:
-        """Hold nothing of a view (the log aside)."""
-        self._span: float | None = None
-        self._timed: list[tuple[float, int]] = []  # (-key, place), wall time > 0
-        self._untimed: list[tuple[float, int]] = []  # (-score, place), no wall time
-        self._keys: dict[str, tuple[bool, tuple[float, int]]] = {}
-        self._wall = 0  # wall time of every revealed attempt (an int while all are)
-        self._exact = True
-        self._odd = False  # a wall time below 0 or not finite: score every branch
-
-    def _key(self, branch: Branch, place: int, span: float) -> tuple[bool, tuple[float, int]]:
-        if not branch.wall_ms:
-            return False, (-self.policy.score(branch, span, 1.0), place)
-        first = branch.first_score
-        progress = 0.0
-        if branch.best is not None and first is not None:
-            progress = (branch.best - first) / span / branch.length
-        info = 1.0 / math.sqrt(branch.length)
-        rho = (branch.valid + 1) / (branch.length + 2)
-        return True, (-((progress + self.policy.lam * info) / (branch.wall_ms / branch.length)
-                        * rho), place)
-
-    def choose(self, view: TreeView, n: int) -> list[str]:
-        """The ``n`` (at least 1) best actions' nodes, best first: what
-        :meth:`AllocationScore._score_all` returns."""
-        if n == 1 and (batch := self._one(view)) is not None:
-            return batch
-        log = self.log
-        if log.update(view):  # a view not followed so far
-            self._restart()
-        base, span = self._scale.of(view)
-        self._catch_up(view, span)
-        size = view.size
-        mean_cost = (((self._wall if self._exact else sum(b.wall_ms for b in view.branch_stats()))
-                      / (size if size > 1 else 1)) or 1.0)
-        found = self._candidates(view, n, span, mean_cost)
-        ids, policy = log.ids, self.policy
-        count = len(ids)
-        if count < policy.max_branches:
-            first_gain, valid_first = self._firsts.of(view, ids, base, span)
-            gain = first_gain / count if count else policy.fresh
-            rho = (float(valid_first) + 1) / (count + 2)
-            score = (gain + policy.lam) * rho
-            for k in range(min(n, policy.max_branches - count)):
-                found.append((-score, count + k, view.root_id))  # a new -score each time
-        found.sort()  # (-score, place, node): highest first, ties in opening order
-        return [node_id for _, _, node_id in found[:n]]
-
-    def _one(self, view: TreeView) -> list[str] | None:
-        """:meth:`choose` with one slot, after a round in which one node grew or opened a
-        branch and the scale did not move, with every wall time so far a whole number of at
-        least 0 (most rounds at W = 1), written for speed: the branch is keyed again and
-        moved in place, and the first keys scored. ``None`` (nothing done) for any other
-        round."""
-        log = self.log
-        seen = log._seen
-        root_score = view.root.score
-        if (view is not log._view or view.size != seen or root_score is None or self._odd
-                or not self._exact):
-            return None  # not one node since, a scale from the branches, or odd wall times
-        span = view.best.score - root_score  # type: ignore[union-attr,operator]  # scale(), inlined
-        if span < _TINY:  # max(span, _TINY), NaN kept
-            span = _TINY
-        node = view.revealed_since(seen)[0]
-        wall = node.cost.wall_ms
-        branch = log._tips.get(node[0])  # Node[0]: its id
-        if span != self._span or branch is None or type(wall) is not int or wall < 0:
-            return None
-        # what log.update() would catch up with: the node, and the branch it opened if any
-        opened = len(log._table) != len(log.ids)
-        if opened:
-            log._opened()
-        log._seen, log.new = seen + 1, (node,)
-        self._wall += wall
-        policy, ids, table = self.policy, log.ids, log._table
-        total, length, branch_id = branch.wall_ms, branch.length, branch.branch_id
-        if total and not opened:  # self._move(branch, place, span), inlined: a timed branch
-            best, first = branch.best, branch.first_score
-            progress = ((best - first) / span / length if best is not None and first is not None
-                        else 0.0)
-            entry = (-((progress + policy.lam * (1.0 / sqrt(length))) / (total / length)
-                       * ((branch.valid + 1) / (length + 2))), log.position[branch_id])
-            old = self._keys[branch_id]
-            if old[1] != entry:
-                timed = self._timed
-                if old[0]:
-                    del timed[bisect_left(timed, old[1])]
-                else:
-                    del self._untimed[bisect_left(self._untimed, old[1])]
-                insort(timed, entry)
-                self._keys[branch_id] = True, entry
-        else:
-            self._move(branch, log.position[branch_id], span)
-        score, untimed = policy.score, self._untimed
-        mean_cost = (self._wall / seen) or 1.0
-        found: list[tuple[float, int, str]] = []  # (-score, place, node), as in choose()
-        top = None  # the best score found: _candidates with one slot
-        if untimed:
-            place = untimed[0][1]
-            branch = table[ids[place]]
-            top = score(branch, span, mean_cost)
-            found.append((-top, place, branch.tip))
-        bound = mean_cost * (1 + _SLACK)
-        for negative, place in self._timed:
-            if top is not None and -negative * bound < top:
-                break
-            branch = table[ids[place]]
-            value = score(branch, span, mean_cost)
-            found.append((-value, place, branch.tip))
-            if top is None or value > top:
-                top = value
-        count = len(ids)
-        if count < policy.max_branches:
-            first_gain, valid_first = self._firsts.of(view, ids, root_score, span)
-            gain = first_gain / count if count else policy.fresh
-            found.append((-((gain + policy.lam) * ((float(valid_first) + 1) / (count + 2))),
-                          count, view.root_id))
-        if len(found) > 1:
-            found.sort()
-        return [found[0][2]]
-
-    def _catch_up(self, view: TreeView, span: float) -> None:
-        """Take in the nodes revealed since the last round (their wall times, the branches
-        they grew), or key everything again if the span moved."""
-        log = self.log
-        for node in log.new:
-            wall = node.cost.wall_ms
-            self._exact = self._exact and type(wall) is int
-            self._odd = self._odd or not 0 <= wall < math.inf
-            self._wall += wall
-        if span != self._span:  # every key moves: key them all again
-            self._span = span
-            self._key_all(view, span)
-            return
-        position = log.position
-        for branch in log.changed(view):
-            self._move(branch, position[branch.branch_id], span)
-
-    def _key_all(self, view: TreeView, span: float) -> None:
-        """Key every branch (what :meth:`_key` gives each) and sort them."""
-        table, lam, key = view.branch_table(), self.policy.lam, self._key
-        timed: list[tuple[float, int]] = []
-        untimed: list[tuple[float, int]] = []
-        keys: dict[str, tuple[bool, tuple[float, int]]] = {}
-        for place, branch_id in enumerate(self.log.ids):
-            branch = table[branch_id]
-            total = branch.wall_ms
-            if total:  # self._key(branch, place, span), inlined for a timed branch
-                best, first, length = branch.best, branch.first_score, branch.length
-                progress = ((best - first) / span / length
-                            if best is not None and first is not None else 0.0)
-                entry = (-((progress + lam * (1.0 / sqrt(length))) / (total / length)
-                           * ((branch.valid + 1) / (length + 2))), place)
-                timed.append(entry)
-                keys[branch_id] = True, entry
-            else:
-                keys[branch_id] = untimed_entry = key(branch, place, span)
-                untimed.append(untimed_entry[1])
-        timed.sort()
-        untimed.sort()
-        self._timed, self._untimed, self._keys = timed, untimed, keys
-
-    def _move(self, branch: Branch, place: int, span: float) -> None:
-        """Key a grown or opened branch again and put it where its key ranks it."""
-        keys, branch_id = self._keys, branch.branch_id
-        entry = self._key(branch, place, span)
-        old = keys.get(branch_id)
-        if old == entry:
-            return
-        if old is not None:
-            ranked = self._timed if old[0] else self._untimed
-            del ranked[bisect_left(ranked, old[1])]
-        insort(self._timed if entry[0] else self._untimed, entry[1])
-        keys[branch_id] = entry
-
-    def _candidates(self, view: TreeView, n: int, span: float,
-                    mean_cost: float) -> list[tuple[float, int, str]]:
-        """The branches that may be among the ``n`` best, scored: ``(-score, place, tip)``
-        (tuples that sort highest score first, ties in opening order)."""
-        score, ids, table = self.policy.score, self.log.ids, view.branch_table()
-        if self._odd:
-            return [(-score(b, span, mean_cost), place, b.tip)
-                    for place, b in enumerate(map(table.__getitem__, ids))]
-        found: list[tuple[float, int, str]] = []
-        top: list[float] = []  # the n best scores so far (a min-heap)
-        for _, place in self._untimed[:n]:
-            branch = table[ids[place]]
-            value = score(branch, span, mean_cost)
-            found.append((-value, place, branch.tip))
-            _keep(top, n, value)
-        bound = mean_cost * (1 + _SLACK)
-        for negative, place in self._timed:
-            if len(top) == n and -negative * bound < top[0]:
-                break
-            branch = table[ids[place]]
-            value = score(branch, span, mean_cost)
-            found.append((-value, place, branch.tip))
-            _keep(top, n, value)
-        return found
-
-
-def _keep(top: list[float], n: int, value: float) -> None:
-    """Keep the ``n`` largest values seen in the min-heap ``top``."""
-    if len(top) < n:
-        heapq.heappush(top, value)
-    elif value > top[0]:
-        heapq.heapreplace(top, value)

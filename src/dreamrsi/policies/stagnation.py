@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dreamrsi.core.model import Node
@@ -18,7 +18,8 @@ from dreamrsi.core.policy import (
     PolicyContext,
 )
 from dreamrsi.core.view import Branch, TreeView
-from dreamrsi.policies._common import BestRanking, Scale
+from dreamrsi.policies._common import by_best, scale, slots
+from dreamrsi.policies._derived import DerivedSelect
 from dreamrsi.policies.params import check_params, param
 
 _TINY = 1e-12  # the smallest span (policies._common.scale)
@@ -53,50 +54,52 @@ class Stagnation:
 
     def __post_init__(self) -> None:
         check_params(self)
-        self._seen = 0
-        self._trace: list[float] = []
-        self._active = BestRanking(keep=self._active_branch)
-        self._scale = Scale()
+        self._derived = DerivedSelect(self._batches)
 
     def reset(self, context: PolicyContext) -> None:
-        """Forget the best-score trace and the ranking of active branches (both rebuilt from
-        the view on the next call)."""
-        self._seen = 0
-        self._trace = []
-        self._active.forget()
-        self._scale.forget()
+        """Forget the episode (decisions depend on the view alone; rebuilt from it)."""
+        self._derived.forget()
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
-        """Extend improving branches; open new ones when all stall; maybe stop."""
-        left = budget.attempts_left  # slots(budget), inlined: asked every round
-        n = budget.workers if left is None else max(0, min(budget.workers, left))
-        if n == 0 or (self.min_gain > 0 and self._dried_up(view)):
-            return []
-        batch = self._active.tips(view, n)
-        if len(batch) < n:
-            opened = view.branch_count()
-            if opened < self.max_branches and (not batch or opened < (self.initial
-                                                                     or budget.workers)):
-                batch += [view.root_id] * min(n - len(batch), self.max_branches - opened)
-        return batch
+        """Extend improving branches; open new ones when all stall; maybe stop: the batch
+        chooser's answer (:func:`_choosers`, fed the view's nodes as they are revealed)
+        where it has one, else :meth:`rank_all`."""
+        return self._derived.select(view, budget, self.rank_all)
 
     def chooser(self, root: Node, workers: int,
                 plan: GridPlan | None) -> Chooser | BatchChooser | None:
-        """This policy's decisions as a chooser
-        (:class:`~dreamrsi.core.policy.Policy`; replay drives it; at any W:
-        :meth:`select`'s batch), or ``None`` where it does not apply: a plan, or a
-        ``min_gain`` above 0 over a root without a score (its scale then comes from the
-        branches). The active branches are kept sorted by rank key as they grow, as
-        :class:`~dreamrsi.policies._common.BestRanking` keeps them."""
-        base = root.score
-        if plan is not None or not math.isfinite(self.min_gain) or (
-                self.min_gain > 0 and base is None):
+        """This policy's decisions as a chooser (:class:`~dreamrsi.core.policy.Policy`;
+        replay drives it; :func:`_choosers`), or ``None`` where it does not apply: a plan,
+        or a ``min_gain`` above 0 over a root without a score (its scale then comes from the
+        branches)."""
+        if plan is not None:
             return None
-        one, many = _choosers(self.patience, self.max_branches, self.window, self.min_gain,
-                              self.initial, base)
-        if workers == 1:
-            return one
-        return lambda revealed, n: many(revealed, n, workers)
+        one_many = self._choosers(root)
+        return None if one_many is None else one_many[0] if workers == 1 else one_many[1]
+
+    def _choosers(self, root: Node) -> tuple[Chooser, BatchChooser] | None:
+        base = root.score
+        if not math.isfinite(self.min_gain) or (self.min_gain > 0 and base is None):
+            return None
+        return _choosers(self.patience, self.max_branches, self.window, self.min_gain,
+                         self.initial, base)
+
+    def _batches(self, root: Node) -> BatchChooser | None:
+        one_many = self._choosers(root)
+        return None if one_many is None else one_many[1]
+
+    def rank_all(self, view: TreeView, budget: Budget) -> list[str]:
+        """The plain path: the active branches ranked by best (:func:`by_best`), the
+        best-score trace made again from the reveal order."""
+        n = slots(budget)
+        if n == 0 or (self.min_gain > 0 and self._dried_up(view)):
+            return []
+        batch = [b.tip for b in by_best(view) if self._active_branch(b)][:n]
+        opened = view.branch_count()
+        if len(batch) < n and opened < self.max_branches and (
+                not batch or opened < (self.initial or budget.workers)):
+            batch += [view.root_id] * min(n - len(batch), self.max_branches - opened)
+        return batch
 
     def _active_branch(self, branch: Branch) -> bool:
         """Whether ``branch`` has not stalled: improved within ``patience`` attempts, and
@@ -107,29 +110,22 @@ class Stagnation:
         return not plan or before is None or before.plan != plan
 
     def _dried_up(self, view: TreeView) -> bool:
-        """Update the best-score trace with new nodes; True when gains fell below min_gain
-        (never with ``min_gain`` 0: the trace is then not kept, and catches up from the
-        first node if it is ever needed)."""
-        if self.min_gain <= 0:
-            return False
-        trace = self._trace
-        if not trace:
-            trace.append(-1e300 if view.root.score is None else view.root.score)
-        best: float | None = trace[-1]
-        for node in view.revealed_since(self._seen + 1):
-            if node.score is not None and (best is None or node.score > best):
+        """Whether the gain per attempt over the last ``window`` attempts, on the view's
+        scale, fell below ``min_gain`` (the best score after each node, from the root's)."""
+        best = -1e300 if view.root.score is None else view.root.score
+        trace = [best]
+        for node in view.revealed_since(1):
+            if node.score is not None and node.score > best:
                 best = node.score
-            trace.append(-1e300 if best is None else best)
-        self._seen = view.size
-        if self.min_gain <= 0 or len(trace) <= self.window:
+            trace.append(best)
+        if len(trace) <= self.window:
             return False
-        _, span = self._scale.of(view)
+        _, span = scale(view)
         return (trace[-1] - trace[-1 - self.window]) / self.window / span < self.min_gain
 
 
 def _choosers(patience: int, max_branches: int, window: int, min_gain: float, initial: int,
-              base: float | None) -> tuple[Chooser, Callable[[Sequence[Branch], int, int],
-                                                            list[Branch | str]]]:
+              base: float | None) -> tuple[Chooser, BatchChooser]:
     """Stagnation's one-slot and batch choosers (``base``: the root's score, needed when
     ``min_gain`` is above 0; one episode uses one of them)."""
     place: dict[str, int] = {}  # branch id -> opening position
@@ -183,7 +179,9 @@ def _choosers(patience: int, max_branches: int, window: int, min_gain: float, in
             return arms[ranked[0][2]]
         return OPEN if len(arms) < max_branches else STOP
 
-    def many(revealed: Sequence[Branch], n: int, workers: int) -> list[Branch | str]:
+    def many(revealed: Sequence[Branch], budget: Budget) -> list[Branch | str]:
+        workers, left = budget[0], budget[1]  # the slots: min(W, attempts left)
+        n = workers if left is None or left > workers else left
         for state in revealed:
             take(state)
         if min_gain > 0 and dried_up():

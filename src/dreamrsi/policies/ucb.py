@@ -321,7 +321,9 @@ def _batches(c: float, fresh: float, max_branches: int, base: float) -> BatchCho
         if moved:
             firsts = _rescaled(arms, gains, base, span)
 
-    def many(revealed: Sequence[Branch], n: int) -> list[Branch | str] | str:
+    def many(revealed: Sequence[Branch], budget: Budget) -> list[Branch | str] | str:
+        workers, left = budget[0], budget[1]  # the slots: min(W, attempts left)
+        n = workers if left is None or left > workers else left
         for state in revealed:
             take(state)
         count = len(arms)
