@@ -21,6 +21,10 @@ together) and redraw the target inside every resample (``_pays_stats.compare``):
 - the best-so-far curves of both arms (median and range over seeds) and attempts per round, as
   PNG pictures.
 
+``--oracle SPEC`` replaces the dream arm by a fixed arm that runs π_1 in round 1 and SPEC in
+every later round (the loop's ``--then``): as if every dream had picked SPEC, the most a dream
+selecting SPEC could show. Its e is computed as the dream arm's (the shared round 1 left out).
+
 ``bench_pays_power.py`` reports how often this protocol shows the target at a known true e
 (its power), which is how the seed count was chosen.
 
@@ -30,6 +34,7 @@ such a log already holds (same arm and seed) and runs only the missing ones.
 Usage: python benchmarks/bench_pays_paired.py --task autocorrelation-c3 --seeds 40
        [--total-budget 80] [--per-round-budget 20] [--workers 2] [--jobs 2]
        [--loop-arg=--quality --loop-arg=reach] [--resume LOG [--reuse fixed]] [--no-figures]
+       [--versus SPEC | --oracle SPEC]
 """
 
 from __future__ import annotations
@@ -59,10 +64,14 @@ from dreamrsi.tasks import resolve_task  # noqa: E402
 def loop_command(args: argparse.Namespace, arm: str, seed: int, store: Path,
                  prior: bool = False) -> list[str]:
     """``dreamrsi loop`` for one arm and seed: the loop's defaults but for the budget. With
-    ``--versus SPEC`` the dream arm's place is taken by a fixed arm running SPEC (not in the
+    ``--versus SPEC`` the dream arm's place is taken by a fixed arm running SPEC, with
+    ``--oracle SPEC`` by a fixed arm running π_1 in round 1 and SPEC after it (neither in the
     earlier loops ``prior`` records, which run π_1)."""
-    versus = ["--arm", "fixed", "--initial", args.versus] \
-        if arm == "dream" and args.versus and not prior else ["--arm", arm]
+    versus = ["--arm", arm]
+    if arm == "dream" and not prior and args.versus:
+        versus = ["--arm", "fixed", "--initial", args.versus]
+    elif arm == "dream" and not prior and args.oracle:
+        versus = ["--arm", "fixed", "--then", args.oracle]
     return [sys.executable, "-m", "dreamrsi", "loop", args.task, *versus, "--seed",
             str(seed), "--total-budget", str(args.total_budget), "--per-round-budget",
             str(args.per_round_budget), "--workers", str(args.workers), "--store", str(store),
@@ -207,10 +216,19 @@ def summarise(args: argparse.Namespace, loops: dict[tuple[str, int], dict[str, o
 
 
 def headline_line(args: argparse.Namespace, e: Estimate, shared: float) -> str:
-    """The section's first figure: e, and the target's verdict (a ``--versus`` run measures a
-    ceiling, not the loop, and names no target)."""
+    """The section's first figure: e, and the target's verdict (a ``--versus`` or ``--oracle``
+    run measures a ceiling, not the loop: it says whether its interval reaches 2)."""
     levels = ", ".join(f"{level:.0%}" for level in LEVELS)
     figure = f"**e = {e.value:.2f}** (95% interval [{e.low:.2f}, {e.high:.2f}])"
+    if args.oracle:
+        reach = ("its upper bound is below 2: no dream that picks it from round 2 on meets the "
+                 "target" if e.high < 2 else "its interval reaches 2")
+        return (f"{figure}: π_1 in round 1 and `{args.oracle}` in every later round, as if "
+                "every dream had picked it (the oracle arm), computed as the dream arm's: after "
+                f"the rounds both arms ran with π_1 (median over seeds: {shared:g} attempts), "
+                f"at reaching the fixed arm's median best after {levels} of the attempts after "
+                f"them. A ceiling for a dream selecting it, not a measurement of the loop (the "
+                f"\"dream arm\" column below is the oracle arm): **{reach}**.")
     if args.versus:
         return (f"{figure}: `{args.versus}` against π_1, both run from round 1 (nothing "
                 "shared), per-attempt efficiency at reaching the fixed arm's median best after "
@@ -245,6 +263,10 @@ def main() -> None:
                         help="in place of the dream arm, a fixed arm running SPEC from round 1 "
                              "(nothing shared): how much one policy pays over π_1, a ceiling "
                              "for what a dream choosing it could show")
+    parser.add_argument("--oracle", default=None, metavar="SPEC",
+                        help="in place of the dream arm, a fixed arm running π_1 in round 1 and "
+                             "SPEC in every later round (the loop's --then), as if every dream "
+                             "had picked SPEC; e is computed as the dream arm's")
     parser.add_argument("--prior", type=int, default=0, metavar="N",
                         help="learning across runs: both arms' stores first hold the same N "
                              "fixed-arm loops of other seeds (not counted), which the dream "
@@ -257,6 +279,8 @@ def main() -> None:
                              "the dream arm is run anew)")
     parser.add_argument("--no-figures", action="store_true")
     args = parser.parse_args()
+    if args.versus and args.oracle:
+        parser.error("--versus and --oracle replace the same arm: give one")
     if args.seeds < 2:
         parser.error("--seeds must be at least 2 for a paired interval")
     done = finished_loops(args.resume) if args.resume else {}
@@ -298,13 +322,17 @@ def main() -> None:
         variant += f"-prior-{args.prior}"
     if args.versus:
         variant += "-versus-" + "".join(c if c.isalnum() else "-" for c in args.versus)
+    if args.oracle:
+        variant += "-oracle-" + "".join(c if c.isalnum() else "-" for c in args.oracle)
     name = (f"paired-{resolve_task(args.task).name}-{args.total_budget}x{args.per_round_budget}"
             + (f"-{variant.strip('-')}" if variant else ""))
     title = (f"Dreaming pays? Paired seeds, total budget ({args.task}, {args.total_budget} "
              f"attempts, {args.per_round_budget} a round, W={args.workers}"
              + (f", {' '.join(args.loop_arg)}" if args.loop_arg else "")
              + (f"; {args.prior} earlier loops in the store" if args.prior else "")
-             + (f"; the dream arm replaced by `{args.versus}`" if args.versus else "") + ")")
+             + (f"; the dream arm replaced by `{args.versus}`" if args.versus else "")
+             + (f"; the dream arm replaced by π_1 then `{args.oracle}` (oracle)"
+                if args.oracle else "") + ")")
     if not args.no_figures:
         arms = {arm: [loops[(arm, s)] for s in range(args.seeds)] for arm in ("dream", "fixed")}
         paths = loop_figures(name, title, arms)
@@ -322,7 +350,8 @@ def main() -> None:
                   f"{args.per_round_budget} --workers {args.workers}"
                   + "".join(f" --loop-arg={a}" for a in args.loop_arg)
                   + (f" --prior {args.prior}" if args.prior else "")
-                  + (f" --versus {args.versus}" if args.versus else ""))
+                  + (f" --versus {args.versus}" if args.versus else "")
+                  + (f" --oracle {args.oracle}" if args.oracle else ""))
 
 
 if __name__ == "__main__":

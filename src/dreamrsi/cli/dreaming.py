@@ -146,6 +146,11 @@ def loop(
              "refinement sized to the budget); "
              "with --dream-first and earlier trees, the incumbent of the dream before round 1."
     )] = None,
+    then: Annotated[str | None, typer.Option(
+        help="--arm fixed only: the policy deployed from round --then-from on (π_1 before "
+             "it), as if every dream had picked it.")] = None,
+    then_from: Annotated[int, typer.Option(
+        min=2, help="The first round that deploys --then.")] = 2,
     warm_start: Annotated[bool, typer.Option(
         help="Start each round from the best workspace so far (default: from the seed).")
     ] = False,
@@ -207,7 +212,7 @@ def loop(
             dream=options.dream_config(0.25, seed, settings, defaults),
             warm_start=warm_start, target=target, dream_first=dream_first,
             total_budget=total_budget, history=history, base_url=base_url, model=model,
-            survive=survive)
+            survive=survive, then=parse_spec(then) if then else None, then_from=then_from)
         with open_store(store, writer=True, holder=f"loop {loaded.name}") as handle:
             sigterm_as_interrupt()
             observer = _round_observer(handle, loaded.name, as_json, refit)

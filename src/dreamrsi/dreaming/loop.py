@@ -11,6 +11,10 @@ round leaves unspent is lost) and total (``total_budget``: rounds go on, each wi
 per-round ceiling or what is left, until the total is spent, so what a frugal policy leaves
 unspent buys later rounds).
 
+A ``fixed`` arm may follow a schedule (``then``): π_1 until round ``then_from``, then another
+policy in every later round, as if every dream had picked it (a ceiling for what dreaming over
+that candidate space could show).
+
 With ``dream_first`` a dream-arm loop on a store that already holds trees of the task (earlier
 runs or loops) dreams over them before round 1, π_1 the incumbent, so the loop starts from what
 those runs taught instead of from π_1 again.
@@ -115,6 +119,10 @@ class LoopConfig:
         base_url: The model endpoint of every round's ``llm`` proposer, overriding the
             task's (see :attr:`~dreamrsi.engine.config.RunConfig.base_url`).
         model: The model of every round's ``llm`` proposer, overriding the task's.
+        then: In the ``fixed`` arm, the policy deployed from round ``then_from`` on (π_1
+            before it); ``None``: π_1 in every round. Refused in the ``dream`` arm, whose
+            dreams choose its policies.
+        then_from: The first round that deploys ``then`` (2 or more).
         survive: Run a survival pass (:func:`dreamrsi.survival.service.survive`) on each
             round's best node against its run's root; only a node that survives counts as
             the loop's best (and as the warm start).
@@ -136,6 +144,8 @@ class LoopConfig:
     base_url: str | None = None
     model: str | None = None
     survive: bool = False
+    then: PolicySpec | None = None
+    then_from: int = 2
 
     def __post_init__(self) -> None:
         if self.dream is None:
@@ -147,6 +157,7 @@ class LoopConfig:
             check_int("total_budget", self.total_budget, 1)
         check_int("history", self.history, 0, MAX_HISTORY)
         check_int("seed", self.seed, 0, MAX_SEED)
+        check_int("then_from", self.then_from, 2)
         if self.isolation is not None and self.isolation not in ISOLATION_MODES:
             raise ConfigError(f"unknown isolation '{self.isolation}'", key="isolation",
                               expected=" | ".join(ISOLATION_MODES))
@@ -156,6 +167,9 @@ class LoopConfig:
             raise ConfigError(f"target must be a finite number, got {self.target!r}",
                               key="target")
         object.__setattr__(self, "arm", one_of(LoopArm, self.arm, "arm"))
+        if self.then is not None and self.arm is LoopArm.DREAM:
+            raise ConfigError("a policy schedule (then) is for the fixed arm: the dream arm's "
+                              "dreams choose its policies", key="then")
 
     @property
     def protocol(self) -> str:
@@ -165,6 +179,12 @@ class LoopConfig:
     def initial_policy(self) -> PolicySpec:
         """π_1."""
         return self.initial or default_policy(self.per_round_budget, self.workers)
+
+    def policy_of(self, t: int) -> PolicySpec:
+        """The policy the ``fixed`` arm deploys in round ``t`` (π_1, or ``then`` from round
+        ``then_from`` on)."""
+        return self.then if self.then is not None and t >= self.then_from \
+            else self.initial_policy()
 
     def dream_settings(self) -> DreamConfig:
         """The dream settings as given, or the protocol's defaults (see :attr:`dream`)."""
@@ -191,7 +211,8 @@ class LoopConfig:
                 "dream": self.dream_settings().to_json(), "warm_start": self.warm_start,
                 "target": self.target, "dream_first": self.dream_first,
                 "total_budget": self.total_budget, "history": self.history,
-                "base_url": self.base_url, "model": self.model, "survive": self.survive}
+                "base_url": self.base_url, "model": self.model, "survive": self.survive,
+                "then": self.then.label() if self.then else None, "then_from": self.then_from}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LoopConfig:
@@ -204,6 +225,7 @@ class LoopConfig:
         values = {k: v for k, v in data.items() if k != "first_dream"}
         values["dream"] = DreamConfig.from_json(values.get("dream", {}))
         values["initial"] = parse_spec(values["initial"]) if values.get("initial") else None
+        values["then"] = parse_spec(values["then"]) if values.get("then") else None
         values.setdefault("history", 0)
         try:
             return cls(**values)
@@ -460,6 +482,9 @@ class _Driver:
             self.stop = f"target reached in round {t} ({c.target:g})"
         if outcome is not None:
             self.policy, self.why = outcome.selected, outcome.why
+        elif c.then is not None and t + 1 == c.then_from:
+            self.policy = c.policy_of(t + 1)
+            self.why = f"the schedule: from round {c.then_from} on"
         return ends
 
     def _survive(self, run_id: str, node: Node) -> dict[str, Any]:
