@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 from pathlib import Path
@@ -80,3 +81,23 @@ def test_shared_attempts_run_until_the_dream_arm_first_runs_another_policy() -> 
     # with earlier loops in the store the dream arm dreams before round 1: nothing forced
     assert paired.shared_attempts(fixed, loop(["p2", "p2", "p2", "p2"], [20] * 4),
                                   first_shared=False) == 0
+
+
+def test_the_oracle_arm_runs_pi1_then_spec_and_leaves_out_round_1_like_the_dream_arm() -> None:
+    args = argparse.Namespace(task="t", total_budget=120, per_round_budget=20, workers=2,
+                              loop_arg=[], versus=None, oracle="greedy:branches=16,top=1")
+    command = paired.loop_command(args, "dream", 3, Path("s"))
+    at = command.index("--arm")
+    assert command[at:at + 4] == ["--arm", "fixed", "--then", "greedy:branches=16,top=1"]
+    # the fixed arm and the earlier loops --prior records run π_1 alone
+    for command in (paired.loop_command(args, "fixed", 3, Path("s")),
+                    paired.loop_command(args, "fixed", 3, Path("s"), prior=True)):
+        assert "--then" not in command and command[command.index("--arm") + 1] == "fixed"
+    # its e leaves out round 1 (π_1 in both arms), with earlier loops in the store too
+    fixed = loop(["p1"] * 6, [20] * 6)
+    oracle = loop(["p1"] + ["g16"] * 5, [20] * 6)
+    assert paired.shared_attempts(fixed, oracle, first_shared=False) == 20
+    flat = [(1.0, True)] * 120
+    loops = {("fixed", 0): fixed | {"curve": flat}, ("dream", 0): oracle | {"curve": flat}}
+    (pair,) = paired.pairs_of(loops, 1, True, versus=False, prior=True)
+    assert pair.shared == 20
