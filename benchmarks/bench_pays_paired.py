@@ -34,12 +34,13 @@ such a log already holds (same arm and seed) and runs only the missing ones.
 Usage: python benchmarks/bench_pays_paired.py --task autocorrelation-c3 --seeds 40
        [--total-budget 80] [--per-round-budget 20] [--workers 2] [--jobs 2]
        [--loop-arg=--quality --loop-arg=reach] [--resume LOG [--reuse fixed]] [--no-figures]
-       [--versus SPEC | --oracle SPEC]
+       [--versus SPEC | --oracle SPEC] [--prior N [--prior-cache DIR]]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 import statistics
@@ -89,6 +90,17 @@ def record_prior(args: argparse.Namespace, seed: int, store: Path) -> None:
         other = PRIOR_SEED + args.prior * seed + i
         subprocess.run(loop_command(args, "fixed", other, store, prior=True), check=True,
                        capture_output=True, text=True)
+
+
+def prior_folder(args: argparse.Namespace, tmp: Path) -> Path:
+    """Where the earlier loops' stores are kept: under ``--prior-cache``, in a folder named by
+    the protocol (task, budgets, W, N, loop arguments), so a later run of the same protocol
+    with another arm reuses them; else in this run's temporary folder."""
+    if args.prior_cache is None:
+        return tmp
+    command = loop_command(args, "fixed", 0, Path("-"), prior=True)[4:]
+    key = hashlib.sha256(json.dumps(command).encode()).hexdigest()[:12]
+    return args.prior_cache / f"{resolve_task(args.task).name}-prior-{args.prior}-{key}"
 
 
 def run_loop(args: argparse.Namespace, arm: str, seed: int, store: Path,
@@ -277,6 +289,10 @@ def main() -> None:
                         help="which arms' loops --resume reuses: both, or the fixed arm's only "
                              "(it never dreams, so a change to dreaming leaves it as it was; "
                              "the dream arm is run anew)")
+    parser.add_argument("--prior-cache", type=Path, default=None, metavar="DIR",
+                        help="keep the earlier loops --prior records in DIR and reuse those "
+                             "already there (one folder per protocol): a run with another "
+                             "--oracle or --versus then records none again")
     parser.add_argument("--no-figures", action="store_true")
     args = parser.parse_args()
     if args.versus and args.oracle:
@@ -299,10 +315,11 @@ def main() -> None:
         def prior_store(seed: int) -> Path | None:
             if not args.prior:
                 return None
-            store = Path(tmp) / f"prior-{seed}"
+            store = prior_folder(args, Path(tmp)) / f"prior-{seed}"
             with locks[seed]:
                 if not (store / "done").exists():
                     shutil.rmtree(store, ignore_errors=True)
+                    store.mkdir(parents=True)
                     record_prior(args, seed, store / "store")
                     (store / "done").touch()
             return store / "store"

@@ -101,3 +101,20 @@ def test_the_oracle_arm_runs_pi1_then_spec_and_leaves_out_round_1_like_the_dream
     loops = {("fixed", 0): fixed | {"curve": flat}, ("dream", 0): oracle | {"curve": flat}}
     (pair,) = paired.pairs_of(loops, 1, True, versus=False, prior=True)
     assert pair.shared == 20
+
+
+def test_the_prior_cache_is_shared_by_arms_of_one_protocol_only(tmp_path: Path) -> None:
+    def args(**change: object) -> argparse.Namespace:
+        values = {"task": "autocorrelation-c3", "total_budget": 120, "per_round_budget": 20,
+                  "workers": 2, "loop_arg": [], "versus": None, "oracle": None, "prior": 2,
+                  "prior_cache": tmp_path} | change
+        return argparse.Namespace(**values)
+
+    base = paired.prior_folder(args(), tmp_path / "tmp")
+    assert base.parent == tmp_path
+    assert paired.prior_folder(args(oracle="greedy:branches=12,top=3"), tmp_path) == base
+    assert paired.prior_folder(args(versus="greedy:branches=16,top=1"), tmp_path) == base
+    for other in ({"total_budget": 80}, {"workers": 3}, {"prior": 1},
+                  {"loop_arg": ["--history", "0"]}, {"task": "circle-packing-26"}):
+        assert paired.prior_folder(args(**other), tmp_path) != base
+    assert paired.prior_folder(args(prior_cache=None), tmp_path / "tmp") == tmp_path / "tmp"
