@@ -13,7 +13,8 @@ those sections back and never measures anything:
   ``FIGURE_HEADERS`` name, and only where those figures reproduce every row's verdict) and
   the verdict with how many rows pass ("FAIL (62/64 pass)"); the details stay in the section.
   A power table (``bench_pays_power.py``) gives a row per seed count the paired sections used;
-  a ``bench_pays_paired.py --versus`` section, a ceiling, a row without a target;
+  a ``bench_pays_paired.py --versus`` or ``--oracle`` section, a ceiling, a row without a
+  target;
 - a section whose measured commit is older than the code it measures (``git diff`` between that
   commit and HEAD touches the paths in ``MEASURES``) is marked stale, in the table and in the
   section itself;
@@ -171,6 +172,9 @@ PAIRED = re.compile(rf"^\*\*e = (?P<x>{NUMBER})\*\* \(95% interval \[(?P<lo>{NUM
                     r"\*\*(?P<verdict>PASS|MISS)\*\*", re.MULTILINE)
 VERSUS = re.compile(rf"^\*\*e = (?P<x>{NUMBER})\*\* \(95% interval \[(?P<lo>{NUMBER}), "
                     rf"(?P<hi>{NUMBER})\]\): (?P<spec>`[^`]+`) against π_1, both run from round 1")
+ORACLE_ARM = re.compile(rf"^\*\*e = (?P<x>{NUMBER})\*\* \(95% interval \[(?P<lo>{NUMBER}), "
+                        rf"(?P<hi>{NUMBER})\]\): π_1 in round 1 and (?P<spec>`[^`]+`) in every "
+                        r"later round")
 PAIRED_NAME = re.compile(r"^paired-(?P<task>.+?)-\d+x\d+(?:-|$)")
 PAIRED_SEEDS = re.compile(r"^Seeds: (?P<n>\d+), each in both arms", re.MULTILINE)
 PAIRED_DEFAULT_SEEDS = 40  # bench_pays_paired.py's --seeds default (a test checks it)
@@ -196,6 +200,16 @@ SCALE = {None: 1.0, "k": 1e3, "M": 1e6}
 # and bench_replay_shapes.py (one column per tree size, "2,000 nodes").
 FIGURE_HEADERS = tuple(re.compile(pattern) for pattern in (
     r"^extra wall\b", r"^ratio$", r"^result$", r"^wall s\b", r"^[\d,]+ nodes$"))
+
+
+def _reachable(match: re.Match[str]) -> str:
+    """An oracle arm's verdict on e >= 2: shown, excluded (the upper bound below 2), or
+    neither."""
+    if float(match["hi"]) < 2:
+        return "no: the upper bound is below 2"
+    if float(match["x"]) >= 2 and float(match["lo"]) > 1:
+        return "yes"
+    return "not excluded, not shown"
 
 
 def _cells(line: str) -> list[str]:
@@ -396,6 +410,12 @@ def targets(section: Section, *, paired_seeds: tuple[int, ...] = (PAIRED_DEFAULT
                                 "with the lower bound above 1 possible",
                                 f"e = {match['x']} [{match['lo']}, {match['hi']}]",
                                 "yes" if x >= 2 and lo > 1 else "no: cannot show the target"))
+            continue
+        if match := ORACLE_ARM.search(line):  # bench_pays_paired.py --oracle: a ceiling
+            found.append(Target(f"ceiling: π_1, then {match['spec']} from round 2 (as if every "
+                                "dream picked it), e >= 2 reachable",
+                                f"e = {match['x']} [{match['lo']}, {match['hi']}]",
+                                _reachable(match)))
             continue
         if "Target:" in line and VERDICT.search(line.split("Target:", 1)[1]):
             before, target = line.split("Target:", 1)

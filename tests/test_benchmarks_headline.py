@@ -229,6 +229,18 @@ def test_a_versus_section_is_a_ceiling_row_and_supersedes_nothing() -> None:
     assert headline.paired_seeds(found) == (headline.PAIRED_DEFAULT_SEEDS,)
 
 
+def test_an_oracle_section_is_a_ceiling_row_with_three_verdicts() -> None:
+    line = ("**e = {x}** (95% interval [{lo}, {hi}]): π_1 in round 1 and `g:b=16` in every "
+            "later round, as if every dream had picked it (the oracle arm).")
+    verdicts = [only(line.format(x=x, lo=lo, hi=hi))[0].verdict
+                for x, lo, hi in (("1.40", "0.90", "1.90"), ("2.10", "1.20", "3.00"),
+                                  ("1.80", "1.10", "2.60"), ("2.10", "0.95", "3.00"))]
+    assert verdicts == ["no: the upper bound is below 2", "yes", "not excluded, not shown",
+                        "not excluded, not shown"]
+    assert only(line.format(x="1.40", lo="0.90", hi="1.90"))[0].figure == \
+        "e = 1.40 [0.90, 1.90]"
+
+
 def test_the_default_seed_count_is_bench_pays_paired_s() -> None:
     script = (ROOT / "benchmarks" / "bench_pays_paired.py").read_text()
     assert f'"--seeds", type=int, default={headline.PAIRED_DEFAULT_SEEDS})' in script
@@ -292,7 +304,7 @@ def test_what_bench_pays_paired_and_bench_pays_power_write_is_what_the_headline_
             loops[(arm, seed)] = {"curve": curve, "rounds": rounds, "wall_s": 1.0}
     args = argparse.Namespace(task="circle-packing-26", seeds=seeds, total_budget=8,
                               per_round_budget=4, workers=2, loop_arg=[], versus=None,
-                                  prior=0)
+                              oracle=None, prior=0)
     paired = block("paired-circle-packing-26-8x4", bench_pays_paired.summarise(args, loops))
     paired = paired.replace("benchmarks/x.py", "benchmarks/bench_pays_paired.py --task t")
     found = headline.targets(headline.sections(HEADER + paired)[0])
@@ -305,6 +317,15 @@ def test_what_bench_pays_paired_and_bench_pays_power_write_is_what_the_headline_
     found = headline.targets(headline.sections(HEADER + versus)[0])
     assert [t.label for t in found] == ["ceiling: `fixed:branches=10` against π_1 from round 1, "
                                         "e >= 2 with the lower bound above 1 possible"]
+    args.versus, args.oracle = None, "fixed:branches=10"
+    oracle = block("paired-circle-packing-26-8x4-oracle-fixed-branches-10",
+                   bench_pays_paired.summarise(args, loops))
+    found = headline.targets(headline.sections(HEADER + oracle)[0])
+    assert [t.label for t in found] == ["ceiling: π_1, then `fixed:branches=10` from round 2 "
+                                        "(as if every dream picked it), e >= 2 reachable"]
+    assert headline.paired_seeds(headline.sections(HEADER + oracle)) == \
+        (headline.PAIRED_DEFAULT_SEEDS,)  # a ceiling: not a paired measurement of the loop
+    args.oracle = None
 
     written = tmp_path / "BENCHMARKS.md"
     monkeypatch.setattr(sys.modules["_report"], "BENCHMARKS_MD", written)
