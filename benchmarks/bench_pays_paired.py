@@ -34,7 +34,7 @@ such a log already holds (same arm and seed) and runs only the missing ones.
 Usage: python benchmarks/bench_pays_paired.py --task autocorrelation-c3 --seeds 40
        [--total-budget 80] [--per-round-budget 20] [--workers 2] [--jobs 2]
        [--loop-arg=--quality --loop-arg=reach] [--resume LOG [--reuse fixed]] [--no-figures]
-       [--versus SPEC | --oracle SPEC] [--prior N [--prior-cache DIR]]
+       [--versus SPEC | --oracle SPEC] [--prior N [--prior-cache DIR]] [--shard A:B]
 """
 
 from __future__ import annotations
@@ -261,6 +261,17 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.10g} ({min(values):.10g}, {max(values):.10g})"
 
 
+def seed_range(text: str) -> tuple[int, int]:
+    """``A:B`` as the seeds A to B-1."""
+    try:
+        first, last = (int(part) for part in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected A:B (seeds A to B-1), got {text!r}") from None
+    if not 0 <= first < last:
+        raise argparse.ArgumentTypeError(f"expected 0 <= A < B, got {text!r}")
+    return first, last
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="autocorrelation-c3")
@@ -293,20 +304,27 @@ def main() -> None:
                         help="keep the earlier loops --prior records in DIR and reuse those "
                              "already there (one folder per protocol): a run with another "
                              "--oracle or --versus then records none again")
+    parser.add_argument("--shard", type=seed_range, default=None, metavar="A:B",
+                        help="run only the loops of seeds A to B-1 and print them, no summary: "
+                             "one part of a run split over processes; a run with --resume of "
+                             "the parts' logs joined summarises")
     parser.add_argument("--no-figures", action="store_true")
     args = parser.parse_args()
     if args.versus and args.oracle:
         parser.error("--versus and --oracle replace the same arm: give one")
     if args.seeds < 2:
         parser.error("--seeds must be at least 2 for a paired interval")
+    if args.shard and args.shard[1] > args.seeds:
+        parser.error("--shard must name seeds below --seeds")
     done = finished_loops(args.resume) if args.resume else {}
     if args.reuse == "fixed":
         done = {job: loop for job, loop in done.items() if job[0] == "fixed"}
     # seeds in blocks of --jobs, each block's dream arms first: with --prior, every worker
     # then records a different seed's earlier loops instead of waiting for another's
     width = max(1, args.jobs)
-    jobs = [(arm, seed) for block in range(0, args.seeds, width) for arm in ("dream", "fixed")
-            for seed in range(block, min(args.seeds, block + width))]
+    first, last = args.shard or (0, args.seeds)
+    jobs = [(arm, seed) for block in range(first, last, width) for arm in ("dream", "fixed")
+            for seed in range(block, min(last, block + width))]
     with tempfile.TemporaryDirectory(prefix="dreamrsi-paired-") as tmp, \
             ThreadPoolExecutor(max(1, args.jobs)) as pool:
 
@@ -333,6 +351,8 @@ def main() -> None:
 
         loops = {(str(r["arm"]), int(r["seed"])): r  # type: ignore[call-overload]
                  for r in pool.map(one, jobs)}
+    if args.shard:
+        return
     text = summarise(args, loops)
     variant = "".join(c if c.isalnum() else "-" for c in " ".join(args.loop_arg))
     if args.prior:

@@ -118,3 +118,14 @@ def test_the_prior_cache_is_shared_by_arms_of_one_protocol_only(tmp_path: Path) 
                   {"loop_arg": ["--history", "0"]}, {"task": "circle-packing-26"}):
         assert paired.prior_folder(args(**other), tmp_path) != base
     assert paired.prior_folder(args(prior_cache=None), tmp_path / "tmp") == tmp_path / "tmp"
+
+
+def test_a_shard_names_seeds_a_to_b_minus_one() -> None:
+    assert paired.seed_range("20:30") == (20, 30)
+    for bad in ("30:20", "5:5", "-1:3", "x:3", "3", "1:2:3"):
+        try:
+            paired.seed_range(bad)
+        except argparse.ArgumentTypeError as exc:
+            assert bad in str(exc)
+        else:
+            raise AssertionError(f"{bad!r} was accepted")
