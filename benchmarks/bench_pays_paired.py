@@ -329,6 +329,7 @@ def main() -> None:
             ThreadPoolExecutor(max(1, args.jobs)) as pool:
 
         locks = {seed: threading.Lock() for seed in range(args.seeds)}
+        printing = threading.Lock()
 
         def prior_store(seed: int) -> Path | None:
             if not args.prior:
@@ -346,7 +347,8 @@ def main() -> None:
             arm, seed = job
             loop = done.get(job) or run_loop(args, arm, seed, Path(tmp) / f"{arm}-{seed}",
                                              prior_store(seed))
-            print(json.dumps(loop), flush=True)
+            with printing:  # one line per loop: the pool's threads never interleave them
+                print(json.dumps(loop), flush=True)
             return loop
 
         loops = {(str(r["arm"]), int(r["seed"])): r  # type: ignore[call-overload]
