@@ -58,10 +58,9 @@ from dreamrsi.tasks import resolve_task  # noqa: E402
 
 KNOBS = {"branches": (1, 2, 4, 8), "threshold": (0.1, 0.3, 0.5, 0.7),
          "rank": ("chance", "best")}
-
-
 DEFAULT_TASKS = "autocorrelation-c3,circle-packing-26"
 """The tasks measured when ``--tasks`` is not given (the section ``learned``)."""
+
 
 def record(store_dir: Path, task_name: str, trees: int, budget: int,
            workers: int) -> list[RecordedTree]:
