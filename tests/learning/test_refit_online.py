@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from dreamrsi.cli.main import app
 from dreamrsi.core.replay import RecordedTree, replay

@@ -212,7 +212,8 @@ class LoopConfig:
                 "target": self.target, "dream_first": self.dream_first,
                 "total_budget": self.total_budget, "history": self.history,
                 "base_url": self.base_url, "model": self.model, "survive": self.survive,
-                "then": self.then.label() if self.then else None, "then_from": self.then_from}
+                **({"then": self.then.label(), "then_from": self.then_from} if self.then
+                   else {})}  # a loop without a schedule stores what it stored before one
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LoopConfig:
