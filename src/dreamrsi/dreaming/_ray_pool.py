@@ -158,13 +158,10 @@ class RayPool:
         remote = _remote(ray).options(max_retries=self.retries)
         wrapped = [job] if shared is None else [job, shared.ref]
         refs = [remote.remote(wrapped, i) for i in range(len(items))]
-        try:
-            outputs = [_result(ray, ref, i, len(items)) for i, ref in enumerate(refs)]
-        except BaseException:
-            for ref in refs:  # the pieces still queued or running are of no use now
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=False)
-            raise
+        # A failed piece fails the fan-out; the others are left to finish, not cancelled:
+        # Ray 2.60's driver aborts (a failed check in its task manager) when a cancel meets a
+        # piece whose reply is arriving, which took the whole dreaming process down with it.
+        outputs = [_result(ray, ref, i, len(items)) for i, ref in enumerate(refs)]
         loads: dict[str, int] = {}
         history: dict[str, int] = {}
         for _, worker, loaded, shared_loaded in outputs:
