@@ -16,7 +16,7 @@ the benchmarks use.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -45,7 +45,8 @@ from dreamrsi.core.sources import (
 from dreamrsi.core.view import Branch, TreeView
 
 __all__ = ["ChildSource", "EpisodeSettings", "EpisodeState", "Played", "RecordedSource",
-           "SelectChooser", "StateSource", "StopReason", "chooser_maker", "play", "run_episode"]
+           "SelectChooser", "SettingsTuple", "StateSource", "StopReason", "chooser_maker", "play",
+           "run_episode"]
 
 _LOST = NodeStatus.LOST
 
@@ -139,6 +140,12 @@ class EpisodeSettings(NamedTuple):
     round_cap: int | None = None
 
 
+SettingsTuple = tuple[int, "int | None", "int | None", int, str, "GridPlan | None", bool, str,
+                      "int | None"]
+""":class:`EpisodeSettings`' fields as a plain tuple, in its order: what replay hands
+:func:`play` (building the named tuple costs more than the rest of a short replay's setup)."""
+
+
 @dataclass(slots=True)
 class EpisodeState:
     """An episode's running counts (given back by :func:`run_episode`).
@@ -222,7 +229,7 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
 # -- the one episode driver -------------------------------------------------------------------
 
 Played = tuple[StopReason, int, int, int, "list[int] | None", "float | None",
-               "list[Node] | None", "Sequence[tuple[int, float]]"]
+               "list[Node] | None", "tuple[tuple[int, float], ...]"]
 """What :func:`play` returns: why the episode ended, its rounds, selections and revealed
 nodes, the nodes revealed in each round (``None`` unless the order is kept), the best score
 revealed (the root's included; ``None`` if none), the nodes this call revealed, in order
@@ -252,11 +259,11 @@ def chooser_maker(cls: type) -> Callable[..., Any] | None:
     return _MAKERS[cls]
 
 
-def play(policy: Policy, source: StateSource, settings: EpisodeSettings,
-         chooser: Chooser | BatchChooser | None = None, view: TreeView | None = None,
-         state: EpisodeState | None = None,
+def play(policy: Policy, source: StateSource, settings: EpisodeSettings | SettingsTuple,
+         chooser: Chooser | BatchChooser | None = None, keep_order: bool = True,
+         view: TreeView | None = None, state: EpisodeState | None = None,
          should_stop: Callable[[TreeView], StopReason | None] | None = None,
-         on_round: Callable[[], None] | None = None, keep_order: bool = True) -> Played:
+         on_round: Callable[[], None] | None = None) -> Played:
     """The one episode driver, online and in replay: drive a chooser until a budget ends,
     it stops or nothing is left.
 
@@ -276,19 +283,22 @@ def play(policy: Policy, source: StateSource, settings: EpisodeSettings,
     (``min(W, attempts left)``) stay the same, and reveal nothing again, so those rounds are
     counted at once, as misses (never online: there every entry reveals a node).
 
-    The one specialised path: a chooser of its own at W = 1 on a recorded source, with no
-    online hooks (:func:`_play_one`: one selection a round, no budget built).
+    The one specialised path, written here: a chooser of its own at W = 1 on a recorded
+    source, with a round cap and no view or online hooks (replay's): one selection a round,
+    no budget built, no round counted apart from the selections. Any other episode, and one
+    whose chooser gives up, goes on in :func:`_play_rounds`.
 
     Args:
         policy: The policy (reset by :class:`SelectChooser` when ``select`` decides).
         source: Where the children come from.
-        settings: Budgets and what the policy is told.
+        settings: Budgets and what the policy is told (or the same fields as a plain
+            tuple, in the same order: what replay passes, one allocation fewer).
         chooser: The policy's own chooser, if it has one for this episode.
+        keep_order: Keep the batch sizes and the revealed nodes in order.
         view: The view ``select`` decides on (online: the run's, revealed by the source).
         state: Counts carried over (a resumed run's), updated in place.
         should_stop: Asked before every decision for further reasons to stop (online).
         on_round: Called after every completed round (online).
-        keep_order: Keep the batch sizes and the revealed nodes in order.
 
     Returns:
         See :data:`Played`.
@@ -296,35 +306,99 @@ def play(policy: Policy, source: StateSource, settings: EpisodeSettings,
     Raises:
         PolicyError: A batch of ``select`` breaks the decision interface.
     """
-    workers, attempts, told, _, _, _, charge, _, hidden = settings
+    _, attempts, told, _, _, _, charge, _, hidden = settings
     cap = told if hidden is None else hidden if told is None else min(told, hidden)
-    kept: list[Branch] = []  # the states this call revealed, in order
-    if (workers == 1 and chooser is not None and type(source) is RecordedSource
-            and view is None and state is None and cap is not None and should_stop is None
-            and on_round is None):
-        # a named tuple's fields by index: a replay's fixed cost is a few look-ups
-        best = source[0].score  # the root's
-        played = _play_one(chooser, source[1], source[2], source[3], cap,  # type: ignore[arg-type]
-                           attempts, charge, kept, best, keep_order)
-        if type(played) is tuple:
-            return played
-        st: EpisodeState = played  # type: ignore[assignment]  # it gave up: select decides
-        chooser, best = None, _best_of(kept, best)
+    if (type(source) is not RecordedSource or settings[0] != 1 or chooser is None
+            or cap is None or view is not None or state is not None or should_stop is not None
+            or on_round is not None):
+        return _play_rounds(policy, source, settings, chooser, keep_order, view, state, [],
+                            should_stop, on_round)
+    # the W = 1 path (see the docstring): the counts live in locals
+    root, starts, after, size = source
+    choose: Chooser = chooser  # type: ignore[assignment]  # at W = 1: a Chooser
+    kept: list[Branch] = []  # the states revealed, in order (so it counts them)
+    best = root.score
+    opened = rounds = spent = 0  # one selection a round: rounds count both
+    sizes: list[int] | None = [] if keep_order else None
+    ups: list[tuple[int, float]] = []  # the improvement record
+    branch: Branch | None = None
+    while True:
+        if rounds >= cap:
+            stop = _ROUND_BUDGET
+            break
+        if attempts is not None and attempts <= spent:
+            stop = _ATTEMPT_BUDGET
+            break
+        pick = choose(branch)
+        if type(pick) is not str:  # a branch: the common answer
+            branch = after[pick.tip]  # type: ignore[union-attr]  # not a str: a Branch
+        elif pick is OPEN:
+            if opened < len(starts):
+                branch = starts[opened]
+                opened += 1
+            else:
+                branch = None
+        elif pick is STOP:
+            stop = _EMPTY_BATCH
+            break
+        else:  # GIVE_UP: select decides from here, from what is revealed
+            return _play_rounds(policy, source, settings, None, keep_order, None,
+                                EpisodeState(rounds, spent, rounds, len(kept), sizes), kept,
+                                None, None)
+        if branch is None:  # a miss: nothing recorded below what was asked for
+            if len(kept) >= size:
+                stop = _EXHAUSTED  # asked for more than is left: not a round
+                break
+            # the policy sees the same view, so asks the same: count those rounds at once
+            # (as the batch rounds do); the next round then ends the episode
+            idle = cap - rounds if attempts is None else _repeated_rounds(
+                1, attempts - spent, 1, charge, cap - rounds - 1) + 1
+            rounds += idle
+            if charge and attempts is not None:
+                spent += idle
+            if sizes is not None:
+                sizes += [0] * idle
+            # _repeated_rounds' promise: the round cap or the attempts are now spent
+            assert rounds >= cap or (attempts is not None and attempts <= spent)
+            continue
+        rounds += 1
+        if attempts is not None and branch.tip_node.status is not _LOST:
+            spent += 1
+        kept.append(branch)
+        if branch.since_best == 0 and (score := branch.best) is not None and (
+                best is None or score > best):
+            best = score
+            ups.append((len(kept), score))
+        if sizes is not None:
+            sizes.append(1)
+    return (stop, rounds, rounds, len(kept), sizes, best,
+            [branch.tip_node for branch in kept] if keep_order else None,
+            tuple(ups) if ups else ())
+
+
+def _play_rounds(policy: Policy, source: StateSource, settings: EpisodeSettings | SettingsTuple,
+                 chooser: Chooser | BatchChooser | None, keep_order: bool,
+                 view: TreeView | None, state: EpisodeState | None, kept: list[Branch],
+                 should_stop: Callable[[TreeView], StopReason | None] | None,
+                 on_round: Callable[[], None] | None) -> Played:
+    """:func:`play` past its W = 1 path: every other episode, and one whose chooser gave up
+    (``state`` its counts, ``kept`` the states it revealed; ``chooser`` then ``None``)."""
+    if view is None:
+        best = _best_of(kept, source.root.score) if kept else source.root.score
     else:
-        best = source.root.score if view is None else (None if view.best is None
-                                                        else view.best.score)
-        st = state if state is not None else EpisodeState(
-            0, 0, 0, 0, [] if keep_order else None)
+        best = None if view.best is None else view.best.score
+    st = state if state is not None else EpisodeState(0, 0, 0, 0, [] if keep_order else None)
     choose: BatchChooser | SelectChooser
     if chooser is None:
         choose, view = _select_from(policy, source, settings, view, kept, st.rounds)
     else:
-        choose = chooser  # type: ignore[assignment]  # at W above 1: a BatchChooser
-    return _play_batches(policy, choose, source, settings, cap, view, st, kept, best,
-                         should_stop, on_round, keep_order)
+        choose = chooser  # type: ignore[assignment]  # not at W = 1 here: a BatchChooser
+    return _play_batches(policy, choose, source, settings, view, st, kept, best, should_stop,
+                         on_round, keep_order)
 
 
-def _select_from(policy: Policy, source: StateSource, settings: EpisodeSettings,
+def _select_from(policy: Policy, source: StateSource,
+                 settings: EpisodeSettings | SettingsTuple,
                  view: TreeView | None, kept: list[Branch],
                  rounds: int) -> tuple[SelectChooser, TreeView]:
     """``policy.select`` as the episode's chooser from here on: on ``view``, or on a fresh
@@ -332,8 +406,9 @@ def _select_from(policy: Policy, source: StateSource, settings: EpisodeSettings,
     the rounds played, bound to the source."""
     if view is None:
         view = TreeView(source.root)
-        view.take(kept)
-        view.complete_round(rounds)
+        if kept or rounds:  # a chooser gave up
+            view.take(kept)
+            view.complete_round(rounds)
     workers, attempts, told, seed, task_name, plan, _, name, _ = settings
     context = _tuple_new(PolicyContext, (task_name, workers, _LazyRandom(seed), attempts, told,
                                          plan))
@@ -341,13 +416,13 @@ def _select_from(policy: Policy, source: StateSource, settings: EpisodeSettings,
 
 
 def _play_batches(policy: Policy, choose: BatchChooser | SelectChooser, source: StateSource,
-                  settings: EpisodeSettings, cap: int | None, view: TreeView | None,
+                  settings: EpisodeSettings | SettingsTuple, view: TreeView | None,
                   st: EpisodeState, kept: list[Branch], best: float | None,
                   should_stop: Callable[[TreeView], StopReason | None] | None,
                   on_round: Callable[[], None] | None, keep_order: bool) -> Played:
     """:func:`play`'s rounds at any W (see there)."""
-    workers, attempts, told = settings[0], settings[1], settings[2]
-    charge = settings[6]
+    workers, attempts, told, _, _, _, charge, _, hidden = settings
+    cap = told if hidden is None else hidden if told is None else min(told, hidden)
     reveal, size = source.revealer(view), source.size
     repeats = (not isinstance(choose, SelectChooser)
                or getattr(policy, "view_determined", False) is True)
@@ -443,7 +518,7 @@ def _play_batches(policy: Policy, choose: BatchChooser | SelectChooser, source: 
         st.rounds, st.spent, st.selections, st.revealed = rounds, spent, selections, revealed
     if view is None:
         return (stop, rounds, selections, revealed, sizes, best,
-                [state.tip_node for state in kept] if keep_order else None, ups)
+                [state.tip_node for state in kept] if keep_order else None, tuple(ups))
     top = view.best
     return (stop, rounds, selections, revealed, sizes, None if top is None else top.score,
             view.revealed_since(first) if keep_order else None, view.improvements)
@@ -456,65 +531,3 @@ def _best_of(states: list[Branch], best: float | None) -> float | None:
                 best is None or score > best):
             best = score
     return best
-
-
-def _play_one(choose: Chooser, starts: Sequence[Branch], after: Mapping[str, Branch | None],
-              size: int, rounds_cap: int, attempts: int | None, charge: bool,
-              kept: list[Branch], best: float | None, keep_order: bool) -> Played | EpisodeState:
-    """:func:`play` at W = 1 with a chooser of its own on a recorded source, the driver's one
-    specialised path: one selection a round (so rounds count both), every state revealed
-    kept (so ``kept`` counts them). Returns what the episode played, or, where the chooser
-    gave up, the counts so far (the states revealed in ``kept``)."""
-    opened = rounds = spent = 0
-    sizes: list[int] | None = [] if keep_order else None
-    ups: list[tuple[int, float]] = []  # the improvement record
-    state: Branch | None = None
-    while True:
-        if rounds >= rounds_cap:
-            stop = _ROUND_BUDGET
-            break
-        if attempts is not None and attempts <= spent:
-            stop = _ATTEMPT_BUDGET
-            break
-        pick = choose(state)
-        if type(pick) is not str:  # a branch: the common answer
-            state = after[pick.tip]  # type: ignore[union-attr]  # not a str: a Branch
-        elif pick is OPEN:
-            if opened < len(starts):
-                state = starts[opened]
-                opened += 1
-            else:
-                state = None
-        elif pick is STOP:
-            stop = _EMPTY_BATCH
-            break
-        else:  # GIVE_UP
-            return EpisodeState(rounds, spent, rounds, len(kept), sizes)
-        if state is None:  # a miss: nothing recorded below what was asked for
-            if len(kept) >= size:
-                stop = _EXHAUSTED  # asked for more than is left: not a round
-                break
-            # the policy sees the same view, so asks the same: count those rounds at once
-            # (as the batch rounds do); the next round then ends the episode
-            idle = rounds_cap - rounds if attempts is None else _repeated_rounds(
-                1, attempts - spent, 1, charge, rounds_cap - rounds - 1) + 1
-            rounds += idle
-            if charge and attempts is not None:
-                spent += idle
-            if sizes is not None:
-                sizes += [0] * idle
-            # _repeated_rounds' promise: the round cap or the attempts are now spent
-            assert rounds >= rounds_cap or (attempts is not None and attempts <= spent)
-            continue
-        rounds += 1
-        if attempts is not None and state.tip_node.status is not _LOST:
-            spent += 1
-        kept.append(state)
-        if state.since_best == 0 and (score := state.best) is not None and (
-                best is None or score > best):
-            best = score
-            ups.append((len(kept), score))
-        if sizes is not None:
-            sizes.append(1)
-    return (stop, rounds, rounds, len(kept), sizes, best,
-            [state.tip_node for state in kept] if keep_order else None, ups)

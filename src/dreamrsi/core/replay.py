@@ -405,12 +405,11 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int 
             make = chooser_maker(type(policy))
         if make is not None and (_TAME_GET(tree) or tame(tree)):
             choose = make(policy, tree.root, workers, plan)
-    settings = _tuple_new(EpisodeSettings, (
-        workers, attempt_budget, max_rounds, seed, task_name, plan, charge_misses, "",
-        cap if max_rounds is None else None))  # the policy's name: SelectChooser finds it
+    # EpisodeSettings' fields as a plain tuple (the policy's name: SelectChooser finds it)
+    settings = (workers, attempt_budget, max_rounds, seed, task_name, plan, charge_misses, "",
+                cap if max_rounds is None else None)
     stop, rounds, selections, revealed, sizes, best, nodes, ups = play(
-        policy, _SOURCE_GET(tree) or recorded_source(tree), settings, choose, None, None,
-        None, None, keep_order)
+        policy, _SOURCE_GET(tree) or recorded_source(tree), settings, choose, keep_order)
     if beyond and (selections > revealed or stop is StopReason.EXHAUSTED):
         return _plan_out_of_support(tree)
     quality = best if best is not None else tree.floor
@@ -418,7 +417,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int 
         tree.tree_id, 0.0 if quality is None else quality, revealed, rounds,
         selections - revealed, selections, stop,
         () if nodes is None else tuple(n.node_id for n in nodes),
-        () if sizes is None else tuple(sizes), tuple(ups)))
+        () if sizes is None else tuple(sizes), ups))
 
 
 def recorded_source(tree: RecordedTree) -> RecordedSource:
@@ -464,7 +463,7 @@ def replay_generic(policy: Policy, tree: RecordedTree, *, workers: int,
         tree.tree_id, 0.0 if quality is None else quality, revealed, rounds,
         selections - revealed, selections, stop,
         () if nodes is None else tuple(n.node_id for n in nodes),
-        () if sizes is None else tuple(sizes), tuple(ups)))
+        () if sizes is None else tuple(sizes), ups))
 
 
 _BIG = 1e150  # scores within it: no difference or ratio of two of them overflows

@@ -167,10 +167,12 @@ class SelectChooser:
     def __call__(self, revealed: Sequence[Branch], budget: Budget, /) -> Sequence[str]:
         view = self._view
         chosen = self._select(view, budget)
-        # the common batch, one eligible id, accepted here; anything else is checked
-        if ((type(chosen) is list or type(chosen) is tuple) and len(chosen) == 1
-                and self._workers >= 1 and type(first := chosen[0]) is str
-                and (first == self._root_id or first in self._tips)):
+        # the common batch, at most W ids, each the root or a distinct leaf, accepted here
+        # as it is (check_batch's own first test, without its calls: a replay asks every
+        # round); anything else is checked, and a bad batch named with its round
+        if ((type(chosen) is list or type(chosen) is tuple) and len(chosen) <= self._workers
+                and len(self._tips.keys() & chosen) + chosen.count(self._root_id)
+                == len(chosen)):
             return chosen
         return check_batch(view, chosen, self._workers, policy_name=self._name,
                            round_no=view.rounds + self._offset + 1)
