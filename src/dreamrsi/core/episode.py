@@ -306,9 +306,9 @@ def play(policy: Policy, source: StateSource, settings: EpisodeSettings | Settin
     Raises:
         PolicyError: A batch of ``select`` breaks the decision interface.
     """
-    _, attempts, told, _, _, _, charge, _, hidden = settings
+    workers, attempts, told, _, _, _, charge, _, hidden = settings
     cap = told if hidden is None else hidden if told is None else min(told, hidden)
-    if (type(source) is not RecordedSource or settings[0] != 1 or chooser is None
+    if (type(source) is not RecordedSource or workers != 1 or chooser is None
             or cap is None or view is not None or state is not None or should_stop is not None
             or on_round is not None):
         return _play_rounds(policy, source, settings, chooser, keep_order, view, state, [],
@@ -361,14 +361,14 @@ def play(policy: Policy, source: StateSource, settings: EpisodeSettings | Settin
             # _repeated_rounds' promise: the round cap or the attempts are now spent
             assert rounds >= cap or (attempts is not None and attempts <= spent)
             continue
-        rounds += 1
+        rounds += 1  # the reveal's place too: no reveal follows a miss
         if attempts is not None and branch.tip_node.status is not _LOST:
             spent += 1
         kept.append(branch)
         if branch.since_best == 0 and (score := branch.best) is not None and (
                 best is None or score > best):
             best = score
-            ups.append((len(kept), score))
+            ups.append((rounds, score))
         if sizes is not None:
             sizes.append(1)
     return (stop, rounds, rounds, len(kept), sizes, best,

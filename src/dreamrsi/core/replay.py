@@ -392,24 +392,25 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int 
     Raises:
         PolicyError: A batch breaks the decision interface (names the policy and the round).
     """
-    beyond = plan is not None and (plan.branch_count > tree.branch_count
-                                   or plan.refine_count > tree.refine_count)
+    source, tamed, branches, refines = _FACTS_GET(tree) or _facts(tree)
+    beyond = plan is not None and (plan.branch_count > branches
+                                   or plan.refine_count > refines)
     if beyond and (grid_support or attempt_budget is None):  # without a budget the whole
         return _plan_out_of_support(tree)  # grid is what the policy asks for
     cap = default_rounds(tree, attempt_budget) if max_rounds is None else max_rounds
     task_name = tree.task_name if task_name is None else task_name
     choose = None
-    if (type(cap) is int and type(workers) is int and workers >= 1
+    if (tamed and type(cap) is int and type(workers) is int and workers >= 1
             and (make := _MAKERS.get(type(policy), _ASK)) is not None):
         if make is _ASK:
             make = chooser_maker(type(policy))
-        if make is not None and (_TAME_GET(tree) or tame(tree)):
+        if make is not None:
             choose = make(policy, tree.root, workers, plan)
     # EpisodeSettings' fields as a plain tuple (the policy's name: SelectChooser finds it)
     settings = (workers, attempt_budget, max_rounds, seed, task_name, plan, charge_misses, "",
                 cap if max_rounds is None else None)
     stop, rounds, selections, revealed, sizes, best, nodes, ups = play(
-        policy, _SOURCE_GET(tree) or recorded_source(tree), settings, choose, keep_order)
+        policy, source, settings, choose, keep_order)
     if beyond and (selections > revealed or stop is StopReason.EXHAUSTED):
         return _plan_out_of_support(tree)
     quality = best if best is not None else tree.floor
@@ -421,19 +422,27 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int 
 
 
 def recorded_source(tree: RecordedTree) -> RecordedSource:
-    """The ``Child`` operator on ``tree`` (immutable: made once per tree, up to 4,096
-    trees kept)."""
-    if (source := _SOURCE_GET(tree)) is None:
-        source = _tuple_new(RecordedSource, (tree.root, tree.branch_starts, tree.state_after,
-                                             tree.size))
-        if len(_SOURCE) >= 4096:
-            _SOURCE.clear()
-        _SOURCE[tree] = source
-    return source
+    """The ``Child`` operator on ``tree`` (immutable: made once per tree, see
+    :func:`_facts`)."""
+    return (_FACTS_GET(tree) or _facts(tree))[0]
 
 
-_SOURCE: dict[RecordedTree, RecordedSource] = {}
-_SOURCE_GET = _SOURCE.get
+_Facts = tuple[RecordedSource, bool, int, int]
+_FACTS: dict[RecordedTree, _Facts] = {}
+_FACTS_GET = _FACTS.get  # what replay asks first: a look-up, no call
+
+
+def _facts(tree: RecordedTree) -> _Facts:
+    """What replay reads of ``tree`` on every replay, found once per tree (up to 4,096 trees
+    kept): its recorded source, whether it is :func:`tame`, its branch count and its refine
+    count (a short replay costs about as much as a few look-ups, so one look-up it is)."""
+    facts = (_tuple_new(RecordedSource, (tree.root, tree.branch_starts, tree.state_after,
+                                         tree.size)),
+             tame(tree), tree.branch_count, tree.refine_count)
+    if len(_FACTS) >= 4096:
+        _FACTS.clear()
+    _FACTS[tree] = facts
+    return facts
 
 
 def _plan_out_of_support(tree: RecordedTree) -> ReplayResult:
