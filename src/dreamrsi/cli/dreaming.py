@@ -66,8 +66,8 @@ if TYPE_CHECKING:
 
 def _protocol_defaults(total_budget: int | None) -> DreamConfig:
     """The dream settings a protocol takes by default (a dream alone: the per-round ones;
-    ``dreaming.loop.protocol_dream``)."""
-    from dreamrsi.dreaming.loop import protocol_dream
+    ``dreaming.loop_config.protocol_dream``)."""
+    from dreamrsi.dreaming.loop_config import protocol_dream
 
     return protocol_dream("per-round" if total_budget is None else "total")
 
@@ -180,7 +180,7 @@ def loop(
         from dreamrsi.cli import _render
         from dreamrsi.cli.runs import say_notes
         from dreamrsi.dreaming import LoopConfig, make_author, run_loop
-        from dreamrsi.dreaming.loop import LoopArm
+        from dreamrsi.dreaming.loop_config import LoopArm
         from dreamrsi.engine.executor_kinds import make_executor
         from dreamrsi.errors import ConfigError, one_of
         from dreamrsi.policies.registry import parse_spec

@@ -19,7 +19,7 @@ MAX_SEED = 2**32 - 1
 MAX_HISTORY = 64
 """``dreamrsi.engine.config.MAX_HISTORY``."""
 DEFAULT_HISTORY = 4
-"""``dreamrsi.dreaming.loop.DEFAULT_HISTORY``."""
+"""``dreamrsi.dreaming.loop_config.DEFAULT_HISTORY``."""
 
 DEFAULT_STORE = Path(".dreamrsi")
 COUNT = {"min": 1, "max": MAX_INT}

@@ -18,13 +18,8 @@ if TYPE_CHECKING:
     from dreamrsi.dreaming.dreamer import dream
     from dreamrsi.dreaming.evaluate import ReplaySettings, score_policy
     from dreamrsi.dreaming.history import History, load_history
-    from dreamrsi.dreaming.loop import (
-        LoopConfig,
-        LoopReport,
-        RoundReport,
-        resume_loop,
-        run_loop,
-    )
+    from dreamrsi.dreaming.loop import LoopReport, RoundReport, resume_loop, run_loop
+    from dreamrsi.dreaming.loop_config import LoopConfig
     from dreamrsi.dreaming.objectives import (
         DreamObjective,
         ParetoAUC,
@@ -53,7 +48,7 @@ _MODULE_OF = {
     "score_policy": "dreamrsi.dreaming.evaluate",
     "History": "dreamrsi.dreaming.history",
     "load_history": "dreamrsi.dreaming.history",
-    "LoopConfig": "dreamrsi.dreaming.loop",
+    "LoopConfig": "dreamrsi.dreaming.loop_config",
     "LoopReport": "dreamrsi.dreaming.loop",
     "RoundReport": "dreamrsi.dreaming.loop",
     "run_loop": "dreamrsi.dreaming.loop",
