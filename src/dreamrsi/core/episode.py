@@ -358,9 +358,14 @@ def play(policy: Policy, source: StateSource, settings: EpisodeSettings | Settin
                 spent += idle
             if sizes is not None:
                 sizes += [0] * idle
-            # _repeated_rounds' promise: the round cap or the attempts are now spent
-            assert rounds >= cap or (attempts is not None and attempts <= spent)
-            continue
+            # _repeated_rounds' promise: the round cap or the attempts are now spent, so the
+            # episode ends as the next round's checks would end it
+            if rounds >= cap:
+                stop = _ROUND_BUDGET
+            else:
+                assert attempts is not None and attempts <= spent
+                stop = _ATTEMPT_BUDGET
+            break
         rounds += 1  # the reveal's place too: no reveal follows a miss
         if attempts is not None and branch.tip_node.status is not _LOST:
             spent += 1

@@ -401,7 +401,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int 
     task_name = tree.task_name if task_name is None else task_name
     choose = None
     if (tamed and type(cap) is int and type(workers) is int and workers >= 1
-            and (make := _MAKERS.get(type(policy), _ASK)) is not None):
+            and (make := _MAKER_GET(type(policy), _ASK)) is not None):
         if make is _ASK:
             make = chooser_maker(type(policy))
         if make is not None:
@@ -430,6 +430,7 @@ def recorded_source(tree: RecordedTree) -> RecordedSource:
 _Facts = tuple[RecordedSource, bool, int, int]
 _FACTS: dict[RecordedTree, _Facts] = {}
 _FACTS_GET = _FACTS.get  # what replay asks first: a look-up, no call
+_MAKER_GET = _MAKERS.get
 
 
 def _facts(tree: RecordedTree) -> _Facts:
