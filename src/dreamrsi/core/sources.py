@@ -142,9 +142,11 @@ class SelectChooser:
     (third-party policies, policy programs, a chooser that gave up), online and in replay.
 
     The view is kept by the source (revealed as the episode goes); each call asks
-    ``select`` on it and answers with the batch checked
-    (:func:`~dreamrsi.core.policy.check_batch`): node ids, which a source bound to the view
-    reveals (see :class:`StateSource`).
+    ``select`` on it and answers with the batch checked: a list or tuple of at most W ids,
+    each the root or a distinct leaf, as it is; anything else through
+    :func:`~dreamrsi.core.policy.check_batch`, which refuses what breaks the interface and
+    names the round. Node ids, which a source bound to the view reveals (see
+    :class:`StateSource`).
 
     Args:
         policy: The policy: reset here with ``context``.
