@@ -183,7 +183,7 @@ class Scripted:
 
 
 class Shifty(str):
-    """An id that is a ``str`` subclass: the driver's fast path leaves it to ``check_batch``."""
+    """An id that is a ``str`` subclass, equal to the plain id and hashed as it is."""
 
 
 @pytest.mark.parametrize(("batch", "error"), [
@@ -209,6 +209,31 @@ def test_one_id_batches_reveal_what_the_same_batch_as_a_tuple_or_a_subclass_reve
         assert result.batch_sizes == (1, 1, 1) and result.selections == 3
     with pytest.raises(PolicyError, match="selected 1 nodes, more than W=0"):
         replay(Scripted(["r-0"]), tree, workers=0, max_rounds=9)
+
+
+@pytest.mark.parametrize(("batch", "error"), [
+    (["r-3", "r-3"], "round 3: leaf r-3 selected twice"),
+    (["r-0", "r-3", "r-1"], "round 3: node r-1 is outside the eligible set.*not a leaf"),
+    (["r-3", "r-999"], "round 3: node r-999 is outside the eligible set.*not revealed"),
+    (["r-0", 3], "round 3: node ids are strings, got 3"),
+    (["r-0", "r-0", "r-0", "r-0"], "round 3: selected 4 nodes, more than W=3"),
+])
+def test_batches_of_several_ids_are_checked_like_any_other(batch: object, error: str) -> None:
+    tree = RecordedTree.from_nodes("r", [node(0, None), node(1, 0), node(2, 1), node(3, 0),
+                                         node(4, 3), node(5, 0)])
+    with pytest.raises(PolicyError, match="policy 'scripted', " + error):
+        replay(Scripted(["r-0"], ["r-0", "r-1"], batch), tree, workers=3, max_rounds=5)
+
+
+def test_batches_of_several_ids_reveal_what_the_same_batch_as_a_tuple_reveals() -> None:
+    tree = RecordedTree.from_nodes("r", [node(0, None), node(1, 0), node(2, 1), node(3, 0),
+                                         node(4, 3), node(5, 0)])
+    for batches in ((["r-0", "r-0"], ["r-1", "r-0", "r-3"], []),
+                    (("r-0", "r-0"), ("r-1", "r-0", "r-3"), ()),
+                    ([Shifty("r-0"), "r-0"], (Shifty("r-1"), Shifty("r-0"), "r-3"), [])):
+        result = replay(Scripted(*batches), tree, workers=3, max_rounds=9)
+        assert result.order == ("r-1", "r-3", "r-2", "r-5", "r-4")
+        assert result.batch_sizes == (2, 3) and result.stop == "empty batch"
 
 
 def test_recorded_tree_rejects_non_chains() -> None:
