@@ -44,9 +44,9 @@ from dreamrsi.core.sources import (
 )
 from dreamrsi.core.view import Branch, TreeView
 
-__all__ = ["ChildSource", "EpisodeSettings", "EpisodeState", "Played", "RecordedSource",
-           "SelectChooser", "SettingsTuple", "StateSource", "StopReason", "chooser_maker", "play",
-           "run_episode"]
+__all__ = ["ChildSource", "EpisodeSettings", "EpisodeState", "Online", "Played",
+           "RecordedSource", "SelectChooser", "SettingsTuple", "StateSource", "StopReason",
+           "chooser_maker", "play", "run_episode"]
 
 _LOST = NodeStatus.LOST
 
@@ -167,6 +167,23 @@ class EpisodeState:
     batch_sizes: list[int] | None = field(default_factory=list)
 
 
+class Online(NamedTuple):
+    """What an online episode hands :func:`play` beside its source (``run_episode``'s; a
+    replay hands nothing).
+
+    Attributes:
+        view: The view ``select`` decides on (the run's, revealed by the source).
+        state: Counts carried over (a resumed run's), updated in place (``None``: fresh).
+        should_stop: Asked before every decision for further reasons to stop.
+        on_round: Called after every completed round.
+    """
+
+    view: TreeView
+    state: EpisodeState | None = None
+    should_stop: Callable[[TreeView], StopReason | None] | None = None
+    on_round: Callable[[], None] | None = None
+
+
 def _repeated_rounds(size: int, left: int | None, workers: int, charge: bool,
                      rounds_left: int) -> int:
     """Rounds after an idle one (a batch of ``size`` that revealed nothing, decided with
@@ -222,8 +239,8 @@ def run_episode(policy: Policy, view: TreeView, source: ChildSource,
         PolicyError: A batch breaks the decision interface.
     """
     st = state if state is not None else EpisodeState()
-    played = play(policy, ViewSource(source, view), settings, view=view, state=st,
-                  should_stop=should_stop, on_round=on_round, keep_order=False)
+    played = play(policy, ViewSource(source, view), settings, keep_order=False,
+                  online=Online(view, st, should_stop, on_round))
     return played[0], st
 
 
@@ -262,32 +279,30 @@ def chooser_maker(cls: type) -> Callable[..., Any] | None:
 
 def play(policy: Policy, source: StateSource, settings: EpisodeSettings | SettingsTuple,
          chooser: Chooser | BatchChooser | None = None, keep_order: bool = True,
-         view: TreeView | None = None, state: EpisodeState | None = None,
-         should_stop: Callable[[TreeView], StopReason | None] | None = None,
-         on_round: Callable[[], None] | None = None) -> Played:
+         online: Online | None = None) -> Played:
     """The one episode driver, online and in replay: drive a chooser until a budget ends,
     it stops or nothing is left.
 
     ``chooser`` is the policy's own (its ``chooser`` hook: a :class:`Chooser` at W = 1, else
     a :class:`BatchChooser`), or ``None``: the policy's ``select`` decides, through
-    :class:`SelectChooser`, on ``view`` (a fresh one at the source's root if none is given,
-    bound to the source). A chooser answering GIVE_UP hands over the same way, on a view of
-    the nodes revealed so far.
+    :class:`SelectChooser`, on the online episode's view (in replay a fresh one at the
+    source's root, bound to the source). A chooser answering GIVE_UP hands over the same
+    way, on a view of the nodes revealed so far.
 
-    Each round: stop if the round cap or the attempt budget is spent or ``should_stop`` names
-    a reason; ask the chooser (fed the states the last round revealed, and the budget); cut
-    the batch to the attempts left; stop on an empty batch; reveal; stop if nothing was
-    revealed because the source has nothing more to give (not a round); else spend (every
-    revealed node that finished, and each miss when misses are charged) and complete the
-    round. A round that revealed nothing leaves the view as the policy saw it: a chooser of
-    its own, or a ``view_determined`` policy, would ask for the same batch while its slots
+    Each round: stop if the round cap or the attempt budget is spent or ``should_stop``
+    (online) names a reason; ask the chooser (fed the states the last round revealed, and the
+    budget); cut the batch to the attempts left; stop on an empty batch; reveal; stop if
+    nothing was revealed because the source has nothing more to give (not a round); else spend
+    (every revealed node that finished, and each miss when misses are charged) and complete the
+    round. A round that revealed nothing leaves the view as the policy saw it: a chooser of its
+    own, or a ``view_determined`` policy, would ask for the same batch while its slots
     (``min(W, attempts left)``) stay the same, and reveal nothing again, so those rounds are
     counted at once, as misses (never online: there every entry reveals a node).
 
     The one specialised path, written here: a chooser of its own at W = 1 on a recorded
-    source, with a round cap and no view or online hooks (replay's): one selection a round,
-    no budget built, no round counted apart from the selections. Any other episode, and one
-    whose chooser gives up, goes on in :func:`_play_rounds`.
+    source, with a round cap, not online (replay's): one selection a round, no budget built,
+    no round counted apart from the selections. Any other episode, and one whose chooser
+    gives up, goes on in :func:`_play_rounds`.
 
     Args:
         policy: The policy (reset by :class:`SelectChooser` when ``select`` decides).
@@ -296,10 +311,7 @@ def play(policy: Policy, source: StateSource, settings: EpisodeSettings | Settin
             tuple, in the same order: what replay passes, one allocation fewer).
         chooser: The policy's own chooser, if it has one for this episode.
         keep_order: Keep the batch sizes and the revealed nodes in order.
-        view: The view ``select`` decides on (online: the run's, revealed by the source).
-        state: Counts carried over (a resumed run's), updated in place.
-        should_stop: Asked before every decision for further reasons to stop (online).
-        on_round: Called after every completed round (online).
+        online: The online episode's view, counts and hooks (``None`` in replay).
 
     Returns:
         See :data:`Played`.
@@ -310,8 +322,11 @@ def play(policy: Policy, source: StateSource, settings: EpisodeSettings | Settin
     workers, attempts, told, _, _, _, charge, _, hidden = settings
     cap = told if hidden is None else hidden if told is None else min(told, hidden)
     if (type(source) is not RecordedSource or workers != 1 or chooser is None
-            or cap is None or view is not None or state is not None or should_stop is not None
-            or on_round is not None):
+            or cap is None or online is not None):
+        if online is None:
+            return _play_rounds(policy, source, settings, chooser, keep_order, None, None, [],
+                                None, None)
+        view, state, should_stop, on_round = online
         return _play_rounds(policy, source, settings, chooser, keep_order, view, state, [],
                             should_stop, on_round)
     # the W = 1 path (see the docstring): the counts live in locals
