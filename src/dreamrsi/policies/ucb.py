@@ -134,7 +134,12 @@ def _arms(c: float, fresh: float, max_branches: int, base: float, best: float, s
     got: Any = None if one else (yield None)
     while True:
         if one:  # one slot: the node revealed is the first of a branch or the next of pick's
-            states: Sequence[Branch] = () if got is None else (got,)
+            if got is not None and got.since_best and pick >= 0 and not grouped:
+                size += 1  # pick's branch grew, its best (so its gain) as it was: all to do
+                arms[pick] = got
+                states: Sequence[Branch] = ()
+            else:
+                states = () if got is None else (got,)
         else:
             states, n = got
         for revealed in states:  # catch up
@@ -195,8 +200,7 @@ def _arms(c: float, fresh: float, max_branches: int, base: float, best: float, s
                 group.sort()
             lengths = sorted(groups)
         log_t = log(size + 1)
-        room = max_branches - count
-        if stale and (room > 0 or not grouped):  # the scale moved: every gain, the firsts
+        if stale and (max_branches > count or not grouped):  # the scale moved: every gain, the firsts
             stale, firsts = False, 0.0
             for at, arm in enumerate(arms):
                 if (first := arm.first_score) is not None:
@@ -204,8 +208,7 @@ def _arms(c: float, fresh: float, max_branches: int, base: float, best: float, s
                 if not grouped:
                     gains[at] = 0.0 if arm.best is None else (arm.best - base) / span
         found: list[tuple[float, int]] = []  # (-value, place): opening's from count on
-        opening = -inf  # opening's value (its first play's)
-        if room > 0:
+        if max_branches > count:
             prior, at = firsts / count, count
             while True:  # opening, as an arm tried ``at`` times
                 value = prior + c * sqrt(log_t / (at + 1))
@@ -214,8 +217,10 @@ def _arms(c: float, fresh: float, max_branches: int, base: float, best: float, s
                     break
                 found.append((-value, at))
                 at += 1
-                if at - count in (room, n):
+                if at - count == n or at == max_branches:
                     break
+        else:
+            opening = -inf  # (no opening: every branch opened)
         if not grouped:
             top = -inf  # at W = 1: the best branch's value (pick: the first of equals)
             for at in range(count):
@@ -231,7 +236,7 @@ def _arms(c: float, fresh: float, max_branches: int, base: float, best: float, s
                 got = yield OPEN if pick < 0 else arms[pick]
                 continue
         else:
-            if one and room > 0:
+            if one and max_branches > count:
                 found.append((-opening, count))
             heap = [-value for value, _ in found]  # the n best values so far
             heapq.heapify(heap)
