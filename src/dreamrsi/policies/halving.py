@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dreamrsi.core.model import Node
-from dreamrsi.core.policy import (
-    OPEN,
-    STOP,
-    BatchChooser,
-    Budget,
-    Chooser,
-    GridPlan,
-    PolicyContext,
-)
+from dreamrsi.core.policy import OPEN, STOP, Budget, Chooser, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
-from dreamrsi.policies._derived import DerivedSelect
+from dreamrsi.policies._common import BranchLog, slots
 from dreamrsi.policies.params import check_params, param
 
 
@@ -30,6 +22,11 @@ def _by_rank(branches: list[Branch]) -> list[tuple[int, Branch]]:
     return [(k, branches[k]) for _, _, k in keyed]
 
 
+def _best(branch: Branch) -> float:
+    """A branch's best score, -inf without one (what the finish ranks by)."""
+    return -math.inf if branch.best is None else branch.best
+
+
 @dataclass(eq=False)
 class SuccessiveHalving:
     """Open ``n0`` branches, give each ``r0`` attempts, keep the best ``1/eta``, give the
@@ -39,8 +36,7 @@ class SuccessiveHalving:
     attempts each: later brackets trade breadth for depth, as in Hyperband. When every bracket
     is done the best branch is refined further if ``finish`` is set, else the policy stops.
     Branches belong to brackets in opening order. The rungs are :func:`_rungs`, for
-    ``select`` (a :class:`~dreamrsi.policies._derived.DerivedSelect`) and the one-slot
-    chooser alike.
+    ``select`` (over the view's branch table) and the one-slot chooser alike.
 
     Args:
         n0: Branches in the first bracket.
@@ -61,142 +57,125 @@ class SuccessiveHalving:
 
     def __post_init__(self) -> None:
         check_params(self)
-        self._derived = DerivedSelect(self._batches)
+        self._forget()
 
     def reset(self, context: PolicyContext) -> None:
-        """Forget the episode (decisions depend on the view alone; rebuilt from it)."""
-        self._derived.forget()
+        """Forget the rungs (they are made again from the view)."""
+        self._forget()
+
+    def _forget(self) -> None:
+        self._log = BranchLog()
+        self._rungs: Generator[Any, Any, None] | None = None
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
-        """Work on the first unfinished rung of the first unfinished bracket: the rungs'
-        answer (:func:`_rungs`, fed the view's nodes as they are revealed), or, where a node
-        is one no chooser is driven on, :meth:`afresh`."""
-        return self._derived.select(view, budget, self.afresh)
+        """Work on the first unfinished rung of the first unfinished bracket: the answer of
+        :func:`_rungs` on the view's branch table (made again on a view not followed)."""
+        n = slots(budget)
+        if n == 0:
+            return []
+        table = view.branch_table()
+        if self._log.branches(view) or self._rungs is None:
+            self._rungs = _rungs(self.n0, self.r0, self.eta, self.brackets, self.finish,
+                                 table, self._log.ids)
+            next(self._rungs)
+        ids, root_id = self._log.ids, view.root_id
+        return [table[ids[at]].tip if at >= 0 else root_id for at in self._rungs.send(n)]
 
     def chooser(self, root: Node, workers: int, plan: GridPlan | None) -> Chooser | None:
         """This policy's decisions at W = 1 as a chooser
         (:class:`~dreamrsi.core.policy.Policy`; replay drives it): :func:`_rungs` over the
-        branch states in opening order; ``None`` at any other W (``select`` decides) or
-        with a plan."""
+        branch states revealed; ``None`` at any other W (``select`` decides) or with a
+        plan."""
         if workers != 1 or plan is not None:
             return None
-        return _rungs(self.n0, self.r0, self.eta, self.brackets, self.finish, True).send
-
-    def _batches(self, root: Node | None = None) -> BatchChooser:
-        rungs = _rungs(self.n0, self.r0, self.eta, self.brackets, self.finish, False)
-        next(rungs)
-        send = rungs.send
-
-        def many(revealed: Sequence[Branch], budget: Budget) -> list[Branch | str]:
-            workers, left = budget[0], budget[1]  # the slots: min(W, attempts left)
-            n = workers if left is None or left > workers else left
-            return send((revealed, n)) if n > 0 else []
-
-        return many
-
-    def afresh(self, view: TreeView, budget: Budget) -> list[str]:
-        """The plain path: the rungs made again from the branches as they are (a rung's
-        survivors only ever improve, so the current states make the same cuts)."""
-        batch = self._batches()(list(view.branch_table().values()), budget)
-        root_id = view.root_id
-        return [root_id if entry is OPEN else entry.tip  # type: ignore[union-attr]
-                for entry in batch]
+        return _rungs(self.n0, self.r0, self.eta, self.brackets, self.finish).send
 
 
 def _rungs(n0: int, r0: int, eta: int, brackets: int, finish: bool,
-           one: bool) -> Generator[Any, Any, None]:
+           table: Mapping[str, Branch] | None = None,
+           ids: list[str] | None = None) -> Generator[Any, Any, None]:
     """Successive halving's rungs, written once, as a generator (its state in its frame).
 
-    Sent the states of the nodes revealed since (each its branch's new state) and the slots
-    ``n`` as ``(states, n)``, it answers with what :meth:`SuccessiveHalving.select` selects:
-    OPEN for each branch its bracket still lacks, the first ``n`` unfinished survivors of the
-    rung (in opening order on a bracket's first rung, best first after), or, every bracket
-    done, the best branch (``finish``) or nothing; prime it with ``next`` first. With ``one``
-    (a one-slot chooser: ``send`` it is) it is sent the one state revealed (``None`` the
-    first time) and answers with the one entry, STOP for none.
+    Over ``table`` (branch id -> its state: a view's branch table) and ``ids`` (the branch
+    ids in opening order), both kept up to date by the caller: sent the slots ``n``, it
+    answers with the opening positions of what :meth:`SuccessiveHalving.select` selects
+    (-1 for each branch the bracket still lacks: opening), the first ``n`` unfinished
+    survivors of the rung (in opening order on a bracket's first rung, best first after),
+    or, every bracket done, the best branch (``finish``) or nothing; prime it with ``next``
+    first. Without them it is a one-slot chooser (``send`` it is): sent the state of the
+    node revealed (``None`` the first time), it keeps its own, and answers with the one
+    entry (a branch's state, OPEN or STOP).
 
     Which rung and which survivors (by opening position) are current is kept (a rung's
     survivors only ever improve, so it never has to be recomputed); on a bracket's first
     rung a survivor seen finished is dropped for the rest of the rung (finished attempts only
     grow), so a round looks at what it selects."""
-    place: dict[str, int] = {}  # branch id -> opening position
-    arms: list[Branch] = []
+    one = table is None or ids is None
+    if table is None or ids is None:
+        table, ids = {}, []
+    states: Any = table  # written to at W = 1 only
     bracket = start = target = first = 0
+    size = max(1, n0)  # the bracket's branches
     survivors: list[int] | None = None  # positions in opening order
     still: list[int] | None = None  # survivors not seen finished (first rung)
-    lead: Branch | None = None  # at W = 1, the last answer, a survivor, and its position
-    at = n = 1
+    last, lead, n = -1, False, 1  # at W = 1: the position answered (-1: opening); a rung's?
     got: Any = None if one else (yield None)
     while True:
-        if one:
-            if lead is not None:  # one slot: the node revealed is the next of lead's branch
-                arms[at] = got
-                if got.finished < target:  # short of the rung's target still: again
-                    lead = got
-                    got = yield got
-                    continue
-                lead = None
-            states: Sequence[Branch] = () if got is None else (got,)
-        else:
-            states, n = got
-        for revealed in states:
-            at = place.get(revealed.branch_id, -1)
-            if at < 0:
-                place[revealed.branch_id] = len(arms)
-                arms.append(revealed)
-            else:
-                arms[at] = revealed
-        answer: list[Any] = []
+        if not one:
+            n = got
+        elif got is not None:  # one slot: the first node of a branch, or the next of last's
+            states[got.branch_id] = got
+            if last < 0:
+                ids.append(got.branch_id)
+            elif lead and got.finished < target:  # short of the rung's target still: again
+                got = yield got
+                continue
+        answer: list[int] = []  # positions (-1: opening)
         while bracket < brackets:
             if survivors is None:
-                size = max(1, n0 // eta**bracket)
-                missing = start + size - len(arms)
+                missing = start + size - len(ids)
                 if missing > 0:
-                    answer = [OPEN] * (n if n < missing else missing)
+                    answer = [-1] * (n if n < missing else missing)
                     break
                 survivors = list(range(start, start + size))
                 target = first = r0 * eta**bracket
             if target > first and len(survivors) > 1:  # past the first rung: best first
-                answer = [br for _, br in _by_rank([arms[i] for i in survivors])
+                answer = [survivors[k] for k, br in _by_rank([table[ids[i]] for i in survivors])
                           if br.finished < target][:n]
             else:  # in opening order, a survivor seen finished dropped for the rung
                 if still is None:
                     still = list(survivors)
-                done = 0
-                for i in still:
-                    branch = arms[i]
-                    if branch.finished >= target:
-                        done += 1
+                k = 0
+                while k < len(still):
+                    if table[ids[still[k]]].finished >= target:
+                        del still[k]
                         continue
-                    answer.append(branch)
-                    if len(answer) >= n:
+                    answer.append(still[k])
+                    if len(answer) == n:
                         break
-                if done:
-                    still = [i for i in still if arms[i].finished < target]
+                    k += 1
             if answer:
                 break
             if len(survivors) > 1:  # rung done: keep the best 1/eta, eta times deeper
                 keep = max(1, math.ceil(len(survivors) / eta))
-                ranked = _by_rank([arms[i] for i in survivors])
+                ranked = _by_rank([table[ids[i]] for i in survivors])
                 survivors = sorted(survivors[k] for k, _ in ranked[:keep])
                 target *= eta
                 still = None
                 continue
-            start += max(1, n0 // eta**bracket)  # bracket done
+            start += size  # bracket done
             bracket += 1
+            size = max(1, n0 // eta**bracket)
             survivors = None
             still = None
-        else:  # every bracket done
-            if finish and arms:
-                answer = [max(arms, key=lambda br: -math.inf if br.best is None else br.best)]
+        else:  # every bracket done: the best branch, the first of equals
+            if finish and ids:
+                answer = [max(range(len(ids)), key=lambda i: _best(table[ids[i]]))]
         if not one:
             got = yield answer
         elif not answer:
             got = yield STOP
         else:
-            lead = answer[0]
-            if lead is OPEN or bracket >= brackets:  # opening, or finishing: not a rung's
-                lead = None
-            else:
-                at = place[lead.branch_id]
-            got = yield answer[0]
+            last = answer[0]
+            lead = bracket < brackets  # a rung's survivor (or opening), not the finish
+            got = yield table[ids[last]] if last >= 0 else OPEN

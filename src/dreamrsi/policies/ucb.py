@@ -200,7 +200,7 @@ def _arms(c: float, fresh: float, max_branches: int, base: float, best: float, s
                 group.sort()
             lengths = sorted(groups)
         log_t = log(size + 1)
-        if stale and (max_branches > count or not grouped):  # the scale moved: every gain, the firsts
+        if stale and (max_branches > count or not grouped):  # the scale moved: gains, firsts
             stale, firsts = False, 0.0
             for at, arm in enumerate(arms):
                 if (first := arm.first_score) is not None:
