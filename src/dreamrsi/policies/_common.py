@@ -415,38 +415,3 @@ def refine_then_open(view: TreeView, n: int, lengths: Iterable[int], branches: i
                 return batch
     batch.extend([view.root_id] * max(0, min(branches - view.branch_count(), n - len(batch))))
     return batch
-
-
-class FirstGains:
-    """The sum, in opening order, of ``(first_score - base) / span`` over the branches with a
-    first score, and how many have one: the mean first-attempt gain that ``ucb`` and
-    ``allocation`` value a new branch at. Extended as branches open; summed again only when
-    the scale (``base``, ``span``) moves, so the sum is the same float a fresh loop gives.
-    """
-
-    __slots__ = ("_scale", "_upto", "_total", "_valid")
-
-    def __init__(self) -> None:
-        self.forget()
-
-    def forget(self) -> None:
-        """Sum from scratch on the next call."""
-        self._scale: tuple[float, float] | None = None
-        self._upto = 0
-        self._total = 0.0
-        self._valid = 0
-
-    def of(self, view: TreeView, ids: Sequence[str], base: float,
-           span: float) -> tuple[float, int]:
-        """The sum and the count of branches with a first score, over ``ids`` (every branch
-        of ``view`` in opening order)."""
-        if self._scale != (base, span):
-            self._scale, self._upto, self._total, self._valid = (base, span), 0, 0.0, 0
-        total, valid, table = self._total, self._valid, view.branch_table()
-        for i in range(self._upto, len(ids)):
-            first = table[ids[i]].first_score
-            if first is not None:
-                total += (first - base) / span
-                valid += 1
-        self._upto, self._total, self._valid = len(ids), total, valid
-        return total, valid
