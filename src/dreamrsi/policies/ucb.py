@@ -18,6 +18,7 @@ from dreamrsi.policies.params import check_params, param
 
 _FEW = 8  # with at most _FEW W + _FEW branches, value every arm (cheaper than the groups)
 _TINY = 1e-12  # the smallest span (policies._common.scale)
+_UNUSED: Any = {}  # what _arms holds where it keeps nothing (never written to)
 
 @dataclass(eq=False)
 class UCBBranches:
@@ -119,12 +120,12 @@ def _arms(c: float, fresh: float, max_branches: int, base: float, best: float, s
     every round."""
     arms: list[Branch] = []  # each branch's state, in opening order
     gains: list[float] = []  # each branch's gain (while few)
-    place: dict[str, int] = {}  # branch id -> opening place (above W = 1)
+    place: dict[str, int] = _UNUSED if one else {}  # branch id -> opening place
     # past few: each branch's key in its group (-best, place), the groups by length (each
-    # sorted), their lengths ascending
-    keys: list[tuple[float, int]] = []
-    groups: dict[int, list[tuple[float, int]]] = {}
-    lengths: list[int] = []
+    # sorted), their lengths ascending (made when first used: written only once grouped)
+    keys: list[tuple[float, int]] = _UNUSED
+    groups: dict[int, list[tuple[float, int]]] = _UNUSED
+    lengths: list[int] = _UNUSED
     span = best - base
     if span < _TINY:  # max(span, _TINY), NaN kept
         span = _TINY
@@ -192,7 +193,7 @@ def _arms(c: float, fresh: float, max_branches: int, base: float, best: float, s
             got = yield answer
             continue
         if count > few and not grouped:  # from here on, in groups
-            grouped = True
+            grouped, keys, groups = True, [], {}
             for at, arm in enumerate(arms):
                 keys.append((-(base if arm.best is None else arm.best), at))
                 groups.setdefault(arm.length, []).append(keys[at])
