@@ -16,6 +16,7 @@ Usage: python benchmarks/bench_replay_ab.py --baseline REV [--passes 3] [--secon
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -87,7 +88,9 @@ def table(rates: dict[tuple[str, int, str, int], dict[str, list[float]]],
                  f"{statistics.median(medians):.3f}, lowest {min(medians):.3f}; "
                  f"{below} below {args.floor}. {args.passes} passes, each cell's sides "
                  f"alternating which goes first, best of {args.repeats} windows of "
-                 f"{args.seconds} s of CPU per side and pass, against commit {args.baseline}.")
+                 f"{args.seconds} s of CPU per side and pass, against commit {args.baseline}. "
+                 f"Load average (1 min) at the end: {os.getloadavg()[0]:.1f} on "
+                 f"{os.cpu_count()} CPUs (above that count, a loaded machine).")
     return "\n".join(lines)
 
 
