@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dreamrsi.core.model import Node
 from dreamrsi.core.policy import OPEN, STOP, Budget, Chooser, GridPlan, PolicyContext
 from dreamrsi.core.view import Branch, TreeView
-from dreamrsi.policies._common import BranchLog, slots
+from dreamrsi.policies._common import BranchLog
 from dreamrsi.policies.params import check_params, param
 
 
@@ -64,22 +64,27 @@ class SuccessiveHalving:
         self._forget()
 
     def _forget(self) -> None:
-        self._log = BranchLog()
+        self._view: TreeView | None = None
         self._rungs: Generator[Any, Any, None] | None = None
 
     def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
         """Work on the first unfinished rung of the first unfinished bracket: the answer of
         :func:`_rungs` on the view's branch table (made again on a view not followed)."""
-        n = slots(budget)
+        workers, left = budget[0], budget[1]  # slots(budget), inlined: every round
+        n = workers if left is None else max(0, min(workers, left))
         if n == 0:
             return []
         table = view.branch_table()
-        if self._log.branches(view) or self._rungs is None:
+        if view is not self._view or self._rungs is None:  # a view not followed: afresh
+            self._view, log = view, BranchLog()
+            log.branches(view)
             self._rungs = _rungs(self.n0, self.r0, self.eta, self.brackets, self.finish,
-                                 table, self._log.ids)
+                                 table, log.ids, lambda: log.branches(view))
             next(self._rungs)
-        ids, root_id = self._log.ids, view.root_id
-        return [table[ids[at]].tip if at >= 0 else root_id for at in self._rungs.send(n)]
+        answer, ids = self._rungs.send(n)
+        if answer and answer[0] < 0:  # opening (only ever alone)
+            return [view.root_id] * len(answer)
+        return [table[ids[at]].tip for at in answer]
 
     def chooser(self, root: Node, workers: int, plan: GridPlan | None) -> Chooser | None:
         """This policy's decisions at W = 1 as a chooser
@@ -92,14 +97,15 @@ class SuccessiveHalving:
 
 
 def _rungs(n0: int, r0: int, eta: int, brackets: int, finish: bool,
-           table: Mapping[str, Branch] | None = None,
-           ids: list[str] | None = None) -> Generator[Any, Any, None]:
+           table: Mapping[str, Branch] | None = None, ids: list[str] | None = None,
+           sync: Callable[[], object] | None = None) -> Generator[Any, Any, None]:
     """Successive halving's rungs, written once, as a generator (its state in its frame).
 
-    Over ``table`` (branch id -> its state: a view's branch table) and ``ids`` (the branch
-    ids in opening order), both kept up to date by the caller: sent the slots ``n``, it
-    answers with the opening positions of what :meth:`SuccessiveHalving.select` selects
-    (-1 for each branch the bracket still lacks: opening), the first ``n`` unfinished
+    Over ``table`` (branch id -> its state: a view's branch table, kept up to date) and
+    ``ids`` (the branch ids in opening order, brought up to date by ``sync`` when read past
+    the table's length: not while a bracket opens its branches): sent the slots ``n``, it
+    answers with the opening positions of what :meth:`SuccessiveHalving.select` selects, and
+    ``ids`` (positions: -1 for each branch the bracket still lacks, opening), the first ``n`` unfinished
     survivors of the rung (in opening order on a bracket's first rung, best first after),
     or, every bracket done, the best branch (``finish``) or nothing; prime it with ``next``
     first. Without them it is a one-slot chooser (``send`` it is): sent the state of the
@@ -133,10 +139,12 @@ def _rungs(n0: int, r0: int, eta: int, brackets: int, finish: bool,
         answer: list[int] = []  # positions (-1: opening)
         while bracket < brackets:
             if survivors is None:
-                missing = start + size - len(ids)
+                missing = start + size - len(table)
                 if missing > 0:
                     answer = [-1] * (n if n < missing else missing)
                     break
+                if len(ids) < len(table):
+                    sync()  # type: ignore[misc]  # given with a table (else they keep pace)
                 survivors = list(range(start, start + size))
                 target = first = r0 * eta**bracket
             if target > first and len(survivors) > 1:  # past the first rung: best first
@@ -169,10 +177,12 @@ def _rungs(n0: int, r0: int, eta: int, brackets: int, finish: bool,
             survivors = None
             still = None
         else:  # every bracket done: the best branch, the first of equals
+            if len(ids) < len(table):
+                sync()  # type: ignore[misc]
             if finish and ids:
                 answer = [max(range(len(ids)), key=lambda i: _best(table[ids[i]]))]
         if not one:
-            got = yield answer
+            got = yield answer, ids
         elif not answer:
             got = yield STOP
         else:
