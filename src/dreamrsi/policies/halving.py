@@ -81,7 +81,7 @@ class SuccessiveHalving:
             self._rungs = _rungs(self.n0, self.r0, self.eta, self.brackets, self.finish,
                                  table, log.ids, lambda: log.branches(view))
             next(self._rungs)
-        answer, ids = self._rungs.send(n)
+        ids, answer = self._rungs.send(n)
         if answer and answer[0] < 0:  # opening (only ever alone)
             return [view.root_id] * len(answer)
         return [table[ids[at]].tip for at in answer]
@@ -104,11 +104,11 @@ def _rungs(n0: int, r0: int, eta: int, brackets: int, finish: bool,
     Over ``table`` (branch id -> its state: a view's branch table, kept up to date) and
     ``ids`` (the branch ids in opening order, brought up to date by ``sync`` when read past
     the table's length: not while a bracket opens its branches): sent the slots ``n``, it
-    answers with the opening positions of what :meth:`SuccessiveHalving.select` selects, and
-    ``ids`` (positions: -1 for each branch the bracket still lacks, opening), the first ``n`` unfinished
-    survivors of the rung (in opening order on a bracket's first rung, best first after),
-    or, every bracket done, the best branch (``finish``) or nothing; prime it with ``next``
-    first. Without them it is a one-slot chooser (``send`` it is): sent the state of the
+    answers with ``ids`` and the opening positions of what :meth:`SuccessiveHalving.select`
+    selects: -1 for each branch the bracket still lacks (opening), the first ``n``
+    unfinished survivors of the rung (in opening order on a bracket's first rung, best first
+    after), or, every bracket done, the best branch (``finish``) or nothing; prime it with
+    ``next`` first. Without them it is a one-slot chooser (``send`` it is): sent the state of the
     node revealed (``None`` the first time), it keeps its own, and answers with the one
     entry (a branch's state, OPEN or STOP).
 
@@ -182,7 +182,7 @@ def _rungs(n0: int, r0: int, eta: int, brackets: int, finish: bool,
             if finish and ids:
                 answer = [max(range(len(ids)), key=lambda i: _best(table[ids[i]]))]
         if not one:
-            got = yield answer, ids
+            got = yield ids, answer
         elif not answer:
             got = yield STOP
         else:
