@@ -20,6 +20,7 @@ _FEW = 8  # with at most _FEW W + _FEW branches, value every arm (cheaper than t
 _TINY = 1e-12  # the smallest span (policies._common.scale)
 _UNUSED: Any = {}  # what _arms holds where it keeps nothing (never written to)
 
+
 @dataclass(eq=False)
 class UCBBranches:
     """Extend the branches with the highest upper confidence bound on their value.
@@ -69,8 +70,8 @@ class UCBBranches:
             return None
         few = _FEW * workers + _FEW
         if workers == 1:
-            return _arms(self.c, self.fresh, self.max_branches, base, base, 0, True, few).send
-        return _batches(self.c, self.fresh, self.max_branches, base, base, few)
+            return _arms(self.c, self.max_branches, base, base, 0, True, few).send
+        return _batches(self.c, self.max_branches, base, base, few)
 
     def _batches(self, root: Node) -> BatchChooser | None:
         chooser = self.chooser(root, 2, None)
@@ -85,7 +86,7 @@ class UCBBranches:
         base, _ = scale(view)
         top = view.best
         branches = view.branch_table().values()  # in opening order
-        many = _batches(self.c, self.fresh, self.max_branches, base,  # every arm in groups
+        many = _batches(self.c, self.max_branches, base,  # every arm in groups
                         base if top is None or top.score is None else top.score, -1,
                         view.size - len(branches))
         root_id = view.root_id
@@ -93,8 +94,8 @@ class UCBBranches:
                 for arm in many(list(branches), Budget(n, None, None))]
 
 
-def _arms(c: float, fresh: float, max_branches: int, base: float, best: float, size: int,
-          one: bool, few: int) -> Generator[Any, Any, None]:
+def _arms(c: float, max_branches: int, base: float, best: float, size: int, one: bool,
+          few: int) -> Generator[Any, Any, None]:
     """UCB's arms, the family's formula written once, as a generator (its state in its
     frame): on a scale based at ``base`` (the root's score), ``best`` the best score so far,
     ``size`` the nodes revealed before.
@@ -107,9 +108,9 @@ def _arms(c: float, fresh: float, max_branches: int, base: float, best: float, s
     state revealed (``None`` the first time) and answers with the one arm.
 
     A branch's value is its gain (its best on the scale, 0 without a score) plus
-    ``c * sqrt(log(size + 1) / its length)``; opening's is the mean first gain (``fresh``
-    before any branch: then every arm is opening) plus the bonus of an arm tried once per
-    branch opened (its k-th play in a round: k - 1 more).
+    ``c * sqrt(log(size + 1) / its length)``; opening's is the mean first gain plus the
+    bonus of an arm tried once per branch opened (its k-th play in a round: k - 1 more).
+    Before any branch every arm is opening (so the policy's ``fresh`` decides nothing).
 
     With at most ``few`` branches every arm is valued, each gain kept (changed when its best
     rises, all computed again when the scale moves). Past that the branches are kept in
@@ -271,10 +272,10 @@ def _arms(c: float, fresh: float, max_branches: int, base: float, best: float, s
             got = yield [arms[at] if at < count else OPEN for _, at in found[:n]]
 
 
-def _batches(c: float, fresh: float, max_branches: int, base: float, best: float, few: int,
+def _batches(c: float, max_branches: int, base: float, best: float, few: int,
              size: int = 0) -> BatchChooser:
     """A batch chooser over :func:`_arms` (see there)."""
-    arms = _arms(c, fresh, max_branches, base, best, size, False, few)
+    arms = _arms(c, max_branches, base, best, size, False, few)
     next(arms)
     send = arms.send
 
