@@ -135,59 +135,60 @@ def _arms(c: float, max_branches: int, base: float, best: float, size: int, one:
     # arm answered last
     got: Any = None if one else (yield None)
     while True:
-        if one:  # one slot: the node revealed is the first of a branch or the next of pick's
-            if got is not None and got.since_best and pick >= 0 and not grouped:
-                size += 1  # pick's branch grew, its best (so its gain) as it was: all to do
-                arms[pick] = got
-                states: Sequence[Branch] = ()
+        # one slot: the node revealed is the first of a branch or the next of pick's
+        if one and got is not None and got.since_best and pick >= 0 and not grouped:
+            size += 1  # pick's branch grew, its best (so its gain) as it was: all to do
+            arms[pick] = got
+        else:
+            states: Sequence[Branch]
+            if not one:
+                states, n = got
             else:
                 states = () if got is None else (got,)
-        else:
-            states, n = got
-        for revealed in states:  # catch up
-            size += 1
-            score = revealed.best
-            rose = revealed.since_best == 0 and score is not None  # its branch's best rose
-            if rose and score > best:  # type: ignore[operator]  # not None
-                best = score  # type: ignore[assignment]
-                span = best - base
-                if span < _TINY:
-                    span = _TINY
-                stale = True
-            at = pick if one else place.get(revealed.branch_id, -1)
-            if at < 0:  # a branch opened
-                at = len(arms)
-                if not one:
-                    place[revealed.branch_id] = at
-                arms.append(revealed)
-                if not stale and (first := revealed.first_score) is not None:
-                    firsts += (first - base) / span
-                if not grouped:
-                    gains.append(0.0 if score is None else (score - base) / span)
+            for revealed in states:  # catch up
+                size += 1
+                score = revealed.best
+                rose = revealed.since_best == 0 and score is not None  # its branch's best rose
+                if rose and score > best:  # type: ignore[operator]  # not None
+                    best = score  # type: ignore[assignment]
+                    span = best - base
+                    if span < _TINY:
+                        span = _TINY
+                    stale = True
+                at = pick if one else place.get(revealed.branch_id, -1)
+                if at < 0:  # a branch opened
+                    at = len(arms)
+                    if not one:
+                        place[revealed.branch_id] = at
+                    arms.append(revealed)
+                    if not stale and (first := revealed.first_score) is not None:
+                        firsts += (first - base) / span
+                    if not grouped:
+                        gains.append(0.0 if score is None else (score - base) / span)
+                        continue
+                    keys.append(key := (-(base if score is None else score), at))
+                elif not grouped:
+                    arms[at] = revealed
+                    if rose:
+                        gains[at] = (score - base) / span  # type: ignore[operator]  # not None
                     continue
-                keys.append(key := (-(base if score is None else score), at))
-            elif not grouped:
-                arms[at] = revealed
-                if rose:
-                    gains[at] = (score - base) / span  # type: ignore[operator]  # not None
-                continue
-            else:  # a branch grew: out of its group
-                length = arms[at].length
-                arms[at] = revealed
-                group = groups[length]
-                if len(group) == 1:
-                    del groups[length]
-                    del lengths[bisect_left(lengths, length)]
+                else:  # a branch grew: out of its group
+                    length = arms[at].length
+                    arms[at] = revealed
+                    group = groups[length]
+                    if len(group) == 1:
+                        del groups[length]
+                        del lengths[bisect_left(lengths, length)]
+                    else:
+                        del group[bisect_left(group, keys[at])]
+                    keys[at] = key = (-(base if score is None else score), at)  # gain 0: no score
+                length = revealed.length
+                members = groups.get(length)
+                if members is None:
+                    groups[length] = [key]
+                    insort(lengths, length)
                 else:
-                    del group[bisect_left(group, keys[at])]
-                keys[at] = key = (-(base if score is None else score), at)  # gain 0: no score
-            length = revealed.length
-            members = groups.get(length)
-            if members is None:
-                groups[length] = [key]
-                insort(lengths, length)
-            else:
-                insort(members, key)
+                    insort(members, key)
         count = len(arms)
         if not count:
             answer: Any = OPEN if one else [OPEN] * (n if n < max_branches else max_branches)
