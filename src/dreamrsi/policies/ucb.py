@@ -133,7 +133,8 @@ def _arms(c: float, max_branches: int, base: float, best: float, size: int, one:
     firsts, stale = 0.0, False  # the first gains' sum; stale: the scale moved since
     grouped, pick, n, sqrt, log, inf = False, -1, 1, math.sqrt, math.log, math.inf  # pick: the
     # arm answered last
-    got: Any = None if one else (yield None)
+    # one slot: the first answer is opening (no branch yet; max_branches is at least 1)
+    got: Any = (yield OPEN) if one else (yield None)
     while True:
         # one slot: the node revealed is the first of a branch or the next of pick's
         if one and got is not None and got.since_best and pick >= 0 and not grouped:
