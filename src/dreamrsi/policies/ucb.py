@@ -133,11 +133,12 @@ def _arms(c: float, max_branches: int, base: float, best: float, size: int, one:
     firsts, stale = 0.0, False  # the first gains' sum; stale: the scale moved since
     grouped, pick, n, sqrt, log, inf = False, -1, 1, math.sqrt, math.log, math.inf  # pick: the
     # arm answered last
+    simple = one  # one slot and every arm valued (not grouped): the common W = 1 round
     # one slot: the first answer is opening (no branch yet; max_branches is at least 1)
     got: Any = (yield OPEN) if one else (yield None)
     while True:
         # one slot: the node revealed is the first of a branch or the next of pick's
-        if one and got is not None and got.since_best and pick >= 0 and not grouped:
+        if simple and pick >= 0 and got.since_best:  # (pick set: got is a revealed node)
             size += 1  # pick's branch grew, its best (so its gain) as it was: all to do
             arms[pick] = got
         else:
@@ -196,7 +197,7 @@ def _arms(c: float, max_branches: int, base: float, best: float, size: int, one:
             got = yield answer
             continue
         if count > few and not grouped:  # from here on, in groups
-            grouped, keys, groups = True, [], {}
+            grouped, simple, keys, groups = True, False, [], {}
             for at, arm in enumerate(arms):
                 keys.append((-(base if arm.best is None else arm.best), at))
                 groups.setdefault(arm.length, []).append(keys[at])
@@ -211,15 +212,15 @@ def _arms(c: float, max_branches: int, base: float, best: float, size: int, one:
                     firsts += (first - base) / span
                 if not grouped:
                     gains[at] = 0.0 if arm.best is None else (arm.best - base) / span
-        found: list[tuple[float, int]] = []  # (-value, place): opening's from count on
+        found: list[tuple[float, int]] = _UNUSED if simple else []  # (-value, place):
+        # opening's from count on
         if max_branches > count:
             prior, at = firsts / count, count
             while True:  # opening, as an arm tried ``at`` times
-                value = prior + c * sqrt(log_t / (at + 1))
+                opening = prior + c * sqrt(log_t / (at + 1))
                 if one:
-                    opening = value
                     break
-                found.append((-value, at))
+                found.append((-opening, at))
                 at += 1
                 if at - count == n or at == max_branches:
                     break
@@ -262,8 +263,11 @@ def _arms(c: float, max_branches: int, base: float, best: float, size: int, one:
                         if len(heap) == n:
                             bar = heap[0]
                     elif value > bar:
-                        heapq.heapreplace(heap, value)
-                        bar = heap[0]
+                        if n == 1:  # (one slot, most rounds at W = 1: the heap is its bar)
+                            bar = heap[0] = value
+                        else:
+                            heapq.heapreplace(heap, value)
+                            bar = heap[0]
         if one:
             pick = min(found)[1]
             if pick >= count:
