@@ -191,41 +191,39 @@ def _arms(c: float, max_branches: int, base: float, best: float, size: int, one:
                     insort(lengths, length)
                 else:
                     insort(members, key)
-        count = len(arms)
-        if not count:
-            answer: Any = OPEN if one else [OPEN] * (n if n < max_branches else max_branches)
-            got = yield answer
-            continue
-        if count > few and not grouped:  # from here on, in groups
-            grouped, simple, keys, groups = True, False, [], {}
-            for at, arm in enumerate(arms):
-                keys.append((-(base if arm.best is None else arm.best), at))
-                groups.setdefault(arm.length, []).append(keys[at])
-            for group in groups.values():
-                group.sort()
-            lengths = sorted(groups)
+            # (what follows the fast path needs not: it changes no count, grouping or scale)
+            count = len(arms)
+            if not count:
+                answer: Any = OPEN if one else [OPEN] * (n if n < max_branches else max_branches)
+                got = yield answer
+                continue
+            if count > few and not grouped:  # from here on, in groups
+                grouped, simple, keys, groups = True, False, [], {}
+                for at, arm in enumerate(arms):
+                    keys.append((-(base if arm.best is None else arm.best), at))
+                    groups.setdefault(arm.length, []).append(keys[at])
+                for group in groups.values():
+                    group.sort()
+                lengths = sorted(groups)
+            if stale and (max_branches > count or not grouped):  # the scale moved: gains, firsts
+                stale, firsts = False, 0.0
+                for at, arm in enumerate(arms):
+                    if (first := arm.first_score) is not None:
+                        firsts += (first - base) / span
+                    if not grouped:
+                        gains[at] = 0.0 if arm.best is None else (arm.best - base) / span
         log_t = log(size + 1)
-        if stale and (max_branches > count or not grouped):  # the scale moved: gains, firsts
-            stale, firsts = False, 0.0
-            for at, arm in enumerate(arms):
-                if (first := arm.first_score) is not None:
-                    firsts += (first - base) / span
-                if not grouped:
-                    gains[at] = 0.0 if arm.best is None else (arm.best - base) / span
         found: list[tuple[float, int]] = _UNUSED if simple else []  # (-value, place):
         # opening's from count on
-        if max_branches > count:
-            prior, at = firsts / count, count
-            while True:  # opening, as an arm tried ``at`` times
-                opening = prior + c * sqrt(log_t / (at + 1))
-                if one:
-                    break
-                found.append((-opening, at))
-                at += 1
-                if at - count == n or at == max_branches:
-                    break
-        else:
-            opening = -inf  # (no opening: every branch opened)
+        opening, at = -inf, count  # (-inf: no opening, every branch opened)
+        while at < max_branches:  # opening, as an arm tried ``at`` times
+            opening = firsts / count + c * sqrt(log_t / (at + 1))
+            if one:
+                break
+            found.append((-opening, at))
+            at += 1
+            if at - count == n:
+                break
         if not grouped:
             top = -inf  # at W = 1: the best branch's value (pick: the first of equals)
             for at in range(count):
