@@ -13,8 +13,16 @@ the dream arm's first promotion, which needs two trees); after them, each fixed-
 one draw and each dream-arm attempt is worth e draws (its best), the draws of the two arms
 independent. A loop spends the whole budget (the total-budget protocol).
 
-Usage: python benchmarks/bench_pays_power.py [--budget 80] [--shared 20] [--sims 400]
-       [--seeds 10 20 30 40] [--efficiency 1 1.5 2 3]
+Each ``--shared`` value is a protocol with its own section (``pays-power-BUDGET-shared-N``):
+0 is ``bench_pays_paired.py --prior``'s best case (the dream arm dreams before round 1 and
+every seed's first dream promotes), the round's budget its protocol without ``--prior``
+(round 1 shared, the first dream promoting after it). What the model leaves out: on real
+logs the shared attempts vary by seed (a seed whose dreams keep π_1 shares more, all of its
+attempts when none promotes, which leaves it no events), and the first W attempts of both
+arms are the same draws even when their policies differ (fresh branches from the seed).
+
+Usage: python benchmarks/bench_pays_power.py [--budget 120] [--shared 0 20] [--sims 400]
+       [--seeds 30 60 90] [--efficiency 1 1.5 2 3 4]
 """
 
 from __future__ import annotations
@@ -62,21 +70,41 @@ def power(seeds: int, e: float, args: argparse.Namespace, rng: np.random.Generat
             **{f"median_{k}": float(np.median(v)) for k, v in values.items()}}
 
 
+def protocol(shared: int) -> str:
+    """The protocol a number of shared attempts stands for, in a section's title."""
+    if shared == 0:
+        return "none shared: --prior, every first dream promoting before round 1"
+    return f"the first {shared} shared: π_1 in both arms until the first promotion"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budget", type=int, default=80, help="attempts of each loop")
-    parser.add_argument("--shared", type=int, default=20,
-                        help="attempts both arms share (rounds of π_1)")
+    parser.add_argument("--budget", type=int, default=120, help="attempts of each loop")
+    parser.add_argument("--shared", type=int, nargs="+", default=[0, 20],
+                        help="attempts both arms share (rounds of π_1), one section each")
     parser.add_argument("--sims", type=int, default=400, help="simulated measurements per cell")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[10, 20, 30, 40])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[30, 60, 90])
     parser.add_argument("--levels", type=float, nargs="+", default=list(LEVELS),
                         help="targets of e: the fixed arm's median best once this share of "
                              "the attempts after the shared ones is spent (1: its final best)")
-    parser.add_argument("--efficiency", type=float, nargs="+", default=[1.0, 1.5, 2.0, 3.0])
+    parser.add_argument("--efficiency", type=float, nargs="+",
+                        default=[1.0, 1.5, 2.0, 3.0, 4.0])
     args = parser.parse_args()
+    for shared in args.shared:
+        if not 0 <= shared < args.budget:
+            parser.error(f"--shared {shared}: must be at least 0 and below --budget "
+                         f"{args.budget}")
+    for shared in args.shared:
+        section(args, shared)
+
+
+def section(args: argparse.Namespace, shared: int) -> None:
+    """One protocol's table, printed and written to its section (each protocol draws from the
+    same seed, so a section is reproduced by its own command alone)."""
     rng = np.random.default_rng(20261204)
-    lines = [f"Simulated loops of {args.budget} attempts, the first {args.shared} shared "
+    run = argparse.Namespace(**{**vars(args), "shared": shared})
+    lines = [f"Simulated loops of {args.budget} attempts, the first {shared} shared "
              f"(the rounds both arms run with π_1), {args.sims} simulated measurements per "
              f"cell, {args.resamples} paired "
              "bootstrap resamples each (target redrawn in every resample). \"e pass\": e >= 2 "
@@ -87,18 +115,24 @@ def main() -> None:
              "ratio pass | ratio > 1 |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for seeds in args.seeds:
         for e in args.efficiency:
-            got = power(seeds, e, args, rng)
+            got = power(seeds, e, run, rng)
             line = (f"| {seeds} | {e:g} | {got['median_e']:.2f} | {got['e']:.0%} | "
                     f"{got['e_low']:.0%} | {got['median_ratio']:.2f} | {got['ratio']:.0%} | "
                     f"{got['ratio_low']:.0%} |")
             print(line, flush=True)
             lines.append(line)
-    text = "\n".join(lines)
-    write_section("pays-power", "Power of the paired efficiency measurement (simulated)", text,
+    lines += ["", "Left out of the model (see the script): seeds whose shared attempts differ "
+              "(on real logs a seed whose dreams keep π_1 shares more), and the first W "
+              "attempts, the same draws in both arms even when their policies differ."]
+    write_section(f"pays-power-{args.budget}-shared-{shared}",
+                  "Power of the paired efficiency measurement (simulated; "
+                  f"{args.budget} attempts, {protocol(shared)})", "\n".join(lines),
                   "python benchmarks/bench_pays_power.py --budget "
-                  f"{args.budget} --shared {args.shared} --sims {args.sims} --resamples "
+                  f"{args.budget} --shared {shared} --sims {args.sims} --resamples "
                   f"{args.resamples} --seeds {' '.join(map(str, args.seeds))} --efficiency "
-                  f"{' '.join(f'{e:g}' for e in args.efficiency)}")
+                  f"{' '.join(f'{e:g}' for e in args.efficiency)}"
+                  + ("" if list(args.levels) == list(LEVELS) else
+                     f" --levels {' '.join(f'{v:g}' for v in args.levels)}"))
 
 
 if __name__ == "__main__":

@@ -336,7 +336,12 @@ def test_what_bench_pays_paired_and_bench_pays_power_write_is_what_the_headline_
                                       "--seeds", "3", "--efficiency", "1", "2"])
     bench_pays_power.main()
     text = written.read_text()
-    power = next(s for s in headline.sections(text) if s.name == "pays-power")
+    powers = {s.name: s for s in headline.sections(text) if s.name.startswith("pays-power")}
+    assert sorted(powers) == ["pays-power-120-shared-0", "pays-power-120-shared-20"]  # one
+    # section per protocol of the defaults, each with its own title in the headline's rows
+    assert "(simulated; 120 attempts, none shared" in text
+    assert "(simulated; 120 attempts, the first 20 shared" in text
+    power = powers["pays-power-120-shared-0"]
     assert [t.figure for t in headline.targets(power, paired_seeds=(3,))][0].startswith(
         "e = 1: ")
     assert "| power at 40 seeds per arm" in text and "not simulated at 40 seeds" in text

@@ -127,3 +127,14 @@ def test_a_shard_names_seeds_a_to_b_minus_one() -> None:
     for bad in ("30:20", "5:5", "-1:3", "x:3", "3", "1:2:3"):
         with pytest.raises(argparse.ArgumentTypeError, match=re.escape(repr(bad))):
             paired.seed_range(bad)
+
+
+def test_the_power_simulation_refuses_shared_attempts_outside_the_budget(monkeypatch,
+                                                                         capsys) -> None:
+    for shared in ("120", "-1"):
+        monkeypatch.setattr(sys, "argv", ["bench_pays_power.py", "--budget", "120",
+                                          "--shared", "0", shared])
+        with pytest.raises(SystemExit):
+            power.main()
+        assert f"--shared {shared}: must be at least 0 and below --budget 120" in \
+            capsys.readouterr().err
