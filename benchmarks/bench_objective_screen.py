@@ -41,8 +41,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pays_paired import PRIOR_SEED  # noqa: E402
@@ -71,6 +74,8 @@ class Pick(NamedTuple):
     seconds: float | None
 
 
+GAP_RESAMPLES = 10_000
+"""Bootstrap resamples of the seeds for the interval of a held-out gap."""
 HELD_OUT_ORDERS = 4
 """Root orders of the held-out replays: which fresh branch was recorded first is chance, so
 the held-out figures average over rotations of each tree's branches."""
@@ -297,27 +302,31 @@ def report(args: argparse.Namespace, picks: dict[Column, dict[int, Pick]],
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
     lines += ["", "| deployed under | promoted | greedy, 12-20 branches | of which top = 1 | "
               "held-out reach, mean | held-out attempts to reach, mean | held-out reach above "
-              "π_1's | dream wall s, median |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+              f"π_1's | held-out reach minus `{BROAD}`'s, mean [95%] | dream wall s, median |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     initial = LoopConfig(per_round_budget=args.per_round_budget,
                          workers=args.workers).initial_policy()
+    broad_spec = parse_spec(BROAD)
     for column in columns:
         size = column[1]
         deployed = [(s, picks[column][s].spec) for s in seeds]
         scores = [on_others(spec, s, size) for s, spec in deployed]
         above = sum(on_others(spec, s, size)[0] > on_others(initial, s, size)[0]
                     for s, spec in deployed)
+        gap = gap_to(broad_spec, [(spec, s, size) for s, spec in deployed], on_others)
         seconds = [p.seconds for p in picks[column].values() if p.seconds is not None]
         lines.append(f"| {name(column)} | {sum(p.promoted for p in picks[column].values())} of "
                      f"{len(seeds)} | {sum(broad(spec) for _, spec in deployed)} of "
                      f"{len(seeds)} | {sum(broad(spec, 1) for _, spec in deployed)} | "
                      f"{statistics.fmean(r for r, _ in scores):.3f} | "
                      f"{statistics.fmean(a for _, a in scores):.1f} | {above} of {len(seeds)} | "
+                     f"{gap[0]:+.3f} [{gap[1]:+.3f}, {gap[2]:+.3f}] | "
                      + (f"{statistics.median(seconds):.0f} |" if seconds else "|"))
     for label, spec in (("π_1 (reference)", initial), (f"`{BROAD}` (reference)",
                                                        parse_spec(BROAD))):
         scores = [on_others(spec, s) for s in seeds]
         lines.append(f"| {label} | | | | {statistics.fmean(r for r, _ in scores):.3f} | "
-                     f"{statistics.fmean(a for _, a in scores):.1f} | | |")
+                     f"{statistics.fmean(a for _, a in scores):.1f} | | | |")
     lines += ["", f"Held out: each deployed policy replayed (W = {args.workers}, "
               f"{args.per_round_budget} attempts, {HELD_OUT_ORDERS} root orders) on every "
               "other seed's history" + (" outside the pool its dream ran on (K seeds' "
@@ -327,12 +336,28 @@ def report(args: argparse.Namespace, picks: dict[Column, dict[int, Pick]],
               "that get to the history's 0.9 quantile, attempts to reach count a replay that "
               f"never does as {2 * args.per_round_budget} (twice the budget). Held-out reach "
               "above π_1's: seeds whose pick's mean held-out reach is above π_1's on the same "
-              "held-out histories (π_1 kept counts as not above). "
+              "held-out histories (π_1 kept counts as not above); minus "
+              f"`{BROAD}`'s: per seed on the same held-out histories, the mean over seeds "
+              "with a bootstrap 95% interval over seeds. "
               + ("The reference rows are the same for every K (each history is outside "
                  "equally many pools). " if pooled_columns else "")
               + f"π_1 is `{initial.label()}`. Dream wall time: one dream at a time, on a "
               f"machine shared with other work (load average {load():.1f} when written)."]
     return "\n".join(lines)
+
+
+def gap_to(reference: PolicySpec, picks: list[tuple[PolicySpec, int, int]],
+           on_others: Callable[[PolicySpec, int, int], tuple[float, float]]
+           ) -> tuple[float, float, float]:
+    """The mean over seeds of each pick's held-out reach minus ``reference``'s on the same
+    held-out histories (``picks``: spec, seed, pool size), and a bootstrap 95% interval over
+    the seeds."""
+    gaps = np.array([on_others(spec, s, size)[0] - on_others(reference, s, size)[0]
+                     for spec, s, size in picks])
+    rng = np.random.default_rng(0)
+    means = gaps[rng.integers(0, len(gaps), size=(GAP_RESAMPLES, len(gaps)))].mean(axis=1)
+    low, high = np.quantile(means, [0.025, 0.975])
+    return float(gaps.mean()), float(low), float(high)
 
 
 def load() -> float:
