@@ -21,8 +21,12 @@ logs the shared attempts vary by seed (a seed whose dreams keep π_1 shares more
 attempts when none promotes, which leaves it no events), and the first W attempts of both
 arms are the same draws even when their policies differ (fresh branches from the seed).
 
+``--shared-mix`` simulates that variation: each simulated seed's shared attempts are drawn
+from a list (a real log's, as ``shared_attempts`` counts them), in a section of its own
+(``pays-power-BUDGET-shared-mix``).
+
 Usage: python benchmarks/bench_pays_power.py [--budget 120] [--shared 0 20] [--sims 400]
-       [--seeds 30 60 90] [--efficiency 1 1.5 2 3 4]
+       [--seeds 30 60 90] [--efficiency 1 1.5 2 3 4] [--shared-mix N[xCOUNT] ...]
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ def simulated_pair(rng: np.random.Generator, budget: int, shared: int, e: float)
     first = rng.standard_normal(shared)
     later = budget - shared
     fixed = np.concatenate([first, rng.standard_normal(later)])
+    if not later:  # every attempt shared (a seed whose dreams never promote)
+        curve = np.maximum.accumulate(fixed)
+        return Pair(curve, curve.copy(), shared)
     draws = rng.standard_normal(int(np.ceil(later * e)) + 1)
     edges = np.floor(np.arange(later + 1) * e).astype(int)
     edges[1:] = np.maximum(edges[1:], edges[:-1] + 1)  # every attempt at least one draw
@@ -57,7 +64,8 @@ def power(seeds: int, e: float, args: argparse.Namespace, rng: np.random.Generat
     passed = {"e": 0, "e_low": 0, "ratio": 0, "ratio_low": 0}
     values: dict[str, list[float]] = {"e": [], "ratio": []}
     for _ in range(args.sims):
-        pairs = [simulated_pair(rng, args.budget, args.shared, e) for _ in range(seeds)]
+        pairs = [simulated_pair(rng, args.budget, shared_of(rng, args.shared), e)
+                 for _ in range(seeds)]
         result = compare(pairs, resamples=args.resamples, seed=int(rng.integers(1 << 31)),
                          levels=args.levels)
         passed["e"] += result.efficiency.passes()
@@ -70,8 +78,33 @@ def power(seeds: int, e: float, args: argparse.Namespace, rng: np.random.Generat
             **{f"median_{k}": float(np.median(v)) for k, v in values.items()}}
 
 
-def protocol(shared: int) -> str:
+def shared_of(rng: np.random.Generator, shared: int | tuple[int, ...]) -> int:
+    """A seed's shared attempts: ``shared``, or one drawn from a mix (``--shared-mix``)."""
+    return shared if isinstance(shared, int) else int(rng.choice(shared))
+
+
+def mix_item(text: str) -> list[int]:
+    """``N`` or ``NxCOUNT`` (COUNT seeds sharing N attempts) as that many values."""
+    value, sep, count = text.partition("x")
+    try:
+        values = [int(value)] * (int(count) if sep else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or NxCOUNT, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError(f"a COUNT of at least 1, got {text!r}")
+    return values
+
+
+def summary(mix: tuple[int, ...]) -> str:
+    """A mix as ``N xCOUNT`` items, in order."""
+    return ", ".join(f"{n} x{mix.count(n)}" for n in dict.fromkeys(mix))
+
+
+def protocol(shared: int | tuple[int, ...]) -> str:
     """The protocol a number of shared attempts stands for, in a section's title."""
+    if not isinstance(shared, int):
+        return (f"shared attempts drawn per seed from {len(shared)} seeds' "
+                f"({summary(shared)})")
     if shared == 0:
         return "none shared: --prior, every first dream promoting before round 1"
     return f"the first {shared} shared: π_1 in both arms until the first promotion"
@@ -80,8 +113,13 @@ def protocol(shared: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=int, default=120, help="attempts of each loop")
-    parser.add_argument("--shared", type=int, nargs="+", default=[0, 20],
-                        help="attempts both arms share (rounds of π_1), one section each")
+    parser.add_argument("--shared", type=int, nargs="+", default=None,
+                        help="attempts both arms share (rounds of π_1), one section each "
+                             "(default: 0 20, none with --shared-mix)")
+    parser.add_argument("--shared-mix", type=mix_item, nargs="+", default=None,
+                        metavar="N[xCOUNT]",
+                        help="one more section: each simulated seed's shared attempts drawn "
+                             "from these (a real log's, e.g. 0x17 20x3 120x4)")
     parser.add_argument("--sims", type=int, default=400, help="simulated measurements per cell")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     parser.add_argument("--seeds", type=int, nargs="+", default=[30, 60, 90])
@@ -91,20 +129,29 @@ def main() -> None:
     parser.add_argument("--efficiency", type=float, nargs="+",
                         default=[1.0, 1.5, 2.0, 3.0, 4.0])
     args = parser.parse_args()
+    if args.shared is None:
+        args.shared = [] if args.shared_mix else [0, 20]
     for shared in args.shared:
         if not 0 <= shared < args.budget:
             parser.error(f"--shared {shared}: must be at least 0 and below --budget "
                          f"{args.budget}")
+    mix = tuple(n for item in args.shared_mix or [] for n in item)
+    if not all(0 <= n <= args.budget for n in mix):
+        parser.error(f"--shared-mix: every value must be 0 to --budget {args.budget}")
     for shared in args.shared:
         section(args, shared)
+    if mix:
+        section(args, mix)
 
 
-def section(args: argparse.Namespace, shared: int) -> None:
+def section(args: argparse.Namespace, shared: int | tuple[int, ...]) -> None:
     """One protocol's table, printed and written to its section (each protocol draws from the
     same seed, so a section is reproduced by its own command alone)."""
     rng = np.random.default_rng(20261204)
     run = argparse.Namespace(**{**vars(args), "shared": shared})
-    lines = [f"Simulated loops of {args.budget} attempts, the first {shared} shared "
+    first = (f"the first {shared} shared" if isinstance(shared, int) else
+             f"a seed's first N shared, N drawn from ({summary(shared)})")
+    lines = [f"Simulated loops of {args.budget} attempts, {first} "
              f"(the rounds both arms run with π_1), {args.sims} simulated measurements per "
              f"cell, {args.resamples} paired "
              "bootstrap resamples each (target redrawn in every resample). \"e pass\": e >= 2 "
@@ -121,14 +168,20 @@ def section(args: argparse.Namespace, shared: int) -> None:
                     f"{got['ratio_low']:.0%} |")
             print(line, flush=True)
             lines.append(line)
-    lines += ["", "Left out of the model (see the script): seeds whose shared attempts differ "
-              "(on real logs a seed whose dreams keep π_1 shares more), and the first W "
-              "attempts, the same draws in both arms even when their policies differ."]
-    write_section(f"pays-power-{args.budget}-shared-{shared}",
+    lines += ["", "Left out of the model (see the script): "
+              + ("seeds whose shared attempts differ (on real logs a seed whose dreams keep "
+                 "π_1 shares more), and " if isinstance(shared, int) else "")
+              + "the first W attempts, the same draws in both arms even when their policies "
+              "differ."]
+    given = (f"--shared {shared}" if isinstance(shared, int) else "--shared-mix " + " ".join(
+        f"{n}x{shared.count(n)}" if shared.count(n) > 1 else str(n)
+        for n in dict.fromkeys(shared)))
+    write_section(f"pays-power-{args.budget}-shared-"
+                  + (str(shared) if isinstance(shared, int) else "mix"),
                   "Power of the paired efficiency measurement (simulated; "
                   f"{args.budget} attempts, {protocol(shared)})", "\n".join(lines),
                   "python benchmarks/bench_pays_power.py --budget "
-                  f"{args.budget} --shared {shared} --sims {args.sims} --resamples "
+                  f"{args.budget} {given} --sims {args.sims} --resamples "
                   f"{args.resamples} --seeds {' '.join(map(str, args.seeds))} --efficiency "
                   f"{' '.join(f'{e:g}' for e in args.efficiency)}"
                   + ("" if list(args.levels) == list(LEVELS) else

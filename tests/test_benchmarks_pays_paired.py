@@ -138,3 +138,21 @@ def test_the_power_simulation_refuses_shared_attempts_outside_the_budget(monkeyp
             power.main()
         assert f"--shared {shared}: must be at least 0 and below --budget 120" in \
             capsys.readouterr().err
+
+
+def test_a_seed_that_shares_every_attempt_has_the_same_curve_in_both_arms() -> None:
+    pair = power.simulated_pair(np.random.default_rng(3), 20, 20, 2.0)
+    assert pair.shared == 20 and np.array_equal(pair.fixed, pair.dream) and len(pair.fixed) == 20
+
+
+def test_a_shared_mix_reads_counts_and_draws_from_them() -> None:
+    assert power.mix_item("20x3") == [20, 20, 20]
+    assert power.mix_item("7") == [7]
+    for bad in ("x3", "20x", "20x0", "a"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            power.mix_item(bad)
+    mix = (0, 0, 0, 120)
+    drawn = [power.shared_of(np.random.default_rng(i), mix) for i in range(40)]
+    assert set(drawn) == {0, 120}
+    assert power.shared_of(np.random.default_rng(0), 20) == 20
+    assert power.summary((0, 0, 20, 120, 120)) == "0 x2, 20 x1, 120 x2"
