@@ -14,7 +14,8 @@ those sections back and never measures anything:
   the verdict with how many rows pass ("FAIL (62/64 pass)"); the details stay in the section.
   A power table (``bench_pays_power.py``) gives a row per seed count the paired sections used;
   a ``bench_pays_paired.py --versus`` or ``--oracle`` section, a ceiling, a row without a
-  target;
+  target. Sections that report the same target (several tasks or protocols against one bar)
+  share one row: the worst of them, naming how many sections report it;
 - a section whose measured commit is older than the code it measures (``git diff`` between that
   commit and HEAD touches the paths in ``MEASURES``) is marked stale, in the table and in the
   section itself;
@@ -105,6 +106,17 @@ SUPERSEDED: dict[str, str] = {
                          "(1,000 trials, up to 500 trees of both sizes)",
     "predicts-autocorrelation-c3": "4 trees and one online seed per policy; superseded by "
                                    "predicts-autocorrelation-c3--ladder-history",
+    "pays-power-80-shared-40": "simulated at 80 attempts, 40 shared, not the protocol the "
+                               "paired sections use; superseded by pays-power-120-shared-0, "
+                               "pays-power-120-shared-20 and pays-power-120-shared-mix",
+    "paired-autocorrelation-c3-120x20-tie-prior-breadth-prior-2":
+        "a setting explored once (--tie-prior breadth, not a default); the protocol's figure "
+        "is paired-autocorrelation-c3-120x20-prior-2",
+    "replay-ab-f0b9282": "an earlier refactor's gate against f0b9282; issue 34's refactor is "
+                         "gated against the code before it, replay-ab-bcb305a",
+    "replay-ab-f94c154": "one branch's cells (halving, ucb) against the commit before it, on "
+                         "a loaded machine; superseded by replay-ab-bcb305a, every family "
+                         "against the code before issue 34's refactor, measured after the merge",
     "pays-lasso-path--branches-pooled--history-4--total-budget--5x10":
         "measured at 48bf114 and not re-measured since (its 90 minutes did not fit the session "
         "that re-measured the per-round lasso-path run, which is current as "
@@ -133,6 +145,8 @@ class Target:
     label: str
     figure: str
     verdict: str
+    others: int = 0  # sections reporting the same target whose figures are not the worst
+
 
 
 @dataclass(frozen=True)
@@ -503,8 +517,10 @@ def headline(rows: list[tuple[Section, Target, str]]) -> str:
         when = section.commit or "?"
         if state != "current":
             when += " (stale)"
-        lines.append(f"| {target.label} | {target.figure} | {target.verdict} | "
-                     f"{section.title} | {when} |")
+        where = section.title + (f" (the worst of {target.others + 1} sections)"
+                                 if target.others else "")
+        lines.append(f"| {target.label} | {target.figure} | {target.verdict} | {where} | "
+                     f"{when} |")
     if not rows:
         lines.append("| (no section reports a target) | | | | |")
     lines.append("<!-- /headline -->")
@@ -541,10 +557,44 @@ def paired_seeds(found: list[Section]) -> tuple[int, ...]:
 
 
 def rows(kept: list[tuple[Section, str]]) -> list[tuple[Section, Target, str]]:
-    """The headline's rows: every target of every kept section, with its freshness."""
+    """The headline's rows: every target the kept sections report, with its freshness, once
+    (:func:`one_per_target`)."""
     seeds = paired_seeds([section for section, _ in kept])
-    return [(section, target, state) for section, state in kept
-            for target in targets(section, paired_seeds=seeds)]
+    return one_per_target([(section, target, state) for section, state in kept
+                           for target in targets(section, paired_seeds=seeds)])
+
+
+PASSING = ("PASS", "yes", ">= 2")
+"""How a verdict that holds begins (a target met, a ceiling that reaches 2)."""
+
+
+def _worst_first(row: tuple[Section, Target, str]) -> tuple[bool, float]:
+    """Sort key, the worst row first: a verdict that does not hold before one that does, then
+    the figure furthest on the wrong side (the lowest, or the highest where the target's bound
+    is an upper one, "<=")."""
+    target = row[1]
+    value = _figure(target.figure)
+    if value is None:
+        value = float("inf")
+    return target.verdict.startswith(PASSING), (-value if "<=" in target.label else value)
+
+
+def one_per_target(found: list[tuple[Section, Target, str]]
+                   ) -> list[tuple[Section, Target, str]]:
+    """Rows naming the same target (the same label: several tasks or protocols measured against
+    one bar) become one row, in the place of the first: the worst of them, with how many
+    sections report it (issue 33: each target named once, its worst cell in the headline, the
+    rest in the sections)."""
+    by_label: dict[str, list[tuple[Section, Target, str]]] = {}
+    for row in found:
+        by_label.setdefault(row[1].label, []).append(row)
+    out = []
+    for same in by_label.values():
+        section, target, state = min(same, key=_worst_first)  # the first of equals
+        if len(same) > 1:
+            target = Target(target.label, target.figure, target.verdict, len(same) - 1)
+        out.append((section, target, state))
+    return out
 
 
 def rebuild(text: str, archive: str, *, state_of=freshness) -> tuple[str, str]:

@@ -92,10 +92,38 @@ def test_benchmarks_md_headline_lists_every_kept_sections_targets() -> None:
     assert table, "BENCHMARKS.md has no headline table: run python benchmarks/headline.py"
     kept = headline.sections(text)
     assert not [s.name for s in kept if s.name in headline.superseded(kept)]
+    reported = [target for section in kept for target in headline.targets(
+        section, paired_seeds=headline.paired_seeds(kept))]
+    for target in reported:  # each target named once, however many sections report it
+        assert table.group(0).count(f"| {target.label} |") == 1, target
     for section, target, _ in headline.rows([(section, "current") for section in kept]):
-        assert f"| {target.label} | {target.figure} | {target.verdict} | {section.title} |" \
+        assert f"| {target.label} | {target.figure} | {target.verdict} | {section.title}" \
             in table.group(0), (section.name, target)
     assert table.group(0).count("| Replay on any tree shape") == 1  # one target, one row
+
+
+def test_sections_reporting_one_target_are_one_row_naming_the_worst() -> None:
+    """Three tasks measured against one bar: one row, the worst figure (a miss before a pass,
+    then the lowest), and how many sections report it; other targets keep their rows."""
+    def paired(name: str, e: str, lo: str, verdict: str) -> str:
+        return block(name, PAIRED_LINE.format(x=e, lo=lo, verdict=verdict))
+
+    text = (HEADER + paired("paired-a-120x20", "1.40", "0.90", "MISS")
+            + paired("paired-b-120x20", "2.60", "1.20", "PASS")
+            + paired("paired-c-120x20", "1.10", "0.70", "MISS"))
+    found = headline.rows([(section, "current") for section in headline.sections(text)])
+    assert len(found) == 1
+    section, target, _ = found[0]
+    assert (section.name, target.figure, target.verdict, target.others) == \
+        ("paired-c-120x20", "e = 1.10 [0.70, 1.92]", "MISS", 2)
+    table = headline.headline(found)
+    assert "(the worst of 3 sections)" in table and table.count("| dreaming pays:") == 1
+    # a pass is the worst only where every section passes
+    text = HEADER + paired("paired-b-120x20", "2.60", "1.20", "PASS") + paired(
+        "paired-d-120x20", "2.20", "1.10", "PASS")
+    section, target, _ = headline.rows(
+        [(section, "current") for section in headline.sections(text)])[0]
+    assert (section.name, target.others) == ("paired-d-120x20", 1)
 
 
 # One headline row per target (issue 33): a table's rows that share a bound are one target.
