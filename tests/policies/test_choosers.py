@@ -182,7 +182,8 @@ BATCHED = [name for name in FAMILIES
 
 
 def test_the_families_with_a_batch_chooser() -> None:
-    assert BATCHED == ["allocation", "stagnation", "ucb"]
+    assert BATCHED == ["allocation", "fixed", "greedy", "ladder", "planned", "stagnation",
+                       "ucb"]
 
 
 @pytest.mark.slow
@@ -198,7 +199,8 @@ def test_batch_choosers_equal_the_episode_loop(nodes: list[Node], family: str,
     policy = make_policy(_spec(family, params))
     expected = tame(tree) and (
         tree.root.score is not None if family in ("allocation", "ucb")
-        else tree.root.score is not None or params["min_gain"] == 0)
+        else family != "stagnation" or tree.root.score is not None
+        or params["min_gain"] == 0)
     assert (driven(policy, tree, None, workers) is not None) == expected
     assert replay(policy, tree, workers=workers, max_rounds=k2, attempt_budget=budget,
                   charge_misses=charge) == replay_generic(
@@ -238,7 +240,11 @@ def test_batch_choosers_equal_the_episode_loop_on_improving_chains(share: float)
             for lam in (0.0, 0.3, 1.5):
                 spec = {"allocation": f"allocation:lam={lam},max_branches={tree.branch_count}",
                         "ucb": f"ucb:c={lam},max_branches={tree.branch_count}",
-                        "stagnation": f"stagnation:patience={1 + int(lam * 2)}"}[family]
+                        "stagnation": f"stagnation:patience={1 + int(lam * 2)}",
+                        "greedy": f"greedy:branches={1 + int(lam * 8)},top={int(lam * 2)}",
+                        "fixed": f"fixed:branches={1 + int(lam * 8)},refine={int(lam * 9)}",
+                        "ladder": f"ladder:longest={1 + int(lam * 9)},levels=3",
+                        "planned": "planned"}[family]
                 policy = make_policy(spec)
                 for workers in (2, 3, 5, 10):
                     assert replay(policy, tree, workers=workers, max_rounds=size) == \

@@ -1,19 +1,19 @@
 """Small helpers shared by the built-in policies. Everything here is O(branches) or better;
-the per-episode bookkeeping (:class:`BranchLog`, :class:`BestRanking`, :class:`OpenChains`)
+the per-episode bookkeeping (:class:`BranchLog`, :class:`BestRanking`)
 is O(log branches) per revealed node, so a round costs what it selects, not the whole tree.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from heapq import heappop, heappush
 from itertools import islice
 from operator import attrgetter
 from types import MappingProxyType
 
 from dreamrsi.core.model import Node
-from dreamrsi.core.policy import OPEN, STOP, Budget, Chooser
+from dreamrsi.core.policy import Budget
 from dreamrsi.core.view import Branch, TreeView
 
 _TINY = 1e-12
@@ -291,107 +291,9 @@ class BestRanking:
         return [lead.tip]
 
 
-class OpenChains:
-    """:func:`refine_then_open`, kept up to date: the branches that may still be unfinished,
-    in opening order. A branch is dropped once finished (finished attempts only grow), so a
-    round looks at the chains it refines and at those that finished since, not at every
-    branch. Rebuilt from the view whenever it meets a view other than the one it followed.
-    """
-
-    __slots__ = ("_view", "_table", "_ids", "_open", "_lengths")
-
-    def __init__(self) -> None:
-        self.forget()
-
-    def forget(self) -> None:
-        """Start again from the next view seen."""
-        self._view: TreeView | None = None
-        self._table: MappingProxyType[str, Branch] = _EMPTY  # the view's branch table
-        self._ids: list[str] = []  # branch ids in opening order
-        self._open: list[int] = []  # positions of the branches that may be unfinished
-        self._lengths: list[int] = []  # the attempts each branch is refined to
-
-    def select(self, view: TreeView, n: int, length: Callable[[int], int | None],
-               branches: int) -> list[str]:
-        """What :func:`refine_then_open` selects, with ``length(i)`` the attempts the i-th
-        branch is refined to (``None``: past the end of the lengths, never refined)."""
-        table = self._table
-        if view is not self._view:
-            self.forget()
-            self._view, table = view, view.branch_table()
-            self._table = table
-        ids, pending, lengths = self._ids, self._open, self._lengths
-        if len(table) != len(ids):  # branches opened since (the table's last keys)
-            opened = len(table) - len(ids)
-            ids.extend(reversed(list(islice(reversed(table), opened))))
-            while len(lengths) < len(ids):  # open until they finish
-                want = length(len(lengths))
-                if want is not None:
-                    pending.append(len(lengths))
-                lengths.append(0 if want is None else want)
-        # written for speed (a replay asks every round): the first open chain, while
-        # unfinished, is the whole batch of a one-slot round
-        if n == 1 and pending and (branch := table[ids[pending[0]]]).finished < lengths[
-                pending[0]]:
-            return [branch.tip]
-        if n <= 0:
-            return []
-        batch: list[str] = []
-        done = []
-        for k, i in enumerate(pending):
-            branch = table[ids[i]]
-            if branch.finished >= lengths[i]:
-                done.append(k)
-                continue
-            batch.append(branch.tip)
-            if len(batch) >= n:
-                break
-        for k in reversed(done):
-            del pending[k]
-        if len(batch) >= n:
-            return batch
-        batch.extend([view.root_id] * max(0, min(branches - len(ids), n - len(batch))))
-        return batch
-
-
-def refine_chooser(length: int | Callable[[int], int | None], branches: int) -> Chooser:
-    """:meth:`OpenChains.select` at W = 1 as a one-slot chooser
-    (:func:`dreamrsi.core.episode.play`): the first chain of those that may be unfinished,
-    while it is; past the last, the root while fewer than ``branches`` are open. ``length``:
-    the finished attempts every chain is refined to, or the i-th chain's (``None``: never
-    refined), asked once per chain as it opens.
-
-    One slot: a chain is opened only once every chain before it is finished (finished
-    attempts only grow), so at most one chain is open, the one answered last."""
-    return _refine_chooser(length, branches).send
-
-
-def _refine_chooser(length: int | Callable[[int], int | None],
-                    branches: int) -> Generator[Branch | str, Branch | None, None]:
-    """:func:`refine_chooser` as a generator (its state in its frame, made for each replay):
-    ``send`` is fed each revealed node's branch state (``None`` the first time)."""
-    every = length if type(length) is int else None
-    opened = want = 0  # branches opened; the attempts the open chain is refined to
-    chain: Branch | None = None  # the open chain's state (``None``: none open)
-    revealed = None
-    while True:
-        if revealed is not None:
-            if chain is not None:  # the chain answered last grew
-                chain = revealed
-            else:  # a branch opened (the answer was OPEN)
-                wanted = every if every is not None else length(opened)  # type: ignore[operator]
-                opened += 1
-                if wanted is not None:
-                    chain, want = revealed, wanted
-        if chain is not None and chain.finished < want:
-            revealed = yield chain
-        else:
-            chain = None
-            revealed = yield OPEN if opened < branches else STOP
-
-
 def lengths_of(lengths: Sequence[int]) -> Callable[[int], int | None]:
-    """The i-th of ``lengths`` (``None`` past their end), for :meth:`OpenChains.select`."""
+    """The i-th of ``lengths`` (``None`` past their end), a chain family's length
+    (:data:`~dreamrsi.policies._chains.Length`)."""
     count = len(lengths)
     return lambda i: lengths[i] if i < count else None
 

@@ -8,13 +8,11 @@ policies alike; it is meant as a first policy (π_1) when the right depth is unk
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from dreamrsi.core.model import Node
-from dreamrsi.core.policy import Budget, Chooser, GridPlan, PolicyContext
-from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import OpenChains, lengths_of, refine_chooser
+from dreamrsi.policies._chains import Chains
+from dreamrsi.policies._common import lengths_of
 from dreamrsi.policies.params import check_params, param
 
 
@@ -28,7 +26,7 @@ def chain_lengths(longest: int, levels: int) -> tuple[int, ...]:
 
 
 @dataclass(eq=False)
-class Ladder:
+class Ladder(Chains):
     """Open ``2**levels - 1`` branches, longest first, and refine each to its rung's length.
 
     Unfinished chains are refined first, in opening order; free slots open the next rung's
@@ -42,7 +40,6 @@ class Ladder:
 
     name = "ladder"
     KNOB = "longest"
-    view_determined = True  # see core.policy.Policy
     longest: int = param(64, low=1, search=(1, 200))
     levels: int = param(3, low=1, high=10, search=(1, 6))
 
@@ -50,22 +47,8 @@ class Ladder:
         check_params(self)
         self._lengths = chain_lengths(self.longest, self.levels)
         self._length = lengths_of(self._lengths)
-        self._chains = OpenChains()
+        self._start()
 
-    def reset(self, context: PolicyContext) -> None:
-        """Forget the open chains (rebuilt from the view)."""
-        self._chains.forget()
-
-    def chooser(self, root: Node, workers: int, plan: GridPlan | None) -> Chooser | None:
-        """This policy's decisions at W = 1 as a chooser
-        (:class:`~dreamrsi.core.policy.Policy`; replay drives it); ``None`` at any other W
-        or with a plan."""
-        if workers != 1 or plan is not None:
-            return None
-        return refine_chooser(self._length, len(self._lengths))
-
-    def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
-        """Refine unfinished chains, longest first, then open the next rungs' branches."""
-        left = budget.attempts_left  # slots(budget), inlined: asked every round
-        n = budget.workers if left is None else max(0, min(budget.workers, left))
-        return self._chains.select(view, n, self._length, len(self._lengths))
+    def lengths(self) -> tuple[Callable[[int], int | None], int]:
+        """The i-th chain refined to ``chain_lengths(longest, levels)[i]``; all of them."""
+        return self._length, len(self._lengths)

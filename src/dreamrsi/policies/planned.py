@@ -8,20 +8,19 @@ from dataclasses import dataclass
 
 from dreamrsi.core.model import Node
 from dreamrsi.core.policy import (
-    Budget,
+    BatchChooser,
     Chooser,
     GridPlan,
     PlanContext,
     PolicyContext,
     best_depth_counts,
 )
-from dreamrsi.core.view import TreeView
-from dreamrsi.policies._common import OpenChains, refine_chooser
+from dreamrsi.policies._chains import Chains
 from dreamrsi.policies.params import check_params, param
 
 
 @dataclass(eq=False)
-class PlannedGrid:
+class PlannedGrid(Chains):
     """Plan ``branches × (refine + 1)`` before the episode, then run it as fixed refinement.
 
     The plan reads only earlier trees: the refine count is the ``quantile`` of the depths at
@@ -38,7 +37,6 @@ class PlannedGrid:
 
     name = "planned"
     KNOB = "stretch"
-    view_determined = True  # see core.policy.Policy
     quantile: float = param(0.75, low=0.0, high=1.0, search=(0.0, 1.0))
     stretch: float = param(1.0, low=0.0, low_open=True, search=(0.5, 2.0))
     min_branches: int = param(1, low=1, search=(1, 16))
@@ -46,8 +44,13 @@ class PlannedGrid:
     def __post_init__(self) -> None:
         check_params(self)
         self._grid = GridPlan(1, 0, "not planned")
-        self._chains = OpenChains()
-        self._length = lambda i: self._grid.refine_count + 1  # asked once per branch
+        self._start()
+
+    def lengths(self) -> tuple[int, int]:
+        """The plan's grid: every chain refined to ``refine_count + 1`` finished attempts;
+        ``branch_count`` chains."""
+        grid = self._grid
+        return grid.refine_count + 1, grid.branch_count
 
     def plan(self, context: PlanContext) -> GridPlan:
         """The grid for the coming episode, from earlier trees only."""
@@ -71,24 +74,17 @@ class PlannedGrid:
         """Take the plan made for this episode."""
         if context.plan is not None:
             self._grid = context.plan
-        self._chains.forget()
+        self._derived.forget()
 
-    def chooser(self, root: Node, workers: int, plan: GridPlan | None) -> Chooser | None:
-        """This policy's decisions at W = 1 as a chooser
-        (:class:`~dreamrsi.core.policy.Policy`; replay drives it), the plan taken as
-        :meth:`reset` takes it; ``None`` at any other W."""
-        if workers != 1:
-            return None
+    def chooser(self, root: Node, workers: int,
+                plan: GridPlan | None) -> Chooser | BatchChooser | None:
+        """This policy's decisions as a chooser (:class:`~dreamrsi.core.policy.Policy`;
+        replay drives it), the plan taken as :meth:`reset` takes it."""
         if plan is not None:
-            self._grid = plan
-        grid = self._grid  # taken now: a replay of another tree may plan another grid
-        return refine_chooser(grid.refine_count + 1, grid.branch_count)
+            self._grid = plan  # taken now: a replay of another tree may plan another grid
+        return self._choosers(workers)
 
-    def select(self, view: TreeView, budget: Budget) -> Sequence[str]:
-        """Refine unfinished chains of the plan, then open its missing branches."""
-        left = budget.attempts_left  # slots(budget), inlined: asked every round
-        n = budget.workers if left is None else max(0, min(budget.workers, left))
-        return self._chains.select(view, n, self._length, self._grid.branch_count)
+    select = Chains.select  # defined here too, beside reset and chooser
 
 
 def _nth(counts: Sequence[tuple[int, int]], index: int) -> int:
