@@ -40,6 +40,7 @@ def main() -> None:
                         default=list(shapes.FAMILIES))
     parser.add_argument("--floor", type=float, default=0.9)
     args = parser.parse_args()
+    load = os.getloadavg()[0]
     cells = list(shapes.cells(tuple(args.sizes), tuple(args.families)))
     rates: dict[tuple[str, int, str, int], dict[str, list[float]]] = {
         cell: {"after": [], "before": []} for cell in cells}
@@ -59,7 +60,10 @@ def main() -> None:
         finally:
             for side in sides.values():
                 side.close()
-    text = table(rates, args)
+    text = table(rates, args) + (
+        f"\n\nLoad average (1 min) at the start and the end: {load:.1f}, "
+        f"{os.getloadavg()[0]:.1f} ({len(os.sched_getaffinity(0))} CPUs; above that count "
+        "the machine was shared).")
     print(text)
     write_section(f"replay-ab-{args.baseline}", f"Replay reveals/s against {args.baseline}, "
                   "interleaved (a refactor that must not move them)", text,

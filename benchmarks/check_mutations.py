@@ -7,7 +7,10 @@ replay definition (``tests/core/test_episode.py``, which drives ``select`` throu
 written apart from the driver), the references that rank everything every round
 (``tests/policies/test_incremental.py``), the chooser-against-loop comparisons
 (``tests/policies/test_choosers.py``) and the families' own tests. A mutation no test
-catches is reported as SURVIVED and the script exits 1.
+catches is reported as SURVIVED and the script exits 1. For the families whose one-slot
+and batch choosers share their formula (``fixed``, ``ladder``, ``planned``, ``greedy``), the
+mutant is also run against ``tests/policies/test_widths.py``, W = 1 and W above 1 apart: a
+line with both caught shows the break fails a test on both paths.
 
 Usage: python benchmarks/check_mutations.py [--families fixed greedy ...]
 """
@@ -27,20 +30,23 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTS = ("tests/policies/test_choosers.py", "tests/policies/test_incremental.py",
          "tests/core/test_episode.py", "tests/policies/test_families.py")
 
+WIDTHS = "tests/policies/test_widths.py"
+WIDTH_FAMILIES = ("fixed", "ladder", "planned", "greedy")
+
 #: family -> (file under src/dreamrsi/policies, the line as written, the line broken)
 MUTATIONS: dict[str, tuple[str, str, str]] = {
     "fixed": ("fixed_refinement.py",
-              "return refine_chooser(self.refine + 1, self.branches)",
-              "return refine_chooser(self.refine + 2, self.branches)"),
+              "return self.refine + 1, self.branches",
+              "return self.refine + 2, self.branches"),
     "ladder": ("ladder.py",
-               "return refine_chooser(self._length, len(self._lengths))",
-               "return refine_chooser(self._length, len(self._lengths) + 1)"),
+               "return self._length, len(self._lengths)",
+               "return self._length, len(self._lengths) + 1"),
     "planned": ("planned.py",
-                "return refine_chooser(grid.refine_count + 1, grid.branch_count)",
-                "return refine_chooser(grid.refine_count + 2, grid.branch_count)"),
-    "greedy": ("greedy.py",
-               "key = (best is None, -(best or 0.0), at)  # rank_key(revealed, at)",
-               "key = (best is None, (best or 0.0), at)  # rank_key(revealed, at)"),
+                "return grid.refine_count + 1, grid.branch_count",
+                "return grid.refine_count + 2, grid.branch_count"),
+    "greedy": ("_common.py",
+               "return branch.best is None, -(branch.best or 0.0), position",
+               "return branch.best is None, (branch.best or 0.0), position"),
     "halving": ("halving.py",
                 "keep = max(1, math.ceil(len(survivors) / eta))",
                 "keep = max(1, math.ceil(len(survivors) / eta) + 1)"),
@@ -77,8 +83,25 @@ def run(family: str, work: Path) -> tuple[bool, float, str]:
                            *TESTS], env=env, cwd=ROOT, capture_output=True, text=True)
     failed = [ln for ln in done.stdout.splitlines() if ln.startswith("FAILED")]
     # caught: a test failed (exit status 1), not an error collecting or running them
-    return done.returncode == 1 and bool(failed), time.monotonic() - started, (
-        failed[0] if failed else done.stdout[-300:])
+    caught = done.returncode == 1 and bool(failed)
+    first = failed[0] if failed else done.stdout[-300:]
+    if family in WIDTH_FAMILIES:
+        caught = caught and widths(family, env)
+    return caught, time.monotonic() - started, first
+
+
+def widths(family: str, env: dict[str, str]) -> bool:
+    """Whether the mutant fails ``WIDTHS`` for ``family`` at W = 1 and at W above 1 (each
+    printed)."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           WIDTHS, "-k", family], env=env, cwd=ROOT, capture_output=True,
+                          text=True)
+    failed = [ln for ln in done.stdout.splitlines() if ln.startswith("FAILED")]
+    one = any(f"[{family}-1]" in ln for ln in failed)
+    more = any(f"[{family}-" in ln and f"[{family}-1]" not in ln for ln in failed)
+    print(f"{family:10} W = 1: {'caught' if one else 'SURVIVED'}, W > 1: "
+          f"{'caught' if more else 'SURVIVED'}", flush=True)
+    return done.returncode == 1 and one and more
 
 
 def main() -> None:
