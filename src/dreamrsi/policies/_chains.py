@@ -63,13 +63,10 @@ class Chains:
         """This policy's decisions as a chooser (:class:`~dreamrsi.core.policy.Policy`;
         replay drives it): :func:`_one_slot` at W = 1, else :func:`batches`; ``None`` with a
         plan."""
-        return None if plan is not None else self._choosers(workers)
-
-    def _choosers(self, workers: int) -> Chooser | BatchChooser:
+        if plan is not None:
+            return None
         length, branches = self.lengths()
-        if workers == 1:
-            return _one_slot(length, branches).send
-        return batches(length, branches)
+        return _one_slot(length, branches).send if workers == 1 else batches(length, branches)
 
     def _batches(self, root: Node) -> BatchChooser:
         return batches(*self.lengths())

@@ -82,7 +82,7 @@ class PlannedGrid(Chains):
         replay drives it), the plan taken as :meth:`reset` takes it."""
         if plan is not None:
             self._grid = plan  # taken now: a replay of another tree may plan another grid
-        return self._choosers(workers)
+        return Chains.chooser(self, root, workers, None)
 
     select = Chains.select  # defined here too, beside reset and chooser
 
