@@ -15,21 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from itertools import count, repeat, takewhile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dreamrsi.core.model import Node
-from dreamrsi.core.policy import (
-    OPEN,
-    STOP,
-    BatchChooser,
-    Budget,
-    Chooser,
-    GridPlan,
-    PolicyContext,
-)
-from dreamrsi.core.view import Branch, TreeView
+from dreamrsi.core.policy import OPEN, STOP
 from dreamrsi.policies._common import refine_then_open, slots
 from dreamrsi.policies._derived import DerivedSelect
+
+if TYPE_CHECKING:
+    from dreamrsi.core.model import Node
+    from dreamrsi.core.policy import BatchChooser, Budget, Chooser, GridPlan, PolicyContext
+    from dreamrsi.core.view import Branch, TreeView
 
 Length = int | Callable[[int], "int | None"]
 """The finished attempts every chain is refined to, or the i-th chain's (``None``: never

@@ -5,21 +5,17 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from dreamrsi.core.model import Node
-from dreamrsi.core.policy import (
-    OPEN,
-    STOP,
-    BatchChooser,
-    Budget,
-    Chooser,
-    GridPlan,
-    PolicyContext,
-)
-from dreamrsi.core.view import Branch, TreeView
+from dreamrsi.core.policy import OPEN, STOP
 from dreamrsi.policies._common import by_best, rank_key, slots
 from dreamrsi.policies._derived import DerivedSelect
 from dreamrsi.policies.params import check_params, param
+
+if TYPE_CHECKING:
+    from dreamrsi.core.model import Node
+    from dreamrsi.core.policy import BatchChooser, Budget, Chooser, GridPlan, PolicyContext
+    from dreamrsi.core.view import Branch, TreeView
 
 
 @dataclass(eq=False)
