@@ -23,10 +23,9 @@ from hypothesis import strategies as st
 from dreamrsi.core.model import Cost, Node, NodeStatus
 from dreamrsi.core.policy import Budget, GridPlan, PolicyContext
 from dreamrsi.core.replay import RecordedTree, replay
-from dreamrsi.core.view import Branch, TreeView
+from dreamrsi.core.view import TreeView
 from dreamrsi.policies import make_policy
 from dreamrsi.policies._common import (
-    BestRanking,
     Scale,
     by_best,
     gain,
@@ -256,60 +255,6 @@ def test_scale_kept_up_to_date_equals_scale(nodes: list[Node], every: int) -> No
     other = TreeView(nodes[0])  # a view it has not followed: starts again
     assert kept.of(other) == scale(other) == (0.0 if nodes[0].score is None
                                              else nodes[0].score, 1e-12)
-
-
-@settings(max_examples=150, deadline=None)
-@given(nodes=bushy_trees(), data=st.data(), patience=st.none() | st.integers(1, 4))
-def test_best_ranking_kept_up_to_date_equals_ranking_everything(
-        nodes: list[Node], data: st.DataObject, patience: int | None) -> None:
-    """The ranking kept as the view grows (its one-slot path included: the grown leader
-    ranked alone) names the tips ``by_best`` names, after reveals in any order (the leader
-    grown, another branch grown, branches opened, several nodes at once), with or without a
-    filter of the branches, asked for one slot or several."""
-
-    def keep(branch: Branch) -> bool:
-        return patience is None or branch.since_best < patience
-
-    ranking = BestRanking(keep=None if patience is None else keep)
-    view = TreeView(nodes[0])
-    waiting = list(nodes[1:])  # every node's parent comes before it
-    while True:
-        n = data.draw(st.integers(1, 3))
-        expected = [b.tip for b in by_best(view) if keep(b)][:n]
-        assert ranking.tips(view, n) == expected
-        if not waiting:
-            break
-        for _ in range(data.draw(st.sampled_from([1, 1, 1, 2, 5]))):
-            ready = [node for node in waiting if node.parent_id == view.root_id
-                     or view.is_leaf(node.parent_id or "")]
-            if not ready:
-                break
-            node = ready[data.draw(st.integers(0, len(ready) - 1))]
-            waiting.remove(node)
-            view.reveal(node)
-    other = TreeView(nodes[0])  # a view it has not followed: starts again
-    assert ranking.tips(other, 1) == []
-
-
-def test_best_ranking_one_slot_sees_every_node_revealed_since() -> None:
-    """Where the leader grew and, in the same interval, another branch overtook it, the
-    one-slot answer is the other branch (the leader alone is not enough to look at)."""
-
-    def node(seq: int, parent: int, score: float) -> Node:
-        return Node(f"n-{seq}", "n", f"n-{parent}", seq, 1, "c", NodeStatus.OK, True, score,
-                    score)
-
-    root = Node("n-0", "n", None, 0, 0, "c", NodeStatus.OK, True, 0.0, 0.0)
-    view, ranking = TreeView(root), BestRanking()
-    view.reveal_all([node(1, 0, 0.5), node(2, 0, 0.1), node(3, 0, 0.2)])
-    assert ranking.tips(view, 1) == ["n-1"]
-    view.reveal(node(4, 1, 0.6))
-    assert ranking.tips(view, 1) == ["n-4"]  # the leader grown, alone
-    view.reveal_all([node(5, 4, 0.6), node(6, 2, 0.9)])
-    assert ranking.tips(view, 1) == ["n-6"]
-    view.reveal(node(7, 6, 0.95))
-    assert ranking.tips(view, 1) == ["n-7"]
-    assert ranking.tips(view, 3) == ["n-7", "n-5", "n-3"]
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,11 +1,10 @@
 """Small helpers shared by the built-in policies. Everything here is O(branches) or better;
-the per-episode bookkeeping (:class:`BranchLog`, :class:`BestRanking`)
-is O(log branches) per revealed node, so a round costs what it selects, not the whole tree.
+the per-episode bookkeeping (:class:`BranchLog`, :class:`Scale`) is O(log branches) per
+revealed node, so a round costs what it selects, not the whole tree.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Sequence
 from heapq import heappop, heappush
 from itertools import islice
@@ -160,135 +159,12 @@ class BranchLog:
             position[branch_id] = len(ids)
             ids.append(branch_id)
 
-    def leaf(self, node_id: str) -> Branch | None:
-        """The statistics of the branch whose tip is ``node_id``, if it is a leaf."""
-        return self._tips.get(node_id)
-
     def changed(self, view: TreeView) -> list[Branch]:
         """The current statistics of each branch opened or grown by the nodes in :attr:`new`,
         once each. A node of ``new`` that is no longer a tip has its branch's newer nodes
         after it in ``new``, so the tips among them name every such branch once."""
         tips = self._tips
         return [tips[node_id] for node_id in map(_NODE_ID, self.new) if node_id in tips]
-
-
-class BestRanking:
-    """The branches :func:`by_best` ranks, kept sorted as they grow instead of sorted every
-    round (optionally only those ``keep`` accepts, judged on their current statistics).
-
-    Args:
-        keep: Which branches are ranked (default: all).
-    """
-
-    __slots__ = ("log", "_keep", "_keys", "_sorted", "_lead")
-
-    def __init__(self, keep: Callable[[Branch], bool] | None = None) -> None:
-        self.log = BranchLog()
-        self._keep = keep
-        self._lead: Branch | None = None  # the leader's statistics at the last one-slot look
-        # each ranked branch's key (built from the ranking when first needed after a sort)
-        self._keys: dict[str, tuple[bool, float, int]] | None = {}
-        self._sorted: list[tuple[bool, float, int]] = []
-
-    def forget(self) -> None:
-        """Start again from the next view seen."""
-        self.log.forget()
-        self._keys, self._sorted, self._lead = {}, [], None
-
-    def refresh(self, view: TreeView) -> None:
-        """Catch up with the branches opened or grown since the last call: each moved one
-        is taken out and put back in place, or, when about as many nodes were revealed as
-        there are branches, all are sorted again (as :func:`by_best` would)."""
-        log, keep = self.log, self._keep
-        self._lead = None
-        if log.update(view):
-            self._keys, self._sorted = {}, []
-        new = log.new
-        if 2 * len(new) >= len(log.ids):
-            branches = view.branch_table().values()  # in opening order
-            # rank_key(b, place), inlined: every branch is keyed
-            self._sorted = sorted(
-                [(b.best is None, -(b.best or 0.0), place) for place, b in enumerate(branches)]
-                if keep is None else
-                [(b.best is None, -(b.best or 0.0), place) for place, b in enumerate(branches)
-                 if keep(b)])
-            self._keys = None
-            return
-        keys = self._keys
-        if keys is None:
-            ids = log.ids
-            keys = self._keys = {ids[key[2]]: key for key in self._sorted}
-        if len(new) == 1:  # a round at W = 1, written for speed; Node[0] is its id
-            branch = log.leaf(new[0][0])
-            if branch is not None:
-                self._move(branch, keys)
-            return
-        for branch in log.changed(view):
-            self._move(branch, keys)
-
-    def _move(self, branch: Branch, keys: dict[str, tuple[bool, float, int]]) -> None:
-        """Put a grown or opened branch where its key ranks it (or out of the ranking)."""
-        branch_id, best = branch.branch_id, branch.best
-        key = ((best is None, -(best or 0.0), self.log.position[branch_id])  # rank_key
-               if self._keep is None or self._keep(branch) else None)
-        old = keys.get(branch_id)
-        if old == key:
-            return
-        ranked = self._sorted
-        if old is not None and key is not None and ranked[0] is old and (
-                len(ranked) == 1 or key < ranked[1]):
-            ranked[0] = key  # the leader, grown, leads still (greedy's every round)
-        else:
-            if old is not None:
-                del ranked[bisect_left(ranked, old)]
-            if key is not None:
-                insort(ranked, key)
-        if key is None:
-            del keys[branch_id]
-        else:
-            keys[branch_id] = key
-
-    def __len__(self) -> int:
-        return len(self._sorted)
-
-    def top(self, view: TreeView, n: int) -> list[Branch]:
-        """The first ``n`` ranked branches' statistics (call :meth:`refresh` first)."""
-        ids = self.log.ids
-        table = view.branch_table()
-        return [table[ids[key[2]]] for key in self._sorted[:n]]
-
-    def tips(self, view: TreeView, n: int) -> list[str]:
-        """The tips of the first ``n`` ranked branches, caught up with ``view`` first
-        (:meth:`refresh`, then :meth:`top`'s tips)."""
-        if n != 1:
-            self.refresh(view)
-            ids, table = self.log.ids, view.branch_table()
-            return [table[ids[key[2]]].tip for key in self._sorted[:n]]
-        # one slot, written for speed (greedy's and stagnation's every round at W = 1):
-        # where the one node revealed since the last look grew the leading branch (its
-        # statistics changed) and no branch opened, only the leader is keyed again; a
-        # branch's best only rises, so, still ranked (kept), it leads still
-        log, ranked, lead = self.log, self._sorted, self._lead
-        table, ids = log._table, log.ids
-        if (lead is not None and view is log._view and view.size == log._seen
-                and len(table) == len(ids)):
-            top = ranked[0]
-            grown = table[ids[top[2]]]
-            if grown is not lead and (self._keep is None or self._keep(grown)):
-                best = grown.best
-                ranked[0] = key = (best is None, -(best or 0.0), top[2])  # rank_key, inlined
-                if (keys := self._keys) is not None:  # else built from the ranking
-                    keys[grown.branch_id] = key
-                log._seen += 1  # what update() would have caught up with
-                log.new = ()
-                self._lead = grown
-                return [grown.tip]
-        self.refresh(view)
-        if not self._sorted:
-            self._lead = None
-            return []
-        self._lead = lead = log._table[log.ids[self._sorted[0][2]]]
-        return [lead.tip]
 
 
 def lengths_of(lengths: Sequence[int]) -> Callable[[int], int | None]:
