@@ -16,7 +16,6 @@ Usage: python benchmarks/bench_replay_ab.py --baseline REV [--passes 3] [--secon
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -40,7 +39,6 @@ def main() -> None:
                         default=list(shapes.FAMILIES))
     parser.add_argument("--floor", type=float, default=0.9)
     args = parser.parse_args()
-    load = os.getloadavg()[0]
     cells = list(shapes.cells(tuple(args.sizes), tuple(args.families)))
     rates: dict[tuple[str, int, str, int], dict[str, list[float]]] = {
         cell: {"after": [], "before": []} for cell in cells}
@@ -60,10 +58,7 @@ def main() -> None:
         finally:
             for side in sides.values():
                 side.close()
-    text = table(rates, args) + (
-        f"\n\nLoad average (1 min) at the start and the end: {load:.1f}, "
-        f"{os.getloadavg()[0]:.1f} ({len(os.sched_getaffinity(0))} CPUs; above that count "
-        "the machine was shared).")
+    text = table(rates, args)
     print(text)
     write_section(f"replay-ab-{args.baseline}", f"Replay reveals/s against {args.baseline}, "
                   "interleaved (a refactor that must not move them)", text,
