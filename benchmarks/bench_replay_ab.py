@@ -16,6 +16,7 @@ Usage: python benchmarks/bench_replay_ab.py --baseline REV [--passes 3] [--secon
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
