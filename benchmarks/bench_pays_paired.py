@@ -34,7 +34,8 @@ such a log already holds (same arm and seed) and runs only the missing ones.
 Usage: python benchmarks/bench_pays_paired.py --task autocorrelation-c3 --seeds 40
        [--total-budget 80] [--per-round-budget 20] [--workers 2] [--jobs 2]
        [--loop-arg=--quality --loop-arg=reach] [--resume LOG [--reuse fixed]] [--no-figures]
-       [--versus SPEC | --oracle SPEC] [--prior N [--prior-cache DIR]] [--shard A:B]
+       [--versus SPEC | --oracle SPEC] [--prior N [--prior-shared] [--prior-cache DIR]]
+       [--shard A:B]
 """
 
 from __future__ import annotations
@@ -83,11 +84,24 @@ PRIOR_SEED = 100
 """First seed of the earlier loops ``--prior`` records (the arms use 0, 1, ...)."""
 
 
+def prior_seeds(args: argparse.Namespace, seed: int) -> list[int]:
+    """The seeds of the N earlier loops in seed ``seed``'s store: its own N (no two arm seeds
+    share one), or with ``--prior-shared`` the same N for every seed (one task's store, as a
+    user who ran the task N times before has it: recorded once, so N can be large)."""
+    first = PRIOR_SEED if args.prior_shared else PRIOR_SEED + args.prior * seed
+    return list(range(first, first + args.prior))
+
+
+def prior_name(args: argparse.Namespace, seed: int) -> str:
+    """The folder of seed ``seed``'s earlier loops (one for every seed with --prior-shared)."""
+    return "prior-shared" if args.prior_shared else f"prior-{seed}"
+
+
 def record_prior(args: argparse.Namespace, seed: int, store: Path) -> None:
-    """``--prior N``: N fixed-arm loops of other seeds, recorded in ``store`` before either
-    arm's loop (the same ones for both arms: their stores are copies of it)."""
-    for i in range(args.prior):
-        other = PRIOR_SEED + args.prior * seed + i
+    """``--prior N``: N fixed-arm loops of other seeds (:func:`prior_seeds`), recorded in
+    ``store`` before either arm's loop (the same ones for both arms: their stores are copies
+    of it)."""
+    for other in prior_seeds(args, seed):
         subprocess.run(loop_command(args, "fixed", other, store, prior=True), check=True,
                        capture_output=True, text=True)
 
@@ -202,7 +216,9 @@ def summarise(args: argparse.Namespace, loops: dict[tuple[str, int], dict[str, o
         "paired bootstrap over seeds, 2,000 resamples, the target redrawn in each."
         + (f" Both arms' stores first held the same {args.prior} loop(s) of π_1 with other "
            "seeds (not counted); the dream arm dreamed over them before its round 1."
-           if args.prior else ""), "",
+           if args.prior else "")
+        + (" Every seed's store held the same earlier loops (`--prior-shared`): the interval "
+           "is over seeds given that one history." if args.prior_shared else ""), "",
         headline_line(args, e, statistics.median(p.shared for p in pairs)),
         "", "| measure | dream arm | fixed arm |", "|---|---:|---:|",
         f"| attempts to reach the fixed arm's median final best {target:.10g} (median; "
@@ -294,6 +310,11 @@ def main() -> None:
                         help="learning across runs: both arms' stores first hold the same N "
                              "fixed-arm loops of other seeds (not counted), which the dream "
                              "arm dreams over before its round 1 (the loop's --dream-first)")
+    parser.add_argument("--prior-shared", action="store_true",
+                        help="with --prior N: the same N earlier loops in every seed's store "
+                             "(recorded once), not N of each seed's own: a large N then costs "
+                             "N loops, not N per seed; seeds then share their history, so the "
+                             "interval is over seeds given that history")
     parser.add_argument("--resume", type=Path, default=None,
                         help="a log of an earlier run with the same settings: reuse its loops")
     parser.add_argument("--reuse", choices=("both", "fixed"), default="both",
@@ -310,6 +331,8 @@ def main() -> None:
                              "the parts' logs joined summarises")
     parser.add_argument("--no-figures", action="store_true")
     args = parser.parse_args()
+    if args.prior_shared and not args.prior:
+        parser.error("--prior-shared needs --prior N")
     if args.versus and args.oracle:
         parser.error("--versus and --oracle replace the same arm: give one")
     if args.seeds < 2:
@@ -334,8 +357,8 @@ def main() -> None:
         def prior_store(seed: int) -> Path | None:
             if not args.prior:
                 return None
-            store = prior_folder(args, Path(tmp)) / f"prior-{seed}"
-            with locks[seed]:
+            store = prior_folder(args, Path(tmp)) / prior_name(args, seed)
+            with locks[0 if args.prior_shared else seed]:
                 if not (store / "done").exists():
                     shutil.rmtree(store, ignore_errors=True)
                     store.mkdir(parents=True)
@@ -358,7 +381,7 @@ def main() -> None:
     text = summarise(args, loops)
     variant = "".join(c if c.isalnum() else "-" for c in " ".join(args.loop_arg))
     if args.prior:
-        variant += f"-prior-{args.prior}"
+        variant += f"-prior-{args.prior}" + ("-shared" if args.prior_shared else "")
     if args.versus:
         variant += "-versus-" + "".join(c if c.isalnum() else "-" for c in args.versus)
     if args.oracle:
@@ -369,6 +392,7 @@ def main() -> None:
              f"attempts, {args.per_round_budget} a round, W={args.workers}"
              + (f", {' '.join(args.loop_arg)}" if args.loop_arg else "")
              + (f"; {args.prior} earlier loops in the store" if args.prior else "")
+             + (", the same for every seed" if args.prior_shared else "")
              + (f"; the dream arm replaced by `{args.versus}`" if args.versus else "")
              + (f"; the dream arm replaced by π_1 then `{args.oracle}` (oracle)"
                 if args.oracle else "") + ")")
@@ -389,6 +413,7 @@ def main() -> None:
                   f"{args.per_round_budget} --workers {args.workers}"
                   + "".join(f" --loop-arg={a}" for a in args.loop_arg)
                   + (f" --prior {args.prior}" if args.prior else "")
+                  + (" --prior-shared" if args.prior_shared else "")
                   + (f" --versus {args.versus}" if args.versus else "")
                   + (f" --oracle {args.oracle}" if args.oracle else ""))
 

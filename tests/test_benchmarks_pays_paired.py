@@ -122,6 +122,23 @@ def test_the_prior_cache_is_shared_by_arms_of_one_protocol_only(tmp_path: Path) 
     assert paired.prior_folder(args(prior_cache=None), tmp_path / "tmp") == tmp_path / "tmp"
 
 
+def test_shared_prior_loops_are_the_same_for_every_seed_and_recorded_once() -> None:
+    def args(shared: bool) -> argparse.Namespace:
+        return argparse.Namespace(prior=12, prior_shared=shared)
+
+    own = [paired.prior_seeds(args(False), seed) for seed in range(3)]
+    assert [len(seeds) for seeds in own] == [12, 12, 12]
+    assert not set(own[0]) & set(own[1]) and not set(own[1]) & set(own[2])
+    assert {paired.prior_name(args(False), seed) for seed in range(3)} == \
+        {"prior-0", "prior-1", "prior-2"}
+    shared = [paired.prior_seeds(args(True), seed) for seed in range(3)]
+    assert shared[0] == shared[1] == shared[2] == list(range(paired.PRIOR_SEED,
+                                                             paired.PRIOR_SEED + 12))
+    assert {paired.prior_name(args(True), seed) for seed in range(3)} == {"prior-shared"}
+    # no earlier loop is ever an arm's own seed
+    assert all(s >= paired.PRIOR_SEED for seeds in own + shared for s in seeds)
+
+
 def test_a_shard_names_seeds_a_to_b_minus_one() -> None:
     assert paired.seed_range("20:30") == (20, 30)
     for bad in ("30:20", "5:5", "-1:3", "x:3", "3", "1:2:3"):
