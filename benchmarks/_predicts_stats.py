@@ -14,6 +14,10 @@ on a :class:`Yardstick` with no ceiling.
   pooled: the correlation of within-history ranks over every candidate of every history
   (:func:`within_history_rho`), which uses all pairs where a history's few candidates rank
   coarsely.
+- **Attenuation**: replay's score is fixed given the history, so the online mean's
+  unreliability alone caps ρ at ``bound``; :func:`disattenuated` is ρ over that cap (what ρ
+  would be with infinitely many seeds, if the noise is the only gap).
+- **The pick's online rank** among its history's candidates (:func:`online_rank`).
 - **The pick against π_1**: per history the mean over seeds of (pick − π_1), paired seed by
   seed; averaged over histories with a two-level bootstrap (histories, then seeds within each).
 """
@@ -131,6 +135,33 @@ def split_half(outcomes: Sequence[np.ndarray], splits: int = 200,
     full = 2 * r / (1 + r) if r > -1 else float("nan")
     bound = math.sqrt(full) if full > 0 else 0.0
     return Reliability(r, full, bound, len(per_history))
+
+
+def disattenuated(rho: float, reliability: Reliability) -> float:
+    """ρ corrected for the online mean's unreliability, ``rho / reliability.bound`` (Spearman's
+    correction with replay's own reliability 1); NaN where the bound is not positive.
+
+    >>> disattenuated(0.4, Reliability(0.33, 0.64, 0.8, 10))
+    0.5
+    """
+    if math.isnan(rho) or not reliability.bound > 0:
+        return float("nan")
+    return rho / reliability.bound
+
+
+def online_rank(means: Sequence[float], index: int) -> float:
+    """Rank of candidate ``index`` by online mean among its history's candidates: 1 is the best
+    (highest), ties share their mean rank.
+
+    >>> online_rank([0.1, 0.5, 0.5, -1.0], 1), online_rank([0.1, 0.5, 0.5, -1.0], 3)
+    (1.5, 4.0)
+    """
+    values = np.asarray(means, dtype=float)
+    if not 0 <= index < len(values):
+        raise ValueError(f"no candidate {index} among {len(values)}")
+    above = int(np.sum(values > values[index]))
+    tied = int(np.sum(values == values[index]))
+    return above + (tied + 1) / 2
 
 
 @dataclass(frozen=True, slots=True)

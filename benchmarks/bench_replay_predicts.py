@@ -56,7 +56,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _predicts_stats import (  # noqa: E402
     Yardstick,
+    disattenuated,
     mean_over_histories,
+    online_rank,
     pick_versus_initial,
     spearman,
     split_half,
@@ -172,6 +174,11 @@ def online_run(job: dict[str, Any]) -> dict[str, Any]:
             "v": scored.value, "v_quality": scored.quality, "wall_s": round(summary.wall_s, 2)}
 
 
+def online_order(job: dict[str, Any]) -> tuple[int, int, int]:
+    """The order online runs go in: seed, then history, then candidate."""
+    return job["j"], job["h"], job["c"]
+
+
 def read_log(log: Path) -> tuple[dict[int, dict[str, Any]],
                                  dict[tuple[int, int, int], dict[str, Any]]]:
     """The histories and online runs an earlier run of this script printed."""
@@ -258,6 +265,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="dreamrsi-predicts-") as tmp, \
             _pool(args.jobs) as pool:
         stores = args.stores or Path(tmp) / "stores"
+        jobs: list[dict[str, Any]] = []
         for h in range(args.histories):
             folder = stores / f"history-{h}"
             item = logged.get(h)
@@ -278,17 +286,18 @@ def main() -> None:
                     runs[(h, c, j)] = logged_runs[(h, c, j)]
                     reused_runs += 1
                     print(json.dumps(runs[(h, c, j)]), flush=True)
-            # seed-major: every candidate's j-th run before any (j+1)-th, so drift in the
-            # machine's state falls alike on all of them
-            jobs = [{"task": args.task, "spec": item["candidates"][c]["spec"],
-                     "settings": settings, "history": str(folder),
-                     "folder": str(Path(tmp) / f"online-{h}-{c}-{j}"), "budget": args.budget,
-                     "workers": args.workers, "context": args.context,
-                     "seed": online_seed(args.seed, h, j), "h": h, "c": c, "j": j}
-                    for c, j in sorted(missing, key=lambda cj: (cj[1], cj[0]))]
-            for result in pool(jobs):
-                runs[(result["h"], result["c"], result["j"])] = result
-                print(json.dumps(result), flush=True)
+            jobs += [{"task": args.task, "spec": item["candidates"][c]["spec"],
+                      "settings": settings, "history": str(folder),
+                      "folder": str(Path(tmp) / f"online-{h}-{c}-{j}"), "budget": args.budget,
+                      "workers": args.workers, "context": args.context,
+                      "seed": online_seed(args.seed, h, j), "h": h, "c": c, "j": j}
+                     for c, j in missing]
+        # seed-major over every history: each candidate's j-th run before any (j+1)-th, so
+        # drift in the machine's state falls alike on all, and a run stopped early leaves
+        # every history with the same first seeds (``--resume`` with fewer ``--online-seeds``)
+        for result in pool(sorted(jobs, key=online_order)):
+            runs[(result["h"], result["c"], result["j"])] = result
+            print(json.dumps(result), flush=True)
     summary = summarise(args, initial, histories, runs, (reused, reused_runs))
     print(summary)
     if not args.no_section:
@@ -342,7 +351,7 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
          if (b := runs[(item["h"], specs_of[item["h"]].index(initial), j)]["best"]) is not None],
         min(f for item in histories for f in item["floors"] if f is not None))
     outcomes, replay, inside, rho_all, rho_in = [], [], [], [], []
-    picks, initials, kept, rows = [], [], [], []
+    picks, initials, kept, rows, ranks = [], [], [], [], []
     for item in histories:
         h, cands = item["h"], item["candidates"]
         matrix = np.array([[yardstick.z(runs[(h, c, j)]["best"]) for j in seeds]
@@ -362,8 +371,9 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         picks.append(matrix[p])
         initials.append(matrix[i])
         kept.append(p == i)
+        ranks.append(online_rank(means, p))
         rows.append((h, len(cands), sum(support), rho_all[-1], rho_in[-1], pick.label(),
-                     item["promoted"], float(np.mean(matrix[p] - matrix[i])),
+                     item["promoted"], float(np.mean(matrix[p] - matrix[i])), ranks[-1],
                      item["dream_s"]))
     reliability = split_half(outcomes, seed=args.seed)
     all_est = mean_over_histories(rho_all, args.seed)
@@ -380,6 +390,15 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
     online = [r for r in runs.values() if r["h"] in {item["h"] for item in histories}]
     at_cap = sum(1 for r in online if r["v_quality"] >= 1.0 - 1e-9)
     zs = [z for m in outcomes for z in m.ravel()]
+    every = [c for item in histories for c in item["candidates"]]
+    outside = [c["misses"] for c in every if c["misses"] > 0]
+    census = (f"Inside the recorded support: {len(every) - len(outside)} of {len(every)} "
+              f"candidates (π_1 in {sum(c['misses'] == 0 for c in every if c['incumbent'])} "
+              f"of {len(histories)} histories); the {len(outside)} outside it made a median "
+              f"of {np.median(outside) if outside else 0:.0f} selections without a recorded "
+              f"continuation over their history's {args.history} trees; "
+              f"{sum(sum(k) >= 3 for k in inside)} of {len(histories)} histories had three or "
+              "more candidates inside it, the fewest a ρ needs.")
     passed = not np.isnan(in_est.value) and in_est.value >= 0.6
     pool = "each tree alone" if args.no_pool_branches else "pooled branches"
     lines = [
@@ -404,25 +423,30 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         f"Spearman across a history's candidates, averaged over 200 splits and "
         f"{reliability.histories} histories): {reliability.half:.2f}; Spearman-Brown for all "
         f"{args.online_seeds} seeds: {reliability.full:.2f}, so no correlation with the "
-        f"online mean can exceed {reliability.bound:.2f}.", "",
+        f"online mean can exceed {reliability.bound:.2f}. Corrected for that attenuation "
+        f"(ρ / {reliability.bound:.2f}), ρ over all candidates would be "
+        f"{disattenuated(all_est.value, reliability):.2f} with infinitely many seeds.", "",
         f"Spearman ρ between replay score and mean online outcome, per history, averaged "
         f"(bootstrap 95% interval over histories): all candidates **{all_est}** "
         f"({all_est.count} histories); inside the recorded support **{in_est}** "
         f"({in_est.count} histories with three or more candidates inside it). Pooled over "
         f"histories (within-history ranks, every candidate): {pooled_all} all, {pooled_in} "
-        "inside the support.", "",
+        "inside the support.", "", census, "",
         f"Target: ρ ≥ 0.6 inside the support (mean over histories): {figure} "
         f"{'PASS' if passed else 'MISS'}", "",
         f"The dream's pick against π_1 online (pick − π_1, paired over seeds, mean over "
         f"histories, two-level bootstrap 95% interval): **{versus.mean}**; the pick beat π_1 "
         f"in {versus.wins} of {len(histories)} histories, did worse in {versus.losses}, and "
-        f"was π_1 itself in {versus.kept}.", "",
+        f"was π_1 itself in {versus.kept}. The pick's online rank among its history's "
+        f"candidates (1 is the best online): mean {np.mean(ranks):.1f} of "
+        f"{np.mean([len(item['candidates']) for item in histories]):.1f}; it was the best "
+        f"online in {sum(r == 1 for r in ranks)} of {len(histories)} histories.", "",
         "| history | candidates (inside support) | ρ | ρ inside | pick | promoted | pick − π_1 "
-        "online | dream s |",
-        "|---:|---:|---:|---:|---|---|---:|---:|"]
-    for h, n, k, r_all, r_in, pick_label, promoted, diff, secs in rows:
+        "online | pick's online rank | dream s |",
+        "|---:|---:|---:|---:|---|---|---:|---:|---:|"]
+    for h, n, k, r_all, r_in, pick_label, promoted, diff, rank, secs in rows:
         lines.append(f"| {h} | {n} ({k}) | {r_all:.2f} | {r_in:.2f} | `{pick_label}` | "
-                     f"{'yes' if promoted else 'no'} | {diff:+.2f} | {secs:.1f} |")
+                     f"{'yes' if promoted else 'no'} | {diff:+.2f} | {rank:g} | {secs:.1f} |")
     lines += ["", "Per family, over histories (each family's best candidate in each):", "",
               "| family | mean replay score | mean online outcome | mean online V | online V "
               "at cap | misses (mean) |", "|---|---:|---:|---:|---:|---:|"]

@@ -149,3 +149,57 @@ def test_within_history_ranks_pool_every_candidate_and_ignore_level_differences(
 def test_the_helpers_examples_hold() -> None:
     import doctest
     assert doctest.testmod(stats).failed == 0
+
+
+def test_attenuation_and_the_picks_online_rank() -> None:
+    reliable = stats.Reliability(half=0.6, full=0.75, bound=math.sqrt(0.75), histories=4)
+    assert stats.disattenuated(0.6, reliable) == pytest.approx(0.6 / math.sqrt(0.75))
+    assert math.isnan(stats.disattenuated(0.6, stats.Reliability(-0.2, -0.5, 0.0, 4)))
+    assert math.isnan(stats.disattenuated(float("nan"), reliable))
+    means = [0.3, -1.0, 2.0, 0.3]
+    assert [stats.online_rank(means, i) for i in range(4)] == [2.5, 4.0, 1.0, 2.5]
+    with pytest.raises(ValueError, match="no candidate 4"):
+        stats.online_rank(means, 4)
+
+
+def test_online_runs_go_seed_by_seed_across_histories() -> None:
+    jobs = [{"h": h, "c": c, "j": j} for h in range(2) for c in range(3) for j in range(2)]
+    ordered = sorted(jobs, key=predicts.online_order)
+    assert [(o["j"], o["h"], o["c"]) for o in ordered] == sorted(
+        (j, h, c) for h in range(2) for c in range(3) for j in range(2))
+    # stopped after the first seed of every history: each history has seed 0, none seed 1
+    assert {(o["h"], o["j"]) for o in ordered[:6]} == {(0, 0), (1, 0)}
+
+
+def test_the_summary_reports_a_replay_that_ranks_online_perfectly() -> None:
+    initial = parse_spec("fixed:branches=4,refine=4")
+    others = [parse_spec(s) for s in ("greedy:branches=10,top=1", "ladder:levels=3,longest=4",
+                                      "ucb:c=1.0,fresh=0.5,max_branches=8")]
+    specs = [initial, *others]
+    rng = np.random.default_rng(4)
+    histories, runs = [], {}
+    for h in range(4):
+        # replay ranks the candidates as online does; the last is outside the support
+        cands = [{"spec": s.to_json(), "label": s.label(), "replay": 0.5 + 0.1 * c,
+                  "misses": 3.0 if c == 3 else 0.0, "incumbent": c == 0}
+                 for c, s in enumerate(specs)]
+        histories.append({"h": h, "candidates": cands, "pick": specs[3].to_json(),
+                          "promoted": True, "dream_s": 1.0, "floors": [-2.0]})
+        for c in range(4):
+            for j in range(4):
+                runs[(h, c, j)] = {"h": h, "c": c, "j": j, "v": 0.9, "v_quality": 1.0,
+                                   "best": -1.5 + 0.1 * c + rng.normal(scale=0.001)}
+    args = predicts.argparse.Namespace(task="autocorrelation-c3", online_seeds=4, seed=0,
+                                       history=4, budget=20, workers=2, context=4,
+                                       dream_trials=60, keep=1, no_pool_branches=False)
+    text = predicts.summarise(args, initial, histories, runs)
+    assert "all candidates **1.00 [1.00, 1.00]** (4 histories)" in text
+    assert "inside the recorded support **1.00 [1.00, 1.00]**" in text
+    assert "Target: ρ ≥ 0.6 inside the support (mean over histories): **1.00 [1.00, 1.00]** " \
+           "PASS" in text
+    assert "Inside the recorded support: 12 of 16 candidates (π_1 in 4 of 4 histories); the 4 " \
+           "outside it made a median of 3 selections" in text
+    assert "4 of 4 histories had three or more candidates inside it" in text
+    assert "mean 1.0 of 4.0; it was the best online in 4 of 4 histories" in text
+    assert "the pick beat π_1 in 4 of 4 histories" in text
+    assert "ρ over all candidates would be 1.00 with infinitely many seeds" in text
