@@ -11,6 +11,7 @@ import importlib.util
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -123,6 +124,14 @@ def test_a_planned_candidate_whose_grid_the_budget_cuts_scores_online(
     assert result["v"] > 0 and result["v_quality"] > 0
     assert not (tmp_path / "online").exists()  # the copy is gone, the history untouched
     json.dumps(result)  # one JSON line of the log
+    # the rule of settings before version 4, judging the plan by its grid: the same run (same
+    # seed, same tree, same best) scores nothing, as every `planned` row once did online
+    job = {"task": str(task_dir), "spec": planned.to_json(), "history": str(tmp_path / "store"),
+           "settings": replace(settings, plan_support="grid").to_json(),
+           "folder": str(tmp_path / "online"), "budget": 12, "workers": 2, "context": 4,
+           "seed": 7, "h": 0, "c": 3, "j": 1}
+    by_grid = predicts.online_run(job)
+    assert by_grid["best"] == result["best"] and by_grid["v"] == 0
 
 
 def test_the_log_is_read_back_by_history_and_by_run(tmp_path: Path) -> None:
