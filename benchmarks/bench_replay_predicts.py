@@ -78,6 +78,9 @@ from dreamrsi.policies.registry import BUILTIN, make_policy, parse_spec  # noqa:
 from dreamrsi.store import SqliteRunStore  # noqa: E402
 from dreamrsi.tasks import resolve_task  # noqa: E402
 
+MIN_HISTORIES = 10
+"""Histories the target's ρ must average (each with three candidates inside the support) for a
+verdict: issue 33's count; a mean over fewer is reported, never passed."""
 SEEDS_PER_HISTORY = 1000
 ONLINE_SEEDS = 500_000
 """History h's recorded runs use seeds ``base + 1000 h + i``; its online runs ``base + 500,000 +
@@ -399,7 +402,17 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
               f"continuation over their history's {args.history} trees; "
               f"{sum(sum(k) >= 3 for k in inside)} of {len(histories)} histories had three or "
               "more candidates inside it, the fewest a ρ needs.")
-    passed = not np.isnan(in_est.value) and in_est.value >= 0.6
+    passed = (in_est.count >= MIN_HISTORIES and not np.isnan(in_est.value)
+              and in_est.value >= 0.6)
+    short = ("" if in_est.count >= MIN_HISTORIES else
+             f" (not shown: {in_est.count} histories count, the verdict needs "
+             f"{MIN_HISTORIES})")
+    corrected = disattenuated(all_est.value, reliability)
+    attenuation = (f"Corrected for that attenuation (ρ / {reliability.bound:.2f}), ρ over all "
+                   f"candidates would be {corrected:.2f} with infinitely many seeds."
+                   if not np.isnan(corrected) else
+                   "The reliability is not positive: the online means do not repeat across "
+                   "halves, and no correction for attenuation is possible.")
     pool = "each tree alone" if args.no_pool_branches else "pooled branches"
     lines = [
         f"Task `{args.task}`: {len(histories)} independent histories, each {args.history} runs "
@@ -423,9 +436,7 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         f"Spearman across a history's candidates, averaged over 200 splits and "
         f"{reliability.histories} histories): {reliability.half:.2f}; Spearman-Brown for all "
         f"{args.online_seeds} seeds: {reliability.full:.2f}, so no correlation with the "
-        f"online mean can exceed {reliability.bound:.2f}. Corrected for that attenuation "
-        f"(ρ / {reliability.bound:.2f}), ρ over all candidates would be "
-        f"{disattenuated(all_est.value, reliability):.2f} with infinitely many seeds.", "",
+        f"online mean can exceed {reliability.bound:.2f}. {attenuation}", "",
         f"Spearman ρ between replay score and mean online outcome, per history, averaged "
         f"(bootstrap 95% interval over histories): all candidates **{all_est}** "
         f"({all_est.count} histories); inside the recorded support **{in_est}** "
@@ -433,7 +444,7 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         f"histories (within-history ranks, every candidate): {pooled_all} all, {pooled_in} "
         "inside the support.", "", census, "",
         f"Target: ρ ≥ 0.6 inside the support (mean over histories): {figure} "
-        f"{'PASS' if passed else 'MISS'}", "",
+        f"{'PASS' if passed else 'MISS'}{short}", "",
         f"The dream's pick against π_1 online (pick − π_1, paired over seeds, mean over "
         f"histories, two-level bootstrap 95% interval): **{versus.mean}**; the pick beat π_1 "
         f"in {versus.wins} of {len(histories)} histories, did worse in {versus.losses}, and "

@@ -180,15 +180,16 @@ def test_online_runs_go_seed_by_seed_across_histories() -> None:
     assert {(o["h"], o["j"]) for o in ordered[:6]} == {(0, 0), (1, 0)}
 
 
-def test_the_summary_reports_a_replay_that_ranks_online_perfectly() -> None:
+def _perfect_summary(count: int) -> str:
+    """The summary over ``count`` histories whose replay ranks four candidates as online does,
+    the last of them outside the support and the dream's pick."""
     initial = parse_spec("fixed:branches=4,refine=4")
     others = [parse_spec(s) for s in ("greedy:branches=10,top=1", "ladder:levels=3,longest=4",
                                       "ucb:c=1.0,fresh=0.5,max_branches=8")]
     specs = [initial, *others]
     rng = np.random.default_rng(4)
     histories, runs = [], {}
-    for h in range(4):
-        # replay ranks the candidates as online does; the last is outside the support
+    for h in range(count):
         cands = [{"spec": s.to_json(), "label": s.label(), "replay": 0.5 + 0.1 * c,
                   "misses": 3.0 if c == 3 else 0.0, "incumbent": c == 0}
                  for c, s in enumerate(specs)]
@@ -201,14 +202,25 @@ def test_the_summary_reports_a_replay_that_ranks_online_perfectly() -> None:
     args = predicts.argparse.Namespace(task="autocorrelation-c3", online_seeds=4, seed=0,
                                        history=4, budget=20, workers=2, context=4,
                                        dream_trials=60, keep=1, no_pool_branches=False)
-    text = predicts.summarise(args, initial, histories, runs)
-    assert "all candidates **1.00 [1.00, 1.00]** (4 histories)" in text
+    return str(predicts.summarise(args, initial, histories, runs))
+
+
+def test_the_summary_reports_a_replay_that_ranks_online_perfectly() -> None:
+    n = predicts.MIN_HISTORIES
+    text = _perfect_summary(n)
+    assert f"all candidates **1.00 [1.00, 1.00]** ({n} histories)" in text
     assert "inside the recorded support **1.00 [1.00, 1.00]**" in text
     assert "Target: ρ ≥ 0.6 inside the support (mean over histories): **1.00 [1.00, 1.00]** " \
-           "PASS" in text
-    assert "Inside the recorded support: 12 of 16 candidates (π_1 in 4 of 4 histories); the 4 " \
-           "outside it made a median of 3 selections" in text
-    assert "4 of 4 histories had three or more candidates inside it" in text
-    assert "mean 1.0 of 4.0; it was the best online in 4 of 4 histories" in text
-    assert "the pick beat π_1 in 4 of 4 histories" in text
+           "PASS\n" in text
+    assert f"Inside the recorded support: {3 * n} of {4 * n} candidates (π_1 in {n} of {n} " \
+           f"histories); the {n} outside it made a median of 3 selections" in text
+    assert f"{n} of {n} histories had three or more candidates inside it" in text
+    assert f"mean 1.0 of 4.0; it was the best online in {n} of {n} histories" in text
+    assert f"the pick beat π_1 in {n} of {n} histories" in text
     assert "ρ over all candidates would be 1.00 with infinitely many seeds" in text
+
+
+def test_a_target_averaged_over_too_few_histories_is_not_passed() -> None:
+    text = _perfect_summary(3)
+    assert "inside the support (mean over histories): **1.00 [1.00, 1.00]** MISS (not shown: " \
+           f"3 histories count, the verdict needs {predicts.MIN_HISTORIES})" in text
