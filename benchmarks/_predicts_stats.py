@@ -137,6 +137,72 @@ def split_half(outcomes: Sequence[np.ndarray], splits: int = 200,
     return Reliability(r, full, bound, len(per_history))
 
 
+@dataclass(frozen=True, slots=True)
+class Components:
+    """Variance of the online outcome, candidates × paired seeds (two-way, one run a cell),
+    pooled over histories.
+
+    Attributes:
+        between: Variance of the candidates' true means within a history (``(MS_c − MS_e) /
+            seeds``; may come out negative when the candidates differ less than the noise).
+        error: Variance of one run about its candidate's and its seed's effects (``MS_e``,
+            the interaction: the paired seed's shared effect is taken out).
+    """
+
+    between: float
+    error: float
+
+    def reliability(self, seeds: int) -> float:
+        """Reliability of a candidate's mean over ``seeds`` paired seeds (0 when the
+        candidates do not differ beyond the noise).
+
+        >>> Components(1.0, 4.0).reliability(4)
+        0.5
+        """
+        if not self.between > 0:
+            return 0.0
+        return seeds * self.between / (seeds * self.between + self.error)
+
+    def seeds_for(self, reliability: float) -> float:
+        """Paired seeds a candidate's mean needs to reach ``reliability`` (infinite when the
+        candidates do not differ beyond the noise).
+
+        >>> Components(1.0, 4.0).seeds_for(0.5)
+        4.0
+        """
+        if not self.between > 0:
+            return math.inf
+        return reliability / (1 - reliability) * self.error / self.between
+
+
+def components(outcomes: Sequence[np.ndarray]) -> Components:
+    """Two-way variance components of ``outcomes[h]`` (candidates × seeds), their mean
+    squares pooled over histories by degrees of freedom.
+
+    Raises:
+        ValueError: No history with two or more candidates and seeds.
+    """
+    ss_c = ss_e = df_c = df_e = 0.0
+    seeds = []
+    for matrix in outcomes:
+        m = np.asarray(matrix, dtype=float)
+        k, n = m.shape
+        if k < 2 or n < 2:
+            continue
+        grand = m.mean()
+        rows, cols = m.mean(axis=1, keepdims=True), m.mean(axis=0, keepdims=True)
+        ss_c += n * float(((rows - grand) ** 2).sum())
+        ss_e += float(((m - rows - cols + grand) ** 2).sum())
+        df_c += k - 1
+        df_e += (k - 1) * (n - 1)
+        seeds.append(n)
+    if not seeds:
+        raise ValueError("variance components need a history with two or more candidates "
+                         "and seeds")
+    ms_c, ms_e = ss_c / df_c, ss_e / df_e
+    return Components((ms_c - ms_e) / float(np.mean(seeds)), ms_e)
+
+
 def disattenuated(rho: float, reliability: Reliability) -> float:
     """ρ corrected for the online mean's unreliability, ``rho / reliability.bound`` (Spearman's
     correction with replay's own reliability 1); NaN where the bound is not positive.

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import shutil
 import sys
@@ -56,6 +57,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _predicts_stats import (  # noqa: E402
     Yardstick,
+    components,
     disattenuated,
     mean_over_histories,
     online_rank,
@@ -408,6 +410,16 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
              f" (not shown: {in_est.count} histories count, the verdict needs "
              f"{MIN_HISTORIES})")
     corrected = disattenuated(all_est.value, reliability)
+    parts = components(outcomes)
+    needed = parts.seeds_for(0.36)
+    spread = (f"Variance components of the outcome (candidates × paired seeds, two-way, pooled "
+              f"over histories): between the candidates of a history {parts.between:.3f}, one "
+              f"run's noise {parts.error:.3f}; by them a candidate's mean over "
+              f"{args.online_seeds} seeds has reliability "
+              f"{parts.reliability(args.online_seeds):.2f}, and a bound of 0.6 on ρ "
+              "(reliability 0.36) needs "
+              + (f"about {math.ceil(needed)} paired seeds per candidate." if math.isfinite(needed)
+                 else "more seeds than any: the candidates differ no more than the noise."))
     attenuation = (f"Corrected for that attenuation (ρ / {reliability.bound:.2f}), ρ over all "
                    f"candidates would be {corrected:.2f} with infinitely many seeds."
                    if not np.isnan(corrected) else
@@ -436,7 +448,7 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         f"Spearman across a history's candidates, averaged over 200 splits and "
         f"{reliability.histories} histories): {reliability.half:.2f}; Spearman-Brown for all "
         f"{args.online_seeds} seeds: {reliability.full:.2f}, so no correlation with the "
-        f"online mean can exceed {reliability.bound:.2f}. {attenuation}", "",
+        f"online mean can exceed {reliability.bound:.2f}. {attenuation}", "", spread, "",
         f"Spearman ρ between replay score and mean online outcome, per history, averaged "
         f"(bootstrap 95% interval over histories): all candidates **{all_est}** "
         f"({all_est.count} histories); inside the recorded support **{in_est}** "

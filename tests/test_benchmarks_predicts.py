@@ -224,3 +224,25 @@ def test_a_target_averaged_over_too_few_histories_is_not_passed() -> None:
     text = _perfect_summary(3)
     assert "inside the support (mean over histories): **1.00 [1.00, 1.00]** MISS (not shown: " \
            f"3 histories count, the verdict needs {predicts.MIN_HISTORIES})" in text
+
+
+def test_variance_components_separate_candidates_from_seed_noise() -> None:
+    rng = np.random.default_rng(5)
+    # candidates 0.5 apart (variance 0.5² × var(0..5) = 0.875), per-run noise sd 1, and a
+    # shared seed effect as large again that pairing must take out
+    effects = 0.5 * np.arange(6.0)
+    matrices = [effects[:, None] + rng.normal(scale=1.0, size=(1, 40))
+                + rng.normal(size=(6, 40)) for _ in range(30)]
+    found = stats.components(matrices)
+    assert found.between == pytest.approx(np.var(effects, ddof=1), rel=0.15)
+    assert found.error == pytest.approx(1.0, rel=0.1)
+    assert found.reliability(10) == pytest.approx(
+        10 * found.between / (10 * found.between + found.error))
+    assert found.reliability(found.seeds_for(0.36)) == pytest.approx(0.36)
+    # candidates that do not differ: no seed count makes their order repeat
+    flat = stats.components([rng.normal(size=(6, 4)) for _ in range(30)])
+    assert abs(flat.between) < 0.1 and flat.error == pytest.approx(1.0, rel=0.15)
+    assert stats.Components(-0.1, 1.0).seeds_for(0.36) == math.inf
+    assert stats.Components(-0.1, 1.0).reliability(100) == 0.0
+    with pytest.raises(ValueError, match="two or more"):
+        stats.components([np.ones((1, 5))])
