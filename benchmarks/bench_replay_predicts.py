@@ -406,9 +406,8 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
               "more candidates inside it, the fewest a ρ needs.")
     passed = (in_est.count >= MIN_HISTORIES and not np.isnan(in_est.value)
               and in_est.value >= 0.6)
-    short = ("" if in_est.count >= MIN_HISTORIES else
-             f" (not shown: {in_est.count} histories count, the verdict needs "
-             f"{MIN_HISTORIES})")
+    counted = (f"({in_est.count} of {len(histories)} histories count; a verdict needs "
+               f"{MIN_HISTORIES})")
     corrected = disattenuated(all_est.value, reliability)
     parts = components(outcomes)
     needed = parts.seeds_for(0.36)
@@ -456,7 +455,7 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         f"histories (within-history ranks, every candidate): {pooled_all} all, {pooled_in} "
         "inside the support.", "", census, "",
         f"Target: ρ ≥ 0.6 inside the support (mean over histories): {figure} "
-        f"{'PASS' if passed else 'MISS'}{short}", "",
+        f"{counted} {'PASS' if passed else 'MISS'}", "",
         f"The dream's pick against π_1 online (pick − π_1, paired over seeds, mean over "
         f"histories, two-level bootstrap 95% interval): **{versus.mean}**; the pick beat π_1 "
         f"in {versus.wins} of {len(histories)} histories, did worse in {versus.losses}, and "

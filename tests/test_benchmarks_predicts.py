@@ -211,7 +211,7 @@ def test_the_summary_reports_a_replay_that_ranks_online_perfectly() -> None:
     assert f"all candidates **1.00 [1.00, 1.00]** ({n} histories)" in text
     assert "inside the recorded support **1.00 [1.00, 1.00]**" in text
     assert "Target: ρ ≥ 0.6 inside the support (mean over histories): **1.00 [1.00, 1.00]** " \
-           "PASS\n" in text
+           f"({n} of {n} histories count; a verdict needs {n}) PASS\n" in text
     assert f"Inside the recorded support: {3 * n} of {4 * n} candidates (π_1 in {n} of {n} " \
            f"histories); the {n} outside it made a median of 3 selections" in text
     assert f"{n} of {n} histories had three or more candidates inside it" in text
@@ -222,8 +222,8 @@ def test_the_summary_reports_a_replay_that_ranks_online_perfectly() -> None:
 
 def test_a_target_averaged_over_too_few_histories_is_not_passed() -> None:
     text = _perfect_summary(3)
-    assert "inside the support (mean over histories): **1.00 [1.00, 1.00]** MISS (not shown: " \
-           f"3 histories count, the verdict needs {predicts.MIN_HISTORIES})" in text
+    assert "inside the support (mean over histories): **1.00 [1.00, 1.00]** (3 of 3 " \
+           f"histories count; a verdict needs {predicts.MIN_HISTORIES}) MISS" in text
 
 
 def test_variance_components_separate_candidates_from_seed_noise() -> None:
