@@ -104,6 +104,10 @@ SUPERSEDED: dict[str, str] = {
                     "superseded by dream-growth-110-2000",
     "dream-growth-2000": "100 trials, 20 and 100 trees; superseded by dream-growth-110-2000 "
                          "(1,000 trials, up to 500 trees of both sizes)",
+    "predicts-autocorrelation-c3--pooled--5-online-seeds":
+        "one history of 10 trees, 20 policies (half of them sampled, not a dream's candidates) "
+        "with 5 online seeds each, scored online by V (at its cap 1.0 for most); superseded by "
+        "predicts-autocorrelation-c3--candidates (independent histories, paired seeds)",
     "predicts-autocorrelation-c3": "4 trees and one online seed per policy; superseded by "
                                    "predicts-autocorrelation-c3--ladder-history",
     "pays-power-80-shared-40": "simulated at 80 attempts, 40 shared, not the protocol the "
