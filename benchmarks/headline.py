@@ -121,6 +121,10 @@ SUPERSEDED: dict[str, str] = {
     "replay-ab-f94c154": "one branch's cells (halving, ucb) against the commit before it, on "
                          "a loaded machine; superseded by replay-ab-bcb305a, every family "
                          "against the code before issue 34's refactor, measured after the merge",
+    "replay-ab-f94c154a3dd990dacae6ea701890d7ddb68ca4df":
+        "one branch's cells (fixed, ladder, planned, greedy) against the commit before it, on "
+        "a loaded machine; superseded by replay-ab-bcb305a, every family against the code "
+        "before issue 34's refactor, measured after the merge",
     "pays-lasso-path--branches-pooled--history-4--total-budget--5x10":
         "measured at 48bf114 and not re-measured since (its 90 minutes did not fit the session "
         "that re-measured the per-round lasso-path run, which is current as "
