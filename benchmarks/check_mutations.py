@@ -33,7 +33,8 @@ TESTS = ("tests/policies/test_choosers.py", "tests/policies/test_incremental.py"
 WIDTHS = "tests/policies/test_widths.py"
 WIDTH_FAMILIES = ("fixed", "ladder", "planned", "greedy")
 
-#: family -> (file under src/dreamrsi/policies, the line as written, the line broken)
+#: family (or family-part) -> (file under src/dreamrsi/policies, the line as written,
+#: the line broken)
 MUTATIONS: dict[str, tuple[str, str, str]] = {
     "fixed": ("fixed_refinement.py",
               "return self.refine + 1, self.branches",
@@ -56,6 +57,14 @@ MUTATIONS: dict[str, tuple[str, str, str]] = {
     "ucb": ("ucb.py",
             "value = gains[at] + c * sqrt(log_t / arms[at].length)",
             "value = gains[at] + c * sqrt(log_t / (arms[at].length + 1))"),
+    # ucb's scan over few branches is written for one slot and for a batch (the W = 1 path's
+    # speed needs it apart): the batch's line, and opening's value in the one-slot scan
+    "ucb-batch": ("ucb.py",
+                  "found.append((-(gains[at] + c * sqrt(log_t / arms[at].length)), at))",
+                  "found.append((-(gains[at] + c * sqrt(log_t / (arms[at].length + 1))), at))"),
+    "ucb-open": ("ucb.py",
+                 "firsts / count + c * sqrt(log_t / (count + 1)) > top",
+                 "firsts / count + c * sqrt(log_t / (count + 2)) > top"),
     "allocation": ("allocation.py",
                    "unit, rho = total / length, (revealed.valid + 1) / (length + 2)",
                    "unit, rho = total / length, (revealed.valid + 1) / (length + 3)"),

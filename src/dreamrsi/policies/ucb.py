@@ -46,6 +46,7 @@ class UCBBranches:
 
     def __post_init__(self) -> None:
         check_params(self)
+        self._finite = math.isfinite(self.c) and math.isfinite(self.fresh)  # else no chooser
         self._derived = DerivedSelect(self._batches)
 
     def reset(self, context: PolicyContext) -> None:
@@ -66,12 +67,11 @@ class UCBBranches:
         if plan is not None:
             return None
         base = root.score
-        if base is None or not math.isfinite(self.c) or not math.isfinite(self.fresh):
+        if base is None or not self._finite:
             return None
-        few = _FEW * workers + _FEW
         if workers == 1:
-            return _arms(self.c, self.max_branches, base, base, 0, True, few).send
-        return _batches(self.c, self.max_branches, base, base, few)
+            return _arms(self.c, self.max_branches, base, base, 0, True, _FEW + _FEW).send
+        return _batches(self.c, self.max_branches, base, base, _FEW * workers + _FEW)
 
     def _batches(self, root: Node) -> BatchChooser | None:
         chooser = self.chooser(root, 2, None)
@@ -118,7 +118,9 @@ def _arms(c: float, max_branches: int, base: float, best: float, size: int, one:
     earlier-opened first on ties, and a group, or the rest of one, is not valued once its
     best possible value is below the n-th best found so far. The first gains are summed in
     opening order, again when the scale has moved: the same floats as valuing every arm
-    every round."""
+    every round. One slot over few branches (most rounds at W = 1) takes the best by one
+    scan, the values written as the batch's: the W = 1 path's speed (``bench_replay_ab.py``)
+    needs that scan apart."""
     arms: list[Branch] = []  # each branch's state, in opening order
     gains: list[float] = []  # each branch's gain (while few)
     place: dict[str, int] = _UNUSED if one else {}  # branch id -> opening place
@@ -146,7 +148,7 @@ def _arms(c: float, max_branches: int, base: float, best: float, size: int, one:
             if not one:
                 states, n = got
             else:
-                states = () if got is None else (got,)
+                states = (got,)  # (never None: the first answer is given before)
             for revealed in states:  # catch up
                 size += 1
                 score = revealed.best
@@ -213,31 +215,30 @@ def _arms(c: float, max_branches: int, base: float, best: float, size: int, one:
                     if not grouped:
                         gains[at] = 0.0 if arm.best is None else (arm.best - base) / span
         log_t = log(size + 1)
-        found: list[tuple[float, int]] = _UNUSED if simple else []  # (-value, place):
-        # opening's from count on
-        opening, at = -inf, count  # (-inf: no opening, every branch opened)
-        while at < max_branches:  # opening, as an arm tried ``at`` times
+        if simple:  # one slot, every arm valued: the first of the best, opening listed last
+            top = -inf
+            for at in range(count):
+                value = gains[at] + c * sqrt(log_t / arms[at].length)
+                if value > top:
+                    top, pick = value, at
+            if count < max_branches and firsts / count + c * sqrt(log_t / (count + 1)) > top:
+                pick = -1
+            got = yield OPEN if pick < 0 else arms[pick]
+            continue
+        # a batch, or one slot in groups: every arm worth a place, as (-value, place)
+        found: list[tuple[float, int]] = []
+        opening, at = -inf, count  # opening's from count on (-inf: every branch opened)
+        while at < max_branches:  # opening, as an arm tried ``at`` times (the value above)
             opening = firsts / count + c * sqrt(log_t / (at + 1))
-            if one:
+            if one:  # (appended below, with the groups')
                 break
             found.append((-opening, at))
             at += 1
             if at - count == n:
                 break
-        if not grouped:
-            top = -inf  # at W = 1: the best branch's value (pick: the first of equals)
+        if not grouped:  # every branch's value, as above (all finite where few are kept)
             for at in range(count):
-                value = gains[at] + c * sqrt(log_t / arms[at].length)
-                if value > top:  # above W = 1 every value (all finite where few are kept)
-                    if one:
-                        top, pick = value, at
-                    else:
-                        found.append((-value, at))
-            if one:  # opening, listed last, if it beats the best branch
-                if opening > top:
-                    pick = -1
-                got = yield OPEN if pick < 0 else arms[pick]
-                continue
+                found.append((-(gains[at] + c * sqrt(log_t / arms[at].length)), at))
         else:
             if one and max_branches > count:
                 found.append((-opening, count))
