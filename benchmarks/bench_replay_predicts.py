@@ -26,14 +26,24 @@ candidates and for those inside the recorded support (no selection without a rec
 continuation on any of the history's trees; the target, ρ ≥ 0.6); and the dream's pick against
 π_1 online (paired over seeds, two-level bootstrap; how many histories' picks beat π_1).
 
+With ``--in-support`` the candidate set is confined to the recorded support: each family's
+``--keep`` best trials (by the study's value) among those whose replays make no selection without
+a recorded continuation on any of the history's trees (the test that counts candidates inside the
+support), and π_1; a family with no such trial contributes nothing. The studies are the dream's
+own (same trials, same seeds); the pick is the in-support candidate with the best replay score
+(π_1 on a tie), with no selection gate: what a dream confined to the support would choose.
+
 Each history and each online run is printed as one JSON line as it ends; ``--resume LOG`` reuses
 them (a history whose online runs are incomplete needs its store, kept with ``--stores DIR``;
-without it the history is recorded again). ``--jobs J`` runs J online runs at once.
+without it the history is recorded again). A history logged with other dream settings (the
+candidates of a run without ``--in-support``, say) is dreamt over again from its kept store, not
+recorded again; an online run is reused wherever its history, policy and seed recur.
+``--jobs J`` runs J online runs at once.
 
 Usage: python benchmarks/bench_replay_predicts.py [--task autocorrelation-c3] [--histories 10]
        [--history 4] [--online-seeds 10] [--budget 20] [--workers 2] [--seed 0]
        [--dream-trials 60] [--keep 1] [--families F ...] [--context 4] [--initial NAME:params]
-       [--no-pool-branches] [--jobs J] [--stores DIR] [--resume LOG]
+       [--no-pool-branches] [--in-support] [--jobs J] [--stores DIR] [--resume LOG]
 """
 
 from __future__ import annotations
@@ -87,6 +97,10 @@ SEEDS_PER_HISTORY = 1000
 ONLINE_SEEDS = 500_000
 """History h's recorded runs use seeds ``base + 1000 h + i``; its online runs ``base + 500,000 +
 1000 h + j`` (``base = 1,000,000 × --seed``), the same j for every candidate of h."""
+RECORDING = ("task", "history", "budget", "workers", "seed", "context", "initial")
+"""The settings a history's recorded runs depend on; the others only change its dream."""
+EVERY_TRIAL = 1_000_000
+"""``keep`` that makes ``choose`` replay every trial of every study as a candidate."""
 
 
 def history_seed(base: int, h: int, i: int) -> int:
@@ -113,7 +127,13 @@ def settings_key(args: argparse.Namespace, initial: PolicySpec) -> dict[str, Any
             "workers": args.workers, "seed": args.seed, "dream_trials": args.dream_trials,
             "keep": args.keep, "families": list(args.families), "context": args.context,
             "initial": initial.to_json(),
-            "pool_branches": not args.no_pool_branches}
+            "pool_branches": not args.no_pool_branches,
+            **({"in_support": True} if args.in_support else {})}
+
+
+def recorded_alike(logged: dict[str, Any], key: dict[str, Any]) -> bool:
+    """Whether a history logged with ``logged`` settings recorded the runs ``key`` would."""
+    return all(logged.get(k) == key[k] for k in RECORDING)
 
 
 def record_history(h: int, args: argparse.Namespace, initial: PolicySpec, folder: Path
@@ -127,14 +147,25 @@ def record_history(h: int, args: argparse.Namespace, initial: PolicySpec, folder
         runs = [start_run(store, task, RunConfig(
             budget=args.budget, workers=args.workers, seed=history_seed(args.seed, h, i),
             policy=initial, history=args.context)).run_id for i in range(args.history)]
+    return dream_over(h, args, initial, folder, runs, time.monotonic() - started)
+
+
+def dream_over(h: int, args: argparse.Namespace, initial: PolicySpec, folder: Path,
+               runs: list[str], recorded: float) -> dict[str, Any]:
+    """The dream over history ``h``'s store (read only): its candidates scored by replay and
+    its pick, as the JSON-ready dict the summary and the online runs need."""
+    task = resolve_task(args.task)
+    with SqliteRunStore.open(folder) as store:
         history = load_history(store, task.name, task.digest, task.evaluator_digest)
-    recorded = time.monotonic() - started
     trees = list(history.trees)
     config = dream_config(args)
     train, holdout = config.split.divide(trees)
     started = time.monotonic()
-    choice = choose(train, holdout, initial, config, QualityScale.of(trees))
-    dreamt = time.monotonic() - started
+    if args.in_support:  # every trial of the dream's studies replayed, then confined
+        choice = choose(train, holdout, initial, replace(config, keep=EVERY_TRIAL),
+                        QualityScale.of(trees))
+    else:
+        choice = choose(train, holdout, initial, config, QualityScale.of(trees))
     candidates = []
     for c in choice.candidates:
         compared = config.split.selected(c.train, c.holdout)
@@ -144,12 +175,62 @@ def record_history(h: int, args: argparse.Namespace, initial: PolicySpec, folder
             "replay": float(np.mean([s.value for s in compared])),
             "misses": float(sum(s.out_of_support for s in scores)),
             "incumbent": c.spec == initial})
-    return {"kind": "history", "h": h, "settings": settings_key(args, initial), "runs": runs,
+    item = {"kind": "history", "h": h, "settings": settings_key(args, initial), "runs": runs,
             "trees": [t.tree_id for t in trees],
             "bests": [t.best for t in trees], "floors": [t.floor for t in trees],
             "candidates": candidates, "pick": choice.selected.to_json(),
-            "promoted": choice.selection.promoted, "reason": choice.selection.reason,
-            "record_s": round(recorded, 2), "dream_s": round(dreamt, 2)}
+            "promoted": choice.selection.promoted, "reason": choice.selection.reason}
+    if args.in_support:
+        kept, pick = confine(candidates, args.keep)
+        item |= {"candidates": kept, "pick": pick["spec"], "promoted": not pick["incumbent"],
+                 "reason": "the in-support candidate with the best replay score",
+                 "trials": trial_census(candidates)}
+    return item | {"record_s": round(recorded, 2),
+                   "dream_s": round(time.monotonic() - started, 2)}
+
+
+def confine(trials: list[dict[str, Any]], keep: int
+            ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The candidate set confined to the recorded support, and its pick.
+
+    ``trials``: every trial of the dream's studies scored as a candidate, π_1 (one of its
+    family's trials, tried first) marked ``incumbent``, each family's in the order its study
+    ranks them. Kept: π_1, then each family's ``keep`` best trials by replay score (the study's
+    value; earlier first on a tie, as the study ranks) among those with no miss (no selection
+    without a recorded continuation); π_1 counts among its family's. The pick: the kept
+    candidate with the best replay score, π_1 on a tie.
+
+    >>> t = [{"spec": {"name": "fixed"}, "replay": 0.5, "misses": 0.0, "incumbent": True},
+    ...      {"spec": {"name": "greedy"}, "replay": 0.9, "misses": 2.0, "incumbent": False},
+    ...      {"spec": {"name": "greedy"}, "replay": 0.6, "misses": 0.0, "incumbent": False}]
+    >>> kept, pick = confine(t, keep=1)
+    >>> [c["replay"] for c in kept], pick["replay"]
+    ([0.5, 0.6], 0.6)
+    """
+    incumbents = [c for c in trials if c["incumbent"]]
+    if len(incumbents) != 1:
+        raise ValueError(f"{len(incumbents)} candidates are marked as π_1, not one")
+    initial = incumbents[0]
+    kept = [initial]
+    families: dict[str, list[dict[str, Any]]] = {}
+    for c in trials:
+        if c["misses"] == 0:
+            families.setdefault(c["spec"]["name"], []).append(c)
+    for inside in families.values():
+        best = sorted(inside, key=lambda c: -c["replay"])[:keep]  # stable: the study's order
+        kept += [c for c in best if c is not initial]
+    pick = max(kept, key=lambda c: (c["replay"], c is initial))
+    return kept, pick
+
+
+def trial_census(trials: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """Per family, its trials and how many of them stayed inside the support."""
+    census: dict[str, list[int]] = {}
+    for c in trials:
+        counts = census.setdefault(c["spec"]["name"], [0, 0])
+        counts[0] += 1
+        counts[1] += c["misses"] == 0
+    return census
 
 
 def online_run(job: dict[str, Any]) -> dict[str, Any]:
@@ -200,6 +281,29 @@ def read_log(log: Path) -> tuple[dict[int, dict[str, Any]],
     return histories, runs
 
 
+def logged_online(logged: dict[int, dict[str, Any]],
+                  runs: dict[tuple[int, int, int], dict[str, Any]], item: dict[str, Any]
+                  ) -> dict[tuple[int, int], dict[str, Any]]:
+    """The logged online runs of history ``item`` by (candidate, seed) of ``item``'s
+    candidates: a run of the same history, policy and seed wherever it stood in the logged
+    candidate list (``logged``: the log's histories, ``runs``: its online runs)."""
+    h = item["h"]
+    before = logged.get(h)
+    if before is None or before["runs"] != item["runs"]:
+        return {}
+    now = {_spec_key(cand["spec"]): c for c, cand in enumerate(item["candidates"])}
+    found: dict[tuple[int, int], dict[str, Any]] = {}
+    for c, cand in enumerate(before["candidates"]):
+        if (moved := now.get(_spec_key(cand["spec"]))) is not None:
+            found |= {(moved, j): run | {"c": moved} for (hh, cc, j), run in runs.items()
+                      if (hh, cc) == (h, c)}
+    return found
+
+
+def _spec_key(spec: dict[str, Any]) -> str:
+    return json.dumps(spec, sort_keys=True)
+
+
 def store_holds(folder: Path, args: argparse.Namespace, runs: list[str]) -> bool:
     """Whether ``folder`` is a history store holding exactly ``runs`` (a kept ``--stores``)."""
     if not folder.is_dir():
@@ -245,6 +349,10 @@ def main() -> None:
     parser.add_argument("--resume", type=Path, default=None,
                         help="a log of an earlier run with the same settings: reuse its "
                              "histories and online runs")
+    parser.add_argument("--in-support", action="store_true",
+                        help="confine the candidates to the recorded support: each family's "
+                             "--keep best trials among those with no selection outside it, "
+                             "and π_1; the pick is the best of them by replay")
     parser.add_argument("--no-section", action="store_true",
                         help="print the summary without writing BENCHMARKS.md")
     args = parser.parse_args()
@@ -260,7 +368,7 @@ def main() -> None:
     logged, logged_runs = read_log(args.resume) if args.resume else ({}, {})
     key = settings_key(args, initial)
     for h, item in logged.items():
-        if item["settings"] != key:
+        if not recorded_alike(item["settings"], key):
             parser.error(f"--resume: history {h} of {args.resume} was recorded with other "
                          f"settings ({item['settings']}, not {key})")
     settings = dream_config(args).replay.to_json()
@@ -274,9 +382,17 @@ def main() -> None:
         for h in range(args.histories):
             folder = stores / f"history-{h}"
             item = logged.get(h)
+            if item is not None and item["settings"] != key:  # other dream settings
+                if not store_holds(folder, args, item["runs"]):
+                    parser.error(f"--resume: history {h} of {args.resume} was dreamt with "
+                                 f"other settings and {folder} does not hold its runs: it "
+                                 "would be recorded again (run without --resume for that)")
+                item = dream_over(h, args, initial, folder, item["runs"],
+                                  item.get("record_s", 0.0))
             wanted = [(c, j) for c in range(len(item["candidates"]))
                       for j in range(args.online_seeds)] if item else []
-            missing = [cj for cj in wanted if (h, *cj) not in logged_runs]
+            found = logged_online(logged, logged_runs, item) if item else {}
+            missing = [cj for cj in wanted if cj not in found]
             if item is None or (missing and not store_holds(folder, args, item["runs"])):
                 item = record_history(h, args, initial, folder)
                 missing = [(c, j) for c in range(len(item["candidates"]))
@@ -288,7 +404,7 @@ def main() -> None:
             histories.append(item)
             for c, j in wanted:
                 if (c, j) not in missing:
-                    runs[(h, c, j)] = logged_runs[(h, c, j)]
+                    runs[(h, c, j)] = found[(c, j)]
                     reused_runs += 1
                     print(json.dumps(runs[(h, c, j)]), flush=True)
             jobs += [{"task": args.task, "spec": item["candidates"][c]["spec"],
@@ -404,6 +520,16 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
               f"continuation over their history's {args.history} trees; "
               f"{sum(sum(k) >= 3 for k in inside)} of {len(histories)} histories had three or "
               "more candidates inside it, the fewest a ρ needs.")
+    per_family: dict[str, list[tuple[int, int]]] = {}
+    for item in histories:  # an --in-support dream's census of its studies
+        for family, (n, k) in item.get("trials", {}).items():
+            per_family.setdefault(family, []).append((n, k))
+    if per_family:
+        census += (" Of the dream's study trials (π_1 among its family's), inside the support, "
+                   "summed over histories, and in how many histories the family had none: "
+                   + ", ".join(f"{family} {sum(k for _, k in v)} of {sum(n for n, _ in v)} "
+                               f"(none in {sum(k == 0 for _, k in v)})"
+                               for family, v in sorted(per_family.items())) + ".")
     passed = (in_est.count >= MIN_HISTORIES and not np.isnan(in_est.value)
               and in_est.value >= 0.6)
     counted = (f"({in_est.count} of {len(histories)} histories count; a verdict needs "
@@ -425,13 +551,26 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
                    "The reliability is not positive: the online means do not repeat across "
                    "halves, and no correction for attenuation is possible.")
     pool = "each tree alone" if args.no_pool_branches else "pooled branches"
+    if getattr(args, "in_support", False):
+        chosen = (f"a dream's candidate set confined to the recorded support ({args.dream_trials} "
+                  f"Optuna trials per family, the dream's own studies; of each family, its "
+                  f"{args.keep} best trials among those whose replays make no selection without "
+                  "a recorded continuation on any of the history's trees, and π_1; a family "
+                  f"with no such trial contributes nothing; replayed with {pool}; the loop's "
+                  "dream settings otherwise)")
+        picked = ("The pick is the in-support candidate with the best replay score (π_1 on a "
+                  "tie), with no selection gate: what a dream confined to the support would "
+                  "choose. ")
+    else:
+        chosen = (f"a dream's candidate set as `choose` builds it ({args.dream_trials} Optuna "
+                  f"trials per family, each family's {args.keep} best, and π_1; replayed with "
+                  f"{pool}; the loop's dream settings otherwise)")
+        picked = ""
     lines = [
         f"Task `{args.task}`: {len(histories)} independent histories, each {args.history} runs "
         f"of π_1 = `{initial.label()}` ({args.budget} attempts, W={args.workers}, "
         f"{args.context} elites of the earlier trees as context) with its own seeds. Over each, "
-        f"a dream's candidate set as `choose` builds it ({args.dream_trials} Optuna trials per "
-        f"family, each family's {args.keep} best, and π_1; replayed with {pool}; the loop's "
-        f"dream settings otherwise), scored by replay (mean V on the trees the selection "
+        f"{chosen}, scored by replay (mean V on the trees the selection "
         f"compares) and run online {args.online_seeds} times each with the history's seeds "
         "(paired: the same seeds for every candidate of a history), each run in a copy of "
         "its history's store.", "",
@@ -456,7 +595,7 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         "inside the support.", "", census, "",
         f"Target: ρ ≥ 0.6 inside the support (mean over histories): {figure} "
         f"{counted} {'PASS' if passed else 'MISS'}", "",
-        f"The dream's pick against π_1 online (pick − π_1, paired over seeds, mean over "
+        f"{picked}The dream's pick against π_1 online (pick − π_1, paired over seeds, mean over "
         f"histories, two-level bootstrap 95% interval): **{versus.mean}**; the pick beat π_1 "
         f"in {versus.wins} of {len(histories)} histories, did worse in {versus.losses}, and "
         f"was π_1 itself in {versus.kept}. The pick's online rank among its history's "
@@ -500,11 +639,15 @@ def write(args: argparse.Namespace, text: str) -> None:
                + ("" if args.families == sorted(BUILTIN) else
                   " --families " + " ".join(args.families))
                + (f" --initial {args.initial}" if args.initial else "")
-               + (" --no-pool-branches" if args.no_pool_branches else ""))
+               + (" --no-pool-branches" if args.no_pool_branches else "")
+               + (" --in-support" if args.in_support else ""))
     suffix = (f"--{args.initial.split(':')[0]}-history" if args.initial else "") + (
-        "--each-tree-alone" if args.no_pool_branches else "")
+        "--each-tree-alone" if args.no_pool_branches else "") + (
+        "-in-support" if args.in_support else "") + (
+        f"-keep-{args.keep}" if args.keep != 1 else "")
     write_section(f"predicts-{resolve_task(args.task).name}--candidates{suffix}",
-                  f"Replay predicts online? ({args.task}, the dream's candidates, "
+                  f"Replay predicts online? ({args.task}, the dream's candidates"
+                  + (" confined to the recorded support" if args.in_support else "") + ", "
                   f"{args.histories} histories × {args.online_seeds} paired seeds"
                   + (f", history of {args.initial}" if args.initial else "") + ")",
                   text, command)
