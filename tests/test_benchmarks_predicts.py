@@ -180,9 +180,10 @@ def test_online_runs_go_seed_by_seed_across_histories() -> None:
     assert {(o["h"], o["j"]) for o in ordered[:6]} == {(0, 0), (1, 0)}
 
 
-def _perfect_summary(count: int) -> str:
+def _perfect_summary(count: int, **extra: object) -> str:
     """The summary over ``count`` histories whose replay ranks four candidates as online does,
-    the last of them outside the support and the dream's pick."""
+    the last of them outside the support and the dream's pick (``extra``: more arguments, an
+    ``--in-support`` run's census of its studies' trials)."""
     initial = parse_spec("fixed:branches=4,refine=4")
     others = [parse_spec(s) for s in ("greedy:branches=10,top=1", "ladder:levels=3,longest=4",
                                       "ucb:c=1.0,fresh=0.5,max_branches=8")]
@@ -194,14 +195,17 @@ def _perfect_summary(count: int) -> str:
                   "misses": 3.0 if c == 3 else 0.0, "incumbent": c == 0}
                  for c, s in enumerate(specs)]
         histories.append({"h": h, "candidates": cands, "pick": specs[3].to_json(),
-                          "promoted": True, "dream_s": 1.0, "floors": [-2.0]})
+                          "promoted": True, "dream_s": 1.0, "floors": [-2.0],
+                          **({"trials": {"greedy": [5, h % 2], "ladder": [4, 1]}}
+                             if extra.get("in_support") else {})})
         for c in range(4):
             for j in range(4):
                 runs[(h, c, j)] = {"h": h, "c": c, "j": j, "v": 0.9, "v_quality": 1.0,
                                    "best": -1.5 + 0.1 * c + rng.normal(scale=0.001)}
     args = predicts.argparse.Namespace(task="autocorrelation-c3", online_seeds=4, seed=0,
                                        history=4, budget=20, workers=2, context=4,
-                                       dream_trials=60, keep=1, no_pool_branches=False)
+                                       dream_trials=60, keep=1, no_pool_branches=False,
+                                       **extra)
     return str(predicts.summarise(args, initial, histories, runs))
 
 
@@ -246,3 +250,116 @@ def test_variance_components_separate_candidates_from_seed_noise() -> None:
     assert stats.Components(-0.1, 1.0).reliability(100) == 0.0
     with pytest.raises(ValueError, match="two or more"):
         stats.components([np.ones((1, 5))])
+
+
+def _trial(name: str, replay: float, misses: float, incumbent: bool = False,
+           **params: int) -> dict[str, object]:
+    return {"spec": {"name": name, "params": params}, "label": name, "replay": replay,
+            "misses": misses, "incumbent": incumbent}
+
+
+def test_the_support_confined_set_keeps_each_familys_best_trials_inside_it_and_pi1() -> None:
+    pi1 = _trial("fixed", 0.5, 0.0, True, branches=4)
+    trials = [pi1,
+              _trial("fixed", 0.9, 3.0, branches=30),  # the family's best, outside: dropped
+              _trial("fixed", 0.4, 0.0, branches=5),  # inside, below π_1: π_1 is fixed's best
+              _trial("greedy", 0.95, 1.0, top=1),  # the best of all, outside
+              _trial("greedy", 0.6, 0.0, top=2),
+              _trial("greedy", 0.7, 0.0, top=3),
+              _trial("greedy", 0.7, 0.0, top=4),  # tied with top=3, later in the study
+              _trial("ladder", 0.99, 2.0, levels=3)]  # a family with none inside: nothing
+    kept, pick = predicts.confine(trials, keep=1)
+    assert kept == [pi1, trials[5]] and pick is trials[5]
+    kept, pick = predicts.confine(trials, keep=2)
+    assert kept == [pi1, trials[2], trials[5], trials[6]] and pick is trials[5]
+    assert all(c["misses"] == 0 for c in kept)
+    # a tie with π_1 keeps π_1; π_1 stays even where no other candidate is inside
+    level = [pi1, _trial("greedy", 0.5, 0.0, top=2)]
+    assert predicts.confine(level, keep=1)[1] is pi1
+    assert predicts.confine([pi1, trials[3]], keep=3) == ([pi1], pi1)
+    with pytest.raises(ValueError, match="0 candidates are marked as π_1"):
+        predicts.confine(trials[1:], keep=1)
+    assert predicts.trial_census(trials) == {"fixed": [3, 2], "greedy": [4, 3], "ladder": [1, 0]}
+    import doctest
+    assert doctest.testmod(predicts).attempted and not doctest.testmod(predicts).failed
+
+
+def test_logged_online_runs_follow_their_policy_into_a_new_candidate_list() -> None:
+    a, b, c = ({"name": "fixed", "params": {"branches": n}} for n in (4, 5, 6))
+    before = {"h": 3, "runs": ["r1", "r2"], "candidates": [{"spec": a}, {"spec": b}]}
+    runs = {(3, c_, j): {"h": 3, "c": c_, "j": j, "best": 10 * c_ + j}
+            for c_ in range(2) for j in range(2)}
+    runs[(4, 1, 0)] = {"h": 4, "c": 1, "j": 0, "best": -1.0}  # another history's
+    # b moved to the front, a is gone, c is new: only b's runs stand, at its new place
+    now = {"h": 3, "runs": ["r1", "r2"],
+           "candidates": [{"spec": {"params": {"branches": 5}, "name": "fixed"}}, {"spec": c}]}
+    found = predicts.logged_online({3: before}, runs, now)
+    assert found == {(0, 0): {"h": 3, "c": 0, "j": 0, "best": 10},
+                     (0, 1): {"h": 3, "c": 0, "j": 1, "best": 11}}
+    assert runs[(3, 1, 0)]["c"] == 1  # the log's own record is left as it was
+    # the same index recorded again (other runs): nothing logged stands
+    assert predicts.logged_online({3: before}, runs, now | {"runs": ["r9", "r2"]}) == {}
+    assert predicts.logged_online({}, runs, now) == {}
+    key = {"task": "t", "history": 4, "budget": 20, "workers": 2, "seed": 0, "context": 4,
+           "initial": a, "keep": 1, "pool_branches": True}
+    assert predicts.recorded_alike(key | {"keep": 3, "in_support": True}, key)
+    assert not predicts.recorded_alike(key | {"budget": 30}, key)
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    """Every file of a store by its digest, but SQLite's shared-memory index and the lock (a
+    reader creates the index, and an empty write-ahead log, changing no data)."""
+    import hashlib
+    wal = folder / "store.db-wal"
+    assert not wal.exists() or wal.stat().st_size == 0  # nothing written, not even pending
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name not in ("writer.lock", "store.db-shm", "store.db-wal")}
+
+
+def test_a_dream_confined_to_the_support_over_a_kept_store_leaves_it_untouched(
+        store_dir: Path, store: SqliteRunStore, make_task: TaskFactory) -> None:
+    task_dir = make_task()
+    from dreamrsi.tasks import load_task
+    task = load_task(task_dir)
+    initial = parse_spec("fixed:branches=2,refine=3")
+    runs = [start_run(store, task, RunConfig(budget=8, workers=2, seed=seed, policy=initial,
+                                             history=4)).run_id for seed in (1, 2, 3, 4)]
+    store.close()
+    before = _digests(store_dir)
+    args = predicts.argparse.Namespace(
+        task=str(task_dir), history=4, budget=8, workers=2, seed=0, dream_trials=6, keep=1,
+        families=["fixed", "greedy", "ladder"], context=4, initial=initial.label(),
+        no_pool_branches=False, in_support=False)
+    plain = predicts.dream_over(0, args, initial, store_dir, runs, 0.0)
+    args.in_support = True
+    item = predicts.dream_over(0, args, initial, store_dir, runs, 0.0)
+    assert _digests(store_dir) == before  # dreamt over read only
+    assert item["runs"] == plain["runs"] == runs and item["settings"]["in_support"] is True
+    assert "in_support" not in plain["settings"]
+    assert predicts.recorded_alike(plain["settings"], item["settings"])
+    kept = item["candidates"]
+    assert kept[0]["incumbent"] and kept[0]["spec"] == initial.to_json()
+    assert all(c["misses"] == 0 for c in kept)
+    names = [c["spec"]["name"] for c in kept[1:]]
+    assert len(names) == len(set(names))  # --keep 1: one trial per family at most
+    # the dream's own studies: a candidate of the plain dream that lies inside the support
+    # was its family's best trial, so it is the best inside too
+    labels = {c["label"] for c in kept}
+    assert {c["label"] for c in plain["candidates"] if c["misses"] == 0} <= labels
+    census = item["trials"]
+    assert set(census) == set(args.families)
+    assert sum(k for _, k in census.values()) >= len(kept)
+    assert item["pick"] == max(kept, key=lambda c: (c["replay"], c["incumbent"]))["spec"]
+    assert item["promoted"] == (item["pick"] != initial.to_json())
+
+
+def test_a_summary_confined_to_the_support_says_so_and_counts_the_trials_inside() -> None:
+    assert "confined" not in _perfect_summary(4)
+    text = _perfect_summary(4, in_support=True)
+    assert "a dream's candidate set confined to the recorded support (60 Optuna trials per " \
+           "family, the dream's own studies; of each family, its 1 best trials among those " \
+           "whose replays make no selection without a recorded continuation" in text
+    assert "The pick is the in-support candidate with the best replay score" in text
+    assert "summed over histories, and in how many histories the family had none: greedy 2 " \
+           "of 20 (none in 2), ladder 4 of 16 (none in 0)." in text
