@@ -18,6 +18,10 @@ on a :class:`Yardstick` with no ceiling.
   unreliability alone caps ρ at ``bound``; :func:`disattenuated` is ρ over that cap (what ρ
   would be with infinitely many seeds, if the noise is the only gap).
 - **The pick's online rank** among its history's candidates (:func:`online_rank`).
+- **Copies**: two candidates with the same replay score and the same best on every paired
+  seed behave alike here (``fixed:branches=32`` is ``fixed:branches=4`` at 20 attempts); a
+  ρ counts each behaviour once (:func:`behaviours`), or a group of copies, tied in replay and
+  online alike, would pass for agreement.
 - **The pick against π_1**: per history the mean over seeds of (pick − π_1), paired seed by
   seed; averaged over histories with a two-level bootstrap (histories, then seeds within each).
 """
@@ -213,6 +217,23 @@ def disattenuated(rho: float, reliability: Reliability) -> float:
     if math.isnan(rho) or not reliability.bound > 0:
         return float("nan")
     return rho / reliability.bound
+
+
+def behaviours(scores: Sequence[float], outcomes: np.ndarray) -> list[int]:
+    """The first candidate of each behaviour among a history's: candidates with the same
+    replay score (``scores``) and the same outcome on every paired seed (rows of
+    ``outcomes``) are one.
+
+    >>> behaviours([0.5, 0.5, 0.5, 0.4], np.array([[1.0, 2.0], [1.0, 2.0], [1.0, 3.0],
+    ...                                              [1.0, 2.0]]))
+    [0, 2, 3]
+    """
+    if len(scores) != len(outcomes):
+        raise ValueError(f"{len(scores)} replay scores for {len(outcomes)} candidates")
+    first: dict[tuple[float, ...], int] = {}
+    for i, (score, row) in enumerate(zip(scores, outcomes, strict=True)):
+        first.setdefault((score, *map(float, row)), i)
+    return sorted(first.values())
 
 
 def online_rank(means: Sequence[float], index: int) -> float:

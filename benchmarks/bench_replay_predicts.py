@@ -67,6 +67,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _predicts_stats import (  # noqa: E402
     Yardstick,
+    behaviours,
     components,
     disattenuated,
     mean_over_histories,
@@ -471,34 +472,45 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         [b for item in histories for j in seeds
          if (b := runs[(item["h"], specs_of[item["h"]].index(initial), j)]["best"]) is not None],
         min(f for item in histories for f in item["floors"] if f is not None))
-    outcomes, replay, inside, rho_all, rho_in = [], [], [], [], []
+    outcomes, replay, inside, rho_all, rho_in, rho_copies = [], [], [], [], [], []
     picks, initials, kept, rows, ranks = [], [], [], [], []
+    copies = copies_of_initial = 0
     for item in histories:
         h, cands = item["h"], item["candidates"]
         matrix = np.array([[yardstick.z(runs[(h, c, j)]["best"]) for j in seeds]
                            for c in range(len(cands))])
         scores = [c["replay"] for c in cands]
         support = [c["misses"] == 0 for c in cands]
+        first = set(behaviours(scores, matrix))  # copies count once inside the support
+        distinct = [k and c in first for c, k in enumerate(support)]
         means = matrix.mean(axis=1)
         outcomes.append(matrix)
         replay.append(scores)
-        inside.append(support)
+        inside.append(distinct)
         rho_all.append(spearman(scores, means))
-        rho_in.append(spearman([s for s, k in zip(scores, support, strict=True) if k],
-                               [m for m, k in zip(means, support, strict=True) if k]))
+        rho_in.append(spearman([s for s, k in zip(scores, distinct, strict=True) if k],
+                               [m for m, k in zip(means, distinct, strict=True) if k]))
+        rho_copies.append(spearman([s for s, k in zip(scores, support, strict=True) if k],
+                                   [m for m, k in zip(means, support, strict=True) if k]))
         pick = PolicySpec.from_json(item["pick"])
         specs = specs_of[h]
         p, i = specs.index(pick), specs.index(initial)
+        copies += len(cands) - len(first)
+        copies_of_initial += sum(c != i and scores[c] == scores[i]
+                                 and bool(np.array_equal(matrix[c], matrix[i]))
+                                 for c in range(len(cands)))
         picks.append(matrix[p])
         initials.append(matrix[i])
         kept.append(p == i)
         ranks.append(online_rank(means, p))
-        rows.append((h, len(cands), sum(support), rho_all[-1], rho_in[-1], pick.label(),
+        rows.append((h, len(cands), sum(support), sum(distinct), rho_all[-1], rho_in[-1],
+                     pick.label(),
                      item["promoted"], float(np.mean(matrix[p] - matrix[i])), ranks[-1],
                      item["dream_s"]))
     reliability = split_half(outcomes, seed=args.seed)
     all_est = mean_over_histories(rho_all, args.seed)
     in_est = mean_over_histories(rho_in, args.seed)
+    copies_est = mean_over_histories(rho_copies, args.seed)
     versus = pick_versus_initial(picks, initials, kept, args.seed)
     pooled_all = within_history_rho(replay, [m.mean(axis=1) for m in outcomes], args.seed)
     pooled_in = within_history_rho(
@@ -519,7 +531,13 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
               f"of {np.median(outside) if outside else 0:.0f} selections without a recorded "
               f"continuation over their history's {args.history} trees; "
               f"{sum(sum(k) >= 3 for k in inside)} of {len(histories)} histories had three or "
-              "more candidates inside it, the fewest a ρ needs.")
+              "more candidates inside it (each behaviour once), the fewest a ρ needs. "
+              f"Copies (the same replay score and the same best on every paired seed as an "
+              f"earlier candidate of their history: one behaviour, counted once inside the "
+              f"support, or a group of them, tied in replay and online alike, would pass for "
+              f"agreement): {copies} of {len(every)} candidates, {copies_of_initial} of them "
+              f"copies of π_1; counting every copy, ρ inside the support would be "
+              f"{copies_est} ({copies_est.count} histories).")
     per_family: dict[str, list[tuple[int, int]]] = {}
     for item in histories:  # an --in-support dream's census of its studies
         for family, (n, k) in item.get("trials", {}).items():
@@ -590,9 +608,9 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         f"Spearman ρ between replay score and mean online outcome, per history, averaged "
         f"(bootstrap 95% interval over histories): all candidates **{all_est}** "
         f"({all_est.count} histories); inside the recorded support **{in_est}** "
-        f"({in_est.count} histories with three or more candidates inside it). Pooled over "
-        f"histories (within-history ranks, every candidate): {pooled_all} all, {pooled_in} "
-        "inside the support.", "", census, "",
+        f"({in_est.count} histories with three or more distinct candidates inside it). "
+        f"Pooled over histories (within-history ranks): {pooled_all} every candidate, "
+        f"{pooled_in} each behaviour inside the support once.", "", census, "",
         f"Target: ρ ≥ 0.6 inside the support (mean over histories): {figure} "
         f"{counted} {'PASS' if passed else 'MISS'}", "",
         f"{picked}The dream's pick against π_1 online (pick − π_1, paired over seeds, mean over "
@@ -602,11 +620,11 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         f"candidates (1 is the best online): mean {np.mean(ranks):.1f} of "
         f"{np.mean([len(item['candidates']) for item in histories]):.1f}; it was the best "
         f"online in {sum(r == 1 for r in ranks)} of {len(histories)} histories.", "",
-        "| history | candidates (inside support) | ρ | ρ inside | pick | promoted | pick − π_1 "
-        "online | pick's online rank | dream s |",
+        "| history | candidates (inside support; distinct) | ρ | ρ inside | pick | promoted | "
+        "pick − π_1 online | pick's online rank | dream s |",
         "|---:|---:|---:|---:|---|---|---:|---:|---:|"]
-    for h, n, k, r_all, r_in, pick_label, promoted, diff, rank, secs in rows:
-        lines.append(f"| {h} | {n} ({k}) | {r_all:.2f} | {r_in:.2f} | `{pick_label}` | "
+    for h, n, k, d, r_all, r_in, pick_label, promoted, diff, rank, secs in rows:
+        lines.append(f"| {h} | {n} ({k}; {d}) | {r_all:.2f} | {r_in:.2f} | `{pick_label}` | "
                      f"{'yes' if promoted else 'no'} | {diff:+.2f} | {rank:g} | {secs:.1f} |")
     lines += ["", "Per family, over histories (each family's best candidate in each):", "",
               "| family | mean replay score | mean online outcome | mean online V | online V "

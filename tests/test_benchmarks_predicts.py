@@ -363,3 +363,42 @@ def test_a_summary_confined_to_the_support_says_so_and_counts_the_trials_inside(
     assert "The pick is the in-support candidate with the best replay score" in text
     assert "summed over histories, and in how many histories the family had none: greedy 2 " \
            "of 20 (none in 2), ladder 4 of 16 (none in 0)." in text
+
+
+def test_copies_of_a_behaviour_count_once_inside_the_support() -> None:
+    same = np.array([[0.0, 1.0, -1.0]] * 3)
+    assert stats.behaviours([0.7, 0.7, 0.7], same) == [0]
+    # same online runs but another replay score: two behaviours (replay tells them apart)
+    assert stats.behaviours([0.7, 0.6, 0.7], same) == [0, 1]
+    with pytest.raises(ValueError, match="2 replay scores for 3 candidates"):
+        stats.behaviours([0.7, 0.6], same)
+    # two copies of π_1 beside π_1 and one worse candidate: tied in replay and online alike,
+    # all four "agree" perfectly; as the two behaviours they are, they rank nothing
+    initial = parse_spec("fixed:branches=4,refine=4")
+    specs = [initial, parse_spec("fixed:branches=32,refine=4"),
+             parse_spec("planned:min_branches=5,quantile=0.3,stretch=1.0"),
+             parse_spec("stagnation:initial=5,max_branches=53,min_gain=0.002,patience=18,"
+                        "window=7")]
+    rng = np.random.default_rng(6)
+    histories, runs = [], {}
+    for h in range(3):
+        lucky = rng.normal(size=4)
+        histories.append({"h": h, "pick": initial.to_json(), "promoted": False, "dream_s": 1.0,
+                          "floors": [-2.0], "candidates": [
+                              {"spec": s.to_json(), "label": s.label(),
+                               "replay": 0.5 if c == 3 else 0.8, "misses": 0.0,
+                               "incumbent": c == 0} for c, s in enumerate(specs)]})
+        for c in range(4):
+            for j in range(4):
+                runs[(h, c, j)] = {"h": h, "c": c, "j": j, "v": 0.9, "v_quality": 1.0,
+                                   "best": -1.5 + 0.01 * lucky[j] - (0.05 if c == 3 else 0)}
+    args = predicts.argparse.Namespace(task="autocorrelation-c3", online_seeds=4, seed=0,
+                                       history=4, budget=20, workers=2, context=4,
+                                       dream_trials=60, keep=1, no_pool_branches=False)
+    text = predicts.summarise(args, initial, histories, runs)
+    assert "inside the recorded support **nan [nan, nan]** (0 histories with three or more " \
+           "distinct candidates inside it)" in text
+    assert "Copies (the same replay score and the same best on every paired seed" in text
+    assert "6 of 12 candidates, 6 of them copies of π_1; counting every copy, ρ inside the " \
+           "support would be 1.00 [1.00, 1.00] (3 histories)" in text
+    assert "| 0 | 4 (4; 2) |" in text
