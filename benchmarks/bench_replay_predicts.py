@@ -548,6 +548,22 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
                    + ", ".join(f"{family} {sum(k for _, k in v)} of {sum(n for n, _ in v)} "
                                f"(none in {sum(k == 0 for _, k in v)})"
                                for family, v in sorted(per_family.items())) + ".")
+    if outside:  # does ρ rise as the support is tightened? (each behaviour once)
+        graded = []
+        for most in sorted({0, *(int(q) for q in np.percentile(outside, [25, 50, 75]))}):
+            rhos, count = [], 0
+            for item, scores, matrix in zip(histories, replay, outcomes, strict=True):
+                first = set(behaviours(scores, matrix))
+                near = [c for c, cand in enumerate(item["candidates"])
+                        if c in first and cand["misses"] <= most]
+                count += len(near)
+                rhos.append(spearman([scores[c] for c in near],
+                                     [float(matrix[c].mean()) for c in near]))
+            est = mean_over_histories(rhos, args.seed)
+            graded.append(f"at most {most}: {est} ({est.count} histories, {count} candidates)")
+        census += (" ρ among the candidates with at most m selections outside the support "
+                   "(the quartiles of those outside; each behaviour once): "
+                   + "; ".join(graded) + ".")
     passed = (in_est.count >= MIN_HISTORIES and not np.isnan(in_est.value)
               and in_est.value >= 0.6)
     counted = (f"({in_est.count} of {len(histories)} histories count; a verdict needs "

@@ -402,3 +402,12 @@ def test_copies_of_a_behaviour_count_once_inside_the_support() -> None:
     assert "6 of 12 candidates, 6 of them copies of π_1; counting every copy, ρ inside the " \
            "support would be 1.00 [1.00, 1.00] (3 histories)" in text
     assert "| 0 | 4 (4; 2) |" in text
+    assert "ρ among the candidates with at most" not in text  # none outside: nothing to grade
+
+
+def test_rho_is_graded_by_how_far_candidates_leave_the_support() -> None:
+    text = _perfect_summary(5)  # the fourth candidate of each history makes 3 misses
+    assert "ρ among the candidates with at most m selections outside the support (the " \
+           "quartiles of those outside; each behaviour once): at most 0: 1.00 [1.00, 1.00] " \
+           "(5 histories, 15 candidates); at most 3: 1.00 [1.00, 1.00] (5 histories, 20 " \
+           "candidates)." in text
