@@ -57,14 +57,18 @@ MUTATIONS: dict[str, tuple[str, str, str]] = {
     "ucb": ("ucb.py",
             "value = gains[at] + c * sqrt(log_t / arms[at].length)",
             "value = gains[at] + c * sqrt(log_t / (arms[at].length + 1))"),
-    # ucb's scan over few branches is written for one slot and for a batch (the W = 1 path's
-    # speed needs it apart): the batch's line, and opening's value in the one-slot scan
+    # ucb's catch-up and scan over few branches are written for one slot and for a batch (the
+    # W = 1 path's speed needs them apart): the batch's line, opening's value in the one-slot
+    # scan, and the one-slot catch-up
     "ucb-batch": ("ucb.py",
                   "found.append((-(gains[at] + c * sqrt(log_t / arms[at].length)), at))",
                   "found.append((-(gains[at] + c * sqrt(log_t / (arms[at].length + 1))), at))"),
     "ucb-open": ("ucb.py",
                  "firsts / count + c * sqrt(log_t / (count + 1)) > top",
                  "firsts / count + c * sqrt(log_t / (count + 2)) > top"),
+    "ucb-catch-up": ("ucb.py",
+                     "gains[pick] = (score - base) / span",
+                     "gains[pick] = (score - base) / span / 2"),
     "allocation": ("allocation.py",
                    "unit, rho = total / length, (revealed.valid + 1) / (length + 2)",
                    "unit, rho = total / length, (revealed.valid + 1) / (length + 3)"),

@@ -118,9 +118,9 @@ def _arms(c: float, max_branches: int, base: float, best: float, size: int, one:
     earlier-opened first on ties, and a group, or the rest of one, is not valued once its
     best possible value is below the n-th best found so far. The first gains are summed in
     opening order, again when the scale has moved: the same floats as valuing every arm
-    every round. One slot over few branches (most rounds at W = 1) takes the best by one
-    scan, the values written as the batch's: the W = 1 path's speed (``bench_replay_ab.py``)
-    needs that scan apart."""
+    every round. One slot over few branches (most rounds at W = 1) catches up with its one
+    state and takes the best by one scan of its own, each value written as the batch's: the
+    W = 1 path's speed (``bench_replay_ab.py``) needs them apart."""
     arms: list[Branch] = []  # each branch's state, in opening order
     gains: list[float] = []  # each branch's gain (while few)
     place: dict[str, int] = _UNUSED if one else {}  # branch id -> opening place
@@ -144,55 +144,76 @@ def _arms(c: float, max_branches: int, base: float, best: float, size: int, one:
             size += 1  # pick's branch grew, its best (so its gain) as it was: all to do
             arms[pick] = got
         else:
-            states: Sequence[Branch]
-            if not one:
-                states, n = got
-            else:
-                states = (got,)  # (never None: the first answer is given before)
-            for revealed in states:  # catch up
-                size += 1
-                score = revealed.best
-                rose = revealed.since_best == 0 and score is not None  # its branch's best rose
-                if rose and score > best:  # type: ignore[operator]  # not None
-                    best = score  # type: ignore[assignment]
-                    span = best - base
-                    if span < _TINY:
-                        span = _TINY
-                    stale = True
-                at = pick if one else place.get(revealed.branch_id, -1)
-                if at < 0:  # a branch opened
-                    at = len(arms)
-                    if not one:
-                        place[revealed.branch_id] = at
-                    arms.append(revealed)
-                    if not stale and (first := revealed.first_score) is not None:
+            if simple:  # one slot: a branch opened (pick < 0), or pick's branch rose to a best
+                size += 1  # of its own (its tip holds it): the catch-up below for one state
+                if pick < 0:
+                    pick = len(arms)
+                    arms.append(got)
+                    gains.append(0.0)
+                    if (first := got.first_score) is not None:  # (the scale has not moved yet)
                         firsts += (first - base) / span
-                    if not grouped:
-                        gains.append(0.0 if score is None else (score - base) / span)
-                        continue
-                    keys.append(key := (-(base if score is None else score), at))
-                elif not grouped:
-                    arms[at] = revealed
-                    if rose:
-                        gains[at] = (score - base) / span  # type: ignore[operator]  # not None
-                    continue
-                else:  # a branch grew: out of its group
-                    length = arms[at].length
-                    arms[at] = revealed
-                    group = groups[length]
-                    if len(group) == 1:
-                        del groups[length]
-                        del lengths[bisect_left(lengths, length)]
-                    else:
-                        del group[bisect_left(group, keys[at])]
-                    keys[at] = key = (-(base if score is None else score), at)  # gain 0: no score
-                length = revealed.length
-                members = groups.get(length)
-                if members is None:
-                    groups[length] = [key]
-                    insort(lengths, length)
                 else:
-                    insort(members, key)
+                    arms[pick] = got
+                if got.since_best == 0 and (score := got.best) is not None:  # its best rose
+                    if score > best:  # the scale moves: every gain and firsts again, below
+                        best = score
+                        span = best - base
+                        if span < _TINY:
+                            span = _TINY
+                        stale = True
+                    else:
+                        gains[pick] = (score - base) / span
+            else:
+                states: Sequence[Branch]
+                if not one:
+                    states, n = got
+                else:
+                    states = (got,)  # (never None: the first answer is given before)
+                for revealed in states:  # catch up
+                    size += 1
+                    score = revealed.best
+                    rose = revealed.since_best == 0 and score is not None  # its branch's best rose
+                    if rose and score > best:  # type: ignore[operator]  # not None
+                        best = score  # type: ignore[assignment]
+                        span = best - base
+                        if span < _TINY:
+                            span = _TINY
+                        stale = True
+                    at = pick if one else place.get(revealed.branch_id, -1)
+                    if at < 0:  # a branch opened
+                        at = len(arms)
+                        if not one:
+                            place[revealed.branch_id] = at
+                        arms.append(revealed)
+                        if not stale and (first := revealed.first_score) is not None:
+                            firsts += (first - base) / span
+                        if not grouped:
+                            gains.append(0.0 if score is None else (score - base) / span)
+                            continue
+                        keys.append(key := (-(base if score is None else score), at))
+                    elif not grouped:
+                        arms[at] = revealed
+                        if rose:
+                            gains[at] = (score - base) / span  # type: ignore[operator]  # not None
+                        continue
+                    else:  # a branch grew: out of its group
+                        length = arms[at].length
+                        arms[at] = revealed
+                        group = groups[length]
+                        if len(group) == 1:
+                            del groups[length]
+                            del lengths[bisect_left(lengths, length)]
+                        else:
+                            del group[bisect_left(group, keys[at])]
+                        # (a branch without a score: gain 0, keyed at the base)
+                        keys[at] = key = (-(base if score is None else score), at)
+                    length = revealed.length
+                    members = groups.get(length)
+                    if members is None:
+                        groups[length] = [key]
+                        insort(lengths, length)
+                    else:
+                        insort(members, key)
             # (what follows the fast path needs not: it changes no count, grouping or scale)
             count = len(arms)
             if not count:
