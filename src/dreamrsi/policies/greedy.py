@@ -77,27 +77,34 @@ def _batches(branches: int, top: int) -> BatchChooser:
     place: dict[str, int] = {}  # branch id -> opening position
     arms: list[Branch] = []  # each branch's state, in opening order
     keys: list[tuple[bool, float, int]] = []  # each branch's rank key, in opening order
-    ranked: list[tuple[bool, float, int]] = []  # those keys, sorted
+    ranked: list[tuple[bool, float, int]] = []  # those keys, sorted (while not stale)
+    stale = False  # branches opened since ranked was sorted: sorted again when next read
 
     def choose(revealed: Sequence[Branch], budget: Budget) -> list[Branch | str]:
+        nonlocal ranked, stale
         for state in revealed:
             at = place.get(state.branch_id)
-            if at is None:  # a branch opened
+            if at is None:  # a branch opened (while rounds open only, nothing is ranked)
                 at = place[state.branch_id] = len(arms)
                 arms.append(state)
-                keys.append(key := rank_key(state, at))
-                insort(ranked, key)
+                keys.append(rank_key(state, at))
+                stale = True
                 continue
             arms[at] = state
             key = rank_key(state, at)
             if key != keys[at]:
-                del ranked[bisect_left(ranked, keys[at])]
-                insort(ranked, key)
+                if not stale:
+                    del ranked[bisect_left(ranked, keys[at])]
+                    insort(ranked, key)
                 keys[at] = key
         workers, left = budget[0], budget[1]  # the slots: min(W, attempts left)
         n = workers if left is None or left > workers else left
         batch: list[Branch | str] = [OPEN] * max(0, min(branches - len(arms), n))
         width = min(top or workers, n - len(batch))
+        if width <= 0:
+            return batch
+        if stale:
+            ranked, stale = sorted(keys), False
         return batch + [arms[key[2]] for key in ranked[:width]]
 
     return choose
