@@ -222,13 +222,10 @@ def bushy_trees(draw: st.DrawFn) -> list[Node]:
     return nodes
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(nodes=bushy_trees(), family=st.sampled_from(sorted(REFERENCES)), data=st.data(),
-       workers=st.integers(1, 6), k2=st.integers(1, 200),
-       budget=st.none() | st.integers(1, 120), charge=st.booleans(), seed=st.integers(0, 99))
-def test_incremental_policies_choose_what_ranking_everything_chooses(
-        nodes: list[Node], family: str, data: st.DataObject, workers: int, k2: int,
-        budget: int | None, charge: bool, seed: int) -> None:
+def drawn_case(family: str, nodes: list[Node], data: st.DataObject
+               ) -> tuple[dict[str, Any], str, RecordedTree, GridPlan | None]:
+    """One drawn case of ``family`` on ``nodes``: its parameters, its spec, the tree and
+    (``planned`` only) a plan inside the tree's grid."""
     params = data.draw(PARAMS[family])
     tree = RecordedTree.from_nodes("r", nodes)
     plan = None
@@ -236,6 +233,17 @@ def test_incremental_policies_choose_what_ranking_everything_chooses(
         plan = GridPlan(data.draw(st.integers(1, max(1, tree.branch_count))),
                         data.draw(st.integers(0, max(0, tree.refine_count))), "test")
     spec = family + (":" + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
+    return params, spec, tree, plan
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=bushy_trees(), family=st.sampled_from(sorted(REFERENCES)), data=st.data(),
+       workers=st.integers(1, 6), k2=st.integers(1, 200),
+       budget=st.none() | st.integers(1, 120), charge=st.booleans(), seed=st.integers(0, 99))
+def test_incremental_policies_choose_what_ranking_everything_chooses(
+        nodes: list[Node], family: str, data: st.DataObject, workers: int, k2: int,
+        budget: int | None, charge: bool, seed: int) -> None:
+    params, spec, tree, plan = drawn_case(family, nodes, data)
     ours = replay(make_policy(spec), tree, workers=workers, max_rounds=k2, seed=seed,
                   attempt_budget=budget, plan=plan, charge_misses=charge)
     theirs = replay(REFERENCES[family](**params), tree, workers=workers, max_rounds=k2,

@@ -10,10 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dreamrsi.core.model import Node
-from dreamrsi.core.policy import GridPlan
-from dreamrsi.core.replay import RecordedTree, replay
+from dreamrsi.core.replay import replay
 from dreamrsi.policies import make_policy
-from tests.policies.test_incremental import PARAMS, REFERENCES, bushy_trees
+from tests.policies.test_incremental import REFERENCES, bushy_trees, drawn_case
 
 
 @pytest.mark.parametrize("workers", [1, 4])
@@ -24,13 +23,7 @@ from tests.policies.test_incremental import PARAMS, REFERENCES, bushy_trees
 def test_each_width_chooses_what_ranking_everything_chooses(
         family: str, workers: int, nodes: list[Node], data: st.DataObject, k2: int,
         budget: int | None) -> None:
-    params = data.draw(PARAMS[family])
-    tree = RecordedTree.from_nodes("r", nodes)
-    plan = None
-    if family == "planned":
-        plan = GridPlan(data.draw(st.integers(1, max(1, tree.branch_count))),
-                        data.draw(st.integers(0, max(0, tree.refine_count))), "test")
-    spec = family + (":" + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
+    params, spec, tree, plan = drawn_case(family, nodes, data)
     ours = replay(make_policy(spec), tree, workers=workers, max_rounds=k2,
                   attempt_budget=budget, plan=plan)
     theirs = replay(REFERENCES[family](**params), tree, workers=workers, max_rounds=k2,
