@@ -17,8 +17,8 @@ from dreamrsi.policies._derived import DerivedSelect
 from dreamrsi.policies.params import check_params, param
 
 _FEW = 8  # with at most _FEW W + _FEW branches, value every arm (cheaper than the groups)
+_FEW_ONE = _FEW + _FEW  # (W = 1)
 _TINY = 1e-12  # the smallest span (policies._common.scale)
-_UNUSED: Any = {}  # what _arms holds where it keeps nothing (never written to)
 
 
 @dataclass(eq=False)
@@ -70,7 +70,7 @@ class UCBBranches:
         if base is None or not self._finite:
             return None
         if workers == 1:
-            return _arms(self.c, self.max_branches, base, base, 0, True, _FEW + _FEW).send
+            return _arms(self.c, self.max_branches, base, base, 0, True, _FEW_ONE).send
         return _batches(self.c, self.max_branches, base, base, _FEW * workers + _FEW)
 
     def _batches(self, root: Node) -> BatchChooser | None:
@@ -95,7 +95,9 @@ class UCBBranches:
 
 
 def _arms(c: float, max_branches: int, base: float, best: float, size: int, one: bool,
-          few: int) -> Generator[Any, Any, None]:
+          few: int, *, sqrt: Any = math.sqrt, log: Any = math.log, inf: float = math.inf,
+          firsts: float = 0.0, stale: bool = False, grouped: bool = False, pick: int = -1,
+          n: int = 1) -> Generator[Any, Any, None]:
     """UCB's arms, the family's formula written once, as a generator (its state in its
     frame): on a scale based at ``base`` (the root's score), ``best`` the best score so far,
     ``size`` the nodes revealed before.
@@ -120,23 +122,27 @@ def _arms(c: float, max_branches: int, base: float, best: float, size: int, one:
     opening order, again when the scale has moved: the same floats as valuing every arm
     every round. One slot over few branches (most rounds at W = 1) catches up with its one
     state and takes the best by one scan of its own, each value written as the batch's: the
-    W = 1 path's speed (``bench_replay_ab.py``) needs them apart."""
+    W = 1 path's speed (``bench_replay_ab.py``) needs them apart.
+
+    The keyword arguments are never passed: they are locals given their first values by the
+    call itself (a 3-node replay's setup is a tenth of its cost): ``firsts`` the first gains'
+    sum, ``stale`` whether the scale moved since, ``grouped`` whether the branches are kept in
+    groups, ``pick`` the arm answered last (-1: opening), ``n`` the slots."""
     arms: list[Branch] = []  # each branch's state, in opening order
     gains: list[float] = []  # each branch's gain (while few)
-    place: dict[str, int] = _UNUSED if one else {}  # branch id -> opening place
+    place: dict[str, int]  # branch id -> opening place (a batch's only)
     # past few: each branch's key in its group (-best, place), the groups by length (each
-    # sorted), their lengths ascending (made when first used: written only once grouped)
-    keys: list[tuple[float, int]] = _UNUSED
-    groups: dict[int, list[tuple[float, int]]] = _UNUSED
-    lengths: list[int] = _UNUSED
+    # sorted), their lengths ascending (made when first grouped)
+    keys: list[tuple[float, int]]
+    groups: dict[int, list[tuple[float, int]]]
+    lengths: list[int]
     span = best - base
     if span < _TINY:  # max(span, _TINY), NaN kept
         span = _TINY
-    firsts, stale = 0.0, False  # the first gains' sum; stale: the scale moved since
-    grouped, pick, n, sqrt, log, inf = False, -1, 1, math.sqrt, math.log, math.inf  # pick: the
-    # arm answered last
     simple = one  # one slot and every arm valued (not grouped): the common W = 1 round
     # one slot: the first answer is opening (no branch yet; max_branches is at least 1)
+    if not one:  # (one slot: made when first grouped, the place never)
+        place, keys, groups, lengths = {}, [], {}, []
     got: Any = (yield OPEN) if one else (yield None)
     while True:
         # one slot: the node revealed is the first of a branch or the next of pick's
