@@ -25,6 +25,13 @@ together) and redraw the target inside every resample (``_pays_stats.compare``):
 every later round (the loop's ``--then``): as if every dream had picked SPEC, the most a dream
 selecting SPEC could show. Its e is computed as the dream arm's (the shared round 1 left out).
 
+``--family-prior TASK --family-loops N`` (learning across a task family) records N fixed-arm
+loops of π_1 on TASK, another task of the measured task's family, once (kept under
+``--prior-cache``), and starts both arms' stores as copies of that store: the measured task's
+own history is empty, so the dream arm's first dream (before round 1) borrows the family's
+trees (the loop's ``--family-prior``). The fixed arm never dreams: its proposers' context is
+the measured task's own history only, so its loops are those of a fresh store.
+
 ``bench_pays_power.py`` reports how often this protocol shows the target at a known true e
 (its power), which is how the seed count was chosen.
 
@@ -35,7 +42,7 @@ Usage: python benchmarks/bench_pays_paired.py --task autocorrelation-c3 --seeds 
        [--total-budget 80] [--per-round-budget 20] [--workers 2] [--jobs 2]
        [--loop-arg=--quality --loop-arg=reach] [--resume LOG [--reuse fixed]] [--no-figures]
        [--versus SPEC | --oracle SPEC] [--prior N [--prior-shared] [--prior-cache DIR]]
-       [--shard A:B]
+       [--family-prior TASK --family-loops N] [--only-arm ARM] [--shard A:B]
 """
 
 from __future__ import annotations
@@ -64,17 +71,21 @@ from dreamrsi.tasks import resolve_task  # noqa: E402
 
 
 def loop_command(args: argparse.Namespace, arm: str, seed: int, store: Path,
-                 prior: bool = False) -> list[str]:
+                 prior: bool = False, task: str | None = None) -> list[str]:
     """``dreamrsi loop`` for one arm and seed: the loop's defaults but for the budget. With
     ``--versus SPEC`` the dream arm's place is taken by a fixed arm running SPEC, with
     ``--oracle SPEC`` by a fixed arm running π_1 in round 1 and SPEC after it (neither in the
-    earlier loops ``prior`` records, which run π_1)."""
+    earlier loops ``prior`` records, which run π_1); with ``--family-prior`` the dream arm's
+    first dream borrows the family's trees. ``task``: another task than ``--task`` (the
+    family's loops)."""
     versus = ["--arm", arm]
     if arm == "dream" and not prior and args.versus:
         versus = ["--arm", "fixed", "--initial", args.versus]
     elif arm == "dream" and not prior and args.oracle:
         versus = ["--arm", "fixed", "--then", args.oracle]
-    return [sys.executable, "-m", "dreamrsi", "loop", args.task, *versus, "--seed",
+    elif arm == "dream" and not prior and args.family_prior:
+        versus = ["--arm", "dream", "--family-prior"]
+    return [sys.executable, "-m", "dreamrsi", "loop", task or args.task, *versus, "--seed",
             str(seed), "--total-budget", str(args.total_budget), "--per-round-budget",
             str(args.per_round_budget), "--workers", str(args.workers), "--store", str(store),
             "--json", *args.loop_arg]
@@ -115,6 +126,33 @@ def prior_folder(args: argparse.Namespace, tmp: Path) -> Path:
     command = loop_command(args, "fixed", 0, Path("-"), prior=True)[4:]
     key = hashlib.sha256(json.dumps(command).encode()).hexdigest()[:12]
     return args.prior_cache / f"{resolve_task(args.task).name}-prior-{args.prior}-{key}"
+
+
+FAMILY_SEED = 200
+"""First seed of the family task's loops ``--family-prior`` records (apart from the arms'
+seeds and ``--prior``'s)."""
+
+
+def family_folder(args: argparse.Namespace, tmp: Path) -> Path:
+    """Where the family task's loops are kept: under ``--prior-cache`` in a folder named by
+    their protocol (task, budgets, W, N, loop arguments), so every later run reuses them; else
+    in this run's temporary folder."""
+    if args.prior_cache is None:
+        return tmp / "family"
+    command = loop_command(args, "fixed", 0, Path("-"), prior=True,
+                           task=args.family_prior)[4:]
+    key = hashlib.sha256(json.dumps(command).encode()).hexdigest()[:12]
+    return (args.prior_cache
+            / f"{resolve_task(args.family_prior).name}-family-{args.family_loops}-{key}")
+
+
+def record_family(args: argparse.Namespace, store: Path) -> None:
+    """``--family-prior TASK``: ``--family-loops`` fixed-arm loops of π_1 on TASK (seeds from
+    :data:`FAMILY_SEED`), recorded in ``store``, which every seed's stores then copy."""
+    for seed in range(FAMILY_SEED, FAMILY_SEED + args.family_loops):
+        subprocess.run(loop_command(args, "fixed", seed, store, prior=True,
+                                    task=args.family_prior),
+                       check=True, capture_output=True, text=True)
 
 
 def run_loop(args: argparse.Namespace, arm: str, seed: int, store: Path,
@@ -190,7 +228,8 @@ def pick_against_initial(loops: dict[tuple[str, int], dict[str, object]], seeds:
 
 def summarise(args: argparse.Namespace, loops: dict[tuple[str, int], dict[str, object]]) -> str:
     maximize = maximises(args.task)
-    pairs = pairs_of(loops, args.seeds, maximize, bool(args.versus), bool(args.prior))
+    before = bool(args.prior or args.family_prior)  # the dream arm dreams before round 1
+    pairs = pairs_of(loops, args.seeds, maximize, bool(args.versus), before)
     result = compare(pairs)
     sign = 1.0 if maximize else -1.0
     finals = {arm: [loops[(arm, s)]["curve"][-1][0] for s in range(args.seeds)]  # type: ignore[index]
@@ -199,7 +238,7 @@ def summarise(args: argparse.Namespace, loops: dict[tuple[str, int], dict[str, o
                                     for s in range(args.seeds)) for arm in ("dream", "fixed")}
     rounds = {arm: statistics.median(len(loops[(arm, s)]["rounds"])  # type: ignore[arg-type]
                                      for s in range(args.seeds)) for arm in ("dream", "fixed")}
-    first = 0 if args.prior else 1
+    first = 0 if before else 1
     promoted = sum(1 for s in range(args.seeds) for r in loops[("dream", s)]["rounds"][first:]  # type: ignore[index]
                    if r["policy"] != loops[("fixed", s)]["rounds"][0]["policy"])  # type: ignore[index]
     dream_rounds = sum(len(loops[("dream", s)]["rounds"]) - first  # type: ignore[arg-type]
@@ -218,7 +257,12 @@ def summarise(args: argparse.Namespace, loops: dict[tuple[str, int], dict[str, o
            "seeds (not counted); the dream arm dreamed over them before its round 1."
            if args.prior else "")
         + (" Every seed's store held the same earlier loops (`--prior-shared`): the interval "
-           "is over seeds given that one history." if args.prior_shared else ""), "",
+           "is over seeds given that one history." if args.prior_shared else "")
+        + (f" Both arms' stores first held the same {args.family_loops} loop(s) of π_1 on "
+           f"`{args.family_prior}` (another task of the family; not counted) and none of "
+           f"`{args.task}`: the dream arm's first dream, before its round 1, borrowed those "
+           "trees (`--family-prior`); the fixed arm never dreams, and its proposers see only "
+           f"`{args.task}`'s own history." if args.family_prior else ""), "",
         headline_line(args, e, statistics.median(p.shared for p in pairs)),
         "", "| measure | dream arm | fixed arm |", "|---|---:|---:|",
         f"| attempts to reach the fixed arm's median final best {target:.10g} (median; "
@@ -234,13 +278,30 @@ def summarise(args: argparse.Namespace, loops: dict[tuple[str, int], dict[str, o
         f"minus fixed (mean over seeds, in the direction where higher is better): "
         f"{gain.value:+.6g} [{gain.low:+.6g}, {gain.high:+.6g}].", "",
         f"Dreamed rounds that ran a policy other than π_1: {promoted} of {dream_rounds}. "
-        + pick_against_initial(loops, args.seeds, maximize, 0 if args.prior else 1), "",
+        + pick_against_initial(loops, args.seeds, maximize, first), "",
         "Policies the dream arm ran in its last round: " + ", ".join(
             f"`{loops[('dream', s)]['rounds'][-1]['policy']}`"  # type: ignore[index]
             for s in range(args.seeds)),
         "", f"Wall time of a loop (median): dream {wall(loops, 'dream', args.seeds):.0f} s, "
         f"fixed {wall(loops, 'fixed', args.seeds):.0f} s."]
+    if before and not (args.versus or args.oracle):
+        lines += ["", *first_picks(loops, args.seeds)]
     return "\n".join(lines)
+
+
+def first_picks(loops: dict[tuple[str, int], dict[str, object]], seeds: int) -> list[str]:
+    """What the dream arm deployed in round 1 (the first dream's pick, over the earlier
+    trees) in each seed, and why (the loop's own words)."""
+    picks = [loops[("dream", s)]["rounds"][0] for s in range(seeds)]  # type: ignore[index]
+    counts: dict[str, int] = {}
+    for pick in picks:
+        counts[pick["policy"]] = counts.get(pick["policy"], 0) + 1
+    lines = ["The first dream's pick (the dream arm's round 1), by count: " + ", ".join(
+        f"`{policy}` {n}" for policy, n in sorted(counts.items(), key=lambda kv: -kv[1])),
+        "", "| seed | round 1 policy | why |", "|---:|---|---|"]
+    lines += [f"| {s} | `{pick['policy']}` | {str(pick['why']).replace('|', '/')} |"
+              for s, pick in enumerate(picks)]
+    return lines
 
 
 def headline_line(args: argparse.Namespace, e: Estimate, shared: float) -> str:
@@ -329,10 +390,28 @@ def main() -> None:
                         help="run only the loops of seeds A to B-1 and print them, no summary: "
                              "one part of a run split over processes; a run with --resume of "
                              "the parts' logs joined summarises")
+    parser.add_argument("--family-prior", default=None, metavar="TASK",
+                        help="learning across a task family: both arms' stores first hold "
+                             "--family-loops fixed-arm loops of π_1 on TASK (another task of "
+                             "--task's family; recorded once, kept under --prior-cache), which "
+                             "the dream arm's first dream borrows (the loop's --family-prior)")
+    parser.add_argument("--family-loops", type=int, default=12, metavar="N",
+                        help="with --family-prior: how many loops of the family task")
+    parser.add_argument("--only-arm", choices=("dream", "fixed"), default=None,
+                        help="run only this arm's loops and print them, no summary (a later "
+                             "run takes them with --resume)")
     parser.add_argument("--no-figures", action="store_true")
     args = parser.parse_args()
     if args.prior_shared and not args.prior:
         parser.error("--prior-shared needs --prior N")
+    if args.family_prior and (args.prior or args.versus or args.oracle):
+        parser.error("--family-prior measures a fresh store of --task: not with --prior, "
+                     "--versus or --oracle")
+    if args.family_prior and args.family_loops < 1:
+        parser.error("--family-loops must be at least 1")
+    if args.family_prior and resolve_task(args.family_prior).name == resolve_task(
+            args.task).name:
+        parser.error("--family-prior names another task of --task's family, not --task")
     if args.versus and args.oracle:
         parser.error("--versus and --oracle replace the same arm: give one")
     if args.seeds < 2:
@@ -346,7 +425,8 @@ def main() -> None:
     # then records a different seed's earlier loops instead of waiting for another's
     width = max(1, args.jobs)
     first, last = args.shard or (0, args.seeds)
-    jobs = [(arm, seed) for block in range(first, last, width) for arm in ("dream", "fixed")
+    arms = (args.only_arm,) if args.only_arm else ("dream", "fixed")
+    jobs = [(arm, seed) for block in range(first, last, width) for arm in arms
             for seed in range(block, min(last, block + width))]
     with tempfile.TemporaryDirectory(prefix="dreamrsi-paired-") as tmp, \
             ThreadPoolExecutor(max(1, args.jobs)) as pool:
@@ -355,6 +435,8 @@ def main() -> None:
         printing = threading.Lock()
 
         def prior_store(seed: int) -> Path | None:
+            if args.family_prior:
+                return family_store()
             if not args.prior:
                 return None
             store = prior_folder(args, Path(tmp)) / prior_name(args, seed)
@@ -363,6 +445,16 @@ def main() -> None:
                     shutil.rmtree(store, ignore_errors=True)
                     store.mkdir(parents=True)
                     record_prior(args, seed, store / "store")
+                    (store / "done").touch()
+            return store / "store"
+
+        def family_store() -> Path:
+            store = family_folder(args, Path(tmp))
+            with locks[0]:
+                if not (store / "done").exists():
+                    shutil.rmtree(store, ignore_errors=True)
+                    store.mkdir(parents=True)
+                    record_family(args, store / "store")
                     (store / "done").touch()
             return store / "store"
 
@@ -376,12 +468,14 @@ def main() -> None:
 
         loops = {(str(r["arm"]), int(r["seed"])): r  # type: ignore[call-overload]
                  for r in pool.map(one, jobs)}
-    if args.shard:
+    if args.shard or args.only_arm:
         return
     text = summarise(args, loops)
     variant = "".join(c if c.isalnum() else "-" for c in " ".join(args.loop_arg))
     if args.prior:
         variant += f"-prior-{args.prior}" + ("-shared" if args.prior_shared else "")
+    if args.family_prior:
+        variant += f"-family-{resolve_task(args.family_prior).name}-{args.family_loops}"
     if args.versus:
         variant += "-versus-" + "".join(c if c.isalnum() else "-" for c in args.versus)
     if args.oracle:
@@ -393,6 +487,8 @@ def main() -> None:
              + (f", {' '.join(args.loop_arg)}" if args.loop_arg else "")
              + (f"; {args.prior} earlier loops in the store" if args.prior else "")
              + (", the same for every seed" if args.prior_shared else "")
+             + (f"; a fresh store but for {args.family_loops} loops of {args.family_prior} "
+                "(family prior)" if args.family_prior else "")
              + (f"; the dream arm replaced by `{args.versus}`" if args.versus else "")
              + (f"; the dream arm replaced by π_1 then `{args.oracle}` (oracle)"
                 if args.oracle else "") + ")")
@@ -414,6 +510,8 @@ def main() -> None:
                   + "".join(f" --loop-arg={a}" for a in args.loop_arg)
                   + (f" --prior {args.prior}" if args.prior else "")
                   + (" --prior-shared" if args.prior_shared else "")
+                  + (f" --family-prior {args.family_prior} --family-loops {args.family_loops}"
+                     if args.family_prior else "")
                   + (f" --versus {args.versus}" if args.versus else "")
                   + (f" --oracle {args.oracle}" if args.oracle else ""))
 
