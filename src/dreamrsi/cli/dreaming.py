@@ -157,6 +157,12 @@ def loop(
     dream_first: Annotated[bool, typer.Option(
         help="Dream over the task's earlier trees in the store before round 1 and deploy "
              "that choice (--no-dream-first: round 1 runs π_1).")] = True,
+    family_prior: Annotated[bool, typer.Option(
+        "--family-prior", help="With fewer earlier trees of the task than a dream promotes "
+        "on (none on a fresh store), the dream before round 1 also replays the trees of the "
+        "other tasks of its family (autocorrelation-c1 and -c3; lasso-path and "
+        "lasso-path-ops; else tasks named alike but for a numbered suffix), each on its own "
+        "task's scale.")] = False,
     options: DreamOptions = DEFAULT_OPTIONS,
     base_url: BaseUrlOpt = None,
     model: ModelOpt = None,
@@ -212,7 +218,8 @@ def loop(
             dream=options.dream_config(0.25, seed, settings, defaults),
             warm_start=warm_start, target=target, dream_first=dream_first,
             total_budget=total_budget, history=history, base_url=base_url, model=model,
-            survive=survive, then=parse_spec(then) if then else None, then_from=then_from)
+            survive=survive, then=parse_spec(then) if then else None, then_from=then_from,
+            family_prior=family_prior)
         with open_store(store, writer=True, holder=f"loop {loaded.name}") as handle:
             sigterm_as_interrupt()
             observer = _round_observer(handle, loaded.name, as_json, refit)

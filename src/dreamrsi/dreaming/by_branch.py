@@ -35,7 +35,7 @@ from dreamrsi.core.model import Node
 from dreamrsi.core.replay import RecordedTree
 from dreamrsi.dreaming._pool import Pool, fan_out
 from dreamrsi.dreaming.by_run import RESAMPLES, Rewards
-from dreamrsi.dreaming.history import pool_branches
+from dreamrsi.dreaming.history import lend_key, pool_branches
 from dreamrsi.dreaming.lending import lend_classes
 
 BRANCH_NODES = 3_000
@@ -60,12 +60,13 @@ def used_runs(trees: Sequence[RecordedTree]) -> dict[Place, frozenset[str]]:
 
 def strata(trees: Sequence[RecordedTree],
            used: dict[Place, frozenset[str]] | None = None) -> list[list[Place]]:
-    """The history's branches grouped into exchangeable strata (same start, same used runs),
+    """The history's branches grouped into exchangeable strata (same task, evaluator and
+    start, same used runs; a borrowed tree of another task of the family is its own task's),
     each in recording order (trees in order, branches in order), strata in order of their
     first branch. ``used``: :func:`used_runs` of ``trees``, when the caller has it."""
-    groups: dict[tuple[str, frozenset[str]], list[Place]] = {}
+    groups: dict[tuple[tuple[str, str, str], frozenset[str]], list[Place]] = {}
     for place, runs in sorted((used_runs(trees) if used is None else used).items()):
-        groups.setdefault((trees[place[0]].start, runs), []).append(place)
+        groups.setdefault((lend_key(trees[place[0]]), runs), []).append(place)
     return list(groups.values())
 
 

@@ -217,7 +217,8 @@ class DreamConfig:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DreamConfig:
         """Read a stored config back, from any version of the code (a dream's row also
-        names its history and trees; they are not settings and are left out). A row from
+        names its history and trees, and the trees it borrowed from the family; they are not
+        settings and are left out). A row from
         before a setting existed gets the value the dream ran with: no pooled branches, no
         cross-validation, selection on the training trees, a split from two trees, intervals
         over trees, no pruning, no gain required, a gate on V, promotion from one tree, the
@@ -226,7 +227,7 @@ class DreamConfig:
         Raises:
             ConfigError: An unknown key or mode, or a value out of range.
         """
-        values = {k: v for k, v in data.items() if k not in ("history", "trees")}
+        values = {k: v for k, v in data.items() if k not in ("history", "trees", "borrowed")}
         objective = parse_objective(values.pop("objective", "value"),
                                     values.pop("pareto_lam", 0.1),
                                     values.pop("pareto_scores", "auc"))

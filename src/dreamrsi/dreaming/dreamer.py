@@ -90,10 +90,11 @@ def dream(store: RunStore, task: Task, incumbent: PolicySpec,
             _config_json(config, history), inc_id, time.time()))
     code = None if config.code is None or author is None else CodeDreaming(
         config.code, author, sources)
-    choice = choose(train, holdout, incumbent, config, QualityScale.of(history.trees),
+    choice = choose(train, holdout, incumbent, config, QualityScale.per_task(history.trees),
                     code=code, sources=sources)
     notes = _notes(config, len(history.trees),
                    len(config.split.selected(train, holdout)), choice.selection.promoted)
+    notes += family_notes(history)
     if notes:
         choice = replace(choice, selection=replace(
             choice.selection, reason="; ".join((choice.selection.reason, *notes))))
@@ -103,7 +104,8 @@ def dream(store: RunStore, task: Task, incumbent: PolicySpec,
         tuple(t.tree_id for t in train), tuple(t.tree_id for t in holdout),
         holdout is train or len(history.trees) < 2, choice.trials, time.monotonic() - started,
         tuple(r for r, _, _ in history.excluded), config.split, choice.crossval,
-        None if choice.code is None else choice.code.as_dict(), notes)
+        None if choice.code is None else choice.code.as_dict(), notes,
+        tuple((b.run_id, b.task_name) for b in history.borrowed))
     _record(store, task, choice, report, history)
     return report
 
@@ -121,6 +123,21 @@ def _notes(config: DreamConfig, trees: int, compared: int,
     if trees == 1 and promoted:
         notes.append("promoted on a single tree: no interval, no holdout")
     return tuple(notes)
+
+
+def family_notes(history: History) -> tuple[str, ...]:
+    """What the record says about trees borrowed from other tasks of the family: how many,
+    from which task (none borrowed: nothing)."""
+    if not history.borrowed:
+        return ()
+    counts: dict[str, int] = {}
+    for b in history.borrowed:
+        counts[b.task_name] = counts.get(b.task_name, 0) + 1
+    lent = ", ".join(f"{n} of {name}" for name, n in counts.items())
+    own = len(history.trees) - len(history.borrowed)
+    return (f"family prior: {len(history.borrowed)} of the {len(history.trees)} trees "
+            f"borrowed from other tasks of the family ({lent}), {own} of the task's own; "
+            "each scored on its own task's scale, lent only its own task's branches",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +288,8 @@ def crossvalidate(trees: list[RecordedTree], incumbent: PolicySpec, config: Drea
     for fold in fold_trees(trees, config.crossval):
         left_out = {t.tree_id for t in fold}
         rest = [t for t in trees if t.tree_id not in left_out]
-        choice = choose(*config.split.divide(rest), incumbent, inner, QualityScale.of(rest))
+        choice = choose(*config.split.divide(rest), incumbent, inner,
+                        QualityScale.per_task(rest))
         trials += choice.trials
         picks.append(choice.selected)
         ids += [t.tree_id for t in fold]
@@ -449,4 +467,5 @@ def _unique(specs: list[PolicySpec]) -> list[PolicySpec]:
 
 def _config_json(config: DreamConfig, history: History) -> dict[str, Any]:
     return config.to_json() | {"history": history.digest(),
-                               "trees": [t.tree_id for t in history.trees]}
+                               "trees": [t.tree_id for t in history.trees]} | (
+        {"borrowed": [b.as_dict() for b in history.borrowed]} if history.borrowed else {})

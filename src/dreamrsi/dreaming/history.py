@@ -2,7 +2,11 @@
 other (pooled branches).
 
 Replay only mixes trees recorded with the same task and evaluator (equal digests); asked to mix
-others, it refuses and names them. How a dream splits the trees into training and holdout is
+others, it refuses and names them. The one exception is asked for by name: a history may borrow
+the trees of the other tasks of the task's family (:func:`borrow_family`, the loop's family
+prior), each kept with its own digests, replayed and scored on its own task's scale
+(``QualityScale.per_task``), and lent branches only by trees of its own task
+(:func:`exchangeable`). How a dream splits the trees into training and holdout is
 :class:`~dreamrsi.dreaming.splits.Split`'s business.
 """
 
@@ -24,6 +28,30 @@ from dreamrsi.errors import ConfigError
 from dreamrsi.store._fast import gc_paused
 from dreamrsi.store.base import RunRecord, RunStore
 from dreamrsi.store.integrity import check_tree
+from dreamrsi.store.values import RunStatus
+from dreamrsi.tasks.families import family_of
+
+
+@dataclass(frozen=True, slots=True)
+class Borrowed:
+    """A tree of another task of the family, in a history that borrowed it.
+
+    Attributes:
+        run_id: Its run (the tree's id).
+        task_name: The task that recorded it.
+        task_digest: That task's digest.
+        evaluator_digest: Its evaluator's digest.
+    """
+
+    run_id: str
+    task_name: str
+    task_digest: str
+    evaluator_digest: str
+
+    def as_dict(self) -> dict[str, str]:
+        """JSON-ready."""
+        return {"run_id": self.run_id, "task": self.task_name,
+                "task_digest": self.task_digest, "evaluator_digest": self.evaluator_digest}
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,18 +64,30 @@ class History:
         trees: The trees, oldest run first.
         excluded: Runs of the same task name left out because their digests differ, as
             ``(run_id, task_digest, evaluator_digest)``.
+        borrowed: The trees (among ``trees``, after the task's own) borrowed from other
+            tasks of the family (:func:`borrow_family`), each with its task and digests.
     """
 
     task_digest: str
     evaluator_digest: str
     trees: tuple[RecordedTree, ...]
     excluded: tuple[tuple[str, str, str], ...] = ()
+    borrowed: tuple[Borrowed, ...] = ()
+
+    @property
+    def own(self) -> tuple[RecordedTree, ...]:
+        """The task's own trees (the borrowed ones left out)."""
+        lent = {b.run_id for b in self.borrowed}
+        return tuple(t for t in self.trees if t.tree_id not in lent)
 
     def digest(self) -> str:
-        """Digest of the history: the trees it holds and their contents."""
+        """Digest of the history: the trees it holds and their contents (and the digests of
+        the tasks borrowed trees came from)."""
         h = hashlib.sha256(f"{self.task_digest}|{self.evaluator_digest}".encode())
         for tree in self.trees:
             h.update(tree_digest(tree).encode())
+        for b in self.borrowed:
+            h.update(f"|{b.run_id}|{b.task_digest}|{b.evaluator_digest}".encode())
         return "sha256:" + h.hexdigest()
 
 
@@ -83,24 +123,74 @@ def load_history(store: RunStore, task_name: str, task_digest: str,
         raise ConfigError(f"cannot replay these runs together: their task or evaluator "
                           f"differs from task {task_digest[:19]}, evaluator "
                           f"{evaluator_digest[:19]}: {listed}")
-    trees = []
     with gc_paused():  # the trees hold no cycles; a history of 10^6 nodes loads 2.4x faster
-        for run in keep:
-            nodes = store.replay_nodes(run.run_id)
-            check_tree(store.location, run.run_id, nodes)
-            if nodes:
-                trees.append(RecordedTree.from_nodes(
-                    run.run_id, nodes, task_digest=task_digest,
-                    evaluator_digest=evaluator_digest,
-                    start=run.config.get("start_from") or "seed",
-                    saw=context_runs(store, run.config.get("context_nodes", ())),
-                    task_name=run.task_name))
+        trees = [t for run in keep
+                 if (t := _tree_of(store, run, evaluator_digest)) is not None]
     return History(task_digest, evaluator_digest, tuple(trees), tuple(excluded))
+
+
+def _tree_of(store: RunStore, run: RunRecord, evaluator_digest: str) -> RecordedTree | None:
+    """The recorded tree of ``run`` (``None`` when it holds no node)."""
+    nodes = store.replay_nodes(run.run_id)
+    check_tree(store.location, run.run_id, nodes)
+    if not nodes:
+        return None
+    return RecordedTree.from_nodes(
+        run.run_id, nodes, task_digest=run.task_digest, evaluator_digest=evaluator_digest,
+        start=run.config.get("start_from") or "seed",
+        saw=context_runs(store, run.config.get("context_nodes", ())), task_name=run.task_name)
+
+
+def borrow_family(store: RunStore, history: History, task_name: str) -> History:
+    """``history`` with the trees of the other tasks of ``task_name``'s family appended
+    (``tasks.families.family_of``: autocorrelation-c1 and -c3 are one family): every finished
+    run of such a task that holds an attempt, oldest first, whatever its digests (each tree
+    keeps its own, and :attr:`History.borrowed` names them). A task whose family has no other
+    task in the store gets ``history`` back as it was.
+
+    Sound only where every tree is scored on its own task's scale and lent only its own
+    task's branches: a dream over the result uses ``QualityScale.per_task`` and pools by
+    :func:`exchangeable`; a quality on raw scores mixes the tasks' units, and the loop
+    refuses the family prior with it.
+
+    Raises:
+        StoreError: A run's nodes are not one tree (the database was edited).
+    """
+    family = family_of(task_name)
+    borrowed: list[Borrowed] = []
+    trees: list[RecordedTree] = []
+    for run in store.list_runs():
+        if (run.task_name == task_name or run.status is RunStatus.RUNNING
+                or family_of(run.task_name) != family):
+            continue
+        evaluator = store.get_task(run.task_digest).evaluator_digest
+        tree = _tree_of(store, run, evaluator)
+        if tree is not None and tree.size > 1:
+            trees.append(tree)
+            borrowed.append(Borrowed(run.run_id, run.task_name, run.task_digest, evaluator))
+    if not trees:
+        return history
+    return replace(history, trees=history.trees + tuple(trees),
+                   borrowed=history.borrowed + tuple(borrowed))
+
+
+def exchangeable(a: RecordedTree, b: RecordedTree) -> bool:
+    """Whether fresh branches of ``a`` and ``b`` are draws of the same thing, as far as their
+    trees tell: recorded with the same task and evaluator, from the same start. Lending (and
+    the branch bootstrap's strata) never crosses tasks: a borrowed tree of another task of
+    the family is lent only its own task's branches."""
+    return lend_key(a) == lend_key(b)
+
+
+def lend_key(tree: RecordedTree) -> tuple[str, str, str]:
+    """What two trees must share to lend each other branches: task, evaluator, start."""
+    return tree.task_digest, tree.evaluator_digest, tree.start
 
 
 def pool_branches(trees: Sequence[RecordedTree], max_lent: int | None = None,
                   shared: LentBranches | None = None) -> list[RecordedTree]:
-    """Each tree with the branches of the other trees of the same start appended to its own,
+    """Each tree with the branches of the other trees of the same start (and task,
+    :func:`exchangeable`) appended to its own,
     as further children of its root (the next trees first, in the given order, wrapping
     round), each lender's branches in its order: those that used only runs its own run had
     in its context (history as context: a branch that started from an elite of a run the tree
@@ -157,12 +247,12 @@ Lender = tuple[RecordedTree, tuple[int, ...]]
 def _lenders(trees: list[RecordedTree], i: int,
              classes: Mapping[str, tuple[LendClass, ...]]) -> Iterator[Lender]:
     """The trees that lend ``trees[i]`` branches, in order (the next trees first, wrapping
-    round), each with the classes it lends: those of the same start, with a branch that used
-    only runs ``trees[i]``'s context named."""
+    round), each with the classes it lends: those of the same task, evaluator and start
+    (:func:`exchangeable`), with a branch that used only runs ``trees[i]``'s context named."""
     tree = trees[i]
     for k in range(1, len(trees)):
         lender = trees[(i + k) % len(trees)]
-        if lender.start == tree.start and lender.root_children:
+        if exchangeable(lender, tree) and lender.root_children:
             chosen = lendable(classes[lender.tree_id], tree.saw)
             if chosen:
                 yield lender, chosen
@@ -200,10 +290,10 @@ class _PoolExtremes:
     def __init__(self, trees: list[RecordedTree],
                  classes: Mapping[str, tuple[LendClass, ...]]) -> None:
         self.trees, self.classes = trees, classes
-        groups: dict[str, list[tuple[int, int, LendClass]]] = {}
+        groups: dict[tuple[str, str, str], list[tuple[int, int, LendClass]]] = {}
         for j, tree in enumerate(trees):
             if tree.root_children:
-                groups.setdefault(tree.start, []).extend(
+                groups.setdefault(lend_key(tree), []).extend(
                     (j, k, c) for k, c in enumerate(classes[tree.tree_id]))
         self.highs = {start: sorted(((c.high, j, k) for j, k, c in entries
                                      if c.high is not None), reverse=True)
@@ -229,11 +319,12 @@ class _PoolExtremes:
         def lends(j: int, k: int) -> bool:
             return j != i and classes[trees[j].tree_id][k].used <= saw
 
-        last = next((v for v, j, k in self.lasts.get(tree.start, ()) if lends(j, k)), None)
+        key = lend_key(tree)
+        last = next((v for v, j, k in self.lasts.get(key, ()) if lends(j, k)), None)
         if last is None:
             return None
-        high = next((v for v, j, k in self.highs[tree.start] if lends(j, k)), None)
-        low = next((v for v, j, k in self.lows[tree.start] if lends(j, k)), None)
+        high = next((v for v, j, k in self.highs[key] if lends(j, k)), None)
+        low = next((v for v, j, k in self.lows[key] if lends(j, k)), None)
         best = _pick(tree.best, high, max)
         floor = _pick(tree.floor, low, min)
         if best == 0.0 or floor == 0.0:  # which zero: as the fold finds it

@@ -18,7 +18,9 @@ that candidate space could show).
 
 With ``dream_first`` a dream-arm loop on a store that already holds trees of the task (earlier
 runs or loops) dreams over them before round 1, π_1 the incumbent, so the loop starts from what
-those runs taught instead of from π_1 again.
+those runs taught instead of from π_1 again. With ``family_prior`` too, and fewer trees of the
+task than a dream promotes on, that dream also borrows the trees of the other tasks of the
+task's family (``history.borrow_family``).
 
 Each round is recorded (its run named) before its run starts and again with the dream that
 followed it, so a killed loop resumes (:func:`resume_loop`): a round whose run did not finish
@@ -39,7 +41,7 @@ from dreamrsi.core.model import Node
 from dreamrsi.core.policy import PolicySpec
 from dreamrsi.dreaming.config import DreamConfig
 from dreamrsi.dreaming.dreamer import dream
-from dreamrsi.dreaming.history import load_history
+from dreamrsi.dreaming.history import History, borrow_family, load_history
 from dreamrsi.dreaming.loop_config import (  # the settings, re-exported: they lived here
     ARMS,
     DEFAULT_HISTORY,
@@ -58,6 +60,7 @@ from dreamrsi.policies.registry import code_digest
 from dreamrsi.store.base import DreamsStore, RunStatus, RunStore
 from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
 from dreamrsi.survival.service import survive
+from dreamrsi.tasks.families import family_of
 from dreamrsi.tasks.spec import Task, load_task
 
 __all__ = ["ARMS", "DEFAULT_HISTORY", "LoopArm", "LoopConfig", "LoopReport", "LoopStatus",
@@ -143,9 +146,11 @@ def run_loop(store: RunStore, task: Task, config: LoopConfig,
     loop_id = "l" + os.urandom(4).hex()
     driver = _Driver(store, task, config, loop_id, observer, accept_unisolated_model_code,
                      author, executor)
-    first = _first_dream(store, task, driver.policy, config, author, executor)
+    first, note = _first_dream(store, task, driver.policy, config, author, executor)
     if first is not None:
         driver.policy, driver.why = first.selected, "before round 1, " + _why(first)
+    if note:
+        driver.why += "; " + note
     driver.first = first
     loop_json = config.to_json() | {"first_dream": first.dream_id if first else None}
     store.create_loop(LoopRecord(loop_id, task.digest, config.arm, loop_json, LoopStatus.RUNNING,
@@ -405,15 +410,35 @@ def _stored_outcome(store: DreamsStore, dream_id: str) -> _Outcome | None:
 
 
 def _first_dream(store: RunStore, task: Task, initial: PolicySpec, config: LoopConfig,
-                 author: PolicyAuthor | None, executor: Executor | None) -> DreamReport | None:
-    """The dream before round 1 (``dream_first``), or ``None`` without earlier trees."""
+                 author: PolicyAuthor | None, executor: Executor | None
+                 ) -> tuple[DreamReport | None, str | None]:
+    """The dream before round 1 (``dream_first``), or ``None`` without earlier trees; and
+    what the family prior did when it did not borrow (``None``: nothing to say)."""
     if config.arm is not LoopArm.DREAM or not config.dream_first:
-        return None
+        return None, None
     history = load_history(store, task.name, task.digest, task.evaluator_digest)
+    history, note = _with_family(store, task, config, history)
     if not history.trees:
-        return None
+        return None, note
     return dream(store, task, initial, dreams_on(config.dream_config(), executor), history,
-                 author=author)
+                 author=author), note
+
+
+def _with_family(store: RunStore, task: Task, config: LoopConfig,
+                 history: History) -> tuple[History, str | None]:
+    """``history`` with the family's trees borrowed when the family prior is on and the
+    task's own trees are fewer than a dream promotes on; and, when it borrowed nothing, why."""
+    if not config.family_prior:
+        return history, None
+    need = config.dream_settings().min_trees
+    if len(history.trees) >= need:
+        return history, (f"family prior not used: the task's own {len(history.trees)} trees "
+                         f"are enough to promote on ({need})")
+    borrowed = borrow_family(store, history, task.name)
+    if borrowed.borrowed:
+        return borrowed, None
+    return history, (f"family prior: the store holds no finished run of another task of "
+                     f"family '{family_of(task.name)}', nothing borrowed")
 
 
 def dreams_on(config: DreamConfig, executor: Executor | None) -> DreamConfig:
@@ -451,4 +476,6 @@ def _dream_summary(report: DreamReport | None) -> dict[str, Any] | None:
     return {"dream_id": report.dream_id, "selected": report.selected.label(),
             "promoted": report.promoted, "reason": report.reason, "trials": report.trials,
             "seconds": round(report.seconds, 2),
-            **({} if report.code is None else {"code": report.code})}
+            **({} if report.code is None else {"code": report.code}),
+            **({"borrowed": [{"tree": t, "task": name} for t, name in report.borrowed]}
+               if report.borrowed else {})}

@@ -86,6 +86,15 @@ class LoopConfig:
         survive: Run a survival pass (:func:`dreamrsi.survival.service.survive`) on each
             round's best node against its run's root; only a node that survives counts as
             the loop's best (and as the warm start).
+        family_prior: When the task's own history is scarce (fewer trees than a dream
+            promotes on, ``min_trees``; none on a fresh store), the dream before round 1
+            also replays the recorded trees of the other tasks of the task's family
+            (``tasks.families.family_of``), each on its own task's scale and lent only its
+            own task's branches, with the evidence gate unchanged; every later dream uses
+            the task's own trees only. Off by default (docs/dreaming.md says why). Only in
+            the ``dream`` arm with ``dream_first``, and not with ``raw`` quality (raw scores
+            of two tasks have no common unit). With no such tree in the store the loop
+            starts from π_1, as without it, and round 1's reason says so.
     """
 
     rounds: int = 5
@@ -106,6 +115,7 @@ class LoopConfig:
     survive: bool = False
     then: PolicySpec | None = None
     then_from: int = 2
+    family_prior: bool = False
 
     def __post_init__(self) -> None:
         if self.dream is None:
@@ -130,6 +140,19 @@ class LoopConfig:
         if self.then is not None and self.arm is LoopArm.DREAM:
             raise ConfigError("a policy schedule (then) is for the fixed arm: the dream arm's "
                               "dreams choose its policies", key="then")
+        if self.family_prior:
+            self._check_family_prior()
+
+    def _check_family_prior(self) -> None:
+        if self.arm is not LoopArm.DREAM or not self.dream_first:
+            raise ConfigError("the family prior is for the dream before round 1: it needs the "
+                              "dream arm with dream_first", key="family_prior")
+        quality = self.dream_settings().replay.quality
+        if quality.name == "raw":
+            raise ConfigError("the family prior scores trees of other tasks: raw scores of "
+                              "two tasks have no common unit; use a quality measured on each "
+                              "task's own scale (rank, rarity, reach, reach-attempts, "
+                              "relative)", key="family_prior")
 
     @property
     def protocol(self) -> str:
@@ -173,7 +196,8 @@ class LoopConfig:
                 "total_budget": self.total_budget, "history": self.history,
                 "base_url": self.base_url, "model": self.model, "survive": self.survive,
                 **({"then": self.then.label(), "then_from": self.then_from} if self.then
-                   else {})}  # a loop without a schedule stores what it stored before one
+                   else {}),  # a loop without a schedule stores what it stored before one
+                **({"family_prior": True} if self.family_prior else {})}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LoopConfig:

@@ -32,6 +32,13 @@ command line, a stored dream), and carried in :class:`~dreamrsi.dreaming.evaluat
   attempts to reach the threshold, the loop's paired metric.
 
 ``beta1`` and ``beta2`` are in the units of the chosen quality.
+
+The scaled modes measure against one task's scores. A history that borrowed trees of other
+tasks of the family (the loop's family prior) has one scale per task
+(:meth:`QualityScale.per_task`): each tree is measured on its own task's, so a tree of another
+task is scored on its own scale and the qualities are shares (or decades, or reach) of the
+same kind whatever the task. ``relative`` is per tree already; ``raw`` has no common unit
+across tasks, and the loop refuses the family prior with it.
 """
 
 from __future__ import annotations
@@ -48,15 +55,48 @@ from dreamrsi.errors import ConfigError
 
 @dataclass(frozen=True, slots=True, eq=False)
 class QualityScale:
-    """Every valid score of a history, sorted: the yardstick of ``rank`` and ``rarity``."""
+    """Every valid score of a history, sorted: the yardstick of ``rank`` and ``rarity``.
+
+    Attributes:
+        scores: The scores, sorted (none in a scale of several tasks).
+        tasks: A scale of several tasks (:meth:`per_task`): each task's own scale, by its
+            ``(task_digest, evaluator_digest)``; empty for one task's.
+    """
 
     scores: tuple[float, ...]
+    tasks: tuple[tuple[tuple[str, str], QualityScale], ...] = ()
 
     @classmethod
     def of(cls, trees: Sequence[RecordedTree]) -> QualityScale:
         """The scale of these trees' attempts (roots, the seed evaluated again, left out)."""
         return cls(tuple(sorted(n.score for t in trees for n in t.nodes.values()
                                 if n.score is not None and n.parent_id is not None)))
+
+    @classmethod
+    def per_task(cls, trees: Sequence[RecordedTree]) -> QualityScale:
+        """One scale per task (and evaluator) of ``trees``, each tree measured on its own
+        task's (:meth:`for_tree`); :meth:`of` itself when they are all one task's."""
+        groups: dict[tuple[str, str], list[RecordedTree]] = {}
+        for tree in trees:
+            groups.setdefault((tree.task_digest, tree.evaluator_digest), []).append(tree)
+        if len(groups) <= 1:
+            return cls.of(trees)
+        return cls((), tuple((key, cls.of(group)) for key, group in groups.items()))
+
+    def for_tree(self, tree: RecordedTree) -> QualityScale:
+        """The scale ``tree`` is measured on: its task's in a scale of several, else this.
+
+        Raises:
+            ValueError: A scale of several tasks holds none of ``tree``'s task.
+        """
+        if not self.tasks:
+            return self
+        key = (tree.task_digest, tree.evaluator_digest)
+        found = next((scale for k, scale in self.tasks if k == key), None)
+        if found is None:
+            raise ValueError(f"no scale of task {tree.task_digest[:19]} (evaluator "
+                             f"{tree.evaluator_digest[:19]}) for tree {tree.tree_id}")
+        return found
 
     def rank(self, score: float) -> float:
         """Share of the recorded scores at or below ``score`` (0 with none recorded)."""
@@ -265,7 +305,7 @@ class ReachAttemptsQuality:
         (or the history holds no valid score)."""
         if scale is None:
             raise ValueError("a scaled quality mode needs the history's QualityScale")
-        threshold = scale.threshold(self.quantile)
+        threshold = scale.for_tree(tree).threshold(self.quantile)
         if threshold is None:
             return None
         root = tree.root.score
@@ -343,4 +383,4 @@ def _measured(result: ReplayResult, tree: RecordedTree, scale: QualityScale | No
         raise ValueError("a scaled quality mode needs the history's QualityScale")
     if not result.revealed and tree.root.score is None:
         return 0.0
-    return measure(scale, result.quality)
+    return measure(scale.for_tree(tree), result.quality)

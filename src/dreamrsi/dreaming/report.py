@@ -88,7 +88,10 @@ class DreamReport:
         code: Code dreaming's revisions and what they cost, when it ran
             (``dreaming.code.CodeOutcome.as_dict``).
         notes: What the evidence lacked: no holdout (too few trees to split, with the
-            number), a promotion on a single tree. Also at the end of ``reason``.
+            number), a promotion on a single tree; and trees borrowed from the family. Also
+            at the end of ``reason``.
+        borrowed: The trees borrowed from other tasks of the family (the loop's family
+            prior), as ``(tree_id, task_name)``; every other tree is the task's own.
     """
 
     dream_id: str
@@ -107,6 +110,7 @@ class DreamReport:
     crossval: CrossValidation | None = None
     code: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()
+    borrowed: tuple[tuple[str, str], ...] = ()
 
     @property
     def select_on(self) -> Side:
@@ -134,7 +138,9 @@ class DreamReport:
                 "select_on": self.select_on.value,
                 "crossval": None if self.crossval is None else self.crossval.as_dict(),
                 "notes": list(self.notes),
-                **({} if self.code is None else {"code": self.code})}
+                **({} if self.code is None else {"code": self.code}),
+                **({"borrowed": [{"tree": t, "task": name} for t, name in self.borrowed]}
+                   if self.borrowed else {})}
 
 
 def candidate_reports(candidates: Sequence[Candidate],

@@ -1,14 +1,13 @@
 """Task families: the tasks whose runs a prior or a value model is fitted on together.
 
-A task's family is the family of a built-in task that shares its scripts
-(``tasks.families.FAMILY_OF``: circle-packing-26 and -32 are ``circle-packing``), else its
-name's stem: the name less every trailing ``-part`` that holds a digit (``packing-v2`` and
-``packing-40`` are ``packing``; ``sum-difference`` is itself).
+A task's family (``tasks.families.family_of``, re-exported here) is the family of a built-in
+task that shares its scripts (``tasks.families.FAMILY_OF``: circle-packing-26 and -32 are
+``circle-packing``), else its name's stem: the name less every trailing ``-part`` that holds a
+digit (``packing-v2`` and ``packing-40`` are ``packing``; ``sum-difference`` is itself).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from dreamrsi.core.replay import RecordedTree
@@ -16,26 +15,12 @@ from dreamrsi.errors import ConfigError
 from dreamrsi.store.base import RunStore
 from dreamrsi.store.integrity import check_tree
 from dreamrsi.store.values import RunRecord, RunStatus
-from dreamrsi.tasks.families import FAMILY_OF
+from dreamrsi.tasks.families import family_of  # where it lives: dreaming uses it too
 
-_NUMBERED = re.compile(r"-[^-]*[0-9][^-]*$")
 PAGE = 500
 """Runs listed a page at a time."""
 
-
-def family_of(task_name: str) -> str:
-    """The family of the task named ``task_name``.
-
-    >>> family_of("circle-packing-32"), family_of("packing-v2"), family_of("sum-difference")
-    ('circle-packing', 'packing', 'sum-difference')
-    """
-    known = FAMILY_OF.get(task_name)
-    if known is not None:
-        return known
-    stem = task_name
-    while (cut := _NUMBERED.sub("", stem)) != stem and cut:
-        stem = cut
-    return stem
+__all__ = ["PAGE", "family_of", "family_runs", "family_trees"]
 
 
 def family_runs(store: RunStore, family: str) -> Iterator[RunRecord]:

@@ -21,6 +21,7 @@ per process (a private temporary folder, removed when the process exits).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
@@ -37,6 +38,25 @@ FAMILY_OF = {
     "lasso-path-ops": "lasso-path",
 }
 """The family of each built-in task that shares its scripts, by task directory name."""
+_NUMBERED = re.compile(r"-[^-]*[0-9][^-]*$")
+
+
+def family_of(task_name: str) -> str:
+    """The family of the task named ``task_name``: the family of a built-in task that shares
+    its scripts (:data:`FAMILY_OF`: circle-packing-26 and -32 are ``circle-packing``), else its
+    name's stem: the name less every trailing ``-part`` that holds a digit (``packing-v2``
+    and ``packing-40`` are ``packing``; ``sum-difference`` is itself).
+
+    >>> family_of("circle-packing-32"), family_of("packing-v2"), family_of("sum-difference")
+    ('circle-packing', 'packing', 'sum-difference')
+    """
+    known = FAMILY_OF.get(task_name)
+    if known is not None:
+        return known
+    stem = task_name
+    while (cut := _NUMBERED.sub("", stem)) != stem and cut:
+        stem = cut
+    return stem
 
 _composed: dict[tuple[tuple[Path, ...], Path | None, str], Path] = {}
 _root: list[Path] = []
