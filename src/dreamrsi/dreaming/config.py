@@ -218,11 +218,10 @@ class DreamConfig:
     def from_json(cls, data: Mapping[str, Any]) -> DreamConfig:
         """Read a stored config back, from any version of the code (a dream's row also
         names its history and trees, and the trees it borrowed from the family; they are not
-        settings and are left out). A row from
-        before a setting existed gets the value the dream ran with: no pooled branches, no
-        cross-validation, selection on the training trees, a split from two trees, intervals
-        over trees, no pruning, no gain required, a gate on V, promotion from one tree, the
-        trials unscaled, no tie prior.
+        settings and are left out). A row from before a setting existed gets the value the
+        dream ran with: no pooled branches, no cross-validation, selection on the training
+        trees, a split from two trees, intervals over trees, no pruning, no gain required, a
+        gate on V, promotion from one tree, the trials unscaled, no tie prior.
 
         Raises:
             ConfigError: An unknown key or mode, or a value out of range.
