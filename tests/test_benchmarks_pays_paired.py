@@ -173,3 +173,45 @@ def test_a_shared_mix_reads_counts_and_draws_from_them() -> None:
     assert set(drawn) == {0, 120}
     assert power.shared_of(np.random.default_rng(0), 20) == 20
     assert power.summary((0, 0, 20, 120, 120)) == "0 x2, 20 x1, 120 x2"
+
+
+def test_the_family_prior_dream_arm_borrows_and_the_family_loops_run_the_sibling(
+        tmp_path: Path) -> None:
+    def args(**change: object) -> argparse.Namespace:
+        values = {"task": "autocorrelation-c3", "total_budget": 120, "per_round_budget": 20,
+                  "workers": 2, "loop_arg": [], "versus": None, "oracle": None, "prior": 0,
+                  "prior_cache": tmp_path, "family_prior": "autocorrelation-c1",
+                  "family_loops": 12} | change
+        return argparse.Namespace(**values)
+
+    dream = paired.loop_command(args(), "dream", 3, Path("s"))
+    assert dream[dream.index("--arm"):dream.index("--arm") + 3] == [
+        "--arm", "dream", "--family-prior"]
+    assert dream[dream.index("loop") + 1] == "autocorrelation-c3"
+    fixed = paired.loop_command(args(), "fixed", 3, Path("s"))
+    assert "--family-prior" not in fixed
+    # the family's loops: π_1 on the sibling, fixed arm, no borrowing of their own
+    family = paired.loop_command(args(), "fixed", paired.FAMILY_SEED, Path("s"), prior=True,
+                                 task="autocorrelation-c1")
+    assert family[family.index("loop") + 1] == "autocorrelation-c1"
+    assert "--family-prior" not in family and family[family.index("--arm") + 1] == "fixed"
+    # one cache folder per family protocol, whatever the measured task
+    base = paired.family_folder(args(), tmp_path / "tmp")
+    assert base.parent == tmp_path and base.name.startswith("autocorrelation-c1-family-12-")
+    assert paired.family_folder(args(task="circle-packing-26"), tmp_path) == base
+    for other in ({"total_budget": 80}, {"family_loops": 6}, {"loop_arg": ["--history", "0"]},
+                  {"family_prior": "autocorrelation-c3"}):
+        assert paired.family_folder(args(**other), tmp_path) != base
+    assert paired.family_folder(args(prior_cache=None), tmp_path / "tmp") == \
+        tmp_path / "tmp" / "family"
+
+
+def test_the_first_picks_list_each_seeds_round_1_policy_and_why() -> None:
+    loops = {("dream", s): {"rounds": [{"policy": p, "why": w}]}
+             for s, (p, w) in enumerate([("g16", "promoted | by dream d1"), ("p1", "kept"),
+                                         ("g16", "promoted by dream d3")])}
+    lines = paired.first_picks(loops, 3)
+    assert lines[0] == ("The first dream's pick (the dream arm's round 1), by count: "
+                        "`g16` 2, `p1` 1")
+    assert lines[-3:] == ["| 0 | `g16` | promoted / by dream d1 |", "| 1 | `p1` | kept |",
+                          "| 2 | `g16` | promoted by dream d3 |"]
