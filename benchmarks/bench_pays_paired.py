@@ -296,11 +296,16 @@ def first_picks(loops: dict[tuple[str, int], dict[str, object]], seeds: int) -> 
     counts: dict[str, int] = {}
     for pick in picks:
         counts[pick["policy"]] = counts.get(pick["policy"], 0) + 1
+    whys = [str(pick["why"]).replace("|", "/").split("; ", 1) for pick in picks]
+    notes = {why[1] if len(why) > 1 else "" for why in whys}
+    shared = notes.pop() if len(notes) == 1 else ""  # said once below the table
     lines = ["The first dream's pick (the dream arm's round 1), by count: " + ", ".join(
         f"`{policy}` {n}" for policy, n in sorted(counts.items(), key=lambda kv: -kv[1])),
         "", "| seed | round 1 policy | why |", "|---:|---|---|"]
-    lines += [f"| {s} | `{pick['policy']}` | {str(pick['why']).replace('|', '/')} |"
-              for s, pick in enumerate(picks)]
+    lines += [f"| {s} | `{pick['policy']}` | {why[0] if shared else '; '.join(why)} |"
+              for s, (pick, why) in enumerate(zip(picks, whys, strict=True))]
+    if shared:
+        lines += ["", f"Every seed's reason went on: \"{shared}\"."]
     return lines
 
 

@@ -207,11 +207,16 @@ def test_the_family_prior_dream_arm_borrows_and_the_family_loops_run_the_sibling
 
 
 def test_the_first_picks_list_each_seeds_round_1_policy_and_why() -> None:
-    loops = {("dream", s): {"rounds": [{"policy": p, "why": w}]}
-             for s, (p, w) in enumerate([("g16", "promoted | by dream d1"), ("p1", "kept"),
-                                         ("g16", "promoted by dream d3")])}
-    lines = paired.first_picks(loops, 3)
+    def loops(*whys: str) -> dict[tuple[str, int], dict[str, object]]:
+        return {("dream", s): {"rounds": [{"policy": p, "why": w}]}
+                for s, (p, w) in enumerate(zip(["g16", "p1", "g16"], whys, strict=True))}
+
+    lines = paired.first_picks(loops("promoted | by d1", "kept; family: 3", "x; y"), 3)
     assert lines[0] == ("The first dream's pick (the dream arm's round 1), by count: "
                         "`g16` 2, `p1` 1")
-    assert lines[-3:] == ["| 0 | `g16` | promoted / by dream d1 |", "| 1 | `p1` | kept |",
-                          "| 2 | `g16` | promoted by dream d3 |"]
+    assert lines[-3:] == ["| 0 | `g16` | promoted / by d1 |", "| 1 | `p1` | kept; family: 3 |",
+                          "| 2 | `g16` | x; y |"]
+    # a note every seed's reason ends with is said once, below the table
+    lines = paired.first_picks(loops("a; family: 3", "b; family: 3", "c; family: 3"), 3)
+    assert lines[-5:] == ["| 0 | `g16` | a |", "| 1 | `p1` | b |", "| 2 | `g16` | c |", "",
+                          "Every seed's reason went on: \"family: 3\"."]
