@@ -55,8 +55,8 @@ def family(store: SqliteRunStore, make_task: TaskFactory) -> tuple[Task, Task, l
 
 
 def loop_config(**kwargs: object) -> LoopConfig:
-    return LoopConfig(rounds=2, per_round_budget=6, workers=2, isolation="off",
-                      dream=SMALL, **kwargs)  # type: ignore[arg-type]
+    return LoopConfig(**{"rounds": 2, "per_round_budget": 6, "workers": 2, "isolation": "off",
+                         "dream": SMALL, **kwargs})  # type: ignore[arg-type]
 
 
 def test_first_dream_on_a_fresh_store_borrows_the_siblings_trees_only(
@@ -86,15 +86,52 @@ def test_first_dream_on_a_fresh_store_borrows_the_siblings_trees_only(
     assert "borrowed" not in after.config
 
 
-def test_without_the_option_no_tree_of_another_task_is_used(
+def test_turned_off_no_tree_of_another_task_is_used(
         store: SqliteRunStore, family: tuple[Task, Task, list[str]]) -> None:
     task, _, _ = family
-    report = run_loop(store, task, loop_config())
+    report = run_loop(store, task, loop_config(family_prior=False))
     assert report.first_dream is None
     assert report.rounds[0].why == "the initial policy (π_1)"
     (after,) = store.list_dreams(task.digest)
     assert after.config["trees"] == [report.rounds[0].run_id]
-    assert "family_prior" not in store.get_loop(report.loop_id).config
+    assert store.get_loop(report.loop_id).config["family_prior"] is False
+
+
+def test_by_default_a_built_in_family_is_borrowed_where_it_applies(
+        store: SqliteRunStore, make_task: TaskFactory) -> None:
+    sibling = load_task(make_task(name="autocorrelation-c1", evaluate=EVALUATE_SCALED))
+    siblings = record(store, sibling, range(3))
+    record(store, load_task(make_task(name="autocorrelation-9")), range(3, 5))  # a stem alike
+    task = load_task(make_task(name="autocorrelation-c3"))
+    report = run_loop(store, task, loop_config())
+    first = report.first_dream
+    assert first is not None
+    # the built-in sibling only: a task whose name merely shares the stem is not borrowed
+    assert first["borrowed"] == [{"tree": r, "task": "autocorrelation-c1"} for r in siblings]
+    assert "family_prior" not in store.get_loop(report.loop_id).config  # left to the default
+    # where it cannot apply, the default is off and nothing is refused
+    for kwargs in ({"arm": "fixed"}, {"dream_first": False},
+                   {"dream": DreamConfig(replay=ReplaySettings(quality=parse_quality("raw")))}):
+        assert not loop_config(**kwargs).borrows_family()
+    fixed = run_loop(store, task, loop_config(arm="fixed"))
+    assert fixed.first_dream is None and fixed.rounds[0].why == "the initial policy (π_1)"
+
+
+def test_by_default_a_family_by_name_alone_is_not_borrowed(
+        store: SqliteRunStore, family: tuple[Task, Task, list[str]]) -> None:
+    task, _, _ = family  # toy-2 and toy-1: one family by their names' stem, a guess
+    report = run_loop(store, task, loop_config())
+    assert report.first_dream is None
+    assert report.rounds[0].why == "the initial policy (π_1)"
+
+
+def test_by_default_a_store_without_the_family_says_nothing(
+        store: SqliteRunStore, make_task: TaskFactory) -> None:
+    record(store, load_task(make_task(name="other")), range(2))
+    task = load_task(make_task(name="toy-2"))
+    report = run_loop(store, task, loop_config())
+    assert report.first_dream is None
+    assert report.rounds[0].why == "the initial policy (π_1)"
 
 
 def test_the_family_prior_is_left_out_when_the_tasks_own_trees_suffice(

@@ -157,12 +157,14 @@ def loop(
     dream_first: Annotated[bool, typer.Option(
         help="Dream over the task's earlier trees in the store before round 1 and deploy "
              "that choice (--no-dream-first: round 1 runs π_1).")] = True,
-    family_prior: Annotated[bool, typer.Option(
-        "--family-prior", help="With fewer earlier trees of the task than a dream promotes "
-        "on (none on a fresh store), the dream before round 1 also replays the trees of the "
-        "other tasks of its family (autocorrelation-c1 and -c3; lasso-path and "
-        "lasso-path-ops; else tasks named alike but for a numbered suffix), each on its own "
-        "task's scale.")] = False,
+    family_prior: Annotated[bool | None, typer.Option(
+        "--family-prior/--no-family-prior", help="With fewer earlier trees of the task than "
+        "a dream promotes on (none on a fresh store), the dream before round 1 also replays "
+        "the trees of the other tasks of its family (autocorrelation-c1 and -c3; lasso-path "
+        "and lasso-path-ops; else tasks named alike but for a numbered suffix), each on its "
+        "own task's scale. Default: wherever it applies (the dream arm, --dream-first, a "
+        "quality on each task's own scale); --family-prior asks for it (refused where it "
+        "cannot apply), --no-family-prior turns it off.", show_default=False)] = None,
     options: DreamOptions = DEFAULT_OPTIONS,
     base_url: BaseUrlOpt = None,
     model: ModelOpt = None,

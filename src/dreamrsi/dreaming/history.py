@@ -29,7 +29,7 @@ from dreamrsi.store._fast import gc_paused
 from dreamrsi.store.base import RunRecord, RunStore
 from dreamrsi.store.integrity import check_tree
 from dreamrsi.store.values import RunStatus
-from dreamrsi.tasks.families import family_of
+from dreamrsi.tasks.families import FAMILY_OF, family_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,12 +141,14 @@ def _tree_of(store: RunStore, run: RunRecord, evaluator_digest: str) -> Recorded
         saw=context_runs(store, run.config.get("context_nodes", ())), task_name=run.task_name)
 
 
-def borrow_family(store: RunStore, history: History, task_name: str) -> History:
+def borrow_family(store: RunStore, history: History, task_name: str, *,
+                  built_in: bool = False) -> History:
     """``history`` with the trees of the other tasks of ``task_name``'s family appended
     (``tasks.families.family_of``: autocorrelation-c1 and -c3 are one family): every finished
     run of such a task that holds an attempt, oldest first, whatever its digests (each tree
     keeps its own, and :attr:`History.borrowed` names them). A task whose family has no other
-    task in the store gets ``history`` back as it was.
+    task in the store gets ``history`` back as it was. With ``built_in``, only the built-in
+    tasks whose family shares its scripts (``tasks.families.FAMILY_OF``) are borrowed from.
 
     Sound only where every tree is scored on its own task's scale and lent only its own
     task's branches: a dream over the result uses ``QualityScale.per_task`` and pools by
@@ -161,7 +163,8 @@ def borrow_family(store: RunStore, history: History, task_name: str) -> History:
     trees: list[RecordedTree] = []
     for run in store.list_runs():
         if (run.task_name == task_name or run.status is RunStatus.RUNNING
-                or family_of(run.task_name) != family):
+                or family_of(run.task_name) != family
+                or (built_in and run.task_name not in FAMILY_OF)):
             continue
         evaluator = store.get_task(run.task_digest).evaluator_digest
         tree = _tree_of(store, run, evaluator)

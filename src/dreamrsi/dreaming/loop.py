@@ -20,7 +20,7 @@ With ``dream_first`` a dream-arm loop on a store that already holds trees of the
 runs or loops) dreams over them before round 1, π_1 the incumbent, so the loop starts from what
 those runs taught instead of from π_1 again. With ``family_prior`` too, and fewer trees of the
 task than a dream promotes on, that dream also borrows the trees of the other tasks of the
-task's family (``history.borrow_family``).
+task's family (``history.borrow_family``; by default wherever it applies).
 
 Each round is recorded (its run named) before its run starts and again with the dream that
 followed it, so a killed loop resumes (:func:`resume_loop`): a round whose run did not finish
@@ -60,7 +60,7 @@ from dreamrsi.policies.registry import code_digest
 from dreamrsi.store.base import DreamsStore, RunStatus, RunStore
 from dreamrsi.store.dreams import LoopRecord, LoopRound, PolicyVersion
 from dreamrsi.survival.service import survive
-from dreamrsi.tasks.families import family_of
+from dreamrsi.tasks.families import FAMILY_OF, family_of
 from dreamrsi.tasks.spec import Task, load_task
 
 __all__ = ["ARMS", "DEFAULT_HISTORY", "LoopArm", "LoopConfig", "LoopReport", "LoopStatus",
@@ -428,17 +428,20 @@ def _with_family(store: RunStore, task: Task, config: LoopConfig,
                  history: History) -> tuple[History, str | None]:
     """``history`` with the family's trees borrowed when the family prior is on and the
     task's own trees are fewer than a dream promotes on; and, when it borrowed nothing, why."""
-    if not config.family_prior:
+    if not config.borrows_family():
         return history, None
+    asked = config.family_prior is True  # (by default it says nothing when it borrows none)
+    if not asked and task.name not in FAMILY_OF:  # by default the built-in families only:
+        return history, None  # their tasks share their scripts; a name's stem is a guess
     need = config.dream_settings().min_trees
     if len(history.trees) >= need:
         return history, (f"family prior not used: the task's own {len(history.trees)} trees "
-                         f"are enough to promote on ({need})")
-    borrowed = borrow_family(store, history, task.name)
+                         f"are enough to promote on ({need})" if asked else None)
+    borrowed = borrow_family(store, history, task.name, built_in=not asked)
     if borrowed.borrowed:
         return borrowed, None
     return history, (f"family prior: the store holds no finished run of another task of "
-                     f"family '{family_of(task.name)}', nothing borrowed")
+                     f"family '{family_of(task.name)}', nothing borrowed" if asked else None)
 
 
 def dreams_on(config: DreamConfig, executor: Executor | None) -> DreamConfig:

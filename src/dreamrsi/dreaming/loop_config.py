@@ -91,10 +91,12 @@ class LoopConfig:
             also replays the recorded trees of the other tasks of the task's family
             (``tasks.families.family_of``), each on its own task's scale and lent only its
             own task's branches, with the evidence gate unchanged; every later dream uses
-            the task's own trees only. Off by default (docs/dreaming.md says why). Only in
-            the ``dream`` arm with ``dream_first``, and not with ``raw`` quality (raw scores
-            of two tasks have no common unit). With no such tree in the store the loop
-            starts from π_1, as without it, and round 1's reason says so.
+            the task's own trees only. ``None`` (the default): wherever it applies (the
+            ``dream`` arm with ``dream_first`` and a quality on each task's own scale),
+            silently; a store without such trees starts from π_1 as before (docs/dreaming.md
+            says why it is on). ``True``: asked for, so refused where it cannot apply (raw
+            scores of two tasks have no common unit), and round 1's reason says when it
+            borrowed nothing and why. ``False``: off.
     """
 
     rounds: int = 5
@@ -115,7 +117,7 @@ class LoopConfig:
     survive: bool = False
     then: PolicySpec | None = None
     then_from: int = 2
-    family_prior: bool = False
+    family_prior: bool | None = None
 
     def __post_init__(self) -> None:
         if self.dream is None:
@@ -153,6 +155,14 @@ class LoopConfig:
                               "two tasks have no common unit; use a quality measured on each "
                               "task's own scale (rank, rarity, reach, reach-attempts, "
                               "relative)", key="family_prior")
+
+    def borrows_family(self) -> bool:
+        """Whether the dream before round 1 may borrow the family's trees
+        (``family_prior``: asked for, or by default wherever it applies)."""
+        if self.family_prior is not None:
+            return self.family_prior
+        return (self.arm is LoopArm.DREAM and self.dream_first
+                and self.dream_settings().replay.quality.name != "raw")
 
     @property
     def protocol(self) -> str:
@@ -197,7 +207,7 @@ class LoopConfig:
                 "base_url": self.base_url, "model": self.model, "survive": self.survive,
                 **({"then": self.then.label(), "then_from": self.then_from} if self.then
                    else {}),  # a loop without a schedule stores what it stored before one
-                **({"family_prior": True} if self.family_prior else {})}
+                **({} if self.family_prior is None else {"family_prior": self.family_prior})}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LoopConfig:
