@@ -332,7 +332,8 @@ def test_what_bench_pays_paired_and_bench_pays_power_write_is_what_the_headline_
             loops[(arm, seed)] = {"curve": curve, "rounds": rounds, "wall_s": 1.0}
     args = argparse.Namespace(task="circle-packing-26", seeds=seeds, total_budget=8,
                               per_round_budget=4, workers=2, loop_arg=[], versus=None,
-                              oracle=None, prior=0, prior_shared=False)
+                              oracle=None, prior=0, prior_shared=False,
+                              family_prior=None)
     paired = block("paired-circle-packing-26-8x4", bench_pays_paired.summarise(args, loops))
     paired = paired.replace("benchmarks/x.py", "benchmarks/bench_pays_paired.py --task t")
     found = headline.targets(headline.sections(HEADER + paired)[0])
