@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -130,9 +131,7 @@ def family_notes(history: History) -> tuple[str, ...]:
     from which task (none borrowed: nothing)."""
     if not history.borrowed:
         return ()
-    counts: dict[str, int] = {}
-    for b in history.borrowed:
-        counts[b.task_name] = counts.get(b.task_name, 0) + 1
+    counts = Counter(b.task_name for b in history.borrowed)
     lent = ", ".join(f"{n} of {name}" for name, n in counts.items())
     own = len(history.trees) - len(history.borrowed)
     return (f"family prior: {len(history.borrowed)} of the {len(history.trees)} trees "

@@ -2,12 +2,12 @@
 other (pooled branches).
 
 Replay only mixes trees recorded with the same task and evaluator (equal digests); asked to mix
-others, it refuses and names them. The one exception is asked for by name: a history may borrow
-the trees of the other tasks of the task's family (:func:`borrow_family`, the loop's family
-prior), each kept with its own digests, replayed and scored on its own task's scale
-(``QualityScale.per_task``), and lent branches only by trees of its own task
-(:func:`exchangeable`). How a dream splits the trees into training and holdout is
-:class:`~dreamrsi.dreaming.splits.Split`'s business.
+others, it refuses and names them. The one exception is the loop's family prior (on by
+default for the built-in families, asked for by name for any other): a history may borrow the
+trees of the other tasks of the task's family (:func:`borrow_family`), each kept with its own
+digests, replayed and scored on its own task's scale (``QualityScale.per_task``), and lent
+branches only by trees of its own task (:func:`exchangeable`). How a dream splits the trees
+into training and holdout is :class:`~dreamrsi.dreaming.splits.Split`'s business.
 """
 
 from __future__ import annotations
