@@ -53,8 +53,9 @@ def test_a_full_scratch_place_stops_the_command(place: str, tmp_path: Path) -> N
     assert time.monotonic() - start < 5.0  # stopped, not left to sleep
     assert result.limit_hit == "disk" and not result.ok()
     assert result.overflow is not None and result.overflow.startswith(f"{place} is full")
-    assert "8.0 MiB cap" in result.overflow
-    assert "No space left on device" in result.stderr  # the cap itself is the kernel's
+    # the cap itself is the kernel's: 40 MiB written flat out, and the place never held more
+    # than its 8 MiB (a kernel error message can be cut off by the kill, so it is not read)
+    assert "it holds 8.0 MiB of its 8.0 MiB cap" in result.overflow
 
 
 def test_scratch_places_are_sized_and_the_rest_read_only(tmp_path: Path) -> None:

@@ -62,6 +62,13 @@ class _Member(NamedTuple):
     alive: bool
 
 
+def _releasing(stat: ProcStat) -> bool:
+    """Whether the stat was read while the kernel released its process: it then reads no
+    parent (ppid 0, which no process below the one we started has otherwise). Such a process
+    is gone; its parent taken as 0 would place it, and its output, with strangers."""
+    return stat.ppid == 0
+
+
 class ProcessTree:
     """The processes descended from one root process, followed over its lifetime.
 
@@ -131,9 +138,9 @@ class ProcessTree:
         namespace init.
 
         Returns:
-            True or False; None for a process already gone that no walk saw (it lived less
-            than a walk interval and was reaped before its output was read: ``cat
-            verdict.json``) when a walk made now finds no stranger alive (a process other
+            True or False; None for a process already gone (or being released) that no walk
+            saw (it lived less than a walk interval and was reaped before its output was read:
+            ``cat verdict.json``) when a walk made now finds no stranger alive (a process other
             than the command's and its children). The caller then decides by the walks
             before the write (``OwnOutput``).
         """
@@ -142,7 +149,7 @@ class ProcessTree:
         if pid == self._command:
             return True
         parent = self._parents.get(pid)
-        if parent is None and (stat := read_stat(pid)) is not None:
+        if parent is None and (stat := read_stat(pid)) is not None and not _releasing(stat):
             parent = self._parents.setdefault(pid, self._placed_parent(stat.ppid))
         if parent is not None:
             return parent == self._command
@@ -311,7 +318,8 @@ class ProcessTree:
                 continue
             held = files.get(pid)
             stat = read_stat(pid) if held is None else self._reread(pid, held)
-            if stat is None or (expected_start >= 0 and stat.starttime != expected_start):
+            if stat is None or (expected_start >= 0 and stat.starttime != expected_start) \
+                    or _releasing(stat):
                 continue
             alive = stat.state not in DEAD_STATES
             found[pid] = _Member(stat.starttime, depth, alive)

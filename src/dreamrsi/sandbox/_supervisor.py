@@ -35,7 +35,8 @@ logger = logging.getLogger(__name__)
 SHELL = "/bin/sh"
 _GRACE_S = 0.5  # between SIGTERM and SIGKILL at the deadline
 _POLL_S = 0.015  # process-tree walk interval
-_DRAIN_S = 0.3  # reading what is left in the pipes once every process is gone
+_DRAIN_S = 0.3  # waiting for the pipes' end of file once every process is gone
+_LAST_READS = 256  # reads of what is already queued when the drain time is up (16 MiB)
 _REAP_PATIENCE_S = 2.0  # waiting for SIGKILLed processes to die
 _CHUNK = 1 << 16
 _FORK_REFUSED = (b"Cannot fork", b"fork: retry", b"fork: Resource temporarily unavailable",
@@ -151,9 +152,21 @@ class Supervisor:
             if not self._exited:
                 self._step(now, deadline)
             if self._exited and (now >= self._drain_until or not self._reading()):
+                self._read_queued()
                 return
             wake = self._drain_until if self._exited else self._next_wakeup(deadline)
             for key, _ in self._selector.select(max(0.0, wake - time.monotonic())):
+                self._on_ready(key)
+
+    def _read_queued(self) -> None:
+        """Read what the pipes already hold without waiting (bounded: a writer that escaped
+        the kill could keep them full), so nothing written before the exit is lost however
+        long the exit's own work took."""
+        for _ in range(_LAST_READS):
+            ready = self._selector.select(0)
+            if not ready:
+                return
+            for key, _ in ready:
                 self._on_ready(key)
 
     def _step(self, now: float, deadline: float) -> None:
@@ -161,11 +174,11 @@ class Supervisor:
         if self._root_exited():
             self._drop_pidfd()
             if not self._grace_left(now):
-                self._on_exit(now)
+                self._on_exit()
         elif self._give_up_at is not None:  # SIGKILL sent: only waiting for the exit
             if now >= self._give_up_at:
                 logger.warning("pid %d did not die after SIGKILL; not waiting", self._proc.pid)
-                self._mark_exited(now)
+                self._mark_exited()
         elif self._kill_at is not None:  # SIGTERM sent: waiting out the grace
             if now >= self._kill_at:
                 self._kill(now)
@@ -252,7 +265,7 @@ class Supervisor:
         self._tree.kill_all(sweep=not self._contained)
         self._give_up_at = now + _REAP_PATIENCE_S
 
-    def _on_exit(self, now: float) -> None:
+    def _on_exit(self) -> None:
         """Kill what the command left behind, then reap it and keep its status and rusage."""
         self._tree.kill_all(sweep=not self._contained)
         try:
@@ -268,12 +281,13 @@ class Supervisor:
         self._cpu_ms = max(self._cpu_ms, self._tree.cpu_ms)
         self._count_places(final=True)  # what it left (a tmpfs outlives its namespace while
         # counted); every writable directory walked, so no other writer hides its growth
-        self._mark_exited(now)
+        self._mark_exited()
 
-    def _mark_exited(self, now: float) -> None:
-        """Stop supervising the process; only the pipes are left to drain."""
+    def _mark_exited(self) -> None:
+        """Stop supervising the process; only the pipes are left to drain (for
+        :data:`_DRAIN_S` from now: the exit's work, walks and counts, may have taken long)."""
         self._exited = True
-        self._drain_until = now + _DRAIN_S
+        self._drain_until = time.monotonic() + _DRAIN_S
         self._drop_pidfd()
         self._close_stdin()
 
@@ -351,7 +365,7 @@ class Supervisor:
                 self._proc.wait(timeout=_REAP_PATIENCE_S)
             except subprocess.TimeoutExpired:
                 logger.warning("pid %d survived SIGKILL", self._proc.pid)
-            self._mark_exited(time.monotonic())
+            self._mark_exited()
         for key in list(self._selector.get_map().values()):
             self._selector.unregister(key.fileobj)
         for stream in (self._proc.stdout, self._proc.stderr, self._proc.stdin):
