@@ -28,6 +28,9 @@ Python bytecodes one replay of each of those cells executes (``sys.settrace`` op
 after one untraced replay), per revealed node and by function: as deterministic, and seconds
 rather than minutes.
 
+Every side replays as the dream does with its default quality: without the reveal order and
+without the improvement record (``improvements=False``, on code that has the switch).
+
 Usage: python benchmarks/bench_replay_shapes.py [--seconds 0.3] [--repeats 3]
        [--baseline REV] [--cap 5] [--sizes 200 2000 20000] [--callgrind | --opcodes]
        [--peer [--peer-cap 30]]
@@ -49,6 +52,15 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+
+
+def throughput_options(replay: Any) -> dict[str, Any]:
+    """What the dream's replays leave out, on this side's ``replay``: the improvement record
+    where the code keeps one (code before it had none to leave out)."""
+    import inspect
+
+    return ({"improvements": False} if "improvements" in inspect.signature(replay).parameters
+            else {})
 ROOT = HERE.parent
 SHAPES = ("chains", "bushy-10", "bushy-30", "bushy-60")
 SIZES = (200, 2_000, 20_000)
@@ -72,6 +84,7 @@ def _child() -> None:
     from dreamrsi.policies import make_policy
 
     trees: dict[tuple[str, int], Any] = {}
+    fast = throughput_options(replay)
 
     class Capped(Exception):
         pass
@@ -101,7 +114,7 @@ def _child() -> None:
             try:
                 while True:
                     result = replay(policy, tree, workers=ask["workers"],
-                                    max_rounds=tree.size, plan=plan, keep_order=False)
+                                    max_rounds=tree.size, plan=plan, keep_order=False, **fast)
                     reveals += result.revealed
                     replays += 1
                     elapsed = time.process_time() - started
@@ -142,12 +155,13 @@ def _callgrind_child(cells: list[dict[str, Any]], reps: int) -> None:
     from dreamrsi.core.replay import replay
 
     out = []
+    fast = throughput_options(replay)
     for cell in cells:
         tree, policy, plan = _cell_setup(cell)
         revealed = 0
         for _ in range(reps):
             revealed = replay(policy, tree, workers=cell["workers"], max_rounds=tree.size,
-                              plan=plan, keep_order=False).revealed
+                              plan=plan, keep_order=False, **fast).revealed
         out.append(revealed)
     print(json.dumps(out), flush=True)
 
@@ -453,6 +467,7 @@ def _count_opcodes(cell: dict[str, Any]) -> list[Any]:
     from dreamrsi.core.replay import replay
 
     tree, policy, plan = _cell_setup(cell)
+    fast = throughput_options(replay)
     counts: collections.Counter[str] = collections.Counter()
 
     def trace(frame: Any, event: str, arg: Any) -> Any:
@@ -464,7 +479,7 @@ def _count_opcodes(cell: dict[str, Any]) -> list[Any]:
 
     def once() -> int:
         result = replay(policy, tree, workers=cell["workers"], max_rounds=tree.size, plan=plan,
-                        keep_order=False)
+                        keep_order=False, **fast)
         return int(result.revealed)
 
     once()

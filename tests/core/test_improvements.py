@@ -84,3 +84,21 @@ def test_a_view_revealed_node_by_node_keeps_the_record() -> None:
             ups.append((i, node.score))
     assert view.improvements == tuple(ups) != ()
     assert view.best is not None and ups[-1][1] == view.best.score
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_a_replay_told_not_to_keep_the_record_differs_in_nothing_else(spec: str) -> None:
+    policy = make_policy(spec)
+    for tree in TREES[:2]:
+        for workers in (1, 5):
+            for keep_order in (False, True):
+                kw = dict(workers=workers, keep_order=keep_order, attempt_budget=20)
+                kept = replay(policy, tree, **kw)  # type: ignore[arg-type]
+                left = replay(policy, tree, improvements=False, **kw)  # type: ignore[arg-type]
+                generic = replay_generic(policy, tree, improvements=False,
+                                         **kw)  # type: ignore[arg-type]
+                assert kept.improvements != () and left.improvements == ()
+                assert left._replace(improvements=kept.improvements) == kept
+                assert generic.improvements == ()  # nor the select path, with its view
+                assert replay_generic(policy, tree, **kw).improvements \
+                    == kept.improvements  # type: ignore[arg-type]

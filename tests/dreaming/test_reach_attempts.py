@@ -169,3 +169,16 @@ def test_cli_dream_stores_it_and_refuses_bad_values(tmp_path: Path,
     assert "reach_quantile" in cli("replay", task_dir, "--quality", "reach-attempts",
                                    "--reach-quantile", "0", code=1)
     assert "unknown quality mode" in cli("dream", task_dir, "--quality", "attempts", code=1)
+
+
+def test_only_the_quality_that_reads_the_record_has_replays_keep_it() -> None:
+    """The dream's replays leave the improvement record out (throughput) but for a quality
+    that reads it: reach-attempts' replays keep it, rank's and reach's do not."""
+    kept = {}
+    for mode in (ReachAttemptsQuality(0.9, 2.0), ReachQuality(0.9), parse_quality("rank")):
+        settings = ReplaySettings(workers=1, attempt_budget=8, charge_misses=False,
+                                  quality=mode)
+        [s] = score_policy(parse_spec("fixed:branches=1,refine=3"), [T1], settings,
+                           history=[T1, T2], scale=SCALE)  # type: ignore[list-item]
+        kept[mode.name] = s.result.improvements
+    assert kept == {"reach-attempts": ((2, 2.0), (3, 3.0), (4, 10.0)), "reach": (), "rank": ()}

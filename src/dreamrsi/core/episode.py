@@ -253,8 +253,8 @@ nodes, the nodes revealed in each round (``None`` unless the order is kept), the
 revealed (the root's included; ``None`` if none), the nodes this call revealed, in order
 (``None`` unless the order is kept), and the improvement record: ``(i, best)`` for each
 revealed node that raised the best score so far (the root's to start with), ``i`` its
-1-based place in the reveal order (kept always: it grows only on an improvement; with a
-view, the view's, ``TreeView.improvements``)."""
+1-based place in the reveal order (empty unless asked for; with a view, the view's:
+``TreeView.improvements``)."""
 
 
 _ASK: Any = object()  # not looked up yet
@@ -279,7 +279,7 @@ def chooser_maker(cls: type) -> Callable[..., Any] | None:
 
 def play(policy: Policy, source: StateSource, settings: EpisodeSettings | SettingsTuple,
          chooser: Chooser | BatchChooser | None = None, keep_order: bool = True,
-         online: Online | None = None) -> Played:
+         online: Online | None = None, improvements: bool = True) -> Played:
     """The one episode driver, online and in replay: drive a chooser until a budget ends,
     it stops or nothing is left.
 
@@ -312,6 +312,9 @@ def play(policy: Policy, source: StateSource, settings: EpisodeSettings | Settin
         chooser: The policy's own chooser, if it has one for this episode.
         keep_order: Keep the batch sizes and the revealed nodes in order.
         online: The online episode's view, counts and hooks (``None`` in replay).
+        improvements: Keep the improvement record (read off the revealed states once the
+            episode ends; without a view only when asked, as the dream asks only for the
+            qualities that read it).
 
     Returns:
         See :data:`Played`.
@@ -325,10 +328,10 @@ def play(policy: Policy, source: StateSource, settings: EpisodeSettings | Settin
             or cap is None or online is not None):
         if online is None:
             return _play_rounds(policy, source, settings, chooser, keep_order, None, None, [],
-                                None, None)
+                                None, None, improvements)
         view, state, should_stop, on_round = online
         return _play_rounds(policy, source, settings, chooser, keep_order, view, state, [],
-                            should_stop, on_round)
+                            should_stop, on_round, improvements)
     # the W = 1 path (see the docstring): the counts live in locals
     root, starts, after, size = source
     choose: Chooser = chooser  # type: ignore[assignment]  # at W = 1: a Chooser
@@ -336,7 +339,6 @@ def play(policy: Policy, source: StateSource, settings: EpisodeSettings | Settin
     best = root.score
     opened = rounds = spent = 0  # one selection a round: rounds count both
     sizes: list[int] | None = [] if keep_order else None
-    ups: list[tuple[int, float]] = []  # the improvement record
     branch: Branch | None = None
     while True:
         if rounds >= cap:
@@ -360,7 +362,7 @@ def play(policy: Policy, source: StateSource, settings: EpisodeSettings | Settin
         else:  # GIVE_UP: select decides from here, from what is revealed
             return _play_rounds(policy, source, settings, None, keep_order, None,
                                 EpisodeState(rounds, spent, rounds, len(kept), sizes), kept,
-                                None, None)
+                                None, None, improvements)
         if branch is None:  # a miss: nothing recorded below what was asked for
             if len(kept) >= size:
                 stop = _EXHAUSTED  # asked for more than is left: not a round
@@ -389,19 +391,18 @@ def play(policy: Policy, source: StateSource, settings: EpisodeSettings | Settin
         if branch.since_best == 0 and (score := branch.best) is not None and (
                 best is None or score > best):
             best = score
-            ups.append((rounds, score))
         if sizes is not None:
             sizes.append(1)
     return (stop, rounds, rounds, len(kept), sizes, best,
             [branch.tip_node for branch in kept] if keep_order else None,
-            tuple(ups) if ups else ())
+            _improvements(kept, root.score) if improvements and kept else ())
 
 
 def _play_rounds(policy: Policy, source: StateSource, settings: EpisodeSettings | SettingsTuple,
                  chooser: Chooser | BatchChooser | None, keep_order: bool,
                  view: TreeView | None, state: EpisodeState | None, kept: list[Branch],
                  should_stop: Callable[[TreeView], StopReason | None] | None,
-                 on_round: Callable[[], None] | None) -> Played:
+                 on_round: Callable[[], None] | None, improvements: bool) -> Played:
     """:func:`play` past its W = 1 path: every other episode, and one whose chooser gave up
     (``state`` its counts, ``kept`` the states it revealed; ``chooser`` then ``None``)."""
     if view is None:
@@ -415,7 +416,7 @@ def _play_rounds(policy: Policy, source: StateSource, settings: EpisodeSettings 
     else:
         choose = chooser  # type: ignore[assignment]  # not at W = 1 here: a BatchChooser
     return _play_batches(policy, choose, source, settings, view, st, kept, best, should_stop,
-                         on_round, keep_order)
+                         on_round, keep_order, improvements)
 
 
 def _select_from(policy: Policy, source: StateSource,
@@ -440,7 +441,8 @@ def _play_batches(policy: Policy, choose: BatchChooser | SelectChooser, source: 
                   settings: EpisodeSettings | SettingsTuple, view: TreeView | None,
                   st: EpisodeState, kept: list[Branch], best: float | None,
                   should_stop: Callable[[TreeView], StopReason | None] | None,
-                  on_round: Callable[[], None] | None, keep_order: bool) -> Played:
+                  on_round: Callable[[], None] | None, keep_order: bool,
+                  improvements: bool) -> Played:
     """:func:`play`'s rounds at any W (see there)."""
     workers, attempts, told, _, _, _, charge, _, hidden = settings
     cap = told if hidden is None else hidden if told is None else min(told, hidden)
@@ -459,7 +461,6 @@ def _play_batches(policy: Policy, choose: BatchChooser | SelectChooser, source: 
     # with a view, the view holds the best and the order; without, the states do
     first = 0 if view is None else len(view) - len(kept)
     track = view is None
-    ups: list[tuple[int, float]] = []  # the improvement record, without a view
     try:
         while True:
             if cap is not None and rounds >= cap:
@@ -513,7 +514,6 @@ def _play_batches(policy: Policy, choose: BatchChooser | SelectChooser, source: 
                     if state.since_best == 0 and (score := state.best) is not None and (
                             best is None or score > best):
                         best = score
-                        ups.append((len(kept), score))
             if charge and attempts is not None:
                 spent += len(batch) - count
             if view is not None:
@@ -539,10 +539,24 @@ def _play_batches(policy: Policy, choose: BatchChooser | SelectChooser, source: 
         st.rounds, st.spent, st.selections, st.revealed = rounds, spent, selections, revealed
     if view is None:
         return (stop, rounds, selections, revealed, sizes, best,
-                [state.tip_node for state in kept] if keep_order else None, tuple(ups))
+                [state.tip_node for state in kept] if keep_order else None,
+                _improvements(kept, source.root.score) if improvements and kept else ())
     top = view.best
     return (stop, rounds, selections, revealed, sizes, None if top is None else top.score,
-            view.revealed_since(first) if keep_order else None, view.improvements)
+            view.revealed_since(first) if keep_order else None,
+            view.improvements if improvements else ())
+
+
+def _improvements(states: list[Branch], best: float | None) -> tuple[tuple[int, float], ...]:
+    """The improvement record of the states revealed in order, from the root's ``best``: read
+    once the episode ends, with the rule the loops keep the best by."""
+    ups = []
+    for i, state in enumerate(states, 1):
+        if state.since_best == 0 and (score := state.best) is not None and (
+                best is None or score > best):
+            best = score
+            ups.append((i, score))
+    return tuple(ups)
 
 
 def _best_of(states: list[Branch], best: float | None) -> float | None:

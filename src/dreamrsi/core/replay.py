@@ -303,12 +303,12 @@ class ReplayResult(NamedTuple):
         order: Revealed node ids in reveal order (root excluded; empty unless the replay
             kept it).
         batch_sizes: Nodes revealed in each round (empty unless the replay kept the order).
-        improvements: The improvement record, kept by every replay: ``(i, best)`` for each
+        improvements: The improvement record, kept unless the replay was told not to (as
+            the dream's replays are, but for a quality that reads it): ``(i, best)`` for each
             revealed node that raised the best score so far (the root's to start with), ``i``
             its 1-based place in the reveal order and ``best`` its score: what the whole
-            reveal order says of when the best rose and to what, at the cost of a pair per
-            improvement (the choosers keep it as they go, the episode loop's view as it
-            reveals: ``TreeView.improvements``).
+            reveal order says of when the best rose and to what, read off the revealed
+            states once the replay ends (an episode with a view: ``TreeView.improvements``).
     """
 
     tree_id: str
@@ -357,7 +357,8 @@ def summarize(tree: RecordedTree) -> TreeSummary:
 def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int | None = None,
            seed: int = 0, attempt_budget: int | None = None, task_name: str | None = None,
            keep_order: bool = True, plan: GridPlan | None = None,
-           charge_misses: bool = False, grid_support: bool = False) -> ReplayResult:
+           charge_misses: bool = False, grid_support: bool = False,
+           improvements: bool = True) -> ReplayResult:
     """Replay ``policy`` on ``tree`` from its root with a fresh policy state.
 
     The episode driver (:func:`dreamrsi.core.episode.play`) runs the same loop as an
@@ -388,6 +389,8 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int 
         grid_support: Judge a plan by its grid alone: one beyond the tree's recorded counts
             is out of support whatever the attempt budget (replay settings of version 3 and
             before).
+        improvements: Keep the improvement record (``ReplayResult.improvements``; turn off
+            for throughput where nothing reads it).
 
     Raises:
         PolicyError: A batch breaks the decision interface (names the policy and the round).
@@ -410,7 +413,7 @@ def replay(policy: Policy, tree: RecordedTree, *, workers: int, max_rounds: int 
     settings = (workers, attempt_budget, max_rounds, seed, task_name, plan, charge_misses, "",
                 cap if max_rounds is None else None)
     stop, rounds, selections, revealed, sizes, best, nodes, ups = play(
-        policy, source, settings, choose, keep_order)
+        policy, source, settings, choose, keep_order, None, improvements)
     if beyond and (selections > revealed or stop is StopReason.EXHAUSTED):
         return _plan_out_of_support(tree)
     quality = best if best is not None else tree.floor
@@ -457,7 +460,7 @@ def replay_generic(policy: Policy, tree: RecordedTree, *, workers: int,
                    max_rounds: int | None = None, seed: int = 0,
                    attempt_budget: int | None = None, task_name: str | None = None,
                    keep_order: bool = True, plan: GridPlan | None = None,
-                   charge_misses: bool = False) -> ReplayResult:
+                   charge_misses: bool = False, improvements: bool = True) -> ReplayResult:
     """:func:`replay` with the policy's ``select`` deciding (through
     :class:`~dreamrsi.core.sources.SelectChooser`), never a chooser of its own: what the
     families' choosers are checked against (a plan is taken as in support)."""
@@ -467,7 +470,8 @@ def replay_generic(policy: Policy, tree: RecordedTree, *, workers: int,
         tree.task_name if task_name is None else task_name, plan, charge_misses,
         getattr(policy, "name", type(policy).__name__), hidden))
     stop, rounds, selections, revealed, sizes, best, nodes, ups = play(
-        policy, recorded_source(tree), settings, keep_order=keep_order)
+        policy, recorded_source(tree), settings, keep_order=keep_order,
+        improvements=improvements)
     quality = best if best is not None else tree.floor
     return _tuple_new(ReplayResult, (
         tree.tree_id, 0.0 if quality is None else quality, revealed, rounds,

@@ -280,7 +280,8 @@ def replay_tree(policy: Policy, tree: RecordedTree, settings: ReplaySettings,
                         seed=_seed(tree.tree_id), attempt_budget=settings.attempt_budget,
                         keep_order=keep_order, plan=plan,
                         charge_misses=settings.charge_misses,
-                        grid_support=settings.plan_support == "grid")
+                        grid_support=settings.plan_support == "grid",
+                        improvements=quality.reads_record)
         result = quality.scored(result, tree, scale, settings.attempt_budget)
         if (result.stop is StopReason.PLAN_OUT_OF_SUPPORT and settings.plan_miss == "nothing"
                 and quality.nothing is not None):

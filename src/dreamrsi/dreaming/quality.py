@@ -133,11 +133,14 @@ class Quality(Protocol):
         nothing: The quality of a replay that earns nothing (a grid plan out of the
             recorded support): the bottom of the mode's scale; ``None`` where the scale has
             no bottom (raw scores), which keeps the tree's floor.
+        reads_record: Whether :meth:`scored` reads the replay's improvement record
+            (``ReplayResult.improvements``): replays keep it only then.
     """
 
     name: ClassVar[str]
     scaled: ClassVar[bool]
     nothing: ClassVar[float | None]
+    reads_record: ClassVar[bool]
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
                scale: QualityScale | None, budget: int | None = None) -> ReplayResult:
@@ -157,6 +160,7 @@ class RawQuality:
     name: ClassVar[str] = "raw"
     scaled: ClassVar[bool] = False
     nothing: ClassVar[float | None] = None
+    reads_record: ClassVar[bool] = False
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
                scale: QualityScale | None, budget: int | None = None) -> ReplayResult:
@@ -175,6 +179,7 @@ class RelativeQuality:
     name: ClassVar[str] = "relative"
     scaled: ClassVar[bool] = False
     nothing: ClassVar[float | None] = 0.0
+    reads_record: ClassVar[bool] = False
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
                scale: QualityScale | None, budget: int | None = None) -> ReplayResult:
@@ -198,6 +203,7 @@ class RankQuality:
     name: ClassVar[str] = "rank"
     scaled: ClassVar[bool] = True
     nothing: ClassVar[float | None] = 0.0
+    reads_record: ClassVar[bool] = False
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
                scale: QualityScale | None, budget: int | None = None) -> ReplayResult:
@@ -216,6 +222,7 @@ class RarityQuality:
     name: ClassVar[str] = "rarity"
     scaled: ClassVar[bool] = True
     nothing: ClassVar[float | None] = 0.0
+    reads_record: ClassVar[bool] = False
 
     def scored(self, result: ReplayResult, tree: RecordedTree,
                scale: QualityScale | None, budget: int | None = None) -> ReplayResult:
@@ -243,6 +250,7 @@ class ReachQuality:
     name: ClassVar[str] = "reach"
     scaled: ClassVar[bool] = True
     nothing: ClassVar[float | None] = 0.0
+    reads_record: ClassVar[bool] = False
     quantile: float = REACH_QUANTILE
 
     def __post_init__(self) -> None:
@@ -287,6 +295,7 @@ class ReachAttemptsQuality:
     name: ClassVar[str] = "reach-attempts"
     scaled: ClassVar[bool] = True
     nothing: ClassVar[float | None] = 0.0
+    reads_record: ClassVar[bool] = True
     quantile: float = REACH_QUANTILE
     penalty: float = REACH_PENALTY
 
