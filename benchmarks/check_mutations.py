@@ -72,13 +72,10 @@ MUTATIONS: dict[str, tuple[str, str, str]] = {
     "allocation": ("allocation.py",
                    "unit, rho = total / length, (revealed.valid + 1) / (length + 2)",
                    "unit, rho = total / length, (revealed.valid + 1) / (length + 3)"),
-    # allocation's score and a branch's terms are each written once, for every path
+    # allocation's score is written once, for every path
     "allocation-score": ("allocation.py",
                          "return gain / (1e-6 if 1e-6 > cost else cost) * rho",
                          "return gain / (1e-6 if 1e-6 > cost else cost) * rho * rho"),
-    "allocation-terms": ("allocation.py",
-                         "else 0.0) + lam * (1.0 / sqrt(length))",
-                         "else 0.0) + lam * (1.0 / sqrt(length + 1))"),
 }
 
 

@@ -54,10 +54,14 @@ class AllocationScore:
 
     def score(self, branch: Branch, span: float, mean_cost: float) -> float:
         """The allocation score of extending ``branch``."""
-        length = branch.length
-        cost = (branch.wall_ms / length) / mean_cost if branch.wall_ms else 1.0
-        return _worth(_gain(branch.best, branch.first_score, length, span, self.lam), cost,
-                      (branch.valid + 1) / (length + 2))
+        first = branch.first_score
+        progress = 0.0
+        if branch.best is not None and first is not None:
+            progress = (branch.best - first) / span / branch.length
+        info = 1.0 / math.sqrt(branch.length)
+        cost = (branch.wall_ms / branch.length) / mean_cost if branch.wall_ms else 1.0
+        rho = (branch.valid + 1) / (branch.length + 2)
+        return self.value(progress, info, cost, rho)
 
     def value(self, gain: float, info: float, cost: float, rho: float) -> float:
         """``(ΔÔ + λÎ) / ĉ · ρ`` of one action from its terms (the expected gain, the
@@ -161,20 +165,21 @@ def _choosers(lam: float, fresh: float, max_branches: int,
         do not move with the span, as they were kept)."""
         _, _, unit, rho = parts[at]
         branch = arms[at]
-        return span, _gain(branch.best, branch.first_score, branch.length, span, lam), unit, rho
+        mean, first, length = branch.best, branch.first_score, branch.length
+        return (span, ((mean - first) / span / length if mean is not None and first is not None
+                       else 0.0) + lam * (1.0 / sqrt(length)), unit, rho)
 
-    def key(gain: float, unit: float, rho: float, at: int) -> tuple[bool, tuple[float, int]]:
-        """Branch ``at``'s entry: timed (a wall time kept) by its score with the mean cost
-        taken out, untimed by its score."""
-        return (True, (-(gain / unit * rho), at)) if unit else (
-            False, (-_worth(gain, 1.0, rho), at))
+    def key(at: int) -> tuple[bool, tuple[float, int]]:
+        _, gain, unit, rho = parts[at]
+        return (True, (-(gain / unit * rho), at)) if unit else (False,
+                                                                 (-(gain / 1.0 * rho), at))
 
     def rank() -> None:
         """Key every branch on the current span and sort them: from now on keys are kept."""
         nonlocal keyed, timed, untimed, ranked
         keyed, ranked = span, True
         parts[:] = [parts_of(at) for at in range(len(arms))]
-        keys[:] = [key(*parts[at][1:], at) for at in range(len(arms))]
+        keys[:] = [key(at) for at in range(len(arms))]
         timed = sorted([entry for is_timed, entry in keys if is_timed])
         untimed = sorted([entry for is_timed, entry in keys if not is_timed])
 
@@ -191,8 +196,12 @@ def _choosers(lam: float, fresh: float, max_branches: int,
             arms.append(revealed)
             parts.append((span, opened_gain, unit, rho))
             if ranked:
-                keys.append(entry := key(opened_gain, unit, rho, at))
-                insort(timed if entry[0] else untimed, entry[1])
+                if unit:
+                    keys.append((True, entry := (-(opened_gain / unit * rho), at)))
+                    insort(timed, entry)
+                else:
+                    keys.append((False, entry := (-(opened_gain / 1.0 * rho), at)))
+                    insort(untimed, entry)
             if first is not None:
                 valid_first += 1
                 if summed:
@@ -201,15 +210,20 @@ def _choosers(lam: float, fresh: float, max_branches: int,
                 if first > best:  # its best is its first score
                     improved(first)
             return
-        mean, total = revealed.best, revealed.wall_ms
-        gain = _gain(mean, revealed.first_score, length, span, lam)  # parts_of(at)
+        mean = revealed.best
+        # parts_of(revealed) and key(at), inlined
+        first, total = revealed.first_score, revealed.wall_ms
+        gain = (((mean - first) / span / length if mean is not None and first is not None
+                 else 0.0) + lam * (1.0 / sqrt(length)))
         unit, rho = total / length, (revealed.valid + 1) / (length + 2)
         at = place[revealed.branch_id]
         wall += total - arms[at].wall_ms  # the new node's (whole numbers: exact)
         arms[at] = revealed
         parts[at] = span, gain, unit, rho
         if ranked:
-            new, old = key(gain, unit, rho, at), keys[at]
+            new = (True, (-(gain / unit * rho), at)) if unit else (
+                False, (-(gain / 1.0 * rho), at))
+            old = keys[at]
             if old != new:
                 kept = timed if old[0] else untimed
                 del kept[bisect_left(kept, old[1])]
@@ -261,23 +275,38 @@ def _choosers(lam: float, fresh: float, max_branches: int,
             if count <= _SCAN:  # few branches: score each, in opening order
                 for at in range(count):
                     made, gain, unit, rho = parts[at]
-                    if made != span:
-                        made, gain, unit, rho = parts[at] = parts_of(at)
+                    if made != span:  # parts_of(at), inlined
+                        arm = arms[at]
+                        mean, first, length = arm.best, arm.first_score, arm.length
+                        gain = ((mean - first) / span / length if mean is not None
+                                and first is not None else 0.0) + lam * (1.0 / sqrt(length))
+                        parts[at] = span, gain, unit, rho
                     value = _worth(gain, unit / mean_cost if unit else 1.0, rho)
                     if value > top or (value == top and at < pick):
                         top, pick = value, at
                 return OPEN if pick == count else arms[pick]
             rank()
-        for bound, kept in ((1 + _SLACK, untimed), (mean_cost * (1 + _SLACK), timed)):
-            for negative, at in kept:
+        if untimed:
+            bound = 1 + _SLACK
+            for negative, at in untimed:
                 if -negative * bound < top:
                     break
                 made, gain, unit, rho = parts[at]
                 if made != span:
                     made, gain, unit, rho = parts[at] = parts_of(at)
-                value = _worth(gain, unit / mean_cost if unit else 1.0, rho)
+                value = _worth(gain, 1.0, rho)
                 if value > top or (value == top and at < pick):
                     top, pick = value, at
+        bound = mean_cost * (1 + _SLACK)
+        for negative, at in timed:
+            if -negative * bound < top:
+                break
+            made, gain, unit, rho = parts[at]
+            if made != span:
+                made, gain, unit, rho = parts[at] = parts_of(at)
+            value = _worth(gain, unit / mean_cost, rho)
+            if value > top or (value == top and at < pick):
+                top, pick = value, at
         return OPEN if pick == count else arms[pick]
 
     def many(revealed: Sequence[Branch], budget: Budget) -> list[Branch | str]:
@@ -335,17 +364,9 @@ def _choosers(lam: float, fresh: float, max_branches: int,
     return one, many
 
 
-def _gain(best: float | None, first: float | None, length: int, span: float,
-          lam: float) -> float:
-    """ΔÔ + λÎ of a branch: its progress per attempt on the span (its best minus its first
-    score, 0 without both) plus λ times ``1 / sqrt(length)``."""
-    return ((best - first) / span / length if best is not None and first is not None
-            else 0.0) + lam * (1.0 / sqrt(length))
-
-
 def _worth(gain: float, cost: float, rho: float) -> float:
     """``(ΔÔ + λÎ) / ĉ · ρ`` from ``gain`` (ΔÔ + λÎ), the relative cost ĉ (at least 1e-6) and
-    ρ: allocation's score, the one place it is written."""
+    ρ: allocation's score, the one place it is written (every path calls it)."""
     return gain / (1e-6 if 1e-6 > cost else cost) * rho
 
 
