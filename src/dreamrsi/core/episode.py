@@ -560,9 +560,6 @@ def _improvements(states: list[Branch], best: float | None) -> tuple[tuple[int, 
 
 
 def _best_of(states: list[Branch], best: float | None) -> float | None:
-    """The best score among ``states``' new nodes and ``best``."""
-    for state in states:
-        if state.since_best == 0 and (score := state.best) is not None and (
-                best is None or score > best):
-            best = score
-    return best
+    """The best score among ``states``' new nodes and ``best``: the improvement record's last."""
+    ups = _improvements(states, best)
+    return ups[-1][1] if ups else best
