@@ -43,7 +43,8 @@ recorded again; an online run is reused wherever its history, policy and seed re
 Usage: python benchmarks/bench_replay_predicts.py [--task autocorrelation-c3] [--histories 10]
        [--history 4] [--online-seeds 10] [--budget 20] [--workers 2] [--seed 0]
        [--dream-trials 60] [--keep 1] [--families F ...] [--context 4] [--initial NAME:params]
-       [--no-pool-branches] [--in-support] [--jobs J] [--stores DIR] [--resume LOG]
+       [--recorder NAME:params] [--history-budget N] [--no-pool-branches] [--in-support]
+       [--jobs J] [--stores DIR] [--resume LOG]
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ SEEDS_PER_HISTORY = 1000
 ONLINE_SEEDS = 500_000
 """History h's recorded runs use seeds ``base + 1000 h + i``; its online runs ``base + 500,000 +
 1000 h + j`` (``base = 1,000,000 × --seed``), the same j for every candidate of h."""
-RECORDING = ("task", "history", "budget", "workers", "seed", "context", "initial")
+RECORDING = ("task", "history", "budget", "workers", "seed", "context", "initial", "recorder",
+             "history_budget")
 """The settings a history's recorded runs depend on; the others only change its dream."""
 EVERY_TRIAL = 1_000_000
 """``keep`` that makes ``choose`` replay every trial of every study as a candidate."""
@@ -129,25 +131,30 @@ def settings_key(args: argparse.Namespace, initial: PolicySpec) -> dict[str, Any
             "keep": args.keep, "families": list(args.families), "context": args.context,
             "initial": initial.to_json(),
             "pool_branches": not args.no_pool_branches,
-            **({"in_support": True} if args.in_support else {})}
+            **({"in_support": True} if args.in_support else {}),
+            **({"recorder": args.recorder} if args.recorder else {}),
+            **({"history_budget": args.history_budget} if args.history_budget else {})}
 
 
 def recorded_alike(logged: dict[str, Any], key: dict[str, Any]) -> bool:
     """Whether a history logged with ``logged`` settings recorded the runs ``key`` would."""
-    return all(logged.get(k) == key[k] for k in RECORDING)
+    return all(logged.get(k) == key.get(k) for k in RECORDING)
 
 
 def record_history(h: int, args: argparse.Namespace, initial: PolicySpec, folder: Path
                    ) -> dict[str, Any]:
-    """Record history ``h`` (its runs of π_1) in ``folder`` and dream over it; what the summary
-    and the online runs need, as one JSON-ready dict."""
+    """Record history ``h`` (its runs of π_1, or of ``--recorder`` with ``--history-budget``
+    attempts each) in ``folder`` and dream over it; what the summary and the online runs need,
+    as one JSON-ready dict."""
     task = resolve_task(args.task)
     shutil.rmtree(folder, ignore_errors=True)
     started = time.monotonic()
+    recorder = parse_spec(args.recorder) if args.recorder else initial
     with SqliteRunStore.open(folder, writer=True) as store:
         runs = [start_run(store, task, RunConfig(
-            budget=args.budget, workers=args.workers, seed=history_seed(args.seed, h, i),
-            policy=initial, history=args.context)).run_id for i in range(args.history)]
+            budget=args.history_budget or args.budget, workers=args.workers,
+            seed=history_seed(args.seed, h, i), policy=recorder,
+            history=args.context)).run_id for i in range(args.history)]
     return dream_over(h, args, initial, folder, runs, time.monotonic() - started)
 
 
@@ -342,6 +349,13 @@ def main() -> None:
                         help="replay each history tree alone (default: pooled, as dreams do)")
     parser.add_argument("--initial", default=None,
                         help="the policy that records the histories (default: the loop's π_1)")
+    parser.add_argument("--recorder", default=None,
+                        help="the policy that records the histories, when it is not π_1 (π_1 "
+                             "stays the dream's incumbent and a candidate)")
+    parser.add_argument("--history-budget", type=int, default=None,
+                        help="attempts of each recorded run (default: --budget); more than "
+                             "--budget records trees deeper or wider than the online runs, "
+                             "whose replays then stay inside the recorded support more often")
     parser.add_argument("--jobs", type=int, default=1,
                         help="online runs at once (each uses --workers cores; default 1)")
     parser.add_argument("--stores", type=Path, default=None,
@@ -362,6 +376,8 @@ def main() -> None:
                      "--histories at least 1 and --history at least 2")
     if args.keep < 1 or args.dream_trials < 1 or args.jobs < 1:
         parser.error("--keep, --dream-trials and --jobs must be at least 1")
+    if args.history_budget is not None and args.history_budget < 1:
+        parser.error("--history-budget must be at least 1")
     if args.online_seeds > SEEDS_PER_HISTORY or args.history > SEEDS_PER_HISTORY:
         parser.error(f"at most {SEEDS_PER_HISTORY} runs per history and online seeds")
     initial = parse_spec(args.initial) if args.initial else LoopConfig(
@@ -600,9 +616,14 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
                   f"trials per family, each family's {args.keep} best, and π_1; replayed with "
                   f"{pool}; the loop's dream settings otherwise)")
         picked = ""
+    recorded = (f"of π_1 = `{initial.label()}` ({args.budget} attempts, " if not (
+        args.recorder or args.history_budget) else
+        f"of `{(parse_spec(args.recorder) if args.recorder else initial).label()}` "
+        f"({args.history_budget or args.budget} attempts, where the online runs have "
+        f"{args.budget}; π_1 = `{initial.label()}`, the dream's incumbent; ")
     lines = [
         f"Task `{args.task}`: {len(histories)} independent histories, each {args.history} runs "
-        f"of π_1 = `{initial.label()}` ({args.budget} attempts, W={args.workers}, "
+        f"{recorded}W={args.workers}, "
         f"{args.context} elites of the earlier trees as context) with its own seeds. Over each, "
         f"{chosen}, scored by replay (mean V on the trees the selection "
         f"compares) and run online {args.online_seeds} times each with the history's seeds "
@@ -673,17 +694,24 @@ def write(args: argparse.Namespace, text: str) -> None:
                + ("" if args.families == sorted(BUILTIN) else
                   " --families " + " ".join(args.families))
                + (f" --initial {args.initial}" if args.initial else "")
+               + (f" --recorder {args.recorder}" if args.recorder else "")
+               + (f" --history-budget {args.history_budget}" if args.history_budget else "")
                + (" --no-pool-branches" if args.no_pool_branches else "")
                + (" --in-support" if args.in_support else ""))
     suffix = (f"--{args.initial.split(':')[0]}-history" if args.initial else "") + (
         "--each-tree-alone" if args.no_pool_branches else "") + (
         "-in-support" if args.in_support else "") + (
-        f"-keep-{args.keep}" if args.keep != 1 else "")
+        f"-keep-{args.keep}" if args.keep != 1 else "") + (
+        f"-recorded-by-{args.recorder.split(':')[0]}" if args.recorder else "") + (
+        f"-recorded-{args.history_budget}" if args.history_budget else "")
     write_section(f"predicts-{resolve_task(args.task).name}--candidates{suffix}",
                   f"Replay predicts online? ({args.task}, the dream's candidates"
                   + (" confined to the recorded support" if args.in_support else "") + ", "
                   f"{args.histories} histories × {args.online_seeds} paired seeds"
-                  + (f", history of {args.initial}" if args.initial else "") + ")",
+                  + (f", history of {args.initial}" if args.initial else "")
+                  + (f", recorded by {args.recorder}" if args.recorder else "")
+                  + (f", {args.history_budget} attempts recorded a run"
+                     if args.history_budget else "") + ")",
                   text, command)
 
 

@@ -205,7 +205,7 @@ def _perfect_summary(count: int, **extra: object) -> str:
     args = predicts.argparse.Namespace(task="autocorrelation-c3", online_seeds=4, seed=0,
                                        history=4, budget=20, workers=2, context=4,
                                        dream_trials=60, keep=1, no_pool_branches=False,
-                                       **extra)
+                                       **({"recorder": None, "history_budget": None} | extra))
     return str(predicts.summarise(args, initial, histories, runs))
 
 
@@ -330,7 +330,7 @@ def test_a_dream_confined_to_the_support_over_a_kept_store_leaves_it_untouched(
     args = predicts.argparse.Namespace(
         task=str(task_dir), history=4, budget=8, workers=2, seed=0, dream_trials=6, keep=1,
         families=["fixed", "greedy", "ladder"], context=4, initial=initial.label(),
-        no_pool_branches=False, in_support=False)
+        no_pool_branches=False, in_support=False, recorder=None, history_budget=None)
     plain = predicts.dream_over(0, args, initial, store_dir, runs, 0.0)
     args.in_support = True
     item = predicts.dream_over(0, args, initial, store_dir, runs, 0.0)
@@ -394,7 +394,8 @@ def test_copies_of_a_behaviour_count_once_inside_the_support() -> None:
                                    "best": -1.5 + 0.01 * lucky[j] - (0.05 if c == 3 else 0)}
     args = predicts.argparse.Namespace(task="autocorrelation-c3", online_seeds=4, seed=0,
                                        history=4, budget=20, workers=2, context=4,
-                                       dream_trials=60, keep=1, no_pool_branches=False)
+                                       dream_trials=60, keep=1, no_pool_branches=False,
+                                       recorder=None, history_budget=None)
     text = predicts.summarise(args, initial, histories, runs)
     assert "inside the recorded support **nan [nan, nan]** (0 histories with three or more " \
            "distinct candidates inside it)" in text
@@ -411,3 +412,40 @@ def test_rho_is_graded_by_how_far_candidates_leave_the_support() -> None:
            "quartiles of those outside; each behaviour once): at most 0: 1.00 [1.00, 1.00] " \
            "(5 histories, 15 candidates); at most 3: 1.00 [1.00, 1.00] (5 histories, 20 " \
            "candidates)." in text
+
+
+def test_a_history_recorded_deeper_than_the_online_runs_keeps_pi1_as_the_incumbent(
+        tmp_path: Path, make_task: TaskFactory) -> None:
+    task_dir = make_task()
+    initial = parse_spec("fixed:branches=2,refine=3")
+    args = predicts.argparse.Namespace(
+        task=str(task_dir), history=2, budget=8, workers=2, seed=0, dream_trials=4, keep=1,
+        families=["fixed", "greedy"], context=4, initial=initial.label(),
+        no_pool_branches=False, in_support=True, recorder="fixed:branches=2,refine=7",
+        history_budget=16)
+    item = predicts.record_history(0, args, initial, tmp_path / "history")
+    from dreamrsi.tasks import load_task
+    task = load_task(task_dir)
+    with SqliteRunStore.open(tmp_path / "history") as store:
+        trees = predicts.load_history(store, task.name, task.digest,
+                                      task.evaluator_digest).trees
+        policies = {store.get_run(r).config["policy"]["params"]["refine"] for r in item["runs"]}
+    assert [len(t.nodes) - 1 for t in trees] == [16, 16]  # the recorder's attempts (and a root)
+    assert policies == {7}  # recorded by the recorder, not by π_1
+    assert item["candidates"][0]["incumbent"] and item["candidates"][0]["spec"] == \
+        initial.to_json()
+    assert item["settings"]["recorder"] == "fixed:branches=2,refine=7"
+    assert item["settings"]["history_budget"] == 16
+    plain = predicts.settings_key(replace_args(args, recorder=None, history_budget=None),
+                                  initial)
+    assert "recorder" not in plain and "history_budget" not in plain  # older logs still match
+    assert not predicts.recorded_alike(item["settings"], plain)  # other runs: recorded anew
+    text = predicts.summarise(replace_args(args, online_seeds=2), initial, [item], {
+        (0, c, j): {"h": 0, "c": c, "j": j, "v": 0.9, "v_quality": 1.0, "best": 0.1 * c + j}
+        for c in range(len(item["candidates"])) for j in range(2)})
+    assert "each 2 runs of `fixed:branches=2,refine=7` (16 attempts, where the online runs " \
+           "have 8; π_1 = `fixed:branches=2,refine=3`, the dream's incumbent; W=2" in text
+
+
+def replace_args(args: object, **changes: object) -> object:
+    return predicts.argparse.Namespace(**(vars(args) | changes))
