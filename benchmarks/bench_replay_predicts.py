@@ -83,10 +83,10 @@ from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
 from dreamrsi.dreaming.config import DreamConfig  # noqa: E402
 from dreamrsi.dreaming.dreamer import choose  # noqa: E402
-from dreamrsi.dreaming.evaluate import ReplaySettings, replay_tree  # noqa: E402
-from dreamrsi.dreaming.history import load_history  # noqa: E402
+from dreamrsi.dreaming.evaluate import ReplaySettings, replay_tree, score_policy  # noqa: E402
+from dreamrsi.dreaming.history import load_history, pool_branches  # noqa: E402
 from dreamrsi.dreaming.loop import DEFAULT_HISTORY, LoopConfig  # noqa: E402
-from dreamrsi.dreaming.quality import QualityScale  # noqa: E402
+from dreamrsi.dreaming.quality import QualityScale, RawQuality  # noqa: E402
 from dreamrsi.engine import RunConfig, start_run  # noqa: E402
 from dreamrsi.policies.registry import BUILTIN, make_policy, parse_spec  # noqa: E402
 from dreamrsi.store import SqliteRunStore  # noqa: E402
@@ -188,6 +188,9 @@ def dream_over(h: int, args: argparse.Namespace, initial: PolicySpec, folder: Pa
             "bests": [t.best for t in trees], "floors": [t.floor for t in trees],
             "candidates": candidates, "pick": choice.selected.to_json(),
             "promoted": choice.selection.promoted, "reason": choice.selection.reason}
+    for cand, best in zip(candidates, replay_bests(args, trees, [c["spec"] for c in candidates]),
+                          strict=True):
+        cand["replay_best"] = best
     if args.in_support:
         kept, pick = confine(candidates, args.keep)
         item |= {"candidates": kept, "pick": pick["spec"], "promoted": not pick["incumbent"],
@@ -195,6 +198,31 @@ def dream_over(h: int, args: argparse.Namespace, initial: PolicySpec, folder: Pa
                  "trials": trial_census(candidates)}
     return item | {"record_s": round(recorded, 2),
                    "dream_s": round(time.monotonic() - started, 2)}
+
+
+def replay_bests(args: argparse.Namespace, trees: list[RecordedTree],
+                 specs: list[dict[str, Any]]) -> list[float]:
+    """Each spec's replay in the online outcome's own quantity: the best (direction-normalised)
+    score its replays reveal, the tree's floor where none is valid, averaged over the trees the
+    selection compares, pooled and planned as the dream's replays are; V's quality term maps
+    the same best onto the history's ranks, capped, and adds the cost terms."""
+    config = dream_config(args)
+    settings = replace(config.replay, quality=RawQuality())
+    train, holdout = config.split.divide(trees)
+    if config.pool_branches:
+        lent = settings.attempt_budget if settings.root_orders == 1 else None
+        pooled = pool_branches(train, lent)
+        train, holdout = pooled, pooled if holdout is train else pool_branches(holdout, lent)
+    bests = []
+    for spec in specs:
+        policy = PolicySpec.from_json(spec)
+        on_train = score_policy(policy, train, settings)
+        on_holdout = on_train if holdout is train else score_policy(policy, holdout, settings,
+                                                                    history=train)
+        compared = config.split.selected(on_train, on_holdout)
+        bests.append(float(np.mean([r.quality for s in compared
+                                    for r in (s.result, *s.others)])))
+    return bests
 
 
 def confine(trials: list[dict[str, Any]], keep: int
@@ -312,6 +340,18 @@ def _spec_key(spec: dict[str, Any]) -> str:
     return json.dumps(spec, sort_keys=True)
 
 
+def with_replay_bests(item: dict[str, Any], args: argparse.Namespace, folder: Path
+                      ) -> dict[str, Any]:
+    """A logged history's item with its candidates' replay bests (:func:`replay_bests`),
+    replayed over its kept store (read only)."""
+    task = resolve_task(args.task)
+    with SqliteRunStore.open(folder) as store:
+        trees = list(load_history(store, task.name, task.digest, task.evaluator_digest).trees)
+    bests = replay_bests(args, trees, [c["spec"] for c in item["candidates"]])
+    return item | {"candidates": [c | {"replay_best": b} for c, b in
+                                  zip(item["candidates"], bests, strict=True)]}
+
+
 def store_holds(folder: Path, args: argparse.Namespace, runs: list[str]) -> bool:
     """Whether ``folder`` is a history store holding exactly ``runs`` (a kept ``--stores``)."""
     if not folder.is_dir():
@@ -417,6 +457,9 @@ def main() -> None:
                 wanted = []  # nothing logged for this history stands any more
             else:
                 reused += 1
+                if (any("replay_best" not in c for c in item["candidates"])
+                        and store_holds(folder, args, item["runs"])):  # logged before it
+                    item = with_replay_bests(item, args, folder)
             print(json.dumps(item), flush=True)
             histories.append(item)
             for c, j in wanted:
@@ -491,6 +534,8 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
     outcomes, replay, inside, rho_all, rho_in, rho_copies = [], [], [], [], [], []
     picks, initials, kept, rows, ranks = [], [], [], [], []
     copies = copies_of_initial = 0
+    raw_all, raw_in = [], []  # ρ with replay's own best in place of V (where logged)
+    with_bests = all("replay_best" in c for item in histories for c in item["candidates"])
     for item in histories:
         h, cands = item["h"], item["candidates"]
         matrix = np.array([[yardstick.z(runs[(h, c, j)]["best"]) for j in seeds]
@@ -508,6 +553,11 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
                                [m for m, k in zip(means, distinct, strict=True) if k]))
         rho_copies.append(spearman([s for s, k in zip(scores, support, strict=True) if k],
                                    [m for m, k in zip(means, support, strict=True) if k]))
+        if with_bests:
+            bests = [c["replay_best"] for c in cands]
+            raw_all.append(spearman(bests, means))
+            raw_in.append(spearman([b for b, k in zip(bests, distinct, strict=True) if k],
+                                   [m for m, k in zip(means, distinct, strict=True) if k]))
         pick = PolicySpec.from_json(item["pick"])
         specs = specs_of[h]
         p, i = specs.index(pick), specs.index(initial)
@@ -526,6 +576,13 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
     reliability = split_half(outcomes, seed=args.seed)
     all_est = mean_over_histories(rho_all, args.seed)
     in_est = mean_over_histories(rho_in, args.seed)
+    raw_line = [] if not with_bests else [
+        "The same ρ with replay's own best in place of V (the best score the candidate's "
+        "replays reveal, averaged over the same trees: the online outcome's quantity, without "
+        "V's cap on the history's ranks and its cost terms): all candidates "
+        f"**{(raw := mean_over_histories(raw_all, args.seed))}** ({raw.count} histories); "
+        f"inside the recorded support **{(raw_k := mean_over_histories(raw_in, args.seed))}** "
+        f"({raw_k.count} histories).", ""]
     copies_est = mean_over_histories(rho_copies, args.seed)
     versus = pick_versus_initial(picks, initials, kept, args.seed)
     pooled_all = within_history_rho(replay, [m.mean(axis=1) for m in outcomes], args.seed)
@@ -647,7 +704,7 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         f"({all_est.count} histories); inside the recorded support **{in_est}** "
         f"({in_est.count} histories with three or more distinct candidates inside it). "
         f"Pooled over histories (within-history ranks): {pooled_all} every candidate, "
-        f"{pooled_in} each behaviour inside the support once.", "", census, "",
+        f"{pooled_in} each behaviour inside the support once.", "", *raw_line, census, "",
         f"Target: ρ ≥ 0.6 inside the support (mean over histories): {figure} "
         f"{counted} {'PASS' if passed else 'MISS'}", "",
         f"{picked}The dream's pick against π_1 online (pick − π_1, paired over seeds, mean over "

@@ -183,7 +183,8 @@ def test_online_runs_go_seed_by_seed_across_histories() -> None:
 def _perfect_summary(count: int, **extra: object) -> str:
     """The summary over ``count`` histories whose replay ranks four candidates as online does,
     the last of them outside the support and the dream's pick (``extra``: more arguments, an
-    ``--in-support`` run's census of its studies' trials)."""
+    ``--in-support`` run's census of its studies' trials; ``bests``: replay bests that rank
+    the candidates the other way round)."""
     initial = parse_spec("fixed:branches=4,refine=4")
     others = [parse_spec(s) for s in ("greedy:branches=10,top=1", "ladder:levels=3,longest=4",
                                       "ucb:c=1.0,fresh=0.5,max_branches=8")]
@@ -192,7 +193,8 @@ def _perfect_summary(count: int, **extra: object) -> str:
     histories, runs = [], {}
     for h in range(count):
         cands = [{"spec": s.to_json(), "label": s.label(), "replay": 0.5 + 0.1 * c,
-                  "misses": 3.0 if c == 3 else 0.0, "incumbent": c == 0}
+                  "misses": 3.0 if c == 3 else 0.0, "incumbent": c == 0,
+                  **({"replay_best": -float(c)} if extra.get("bests") else {})}
                  for c, s in enumerate(specs)]
         histories.append({"h": h, "candidates": cands, "pick": specs[3].to_json(),
                           "promoted": True, "dream_s": 1.0, "floors": [-2.0],
@@ -449,3 +451,43 @@ def test_a_history_recorded_deeper_than_the_online_runs_keeps_pi1_as_the_incumbe
 
 def replace_args(args: object, **changes: object) -> object:
     return predicts.argparse.Namespace(**(vars(args) | changes))
+
+
+def test_replay_bests_are_the_best_scores_the_replays_reveal(
+        store_dir: Path, store: SqliteRunStore, make_task: TaskFactory) -> None:
+    task_dir = make_task()
+    from dreamrsi.tasks import load_task
+    task = load_task(task_dir)
+    initial = parse_spec("fixed:branches=2,refine=3")
+    runs = [start_run(store, task, RunConfig(budget=8, workers=2, seed=seed, policy=initial,
+                                             history=4)).run_id for seed in (1, 2, 3)]
+    store.close()
+    args = predicts.argparse.Namespace(
+        task=str(task_dir), history=3, budget=8, workers=2, seed=0, dream_trials=4, keep=1,
+        families=["fixed", "greedy"], context=4, initial=initial.label(),
+        no_pool_branches=True, in_support=False, recorder=None, history_budget=None)
+    before = _digests(store_dir)
+    item = predicts.dream_over(0, args, initial, store_dir, runs, 0.0)
+    with SqliteRunStore.open(store_dir) as opened:
+        trees = list(predicts.load_history(opened, task.name, task.digest,
+                                           task.evaluator_digest).trees)
+    train, holdout = predicts.dream_config(args).split.divide(trees)
+    compared = predicts.dream_config(args).split.selected(train, holdout)
+    # π_1 on its own trees at their own budget reveals them whole: each tree's best
+    assert item["candidates"][0]["incumbent"]
+    assert item["candidates"][0]["replay_best"] == pytest.approx(
+        np.mean([t.best for t in compared]))
+    assert all(c["replay_best"] <= max(t.best for t in trees) for c in item["candidates"])
+    # a history logged without them gets them from its kept store, the same, read only
+    bare = item | {"candidates": [{k: v for k, v in c.items() if k != "replay_best"}
+                                  for c in item["candidates"]]}
+    assert predicts.with_replay_bests(bare, args, store_dir) == item
+    assert _digests(store_dir) == before
+
+
+def test_the_summary_reports_rho_with_replays_own_best_when_logged() -> None:
+    assert "replay's own best in place of V" not in _perfect_summary(10)
+    text = _perfect_summary(10, bests=True)
+    assert "The same ρ with replay's own best in place of V" in text
+    assert "all candidates **-1.00 [-1.00, -1.00]** (10 histories); inside the recorded " \
+           "support **-1.00 [-1.00, -1.00]** (10 histories)." in text
