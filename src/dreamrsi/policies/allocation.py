@@ -286,16 +286,27 @@ def _choosers(lam: float, fresh: float, max_branches: int,
                         top, pick = value, at
                 return OPEN if pick == count else arms[pick]
             rank()
-        for bound, kept in ((1 + _SLACK, untimed), (mean_cost * (1 + _SLACK), timed)):
-            for negative, at in kept:
+        if untimed:
+            bound = 1 + _SLACK
+            for negative, at in untimed:
                 if -negative * bound < top:
                     break
                 made, gain, unit, rho = parts[at]
                 if made != span:
                     made, gain, unit, rho = parts[at] = parts_of(at)
-                value = _worth(gain, unit / mean_cost if unit else 1.0, rho)
+                value = _worth(gain, 1.0, rho)
                 if value > top or (value == top and at < pick):
                     top, pick = value, at
+        bound = mean_cost * (1 + _SLACK)
+        for negative, at in timed:
+            if -negative * bound < top:
+                break
+            made, gain, unit, rho = parts[at]
+            if made != span:
+                made, gain, unit, rho = parts[at] = parts_of(at)
+            value = _worth(gain, unit / mean_cost, rho)
+            if value > top or (value == top and at < pick):
+                top, pick = value, at
         return OPEN if pick == count else arms[pick]
 
     def many(revealed: Sequence[Branch], budget: Budget) -> list[Branch | str]:
