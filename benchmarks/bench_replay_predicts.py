@@ -181,6 +181,7 @@ def dream_over(h: int, args: argparse.Namespace, initial: PolicySpec, folder: Pa
         candidates.append({
             "spec": c.spec.to_json(), "label": c.spec.label(),
             "replay": float(np.mean([s.value for s in compared])),
+            "replay_trees": [s.value for s in compared],
             "misses": float(sum(s.out_of_support for s in scores)),
             "incumbent": c.spec == initial})
     item = {"kind": "history", "h": h, "settings": settings_key(args, initial), "runs": runs,
@@ -340,16 +341,31 @@ def _spec_key(spec: dict[str, Any]) -> str:
     return json.dumps(spec, sort_keys=True)
 
 
-def with_replay_bests(item: dict[str, Any], args: argparse.Namespace, folder: Path
-                      ) -> dict[str, Any]:
-    """A logged history's item with its candidates' replay bests (:func:`replay_bests`),
-    replayed over its kept store (read only)."""
+def with_replay_details(item: dict[str, Any], args: argparse.Namespace, folder: Path
+                        ) -> dict[str, Any]:
+    """A logged history's item with its candidates' replay bests (:func:`replay_bests`) and
+    V on each compared tree (as the dream scores them), replayed over its kept store (read
+    only)."""
     task = resolve_task(args.task)
     with SqliteRunStore.open(folder) as store:
         trees = list(load_history(store, task.name, task.digest, task.evaluator_digest).trees)
-    bests = replay_bests(args, trees, [c["spec"] for c in item["candidates"]])
-    return item | {"candidates": [c | {"replay_best": b} for c, b in
-                                  zip(item["candidates"], bests, strict=True)]}
+    specs = [c["spec"] for c in item["candidates"]]
+    bests = replay_bests(args, trees, specs)
+    config = dream_config(args)
+    train, holdout = config.split.divide(trees)
+    if config.pool_branches:
+        lent = config.replay.attempt_budget if config.replay.root_orders == 1 else None
+        pooled = pool_branches(train, lent)
+        train, holdout = pooled, pooled if holdout is train else pool_branches(holdout, lent)
+    scale = QualityScale.of(trees)
+    values = []
+    for spec in specs:
+        policy = PolicySpec.from_json(spec)
+        c = config.objective.candidate(policy, train, holdout, config.replay, scale,
+                                       incumbent=False)
+        values.append([t.value for t in config.split.selected(c.train, c.holdout)])
+    return item | {"candidates": [c | {"replay_best": b, "replay_trees": v} for c, b, v in
+                                  zip(item["candidates"], bests, values, strict=True)]}
 
 
 def store_holds(folder: Path, args: argparse.Namespace, runs: list[str]) -> bool:
@@ -457,9 +473,10 @@ def main() -> None:
                 wanted = []  # nothing logged for this history stands any more
             else:
                 reused += 1
-                if (any("replay_best" not in c for c in item["candidates"])
-                        and store_holds(folder, args, item["runs"])):  # logged before it
-                    item = with_replay_bests(item, args, folder)
+                if (any("replay_best" not in c or "replay_trees" not in c
+                        for c in item["candidates"])
+                        and store_holds(folder, args, item["runs"])):  # logged before them
+                    item = with_replay_details(item, args, folder)
             print(json.dumps(item), flush=True)
             histories.append(item)
             for c, j in wanted:
@@ -536,6 +553,9 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
     copies = copies_of_initial = 0
     raw_all, raw_in = [], []  # ρ with replay's own best in place of V (where logged)
     with_bests = all("replay_best" in c for item in histories for c in item["candidates"])
+    # V on each compared tree (where logged): the replay side's reliability over trees
+    by_tree = all("replay_trees" in c for item in histories for c in item["candidates"])
+    replay_all, replay_in, online_in = [], [], []
     for item in histories:
         h, cands = item["h"], item["candidates"]
         matrix = np.array([[yardstick.z(runs[(h, c, j)]["best"]) for j in seeds]
@@ -553,6 +573,11 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
                                [m for m, k in zip(means, distinct, strict=True) if k]))
         rho_copies.append(spearman([s for s, k in zip(scores, support, strict=True) if k],
                                    [m for m, k in zip(means, support, strict=True) if k]))
+        if by_tree:
+            trees = np.array([c["replay_trees"] for c in cands], dtype=float)
+            replay_all.append(trees)
+            replay_in.append(trees[np.array(distinct, dtype=bool)])
+            online_in.append(matrix[np.array(distinct, dtype=bool)])
         if with_bests:
             bests = [c["replay_best"] for c in cands]
             raw_all.append(spearman(bests, means))
@@ -576,6 +601,10 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
     reliability = split_half(outcomes, seed=args.seed)
     all_est = mean_over_histories(rho_all, args.seed)
     in_est = mean_over_histories(rho_in, args.seed)
+    tree_line = [] if not by_tree else [_replay_reliability(
+        split_half(replay_all, seed=args.seed), split_half(replay_in, seed=args.seed),
+        split_half(online_in, seed=args.seed), args.online_seeds,
+        int(np.median([m.shape[1] for m in replay_all]))), ""]
     raw_line = [] if not with_bests else [
         "The same ρ with replay's own best in place of V (the best score the candidate's "
         "replays reveal, averaged over the same trees: the online outcome's quantity, without "
@@ -698,7 +727,8 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
         f"Spearman across a history's candidates, averaged over 200 splits and "
         f"{reliability.histories} histories): {reliability.half:.2f}; Spearman-Brown for all "
         f"{args.online_seeds} seeds: {reliability.full:.2f}, so no correlation with the "
-        f"online mean can exceed {reliability.bound:.2f}. {attenuation}", "", spread, "",
+        f"online mean can exceed {reliability.bound:.2f}. {attenuation}", "", *tree_line,
+        spread, "",
         f"Spearman ρ between replay score and mean online outcome, per history, averaged "
         f"(bootstrap 95% interval over histories): all candidates **{all_est}** "
         f"({all_est.count} histories); inside the recorded support **{in_est}** "
@@ -741,6 +771,24 @@ def summarise(args: argparse.Namespace, initial: PolicySpec, histories: list[dic
                       f"{len(online)} online runs were reused from the log of an earlier run "
                       "with the same settings (`--resume`), not run again."]
     return "\n".join(lines)
+
+
+def _replay_reliability(replay_all: Any, replay_in: Any, online_in: Any, seeds: int,
+                        trees: int) -> str:
+    """The sentence on the replay side's reliability over a history's trees, and the bound
+    both sides' reliabilities set on ρ inside the support."""
+    bound = (math.sqrt(replay_in.full * online_in.full)
+             if replay_in.full > 0 and online_in.full > 0 else 0.0)
+    return (
+        "Split-half reliability of the replay score (random halves of a history's compared "
+        f"trees, {trees} a history, the same way): every candidate {replay_all.half:.2f}, "
+        f"Spearman-Brown for all its trees {replay_all.full:.2f} ({replay_all.histories} "
+        f"histories); inside the support, each behaviour once, {replay_in.full:.2f} for all "
+        f"trees ({replay_in.histories} histories), where the online mean's over {seeds} seeds "
+        f"is {online_in.full:.2f}. Replay is scored on as few trees as the history holds, so "
+        "its ranking is a sample too: no observed ρ inside the support can exceed "
+        f"√({replay_in.full:.2f} × {online_in.full:.2f}) = {bound:.2f}, whatever the true "
+        "agreement.")
 
 
 def write(args: argparse.Namespace, text: str) -> None:

@@ -194,7 +194,8 @@ def _perfect_summary(count: int, **extra: object) -> str:
     for h in range(count):
         cands = [{"spec": s.to_json(), "label": s.label(), "replay": 0.5 + 0.1 * c,
                   "misses": 3.0 if c == 3 else 0.0, "incumbent": c == 0,
-                  **({"replay_best": -float(c)} if extra.get("bests") else {})}
+                  **({"replay_best": -float(c), "replay_trees": [0.5 + 0.1 * c] * 3 + [0.2]}
+                     if extra.get("bests") else {})}
                  for c, s in enumerate(specs)]
         histories.append({"h": h, "candidates": cands, "pick": specs[3].to_json(),
                           "promoted": True, "dream_s": 1.0, "floors": [-2.0],
@@ -473,15 +474,19 @@ def test_replay_bests_are_the_best_scores_the_replays_reveal(
                                            task.evaluator_digest).trees)
     train, holdout = predicts.dream_config(args).split.divide(trees)
     compared = predicts.dream_config(args).split.selected(train, holdout)
+    for c in item["candidates"]:
+        assert len(c["replay_trees"]) == len(compared)
+        assert np.mean(c["replay_trees"]) == pytest.approx(c["replay"])
     # π_1 on its own trees at their own budget reveals them whole: each tree's best
     assert item["candidates"][0]["incumbent"]
     assert item["candidates"][0]["replay_best"] == pytest.approx(
         np.mean([t.best for t in compared]))
     assert all(c["replay_best"] <= max(t.best for t in trees) for c in item["candidates"])
     # a history logged without them gets them from its kept store, the same, read only
-    bare = item | {"candidates": [{k: v for k, v in c.items() if k != "replay_best"}
+    added = ("replay_best", "replay_trees")
+    bare = item | {"candidates": [{k: v for k, v in c.items() if k not in added}
                                   for c in item["candidates"]]}
-    assert predicts.with_replay_bests(bare, args, store_dir) == item
+    assert predicts.with_replay_details(bare, args, store_dir) == item
     assert _digests(store_dir) == before
 
 
@@ -489,5 +494,13 @@ def test_the_summary_reports_rho_with_replays_own_best_when_logged() -> None:
     assert "replay's own best in place of V" not in _perfect_summary(10)
     text = _perfect_summary(10, bests=True)
     assert "The same ρ with replay's own best in place of V" in text
+    # the trees order the candidates alike but for one, where all tie: halves agree (1.00)
+    # or tie (no ρ); inside the support the online side is perfectly repeatable too
+    assert "Split-half reliability of the replay score (random halves of a history's " \
+           "compared trees, 4 a history, the same way): every candidate 1.00, " \
+           "Spearman-Brown for all its trees 1.00 (10 histories); inside the support, each " \
+           "behaviour once, 1.00 for all trees (10 histories), where the online mean's over " \
+           "4 seeds is 1.00." in text
+    assert "= 1.00, whatever the true agreement." in text
     assert "all candidates **-1.00 [-1.00, -1.00]** (10 histories); inside the recorded " \
            "support **-1.00 [-1.00, -1.00]** (10 histories)." in text
