@@ -201,6 +201,18 @@ def dream_over(h: int, args: argparse.Namespace, initial: PolicySpec, folder: Pa
                    "dream_s": round(time.monotonic() - started, 2)}
 
 
+def splits(config: DreamConfig, trees: list[RecordedTree]
+           ) -> tuple[list[RecordedTree], list[RecordedTree]]:
+    """The dream's training and holdout trees, each pooled among its own as ``choose`` pools
+    them (with one split, both are the same list)."""
+    train, holdout = config.split.divide(trees)
+    if not config.pool_branches:
+        return train, holdout
+    lent = config.replay.attempt_budget if config.replay.root_orders == 1 else None
+    pooled = pool_branches(train, lent)
+    return pooled, pooled if holdout is train else pool_branches(holdout, lent)
+
+
 def replay_bests(args: argparse.Namespace, trees: list[RecordedTree],
                  specs: list[dict[str, Any]]) -> list[float]:
     """Each spec's replay in the online outcome's own quantity: the best (direction-normalised)
@@ -209,11 +221,7 @@ def replay_bests(args: argparse.Namespace, trees: list[RecordedTree],
     the same best onto the history's ranks, capped, and adds the cost terms."""
     config = dream_config(args)
     settings = replace(config.replay, quality=RawQuality())
-    train, holdout = config.split.divide(trees)
-    if config.pool_branches:
-        lent = settings.attempt_budget if settings.root_orders == 1 else None
-        pooled = pool_branches(train, lent)
-        train, holdout = pooled, pooled if holdout is train else pool_branches(holdout, lent)
+    train, holdout = splits(config, trees)
     bests = []
     for spec in specs:
         policy = PolicySpec.from_json(spec)
@@ -352,11 +360,7 @@ def with_replay_details(item: dict[str, Any], args: argparse.Namespace, folder: 
     specs = [c["spec"] for c in item["candidates"]]
     bests = replay_bests(args, trees, specs)
     config = dream_config(args)
-    train, holdout = config.split.divide(trees)
-    if config.pool_branches:
-        lent = config.replay.attempt_budget if config.replay.root_orders == 1 else None
-        pooled = pool_branches(train, lent)
-        train, holdout = pooled, pooled if holdout is train else pool_branches(holdout, lent)
+    train, holdout = splits(config, trees)
     scale = QualityScale.of(trees)
     values = []
     for spec in specs:

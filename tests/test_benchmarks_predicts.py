@@ -320,15 +320,23 @@ def _digests(folder: Path) -> dict[str, str]:
             if p.is_file() and p.name not in ("writer.lock", "store.db-shm", "store.db-wal")}
 
 
-def test_a_dream_confined_to_the_support_over_a_kept_store_leaves_it_untouched(
-        store_dir: Path, store: SqliteRunStore, make_task: TaskFactory) -> None:
-    task_dir = make_task()
+def _recorded(store: SqliteRunStore, make_task: TaskFactory, seeds: tuple[int, ...]
+              ) -> tuple[Path, object, object, list[str]]:
+    """A history of runs of ``fixed:branches=2,refine=3`` (8 attempts each) on a made task, the
+    store closed: the task's folder, the task, that policy and the run ids."""
     from dreamrsi.tasks import load_task
+    task_dir = make_task()
     task = load_task(task_dir)
     initial = parse_spec("fixed:branches=2,refine=3")
     runs = [start_run(store, task, RunConfig(budget=8, workers=2, seed=seed, policy=initial,
-                                             history=4)).run_id for seed in (1, 2, 3, 4)]
+                                             history=4)).run_id for seed in seeds]
     store.close()
+    return task_dir, task, initial, runs
+
+
+def test_a_dream_confined_to_the_support_over_a_kept_store_leaves_it_untouched(
+        store_dir: Path, store: SqliteRunStore, make_task: TaskFactory) -> None:
+    task_dir, task, initial, runs = _recorded(store, make_task, (1, 2, 3, 4))
     before = _digests(store_dir)
     args = predicts.argparse.Namespace(
         task=str(task_dir), history=4, budget=8, workers=2, seed=0, dream_trials=6, keep=1,
@@ -456,13 +464,7 @@ def replace_args(args: object, **changes: object) -> object:
 
 def test_replay_bests_are_the_best_scores_the_replays_reveal(
         store_dir: Path, store: SqliteRunStore, make_task: TaskFactory) -> None:
-    task_dir = make_task()
-    from dreamrsi.tasks import load_task
-    task = load_task(task_dir)
-    initial = parse_spec("fixed:branches=2,refine=3")
-    runs = [start_run(store, task, RunConfig(budget=8, workers=2, seed=seed, policy=initial,
-                                             history=4)).run_id for seed in (1, 2, 3)]
-    store.close()
+    task_dir, task, initial, runs = _recorded(store, make_task, (1, 2, 3))
     args = predicts.argparse.Namespace(
         task=str(task_dir), history=3, budget=8, workers=2, seed=0, dream_trials=4, keep=1,
         families=["fixed", "greedy"], context=4, initial=initial.label(),
