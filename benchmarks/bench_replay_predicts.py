@@ -88,6 +88,7 @@ from dreamrsi.dreaming.history import load_history, pool_branches  # noqa: E402
 from dreamrsi.dreaming.loop import DEFAULT_HISTORY, LoopConfig  # noqa: E402
 from dreamrsi.dreaming.quality import QualityScale, RawQuality  # noqa: E402
 from dreamrsi.engine import RunConfig, start_run  # noqa: E402
+from dreamrsi.errors import ConfigError  # noqa: E402
 from dreamrsi.policies.registry import BUILTIN, make_policy, parse_spec  # noqa: E402
 from dreamrsi.store import SqliteRunStore  # noqa: E402
 from dreamrsi.tasks import resolve_task  # noqa: E402
@@ -438,6 +439,12 @@ def main() -> None:
         parser.error("--keep, --dream-trials and --jobs must be at least 1")
     if args.history_budget is not None and args.history_budget < 1:
         parser.error("--history-budget must be at least 1")
+    for option, text in (("--recorder", args.recorder), ("--initial", args.initial)):
+        try:
+            if text:
+                parse_spec(text)
+        except ConfigError as exc:  # refused before any history is recorded
+            parser.error(f"{option}: {exc}")
     if args.online_seeds > SEEDS_PER_HISTORY or args.history > SEEDS_PER_HISTORY:
         parser.error(f"at most {SEEDS_PER_HISTORY} runs per history and online seeds")
     initial = parse_spec(args.initial) if args.initial else LoopConfig(

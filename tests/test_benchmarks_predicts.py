@@ -506,3 +506,14 @@ def test_the_summary_reports_rho_with_replays_own_best_when_logged() -> None:
     assert "= 1.00, whatever the true agreement." in text
     assert "all candidates **-1.00 [-1.00, -1.00]** (10 histories); inside the recorded " \
            "support **-1.00 [-1.00, -1.00]** (10 histories)." in text
+
+
+def test_a_recorder_that_is_no_policy_is_refused_before_anything_runs(
+        tmp_path: Path) -> None:
+    import subprocess
+    done = subprocess.run([sys.executable, str(SCRIPT), "--recorder", "bogus:x=1",
+                           "--stores", str(tmp_path / "stores"), "--no-section"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "--recorder: " in done.stderr and "unknown policy 'bogus'" in done.stderr
+    assert not (tmp_path / "stores").exists()  # nothing recorded
