@@ -819,7 +819,8 @@ def write(args: argparse.Namespace, text: str) -> None:
         "-in-support" if args.in_support else "") + (
         f"-keep-{args.keep}" if args.keep != 1 else "") + (
         f"-recorded-by-{args.recorder.split(':')[0]}" if args.recorder else "") + (
-        f"-recorded-{args.history_budget}" if args.history_budget else "")
+        f"-recorded-{args.history_budget}" if args.history_budget else "") + (
+        f"-context-{args.context}" if args.context != DEFAULT_HISTORY else "")
     write_section(f"predicts-{resolve_task(args.task).name}--candidates{suffix}",
                   f"Replay predicts online? ({args.task}, the dream's candidates"
                   + (" confined to the recorded support" if args.in_support else "") + ", "
@@ -827,7 +828,9 @@ def write(args: argparse.Namespace, text: str) -> None:
                   + (f", history of {args.initial}" if args.initial else "")
                   + (f", recorded by {args.recorder}" if args.recorder else "")
                   + (f", {args.history_budget} attempts recorded a run"
-                     if args.history_budget else "") + ")",
+                     if args.history_budget else "")
+                  + (f", {args.context} earlier trees as context"
+                     if args.context != DEFAULT_HISTORY else "") + ")",
                   text, command)
 
 

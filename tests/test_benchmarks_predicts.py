@@ -517,3 +517,25 @@ def test_a_recorder_that_is_no_policy_is_refused_before_anything_runs(
     assert done.returncode == 2
     assert "--recorder: " in done.stderr and "unknown policy 'bogus'" in done.stderr
     assert not (tmp_path / "stores").exists()  # nothing recorded
+
+
+def test_a_run_with_other_context_writes_its_own_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--context 0 and the default --context keep apart in BENCHMARKS.md: neither overwrites."""
+    written: list[tuple[str, str, str]] = []
+    monkeypatch.setattr(predicts, "write_section",
+                        lambda name, title, text, command: written.append((name, title, command)))
+
+    def args(context: int) -> object:
+        return predicts.argparse.Namespace(
+            task="autocorrelation-c3", histories=10, history=4, online_seeds=10, budget=20,
+            workers=2, seed=0, dream_trials=60, keep=1, context=context,
+            families=sorted(predicts.BUILTIN), initial=None, recorder="fixed:branches=4,refine=9",
+            history_budget=40, no_pool_branches=False, in_support=False)
+
+    predicts.write(args(predicts.DEFAULT_HISTORY), "text")
+    predicts.write(args(0), "text")
+    (default_name, default_title, _), (zero_name, zero_title, zero_command) = written
+    assert default_name == "predicts-autocorrelation-c3--candidates-recorded-by-fixed-recorded-40"
+    assert zero_name == default_name + "-context-0"
+    assert "earlier trees as context" not in default_title
+    assert "0 earlier trees as context" in zero_title and "--context 0" in zero_command
