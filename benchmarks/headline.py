@@ -15,7 +15,8 @@ those sections back and never measures anything:
   A power table (``bench_pays_power.py``) gives a row per seed count the paired sections used;
   a ``bench_pays_paired.py --versus`` or ``--oracle`` section, a ceiling, a row without a
   target. Sections that report the same target (several tasks or protocols against one bar)
-  share one row: the worst of them, naming how many sections report it;
+  share one row: the worst of them, naming how many sections report it and how many of those
+  pass (a target met on at least one task shows there, the worst cell in the row);
 - a section whose measured commit is older than the code it measures (``git diff`` between that
   commit and HEAD touches the paths in ``MEASURES``) is marked stale, in the table and in the
   section itself;
@@ -154,6 +155,8 @@ class Target:
     figure: str
     verdict: str
     others: int = 0  # sections reporting the same target whose figures are not the worst
+    passing: int | None = None  # of the sections reporting the same target, those that pass
+    # (None: their verdicts are no pass or fail, a simulation's, say)
 
 
 
@@ -525,8 +528,11 @@ def headline(rows: list[tuple[Section, Target, str]]) -> str:
         when = section.commit or "?"
         if state != "current":
             when += " (stale)"
-        where = section.title + (f" (the worst of {target.others + 1} sections)"
-                                 if target.others else "")
+        where = section.title + (
+            f" (the worst of {target.others + 1} sections" + (
+                "" if target.passing is None else
+                f"; {target.passing} of them pass{'es' if target.passing == 1 else ''}")
+            + ")" if target.others else "")
         lines.append(f"| {target.label} | {target.figure} | {target.verdict} | {where} | "
                      f"{when} |")
     if not rows:
@@ -574,6 +580,8 @@ def rows(kept: list[tuple[Section, str]]) -> list[tuple[Section, Target, str]]:
 
 PASSING = ("PASS", "yes", ">= 2")
 """How a verdict that holds begins (a target met, a ceiling that reaches 2)."""
+FAILING = ("MISS", "FAIL", "no")
+"""How a verdict that does not hold begins (a simulation's "no target" is neither)."""
 
 
 def _worst_first(row: tuple[Section, Target, str]) -> tuple[bool, float]:
@@ -600,7 +608,9 @@ def one_per_target(found: list[tuple[Section, Target, str]]
     for same in by_label.values():
         section, target, state = min(same, key=_worst_first)  # the first of equals
         if len(same) > 1:
-            target = Target(target.label, target.figure, target.verdict, len(same) - 1)
+            judged = [t for _, t, _ in same if t.verdict.startswith(PASSING + FAILING)]
+            passing = sum(t.verdict.startswith(PASSING) for t in judged) if judged else None
+            target = Target(target.label, target.figure, target.verdict, len(same) - 1, passing)
         out.append((section, target, state))
     return out
 

@@ -116,14 +116,25 @@ def test_sections_reporting_one_target_are_one_row_naming_the_worst() -> None:
     section, target, _ = found[0]
     assert (section.name, target.figure, target.verdict, target.others) == \
         ("paired-c-120x20", "e = 1.10 [0.70, 1.92]", "MISS", 2)
+    assert target.passing == 1  # paired-b passes: a target met on one task shows in the row
     table = headline.headline(found)
-    assert "(the worst of 3 sections)" in table and table.count("| dreaming pays:") == 1
+    assert "(the worst of 3 sections; 1 of them passes)" in table
+    assert table.count("| dreaming pays:") == 1
     # a pass is the worst only where every section passes
     text = HEADER + paired("paired-b-120x20", "2.60", "1.20", "PASS") + paired(
         "paired-d-120x20", "2.20", "1.10", "PASS")
     section, target, _ = headline.rows(
         [(section, "current") for section in headline.sections(text)])[0]
-    assert (section.name, target.others) == ("paired-d-120x20", 1)
+    assert (section.name, target.others, target.passing) == ("paired-d-120x20", 1, 2)
+    assert "(the worst of 2 sections; 2 of them pass)" in headline.headline(
+        [(section, target, "current")])
+    # sections whose verdicts are no pass or fail (a simulation's) get no pass count
+    simulated = [(headline.Section(f"power-{k}", "## Power\n"),
+                  headline.Target("power at 30 seeds", f"e = 2: {k}0%", "simulated (no target)"),
+                  "current") for k in (1, 2)]
+    (_, target, _), = headline.one_per_target(simulated)
+    assert (target.others, target.passing) == (1, None)
+    assert "(the worst of 2 sections) |" in headline.headline(headline.one_per_target(simulated))
 
 
 # One headline row per target (issue 33): a table's rows that share a bound are one target.
