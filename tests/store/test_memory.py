@@ -91,3 +91,21 @@ def test_the_recursive_loop_runs_on_memory(make_task: TaskFactory) -> None:
             assert store.verify(run.run_id).ok
     with pytest.raises(StoreError, match="closed"):
         store.create_loop(loop)
+
+
+def test_a_closed_memory_store_leaves_no_work_folder(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    """Its work folder is its own (named after its temporary folder): closing removes it,
+    with what attempts left there; a folder $DREAMRSI_WORK_DIR names is the user's and stays."""
+    monkeypatch.delenv("DREAMRSI_WORK_DIR", raising=False)
+    store = MemoryRunStore()
+    work = store.work_folder
+    (work / "left").mkdir(parents=True)
+    store.close()
+    assert not work.exists()
+    monkeypatch.setenv("DREAMRSI_WORK_DIR", str(tmp_path / "mine"))
+    store = MemoryRunStore()
+    assert store.work_folder == tmp_path / "mine"
+    store.work_folder.mkdir()
+    store.close()
+    assert (tmp_path / "mine").is_dir()

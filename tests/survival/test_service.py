@@ -61,6 +61,15 @@ def test_an_honest_improvement_survives(store: SqliteRunStore, tmp_path: Path) -
     assert "value.txt" in (tmp_path / "report" / "report.md").read_text()
 
 
+def test_a_pass_leaves_no_work_folder_behind(store: SqliteRunStore, tmp_path: Path) -> None:
+    """The pass made the store's work folder (in /dev/shm, named after the store): it goes
+    with the pass, so passes over many stores do not pile up empty folders there."""
+    run_id = run_task(store, tmp_path / "task")
+    assert not store.work_folder.exists()  # the run removed it when it stopped
+    assert survive(store, run_id, repeats=1, out=tmp_path / "report").verdict
+    assert not store.work_folder.exists()
+
+
 def test_the_base_itself_shows_no_improvement(store: SqliteRunStore, tmp_path: Path) -> None:
     run_id = run_task(store, tmp_path / "task", budget=1)
     root = store.nodes(run_id)[0].node_id

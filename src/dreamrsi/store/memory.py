@@ -20,6 +20,7 @@ do through the SQLite writer's own handle.
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import tempfile
 import threading
@@ -99,7 +100,12 @@ class MemoryRunStore(MemoryLearnedTables, RecordAudit):
     def __init__(self) -> None:
         super().__init__()
         self._folder = Path(tempfile.mkdtemp(prefix="dreamrsi-memory-"))
-        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._folder), True)
+        self._work = work_folder_for(self._folder)
+        # the work folder goes too where it is the store's own (in /dev/shm, named after the
+        # folder), not one $DREAMRSI_WORK_DIR names
+        owned = [self._folder] + ([self._work] if self._work.name.startswith("dreamrsi-")
+                                  and not os.environ.get("DREAMRSI_WORK_DIR") else [])
+        self._cleanup = weakref.finalize(self, _remove_all, [str(path) for path in owned])
         self._journal = Journal()
         self._owner = threading.get_ident()
         self._closed = False
@@ -134,7 +140,7 @@ class MemoryRunStore(MemoryLearnedTables, RecordAudit):
     def work_folder(self) -> Path:
         """Where attempts run (:func:`~dreamrsi.store.workfolder.work_folder_for` of the
         store's temporary folder)."""
-        return work_folder_for(self._folder)
+        return self._work
 
     @property
     def schema_version(self) -> int:
@@ -363,3 +369,9 @@ class MemoryRunStore(MemoryLearnedTables, RecordAudit):
     def _stored_nodes(self, run_id: str) -> list[tuple[Any, ...]]:
         rows = [row for row in self._nodes.values() if row[1] == run_id]
         return sorted(rows, key=lambda row: row[3])
+
+
+def _remove_all(paths: list[str]) -> None:
+    """Remove each folder and what is under it (a memory store's own folders, on close)."""
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)

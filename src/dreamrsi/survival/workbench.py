@@ -8,6 +8,7 @@ made for the pass, exactly as the engine prepares a candidate for its evaluator.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
@@ -79,5 +80,8 @@ class Workbench:
         return event.event_id
 
     def close(self) -> None:
-        """Remove the pass's folders (never raises)."""
+        """Remove the pass's folders, and the store's work folder where nothing else is left
+        in it (never raises)."""
         discard_folder(self.root)
+        with contextlib.suppress(OSError):  # not empty, or gone: it stays as it is
+            self.store.work_folder.rmdir()
