@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 import tempfile
 import threading
 import time
@@ -82,7 +81,7 @@ from dreamrsi.store.rows import (
     with_affinity,
 )
 from dreamrsi.store.values import InFlight, RunCounts, RunRecord, TaskRecord
-from dreamrsi.store.workfolder import work_folder_for
+from dreamrsi.store.workfolder import discard_folder, work_folder_for
 from dreamrsi.workspace.git import WorkspaceRepo
 
 Row = dict[str, Any]
@@ -101,11 +100,9 @@ class MemoryRunStore(MemoryLearnedTables, RecordAudit):
         super().__init__()
         self._folder = Path(tempfile.mkdtemp(prefix="dreamrsi-memory-"))
         self._work = work_folder_for(self._folder)
-        # the work folder goes too where it is the store's own (in /dev/shm, named after the
-        # folder), not one $DREAMRSI_WORK_DIR names
-        owned = [self._folder] + ([self._work] if self._work.name.startswith("dreamrsi-")
-                                  and not os.environ.get("DREAMRSI_WORK_DIR") else [])
-        self._cleanup = weakref.finalize(self, _remove_all, [str(path) for path in owned])
+        # the work folder goes too, unless $DREAMRSI_WORK_DIR names it (the user's, not ours)
+        owned = [self._folder] + ([] if os.environ.get("DREAMRSI_WORK_DIR") else [self._work])
+        self._cleanup = weakref.finalize(self, _remove_all, owned)
         self._journal = Journal()
         self._owner = threading.get_ident()
         self._closed = False
@@ -371,7 +368,8 @@ class MemoryRunStore(MemoryLearnedTables, RecordAudit):
         return sorted(rows, key=lambda row: row[3])
 
 
-def _remove_all(paths: list[str]) -> None:
-    """Remove each folder and what is under it (a memory store's own folders, on close)."""
-    for path in paths:
-        shutil.rmtree(path, ignore_errors=True)
+def _remove_all(folders: list[Path]) -> None:
+    """Remove a memory store's own folders on close, with whatever sandboxed attempts left in
+    them (read-only folders and links included; never raises)."""
+    for folder in folders:
+        discard_folder(folder)
