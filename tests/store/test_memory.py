@@ -96,7 +96,8 @@ def test_the_recursive_loop_runs_on_memory(make_task: TaskFactory) -> None:
 def test_a_closed_memory_store_leaves_no_work_folder(monkeypatch: pytest.MonkeyPatch,
                                                      tmp_path: Path) -> None:
     """Its work folder is its own (named after its temporary folder): closing removes it,
-    with what attempts left there; a folder $DREAMRSI_WORK_DIR names is the user's and stays."""
+    with what attempts left there, also inside a folder $DREAMRSI_WORK_DIR names, which is
+    the user's and stays."""
     monkeypatch.delenv("DREAMRSI_WORK_DIR", raising=False)
     store = MemoryRunStore()
     work = store.work_folder
@@ -105,7 +106,9 @@ def test_a_closed_memory_store_leaves_no_work_folder(monkeypatch: pytest.MonkeyP
     assert not work.exists()
     monkeypatch.setenv("DREAMRSI_WORK_DIR", str(tmp_path / "mine"))
     store = MemoryRunStore()
-    assert store.work_folder == tmp_path / "mine"
-    store.work_folder.mkdir()
+    assert store.work_folder.parent == tmp_path / "mine"
+    (store.work_folder / "left").mkdir(parents=True)
+    (tmp_path / "mine" / "users-file").write_text("kept")
     store.close()
-    assert (tmp_path / "mine").is_dir()
+    assert not store.work_folder.exists()
+    assert (tmp_path / "mine" / "users-file").read_text() == "kept"

@@ -6,7 +6,7 @@ and read back through the same functions (:mod:`dreamrsi.store.rows`,
 verified by the same code (:mod:`dreamrsi.store.ledger`, :mod:`dreamrsi.store.records`,
 :mod:`dreamrsi.store.audit`). Blobs are kept in memory. Workspaces need git, and git needs a
 folder: the store makes a private temporary folder for its ``repo.git`` (and, unless
-``$DREAMRSI_WORK_DIR`` or ``/dev/shm`` says otherwise, its work folder) and removes it when
+``$DREAMRSI_WORK_DIR`` or ``/dev/shm`` holds it, its work folder) and removes both when
 closed or garbage-collected. Nothing survives the process.
 
 Transactions are an undo log (:class:`~dreamrsi.store._journal.Journal`): an exception in
@@ -20,7 +20,6 @@ do through the SQLite writer's own handle.
 from __future__ import annotations
 
 import math
-import os
 import tempfile
 import threading
 import time
@@ -100,9 +99,8 @@ class MemoryRunStore(MemoryLearnedTables, RecordAudit):
         super().__init__()
         self._folder = Path(tempfile.mkdtemp(prefix="dreamrsi-memory-"))
         self._work = work_folder_for(self._folder)
-        # the work folder goes too, unless $DREAMRSI_WORK_DIR names it (the user's, not ours)
-        owned = [self._folder] + ([] if os.environ.get("DREAMRSI_WORK_DIR") else [self._work])
-        self._cleanup = weakref.finalize(self, _remove_all, owned)
+        # its work folder is its own (named after its folder), wherever it lies
+        self._cleanup = weakref.finalize(self, _remove_all, [self._folder, self._work])
         self._journal = Journal()
         self._owner = threading.get_ident()
         self._closed = False

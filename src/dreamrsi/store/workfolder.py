@@ -17,21 +17,24 @@ _SHM_MIN_FREE = 2 << 30
 def work_folder_for(store_dir: Path) -> Path:
     """The work folder of the store kept in ``store_dir``.
 
-    ``$DREAMRSI_WORK_DIR`` if set; else a folder in ``/dev/shm`` when that is a writable
+    A folder in ``$DREAMRSI_WORK_DIR`` if set; else in ``/dev/shm`` when that is a writable
     tmpfs with at least 2 GiB free (attempt folders are created and removed many times a
     second, which costs milliseconds per file on a journaling disk); else ``STORE/work``.
-    The folder is private to the store (named after its path).
+    In either of the first two it is private to the store (``dreamrsi-<digest of its path>``):
+    a run empties its work folder when it starts and removes it when it stops, so stores
+    sharing one would remove each other's attempts, and the folder the variable names
+    (the user's) is never removed.
     """
+    tag = f"dreamrsi-{hashlib.sha256(str(store_dir).encode()).hexdigest()[:12]}"
     override = os.environ.get("DREAMRSI_WORK_DIR")
     if override:
-        return Path(override).absolute()
+        return Path(override).absolute() / tag
     try:
         usable = os.access(_SHM, os.W_OK) and shutil.disk_usage(_SHM).free >= _SHM_MIN_FREE
     except OSError:
         usable = False
     if usable:
-        tag = hashlib.sha256(str(store_dir).encode()).hexdigest()[:12]
-        return _SHM / f"dreamrsi-{tag}"
+        return _SHM / tag
     return store_dir / "work"
 
 
