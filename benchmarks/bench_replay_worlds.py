@@ -81,7 +81,10 @@ def used_runs(chain: list[Node], tree: RecordedTree) -> frozenset[str]:
 def interleaved(trees: list[RecordedTree]) -> list[RecordedTree]:
     """Each tree as an ``interleaved`` world: its root with every tree's branches in turns
     (one of each tree per turn, its own first, then the next trees', wrapping round), a
-    branch that used the tree itself left out; nodes copied under the tree's run id."""
+    branch that used the tree itself left out. Nodes keep their ids and runs, so the tree's
+    own part (what a planning policy's history summary reads) is its own run's nodes, as in
+    the dream's world; replay may go on for as many rounds as the world has nodes (the
+    dream's, as many as the tree's own run recorded), which an attempt budget reaches first."""
     chains = [branches(t) for t in trees]
     used = [[used_runs(c, t) for c in cs] for cs, t in zip(chains, trees, strict=True)]
     worlds = []
@@ -90,15 +93,10 @@ def interleaved(trees: list[RecordedTree]) -> list[RecordedTree]:
         offered = [chains[j][b] for b in range(max(map(len, chains), default=0)) for j in order
                    if b < len(chains[j]) and tree.tree_id not in used[j][b]]
         nodes = [tree.root]
-        seq = 0
-        for chain in offered:
-            parent = tree.root.node_id
-            for node in chain:
-                seq += 1
-                node_id = f"{tree.tree_id}-{seq}"
-                nodes.append(node._replace(node_id=node_id, run_id=tree.tree_id,
-                                           parent_id=parent, seq=seq))
-                parent = node_id
+        for chain in offered:  # renumbered in the offered order; ids and runs kept
+            nodes += [n._replace(seq=len(nodes) + k,
+                                 parent_id=tree.root.node_id if k == 0 else n.parent_id)
+                      for k, n in enumerate(chain)]
         worlds.append(RecordedTree.from_nodes(
             tree.tree_id, nodes, task_digest=tree.task_digest,
             evaluator_digest=tree.evaluator_digest, start=tree.start, saw=tree.saw,

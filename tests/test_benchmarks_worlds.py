@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dreamrsi.core.replay import RecordedTree
+from dreamrsi.core.replay import RecordedTree, own_part
 from dreamrsi.testing.builders import grid_nodes
 from tests.conftest import TaskFactory
 
@@ -61,8 +61,12 @@ def test_an_interleaved_world_offers_one_branch_of_each_tree_per_turn_its_own_fi
             chain = [first]
             while (nxt := world.child_by_seq[chain[-1].seq]) is not None:
                 chain.append(nxt)
-            assert len(chain) == 3
-            assert all(n.run_id == world.tree_id for n in chain)
+            assert len(chain) == 3 and len({n.run_id for n in chain}) == 1
+            source = next(t for t in (a, b, c) if t.tree_id == chain[0].run_id)
+            assert [n.score for n in chain] == [
+                n.score for n in source.nodes.values() if n.node_id in {m.node_id for m in chain}]
+        assert own_part(world).size == next(t for t in (a, b, c)
+                                            if t.tree_id == world.tree_id).size
     assert made[1].saw == b.saw and made[0].best == max(t.best for t in (a, b, c))
 
 
