@@ -125,6 +125,19 @@ def dream_config(args: argparse.Namespace) -> DreamConfig:
                    keep=args.keep, seed=args.seed, pool_branches=not args.no_pool_branches)
 
 
+def logged_args(settings: dict[str, Any]) -> argparse.Namespace:
+    """The arguments a logged history's ``settings`` were made with, as far as a dream over
+    its kept store reads them (:func:`dream_over`, :func:`dream_config`)."""
+    return argparse.Namespace(
+        task=settings["task"], history=settings["history"], budget=settings["budget"],
+        workers=settings["workers"], seed=settings["seed"],
+        dream_trials=settings["dream_trials"], keep=settings["keep"],
+        families=settings["families"], context=settings["context"], initial=None,
+        no_pool_branches=not settings["pool_branches"],
+        in_support=bool(settings.get("in_support")), recorder=settings.get("recorder"),
+        history_budget=settings.get("history_budget"))
+
+
 def settings_key(args: argparse.Namespace, initial: PolicySpec) -> dict[str, Any]:
     """What a logged history depends on (a resumed log must match it)."""
     return {"task": args.task, "history": args.history, "budget": args.budget,
@@ -160,14 +173,16 @@ def record_history(h: int, args: argparse.Namespace, initial: PolicySpec, folder
 
 
 def dream_over(h: int, args: argparse.Namespace, initial: PolicySpec, folder: Path,
-               runs: list[str], recorded: float) -> dict[str, Any]:
+               runs: list[str], recorded: float, config: DreamConfig | None = None
+               ) -> dict[str, Any]:
     """The dream over history ``h``'s store (read only): its candidates scored by replay and
-    its pick, as the JSON-ready dict the summary and the online runs need."""
+    its pick, as the JSON-ready dict the summary and the online runs need (``config``: other
+    dream settings than :func:`dream_config`'s, for a benchmark that re-dreams a history)."""
     task = resolve_task(args.task)
     with SqliteRunStore.open(folder) as store:
         history = load_history(store, task.name, task.digest, task.evaluator_digest)
     trees = list(history.trees)
-    config = dream_config(args)
+    config = config or dream_config(args)
     train, holdout = config.split.divide(trees)
     started = time.monotonic()
     if args.in_support:  # every trial of the dream's studies replayed, then confined

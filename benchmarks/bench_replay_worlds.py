@@ -40,16 +40,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_replay_predicts as predicts  # noqa: E402
+from _predicts_logs import load_logged  # noqa: E402
 from _predicts_stats import Estimate, mean_over_histories, spearman  # noqa: E402
 from _report import write_section  # noqa: E402
 from dreamrsi.core.model import Node  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
 from dreamrsi.dreaming.config import DreamConfig  # noqa: E402
-from dreamrsi.dreaming.history import load_history  # noqa: E402
 from dreamrsi.dreaming.quality import QualityScale  # noqa: E402
-from dreamrsi.store import SqliteRunStore  # noqa: E402
-from dreamrsi.tasks import resolve_task  # noqa: E402
 
 WORLDS = ("own-first", "interleaved")
 HALF_WIDTH = 0.15
@@ -133,46 +131,22 @@ def rescore(log: Path, stores: Path, worlds: tuple[str, ...]) -> tuple[dict[str,
                                                                        list[Rescored]]:
     """Every logged history's candidates replayed in each world, against the logged online
     means; also the log's settings. Raises ``ValueError`` where the log and stores disagree."""
-    histories, runs = predicts.read_log(log)
-    if not histories:
-        raise ValueError(f"{log} holds no history of a predicts run")
-    settings = next(iter(histories.values()))["settings"]
-    args = argparse.Namespace(families=settings["families"], budget=settings["budget"],
-                              workers=settings["workers"], dream_trials=settings["dream_trials"],
-                              keep=settings["keep"], seed=settings["seed"],
-                              no_pool_branches=not settings["pool_branches"],
-                              task=settings["task"])
-    config = predicts.dream_config(args)
-    task = resolve_task(args.task)
+    settings, histories = load_logged(log, stores)
+    config = predicts.dream_config(predicts.logged_args(settings))
     out = []
-    for h, item in sorted(histories.items()):
-        if item["settings"] != settings:
-            raise ValueError(f"history {h} of {log} has other settings than history "
-                             f"{min(histories)}")
-        folder = stores / f"history-{h}"
-        if not (folder / "store.db").is_file():
-            raise ValueError(f"{folder} holds no store: pass the predicts run's --stores")
-        with SqliteRunStore.open(folder) as store:
-            trees = list(load_history(store, task.name, task.digest,
-                                      task.evaluator_digest).trees)
-        if [t.tree_id for t in trees] != item["trees"]:
-            raise ValueError(f"{folder} holds other trees than history {h} of {log}")
-        cands = item["candidates"]
-        online = [[r["best"] for (hh, c, _), r in runs.items() if (hh, c) == (h, k)
-                   and r["best"] is not None] for k in range(len(cands))]
-        if any(not o for o in online):
-            raise ValueError(f"history {h} of {log} has a candidate without online runs")
-        means = [float(np.mean(o)) for o in online]
+    for logged in histories:
+        cands = logged.item["candidates"]
+        means = [float(o.mean()) for o in logged.online]
         specs = [PolicySpec.from_json(c["spec"]) for c in cands]
         rho = {}
         for world in worlds:
-            scores = world_scores(world, trees, specs, config)
+            scores = world_scores(world, logged.trees, specs, config)
             if world == "own-first" and not np.allclose(scores, [c["replay"] for c in cands],
                                                         rtol=0, atol=1e-12):
-                raise ValueError(f"history {h}: replay over {folder} does not give the "
-                                 "logged scores back (other code or other trees)")
+                raise ValueError(f"history {logged.h}: replay over {logged.folder} does not "
+                                 "give the logged scores back (other code or other trees)")
             rho[world] = spearman(scores, means)
-        out.append(Rescored(h, rho))
+        out.append(Rescored(logged.h, rho))
     return settings, out
 
 

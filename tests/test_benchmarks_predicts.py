@@ -27,6 +27,7 @@ SCRIPT = ROOT / "benchmarks" / "bench_replay_predicts.py"
 spec = importlib.util.spec_from_file_location("bench_replay_predicts", SCRIPT)
 assert spec and spec.loader
 predicts = importlib.util.module_from_spec(spec)
+sys.modules["bench_replay_predicts"] = predicts  # doctest finds its examples by this name
 spec.loader.exec_module(predicts)
 stats = sys.modules["_predicts_stats"]  # the helper the script imports beside itself
 

@@ -1,4 +1,5 @@
-"""bench_replay_worlds.py: the interleaved world, and rescoring a predicts run offline."""
+"""Offline re-scoring of a predicts run: bench_replay_worlds.py (replay worlds) and
+bench_gate_price.py (the promotion gate), over a logged history and its kept store."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ worlds = importlib.util.module_from_spec(spec)
 sys.modules["bench_replay_worlds"] = worlds  # its dataclass looks its module up
 spec.loader.exec_module(worlds)
 predicts = sys.modules["bench_replay_predicts"]
+GATE = ROOT / "benchmarks" / "bench_gate_price.py"
+gate_spec = importlib.util.spec_from_file_location("bench_gate_price", GATE)
+assert gate_spec and gate_spec.loader
+price = importlib.util.module_from_spec(gate_spec)
+sys.modules["bench_gate_price"] = price
+gate_spec.loader.exec_module(price)
 stats = sys.modules["_predicts_stats"]
 
 
@@ -149,7 +156,7 @@ def test_rescoring_refuses_a_log_and_stores_that_disagree(
         worlds.rescore(other, stores, worlds.WORLDS)
     missing = tmp_path / "missing.log"
     missing.write_text(json.dumps(item) + "\n")
-    with pytest.raises(ValueError, match="without online runs"):
+    with pytest.raises(ValueError, match="a candidate without online runs"):
         worlds.rescore(missing, stores, worlds.WORLDS)
 
 
@@ -161,3 +168,43 @@ def test_the_script_reports_a_bad_log_as_a_usage_error(tmp_path: Path) -> None:
                            str(tmp_path), "--no-section"], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 2 and "holds no history" in done.stderr
+
+
+def test_a_candidate_run_with_other_seeds_is_refused(tmp_path: Path,
+                                                     make_task: TaskFactory) -> None:
+    log, stores, item = _logged(tmp_path, make_task)
+    lines = log.read_text().splitlines()
+    moved = [json.dumps(json.loads(line) | {"j": 7}) if '"c": 1, "j": 1' in line else line
+             for line in lines]
+    assert moved != lines
+    log.write_text("\n".join(moved) + "\n")
+    with pytest.raises(ValueError, match="other seeds"):
+        worlds.rescore(log, stores, worlds.WORLDS)
+
+
+def test_the_gate_price_redreams_each_history_and_judges_its_picks_by_the_logged_runs(
+        tmp_path: Path, make_task: TaskFactory) -> None:
+    log, stores, item = _logged(tmp_path, make_task)
+    settings, picked, versus = price.repick(log, stores)
+    assert settings == item["settings"] and [p.h for p in picked] == [0]
+    gated, free = picked[0].picks["gate"], picked[0].picks["no gate"]
+    labels = [c["label"] for c in item["candidates"]]
+    assert labels[gated] == predicts.PolicySpec.from_json(item["pick"]).label()  # as logged
+    assert gated == free or item["candidates"][gated]["incumbent"]  # the gate only holds back
+    # candidate c's runs scored c + j/10: standardised by π_1's (candidate 0: 0.0, 0.1)
+    assert item["candidates"][0]["incumbent"]
+    spread = float(np.std([0.0, 0.1], ddof=1))
+    for rule, pick in picked[0].picks.items():
+        assert versus[rule].per_history[0] == pytest.approx(pick / spread)
+        assert versus[rule].kept == (pick == 0)
+    text = price.summarise(settings, picked, versus)
+    assert "| gate | **" in text and "| no gate | **" in text
+
+
+def test_the_gate_price_refuses_a_log_whose_pick_the_dream_does_not_give_back(
+        tmp_path: Path, make_task: TaskFactory) -> None:
+    log, stores, item = _logged(tmp_path, make_task)
+    other = next(c["spec"] for c in item["candidates"] if c["spec"] != item["pick"])
+    log.write_text(log.read_text().replace(json.dumps(item), json.dumps(item | {"pick": other})))
+    with pytest.raises(ValueError, match="picks other than the log's"):
+        price.repick(log, stores)
