@@ -9,6 +9,7 @@ against those runs without running anything online.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_replay_predicts as predicts  # noqa: E402
 from _predicts_stats import Yardstick  # noqa: E402
+from _report import write_section  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
 from dreamrsi.dreaming.history import load_history  # noqa: E402
@@ -100,3 +102,25 @@ def load_logged(log: Path, stores: Path) -> tuple[dict[str, Any], list[Logged]]:
     return settings, [Logged(h, item, folder, trees,
                              [np.array([yardstick.z(b) for b in bs]) for bs in bests])
                       for h, item, folder, trees, bests in read]
+
+
+def offline_parser(description: str) -> argparse.ArgumentParser:
+    """The options every offline script takes: the predicts run's log and stores, and
+    ``--no-section``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--log", type=Path, required=True,
+                        help="what a bench_replay_predicts.py run printed")
+    parser.add_argument("--stores", type=Path, required=True, help="that run's --stores folder")
+    parser.add_argument("--no-section", action="store_true",
+                        help="print the summary without writing BENCHMARKS.md")
+    return parser
+
+
+def write_offline_section(name: str, title: str, settings: dict[str, Any], histories: int,
+                          text: str, script: str) -> None:
+    """Write an offline script's section ``NAME-TASK-context-N`` of BENCHMARKS.md."""
+    write_section(f"{name}-{settings['task']}-context-{settings['context']}",
+                  f"{title} ({settings['task']}, {settings['context']} earlier trees as "
+                  f"context, {histories} histories, re-scored offline)", text,
+                  f"python benchmarks/{script} --log <the predicts run's log> "
+                  "--stores <its --stores folder>")

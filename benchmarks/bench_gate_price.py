@@ -21,7 +21,6 @@ predicts run printed and DIR its ``--stores`` folder.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,9 +28,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_replay_predicts as predicts  # noqa: E402
-from _predicts_logs import load_logged  # noqa: E402
+from _predicts_logs import load_logged, offline_parser, write_offline_section  # noqa: E402
 from _predicts_stats import PickVersusInitial, pick_versus_initial  # noqa: E402
-from _report import write_section  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
 
 RULES = ("gate", "no gate")
@@ -116,12 +114,7 @@ def summarise(settings: dict[str, Any], picked: list[Picked],
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--log", type=Path, required=True,
-                        help="what a bench_replay_predicts.py run printed")
-    parser.add_argument("--stores", type=Path, required=True, help="that run's --stores folder")
-    parser.add_argument("--no-section", action="store_true",
-                        help="print the summary without writing BENCHMARKS.md")
+    parser = offline_parser(__doc__.splitlines()[0])
     args = parser.parse_args()
     try:
         settings, picked, versus = repick(args.log, args.stores)
@@ -130,12 +123,8 @@ def main() -> None:
     text = summarise(settings, picked, versus)
     print(text)
     if not args.no_section:
-        write_section(f"gate-price-{settings['task']}-context-{settings['context']}",
-                      f"What the promotion gate costs and saves ({settings['task']}, "
-                      f"{settings['context']} earlier trees as context, {len(picked)} "
-                      "histories, re-dreamt offline)", text,
-                      "python benchmarks/bench_gate_price.py --log <the predicts run's log> "
-                      "--stores <its --stores folder>")
+        write_offline_section("gate-price", "What the promotion gate costs and saves",
+                              settings, len(picked), text, "bench_gate_price.py")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ a predicts run printed and DIR its ``--stores`` folder.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from dataclasses import dataclass
@@ -40,9 +39,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_replay_predicts as predicts  # noqa: E402
-from _predicts_logs import load_logged  # noqa: E402
+from _predicts_logs import load_logged, offline_parser, write_offline_section  # noqa: E402
 from _predicts_stats import Estimate, mean_over_histories, spearman  # noqa: E402
-from _report import write_section  # noqa: E402
 from dreamrsi.core.model import Node  # noqa: E402
 from dreamrsi.core.policy import PolicySpec  # noqa: E402
 from dreamrsi.core.replay import RecordedTree  # noqa: E402
@@ -201,13 +199,8 @@ def recorder(settings: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--log", type=Path, required=True,
-                        help="what a bench_replay_predicts.py run printed")
-    parser.add_argument("--stores", type=Path, required=True, help="that run's --stores folder")
+    parser = offline_parser(__doc__.splitlines()[0])
     parser.add_argument("--worlds", nargs="+", choices=WORLDS, default=list(WORLDS))
-    parser.add_argument("--no-section", action="store_true",
-                        help="print the summary without writing BENCHMARKS.md")
     args = parser.parse_args()
     worlds = ("own-first", *(w for w in args.worlds if w != "own-first"))
     try:
@@ -217,12 +210,8 @@ def main() -> None:
     text = summarise(settings, rescored, worlds)
     print(text)
     if not args.no_section:
-        write_section(f"worlds-{settings['task']}-context-{settings['context']}",
-                      f"Which replay world predicts online? ({settings['task']}, "
-                      f"{settings['context']} earlier trees as context, {len(rescored)} "
-                      "histories, rescored offline)", text,
-                      "python benchmarks/bench_replay_worlds.py --log <the predicts run's log> "
-                      "--stores <its --stores folder>")
+        write_offline_section("worlds", "Which replay world predicts online?", settings,
+                              len(rescored), text, "bench_replay_worlds.py")
 
 
 if __name__ == "__main__":
