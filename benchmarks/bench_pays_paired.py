@@ -36,13 +36,17 @@ the measured task's own history only, so its loops are those of a fresh store.
 (its power), which is how the seed count was chosen.
 
 Every finished loop is printed as one JSON line when it ends; ``--resume LOG`` reuses the loops
-such a log already holds (same arm and seed) and runs only the missing ones.
+such a log already holds (same arm and seed) and runs only the missing ones. ``--progress``
+with ``--resume LOG`` runs nothing: it says what the parts of a run split over sessions hold so
+far (``progress``): which seeds each arm has, how many dreamed rounds ran a policy other than
+π_1, and which pairs ran the same loop in both arms.
 
 Usage: python benchmarks/bench_pays_paired.py --task autocorrelation-c3 --seeds 40
        [--total-budget 80] [--per-round-budget 20] [--workers 2] [--jobs 2]
        [--loop-arg=--quality --loop-arg=reach] [--resume LOG [--reuse fixed]] [--no-figures]
        [--versus SPEC | --oracle SPEC] [--prior N [--prior-shared] [--prior-cache DIR]]
        [--family-prior TASK --family-loops N] [--only-arm ARM] [--shard A:B]
+       [--resume LOG --progress]
 """
 
 from __future__ import annotations
@@ -334,6 +338,39 @@ def headline_line(args: argparse.Namespace, e: Estimate, shared: float) -> str:
             f"lower bound above 1: **{'PASS' if e.passes() else 'MISS'}**.")
 
 
+def progress(loops: dict[tuple[str, int], dict[str, object]], seeds: int) -> str:
+    """What the loops of a run split into parts hold so far, before every seed is there: the
+    seeds of each arm; the dream arm's dreamed rounds (after round 1) that ran a policy other
+    than π_1, and its seeds that ran π_1 in every round (such a pair shares all its attempts
+    and adds nothing to e); and for seeds with both arms, which ran the same best-so-far curve
+    in both (to the attempt)."""
+    have = {arm: sorted(s for a, s in loops if a == arm and s < seeds)
+            for arm in ("dream", "fixed")}
+    lines = [f"{arm} arm: {len(have[arm])} of {seeds} seeds"
+             + (f" ({', '.join(map(str, have[arm]))})" if have[arm] else "")
+             for arm in ("dream", "fixed")]
+    if have["dream"]:
+        other = {s: [r["round"] for r in loops[("dream", s)]["rounds"][1:]  # type: ignore[index]
+                     if r["policy"] != loops[("dream", s)]["rounds"][0]["policy"]]  # type: ignore[index]
+                 for s in have["dream"]}
+        dreamed = sum(len(loops[("dream", s)]["rounds"]) - 1  # type: ignore[arg-type]
+                      for s in have["dream"])
+        kept = [s for s in have["dream"] if not other[s]]
+        lines.append(f"dreamed rounds that ran a policy other than π_1: "
+                     f"{sum(map(len, other.values()))} of {dreamed}; dream-arm seeds that ran "
+                     f"π_1 in every round: {len(kept)} of {len(have['dream'])}")
+        lines += [f"  seed {s}: rounds " + ", ".join(
+            f"{n} `{loops[('dream', s)]['rounds'][n - 1]['policy']}`"  # type: ignore[index]
+            for n in other[s]) for s in have["dream"] if other[s]]
+    both = [s for s in have["dream"] if s in have["fixed"]]
+    if both:
+        same = [s for s in both if loops[("dream", s)]["curve"] == loops[("fixed", s)]["curve"]]
+        lines.append(f"seeds with both arms: {len(both)}; the same curve in both arms (to the "
+                     f"attempt): {len(same)}"
+                     + (f" ({', '.join(map(str, same))})" if same else ""))
+    return "\n".join(lines)
+
+
 def wall(loops: dict[tuple[str, int], dict[str, object]], arm: str, seeds: int) -> float:
     return statistics.median(float(loops[(arm, s)]["wall_s"]) for s in range(seeds))  # type: ignore[arg-type]
 
@@ -405,8 +442,19 @@ def main() -> None:
     parser.add_argument("--only-arm", choices=("dream", "fixed"), default=None,
                         help="run only this arm's loops and print them, no summary (a later "
                              "run takes them with --resume)")
+    parser.add_argument("--progress", action="store_true",
+                        help="with --resume LOG: run nothing, say what the log's loops hold so "
+                             "far (seeds of each arm, dreamed rounds that left π_1, pairs that "
+                             "ran the same loop)")
     parser.add_argument("--no-figures", action="store_true")
     args = parser.parse_args()
+    if args.resume and not args.resume.is_file():
+        parser.error(f"--resume {args.resume}: no such file")
+    if args.progress:
+        if not args.resume:
+            parser.error("--progress reads the loops of --resume LOG: give it")
+        print(progress(finished_loops(args.resume), args.seeds))
+        return
     if args.prior_shared and not args.prior:
         parser.error("--prior-shared needs --prior N")
     if args.family_prior and (args.prior or args.versus or args.oracle):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import re
 import sys
 from pathlib import Path
@@ -220,3 +221,43 @@ def test_the_first_picks_list_each_seeds_round_1_policy_and_why() -> None:
     lines = paired.first_picks(loops("a; family: 3", "b; family: 3", "c; family: 3"), 3)
     assert lines[-5:] == ["| 0 | `g16` | a |", "| 1 | `p1` | b |", "| 2 | `g16` | c |", "",
                           "Every seed's reason went on: \"family: 3\"."]
+
+
+def _loop(arm: str, seed: int, policies: list[str], curve: list[float]) -> dict[str, object]:
+    rounds = [{"round": n, "policy": p} for n, p in enumerate(policies, start=1)]
+    return {"arm": arm, "seed": seed, "curve": [[v, True] for v in curve], "rounds": rounds,
+            "wall_s": 1.0}
+
+
+def test_progress_says_what_the_parts_hold_so_far(tmp_path: Path, monkeypatch,
+                                                  capsys) -> None:
+    pi1, other = "fixed:branches=4,refine=4", "greedy:branches=16,top=1"
+    loops = [_loop("dream", 0, [pi1, pi1, pi1], [1, 2, 3]),
+             _loop("fixed", 0, [pi1, pi1, pi1], [1, 2, 3]),
+             _loop("dream", 1, [pi1, pi1, other], [1, 2, 5]),
+             _loop("fixed", 1, [pi1, pi1, pi1], [1, 2, 3]),
+             _loop("dream", 2, [pi1, other, other], [1, 4, 4])]
+    log = tmp_path / "parts.log"
+    log.write_text("".join(json.dumps(loop) + "\n" for loop in loops))
+    monkeypatch.setattr(sys, "argv", ["bench_pays_paired.py", "--seeds", "4", "--resume",
+                                      str(log), "--progress"])
+    paired.main()
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "dream arm: 3 of 4 seeds (0, 1, 2)",
+        "fixed arm: 2 of 4 seeds (0, 1)",
+        "dreamed rounds that ran a policy other than π_1: 3 of 6; dream-arm seeds that ran "
+        "π_1 in every round: 1 of 3",
+        f"  seed 1: rounds 3 `{other}`",
+        f"  seed 2: rounds 2 `{other}`, 3 `{other}`",
+        "seeds with both arms: 2; the same curve in both arms (to the attempt): 1 (0)"]
+
+
+def test_progress_needs_a_log_that_exists(tmp_path: Path, monkeypatch, capsys) -> None:
+    for argv in (["--progress"], ["--progress", "--resume", str(tmp_path / "missing.log")]):
+        monkeypatch.setattr(sys, "argv", ["bench_pays_paired.py", *argv])
+        with pytest.raises(SystemExit):
+            paired.main()
+    err = capsys.readouterr().err
+    assert "--progress reads the loops of --resume LOG" in err
+    assert "missing.log: no such file" in err
