@@ -340,24 +340,31 @@ def headline_line(args: argparse.Namespace, e: Estimate, shared: float) -> str:
 
 def progress(loops: dict[tuple[str, int], dict[str, object]], seeds: int) -> str:
     """What the loops of a run split into parts hold so far, before every seed is there: the
-    seeds of each arm; the dream arm's dreamed rounds (after round 1) that ran a policy other
-    than π_1, and its seeds that ran π_1 in every round (such a pair shares all its attempts
-    and adds nothing to e); and for seeds with both arms, which ran the same best-so-far curve
-    in both (to the attempt)."""
+    seeds of each arm; the dream arm's rounds that ran a policy other than π_1 (round 1
+    included: with earlier or borrowed trees the dream arm dreams before it), and its seeds
+    that ran π_1 in every round (such a pair shares all its attempts and adds nothing to e);
+    and for seeds with both arms, which ran the same best-so-far curve in both (to the
+    attempt). π_1 is the fixed arm's round-1 policy, or a round the loop says ran the initial
+    policy."""
     have = {arm: sorted(s for a, s in loops if a == arm and s < seeds)
             for arm in ("dream", "fixed")}
     lines = [f"{arm} arm: {len(have[arm])} of {seeds} seeds"
              + (f" ({', '.join(map(str, have[arm]))})" if have[arm] else "")
              for arm in ("dream", "fixed")]
-    if have["dream"]:
-        other = {s: [r["round"] for r in loops[("dream", s)]["rounds"][1:]  # type: ignore[index]
-                     if r["policy"] != loops[("dream", s)]["rounds"][0]["policy"]]  # type: ignore[index]
-                 for s in have["dream"]}
-        dreamed = sum(len(loops[("dream", s)]["rounds"]) - 1  # type: ignore[arg-type]
-                      for s in have["dream"])
+    rounds = [r for loop in loops.values() for r in loop["rounds"]]  # type: ignore[attr-defined]
+    initial = next((loop["rounds"][0]["policy"] for (arm, _), loop in loops.items()  # type: ignore[index]
+                    if arm == "fixed"), None) or next(
+        (r["policy"] for r in rounds if str(r.get("why", "")).startswith("the initial policy")),
+        None)
+    if have["dream"] and initial is None:
+        lines.append("π_1 unknown: no fixed-arm loop, and no round says it ran the initial policy")
+    elif have["dream"]:
+        other = {s: [r["round"] for r in loops[("dream", s)]["rounds"]  # type: ignore[attr-defined]
+                     if r["policy"] != initial] for s in have["dream"]}
+        total = sum(len(loops[("dream", s)]["rounds"]) for s in have["dream"])  # type: ignore[arg-type]
         kept = [s for s in have["dream"] if not other[s]]
-        lines.append(f"dreamed rounds that ran a policy other than π_1: "
-                     f"{sum(map(len, other.values()))} of {dreamed}; dream-arm seeds that ran "
+        lines.append(f"dream-arm rounds that ran a policy other than π_1 (`{initial}`): "
+                     f"{sum(map(len, other.values()))} of {total}; dream-arm seeds that ran "
                      f"π_1 in every round: {len(kept)} of {len(have['dream'])}")
         lines += [f"  seed {s}: rounds " + ", ".join(
             f"{n} `{loops[('dream', s)]['rounds'][n - 1]['policy']}`"  # type: ignore[index]

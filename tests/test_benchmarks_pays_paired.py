@@ -246,8 +246,8 @@ def test_progress_says_what_the_parts_hold_so_far(tmp_path: Path, monkeypatch,
     assert out == [
         "dream arm: 3 of 4 seeds (0, 1, 2)",
         "fixed arm: 2 of 4 seeds (0, 1)",
-        "dreamed rounds that ran a policy other than π_1: 3 of 6; dream-arm seeds that ran "
-        "π_1 in every round: 1 of 3",
+        f"dream-arm rounds that ran a policy other than π_1 (`{pi1}`): 3 of 9; dream-arm "
+        "seeds that ran π_1 in every round: 1 of 3",
         f"  seed 1: rounds 3 `{other}`",
         f"  seed 2: rounds 2 `{other}`, 3 `{other}`",
         "seeds with both arms: 2; the same curve in both arms (to the attempt): 1 (0)"]
@@ -261,3 +261,21 @@ def test_progress_needs_a_log_that_exists(tmp_path: Path, monkeypatch, capsys) -
     err = capsys.readouterr().err
     assert "--progress reads the loops of --resume LOG" in err
     assert "missing.log: no such file" in err
+
+
+def test_progress_counts_round_1_when_the_dream_arm_dreamt_before_it(tmp_path: Path,
+                                                                      monkeypatch,
+                                                                      capsys) -> None:
+    pi1, other = "fixed:branches=4,refine=4", "greedy:branches=12,top=0"
+    fresh = _loop("dream", 1, [pi1, pi1], [1, 2])
+    fresh["rounds"][0]["why"] = "the initial policy (π_1)"  # type: ignore[index]
+    loops = [_loop("dream", 0, [other, other], [1, 3]), fresh]
+    log = tmp_path / "parts.log"
+    log.write_text("".join(json.dumps(loop) + "\n" for loop in loops))
+    monkeypatch.setattr(sys, "argv", ["bench_pays_paired.py", "--seeds", "2", "--resume",
+                                      str(log), "--progress"])
+    paired.main()
+    out = capsys.readouterr().out.splitlines()
+    assert out[2] == (f"dream-arm rounds that ran a policy other than π_1 (`{pi1}`): 2 of 4; "
+                      "dream-arm seeds that ran π_1 in every round: 1 of 2")
+    assert out[3] == f"  seed 0: rounds 1 `{other}`, 2 `{other}`"
