@@ -229,6 +229,17 @@ def _loop(arm: str, seed: int, policies: list[str], curve: list[float]) -> dict[
             "wall_s": 1.0}
 
 
+def _progress(tmp_path: Path, monkeypatch, capsys, loops: list[dict[str, object]],
+              seeds: int) -> list[str]:
+    """What ``--progress`` prints for a log holding ``loops``."""
+    log = tmp_path / "parts.log"
+    log.write_text("".join(json.dumps(loop) + "\n" for loop in loops))
+    monkeypatch.setattr(sys, "argv", ["bench_pays_paired.py", "--seeds", str(seeds),
+                                      "--resume", str(log), "--progress"])
+    paired.main()
+    return capsys.readouterr().out.splitlines()
+
+
 def test_progress_says_what_the_parts_hold_so_far(tmp_path: Path, monkeypatch,
                                                   capsys) -> None:
     pi1, other = "fixed:branches=4,refine=4", "greedy:branches=16,top=1"
@@ -237,12 +248,7 @@ def test_progress_says_what_the_parts_hold_so_far(tmp_path: Path, monkeypatch,
              _loop("dream", 1, [pi1, pi1, other], [1, 2, 5]),
              _loop("fixed", 1, [pi1, pi1, pi1], [1, 2, 3]),
              _loop("dream", 2, [pi1, other, other], [1, 4, 4])]
-    log = tmp_path / "parts.log"
-    log.write_text("".join(json.dumps(loop) + "\n" for loop in loops))
-    monkeypatch.setattr(sys, "argv", ["bench_pays_paired.py", "--seeds", "4", "--resume",
-                                      str(log), "--progress"])
-    paired.main()
-    out = capsys.readouterr().out.splitlines()
+    out = _progress(tmp_path, monkeypatch, capsys, loops, 4)
     assert out == [
         "dream arm: 3 of 4 seeds (0, 1, 2)",
         "fixed arm: 2 of 4 seeds (0, 1)",
@@ -270,12 +276,7 @@ def test_progress_counts_round_1_when_the_dream_arm_dreamt_before_it(tmp_path: P
     fresh = _loop("dream", 1, [pi1, pi1], [1, 2])
     fresh["rounds"][0]["why"] = "the initial policy (π_1)"  # type: ignore[index]
     loops = [_loop("dream", 0, [other, other], [1, 3]), fresh]
-    log = tmp_path / "parts.log"
-    log.write_text("".join(json.dumps(loop) + "\n" for loop in loops))
-    monkeypatch.setattr(sys, "argv", ["bench_pays_paired.py", "--seeds", "2", "--resume",
-                                      str(log), "--progress"])
-    paired.main()
-    out = capsys.readouterr().out.splitlines()
+    out = _progress(tmp_path, monkeypatch, capsys, loops, 2)
     assert out[2] == (f"dream-arm rounds that ran a policy other than π_1 (`{pi1}`): 2 of 4; "
                       "dream-arm seeds that ran π_1 in every round: 1 of 2")
     assert out[3] == f"  seed 0: rounds 1 `{other}`, 2 `{other}`"
