@@ -15,18 +15,20 @@ from dreamrsi.tasks import resolve_task
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 
-# (task, budget, seed): a short run of each that improves on its root. lasso-path's seed 0
-# draws the homotopy family in its first attempt (a fast solver; seed 1 draws FISTA, the
-# root's own family, which does not improve); its evaluations cost seconds. lasso-path-ops
-# is left out here: the same pass costs 240 to 310 s there (the root's FISTA counted under
-# Valgrind, in each repeat and each fresh instance), a quarter of the suite's time limit. Its
-# check is tested in tests/tasks/test_builtin_fresh.py (an honest faster solver ahead of the
-# seed by more than the tolerance on fresh instances, a counted-instance table not), and
-# whole passes on its runs' best nodes are measured in benchmarks/bench_survival.py.
-SLOW = pytest.mark.slow
+# (task, budget, seed): a short run of each that improves on its root. The lasso pair is left out.
+# lasso-path scores CPU time: its recorded score is one timing taken during the run, and a CI run
+# (stop 52) saw the mean of the pass's re-runs land further than the task's 40 % from it while the
+# other test process loaded the machine, so the verdict there depends on the machine's load, which
+# no test here controls (here, under four memory-bound processes, re-runs of one candidate spread
+# by 14 % of their mean and its base's by 42 %). lasso-path-ops is deterministic, but the same pass
+# costs 240 to 580 s there (the root's FISTA counted under Valgrind in each repeat and each fresh
+# instance), half the suite's time. The lasso checks are tested in
+# tests/tasks/test_builtin_fresh.py and tests/tasks/test_lasso_ops.py (an honest faster solver
+# ahead of the seed by more than the tolerance on fresh instances, a counted-instance table not),
+# the relative tolerance in tests/survival/test_service.py, and whole passes on lasso runs' best
+# nodes are measured in benchmarks/bench_survival.py.
 RUNS = [("sum-difference", 3, 1), ("circle-packing-26", 3, 1), ("circle-packing-32", 3, 1),
-        ("autocorrelation-c1", 3, 1), ("autocorrelation-c3", 3, 1),
-        pytest.param("lasso-path", 1, 0, marks=SLOW)]
+        ("autocorrelation-c1", 3, 1), ("autocorrelation-c3", 3, 1)]
 
 
 @pytest.mark.parametrize(("name", "budget", "seed"), RUNS)
@@ -37,12 +39,9 @@ def test_a_built_in_best_survives_its_fresh_check(store: SqliteRunStore, tmp_pat
     run = start_run(store, task, RunConfig(budget=budget, workers=1, seed=seed,
                                            isolation="required"))
     assert run.best is not None and run.best.seq > 0
-    # Two repeats, or a timed task's own three: a paired t interval over two noisy timings
-    # (one degree of freedom) rarely excludes zero.
-    repeats = task.survival.repeats if task.survival.relative_tolerance > 0 else 2
-    out = survive(store, run.run_id, repeats=repeats, out=tmp_path / "r")
+    out = survive(store, run.run_id, repeats=2, out=tmp_path / "r")
     assert out.verdict is Verdict.SURVIVED, out.findings
     assert out.report["claims"]["delta"]["low"] > 0
     fresh = [m for m in out.report["measurements"] if m["kind"] == "fresh"]
-    assert len(fresh) == 2 * repeats and all(m["valid"] for m in fresh)
+    assert len(fresh) == 4 and all(m["valid"] for m in fresh)
     assert out.report["environment"]["isolated"] is True
