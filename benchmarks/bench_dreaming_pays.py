@@ -141,12 +141,23 @@ def attempts_to_reach(curve: list[tuple[float, bool]], target: float, maximize: 
 
 
 def finished_loops(log: Path) -> dict[tuple[str, int], dict[str, object]]:
-    """The loops an earlier run of this script printed, by (arm, seed)."""
+    """The loops an earlier run of this script printed, by (arm, seed).
+
+    Raises:
+        ValueError: The log holds two different loops of one arm and seed (parts of two
+            protocols joined, say); the same loop twice (a resumed run prints the loops it
+            reused again) is one loop.
+    """
     loops: dict[tuple[str, int], dict[str, object]] = {}
-    for line in log.read_text().splitlines():
+    for number, line in enumerate(log.read_text().splitlines(), 1):
         if line.startswith('{"arm"'):
             loop = json.loads(line)
-            loops[(loop["arm"], loop["seed"])] = loop
+            key = (loop["arm"], loop["seed"])
+            if key in loops and json.dumps(loops[key]) != json.dumps(loop):
+                raise ValueError(f"{log} holds two different loops of the {key[0]} arm, seed "
+                                 f"{key[1]} (the second on line {number}): join only the "
+                                 "parts of one protocol")
+            loops[key] = loop
     return loops
 
 
@@ -386,7 +397,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.prior < 0:
         parser.error(f"--prior must be 0 or more, not {args.prior}")
-    done = finished_loops(args.resume) if args.resume else {}
+    try:
+        done = finished_loops(args.resume) if args.resume else {}
+    except ValueError as exc:
+        parser.error(f"--resume: {exc}")
     if args.fixed_from:
         folder = fixed_arm_folder(args.fixed_from, args.task, args.history)
         missing = [s for s in range(args.seeds)

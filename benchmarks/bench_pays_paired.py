@@ -398,6 +398,16 @@ def seed_range(text: str) -> tuple[int, int]:
     return first, last
 
 
+def resumed(parser: argparse.ArgumentParser, log: Path) -> dict[tuple[str, int],
+                                                                dict[str, object]]:
+    """The loops of ``--resume LOG``; a log that mixes two loops of one arm and seed is
+    refused with why."""
+    try:
+        return finished_loops(log)
+    except ValueError as exc:
+        parser.error(f"--resume: {exc}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="autocorrelation-c3")
@@ -460,7 +470,7 @@ def main() -> None:
     if args.progress:
         if not args.resume:
             parser.error("--progress reads the loops of --resume LOG: give it")
-        print(progress(finished_loops(args.resume), args.seeds))
+        print(progress(resumed(parser, args.resume), args.seeds))
         return
     if args.prior_shared and not args.prior:
         parser.error("--prior-shared needs --prior N")
@@ -478,7 +488,7 @@ def main() -> None:
         parser.error("--seeds must be at least 2 for a paired interval")
     if args.shard and args.shard[1] > args.seeds:
         parser.error("--shard must name seeds below --seeds")
-    done = finished_loops(args.resume) if args.resume else {}
+    done = resumed(parser, args.resume) if args.resume else {}
     if args.reuse == "fixed":
         done = {job: loop for job, loop in done.items() if job[0] == "fixed"}
     # seeds in blocks of --jobs, each block's dream arms first: with --prior, every worker

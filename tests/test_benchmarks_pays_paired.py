@@ -280,3 +280,20 @@ def test_progress_counts_round_1_when_the_dream_arm_dreamt_before_it(tmp_path: P
     assert out[2] == (f"dream-arm rounds that ran a policy other than π_1 (`{pi1}`): 2 of 4; "
                       "dream-arm seeds that ran π_1 in every round: 1 of 2")
     assert out[3] == f"  seed 0: rounds 1 `{other}`, 2 `{other}`"
+
+
+def test_a_log_with_two_loops_of_one_arm_and_seed_is_refused(tmp_path: Path, monkeypatch,
+                                                             capsys) -> None:
+    """Parts of two protocols joined by mistake (a fresh-store dream arm beside a
+    family-prior one of the same seed) are refused, not resolved by the later line; the same
+    loop twice (a resumed run prints it again) is one loop."""
+    pi1, other = "fixed:branches=4,refine=4", "greedy:branches=12,top=0"
+    fixed = _loop("fixed", 0, [pi1, pi1], [1, 2])
+    same = _progress(tmp_path, monkeypatch, capsys, [fixed, fixed], 2)
+    assert same[1] == "fixed arm: 1 of 2 seeds (0)"
+    loops = [_loop("dream", 0, [pi1, pi1], [1, 2]), fixed, _loop("dream", 0, [other, other],
+                                                                  [1, 3])]
+    with pytest.raises(SystemExit):
+        _progress(tmp_path, monkeypatch, capsys, loops, 2)
+    err = capsys.readouterr().err
+    assert "two different loops of the dream arm, seed 0 (the second on line 3)" in err
