@@ -161,6 +161,16 @@ def finished_loops(log: Path) -> dict[tuple[str, int], dict[str, object]]:
     return loops
 
 
+def resumed(parser: argparse.ArgumentParser, log: Path) -> dict[tuple[str, int],
+                                                                dict[str, object]]:
+    """The loops of ``--resume LOG``; a log that mixes two loops of one arm and seed is
+    refused with why."""
+    try:
+        return finished_loops(log)
+    except ValueError as exc:
+        parser.error(f"--resume: {exc}")
+
+
 def fixed_arm_folder(stores: Path, task: str, history: int) -> Path:
     """Where ``bench_pays_ceiling.py --stores STORES`` keeps a task's fixed-arm loops (one
     folder per history setting, so loops recorded with different contexts never mix)."""
@@ -397,10 +407,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.prior < 0:
         parser.error(f"--prior must be 0 or more, not {args.prior}")
-    try:
-        done = finished_loops(args.resume) if args.resume else {}
-    except ValueError as exc:
-        parser.error(f"--resume: {exc}")
+    done = resumed(parser, args.resume) if args.resume else {}
     if args.fixed_from:
         folder = fixed_arm_folder(args.fixed_from, args.task, args.history)
         missing = [s for s in range(args.seeds)

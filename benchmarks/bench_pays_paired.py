@@ -70,7 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _figures import loop_figures  # noqa: E402
 from _pays_stats import LEVELS, Estimate, Pair, compare  # noqa: E402
 from _report import write_section  # noqa: E402
-from bench_dreaming_pays import best_curve, finished_loops, maximises  # noqa: E402
+from bench_dreaming_pays import best_curve, maximises, resumed  # noqa: E402
 from dreamrsi.tasks import resolve_task  # noqa: E402
 
 
@@ -396,16 +396,6 @@ def seed_range(text: str) -> tuple[int, int]:
     if not 0 <= first < last:
         raise argparse.ArgumentTypeError(f"expected 0 <= A < B, got {text!r}")
     return first, last
-
-
-def resumed(parser: argparse.ArgumentParser, log: Path) -> dict[tuple[str, int],
-                                                                dict[str, object]]:
-    """The loops of ``--resume LOG``; a log that mixes two loops of one arm and seed is
-    refused with why."""
-    try:
-        return finished_loops(log)
-    except ValueError as exc:
-        parser.error(f"--resume: {exc}")
 
 
 def main() -> None:
