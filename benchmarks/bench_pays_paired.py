@@ -338,14 +338,16 @@ def headline_line(args: argparse.Namespace, e: Estimate, shared: float) -> str:
             f"lower bound above 1: **{'PASS' if e.passes() else 'MISS'}**.")
 
 
-def progress(loops: dict[tuple[str, int], dict[str, object]], seeds: int) -> str:
+def progress(loops: dict[tuple[str, int], dict[str, object]], seeds: int,
+             maximize: bool = True) -> str:
     """What the loops of a run split into parts hold so far, before every seed is there: the
     seeds of each arm; the dream arm's rounds that ran a policy other than π_1 (round 1
     included: with earlier or borrowed trees the dream arm dreams before it), and its seeds
     that ran π_1 in every round (such a pair shares all its attempts and adds nothing to e);
     and for seeds with both arms, which ran the same best-so-far curve in both (to the
-    attempt). π_1 is the fixed arm's round-1 policy, or a round the loop says ran the initial
-    policy."""
+    attempt), and when each arm first reached the fixed arm's final best (``reached``). No
+    figure of e: that waits for every seed. π_1 is the fixed arm's round-1 policy, or a round
+    the loop says ran the initial policy."""
     have = {arm: sorted(s for a, s in loops if a == arm and s < seeds)
             for arm in ("dream", "fixed")}
     lines = [f"{arm} arm: {len(have[arm])} of {seeds} seeds"
@@ -375,7 +377,22 @@ def progress(loops: dict[tuple[str, int], dict[str, object]], seeds: int) -> str
         lines.append(f"seeds with both arms: {len(both)}; the same curve in both arms (to the "
                      f"attempt): {len(same)}"
                      + (f" ({', '.join(map(str, same))})" if same else ""))
+        lines.append("the attempt at which each arm first reached the fixed arm's final best:")
+        for s in both:
+            fixed, dream = (loops[(arm, s)]["curve"] for arm in ("fixed", "dream"))
+            best = fixed[-1][0]  # type: ignore[index]
+            lines.append(f"  seed {s}: fixed {reached(fixed, best, maximize)}, dream "  # type: ignore[arg-type]
+                         f"{reached(dream, best, maximize)} (fixed arm's final best {best:.10g}, "  # type: ignore[arg-type]
+                         f"dream arm's {dream[-1][0]:.10g})")  # type: ignore[index]
     return "\n".join(lines)
+
+
+def reached(curve: list[list[float]], target: float, maximize: bool) -> str:
+    """The attempt (1-based) at which a best-so-far curve first reached ``target``, or
+    ``never``."""
+    sign = 1.0 if maximize else -1.0
+    return next((str(i) for i, (value, *_) in enumerate(curve, start=1)
+                 if value is not None and sign * value >= sign * target), "never")
 
 
 def wall(loops: dict[tuple[str, int], dict[str, object]], arm: str, seeds: int) -> float:
@@ -460,7 +477,7 @@ def main() -> None:
     if args.progress:
         if not args.resume:
             parser.error("--progress reads the loops of --resume LOG: give it")
-        print(progress(resumed(parser, args.resume), args.seeds))
+        print(progress(resumed(parser, args.resume), args.seeds, maximises(args.task)))
         return
     if args.prior_shared and not args.prior:
         parser.error("--prior-shared needs --prior N")

@@ -230,12 +230,12 @@ def _loop(arm: str, seed: int, policies: list[str], curve: list[float]) -> dict[
 
 
 def _progress(tmp_path: Path, monkeypatch, capsys, loops: list[dict[str, object]],
-              seeds: int) -> list[str]:
+              seeds: int, *argv: str) -> list[str]:
     """What ``--progress`` prints for a log holding ``loops``."""
     log = tmp_path / "parts.log"
     log.write_text("".join(json.dumps(loop) + "\n" for loop in loops))
     monkeypatch.setattr(sys, "argv", ["bench_pays_paired.py", "--seeds", str(seeds),
-                                      "--resume", str(log), "--progress"])
+                                      "--resume", str(log), "--progress", *argv])
     paired.main()
     return capsys.readouterr().out.splitlines()
 
@@ -248,7 +248,7 @@ def test_progress_says_what_the_parts_hold_so_far(tmp_path: Path, monkeypatch,
              _loop("dream", 1, [pi1, pi1, other], [1, 2, 5]),
              _loop("fixed", 1, [pi1, pi1, pi1], [1, 2, 3]),
              _loop("dream", 2, [pi1, other, other], [1, 4, 4])]
-    out = _progress(tmp_path, monkeypatch, capsys, loops, 4)
+    out = _progress(tmp_path, monkeypatch, capsys, loops, 4, "--task", "lasso-path-ops")
     assert out == [
         "dream arm: 3 of 4 seeds (0, 1, 2)",
         "fixed arm: 2 of 4 seeds (0, 1)",
@@ -256,7 +256,29 @@ def test_progress_says_what_the_parts_hold_so_far(tmp_path: Path, monkeypatch,
         "seeds that ran π_1 in every round: 1 of 3",
         f"  seed 1: rounds 3 `{other}`",
         f"  seed 2: rounds 2 `{other}`, 3 `{other}`",
-        "seeds with both arms: 2; the same curve in both arms (to the attempt): 1 (0)"]
+        "seeds with both arms: 2; the same curve in both arms (to the attempt): 1 (0)",
+        "the attempt at which each arm first reached the fixed arm's final best:",
+        "  seed 0: fixed 3, dream 3 (fixed arm's final best 3, dream arm's 3)",
+        "  seed 1: fixed 3, dream 3 (fixed arm's final best 3, dream arm's 5)"]
+
+
+def test_progress_says_when_each_arm_reached_the_fixed_arms_final_best(tmp_path: Path,
+                                                                       monkeypatch,
+                                                                       capsys) -> None:
+    """Read in the task's direction: on a maximised task the dream arm that gets there first
+    or never is told apart; on a minimised one (C3) lower is better."""
+    pi1, other = "fixed:branches=4,refine=4", "greedy:branches=12,top=0"
+    loops = [_loop("fixed", 0, [pi1, pi1], [1, 1, 4, 4]),
+             _loop("dream", 0, [other, other], [2, 5, 5, 5]),
+             _loop("fixed", 1, [pi1, pi1], [1, 2, 2, 3]),
+             _loop("dream", 1, [other, other], [1, 2, 2, 2])]
+    out = _progress(tmp_path, monkeypatch, capsys, loops, 2, "--task", "lasso-path-ops")
+    assert out[-2:] == ["  seed 0: fixed 3, dream 2 (fixed arm's final best 4, dream arm's 5)",
+                        "  seed 1: fixed 4, dream never (fixed arm's final best 3, dream arm's 2)"]
+    loops = [_loop("fixed", 0, [pi1, pi1], [-1.0, -1.5, -1.5, -1.6]),
+             _loop("dream", 0, [other, other], [-1.2, -1.7, -1.7, -1.7])]
+    out = _progress(tmp_path, monkeypatch, capsys, loops, 1, "--task", "autocorrelation-c3")
+    assert out[-1] == "  seed 0: fixed 4, dream 2 (fixed arm's final best -1.6, dream arm's -1.7)"
 
 
 def test_progress_needs_a_log_that_exists(tmp_path: Path, monkeypatch, capsys) -> None:
