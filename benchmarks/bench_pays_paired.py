@@ -39,7 +39,8 @@ Every finished loop is printed as one JSON line when it ends; ``--resume LOG`` r
 such a log already holds (same arm and seed) and runs only the missing ones. ``--progress``
 with ``--resume LOG`` runs nothing: it says what the parts of a run split over sessions hold so
 far (``progress``): which seeds each arm has, how many dreamed rounds ran a policy other than
-π_1, and which pairs ran the same loop in both arms.
+π_1, which pairs ran the same loop in both arms, and when each arm of a pair first reached
+the fixed arm's final best.
 
 Usage: python benchmarks/bench_pays_paired.py --task autocorrelation-c3 --seeds 40
        [--total-budget 80] [--per-round-budget 20] [--workers 2] [--jobs 2]
