@@ -69,7 +69,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _figures import loop_figures  # noqa: E402
-from _pays_stats import LEVELS, Estimate, Pair, compare  # noqa: E402
+from _pays_stats import LEVELS, Estimate, Pair, compare, reach  # noqa: E402
 from _report import write_section  # noqa: E402
 from bench_dreaming_pays import best_curve, maximises, resumed  # noqa: E402
 from dreamrsi.tasks import resolve_task  # noqa: E402
@@ -389,11 +389,12 @@ def progress(loops: dict[tuple[str, int], dict[str, object]], seeds: int,
 
 
 def reached(curve: list[list[float]], target: float, maximize: bool) -> str:
-    """The attempt (1-based) at which a best-so-far curve first reached ``target``, or
-    ``never``."""
+    """The attempt (1-based) at which a best-so-far curve first reached ``target``
+    (``_pays_stats.reach``, in the direction where higher is better), or ``never``."""
     sign = 1.0 if maximize else -1.0
-    return next((str(i) for i, (value, *_) in enumerate(curve, start=1)
-                 if value is not None and sign * value >= sign * target), "never")
+    values = sign * np.array([value for value, *_ in curve], dtype=float)
+    attempt = int(reach(values, np.array([sign * target]))[0])
+    return str(attempt) if attempt <= len(curve) else "never"
 
 
 def wall(loops: dict[tuple[str, int], dict[str, object]], arm: str, seeds: int) -> float:
